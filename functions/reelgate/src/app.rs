@@ -1,0 +1,96 @@
+//! The application state every handler shares, whichever host (local server or Lambda) runs it.
+
+use crate::blobs::BlobStore;
+use crate::catalog::Catalog;
+use crate::queue::MessageQueue;
+use crate::store::ItemStore;
+use crate::workflow::Workflow;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Knobs with their defaults; each is documented in docs/configuration.md.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The URL clients reach this service at (used in presigned local URLs and callbacks).
+    pub public_base_url: String,
+    /// Largest upload through `POST /v1/files`.
+    pub max_upload_bytes: u64,
+    /// Largest JSON request body.
+    pub max_json_bytes: usize,
+    /// Lifetime of presigned URLs handed to engines and upstream models.
+    pub presign_ttl: Duration,
+    /// Uploaded files expire this long after upload.
+    pub file_retention: Duration,
+    /// Finished jobs (record, prompt, output, thumbnail) are deleted this long after finishing.
+    pub job_retention: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            public_base_url: "http://127.0.0.1:8080".into(),
+            max_upload_bytes: 100 * 1000 * 1000,
+            max_json_bytes: 32 * 1024 * 1024,
+            presign_ttl: Duration::from_secs(15 * 60),
+            file_retention: Duration::from_secs(30 * 24 * 3600),
+            job_retention: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct App {
+    pub store: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub render_queue: Arc<dyn MessageQueue>,
+    pub catalog: Arc<Catalog>,
+    pub settings: Arc<Settings>,
+    /// Set once the workflow host is up (the local runner needs the App to dispatch steps).
+    workflow: Arc<OnceLock<Arc<dyn Workflow>>>,
+    /// The local server's own URL signer, when blobs are local (serves `/blobs/...`).
+    pub local_signer: Option<crate::blobs::local::UrlSigner>,
+    pub local_blobs: Option<Arc<crate::blobs::local::LocalBlobStore>>,
+    /// Text-model upstreams by catalog id.
+    pub upstreams: Arc<crate::upstream::Upstreams>,
+}
+
+impl App {
+    pub fn new(
+        store: Arc<dyn ItemStore>,
+        blobs: Arc<dyn BlobStore>,
+        render_queue: Arc<dyn MessageQueue>,
+        catalog: Arc<Catalog>,
+        settings: Settings,
+    ) -> Self {
+        App {
+            store,
+            blobs,
+            render_queue,
+            catalog,
+            settings: Arc::new(settings),
+            workflow: Arc::new(OnceLock::new()),
+            local_signer: None,
+            local_blobs: None,
+            upstreams: Arc::new(crate::upstream::Upstreams::default()),
+        }
+    }
+
+    /// Serves presigned URLs of this local blob store from the router's `/blobs` route.
+    pub fn with_local_blobs(mut self, blobs: Arc<crate::blobs::local::LocalBlobStore>) -> Self {
+        self.local_signer = Some(blobs.signer().clone());
+        self.local_blobs = Some(blobs);
+        self
+    }
+
+    pub fn set_workflow(&self, workflow: Arc<dyn Workflow>) {
+        let _ = self.workflow.set(workflow);
+    }
+
+    pub fn workflow(&self) -> Option<Arc<dyn Workflow>> {
+        self.workflow.get().cloned()
+    }
+
+    pub fn accounts(&self) -> crate::accounts::Accounts<'_> {
+        crate::accounts::Accounts::new(self.store.as_ref())
+    }
+}

@@ -1,0 +1,234 @@
+//! The catalog: plans, video models with their pricing and engines, chat models with their
+//! capabilities, reasoning efforts, upstreams and token prices, and the current terms version.
+//! It is configuration (TOML), loaded from `REELGATE_CATALOG` or the built-in default
+//! (`catalog.default.toml` beside this file, documented in docs/configuration.md).
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const DEFAULT_CATALOG: &str = include_str!("catalog.default.toml");
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    /// The current Video Service Terms version; agreement applies to it.
+    pub terms_version: String,
+    #[serde(default)]
+    pub plans: Vec<Plan>,
+    #[serde(default)]
+    pub video_models: Vec<VideoModel>,
+    #[serde(default)]
+    pub engines: Vec<EngineConfig>,
+    #[serde(default)]
+    pub chat_models: Vec<ChatModel>,
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub id: String,
+    /// Renders admitted and not yet finished, at most.
+    pub max_concurrent_renders: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VideoModel {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The engine id that renders it; absent or unknown → 503 `provider_unavailable`.
+    #[serde(default)]
+    pub engine: Option<String>,
+    /// Plans entitled to the model.
+    pub plans: Vec<String>,
+    pub pricing: Vec<PricingRow>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PricingRow {
+    pub resolution: String,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub per_second: Decimal,
+    pub currency: String,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    pub id: String,
+    /// `http` (reelgate's engine protocol, docs/engine-protocol.md), `reference` (the built-in
+    /// reference engine, served in-process by the local server), or `bedrock` (asynchronous invoke).
+    pub kind: String,
+    /// For `http`: the engine's base URL. Environment variables `${NAME}` are expanded.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the engine's bearer key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// For `bedrock`: the model id, e.g. `amazon.nova-reel-v1:1`.
+    #[serde(default)]
+    pub model_id: Option<String>,
+    /// For `bedrock`: where the engine writes its output, `s3://bucket/prefix`.
+    #[serde(default)]
+    pub output_s3_uri: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatModel {
+    pub id: String,
+    /// The upstream id serving it.
+    pub upstream: String,
+    /// The model name the upstream knows it by (defaults to `id`).
+    #[serde(default)]
+    pub upstream_model: Option<String>,
+    /// `text`, `vision`, `audio`, `video`, `tools`, `json_schema`, `file`.
+    #[serde(default = "default_capabilities")]
+    pub capabilities: Vec<String>,
+    /// Accepted `reasoning_effort` values; empty means the parameter is refused.
+    #[serde(default)]
+    pub reasoning_efforts: Vec<String>,
+    /// Prompt tokens the model accepts (for `truncation: auto`).
+    #[serde(default = "default_context")]
+    pub context_window: u32,
+    /// Price per million input tokens.
+    #[serde(default, with = "rust_decimal::serde::str")]
+    pub input_per_million: Decimal,
+    /// Price per million output tokens.
+    #[serde(default, with = "rust_decimal::serde::str")]
+    pub output_per_million: Decimal,
+    #[serde(default = "default_currency")]
+    pub currency: String,
+    #[serde(default)]
+    pub owned_by: Option<String>,
+}
+
+fn default_capabilities() -> Vec<String> {
+    vec!["text".into(), "tools".into()]
+}
+fn default_context() -> u32 {
+    32_768
+}
+fn default_currency() -> String {
+    "usd".into()
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    pub id: String,
+    /// `openai` (any OpenAI-compatible HTTP server) or `bedrock` (Converse / ConverseStream).
+    pub kind: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the upstream's key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub extra_headers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("the catalog is not valid TOML: {0}")]
+    Parse(String),
+    #[error("the catalog is inconsistent: {0}")]
+    Inconsistent(String),
+    #[error("cannot read the catalog {path}: {error}")]
+    Read { path: String, error: String },
+}
+
+impl Catalog {
+    pub fn parse(text: &str) -> Result<Self, CatalogError> {
+        let catalog: Catalog = toml::from_str(text).map_err(|e| CatalogError::Parse(e.to_string()))?;
+        catalog.check()?;
+        Ok(catalog)
+    }
+
+    /// The catalog named by `REELGATE_CATALOG`, else the built-in default.
+    pub fn load_from_env() -> Result<Self, CatalogError> {
+        match std::env::var("REELGATE_CATALOG") {
+            Ok(path) if !path.is_empty() => {
+                let text = std::fs::read_to_string(&path).map_err(|e| CatalogError::Read {
+                    path: path.clone(),
+                    error: e.to_string(),
+                })?;
+                Self::parse(&text)
+            }
+            _ => Self::parse(DEFAULT_CATALOG),
+        }
+    }
+
+    fn check(&self) -> Result<(), CatalogError> {
+        let bad = |m: String| Err(CatalogError::Inconsistent(m));
+        for m in &self.video_models {
+            if m.pricing.is_empty() {
+                return bad(format!("video model {} has no pricing row", m.id));
+            }
+            for p in &m.plans {
+                if self.plan(p).is_none() {
+                    return bad(format!("video model {} names unknown plan {p}", m.id));
+                }
+            }
+            for row in &m.pricing {
+                if row.per_second.is_sign_negative() || row.currency != row.currency.to_ascii_lowercase() {
+                    return bad(format!("video model {}: prices are non-negative, currencies lower case", m.id));
+                }
+            }
+        }
+        for c in &self.chat_models {
+            if self.video_models.iter().any(|v| v.id == c.id) {
+                return bad(format!("{} is both a chat and a video model", c.id));
+            }
+            if !self.upstreams.iter().any(|u| u.id == c.upstream) {
+                return bad(format!("chat model {} names unknown upstream {}", c.id, c.upstream));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn plan(&self, id: &str) -> Option<&Plan> {
+        self.plans.iter().find(|p| p.id == id)
+    }
+    pub fn video_model(&self, id: &str) -> Option<&VideoModel> {
+        self.video_models.iter().find(|m| m.id == id)
+    }
+    pub fn engine(&self, id: &str) -> Option<&EngineConfig> {
+        self.engines.iter().find(|e| e.id == id)
+    }
+    pub fn chat_model(&self, id: &str) -> Option<&ChatModel> {
+        self.chat_models.iter().find(|m| m.id == id)
+    }
+    pub fn upstream(&self, id: &str) -> Option<&UpstreamConfig> {
+        self.upstreams.iter().find(|u| u.id == id)
+    }
+    /// Video models the plan is entitled to.
+    pub fn video_models_for_plan<'a>(&'a self, plan: &'a str) -> impl Iterator<Item = &'a VideoModel> {
+        self.video_models.iter().filter(move |m| m.plans.iter().any(|p| p == plan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_catalog_parses() {
+        let c = Catalog::parse(DEFAULT_CATALOG).expect("default catalog");
+        assert!(!c.video_models.is_empty());
+        assert!(c.plan("starter").is_some());
+    }
+
+    #[test]
+    fn unknown_plan_is_refused() {
+        let text = DEFAULT_CATALOG.replace("plans = [\"starter\"", "plans = [\"nope\"");
+        assert!(Catalog::parse(&text).is_err());
+    }
+}

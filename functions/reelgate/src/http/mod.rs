@@ -1,0 +1,74 @@
+//! The HTTP surface: one axum router holding every route, mounted whole by the local server and
+//! route by route by the Lambda binaries. Extractors here turn credentials and bodies into domain
+//! values and every rejection into the OpenAI error envelope.
+
+pub mod blobs_route;
+pub mod extract;
+
+use crate::app::App;
+use crate::error::ApiError;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+
+/// Every route of the public API as (method, path template). The router, the Lambda packaging
+/// and infra/template.yaml are checked against this list by the tests.
+pub const API_ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/files"),
+    ("GET", "/v1/files"),
+    ("GET", "/v1/files/{file_id}"),
+    ("DELETE", "/v1/files/{file_id}"),
+    ("GET", "/v1/files/{file_id}/content"),
+];
+
+/// The whole service.
+pub fn router(app: App) -> Router {
+    let json_limit = app.settings.max_json_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .merge(crate::files::routes())
+        .merge(blobs_route::routes())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(json_limit))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(app)
+}
+
+async fn health() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        "unknown_url",
+        format!("Unknown request URL: {}. Check the path and the method.", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        "method_not_allowed",
+        format!("{method} is not allowed on {}.", uri.path()),
+    )
+}
+
+/// OpenAI's list envelope: `{object: "list", data, first_id, last_id, has_more}`.
+pub fn list_envelope<T: serde::Serialize>(
+    data: &[T],
+    id_of: impl Fn(&T) -> String,
+    has_more: bool,
+) -> serde_json::Value {
+    serde_json::json!({
+        "object": "list",
+        "data": data,
+        "first_id": data.first().map(&id_of),
+        "last_id": data.last().map(&id_of),
+        "has_more": has_more,
+    })
+}

@@ -1,0 +1,59 @@
+//! Identifiers: a type prefix and an opaque suffix that sorts by creation time (48 bits of
+//! milliseconds, then 80 random bits, Crockford base32 in lower case). Sorting by time lets a
+//! partition's sort key (`VIDEO#<id>`) list jobs newest first without a secondary index.
+
+use rand::RngCore;
+
+const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// `prefix_` followed by 26 characters.
+pub fn new_id(prefix: &str) -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let mut random = [0u8; 10];
+    rand::thread_rng().fill_bytes(&mut random);
+    let mut value: u128 = (millis as u128 & 0xFFFF_FFFF_FFFF) << 80;
+    for (i, b) in random.iter().enumerate() {
+        value |= (*b as u128) << (8 * (9 - i));
+    }
+    let mut out = String::with_capacity(prefix.len() + 27);
+    out.push_str(prefix);
+    out.push('_');
+    for i in (0..26).rev() {
+        out.push(ALPHABET[((value >> (5 * i)) & 31) as usize] as char);
+    }
+    out
+}
+
+/// A random secret of `bytes` bytes, URL-safe base64 without padding.
+pub fn new_secret(bytes: usize) -> String {
+    use base64::Engine;
+    let mut raw = vec![0u8; bytes];
+    rand::thread_rng().fill_bytes(&mut raw);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+/// True when `id` looks like one of ours with this prefix (guards keys built from user input).
+pub fn is_valid(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|s| s.len() == 26 && s.bytes().all(|b| ALPHABET.contains(&b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time_and_validate() {
+        let a = new_id("video");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = new_id("video");
+        assert!(a < b);
+        assert!(is_valid(&a, "video"));
+        assert!(!is_valid(&a, "file"));
+        assert!(!is_valid("video_../../etc", "video"));
+    }
+}

@@ -1,0 +1,19 @@
+//! reelgate: a video-generation and text-model API service with an OpenAI-style HTTP API.
+//!
+//! This crate holds the domain, the ports (store, blobs, queue, workflow) with their embedded
+//! adapters, and every HTTP handler. Lambda binaries and the local `reelgate` command are thin
+//! hosts over [`http::router`]; the AWS adapters live in `reelgate-aws`.
+
+pub mod blobs;
+pub mod db;
+pub mod ids;
+pub mod queue;
+pub mod store;
+pub mod workflow;
+pub mod accounts;
+pub mod app;
+pub mod catalog;
+pub mod error;
+pub mod files;
+pub mod http;
+pub mod upstream;
