@@ -17,3 +17,6 @@ pub mod error;
 pub mod files;
 pub mod http;
 pub mod upstream;
+pub mod local;
+#[cfg(any(test, feature = "contract"))]
+pub mod testing;

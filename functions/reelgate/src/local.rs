@@ -1,0 +1,86 @@
+//! The local host's wiring: the embedded adapters under one data directory (a SQLite file and a
+//! blob directory), and the demo organization created on first start.
+
+use crate::app::{App, Settings};
+use crate::blobs::local::{LocalBlobStore, UrlSigner};
+use crate::catalog::Catalog;
+use crate::db::Database;
+use crate::queue::sqlite::SqliteQueue;
+use crate::store::sqlite::SqliteItemStore;
+use crate::store::{item, Condition, ItemExt, Key};
+use rust_decimal::Decimal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Receives before a render message goes to the dead-letter side.
+pub const RENDER_QUEUE_MAX_RECEIVES: u32 = 5;
+
+pub struct LocalBackend {
+    pub db: Database,
+    pub store: Arc<SqliteItemStore>,
+    pub blobs: Arc<LocalBlobStore>,
+    pub render_queue: Arc<SqliteQueue>,
+    pub data_dir: PathBuf,
+}
+
+impl LocalBackend {
+    pub fn open(data_dir: &Path, public_base_url: &str) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(data_dir)?;
+        let db = Database::open(&data_dir.join("reelgate.sqlite3"))?;
+        let secret = UrlSigner::load_or_create_secret(&data_dir.join("url-signing.key"))?;
+        let signer = UrlSigner::new(secret, public_base_url);
+        Ok(LocalBackend {
+            store: Arc::new(SqliteItemStore::new(db.clone())),
+            blobs: Arc::new(LocalBlobStore::new(data_dir.join("blobs"), signer)),
+            render_queue: Arc::new(SqliteQueue::new(db.clone(), "render", RENDER_QUEUE_MAX_RECEIVES)),
+            db,
+            data_dir: data_dir.to_owned(),
+        })
+    }
+
+    pub fn app(&self, catalog: Arc<Catalog>, settings: Settings) -> App {
+        App::new(
+            self.store.clone(),
+            self.blobs.clone(),
+            self.render_queue.clone(),
+            catalog,
+            settings,
+        )
+        .with_local_blobs(self.blobs.clone())
+    }
+}
+
+/// What the first start prints: where the service is and the key to call it with.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DemoAccount {
+    pub org: String,
+    pub user: String,
+    pub api_key: Option<String>,
+    pub created: bool,
+}
+
+pub const DEMO_CREDITS: &str = "25.00";
+
+/// Creates the demo organization, person and API key once; later starts find it again (the
+/// key's secret is shown only the first time).
+pub async fn bootstrap_demo(app: &App) -> anyhow::Result<DemoAccount> {
+    let marker = Key::new("LOCAL", "DEMO");
+    if let Some(found) = app.store.get(&marker).await? {
+        return Ok(DemoAccount {
+            org: found.str_attr("org").unwrap_or_default().to_owned(),
+            user: found.str_attr("user").unwrap_or_default().to_owned(),
+            api_key: None,
+            created: false,
+        });
+    }
+    let accounts = app.accounts();
+    let credits: Decimal = DEMO_CREDITS.parse()?;
+    let org = accounts.create_org("Demo", crate::accounts::DEFAULT_PLAN, "usd", credits).await?;
+    let user = accounts.create_person(&org.id, "demo@reelgate.local").await?;
+    let key = accounts.create_api_key(&user.id).await?;
+    let mut m = item(&marker);
+    m.insert("org".into(), org.id.clone().into());
+    m.insert("user".into(), user.id.clone().into());
+    app.store.put(m, Some(Condition::NotExists)).await?;
+    Ok(DemoAccount { org: org.id, user: user.id, api_key: Some(key.secret), created: true })
+}
