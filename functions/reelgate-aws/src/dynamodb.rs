@@ -1,0 +1,696 @@
+//! The item store on one DynamoDB table (`pk` HASH, `sk` RANGE, TTL on `expires_at`).
+//!
+//! Semantics follow the embedded SQLite adapter exactly:
+//! - Reads are strongly consistent (`ConsistentRead`), as the embedded store is.
+//! - An item whose `expires_at` has passed does not exist for readers *or for conditions*:
+//!   DynamoDB's TTL deletes such items lazily, so every condition is rewritten to treat an
+//!   expired item as absent (without arithmetic: the adapter evaluates the condition against an
+//!   absent item itself and compares `expires_at` with the current time as a constant).
+//! - An update of an expired item starts from an absent item (not from the stale attributes):
+//!   the adapter removes the expired item first, guarded so that only an expired item goes.
+//! - `Condition`s become `ConditionExpression`s with generated `#n`/`:v` placeholders and no
+//!   arithmetic; `Update`s become `SET`/`ADD`/`REMOVE` update expressions.
+
+use crate::errors::{describe, service_code};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValue, TransactWriteItem,
+    Update as DynamoUpdate,
+};
+use aws_sdk_dynamodb::Client;
+use reelgate::store::{
+    is_expired, now_secs, validate_transaction, Attr, Condition, Item, ItemExt, ItemStore, Key,
+    Page, Query, StoreError, TransactOp, Update, EXPIRES_AT, PK, SK,
+};
+use rust_decimal::Decimal;
+use std::collections::HashMap;
+use std::str::FromStr;
+
+/// How often an update retries after clearing an expired item out of its way.
+const EXPIRED_RETRIES: usize = 3;
+
+/// The DynamoDB adapter of [`ItemStore`].
+#[derive(Clone, Debug)]
+pub struct DynamoItemStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoItemStore {
+    pub fn new(config: &aws_config::SdkConfig, table: &str) -> Self {
+        Self::from_client(Client::new(config), table)
+    }
+
+    pub fn from_client(client: Client, table: &str) -> Self {
+        DynamoItemStore {
+            client,
+            table: table.to_owned(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Reads an item as stored, expired or not.
+    async fn get_raw(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_map(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(store_error)?;
+        out.item().map(from_dynamo).transpose()
+    }
+
+    /// Deletes `key` only while it is expired.
+    async fn delete_if_expired(&self, key: &Key, now: i64) -> Result<(), StoreError> {
+        let mut expr = Expr::default();
+        let cond = expr.expired(now);
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_map(key)))
+            .condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .send()
+            .await;
+        match result.map_err(store_error) {
+            Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute values
+
+fn to_dynamo_value(attr: &Attr) -> AttributeValue {
+    match attr {
+        Attr::S(s) => AttributeValue::S(s.clone()),
+        Attr::N(n) => AttributeValue::N(n.to_string()),
+        Attr::Bool(b) => AttributeValue::Bool(*b),
+        Attr::Null => AttributeValue::Null(true),
+        Attr::L(list) => AttributeValue::L(list.iter().map(to_dynamo_value).collect()),
+        Attr::M(map) => AttributeValue::M(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_dynamo_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn from_dynamo_value(value: &AttributeValue) -> Result<Attr, StoreError> {
+    Ok(match value {
+        AttributeValue::S(s) => Attr::S(s.clone()),
+        AttributeValue::N(n) => Attr::N(parse_number(n)?),
+        AttributeValue::Bool(b) => Attr::Bool(*b),
+        AttributeValue::Null(_) => Attr::Null,
+        AttributeValue::L(list) => Attr::L(
+            list.iter()
+                .map(from_dynamo_value)
+                .collect::<Result<_, _>>()?,
+        ),
+        AttributeValue::M(map) => Attr::M(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), from_dynamo_value(v)?)))
+                .collect::<Result<_, StoreError>>()?,
+        ),
+        other => {
+            return Err(StoreError::Invalid(format!(
+                "unsupported DynamoDB attribute type: {other:?}"
+            )))
+        }
+    })
+}
+
+fn parse_number(text: &str) -> Result<Decimal, StoreError> {
+    Decimal::from_str(text)
+        .or_else(|_| Decimal::from_scientific(text))
+        .map_err(|e| StoreError::Invalid(format!("number {text:?} does not fit a decimal: {e}")))
+}
+
+fn to_dynamo(item: &Item) -> HashMap<String, AttributeValue> {
+    item.iter()
+        .map(|(k, v)| (k.clone(), to_dynamo_value(v)))
+        .collect()
+}
+
+fn from_dynamo(map: &HashMap<String, AttributeValue>) -> Result<Item, StoreError> {
+    map.iter()
+        .map(|(k, v)| Ok((k.clone(), from_dynamo_value(v)?)))
+        .collect()
+}
+
+fn key_map(key: &Key) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (PK.to_owned(), AttributeValue::S(key.pk.clone())),
+        (SK.to_owned(), AttributeValue::S(key.sk.clone())),
+    ])
+}
+
+fn check_key(item: &Item) -> Result<Key, StoreError> {
+    item.key()
+        .ok_or_else(|| StoreError::Invalid("an item needs string pk and sk attributes".into()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+
+/// Builds expressions with `#nN` name and `:vN` value placeholders.
+#[derive(Default)]
+struct Expr {
+    names: HashMap<String, String>,
+    by_name: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+}
+
+impl Expr {
+    fn name(&mut self, name: &str) -> String {
+        if let Some(placeholder) = self.by_name.get(name) {
+            return placeholder.clone();
+        }
+        let placeholder = format!("#n{}", self.names.len());
+        self.names.insert(placeholder.clone(), name.to_owned());
+        self.by_name.insert(name.to_owned(), placeholder.clone());
+        placeholder
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let placeholder = format!(":v{}", self.values.len());
+        self.values.insert(placeholder.clone(), value);
+        placeholder
+    }
+
+    fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| self.names.clone())
+    }
+
+    fn values(&self) -> Option<HashMap<String, AttributeValue>> {
+        (!self.values.is_empty()).then(|| self.values.clone())
+    }
+
+    /// Always true / always false, for empty `And` / `Or` / `In`.
+    fn constant(&mut self, truth: bool) -> String {
+        let pk = self.name(PK);
+        if truth {
+            format!("(attribute_exists({pk}) OR attribute_not_exists({pk}))")
+        } else {
+            format!("(attribute_exists({pk}) AND attribute_not_exists({pk}))")
+        }
+    }
+
+    fn condition(&mut self, condition: &Condition) -> String {
+        let compare = |this: &mut Self, name: &str, op: &str, value: &Attr| {
+            let n = this.name(name);
+            let v = this.value(to_dynamo_value(value));
+            format!("{n} {op} {v}")
+        };
+        match condition {
+            Condition::Exists => format!("attribute_exists({})", self.name(PK)),
+            Condition::NotExists => format!("attribute_not_exists({})", self.name(PK)),
+            Condition::AttrExists(n) => format!("attribute_exists({})", self.name(n)),
+            Condition::AttrNotExists(n) => format!("attribute_not_exists({})", self.name(n)),
+            Condition::Eq(n, v) => compare(self, n, "=", v),
+            Condition::Ne(n, v) => compare(self, n, "<>", v),
+            Condition::Lt(n, v) => compare(self, n, "<", v),
+            Condition::Le(n, v) => compare(self, n, "<=", v),
+            Condition::Gt(n, v) => compare(self, n, ">", v),
+            Condition::Ge(n, v) => compare(self, n, ">=", v),
+            Condition::In(_, values) if values.is_empty() => self.constant(false),
+            Condition::In(n, values) => {
+                let n = self.name(n);
+                let vs: Vec<String> = values
+                    .iter()
+                    .map(|v| self.value(to_dynamo_value(v)))
+                    .collect();
+                format!("{n} IN ({})", vs.join(", "))
+            }
+            Condition::And(all) if all.is_empty() => self.constant(true),
+            Condition::Or(any) if any.is_empty() => self.constant(false),
+            Condition::And(all) => self.join(all, " AND "),
+            Condition::Or(any) => self.join(any, " OR "),
+            Condition::Not(c) => format!("(NOT {})", self.condition(c)),
+        }
+    }
+
+    fn join(&mut self, parts: &[Condition], op: &str) -> String {
+        let parts: Vec<String> = parts
+            .iter()
+            .map(|c| format!("({})", self.condition(c)))
+            .collect();
+        format!("({})", parts.join(op))
+    }
+
+    /// The item carries an expiry at or before `now`.
+    fn expired(&mut self, now: i64) -> String {
+        let e = self.name(EXPIRES_AT);
+        let now = self.value(AttributeValue::N(now.to_string()));
+        format!("{e} <= {now}")
+    }
+
+    /// The item is absent, or present without a passed expiry.
+    fn live(&mut self, now: i64) -> String {
+        let e = self.name(EXPIRES_AT);
+        let now = self.value(AttributeValue::N(now.to_string()));
+        format!("(attribute_not_exists({e}) OR {e} > {now})")
+    }
+
+    /// `condition` as it holds when an expired item counts as absent.
+    fn condition_seeing_expiry(&mut self, condition: &Condition, now: i64) -> String {
+        let c = self.condition(condition);
+        if condition.holds(None) {
+            let expired = self.expired(now);
+            format!("({c}) OR ({expired})")
+        } else {
+            let live = self.live(now);
+            format!("({c}) AND {live}")
+        }
+    }
+
+    /// `condition`, and the item is not expired (an update must not start from stale attributes).
+    fn condition_on_live(&mut self, condition: Option<&Condition>, now: i64) -> String {
+        let live = self.live(now);
+        match condition {
+            Some(c) => format!("({}) AND {live}", self.condition(c)),
+            None => live,
+        }
+    }
+
+    fn update(&mut self, update: &Update) -> Option<String> {
+        let mut clauses = Vec::new();
+        if !update.set.is_empty() {
+            let sets: Vec<String> = update
+                .set
+                .iter()
+                .map(|(n, v)| {
+                    let n = self.name(n);
+                    let v = self.value(to_dynamo_value(v));
+                    format!("{n} = {v}")
+                })
+                .collect();
+            clauses.push(format!("SET {}", sets.join(", ")));
+        }
+        if !update.add.is_empty() {
+            let adds: Vec<String> = update
+                .add
+                .iter()
+                .map(|(n, amount)| {
+                    let n = self.name(n);
+                    let v = self.value(AttributeValue::N(amount.to_string()));
+                    format!("{n} {v}")
+                })
+                .collect();
+            clauses.push(format!("ADD {}", adds.join(", ")));
+        }
+        if !update.remove.is_empty() {
+            let removes: Vec<String> = update.remove.iter().map(|n| self.name(n)).collect();
+            clauses.push(format!("REMOVE {}", removes.join(", ")));
+        }
+        (!clauses.is_empty()).then(|| clauses.join(" "))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+fn store_error<E, R>(err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match service_code(&err) {
+        Some("ConditionalCheckFailedException") => StoreError::ConditionFailed,
+        Some("ValidationException" | "SerializationException") => {
+            StoreError::Invalid(describe(&err))
+        }
+        _ => StoreError::Unavailable(describe(&err)),
+    }
+}
+
+fn transaction_error<R: std::fmt::Debug>(
+    err: SdkError<TransactWriteItemsError, R>,
+    ops: usize,
+) -> StoreError {
+    if let SdkError::ServiceError(service) = &err {
+        if let TransactWriteItemsError::TransactionCanceledException(cancel) = service.err() {
+            let codes: Vec<&str> = cancel
+                .cancellation_reasons()
+                .iter()
+                .map(|r| r.code().unwrap_or("None"))
+                .collect();
+            if codes.contains(&"ValidationError") {
+                return StoreError::Invalid(describe(&err));
+            }
+            if codes.contains(&"ConditionalCheckFailed") {
+                let mut failed: Vec<bool> = codes
+                    .iter()
+                    .map(|c| *c == "ConditionalCheckFailed")
+                    .collect();
+                failed.resize(ops, false);
+                return StoreError::TransactionCanceled { failed };
+            }
+            // A conflict with a concurrent write or throttling: nothing was written, try again.
+            return StoreError::Unavailable(format!("{} {codes:?}", describe(&err)));
+        }
+    }
+    store_error(err)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The port
+
+#[async_trait]
+impl ItemStore for DynamoItemStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let now = now_secs();
+        Ok(self
+            .get_raw(key)
+            .await?
+            .filter(|item| !is_expired(item, now)))
+    }
+
+    async fn put(&self, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
+        check_key(&item)?;
+        let mut expr = Expr::default();
+        let cond = condition
+            .as_ref()
+            .map(|c| expr.condition_seeing_expiry(c, now_secs()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_dynamo(&item)))
+            .set_condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .send()
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn update(
+        &self,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        for _ in 0..EXPIRED_RETRIES {
+            let now = now_secs();
+            let mut expr = Expr::default();
+            let update_expr = expr.update(&update);
+            let cond = expr.condition_on_live(condition.as_ref(), now);
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_map(key)))
+                .set_update_expression(update_expr)
+                .condition_expression(cond)
+                .set_expression_attribute_names(expr.names())
+                .set_expression_attribute_values(expr.values())
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match result.map_err(store_error) {
+                Ok(out) => {
+                    return match out.attributes() {
+                        Some(attrs) => from_dynamo(attrs),
+                        // UpdateItem returns the whole item with ALL_NEW; be safe anyway.
+                        None => self.get(key).await?.ok_or_else(|| {
+                            StoreError::Unavailable("the updated item vanished".into())
+                        }),
+                    };
+                }
+                Err(StoreError::ConditionFailed) => {
+                    // Failed because of the caller's condition, or because an expired item
+                    // (not yet deleted by TTL) is in the way: then it counts as absent.
+                    let now = now_secs();
+                    let in_the_way = self
+                        .get_raw(key)
+                        .await?
+                        .is_some_and(|item| is_expired(&item, now));
+                    let absent_passes = condition.as_ref().is_none_or(|c| c.holds(None));
+                    if !(in_the_way && absent_passes) {
+                        return Err(StoreError::ConditionFailed);
+                    }
+                    self.delete_if_expired(key, now).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "an expired item kept reappearing in the way of an update".into(),
+        ))
+    }
+
+    async fn delete(
+        &self,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        let now = now_secs();
+        let mut expr = Expr::default();
+        let cond = condition
+            .as_ref()
+            .map(|c| expr.condition_seeing_expiry(c, now));
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_map(key)))
+            .set_condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(store_error)?;
+        let old = out.attributes().map(from_dynamo).transpose()?;
+        Ok(old.filter(|item| !is_expired(item, now)))
+    }
+
+    async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        validate_transaction(&ops)?;
+        let now = now_secs();
+        let count = ops.len();
+        let mut items = Vec::with_capacity(count);
+        for op in &ops {
+            let mut expr = Expr::default();
+            let built = match op {
+                TransactOp::Put { item, condition } => {
+                    let cond = condition
+                        .as_ref()
+                        .map(|c| expr.condition_seeing_expiry(c, now));
+                    let put = Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(to_dynamo(item)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().put(put).build()
+                }
+                TransactOp::Update {
+                    key,
+                    update,
+                    condition,
+                } => {
+                    let update_expr = expr.update(update).ok_or_else(|| {
+                        StoreError::Invalid("a transactional update needs a change".into())
+                    })?;
+                    let cond = condition
+                        .as_ref()
+                        .map(|c| expr.condition_seeing_expiry(c, now));
+                    let update = DynamoUpdate::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .update_expression(update_expr)
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().update(update).build()
+                }
+                TransactOp::Delete { key, condition } => {
+                    let cond = condition
+                        .as_ref()
+                        .map(|c| expr.condition_seeing_expiry(c, now));
+                    let delete = Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().delete(delete).build()
+                }
+                TransactOp::ConditionCheck { key, condition } => {
+                    let cond = expr.condition_seeing_expiry(condition, now);
+                    let check = ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().condition_check(check).build()
+                }
+            };
+            items.push(built);
+        }
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(|e| transaction_error(e, count))?;
+        Ok(())
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        if query.limit == 0 {
+            return Err(StoreError::Invalid("a query limit must be positive".into()));
+        }
+        let now = now_secs();
+        // One live item more than asked tells whether another page exists. DynamoDB applies
+        // `Limit` before anything is filtered out and may stop early (1 MB), so keep reading.
+        let wanted = query.limit.saturating_add(1);
+        let mut live: Vec<Item> = Vec::new();
+        let mut start = query.after_sk.as_ref().map(|sk| {
+            key_map(&Key {
+                pk: query.pk.clone(),
+                sk: sk.clone(),
+            })
+        });
+        loop {
+            let mut expr = Expr::default();
+            let pk = expr.name(PK);
+            let pk_value = expr.value(AttributeValue::S(query.pk.clone()));
+            let key_condition = match &query.sk_prefix {
+                Some(prefix) if !prefix.is_empty() => {
+                    let sk = expr.name(SK);
+                    let p = expr.value(AttributeValue::S(prefix.clone()));
+                    format!("{pk} = {pk_value} AND begins_with({sk}, {p})")
+                }
+                _ => format!("{pk} = {pk_value}"),
+            };
+            let limit = i32::try_from(wanted - live.len()).unwrap_or(i32::MAX);
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression(key_condition)
+                .set_expression_attribute_names(expr.names())
+                .set_expression_attribute_values(expr.values())
+                .scan_index_forward(!query.descending)
+                .consistent_read(true)
+                .limit(limit)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(store_error)?;
+            for raw in out.items() {
+                let item = from_dynamo(raw)?;
+                if !is_expired(&item, now) {
+                    live.push(item);
+                }
+            }
+            match out.last_evaluated_key() {
+                Some(last) if live.len() < wanted => start = Some(last.clone()),
+                _ => break,
+            }
+        }
+        let more = live.len() > query.limit;
+        live.truncate(query.limit);
+        let last_sk = if more {
+            live.last().and_then(|i| i.str_attr(SK)).map(str::to_owned)
+        } else {
+            None
+        };
+        Ok(Page {
+            items: live,
+            last_sk,
+        })
+    }
+}
+
+fn build_error(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
+    StoreError::Invalid(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal::Decimal;
+
+    #[test]
+    fn conditions_use_placeholders_and_no_arithmetic() {
+        let mut expr = Expr::default();
+        let c = Condition::Ge("available".into(), Attr::N(Decimal::new(625, 2)))
+            .and(Condition::In("status".into(), vec!["a".into(), "b".into()]))
+            .and(Condition::Not(Box::new(Condition::Exists)));
+        let text = expr.condition(&c);
+        assert_eq!(
+            text,
+            "((#n0 >= :v0) AND (#n1 IN (:v1, :v2)) AND ((NOT attribute_exists(#n2))))"
+        );
+        assert!(!text.contains('+') && !text.contains(" - "));
+        let names = expr.names().unwrap_or_default();
+        assert_eq!(names.get("#n0").map(String::as_str), Some("available"));
+        assert_eq!(names.get("#n2").map(String::as_str), Some(PK));
+        let values = expr.values().unwrap_or_default();
+        assert_eq!(values.get(":v0"), Some(&AttributeValue::N("6.25".into())));
+    }
+
+    #[test]
+    fn expiry_rewrites_depend_on_the_absent_item() {
+        let mut expr = Expr::default();
+        let text = expr.condition_seeing_expiry(&Condition::NotExists, 100);
+        assert_eq!(text, "(attribute_not_exists(#n0)) OR (#n1 <= :v0)");
+        let mut expr = Expr::default();
+        let text = expr.condition_seeing_expiry(&Condition::Exists, 100);
+        assert_eq!(
+            text,
+            "(attribute_exists(#n0)) AND (attribute_not_exists(#n1) OR #n1 > :v0)"
+        );
+    }
+
+    #[test]
+    fn updates_become_set_add_remove() {
+        let mut expr = Expr::default();
+        let u = Update::new()
+            .set("a", "x")
+            .add("n", Decimal::new(-1, 0))
+            .remove("gone");
+        assert_eq!(
+            expr.update(&u).as_deref(),
+            Some("SET #n0 = :v0 ADD #n1 :v1 REMOVE #n2")
+        );
+        assert_eq!(Expr::default().update(&Update::new()), None);
+    }
+
+    #[test]
+    fn values_round_trip() {
+        let attr = Attr::L(vec![
+            Attr::N(Decimal::new(12345, 3)),
+            Attr::Null,
+            Attr::Bool(false),
+            Attr::M(Item::new()),
+        ]);
+        let back = from_dynamo_value(&to_dynamo_value(&attr)).ok();
+        assert_eq!(back, Some(attr));
+        assert_eq!(parse_number("1E+2").ok(), Some(Decimal::new(100, 0)));
+    }
+}

@@ -1,0 +1,143 @@
+//! reelgate's AWS adapters: the ports of the `reelgate` crate on DynamoDB ([`DynamoItemStore`]),
+//! S3 ([`S3BlobStore`]), SQS ([`SqsQueue`]) and Step Functions ([`StepFunctionsWorkflow`]).
+//!
+//! [`AwsSettings::from_env`] reads the deployment's configuration, and [`connect`] builds every
+//! adapter over one shared SDK configuration. With `AWS_ENDPOINT_URL` set, every client talks to
+//! that endpoint (a local emulator: see `scripts/aws-emulator.sh`), and S3 uses path-style
+//! addressing. [`provision`] creates the resources for tests and local experiments; in production
+//! the CloudFormation template creates them.
+
+pub mod dynamodb;
+mod errors;
+pub mod provision;
+pub mod s3;
+pub mod sfn;
+pub mod sqs;
+
+pub use dynamodb::DynamoItemStore;
+pub use s3::S3BlobStore;
+pub use sfn::StepFunctionsWorkflow;
+pub use sqs::SqsQueue;
+
+use aws_config::{BehaviorVersion, Region};
+use reelgate::blobs::BlobStore;
+use reelgate::queue::MessageQueue;
+use reelgate::store::ItemStore;
+use reelgate::workflow::Workflow;
+use std::sync::Arc;
+
+/// Where the adapters find their resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsSettings {
+    pub region: String,
+    /// Sends every request here instead of the regional AWS endpoints (an emulator).
+    pub endpoint_url: Option<String>,
+    pub table: String,
+    pub bucket: String,
+    pub queue_url: String,
+    pub state_machine_arn: Option<String>,
+}
+
+impl AwsSettings {
+    /// Reads `AWS_REGION` (default `us-east-1`), `AWS_ENDPOINT_URL` (optional), `REELGATE_TABLE`,
+    /// `REELGATE_BUCKET`, `REELGATE_RENDER_QUEUE_URL` and `REELGATE_STATE_MACHINE_ARN` (optional).
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// As [`AwsSettings::from_env`], reading variables through `lookup` (empty counts as unset).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let mut missing = Vec::new();
+        let mut required = |name: &'static str, what: &str| {
+            get(name).unwrap_or_else(|| {
+                missing.push(format!("{name} ({what})"));
+                String::new()
+            })
+        };
+        let table = required("REELGATE_TABLE", "the DynamoDB table name");
+        let bucket = required("REELGATE_BUCKET", "the S3 bucket name");
+        let queue_url = required("REELGATE_RENDER_QUEUE_URL", "the SQS render queue URL");
+        if !missing.is_empty() {
+            return Err(format!(
+                "missing environment variable(s): {}",
+                missing.join(", ")
+            ));
+        }
+        Ok(AwsSettings {
+            region: get("AWS_REGION").unwrap_or_else(|| "us-east-1".to_owned()),
+            endpoint_url: get("AWS_ENDPOINT_URL"),
+            table,
+            bucket,
+            queue_url,
+            state_machine_arn: get("REELGATE_STATE_MACHINE_ARN"),
+        })
+    }
+}
+
+/// Every port on AWS.
+#[derive(Clone)]
+pub struct AwsBackend {
+    pub store: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub queue: Arc<dyn MessageQueue>,
+    /// Present when a state machine ARN is configured.
+    pub workflow: Option<Arc<dyn Workflow>>,
+    pub sdk_config: aws_config::SdkConfig,
+}
+
+/// Loads the SDK configuration for `region` (credentials from the default chain), pointed at
+/// `endpoint_url` when one is given.
+pub async fn sdk_config(region: &str, endpoint_url: Option<&str>) -> aws_config::SdkConfig {
+    let mut loader =
+        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));
+    if let Some(url) = endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    loader.load().await
+}
+
+/// Builds every adapter. Makes no request: a wrong name or missing permission shows on first use.
+pub async fn connect(settings: AwsSettings) -> AwsBackend {
+    let config = sdk_config(&settings.region, settings.endpoint_url.as_deref()).await;
+    let path_style = settings.endpoint_url.is_some();
+    let workflow = settings
+        .state_machine_arn
+        .as_ref()
+        .map(|arn| Arc::new(StepFunctionsWorkflow::new(&config, arn)) as Arc<dyn Workflow>);
+    AwsBackend {
+        store: Arc::new(DynamoItemStore::new(&config, &settings.table)),
+        blobs: Arc::new(S3BlobStore::new(&config, &settings.bucket, path_style)),
+        queue: Arc::new(SqsQueue::new(&config, &settings.queue_url)),
+        workflow,
+        sdk_config: config,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_name_every_missing_variable() {
+        let err = AwsSettings::from_lookup(|_| None).expect_err("nothing set");
+        assert!(err.contains("REELGATE_TABLE"), "{err}");
+        assert!(err.contains("REELGATE_BUCKET"), "{err}");
+        assert!(err.contains("REELGATE_RENDER_QUEUE_URL"), "{err}");
+    }
+
+    #[test]
+    fn settings_default_the_region() {
+        let settings = AwsSettings::from_lookup(|name| match name {
+            "REELGATE_TABLE" => Some("t".into()),
+            "REELGATE_BUCKET" => Some("b".into()),
+            "REELGATE_RENDER_QUEUE_URL" => Some("http://q".into()),
+            "AWS_ENDPOINT_URL" => Some(String::new()),
+            _ => None,
+        })
+        .expect("settings");
+        assert_eq!(settings.region, "us-east-1");
+        assert_eq!(settings.endpoint_url, None);
+        assert_eq!(settings.state_machine_arn, None);
+    }
+}
