@@ -1,0 +1,44 @@
+//! Still-image decoding for first/last frames.
+
+use std::io::Cursor;
+
+use image::RgbImage;
+
+use crate::MediaError;
+
+/// Largest accepted width or height of an input image.
+const MAX_IMAGE_SIDE: u32 = 16_384;
+/// Upper bound on memory the decoder may allocate for one image.
+const MAX_IMAGE_ALLOC: u64 = 512 * 1024 * 1024;
+
+/// Decodes PNG, JPEG, WebP or GIF (first frame) bytes to 8-bit RGB; alpha is
+/// dropped. The format is detected from the content, not a name. Images wider
+/// or taller than 16384 px are refused.
+pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, MediaError> {
+    let mut reader = image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| MediaError::ImageDecode(e.to_string()))?;
+    match reader.format() {
+        Some(
+            image::ImageFormat::Png
+            | image::ImageFormat::Jpeg
+            | image::ImageFormat::WebP
+            | image::ImageFormat::Gif,
+        ) => {}
+        Some(other) => {
+            return Err(MediaError::ImageDecode(format!(
+                "unsupported image format {other:?} (PNG, JPEG, WebP and GIF are supported)"
+            )))
+        }
+        None => return Err(MediaError::ImageDecode("unrecognised image format".into())),
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_IMAGE_SIDE);
+    limits.max_image_height = Some(MAX_IMAGE_SIDE);
+    limits.max_alloc = Some(MAX_IMAGE_ALLOC);
+    reader.limits(limits);
+    let img = reader
+        .decode()
+        .map_err(|e| MediaError::ImageDecode(e.to_string()))?;
+    Ok(img.into_rgb8())
+}

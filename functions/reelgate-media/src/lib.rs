@@ -1,0 +1,60 @@
+//! Media toolkit for reelgate that runs anywhere cargo builds, including AWS
+//! Lambda: no ffmpeg or other run-time tools are needed.
+//!
+//! * [`render_mp4`] synthesises a deterministic clip (H.264 via openh264, AAC-LC
+//!   via fdk-aac, muxed with the `mp4` crate, `moov` first) from a prompt and
+//!   optional first/last frame images.
+//! * [`probe_mp4`] reads container metadata only.
+//! * [`thumbnail_jpeg`] decodes a frame near the start of an H.264 MP4.
+//! * [`sniff`] classifies uploads by their magic bytes.
+//! * [`decode_image`] turns PNG/JPEG/WebP/GIF bytes into RGB.
+
+mod aspect;
+mod faststart;
+mod image_io;
+mod probe;
+mod render;
+mod sniff;
+mod thumbnail;
+
+pub use aspect::{output_dimensions, AspectRatio, SHORT_SIDE};
+pub use image_io::decode_image;
+pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
+pub use render::{render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
+pub use sniff::{sniff, MediaKind, Sniffed};
+pub use thumbnail::thumbnail_jpeg;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum MediaError {
+    /// The render parameters are out of range (odd or too large dimensions, zero seconds, ...).
+    #[error("invalid render spec: {0}")]
+    InvalidSpec(String),
+    /// The render was canceled through its cancel flag.
+    #[error("render canceled")]
+    Canceled,
+    /// The bytes are not an MP4/QuickTime file this crate can read.
+    #[error("not a readable MP4 file: {0}")]
+    NotMp4(String),
+    /// The MP4 has no H.264 video track to take a thumbnail from.
+    #[error("MP4 has no H.264 video track")]
+    NoVideoTrack,
+    /// The H.264 encoder failed.
+    #[error("H.264 encoding failed: {0}")]
+    VideoEncode(String),
+    /// The H.264 decoder failed or produced no frame.
+    #[error("H.264 decoding failed: {0}")]
+    VideoDecode(String),
+    /// The AAC encoder failed.
+    #[error("AAC encoding failed: {0}")]
+    AudioEncode(String),
+    /// Writing the MP4 container failed.
+    #[error("MP4 muxing failed: {0}")]
+    Mux(String),
+    /// The image bytes could not be decoded (unknown format, corrupt, or too large).
+    #[error("image decoding failed: {0}")]
+    ImageDecode(String),
+    /// Encoding the JPEG thumbnail failed.
+    #[error("image encoding failed: {0}")]
+    ImageEncode(String),
+}

@@ -1,0 +1,182 @@
+//! JPEG thumbnails from H.264 MP4s.
+
+use std::io::Cursor;
+
+use image::imageops::FilterType;
+use image::{DynamicImage, RgbImage};
+use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
+use openh264::formats::YUVSource;
+use openh264::OpenH264API;
+
+use crate::{probe, MediaError};
+
+/// How far into the clip the thumbnail is taken.
+const THUMBNAIL_AT_SECS: f64 = 0.5;
+const JPEG_QUALITY: u8 = 85;
+
+fn to_rgb(frame: &DecodedYUV<'_>) -> Result<RgbImage, MediaError> {
+    let (w, h) = frame.dimensions();
+    let mut rgb = vec![0u8; w * h * 3];
+    frame.write_rgb8(&mut rgb);
+    RgbImage::from_raw(w as u32, h as u32, rgb)
+        .ok_or_else(|| MediaError::VideoDecode("bad frame size".into()))
+}
+
+/// The H.264 track a thumbnail is taken from.
+struct AvcTrack {
+    track_id: u32,
+    /// SPS and PPS NAL units from `avcC`.
+    params: Vec<Vec<u8>>,
+    length_size: usize,
+    sample_count: u32,
+    secs: f64,
+}
+
+/// Appends length-prefixed NAL units as Annex B (start code + NAL).
+fn avcc_to_annexb(sample: &[u8], length_size: usize, out: &mut Vec<u8>) -> Result<(), MediaError> {
+    let mut pos = 0usize;
+    while pos < sample.len() {
+        if sample.len() - pos < length_size {
+            return Err(MediaError::VideoDecode("truncated NAL length".into()));
+        }
+        let mut len = 0usize;
+        for b in &sample[pos..pos + length_size] {
+            len = (len << 8) | usize::from(*b);
+        }
+        pos += length_size;
+        if len > sample.len() - pos {
+            return Err(MediaError::VideoDecode(
+                "NAL unit overruns its sample".into(),
+            ));
+        }
+        out.extend_from_slice(&[0, 0, 0, 1]);
+        out.extend_from_slice(&sample[pos..pos + len]);
+        pos += len;
+    }
+    Ok(())
+}
+
+/// Decodes the frame shown about 0.5 s into the clip (the last frame for
+/// shorter clips) of the first H.264 track, scales it to `width` pixels wide
+/// keeping the aspect ratio, and encodes it as JPEG. Streams with B-frames
+/// (e.g. from x264) are supported; the decoder runs without automatic
+/// flushing so frames come out in display order.
+pub fn thumbnail_jpeg(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
+    if !(16..=4096).contains(&width) {
+        return Err(MediaError::InvalidSpec(format!(
+            "thumbnail width must be within 16..=4096, got {width}"
+        )));
+    }
+    let mut reader = probe::open(mp4)?;
+    let mut chosen: Option<AvcTrack> = None;
+    for track in reader.tracks().values() {
+        let Some(avc1) = &track.trak.mdia.minf.stbl.stsd.avc1 else {
+            continue;
+        };
+        if chosen
+            .as_ref()
+            .is_some_and(|c| c.track_id < track.track_id())
+        {
+            continue;
+        }
+        let params = avc1
+            .avcc
+            .sequence_parameter_sets
+            .iter()
+            .chain(&avc1.avcc.picture_parameter_sets)
+            .map(|nal| nal.bytes.clone())
+            .collect();
+        let mdhd = &track.trak.mdia.mdhd;
+        chosen = Some(AvcTrack {
+            track_id: track.track_id(),
+            params,
+            length_size: usize::from(avc1.avcc.length_size_minus_one & 3) + 1,
+            sample_count: track.sample_count(),
+            secs: if mdhd.timescale == 0 {
+                0.0
+            } else {
+                mdhd.duration as f64 / f64::from(mdhd.timescale)
+            },
+        });
+    }
+    let AvcTrack {
+        track_id,
+        params,
+        length_size,
+        sample_count,
+        secs,
+    } = chosen.ok_or(MediaError::NoVideoTrack)?;
+    if sample_count == 0 {
+        return Err(MediaError::VideoDecode(
+            "the video track has no samples".into(),
+        ));
+    }
+    let fps = if secs > 0.0 {
+        f64::from(sample_count) / secs
+    } else {
+        24.0
+    };
+    let target = ((THUMBNAIL_AT_SECS * fps).round() as u32).min(sample_count - 1);
+
+    let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
+    let mut decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
+        .map_err(|e| MediaError::VideoDecode(e.to_string()))?;
+    let mut produced = 0u32;
+    let mut last: Option<RgbImage> = None;
+    let mut last_error = None;
+    let mut packet = Vec::new();
+    for sample_id in 1..=sample_count {
+        let sample = reader
+            .read_sample(track_id, sample_id)
+            .map_err(|e| MediaError::NotMp4(e.to_string()))?;
+        let Some(sample) = sample else { break };
+        packet.clear();
+        if sample_id == 1 {
+            for p in &params {
+                packet.extend_from_slice(&[0, 0, 0, 1]);
+                packet.extend_from_slice(p);
+            }
+        }
+        avcc_to_annexb(&sample.bytes, length_size, &mut packet)?;
+        match decoder.decode(&packet) {
+            Ok(Some(frame)) => {
+                last = Some(to_rgb(&frame)?);
+                produced += 1;
+                if produced > target {
+                    break;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => last_error = Some(e.to_string()),
+        }
+    }
+    if produced <= target {
+        let remaining = decoder
+            .flush_remaining()
+            .map_err(|e| MediaError::VideoDecode(e.to_string()))?;
+        for frame in remaining {
+            last = Some(to_rgb(&frame)?);
+            produced += 1;
+            if produced > target {
+                break;
+            }
+        }
+    }
+    let Some(frame) = last else {
+        return Err(MediaError::VideoDecode(
+            last_error.unwrap_or_else(|| "the decoder produced no picture".into()),
+        ));
+    };
+    let height = ((f64::from(frame.height()) * f64::from(width) / f64::from(frame.width())).round()
+        as u32)
+        .max(1);
+    let scaled = DynamicImage::ImageRgb8(frame).resize_exact(width, height, FilterType::Triangle);
+    let mut out = Cursor::new(Vec::new());
+    scaled
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut out,
+            JPEG_QUALITY,
+        ))
+        .map_err(|e| MediaError::ImageEncode(e.to_string()))?;
+    Ok(out.into_inner())
+}
