@@ -383,7 +383,7 @@ impl Runner {
                         .map(|live| live.control.clone())
                 })
             };
-            if let (Some(control), Some(make)) = (routed, make.take()) {
+            if let Some((control, make)) = routed.and_then(|c| Some((c, make.take()?))) {
                 let (ack_tx, ack_rx) = oneshot::channel();
                 if control.send(make(ack_tx)).is_err() {
                     return Err(RunnerError::TaskTimedOut(format!(
