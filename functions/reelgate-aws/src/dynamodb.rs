@@ -71,7 +71,7 @@ impl DynamoItemStore {
     /// Deletes `key` only while it is expired.
     async fn delete_if_expired(&self, key: &Key, now: i64) -> Result<(), StoreError> {
         let mut expr = Expr::default();
-        let cond = expr.expired(now);
+        let cond = expr.expired(now).text;
         let result = self
             .client
             .delete_item()
@@ -164,6 +164,68 @@ fn check_key(item: &Item) -> Result<Key, StoreError> {
 // ---------------------------------------------------------------------------------------------
 // Expressions
 
+/// How loosely a rendered condition binds: DynamoDB's precedence is comparisons and functions,
+/// then `NOT`, then `AND`, then `OR`. Parentheses go only where precedence needs them, because
+/// DynamoDB rejects an expression with redundant parentheses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Binding {
+    Atom,
+    Not,
+    And,
+    Or,
+}
+
+struct Rendered {
+    text: String,
+    binding: Binding,
+}
+
+impl Rendered {
+    fn atom(text: String) -> Self {
+        Rendered {
+            text,
+            binding: Binding::Atom,
+        }
+    }
+
+    /// The text, parenthesised when it binds more loosely than `within`.
+    fn inside(self, within: Binding) -> String {
+        if self.binding > within {
+            format!("({})", self.text)
+        } else {
+            self.text
+        }
+    }
+
+    fn join(mut parts: Vec<Rendered>, binding: Binding, op: &str) -> Self {
+        if parts.len() == 1 {
+            if let Some(only) = parts.pop() {
+                return only;
+            }
+        }
+        let texts: Vec<String> = parts.into_iter().map(|p| p.inside(binding)).collect();
+        Rendered {
+            text: texts.join(op),
+            binding,
+        }
+    }
+
+    fn and(parts: Vec<Rendered>) -> Self {
+        Self::join(parts, Binding::And, " AND ")
+    }
+
+    fn or(parts: Vec<Rendered>) -> Self {
+        Self::join(parts, Binding::Or, " OR ")
+    }
+
+    fn not(inner: Rendered) -> Self {
+        Rendered {
+            text: format!("NOT {}", inner.inside(Binding::Atom)),
+            binding: Binding::Not,
+        }
+    }
+}
+
 /// Builds expressions with `#nN` name and `:vN` value placeholders.
 #[derive(Default)]
 struct Expr {
@@ -198,26 +260,38 @@ impl Expr {
     }
 
     /// Always true / always false, for empty `And` / `Or` / `In`.
-    fn constant(&mut self, truth: bool) -> String {
+    fn constant(&mut self, truth: bool) -> Rendered {
         let pk = self.name(PK);
         if truth {
-            format!("(attribute_exists({pk}) OR attribute_not_exists({pk}))")
+            Rendered::or(vec![
+                Rendered::atom(format!("attribute_exists({pk})")),
+                Rendered::atom(format!("attribute_not_exists({pk})")),
+            ])
         } else {
-            format!("(attribute_exists({pk}) AND attribute_not_exists({pk}))")
+            Rendered::and(vec![
+                Rendered::atom(format!("attribute_exists({pk})")),
+                Rendered::atom(format!("attribute_not_exists({pk})")),
+            ])
         }
     }
 
-    fn condition(&mut self, condition: &Condition) -> String {
+    fn condition(&mut self, condition: &Condition) -> Rendered {
         let compare = |this: &mut Self, name: &str, op: &str, value: &Attr| {
             let n = this.name(name);
             let v = this.value(to_dynamo_value(value));
-            format!("{n} {op} {v}")
+            Rendered::atom(format!("{n} {op} {v}"))
         };
         match condition {
-            Condition::Exists => format!("attribute_exists({})", self.name(PK)),
-            Condition::NotExists => format!("attribute_not_exists({})", self.name(PK)),
-            Condition::AttrExists(n) => format!("attribute_exists({})", self.name(n)),
-            Condition::AttrNotExists(n) => format!("attribute_not_exists({})", self.name(n)),
+            Condition::Exists => Rendered::atom(format!("attribute_exists({})", self.name(PK))),
+            Condition::NotExists => {
+                Rendered::atom(format!("attribute_not_exists({})", self.name(PK)))
+            }
+            Condition::AttrExists(n) => {
+                Rendered::atom(format!("attribute_exists({})", self.name(n)))
+            }
+            Condition::AttrNotExists(n) => {
+                Rendered::atom(format!("attribute_not_exists({})", self.name(n)))
+            }
             Condition::Eq(n, v) => compare(self, n, "=", v),
             Condition::Ne(n, v) => compare(self, n, "<>", v),
             Condition::Lt(n, v) => compare(self, n, "<", v),
@@ -231,36 +305,31 @@ impl Expr {
                     .iter()
                     .map(|v| self.value(to_dynamo_value(v)))
                     .collect();
-                format!("{n} IN ({})", vs.join(", "))
+                Rendered::atom(format!("{n} IN ({})", vs.join(", ")))
             }
             Condition::And(all) if all.is_empty() => self.constant(true),
             Condition::Or(any) if any.is_empty() => self.constant(false),
-            Condition::And(all) => self.join(all, " AND "),
-            Condition::Or(any) => self.join(any, " OR "),
-            Condition::Not(c) => format!("(NOT {})", self.condition(c)),
+            Condition::And(all) => Rendered::and(all.iter().map(|c| self.condition(c)).collect()),
+            Condition::Or(any) => Rendered::or(any.iter().map(|c| self.condition(c)).collect()),
+            Condition::Not(c) => Rendered::not(self.condition(c)),
         }
     }
 
-    fn join(&mut self, parts: &[Condition], op: &str) -> String {
-        let parts: Vec<String> = parts
-            .iter()
-            .map(|c| format!("({})", self.condition(c)))
-            .collect();
-        format!("({})", parts.join(op))
-    }
-
     /// The item carries an expiry at or before `now`.
-    fn expired(&mut self, now: i64) -> String {
+    fn expired(&mut self, now: i64) -> Rendered {
         let e = self.name(EXPIRES_AT);
         let now = self.value(AttributeValue::N(now.to_string()));
-        format!("{e} <= {now}")
+        Rendered::atom(format!("{e} <= {now}"))
     }
 
     /// The item is absent, or present without a passed expiry.
-    fn live(&mut self, now: i64) -> String {
+    fn live(&mut self, now: i64) -> Rendered {
         let e = self.name(EXPIRES_AT);
         let now = self.value(AttributeValue::N(now.to_string()));
-        format!("(attribute_not_exists({e}) OR {e} > {now})")
+        Rendered::or(vec![
+            Rendered::atom(format!("attribute_not_exists({e})")),
+            Rendered::atom(format!("{e} > {now}")),
+        ])
     }
 
     /// `condition` as it holds when an expired item counts as absent.
@@ -268,19 +337,20 @@ impl Expr {
         let c = self.condition(condition);
         if condition.holds(None) {
             let expired = self.expired(now);
-            format!("({c}) OR ({expired})")
+            Rendered::or(vec![c, expired]).text
         } else {
             let live = self.live(now);
-            format!("({c}) AND {live}")
+            Rendered::and(vec![c, live]).text
         }
     }
 
     /// `condition`, and the item is not expired (an update must not start from stale attributes).
     fn condition_on_live(&mut self, condition: Option<&Condition>, now: i64) -> String {
+        let c = condition.map(|c| self.condition(c));
         let live = self.live(now);
-        match condition {
-            Some(c) => format!("({}) AND {live}", self.condition(c)),
-            None => live,
+        match c {
+            Some(c) => Rendered::and(vec![c, live]).text,
+            None => live.text,
         }
     }
 
@@ -641,10 +711,10 @@ mod tests {
         let c = Condition::Ge("available".into(), Attr::N(Decimal::new(625, 2)))
             .and(Condition::In("status".into(), vec!["a".into(), "b".into()]))
             .and(Condition::Not(Box::new(Condition::Exists)));
-        let text = expr.condition(&c);
+        let text = expr.condition(&c).text;
         assert_eq!(
             text,
-            "((#n0 >= :v0) AND (#n1 IN (:v1, :v2)) AND ((NOT attribute_exists(#n2))))"
+            "#n0 >= :v0 AND #n1 IN (:v1, :v2) AND NOT attribute_exists(#n2)"
         );
         assert!(!text.contains('+') && !text.contains(" - "));
         let names = expr.names().unwrap_or_default();
@@ -655,15 +725,29 @@ mod tests {
     }
 
     #[test]
+    fn parentheses_only_where_precedence_needs_them() {
+        let eq = |n: &str| Condition::Eq(n.into(), "x".into());
+        let c = Condition::And(vec![
+            Condition::Or(vec![eq("a"), Condition::And(vec![eq("b"), eq("c")])]),
+            Condition::Not(Box::new(Condition::Or(vec![eq("d"), eq("e")]))),
+            Condition::And(vec![eq("f")]),
+        ]);
+        assert_eq!(
+            Expr::default().condition(&c).text,
+            "(#n0 = :v0 OR #n1 = :v1 AND #n2 = :v2) AND NOT (#n3 = :v3 OR #n4 = :v4) AND #n5 = :v5"
+        );
+    }
+
+    #[test]
     fn expiry_rewrites_depend_on_the_absent_item() {
         let mut expr = Expr::default();
         let text = expr.condition_seeing_expiry(&Condition::NotExists, 100);
-        assert_eq!(text, "(attribute_not_exists(#n0)) OR (#n1 <= :v0)");
+        assert_eq!(text, "attribute_not_exists(#n0) OR #n1 <= :v0");
         let mut expr = Expr::default();
         let text = expr.condition_seeing_expiry(&Condition::Exists, 100);
         assert_eq!(
             text,
-            "(attribute_exists(#n0)) AND (attribute_not_exists(#n1) OR #n1 > :v0)"
+            "attribute_exists(#n0) AND (attribute_not_exists(#n1) OR #n1 > :v0)"
         );
     }
 
