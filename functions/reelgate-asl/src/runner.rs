@@ -370,19 +370,21 @@ impl Runner {
     ) -> Result<(), RunnerError> {
         let mut make = Some(make);
         for _ in 0..2 {
-            let routed = {
+            // Never hold the token lock while taking the live lock (`spawn` nests them the
+            // other way round).
+            let owner = {
                 let mut tokens = lock(&self.inner.tokens);
-                let owner = if heartbeat {
+                if heartbeat {
                     tokens.get(token).cloned()
                 } else {
                     tokens.remove(token)
-                };
-                owner.and_then(|id| {
-                    lock(&self.inner.live)
-                        .get(&id)
-                        .map(|live| live.control.clone())
-                })
+                }
             };
+            let routed = owner.and_then(|id| {
+                lock(&self.inner.live)
+                    .get(&id)
+                    .map(|live| live.control.clone())
+            });
             if let Some((control, make)) = routed.and_then(|c| Some((c, make.take()?))) {
                 let (ack_tx, ack_rx) = oneshot::channel();
                 if control.send(make(ack_tx)).is_err() {

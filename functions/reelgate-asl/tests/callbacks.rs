@@ -180,12 +180,13 @@ async fn missing_heartbeats_fail_with_heartbeat_timeout() {
 #[tokio::test]
 async fn heartbeats_keep_a_task_alive_until_its_callback() {
     let fake = FakeDispatcher::new();
-    // HeartbeatSeconds 1 is 200 ms at this scale; a heartbeat every 20 ms for 600 ms.
+    // HeartbeatSeconds 1 is 500 ms at this scale; a heartbeat every 20 ms for over 600 ms
+    // (longer than the heartbeat window, with a wide margin for a loaded machine).
     let runner = runner_with(
         render_machine(Some(1), Some(1000)),
         fake.clone(),
         Arc::new(MemoryJournal::new()),
-        0.2,
+        0.5,
     );
     let id = runner
         .start_execution("job", json!({"job_id": "j"}))
@@ -207,11 +208,12 @@ async fn heartbeats_keep_a_task_alive_until_its_callback() {
 #[tokio::test]
 async fn the_task_timeout_holds_regardless_of_heartbeats() {
     let fake = FakeDispatcher::new();
+    // HeartbeatSeconds 1 is 250 ms, TimeoutSeconds 2 is 500 ms; heartbeats every 10 ms.
     let runner = runner_with(
         render_machine(Some(1), Some(2)),
         fake.clone(),
         Arc::new(MemoryJournal::new()),
-        0.1,
+        0.25,
     );
     let id = runner
         .start_execution("job", json!({"job_id": "j"}))

@@ -190,8 +190,8 @@ async fn a_deadline_that_passed_while_down_fires_on_resume() {
         "Moderate",
         vec![FakeReply::Complete(json!({"verdict": "allow"}))],
     );
-    // TimeoutSeconds 5 at scale 0.01: 50 ms.
-    let first = runner_with(workflow(5), first_fake, journal.clone(), FAST);
+    // TimeoutSeconds 20 at scale 0.01: 200 ms.
+    let first = runner_with(workflow(20), first_fake, journal.clone(), FAST);
     let id = first
         .start_execution("job", json!({"job_id": "j1"}))
         .await
@@ -204,9 +204,9 @@ async fn a_deadline_that_passed_while_down_fires_on_resume() {
     let deadline = waiting
         .task_timeout_at_ms
         .expect("a journaled task deadline");
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let second = runner_with(workflow(5), FakeDispatcher::new(), journal, FAST);
+    let second = runner_with(workflow(20), FakeDispatcher::new(), journal, FAST);
     let before = second.describe(&id).await.unwrap().unwrap();
     assert_eq!(before.status, ExecutionStatus::Running);
     assert_eq!(before.task_timeout_at_ms, Some(deadline));
