@@ -75,3 +75,73 @@ pub struct Tenant {
     pub person: String,
     pub key: String,
 }
+
+/// Records agreement to the current terms for a person, as a console session would.
+pub async fn agree(app: &App, org: &str, person: &str) {
+    let session = app.accounts().create_console_session(person, org).await.expect("console session");
+    let caller = app.accounts().authenticate(&session.secret).await.expect("auth").expect("caller");
+    let _ = crate::agreement::accept(
+        axum::extract::State(app.clone()),
+        crate::http::extract::ConsoleCaller(caller),
+    )
+    .await
+    .expect("accept");
+}
+
+/// Admission contract, run against each store adapter: 50 concurrent creates at a balance that
+/// covers exactly 7 quotes admit exactly 7 (402 for the rest); at a plan limit of 2 with ample
+/// credits, exactly 2 (429 for the rest). The reservations add up to what was admitted.
+pub async fn admission_contract(store: Arc<dyn crate::store::ItemStore>) {
+    use crate::accounts::Caller;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
+    let catalog = Arc::new(Catalog::parse(crate::catalog::DEFAULT_CATALOG).expect("catalog"));
+    let app = App::new(store, backend.blobs.clone(), backend.render_queue.clone(), catalog, Settings::default());
+    let body = serde_json::json!({"model": "reel-1", "prompt": "waves", "seconds": 4, "aspect_ratio": "16:9"});
+
+    async fn fire(app: &App, caller: &Caller, body: &serde_json::Value, n: usize) -> (usize, Vec<String>) {
+        let mut tasks = Vec::new();
+        for _ in 0..n {
+            let (app, caller, body) = (app.clone(), caller.clone(), body.clone());
+            tasks.push(tokio::spawn(async move { crate::videos::create::create(&app, &caller, &body).await }));
+        }
+        let mut admitted = 0;
+        let mut codes = Vec::new();
+        for t in tasks {
+            match t.await.expect("join") {
+                Ok(_) => admitted += 1,
+                Err(e) => codes.push(e.code),
+            }
+        }
+        (admitted, codes)
+    }
+
+    // Credits: 7 × (0.10 × 4) = 2.80 on a plan with room for 32 renders.
+    let accounts = app.accounts();
+    let org = accounts.create_org("credits", "enterprise", "usd", "2.80".parse().expect("d")).await.expect("org");
+    let person = accounts.create_person(&org.id, "c@example.test").await.expect("person");
+    agree(&app, &org.id, &person.id).await;
+    let caller = Caller {
+        org: org.id.clone(),
+        person: person.id.clone(),
+        credential: crate::accounts::Credential::ApiKey { key_id: "key_test".into() },
+    };
+    let (admitted, codes) = fire(&app, &caller, &body, 50).await;
+    assert_eq!(admitted, 7, "credits cover exactly 7: {codes:?}");
+    assert!(codes.iter().all(|c| c == "insufficient_credits"), "{codes:?}");
+    let after = accounts.org(&org.id).await.expect("org");
+    assert_eq!(after.reserved, "2.80".parse::<Decimal>().expect("d"));
+    assert_eq!(after.available, Decimal::ZERO);
+    assert_eq!(after.balance, "2.80".parse::<Decimal>().expect("d"));
+    assert_eq!(after.renders_in_flight, 7);
+
+    // Concurrency: the starter plan allows 2 renders in flight.
+    let org = accounts.create_org("slots", "starter", "usd", "1000".parse().expect("d")).await.expect("org");
+    let person = accounts.create_person(&org.id, "s@example.test").await.expect("person");
+    agree(&app, &org.id, &person.id).await;
+    let caller = Caller { org: org.id.clone(), person: person.id.clone(), credential: caller.credential.clone() };
+    let (admitted, codes) = fire(&app, &caller, &body, 50).await;
+    assert_eq!(admitted, 2, "{codes:?}");
+    assert!(codes.iter().all(|c| c == "concurrency_limit_exceeded"), "{codes:?}");
+    assert_eq!(accounts.org(&org.id).await.expect("org").renders_in_flight, 2);
+}

@@ -1,0 +1,78 @@
+use anyhow::Context;
+use reelgate::app::Settings;
+use reelgate::catalog::Catalog;
+use reelgate::local::{bootstrap_demo, LocalBackend};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080", env = "REELGATE_ADDR")]
+    addr: String,
+    /// Directory holding the SQLite file and the blobs (default ./.reelgate).
+    #[arg(long, env = "REELGATE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The URL clients use to reach this server (default http://<addr>).
+    #[arg(long, env = "REELGATE_PUBLIC_URL")]
+    public_url: Option<String>,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let data_dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
+    let listener = tokio::net::TcpListener::bind(&args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let bound = listener.local_addr()?;
+    let base_url = args
+        .public_url
+        .unwrap_or_else(|| format!("http://{bound}"))
+        .trim_end_matches('/')
+        .to_owned();
+    let catalog = Catalog::load_from_env().context("loading the catalog")?;
+    let backend = LocalBackend::open(&data_dir, &base_url)
+        .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
+    let settings = Settings { public_base_url: base_url.clone(), ..Settings::default() };
+    let app = backend.app(Arc::new(catalog), settings);
+    let demo = bootstrap_demo(&app).await.context("creating the demo organization")?;
+    let router = reelgate::http::router(app.clone());
+
+    println!("reelgate is serving at {base_url}");
+    println!("  data directory: {}", data_dir.display());
+    println!("  demo organization: {} (user {})", demo.org, demo.user);
+    match &demo.api_key {
+        Some(key) => {
+            println!("  demo API key (shown once, keep it): {key}");
+            println!("  try: curl -H 'Authorization: Bearer {key}' {base_url}/v1/videos/models");
+        }
+        None => println!(
+            "  the demo API key was printed at first start; make another with: reelgate admin key create --user {}",
+            demo.user
+        ),
+    }
+    tracing::info!(%base_url, "ready");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
