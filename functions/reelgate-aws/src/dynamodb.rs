@@ -354,7 +354,29 @@ impl Expr {
         }
     }
 
-    fn update(&mut self, update: &Update) -> Option<String> {
+    /// The update expression; None for an update that changes nothing. DynamoDB refuses an
+    /// update that names one attribute twice ("overlapping paths"), and so does this, before
+    /// sending (an emulator may accept it).
+    fn update(&mut self, update: &Update) -> Result<Option<String>, StoreError> {
+        let mut seen = std::collections::HashSet::new();
+        let names = update
+            .set
+            .iter()
+            .map(|(n, _)| n)
+            .chain(update.add.iter().map(|(n, _)| n))
+            .chain(update.remove.iter());
+        for name in names {
+            if name == PK || name == SK {
+                return Err(StoreError::Invalid(format!(
+                    "an update cannot change the key attribute {name}"
+                )));
+            }
+            if !seen.insert(name) {
+                return Err(StoreError::Invalid(format!(
+                    "an update names the attribute {name} twice"
+                )));
+            }
+        }
         let mut clauses = Vec::new();
         if !update.set.is_empty() {
             let sets: Vec<String> = update
@@ -384,7 +406,7 @@ impl Expr {
             let removes: Vec<String> = update.remove.iter().map(|n| self.name(n)).collect();
             clauses.push(format!("REMOVE {}", removes.join(", ")));
         }
-        (!clauses.is_empty()).then(|| clauses.join(" "))
+        Ok((!clauses.is_empty()).then(|| clauses.join(" ")))
     }
 }
 
@@ -475,7 +497,7 @@ impl ItemStore for DynamoItemStore {
         for _ in 0..EXPIRED_RETRIES {
             let now = now_secs();
             let mut expr = Expr::default();
-            let update_expr = expr.update(&update);
+            let update_expr = expr.update(&update)?;
             let cond = expr.condition_on_live(condition.as_ref(), now);
             let result = self
                 .client
@@ -574,7 +596,7 @@ impl ItemStore for DynamoItemStore {
                     update,
                     condition,
                 } => {
-                    let update_expr = expr.update(update).ok_or_else(|| {
+                    let update_expr = expr.update(update)?.ok_or_else(|| {
                         StoreError::Invalid("a transactional update needs a change".into())
                     })?;
                     let cond = condition
@@ -759,10 +781,20 @@ mod tests {
             .add("n", Decimal::new(-1, 0))
             .remove("gone");
         assert_eq!(
-            expr.update(&u).as_deref(),
+            expr.update(&u).ok().flatten().as_deref(),
             Some("SET #n0 = :v0 ADD #n1 :v1 REMOVE #n2")
         );
-        assert_eq!(Expr::default().update(&Update::new()), None);
+        assert_eq!(Expr::default().update(&Update::new()).ok(), Some(None));
+        let twice = Update::new().set("a", "x").add("a", Decimal::ONE);
+        assert!(matches!(
+            Expr::default().update(&twice),
+            Err(StoreError::Invalid(_))
+        ));
+        let key = Update::new().set(SK, "other");
+        assert!(matches!(
+            Expr::default().update(&key),
+            Err(StoreError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use reelgate::store::{EXPIRES_AT, PK, SK};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Why a resource could not be created.
@@ -172,7 +173,8 @@ pub async fn bucket(
 }
 
 /// Creates the queue `name` and its dead-letter queue `name-dlq` (unless they exist), with a
-/// `RedrivePolicy` that moves a message there after `max_receive_count` receives.
+/// `RedrivePolicy` that moves a message there after `max_receive_count` receives. An existing
+/// queue gets these attributes set.
 pub async fn queue(
     config: &aws_config::SdkConfig,
     name: &str,
@@ -180,18 +182,16 @@ pub async fn queue(
 ) -> Result<Queues, ProvisionError> {
     let client = aws_sdk_sqs::Client::new(config);
     let dlq_name = format!("{name}-dlq");
-    let dlq = client
-        .create_queue()
-        .queue_name(&dlq_name)
-        // Dead letters are kept for the longest SQS allows: 14 days.
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "1209600")
-        .send()
-        .await
-        .map_err(|e| fail(&format!("create queue {dlq_name}"), describe(&e)))?;
-    let dead_letter_url = dlq
-        .queue_url()
-        .ok_or_else(|| fail(&format!("create queue {dlq_name}"), "no URL returned"))?
-        .to_owned();
+    // Dead letters are kept for the longest SQS allows: 14 days.
+    let dead_letter_url = ensure_queue(
+        &client,
+        &dlq_name,
+        HashMap::from([(
+            QueueAttributeName::MessageRetentionPeriod,
+            "1209600".to_owned(),
+        )]),
+    )
+    .await?;
     let attrs = client
         .get_queue_attributes()
         .queue_url(&dead_letter_url)
@@ -207,19 +207,59 @@ pub async fn queue(
         "deadLetterTargetArn": dlq_arn,
         "maxReceiveCount": max_receive_count.to_string(),
     });
-    let main = client
-        .create_queue()
-        .queue_name(name)
-        .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
-        .send()
-        .await
-        .map_err(|e| fail(&format!("create queue {name}"), describe(&e)))?;
-    let url = main
-        .queue_url()
-        .ok_or_else(|| fail(&format!("create queue {name}"), "no URL returned"))?
-        .to_owned();
+    let url = ensure_queue(
+        &client,
+        name,
+        HashMap::from([(QueueAttributeName::RedrivePolicy, policy.to_string())]),
+    )
+    .await?;
     Ok(Queues {
         url,
         dead_letter_url,
     })
+}
+
+/// Creates a queue with `attributes`, or sets them on the queue of that name.
+async fn ensure_queue(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    attributes: HashMap<QueueAttributeName, String>,
+) -> Result<String, ProvisionError> {
+    let created = client
+        .create_queue()
+        .queue_name(name)
+        .set_attributes(Some(attributes.clone()))
+        .send()
+        .await;
+    match created {
+        Ok(out) => out
+            .queue_url()
+            .map(str::to_owned)
+            .ok_or_else(|| fail(&format!("create queue {name}"), "no URL returned")),
+        // It exists with other attributes (CreateQueue is idempotent only for equal ones).
+        Err(e)
+            if service_code(&e).is_some_and(|c| {
+                c.contains("QueueAlreadyExists") || c.contains("QueueNameExists")
+            }) =>
+        {
+            let url = client
+                .get_queue_url()
+                .queue_name(name)
+                .send()
+                .await
+                .map_err(|e| fail(&format!("URL of queue {name}"), describe(&e)))?
+                .queue_url()
+                .map(str::to_owned)
+                .ok_or_else(|| fail(&format!("URL of queue {name}"), "not returned"))?;
+            client
+                .set_queue_attributes()
+                .queue_url(&url)
+                .set_attributes(Some(attributes))
+                .send()
+                .await
+                .map_err(|e| fail(&format!("attributes of queue {name}"), describe(&e)))?;
+            Ok(url)
+        }
+        Err(e) => Err(fail(&format!("create queue {name}"), describe(&e))),
+    }
 }
