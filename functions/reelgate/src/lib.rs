@@ -17,6 +17,8 @@ pub mod error;
 pub mod files;
 pub mod http;
 pub mod upstream;
+pub mod chat;
+pub mod usage;
 pub mod local;
 #[cfg(any(test, feature = "contract"))]
 pub mod testing;

@@ -20,6 +20,9 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/files/{file_id}"),
     ("DELETE", "/v1/files/{file_id}"),
     ("GET", "/v1/files/{file_id}/content"),
+    ("GET", "/v1/models"),
+    ("GET", "/v1/models/{model}"),
+    ("POST", "/v1/chat/completions"),
 ];
 
 /// The whole service.
@@ -28,6 +31,7 @@ pub fn router(app: App) -> Router {
     Router::new()
         .route("/health", get(health))
         .merge(crate::files::routes())
+        .merge(crate::chat::routes())
         .merge(blobs_route::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
