@@ -21,12 +21,24 @@ WAIT_SECS="${REELGATE_EMULATOR_WAIT:-60}"
 VENV="$TOOLS_DIR/ministack-$MINISTACK_VERSION"
 EMU_TMP="$TOOLS_DIR/ministack-tmp/$PORT"
 LOG="$TOOLS_DIR/ministack-$PORT.log"
+# ministack writes its own log into its TMPDIR.
+SERVER_LOG="$EMU_TMP/ministack-$PORT.log"
 ENDPOINT="http://127.0.0.1:$PORT"
 HEALTH="$ENDPOINT/_ministack/health"
 
 die() {
   echo "aws-emulator: $*" >&2
   exit 1
+}
+
+show_logs() {
+  local f
+  for f in "$LOG" "$SERVER_LOG"; do
+    if [[ -s "$f" ]]; then
+      echo "--- last lines of $f" >&2
+      tail -n 20 "$f" >&2 || true
+    fi
+  done
 }
 
 healthy() {
@@ -65,13 +77,13 @@ start() {
   install
   echo "aws-emulator: starting ministack on $ENDPOINT (log: $LOG)" >&2
   run_ministack -d >"$LOG" 2>&1 || {
-    tail -n 20 "$LOG" >&2 || true
+    show_logs
     die "ministack failed to start"
   }
   local deadline=$((SECONDS + WAIT_SECS))
   until healthy; do
     if ((SECONDS >= deadline)); then
-      tail -n 20 "$LOG" >&2 || true
+      show_logs
       die "ministack did not answer $HEALTH within ${WAIT_SECS}s (is port $PORT taken?)"
     fi
     sleep 0.5
