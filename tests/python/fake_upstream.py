@@ -1,0 +1,171 @@
+"""FakeUpstream: a tiny OpenAI-compatible chat server for reelgate's Python SDK tests.
+
+It is a fake, for tests only: it speaks the chat completions protocol with scripted,
+deterministic answers so that the tests can check what reelgate forwards and returns.
+
+    python fake_upstream.py [--port PORT] [--gap-ms MS]
+
+prints `FAKE_UPSTREAM_URL=http://127.0.0.1:<port>` on its first line once it listens (port 0
+picks a free port). Behaviour of POST /v1/chat/completions, by the request:
+
+- tools given and the last message is from the user: two parallel `get_weather` calls
+  (Paris, Tokyo), finish_reason `tool_calls`;
+- the last message is a `tool` result: "Weather: <results joined by '; '>";
+- an `image_url` part: the fake GETs the URL (as a vision model would) and answers
+  "image <n> bytes png=<true|false>";
+- otherwise: "Hello from the fake upstream.".
+
+With `stream: true` the answer goes out as SSE, one chunk per word, `--gap-ms` apart (default
+200), then a finish chunk, a usage chunk when `stream_options.include_usage` is set, and
+`data: [DONE]`. Usage is always prompt_tokens=10, completion_tokens=<words>.
+
+GET /v1/models lists `fake-model-v1`; GET /_fake/requests returns every chat request body
+received, in order (the tests inspect what reelgate forwarded); GET /_fake/fetched lists the
+media URLs it fetched with their sizes.
+"""
+
+import argparse
+import json
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REQUESTS = []
+FETCHED = []
+LOCK = threading.Lock()
+GAP_SECONDS = 0.2
+
+
+def _answer(body):
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if body.get("tools") and last.get("role") == "user":
+        calls = [
+            {"id": "call_paris", "type": "function",
+             "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}},
+            {"id": "call_tokyo", "type": "function",
+             "function": {"name": "get_weather", "arguments": json.dumps({"city": "Tokyo"})}},
+        ]
+        return None, calls
+    if last.get("role") == "tool":
+        results = [m.get("content") for m in messages if m.get("role") == "tool"]
+        return "Weather: " + "; ".join(str(r) for r in results), None
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if part.get("type") == "image_url":
+                    url = part["image_url"]["url"]
+                    data = b""
+                    if url.startswith("http"):
+                        with urllib.request.urlopen(url, timeout=10) as r:
+                            data = r.read()
+                        with LOCK:
+                            FETCHED.append({"url": url, "bytes": len(data)})
+                    png = data.startswith(b"\x89PNG\r\n\x1a\n")
+                    return f"image {len(data)} bytes png={'true' if png else 'false'}", None
+    return "Hello from the fake upstream.", None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet: the test output is what matters
+        pass
+
+    def _json(self, status, value):
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": "fake-model-v1", "object": "model", "created": 0, "owned_by": "fake"}]})
+        elif self.path == "/_fake/requests":
+            with LOCK:
+                self._json(200, REQUESTS)
+        elif self.path == "/_fake/fetched":
+            with LOCK:
+                self._json(200, FETCHED)
+        else:
+            self._json(404, {"error": {"message": "no such path", "type": "invalid_request_error"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path != "/v1/chat/completions":
+            self._json(404, {"error": {"message": "no such path", "type": "invalid_request_error"}})
+            return
+        with LOCK:
+            REQUESTS.append(body)
+        text, calls = _answer(body)
+        words = text.split(" ") if text else []
+        usage = {"prompt_tokens": 10, "completion_tokens": max(len(words), len(calls or [])),
+                 "total_tokens": 10 + max(len(words), len(calls or []))}
+        base = {"id": "fake-upstream-id", "created": int(time.time()), "model": body.get("model")}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": text}
+            if calls:
+                message["tool_calls"] = calls
+            self._json(200, {**base, "object": "chat.completion", "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": usage})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+
+        def send(chunk):
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+
+        def chunk(delta, finish=None):
+            return {**base, "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        try:
+            send(chunk({"role": "assistant", "content": ""}))
+            if calls:
+                for i, call in enumerate(calls):
+                    time.sleep(GAP_SECONDS)
+                    send(chunk({"tool_calls": [{"index": i, **call}]}))
+            for i, word in enumerate(words):
+                time.sleep(GAP_SECONDS)
+                send(chunk({"content": word if i == 0 else " " + word}))
+            send(chunk({}, "tool_calls" if calls else "stop"))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                send({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the reader went away: stop generating
+        self.close_connection = True
+
+
+def main():
+    global GAP_SECONDS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--gap-ms", type=int, default=200)
+    args = parser.parse_args()
+    GAP_SECONDS = args.gap_ms / 1000
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    print(f"FAKE_UPSTREAM_URL=http://127.0.0.1:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
