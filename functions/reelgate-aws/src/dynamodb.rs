@@ -6,7 +6,8 @@
 //!   DynamoDB's TTL deletes such items lazily, so every condition is rewritten to treat an
 //!   expired item as absent (without arithmetic: the adapter evaluates the condition against an
 //!   absent item itself and compares `expires_at` with the current time as a constant).
-//! - An update of an expired item starts from an absent item (not from the stale attributes):
+//! - An update (alone or in a transaction) of an expired item starts from an absent item, not
+//!   from the stale attributes:
 //!   the adapter removes the expired item first, guarded so that only an expired item goes.
 //! - `Condition`s become `ConditionExpression`s with generated `#n`/`:v` placeholders and no
 //!   arithmetic; `Update`s become `SET`/`ADD`/`REMOVE` update expressions.
@@ -66,6 +67,111 @@ impl DynamoItemStore {
             .await
             .map_err(store_error)?;
         out.item().map(from_dynamo).transpose()
+    }
+
+    /// The transaction's items, with conditions that see an expired item as absent.
+    fn transaction_items(
+        &self,
+        ops: &[TransactOp],
+        now: i64,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut items = Vec::with_capacity(ops.len());
+        for op in ops {
+            let mut expr = Expr::default();
+            let built = match op {
+                TransactOp::Put { item, condition } => {
+                    let cond = condition
+                        .as_ref()
+                        .map(|c| expr.condition_seeing_expiry(c, now));
+                    let put = Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(to_dynamo(item)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().put(put).build()
+                }
+                TransactOp::Update {
+                    key,
+                    update,
+                    condition,
+                } => {
+                    let update_expr = expr.update(update)?.ok_or_else(|| {
+                        StoreError::Invalid("a transactional update needs a change".into())
+                    })?;
+                    // As for a single update: never on top of an expired item's attributes.
+                    let cond = expr.condition_on_live(condition.as_ref(), now);
+                    let update = DynamoUpdate::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .update_expression(update_expr)
+                        .condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().update(update).build()
+                }
+                TransactOp::Delete { key, condition } => {
+                    let cond = condition
+                        .as_ref()
+                        .map(|c| expr.condition_seeing_expiry(c, now));
+                    let delete = Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().delete(delete).build()
+                }
+                TransactOp::ConditionCheck { key, condition } => {
+                    let cond = expr.condition_seeing_expiry(condition, now);
+                    let check = ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_map(key)))
+                        .condition_expression(cond)
+                        .set_expression_attribute_names(expr.names())
+                        .set_expression_attribute_values(expr.values())
+                        .build()
+                        .map_err(build_error)?;
+                    TransactWriteItem::builder().condition_check(check).build()
+                }
+            };
+            items.push(built);
+        }
+        Ok(items)
+    }
+
+    /// After a cancelled transaction: removes the expired items that made an update fail where
+    /// an absent item would have passed. True when there was one (the transaction is retried).
+    async fn clear_expired_in_the_way(
+        &self,
+        ops: &[TransactOp],
+        failed: &[bool],
+    ) -> Result<bool, StoreError> {
+        let mut cleared = false;
+        for (op, failed) in ops.iter().zip(failed) {
+            let TransactOp::Update { key, condition, .. } = op else {
+                continue;
+            };
+            if !failed || !condition.as_ref().is_none_or(|c| c.holds(None)) {
+                continue;
+            }
+            let now = now_secs();
+            if self
+                .get_raw(key)
+                .await?
+                .is_some_and(|item| is_expired(&item, now))
+            {
+                self.delete_if_expired(key, now).await?;
+                cleared = true;
+            }
+        }
+        Ok(cleared)
     }
 
     /// Deletes `key` only while it is expired.
@@ -571,84 +677,27 @@ impl ItemStore for DynamoItemStore {
 
     async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
-        let now = now_secs();
-        let count = ops.len();
-        let mut items = Vec::with_capacity(count);
-        for op in &ops {
-            let mut expr = Expr::default();
-            let built = match op {
-                TransactOp::Put { item, condition } => {
-                    let cond = condition
-                        .as_ref()
-                        .map(|c| expr.condition_seeing_expiry(c, now));
-                    let put = Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(to_dynamo(item)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(expr.names())
-                        .set_expression_attribute_values(expr.values())
-                        .build()
-                        .map_err(build_error)?;
-                    TransactWriteItem::builder().put(put).build()
+        for _ in 0..EXPIRED_RETRIES {
+            let items = self.transaction_items(&ops, now_secs())?;
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await;
+            match result.map_err(|e| transaction_error(e, ops.len())) {
+                Ok(_) => return Ok(()),
+                Err(StoreError::TransactionCanceled { failed }) => {
+                    if !self.clear_expired_in_the_way(&ops, &failed).await? {
+                        return Err(StoreError::TransactionCanceled { failed });
+                    }
                 }
-                TransactOp::Update {
-                    key,
-                    update,
-                    condition,
-                } => {
-                    let update_expr = expr.update(update)?.ok_or_else(|| {
-                        StoreError::Invalid("a transactional update needs a change".into())
-                    })?;
-                    let cond = condition
-                        .as_ref()
-                        .map(|c| expr.condition_seeing_expiry(c, now));
-                    let update = DynamoUpdate::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key_map(key)))
-                        .update_expression(update_expr)
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(expr.names())
-                        .set_expression_attribute_values(expr.values())
-                        .build()
-                        .map_err(build_error)?;
-                    TransactWriteItem::builder().update(update).build()
-                }
-                TransactOp::Delete { key, condition } => {
-                    let cond = condition
-                        .as_ref()
-                        .map(|c| expr.condition_seeing_expiry(c, now));
-                    let delete = Delete::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key_map(key)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(expr.names())
-                        .set_expression_attribute_values(expr.values())
-                        .build()
-                        .map_err(build_error)?;
-                    TransactWriteItem::builder().delete(delete).build()
-                }
-                TransactOp::ConditionCheck { key, condition } => {
-                    let cond = expr.condition_seeing_expiry(condition, now);
-                    let check = ConditionCheck::builder()
-                        .table_name(&self.table)
-                        .set_key(Some(key_map(key)))
-                        .condition_expression(cond)
-                        .set_expression_attribute_names(expr.names())
-                        .set_expression_attribute_values(expr.values())
-                        .build()
-                        .map_err(build_error)?;
-                    TransactWriteItem::builder().condition_check(check).build()
-                }
-            };
-            items.push(built);
+                Err(e) => return Err(e),
+            }
         }
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(|e| transaction_error(e, count))?;
-        Ok(())
+        Err(StoreError::Unavailable(
+            "an expired item kept reappearing in the way of a transaction".into(),
+        ))
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {

@@ -122,6 +122,28 @@ async fn expired_items_count_as_absent_for_writes() {
         .await
         .expect("expired items are absent inside transactions");
     assert_eq!(store.get(&k).await.expect("get"), Some(item(&k)));
+
+    let k = Key::new(&pk, "TRANSACT-UPDATE");
+    store.put(expired(&k), None).await.expect("seed");
+    store
+        .transact(vec![TransactOp::Update {
+            key: k.clone(),
+            update: Update::new().add("count", Decimal::ONE),
+            condition: Some(Condition::NotExists),
+        }])
+        .await
+        .expect("a transactional update starts from an absent item");
+    let updated = store.get(&k).await.expect("get").expect("present");
+    assert_eq!(updated.decimal_attr("count"), Some(Decimal::ONE));
+    assert!(!updated.contains_key("stale"), "{updated:?}");
+    let refused = store
+        .transact(vec![TransactOp::Update {
+            key: k.clone(),
+            update: Update::new().add("count", Decimal::ONE),
+            condition: Some(Condition::NotExists),
+        }])
+        .await;
+    assert!(refused.is_err_and(|e| e.failed_at(0)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
