@@ -55,7 +55,8 @@
 //! context object) or an intrinsic function: `States.Format` (string-literal template with `{}`
 //! and the escapes `\'`, `\{`, `\}`, `\\`), `States.StringToJson`, `States.JsonToString`,
 //! `States.Array`; arguments are string literals, numbers, booleans, `null`, paths and nested
-//! calls. Objects nested in templates are processed recursively.
+//! calls. Objects nested in templates are processed recursively; arrays are copied as they are
+//! (as in Step Functions: build dynamic arrays with `States.Array`).
 //!
 //! **Definition substitutions**: `${Name}` placeholders in strings are replaced from a map
 //! before parsing (see [`substitute()`], [`placeholders()`]); a placeholder without a value is
@@ -77,7 +78,8 @@
 //! * Task `TimeoutSeconds` covers dispatch and callback wait; `HeartbeatSeconds` applies to
 //!   `.waitForTaskToken` tasks (from dispatch, reset by [`Runner::send_task_heartbeat`]). On
 //!   expiry the task fails with `States.Timeout` / `States.HeartbeatTimeout` and `Retry`/`Catch`
-//!   apply. The machine's `TimeoutSeconds` ends the execution as `TimedOut`.
+//!   apply. The machine's `TimeoutSeconds` ends the execution as `TimedOut` (error
+//!   `States.Timeout`). [`Runner::stop_execution`] ends it as `Aborted`.
 //! * Callbacks: a token that is malformed or names no execution is `InvalidToken`; a token whose
 //!   task is no longer waiting (already completed, failed, timed out, retried) is `TaskTimedOut`
 //!   — so a duplicate `send_task_success` is an error, never a second transition. A callback
@@ -113,6 +115,8 @@
 //! * A restart re-dispatches a Task that was in flight (at-least-once), which Step Functions
 //!   does not do within one execution; dispatchers must be idempotent per
 //!   (`execution_id`, `state_name`, `attempt`).
+//! * A callback that arrives while its task's dispatch is still in flight completes the task
+//!   at once; the in-flight dispatch future is dropped.
 //! * Resuming uses the runner's current definition even if the execution started with another
 //!   version (logged); Step Functions pins the version.
 //! * Timers use the local wall clock (deadlines are journaled as epoch milliseconds) and can be

@@ -276,3 +276,27 @@ fn transitions_must_exist_and_states_must_be_reachable() {
     .unwrap_err();
     assert!(err.to_string().starts_with("state \"A\": "), "{err}");
 }
+
+/// Every workflow file in the repository stays inside the subset this runner supports (with a
+/// dummy value for each `${Name}` placeholder). Files are optional: none yet is not a failure.
+#[test]
+fn repository_workflows_load() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../statemachine");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.to_string_lossy().ends_with(".asl.json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let values: BTreeMap<String, String> = placeholders(&text)
+            .into_iter()
+            .map(|name| (name.clone(), format!("dummy-{name}")))
+            .collect();
+        if let Err(err) = StateMachine::load("workflow", &text, &values) {
+            panic!("{} is outside the supported subset: {err}", path.display());
+        }
+    }
+}
