@@ -23,6 +23,13 @@ pub struct Settings {
     pub file_retention: Duration,
     /// Finished jobs (record, prompt, output, thumbnail) are deleted this long after finishing.
     pub job_retention: Duration,
+    /// Chat model (catalog id) that translates Japanese prompts; None refuses them
+    /// (`translation_unavailable`).
+    pub translation_model: Option<String>,
+    /// How often the render worker asks the engine for progress.
+    pub render_poll_interval: Duration,
+    /// Consecutive failed engine calls before a render fails as `engine_unavailable`.
+    pub engine_unreachable_attempts: u32,
 }
 
 impl Default for Settings {
@@ -34,6 +41,9 @@ impl Default for Settings {
             presign_ttl: Duration::from_secs(15 * 60),
             file_retention: Duration::from_secs(30 * 24 * 3600),
             job_retention: Duration::from_secs(30 * 24 * 3600),
+            translation_model: None,
+            render_poll_interval: Duration::from_secs(5),
+            engine_unreachable_attempts: 5,
         }
     }
 }
@@ -52,6 +62,11 @@ pub struct App {
     pub local_blobs: Option<Arc<crate::blobs::local::LocalBlobStore>>,
     /// Text-model upstreams by catalog id.
     pub upstreams: Arc<crate::upstream::Upstreams>,
+    /// Video engines by catalog id.
+    pub engines: Arc<crate::engines::Engines>,
+    pub moderator: Arc<dyn crate::moderation::Moderator>,
+    /// An explicit translator; otherwise `settings.translation_model` through its upstream.
+    pub translator: Option<Arc<dyn crate::translation::Translator>>,
 }
 
 impl App {
@@ -72,6 +87,9 @@ impl App {
             local_signer: None,
             local_blobs: None,
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
+            engines: Arc::new(crate::engines::Engines::default()),
+            moderator: Arc::new(crate::moderation::rules::RuleModerator::default()),
+            translator: None,
         }
     }
 
@@ -88,6 +106,17 @@ impl App {
 
     pub fn workflow(&self) -> Option<Arc<dyn Workflow>> {
         self.workflow.get().cloned()
+    }
+
+    /// The translator for Japanese prompts, if one is configured.
+    pub fn translator(&self) -> Option<Arc<dyn crate::translation::Translator>> {
+        if let Some(t) = &self.translator {
+            return Some(t.clone());
+        }
+        let model = self.catalog.chat_model(self.settings.translation_model.as_deref()?)?;
+        let upstream = self.upstreams.get(&model.upstream)?;
+        let name = model.upstream_model.clone().unwrap_or_else(|| model.id.clone());
+        Some(Arc::new(crate::translation::chat::ChatTranslator::new(upstream, &name)))
     }
 
     pub fn accounts(&self) -> crate::accounts::Accounts<'_> {

@@ -84,3 +84,47 @@ pub async fn bootstrap_demo(app: &App) -> anyhow::Result<DemoAccount> {
     app.store.put(m, Some(Condition::NotExists)).await?;
     Ok(DemoAccount { org: org.id, user: user.id, api_key: Some(key.secret), created: true })
 }
+
+/// Where the local server mounts the in-process reference engine.
+pub const REFERENCE_ENGINE_PREFIX: &str = "/_engine";
+
+#[derive(Clone, Debug, Default)]
+pub struct LocalServiceOptions {
+    pub workflow: crate::workflow::local::LocalWorkflowOptions,
+    /// Renders the in-process reference engine runs at once.
+    pub engine_parallel: usize,
+    /// Serve the reference engine's fault switches (`PUT /_engine/v1/faults`), for tests.
+    pub engine_fault_injection: bool,
+}
+
+/// Everything the local process runs besides the API: the reference engine, the workflow
+/// runner, the render workers and the sweeper.
+pub struct LocalServices {
+    pub engine: Arc<reelgate_engine::ReferenceEngine>,
+    pub workflow: crate::workflow::local::LocalWorkflowHost,
+}
+
+/// Wires engines, moderation and translation into `app` and starts the local services. Call
+/// before serving; mount the engine with [`local_router`].
+pub async fn start_services(
+    app: &mut App,
+    backend: &LocalBackend,
+    options: LocalServiceOptions,
+) -> anyhow::Result<LocalServices> {
+    let engine_url = format!("{}{REFERENCE_ENGINE_PREFIX}", app.settings.public_base_url);
+    let engine = reelgate_engine::ReferenceEngine::new(reelgate_engine::EngineConfig {
+        public_base_url: engine_url.clone(),
+        max_parallel: options.engine_parallel.max(1),
+        fault_injection: options.engine_fault_injection,
+        ..Default::default()
+    });
+    let engines = crate::engines::from_catalog(&app.catalog, Some(&engine_url))?;
+    app.engines = Arc::new(engines);
+    let workflow = crate::workflow::local::start(app, &backend.db, backend.store.clone(), options.workflow).await?;
+    Ok(LocalServices { engine, workflow })
+}
+
+/// The local server's router: the API plus the in-process reference engine.
+pub fn local_router(app: App, services: &LocalServices) -> axum::Router {
+    crate::http::router(app).nest_service(REFERENCE_ENGINE_PREFIX, services.engine.clone().router())
+}

@@ -13,6 +13,8 @@ pub struct TestServer {
     pub backend: LocalBackend,
     pub base_url: String,
     pub dir: tempfile::TempDir,
+    /// The reference engine and workflow, for servers started with [`TestServer::start_full`].
+    pub services: Option<crate::local::LocalServices>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -42,7 +44,63 @@ impl TestServer {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        TestServer { app, backend, base_url, dir, server }
+        TestServer { app, backend, base_url, dir, services: None, server }
+    }
+
+    /// Starts the whole local service: API, in-process reference engine (with fault switches),
+    /// the state machine on the embedded runner (waits scaled by `time_scale`), the render
+    /// workers. `configure` runs before the services start (set a moderator, translator…).
+    pub async fn start_full(time_scale: f64, configure: impl FnOnce(&mut App)) -> TestServer {
+        Self::start_full_in(tempfile::tempdir().expect("tempdir"), None, time_scale, configure).await
+    }
+
+    /// As [`TestServer::start_full`], on an existing data directory and address (a restart).
+    pub async fn start_full_in(
+        dir: tempfile::TempDir,
+        addr: Option<std::net::SocketAddr>,
+        time_scale: f64,
+        configure: impl FnOnce(&mut App),
+    ) -> TestServer {
+        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| ([127, 0, 0, 1], 0).into()))
+            .await
+            .expect("bind");
+        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let backend = LocalBackend::open(dir.path(), &base_url).expect("backend");
+        let settings = Settings {
+            public_base_url: base_url.clone(),
+            render_poll_interval: std::time::Duration::from_millis(200),
+            engine_unreachable_attempts: 3,
+            ..Settings::default()
+        };
+        let catalog = Catalog::parse(crate::catalog::DEFAULT_CATALOG).expect("catalog");
+        let mut app = backend.app(Arc::new(catalog), settings);
+        configure(&mut app);
+        let options = crate::local::LocalServiceOptions {
+            workflow: crate::workflow::local::LocalWorkflowOptions {
+                time_scale,
+                workers: 2,
+                sweep_interval: std::time::Duration::from_secs(3600),
+            },
+            engine_parallel: 2,
+            engine_fault_injection: true,
+        };
+        let services = crate::local::start_services(&mut app, &backend, options).await.expect("services");
+        let router = crate::local::local_router(app.clone(), &services);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        TestServer { app, backend, base_url, dir, services: Some(services), server }
+    }
+
+    /// Stops serving and the local services, keeping the data directory (for restart tests).
+    pub fn stop(mut self) -> (tempfile::TempDir, std::net::SocketAddr) {
+        self.server.abort();
+        if let Some(s) = self.services.take() {
+            s.workflow.shutdown();
+        }
+        let addr: std::net::SocketAddr = self.base_url.trim_start_matches("http://").parse().expect("addr");
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"));
+        (dir, addr)
     }
 
     /// A new organization with one person and an API key: (org id, person id, key secret).

@@ -15,6 +15,20 @@ impl SqliteItemStore {
         SqliteItemStore { db }
     }
 
+    /// Keys of items whose expiry has passed (the sweeper deletes their blobs first).
+    pub async fn expired_keys(&self, now: i64) -> Result<Vec<(String, String)>, StoreError> {
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT pk, sk FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                )?;
+                let rows = stmt.query_map(params![now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })
+            .await
+            .map_err(store_err)
+    }
+
     /// Deletes expired items; the local stand-in for DynamoDB's TTL deletion. Returns the count.
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
         let now = now_secs();

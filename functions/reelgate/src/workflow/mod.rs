@@ -1,6 +1,10 @@
 //! The workflow port: starting the video state machine for an admitted job and resuming a task
 //! that waits for a callback. Step Functions on AWS; the embedded ASL runner locally.
 
+pub mod local;
+pub mod steps;
+pub mod worker;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
