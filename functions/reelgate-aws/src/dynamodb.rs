@@ -7,8 +7,9 @@
 //!   expired item as absent (without arithmetic: the adapter evaluates the condition against an
 //!   absent item itself and compares `expires_at` with the current time as a constant).
 //! - An update (alone or in a transaction) of an expired item starts from an absent item, not
-//!   from the stale attributes:
-//!   the adapter removes the expired item first, guarded so that only an expired item goes.
+//!   from the stale attributes: its condition also requires a live item, and when an expired
+//!   item made it fail the adapter deletes that item (guarded so that only an expired item
+//!   goes) and tries again.
 //! - `Condition`s become `ConditionExpression`s with generated `#n`/`:v` placeholders and no
 //!   arithmetic; `Update`s become `SET`/`ADD`/`REMOVE` update expressions.
 
