@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod error;
 pub mod files;
 pub mod http;
+pub mod responses;
 pub mod upstream;
 pub mod chat;
 pub mod usage;

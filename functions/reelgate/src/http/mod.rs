@@ -23,6 +23,10 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model}"),
     ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("DELETE", "/v1/responses/{response_id}"),
+    ("GET", "/v1/responses/{response_id}/input_items"),
 ];
 
 /// The whole service.
@@ -32,6 +36,7 @@ pub fn router(app: App) -> Router {
         .route("/health", get(health))
         .merge(crate::files::routes())
         .merge(crate::chat::routes())
+        .merge(crate::responses::routes())
         .merge(blobs_route::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
