@@ -6,8 +6,12 @@ use reelgate_media::{probe_mp4, thumbnail_jpeg};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let input = args.next().ok_or("usage: thumbnail IN.mp4 OUT.jpg [WIDTH]")?;
-    let output = args.next().ok_or("usage: thumbnail IN.mp4 OUT.jpg [WIDTH]")?;
+    let input = args
+        .next()
+        .ok_or("usage: thumbnail IN.mp4 OUT.jpg [WIDTH]")?;
+    let output = args
+        .next()
+        .ok_or("usage: thumbnail IN.mp4 OUT.jpg [WIDTH]")?;
     let width: u32 = args.next().as_deref().unwrap_or("480").parse()?;
     let bytes = std::fs::read(&input)?;
     println!("{:#?}", probe_mp4(&bytes)?);

@@ -13,12 +13,12 @@ pub(crate) struct AudioEdit {
 }
 
 #[derive(Clone, Copy)]
-struct RawBox {
-    kind: [u8; 4],
-    start: usize,
+pub(crate) struct RawBox {
+    pub kind: [u8; 4],
+    pub start: usize,
     /// Start of the payload (after the header).
-    body: usize,
-    end: usize,
+    pub body: usize,
+    pub end: usize,
 }
 
 fn bad(m: impl Into<String>) -> MediaError {
@@ -26,7 +26,7 @@ fn bad(m: impl Into<String>) -> MediaError {
 }
 
 /// Splits `data` into the boxes it holds, in order.
-fn boxes(data: &[u8]) -> Result<Vec<RawBox>, MediaError> {
+pub(crate) fn boxes(data: &[u8]) -> Result<Vec<RawBox>, MediaError> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {

@@ -2,6 +2,7 @@
 
 use std::io::Cursor;
 
+use crate::faststart::boxes;
 use crate::MediaError;
 
 /// Metadata of an MP4/QuickTime file.
@@ -49,11 +50,55 @@ pub(crate) fn looks_like_mp4(bytes: &[u8]) -> bool {
         )
 }
 
+/// Boxes whose payload is only child boxes.
+const CONTAINERS: [&[u8; 4]; 10] = [
+    b"moov", b"trak", b"mdia", b"minf", b"stbl", b"edts", b"dinf", b"mvex", b"moof", b"traf",
+];
+const MAX_DEPTH: usize = 12;
+
+/// Checks that every box of the metadata tree lies inside its parent and has a
+/// real size. The `mp4` crate trusts sizes, and a nested box of size 0 makes it
+/// seek back to the same header forever, so untrusted files are checked first.
+fn validate_tree(data: &[u8], depth: usize) -> Result<(), MediaError> {
+    let bad = |m: String| MediaError::NotMp4(m);
+    if depth > MAX_DEPTH {
+        return Err(bad("boxes nested too deeply".into()));
+    }
+    for b in boxes(data).map_err(|e| bad(e.to_string()))? {
+        if depth > 0 && data[b.start..b.start + 4] == [0, 0, 0, 0] {
+            return Err(bad(format!(
+                "nested box '{}' has size 0",
+                String::from_utf8_lossy(&b.kind)
+            )));
+        }
+        let body = &data[b.body..b.end];
+        if CONTAINERS.contains(&&b.kind) {
+            validate_tree(body, depth + 1)?;
+        } else if &b.kind == b"stsd" {
+            // Version/flags and entry count, then the sample entries (whose own
+            // children the parser reads without looping).
+            if body.len() < 8 {
+                return Err(bad("truncated stsd".into()));
+            }
+            for entry in boxes(&body[8..]).map_err(|e| bad(e.to_string()))? {
+                let at = 8 + entry.start;
+                if body[at..at + 4] == [0, 0, 0, 0] {
+                    return Err(bad("sample entry has size 0".into()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn open(bytes: &[u8]) -> Result<mp4::Mp4Reader<Cursor<&[u8]>>, MediaError> {
     if !looks_like_mp4(bytes) {
         return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
     }
-    mp4::Mp4Reader::read_header(Cursor::new(bytes), bytes.len() as u64)
+    validate_tree(bytes, 0)?;
+    // The parser is not ours: turn a panic on hostile input into an error.
+    std::panic::catch_unwind(|| mp4::Mp4Reader::read_header(Cursor::new(bytes), bytes.len() as u64))
+        .map_err(|_| MediaError::NotMp4("malformed MP4 (the parser panicked)".into()))?
         .map_err(|e| MediaError::NotMp4(e.to_string()))
 }
 

@@ -62,6 +62,17 @@ fn avcc_to_annexb(sample: &[u8], length_size: usize, out: &mut Vec<u8>) -> Resul
 /// (e.g. from x264) are supported; the decoder runs without automatic
 /// flushing so frames come out in display order.
 pub fn thumbnail_jpeg(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
+    // The demuxer is not ours: turn a panic on a malformed file into an error.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| thumbnail(mp4, width))).unwrap_or_else(
+        |_| {
+            Err(MediaError::NotMp4(
+                "malformed MP4 (the demuxer panicked)".into(),
+            ))
+        },
+    )
+}
+
+fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
     if !(16..=4096).contains(&width) {
         return Err(MediaError::InvalidSpec(format!(
             "thumbnail width must be within 16..=4096, got {width}"

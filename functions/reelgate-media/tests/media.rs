@@ -172,6 +172,32 @@ fn probe_rejects_garbage() {
     assert!(thumbnail_jpeg(b"garbage", 480).is_err());
 }
 
+fn mp4_box(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+    let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(payload);
+    out
+}
+
+#[test]
+fn probe_rejects_hostile_box_trees_without_hanging() {
+    let ftyp = mp4_box(b"ftyp", b"isom\0\0\x02\0isom");
+    // A nested box of size 0 (would make a naive parser loop forever).
+    let mut zero = vec![0, 0, 0, 0];
+    zero.extend_from_slice(b"abcd");
+    let hostile = [ftyp.clone(), mp4_box(b"moov", &mp4_box(b"trak", &zero))].concat();
+    assert!(matches!(probe_mp4(&hostile), Err(MediaError::NotMp4(_))));
+    assert!(thumbnail_jpeg(&hostile, 480).is_err());
+    // A child that claims to be larger than its parent.
+    let mut big = 4000u32.to_be_bytes().to_vec();
+    big.extend_from_slice(b"stbl");
+    let hostile = [ftyp.clone(), mp4_box(b"moov", &mp4_box(b"trak", &big))].concat();
+    assert!(matches!(probe_mp4(&hostile), Err(MediaError::NotMp4(_))));
+    // A moov without tracks or mvhd.
+    let empty = [ftyp, mp4_box(b"moov", &[])].concat();
+    assert!(probe_mp4(&empty).is_err());
+}
+
 #[test]
 fn probes_and_thumbnails_x264_stream_with_b_frames() {
     let probe = probe_mp4(X264_BFRAMES).expect("probe");
