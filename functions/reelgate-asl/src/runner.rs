@@ -1001,6 +1001,9 @@ impl Execution {
         let token = self.snap.task_token.clone();
         if let Some(t) = &token {
             self.inner.register_token(t, &self.snap.execution_id);
+        } else if self.snap.step == Step::AwaitingCallback {
+            let cause = "journaled as awaiting a callback without a task token";
+            return self.fail(StatesError::runtime(cause)).await;
         }
         let mut fut: Option<DispatchFuture> = None;
         if self.snap.step == Step::Dispatching {
