@@ -710,12 +710,14 @@ impl ItemStore for DynamoItemStore {
         // `Limit` before anything is filtered out and may stop early (1 MB), so keep reading.
         let wanted = query.limit.saturating_add(1);
         let mut live: Vec<Item> = Vec::new();
-        let mut start = query.after_sk.as_ref().map(|sk| {
-            key_map(&Key {
+        let mut start = match start_after(&query) {
+            StartAfter::Beginning => None,
+            StartAfter::Key(sk) => Some(key_map(&Key {
                 pk: query.pk.clone(),
-                sk: sk.clone(),
-            })
-        });
+                sk,
+            })),
+            StartAfter::PastTheEnd => return Ok(Page::default()),
+        };
         loop {
             let mut expr = Expr::default();
             let pk = expr.name(PK);
@@ -765,6 +767,32 @@ impl ItemStore for DynamoItemStore {
             items: live,
             last_sk,
         })
+    }
+}
+
+/// Where a query resumes.
+#[derive(Debug, PartialEq, Eq)]
+enum StartAfter {
+    Beginning,
+    Key(String),
+    PastTheEnd,
+}
+
+/// DynamoDB refuses an `ExclusiveStartKey` outside the key condition's range, which a cursor
+/// outside the prefix would be; such a cursor lies wholly before or after the prefix's range.
+fn start_after(query: &Query) -> StartAfter {
+    let Some(after) = query.after_sk.clone() else {
+        return StartAfter::Beginning;
+    };
+    let prefix = query.sk_prefix.as_deref().unwrap_or_default();
+    if after.starts_with(prefix) {
+        return StartAfter::Key(after);
+    }
+    let before_range = after.as_bytes() < prefix.as_bytes();
+    if before_range != query.descending {
+        StartAfter::Beginning
+    } else {
+        StartAfter::PastTheEnd
     }
 }
 
@@ -845,6 +873,25 @@ mod tests {
             Expr::default().update(&key),
             Err(StoreError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn cursors_outside_the_prefix() {
+        let q = |after: &str, descending: bool| Query {
+            descending,
+            ..Query::partition("p")
+                .prefix("VIDEO#")
+                .after(Some(after.to_owned()))
+        };
+        assert_eq!(
+            start_after(&q("VIDEO#1", false)),
+            StartAfter::Key("VIDEO#1".into())
+        );
+        assert_eq!(start_after(&q("ORG", false)), StartAfter::Beginning);
+        assert_eq!(start_after(&q("ORG", true)), StartAfter::PastTheEnd);
+        assert_eq!(start_after(&q("WIDGET#1", false)), StartAfter::PastTheEnd);
+        assert_eq!(start_after(&q("WIDGET#1", true)), StartAfter::Beginning);
+        assert_eq!(start_after(&Query::partition("p")), StartAfter::Beginning);
     }
 
     #[test]

@@ -183,6 +183,24 @@ async fn paging_skips_expired_items_and_ends_exactly() {
         .expect("exact");
     assert_eq!(exact.items.len(), 5);
     assert_eq!(exact.last_sk, None, "no further live item");
+    let before = store
+        .query(
+            Query::partition(&pk)
+                .prefix("FILE#")
+                .after(Some("A".into())),
+        )
+        .await
+        .expect("cursor before the prefix");
+    assert_eq!(before.items.len(), 5);
+    let past = store
+        .query(
+            Query::partition(&pk)
+                .prefix("FILE#")
+                .after(Some("Z".into())),
+        )
+        .await
+        .expect("cursor past the prefix");
+    assert!(past.items.is_empty());
     let refused = store.query(Query::partition(&pk).limit(0)).await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))));
 }
