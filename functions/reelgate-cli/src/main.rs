@@ -3,6 +3,7 @@
 
 mod admin;
 mod aws;
+mod engine;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Manage organizations, users, keys, credits and plans (JSON on stdout).
     Admin(admin::AdminArgs),
+    /// The reference video engine.
+    Engine(engine::EngineArgs),
 }
 
 /// Where the local data lives unless `--data-dir` says otherwise.
@@ -49,6 +52,7 @@ async fn main() -> std::process::ExitCode {
     let outcome = match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Admin(args) => admin::run(args).await,
+        Command::Engine(args) => engine::run(args).await,
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 use anyhow::Context;
 use reelgate::app::Settings;
 use reelgate::catalog::Catalog;
-use reelgate::local::{bootstrap_demo, LocalBackend};
+use reelgate::local::{bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,6 +16,34 @@ pub struct ServeArgs {
     /// The URL clients use to reach this server (default http://<addr>).
     #[arg(long, env = "REELGATE_PUBLIC_URL")]
     public_url: Option<String>,
+    /// Renders the in-process reference engine runs at once.
+    #[arg(long, default_value_t = 1, env = "REELGATE_ENGINE_PARALLEL")]
+    engine_parallel: usize,
+    /// Serve the reference engine's fault switches at /_engine/v1/faults (for tests).
+    #[arg(long, env = "REELGATE_ENGINE_FAULT_INJECTION")]
+    engine_fault_injection: bool,
+}
+
+/// Settings from the environment (each documented in docs/configuration.md).
+pub fn settings_from_env(base_url: &str) -> anyhow::Result<Settings> {
+    let mut s = Settings { public_base_url: base_url.to_owned(), ..Settings::default() };
+    let secs = |name: &str| -> anyhow::Result<Option<u64>> {
+        match std::env::var(name) {
+            Ok(v) if !v.is_empty() => Ok(Some(v.parse().with_context(|| format!("{name} must be whole seconds"))?)),
+            _ => Ok(None),
+        }
+    };
+    if let Some(v) = secs("REELGATE_PRESIGN_TTL_SECS")? {
+        s.presign_ttl = std::time::Duration::from_secs(v);
+    }
+    if let Some(v) = secs("REELGATE_RENDER_POLL_SECS")? {
+        s.render_poll_interval = std::time::Duration::from_secs(v.max(1));
+    }
+    if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
+        s.max_upload_bytes = v.parse().context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
+    }
+    s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL").ok().filter(|v| !v.is_empty());
+    Ok(s)
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -32,10 +60,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load_from_env().context("loading the catalog")?;
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
-    let settings = Settings { public_base_url: base_url.clone(), ..Settings::default() };
-    let app = backend.app(Arc::new(catalog), settings);
+    let settings = settings_from_env(&base_url)?;
+    let mut app = backend.app(Arc::new(catalog), settings);
+    app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
     let demo = bootstrap_demo(&app).await.context("creating the demo organization")?;
-    let router = reelgate::http::router(app.clone());
+    let options = LocalServiceOptions {
+        engine_parallel: args.engine_parallel,
+        engine_fault_injection: args.engine_fault_injection,
+        ..Default::default()
+    };
+    let services = start_services(&mut app, &backend, options).await.context("starting the local services")?;
+    let router = local_router(app.clone(), &services);
 
     println!("reelgate is serving at {base_url}");
     println!("  data directory: {}", data_dir.display());

@@ -143,7 +143,7 @@ impl<'a> Accounts<'a> {
         it.insert("plan".into(), plan.into());
         it.insert("currency".into(), currency.into());
         it.insert("balance".into(), Attr::N(credits));
-        it.insert("reserved".into(), Attr::N(Decimal::ZERO));
+        it.insert("reserved".into(), Attr::N(Decimal::new(0, 2)));
         it.insert("available".into(), Attr::N(credits));
         it.insert("in_flight".into(), 0i64.into());
         it.insert("created_at".into(), now_secs().into());

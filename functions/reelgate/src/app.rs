@@ -42,7 +42,7 @@ impl Default for Settings {
             file_retention: Duration::from_secs(30 * 24 * 3600),
             job_retention: Duration::from_secs(30 * 24 * 3600),
             translation_model: None,
-            render_poll_interval: Duration::from_secs(5),
+            render_poll_interval: Duration::from_secs(2),
             engine_unreachable_attempts: 5,
         }
     }

@@ -23,3 +23,12 @@ pub mod usage;
 pub mod local;
 #[cfg(any(test, feature = "contract"))]
 pub mod testing;
+#[cfg(test)]
+mod contract_embedded;
+pub mod agreement;
+pub mod billing;
+pub mod jobs;
+pub mod videos;
+pub mod engines;
+pub mod moderation;
+pub mod translation;
