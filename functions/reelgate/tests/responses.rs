@@ -1243,3 +1243,49 @@ async fn python_sdk_suite() {
         "no Python test may be skipped here"
     );
 }
+
+#[tokio::test]
+async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
+    let env = env().await;
+    let res = env
+        .http
+        .post(env.server.url("/v1/responses"))
+        .bearer_auth(&env.alice.key)
+        .json(&json!({"model": "fake-chat", "input": "GATED then leave", "stream": true}))
+        .send()
+        .await
+        .expect("request");
+    let mut body = res.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("response.output_text.delta") {
+        let chunk = body.next().await.expect("more").expect("bytes");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let id = seen
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the response id")
+        .to_owned();
+    // Leave while the upstream is still held at the gate.
+    drop(body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut entry = None;
+    while entry.is_none() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        entry = reelgate::usage::ledger_entry(&env.server.app, &env.alice.org, &id)
+            .await
+            .expect("ledger");
+    }
+    let entry = entry.expect("the spent tokens were charged");
+    assert_eq!(
+        entry.get("estimated"),
+        Some(&reelgate::store::Attr::Bool(true))
+    );
+    assert_error(
+        &env.get(&env.alice, &format!("/v1/responses/{id}")).await,
+        404,
+        "response_not_found",
+        None,
+    );
+}

@@ -88,12 +88,14 @@ impl Turn {
     async fn finish(
         &self,
         response: &Value,
-        usage: &Value,
+        usage: &Usage,
         charge: bool,
         keep: bool,
     ) -> ApiResult<()> {
         if charge {
-            let tokens = TokenUsage::from_json(usage).unwrap_or_default();
+            let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
+            // The ledger records whether the counts came from the upstream or our estimate.
+            tokens.estimated = usage.estimated;
             crate::usage::charge(
                 &self.app,
                 Charge {
@@ -127,12 +129,24 @@ impl Turn {
         Ok(())
     }
 
-    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Value {
+    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Usage {
         match reported {
-            Some(u) => output::usage_from_chat(u),
-            None => output::estimated_usage(self.prompt_estimate, output),
+            Some(u) => Usage {
+                json: output::usage_from_chat(u),
+                estimated: false,
+            },
+            None => Usage {
+                json: output::estimated_usage(self.prompt_estimate, output),
+                estimated: true,
+            },
         }
     }
+}
+
+/// A response's `usage` object and whether it is our estimate (the upstream reported none).
+struct Usage {
+    json: Value,
+    estimated: bool,
 }
 
 async fn create(
@@ -182,7 +196,9 @@ async fn create(
         .map_err(|e| crate::upstream::api_error(&e))?;
     let (outcome, output, reported) = output::from_completion(&completion);
     let usage = turn.usage(reported.as_ref(), &output);
-    let response = turn.draft.object(Some(&outcome), &output, Some(&usage));
+    let response = turn
+        .draft
+        .object(Some(&outcome), &output, Some(&usage.json));
     turn.finish(&response, &usage, true, true).await?;
     Ok(Json(response).into_response())
 }
@@ -216,7 +232,16 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
     let start = state.start(&turn.draft);
     client_gone |= !send_all(&tx, start).await;
     while !client_gone {
-        match chunks.next().await {
+        // Waiting on the upstream alone would notice a departed client only at the next chunk;
+        // a slow upstream (long reasoning) would keep generating for nobody meanwhile.
+        let next = tokio::select! {
+            next = chunks.next() => next,
+            _ = tx.closed() => {
+                client_gone = true;
+                break;
+            }
+        };
+        match next {
             Some(Ok(chunk)) => {
                 let events = state.on_chunk(&chunk);
                 client_gone |= !send_all(&tx, events).await;
@@ -235,7 +260,7 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
         // (estimated when the upstream had not reported usage yet). Nothing is stored.
         let partial = state.partial_output();
         let usage = turn.usage(state.usage.as_ref(), &partial);
-        let response = turn.draft.object(None, &partial, Some(&usage));
+        let response = turn.draft.object(None, &partial, Some(&usage.json));
         if let Err(e) = turn.finish(&response, &usage, true, false).await {
             tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
         }
@@ -263,7 +288,9 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
             (outcome, output, usage, true)
         }
     };
-    let response = turn.draft.object(Some(&outcome), &output, Some(&usage));
+    let response = turn
+        .draft
+        .object(Some(&outcome), &output, Some(&usage.json));
     // Stored (and charged) before the terminal event, so a client that reads the response right
     // after `response.completed` finds it.
     if let Err(e) = turn.finish(&response, &usage, charge, true).await {
