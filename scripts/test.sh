@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this):
+#   1. installs the test tools once (Python venv with pytest + the openai SDK, ffmpeg, the AWS
+#      emulator) into a cache outside the clone;
+#   2. starts the AWS emulator on 127.0.0.1 so the AWS adapters' contract suite runs;
+#   3. builds the workspace once (dev profile, all features) and runs every Rust test with
+#      nextest — the adapter contract suites against both the embedded adapters and the emulator;
+#   4. runs the end-to-end tests (tests/e2e) against the real `reelgate` binary of that build;
+#   5. prints one closing line: "tests: N passed, N failed".
+#
+# Environment: CARGO_TARGET_DIR (default: a cache outside the clone), REELGATE_TOOLS_DIR,
+# REELGATE_EMULATOR_PORT. Extra arguments go to nextest (e.g. a test-name filter).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/reelgate"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+export REELGATE_TOOLS_DIR="${REELGATE_TOOLS_DIR:-$CACHE/tools}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+step "test tools"
+bash scripts/test-tools.sh || exit 1
+PYTHON="$REELGATE_TOOLS_DIR/python/bin/python"
+export REELGATE_PYTHON="$PYTHON"
+
+step "AWS emulator"
+bash scripts/aws-emulator.sh start || exit 1
+eval "$(bash scripts/aws-emulator.sh env)"
+trap 'bash scripts/aws-emulator.sh stop >/dev/null 2>&1 || true' EXIT
+
+step "build (dev profile, all features)"
+cargo build --workspace --all-features --all-targets || exit 1
+
+rust_passed=0 rust_failed=0 py_passed=0 py_failed=0
+step "Rust tests"
+RUST_LOG_FILE="$(mktemp)"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --all-features --no-fail-fast --failure-output final "$@" 2>&1 | tee "$RUST_LOG_FILE"
+  rust_status=${PIPESTATUS[0]}
+  summary="$(grep -E '^ +Summary ' "$RUST_LOG_FILE" | tail -1)"
+  rust_passed="$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$summary")"
+  rust_failed="$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$summary")"
+else
+  cargo test --workspace --all-features --no-fail-fast "$@" 2>&1 | tee "$RUST_LOG_FILE"
+  rust_status=${PIPESTATUS[0]}
+  rust_passed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | paste -sd+ | bc)"
+  rust_failed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | paste -sd+ | bc)"
+fi
+rust_passed=${rust_passed:-0}
+rust_failed=${rust_failed:-0}
+if [[ $rust_status -ne 0 && $rust_failed -eq 0 ]]; then rust_failed=1; fi
+
+step "end-to-end tests (real binary, openai SDK, ffprobe)"
+PY_LOG_FILE="$(mktemp)"
+REELGATE_BIN="$CARGO_TARGET_DIR/debug/reelgate" "$PYTHON" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$PY_LOG_FILE"
+py_status=${PIPESTATUS[0]}
+py_line="$(grep -E '[0-9]+ (passed|failed)' "$PY_LOG_FILE" | tail -1)"
+py_passed="$(sed -nE 's/.*[^0-9]?([0-9]+) passed.*/\1/p' <<<"$py_line")"
+py_failed="$(sed -nE 's/.*[^0-9]?([0-9]+) failed.*/\1/p' <<<"$py_line")"
+py_passed=${py_passed:-0}
+py_failed=${py_failed:-0}
+if [[ $py_status -ne 0 && $py_failed -eq 0 ]]; then py_failed=1; fi
+
+passed=$((rust_passed + py_passed))
+failed=$((rust_failed + py_failed))
+echo
+echo "rust: ${rust_passed} passed, ${rust_failed} failed; end-to-end: ${py_passed} passed, ${py_failed} failed"
+echo "tests: ${passed} passed, ${failed} failed"
+[[ $rust_status -eq 0 && $py_status -eq 0 ]]
