@@ -46,8 +46,8 @@ if command -v cargo-nextest >/dev/null 2>&1; then
 else
   cargo test --workspace --all-features --no-fail-fast "$@" 2>&1 | tee "$RUST_LOG_FILE"
   rust_status=${PIPESTATUS[0]}
-  rust_passed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | paste -sd+ | bc)"
-  rust_failed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | paste -sd+ | bc)"
+  rust_passed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s+=$1} END {print s+0}')"
+  rust_failed="$(grep -E '^test result:' "$RUST_LOG_FILE" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s+=$1} END {print s+0}')"
 fi
 rust_passed=${rust_passed:-0}
 rust_failed=${rust_failed:-0}
