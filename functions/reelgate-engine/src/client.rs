@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::protocol::{ErrorBody, Render, RenderRequest};
+use crate::protocol::{ErrorBody, FaultSwitches, Render, RenderRequest};
 
 /// Why an engine call failed.
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +181,26 @@ impl EngineClient {
     pub async fn cancel(&self, id: &str) -> Result<Render, EngineClientError> {
         let url = self.url(&format!("/v1/renders/{}/cancel", Self::id_path(id)?))?;
         self.render_call(self.http.post(&url), &url).await
+    }
+
+    /// `PUT /v1/faults` on a reference engine started with fault injection enabled.
+    pub async fn set_faults(
+        &self,
+        faults: &FaultSwitches,
+    ) -> Result<FaultSwitches, EngineClientError> {
+        let url = self.url("/v1/faults")?;
+        let response = self
+            .authorize(self.http.put(&url).json(faults), &url)
+            .send()
+            .await
+            .map_err(transport)?;
+        if !response.status().is_success() {
+            return Err(Self::rejected(response).await);
+        }
+        let body = response.bytes().await.map_err(transport)?;
+        serde_json::from_slice(&body).map_err(|e| {
+            EngineClientError::InvalidResponse(format!("not a FaultSwitches object: {e}"))
+        })
     }
 
     /// Downloads a `result_url` (the bearer token is sent only when it lies under `base_url`).
