@@ -804,6 +804,16 @@ async fn a_two_page_pdf_is_forwarded_as_two_images() {
     );
     assert_eq!(decode_image(&urls[0]).await.width(), 4);
 
+    // Another organization's file does not exist for this one.
+    let eve = env.server.tenant("10").await;
+    let got = env
+        .post(
+            &eve,
+            json!({"model": "fake-chat", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": file_id}]}]}),
+        )
+        .await;
+    assert_error(&got, 404, "file_not_found", Some("file_id"));
+
     // input_image needs purpose vision; images need a vision model; PDFs too.
     let got = env
         .post(a, json!({"model": "fake-chat", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": file_id}]}]}))

@@ -222,7 +222,13 @@ async fn stream_turn(
         Ok::<_, std::convert::Infallible>(SseEvent::default().event(kind).data(body.to_string()))
     });
     let done = futures::stream::once(async { Ok(SseEvent::default().data("[DONE]")) });
-    Ok(Sse::new(events.chain(done)).into_response())
+    // Comment lines every 15 s keep proxies and load balancers from closing a stream while the
+    // model thinks; SSE clients ignore them.
+    Ok(Sse::new(events.chain(done))
+        .keep_alive(
+            axum::response::sse::KeepAlive::new().interval(std::time::Duration::from_secs(15)),
+        )
+        .into_response())
 }
 
 async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sender<Event>) {
