@@ -1376,3 +1376,94 @@ async fn python_sdk_suite() {
         "no Python test may be skipped here"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bedrock (Converse / ConverseStream) on the local AWS emulator
+
+/// Runs when `AWS_ENDPOINT_URL` points at the emulator (`scripts/aws-emulator.sh start && eval
+/// "$(scripts/aws-emulator.sh env)"`); otherwise it says so and passes.
+#[tokio::test]
+async fn bedrock_upstream_through_the_gateway() {
+    let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") else {
+        eprintln!("bedrock_upstream_through_the_gateway skipped: AWS_ENDPOINT_URL is not set");
+        return;
+    };
+    let mut catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
+    catalog.upstreams.push(UpstreamConfig {
+        id: "bedrock".into(),
+        kind: "bedrock".into(),
+        base_url: Some(endpoint),
+        api_key_env: None,
+        region: Some("us-east-1".into()),
+        extra_headers: Default::default(),
+    });
+    let mut model = chat_model("claude-on-bedrock", "bedrock", &["text", "tools"], &["low"]);
+    model.upstream_model = Some("anthropic.claude-3-haiku-20240307-v1:0".into());
+    catalog.chat_models.push(model);
+    let server = TestServer::start_with(catalog, |_| {}).await;
+    let tenant = server.tenant("10").await;
+    let http = reqwest::Client::new();
+    let body = json!({"model": "claude-on-bedrock", "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+        "tools": weather_tool(), "stop": ["END"], "max_tokens": 64});
+
+    let r = http
+        .post(server.url("/v1/chat/completions"))
+        .bearer_auth(&tenant.key)
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let reply: Value = r.json().await.expect("json");
+    assert_eq!(reply["model"], "claude-on-bedrock");
+    assert!(
+        reply["choices"][0]["message"]["content"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()),
+        "{reply}"
+    );
+    assert_eq!(reply["choices"][0]["finish_reason"], "stop");
+    let prompt = reply["usage"]["prompt_tokens"].as_u64().expect("usage");
+    let completion_tokens = reply["usage"]["completion_tokens"].as_u64().expect("usage");
+    let id = reply["id"].as_str().expect("id");
+    let entry = reelgate::usage::ledger_entry(&server.app, &tenant.org, id)
+        .await
+        .expect("store")
+        .expect("ledger");
+    use reelgate::store::ItemExt;
+    assert_eq!(
+        entry.decimal_attr("amount"),
+        Some(cost(prompt, completion_tokens))
+    );
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let r = http
+        .post(server.url("/v1/chat/completions"))
+        .bearer_auth(&tenant.key)
+        .json(&streamed)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let text = r.text().await.expect("body");
+    let datas: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(datas.last(), Some(&"[DONE]"), "{text}");
+    let chunks: Vec<Value> = datas[..datas.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).expect("json"))
+        .collect();
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(!content.is_empty(), "{text}");
+    let last = chunks.last().expect("chunks");
+    assert_eq!(last["choices"], json!([]));
+    assert!(last["usage"]["total_tokens"].as_u64().is_some(), "{text}");
+}
