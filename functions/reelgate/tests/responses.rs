@@ -1034,7 +1034,7 @@ async fn an_upstream_failure_mid_stream_is_response_failed() {
 async fn invalid_requests_name_their_parameter() {
     let env = env().await;
     let a = &env.alice;
-    let cases: Vec<(Value, u16, &str, Option<&str>)> = vec![
+    let mut cases: Vec<(Value, u16, &str, Option<&str>)> = vec![
         (
             json!({"model": "fake-chat", "input": "x", "temperature": 2.1}),
             400,
@@ -1132,6 +1132,15 @@ async fn invalid_requests_name_their_parameter() {
             Some("input"),
         ),
     ];
+    // file_url is fetched by the service, so private addresses are refused.
+    cases.push((
+        json!({"model": "fake-chat", "input": [{"role": "user", "content": [
+            {"type": "input_file", "file_url": "http://127.0.0.1:9/doc.pdf"}
+        ]}]}),
+        400,
+        "invalid_request_error",
+        Some("file_url"),
+    ));
     for (body, status, code, param) in cases {
         let got = env.post(a, body.clone()).await;
         assert_error(&got, status, code, param);
@@ -1298,4 +1307,56 @@ async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
         "response_not_found",
         None,
     );
+}
+
+#[tokio::test]
+async fn input_items_page_newest_first() {
+    let env = env().await;
+    let a = &env.alice;
+    let input: Vec<Value> = (0..5)
+        .map(|i| json!({"role": "user", "content": format!("part {i}")}))
+        .collect();
+    let (s, r) = env
+        .post(a, json!({"model": "fake-chat", "input": input}))
+        .await;
+    assert_eq!(s, 200, "{r}");
+    let id = r["id"].as_str().expect("id");
+    let text = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                i["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (_, page) = env
+        .get(a, &format!("/v1/responses/{id}/input_items?limit=2"))
+        .await;
+    assert_eq!(text(&page), ["part 4", "part 3"]);
+    assert_eq!(page["has_more"], true);
+    let after = page["last_id"].as_str().expect("last id");
+    let (_, page) = env
+        .get(
+            a,
+            &format!("/v1/responses/{id}/input_items?limit=10&after={after}"),
+        )
+        .await;
+    assert_eq!(text(&page), ["part 2", "part 1", "part 0"]);
+    assert_eq!(page["has_more"], false);
+    let (_, page) = env
+        .get(
+            a,
+            &format!("/v1/responses/{id}/input_items?order=asc&limit=1"),
+        )
+        .await;
+    assert_eq!(text(&page), ["part 0"]);
+    let got = env
+        .get(a, &format!("/v1/responses/{id}/input_items?limit=101"))
+        .await;
+    assert_error(&got, 400, "invalid_request_error", Some("limit"));
 }
