@@ -30,6 +30,9 @@ pub struct Settings {
     pub render_poll_interval: Duration,
     /// Consecutive failed engine calls before a render fails as `engine_unavailable`.
     pub engine_unreachable_attempts: u32,
+    /// Answer `GET /v1/videos/{id}/content` with a redirect to a short-lived blob URL instead of
+    /// streaming the MP4 (Lambda's response payload limit is 6 MB; an MP4 can be tens of MB).
+    pub content_redirect: bool,
 }
 
 impl Default for Settings {
@@ -44,6 +47,7 @@ impl Default for Settings {
             translation_model: None,
             render_poll_interval: Duration::from_secs(2),
             engine_unreachable_attempts: 5,
+            content_redirect: false,
         }
     }
 }

@@ -262,3 +262,83 @@ async fn every_listed_route_is_routed() {
         assert_eq!(status, 401, "{method} {path} must require a key: {body}");
     }
 }
+
+#[tokio::test]
+async fn direct_upload_flow_registers_a_checked_file() {
+    let server = TestServer::start().await;
+    let t = server.tenant("1.00").await;
+    let http = reqwest::Client::new();
+    let png = tiny_png();
+    let upload: Value = http
+        .post(server.url("/v1/uploads"))
+        .bearer_auth(&t.key)
+        .json(&serde_json::json!({"purpose": "vision", "filename": "big.png", "bytes": png.len(), "mime_type": "image/png"}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(upload["status"], "pending", "{upload}");
+    let url = upload["upload_url"].as_str().expect("url");
+    let early: Value = http
+        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("complete")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(early["error"]["code"], "invalid_request_error", "{early}");
+    let put = http.put(url).header("content-type", "image/png").body(png.clone()).send().await.expect("put");
+    assert!(put.status().is_success(), "{}", put.status());
+    let file: Value = http
+        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("complete")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(file["purpose"], "vision", "{file}");
+    assert_eq!(file["bytes"], png.len());
+    let content = http
+        .get(server.url(&format!("/v1/files/{}/content", file["id"].as_str().expect("id"))))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("content");
+    assert_eq!(content.bytes().await.expect("bytes").to_vec(), png);
+
+    // Text declared as vision is refused at completion, and nothing is kept.
+    let upload: Value = http
+        .post(server.url("/v1/uploads"))
+        .bearer_auth(&t.key)
+        .json(&serde_json::json!({"purpose": "vision", "filename": "x.txt", "bytes": 5}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let url = upload["upload_url"].as_str().expect("url");
+    http.put(url).header("content-type", "application/octet-stream").body("hello").send().await.expect("put");
+    let refused = http
+        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("complete");
+    assert_eq!(refused.status(), 400);
+    // A bigger declared size than the limit is refused up front.
+    let too_big = http
+        .post(server.url("/v1/uploads"))
+        .bearer_auth(&t.key)
+        .json(&serde_json::json!({"purpose": "video", "filename": "x.mp4", "bytes": 200_000_000u64}))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(too_big.status(), 400);
+}

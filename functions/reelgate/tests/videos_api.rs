@@ -407,3 +407,29 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     let (status, err) = c.get(&t.key, &format!("/v1/videos/{id}/thumbnail")).await;
     assert_error(status, &err, 404, "thumbnail_not_found");
 }
+
+#[tokio::test]
+async fn content_can_redirect_to_a_short_lived_url() {
+    let catalog = Catalog::parse(reelgate::catalog::DEFAULT_CATALOG).expect("catalog");
+    let server = TestServer::start_with(catalog, |app| {
+        let mut settings = (*app.settings).clone();
+        settings.content_redirect = true;
+        app.settings = std::sync::Arc::new(settings);
+    })
+    .await;
+    let c = Client::new(&server);
+    let t = agreed_tenant(&server, "10.00").await;
+    let (_, v) = c.post(&t.key, "/v1/videos", job(4)).await;
+    let id = v["id"].as_str().expect("id").to_owned();
+    let mp4 = b"not really an mp4 but bytes all the same".to_vec();
+    server.app.blobs.put_bytes(&reelgate::videos::output_blob_key(&t.org, &id), "video/mp4", mp4.clone().into()).await.expect("put");
+    let done = reelgate::store::Update::new().set("status", "completed");
+    reelgate::billing::charge(server.app.store.as_ref(), &t.org, &id, "0.40".parse().expect("d"), "usd", done).await.expect("charge");
+    let no_follow = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let res = no_follow.get(format!("{}/v1/videos/{id}/content", c.base)).bearer_auth(&t.key).send().await.expect("content");
+    assert_eq!(res.status(), 302);
+    let location = res.headers()["location"].to_str().expect("location").to_owned();
+    let fetched = reqwest::get(&location).await.expect("follow");
+    assert_eq!(fetched.status(), 200);
+    assert_eq!(fetched.bytes().await.expect("bytes").to_vec(), mp4);
+}

@@ -176,6 +176,17 @@ async fn content(
     }
     let video = find(&app, &caller.org, &video_id).await?;
     require_completed(&video, "content")?;
+    if app.settings.content_redirect {
+        let url = app
+            .blobs
+            .presign_get(&output_blob_key(&caller.org, &video_id), app.settings.presign_ttl)
+            .await?;
+        return Ok((
+            axum::http::StatusCode::FOUND,
+            [(axum::http::header::LOCATION, url), (axum::http::header::CACHE_CONTROL, "no-store".to_owned())],
+        )
+            .into_response());
+    }
     crate::http::blobs_route::stream_blob(
         app.blobs.as_ref(),
         &output_blob_key(&caller.org, &video_id),
