@@ -32,3 +32,4 @@ pub mod videos;
 pub mod engines;
 pub mod moderation;
 pub mod translation;
+pub mod uploads;

@@ -20,6 +20,17 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/files/{file_id}"),
     ("DELETE", "/v1/files/{file_id}"),
     ("GET", "/v1/files/{file_id}/content"),
+    ("POST", "/v1/uploads"),
+    ("POST", "/v1/uploads/{upload_id}/complete"),
+    ("POST", "/v1/videos"),
+    ("GET", "/v1/videos"),
+    ("GET", "/v1/videos/models"),
+    ("GET", "/v1/videos/acceptance"),
+    ("POST", "/v1/videos/acceptance"),
+    ("GET", "/v1/videos/{video_id}"),
+    ("DELETE", "/v1/videos/{video_id}"),
+    ("GET", "/v1/videos/{video_id}/content"),
+    ("GET", "/v1/videos/{video_id}/thumbnail"),
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model}"),
     ("POST", "/v1/chat/completions"),
@@ -35,6 +46,8 @@ pub fn router(app: App) -> Router {
     Router::new()
         .route("/health", get(health))
         .merge(crate::files::routes())
+        .merge(crate::uploads::routes())
+        .merge(crate::videos::handlers::routes())
         .merge(crate::chat::routes())
         .merge(crate::responses::routes())
         .merge(blobs_route::routes())
