@@ -98,30 +98,10 @@ async fn completions(
         .await
         .map_err(|e| upstream::api_error(&e))?;
     let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
-    charge_logged(&app, &caller, &v.model, &id, used).await;
+    // Its own task: a client leaving now cannot cancel the charge halfway.
+    let charge = stream::charge(app.clone(), caller.org, caller.person, v.model, id, used);
+    let _ = tokio::spawn(charge).await;
     Ok(Json(completion).into_response())
-}
-
-/// Charges usage; a failure to charge is logged loudly but does not take the answer away from
-/// a caller whose completion has already been produced (and paid for upstream).
-pub(crate) async fn charge_logged(
-    app: &App,
-    caller: &Caller,
-    model: &ChatModel,
-    id: &str,
-    used: TokenUsage,
-) {
-    let charge = usage::Charge {
-        org: &caller.org,
-        person: &caller.person,
-        model,
-        kind: "chat.completion",
-        reference: id,
-        usage: used,
-    };
-    if let Err(e) = usage::charge(app, charge).await {
-        tracing::error!(completion = id, org = %caller.org, error = %e, "charging chat usage failed");
-    }
 }
 
 /// Our view of an upstream completion: our id, created time and model name; usage always

@@ -65,12 +65,16 @@ impl Meter {
         let used = self.usage();
         self.settled = true;
         let (app, org, person, model, id, used) = self.charge_spec(used);
-        charge(app, org, person, model, id, used).await;
+        // A task of its own, so that a client leaving while the charge is written cannot cancel
+        // it halfway; the stream still waits for it, so `[DONE]` follows the charge.
+        let _ = tokio::spawn(charge(app, org, person, model, id, used)).await;
         used
     }
 }
 
-async fn charge(
+/// Charges a completion's usage. A failure to charge is logged loudly but does not take the
+/// answer away from a caller whose completion was produced (and paid for upstream).
+pub(crate) async fn charge(
     app: App,
     org: String,
     person: String,
@@ -87,7 +91,7 @@ async fn charge(
         usage: used,
     };
     if let Err(e) = usage::charge(&app, c).await {
-        tracing::error!(completion = %id, %org, error = %e, "charging streamed chat usage failed");
+        tracing::error!(completion = %id, %org, error = %e, "charging chat usage failed");
     }
 }
 
@@ -97,8 +101,8 @@ impl Drop for Meter {
             return;
         }
         // The client disconnected before the end: the upstream worked until now, so charge what
-        // it generated (estimated — the upstream's usage chunk never came).
-        let used = TokenUsage::estimate(self.ctx.prompt_chars, self.completion_chars);
+        // it generated — its own count if its usage chunk already came, else an estimate.
+        let used = self.usage();
         tracing::info!(completion = %self.ctx.id, "client left mid-stream; upstream cancelled");
         let (app, org, person, model, id, used) = self.charge_spec(used);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
