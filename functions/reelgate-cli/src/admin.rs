@@ -116,7 +116,10 @@ enum ConsoleCommand {
 async fn open_store(args: &AdminArgs) -> anyhow::Result<Arc<dyn ItemStore>> {
     match args.backend.as_str() {
         "local" => {
-            let dir = args.data_dir.clone().unwrap_or_else(crate::default_data_dir);
+            let dir = args
+                .data_dir
+                .clone()
+                .unwrap_or_else(crate::default_data_dir);
             let db = reelgate::db::Database::open(&dir.join("reelgate.sqlite3"))
                 .with_context(|| format!("opening {}", dir.display()))?;
             Ok(Arc::new(reelgate::store::sqlite::SqliteItemStore::new(db)))
@@ -138,9 +141,18 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         Ok(())
     };
     let output = match args.command {
-        AdminCommand::Org(OrgCommand::Create { name, plan, currency, credits }) => {
+        AdminCommand::Org(OrgCommand::Create {
+            name,
+            plan,
+            currency,
+            credits,
+        }) => {
             check_plan(&plan)?;
-            json!(accounts.create_org(&name, &plan, &currency, credits).await?)
+            json!(
+                accounts
+                    .create_org(&name, &plan, &currency, credits)
+                    .await?
+            )
         }
         AdminCommand::Org(OrgCommand::Show { org }) => {
             let o = accounts.org(&org).await?;
@@ -149,13 +161,19 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             v["members"] = json!(members);
             v
         }
-        AdminCommand::User(UserCommand::Create { org, email }) => json!(accounts.create_person(&org, &email).await?),
-        AdminCommand::Key(KeyCommand::Create { user }) => json!(accounts.create_api_key(&user).await?),
+        AdminCommand::User(UserCommand::Create { org, email }) => {
+            json!(accounts.create_person(&org, &email).await?)
+        }
+        AdminCommand::Key(KeyCommand::Create { user }) => {
+            json!(accounts.create_api_key(&user).await?)
+        }
         AdminCommand::Key(KeyCommand::Revoke { key_id }) => {
             accounts.revoke_api_key(&key_id).await?;
             json!({"id": key_id, "revoked": true})
         }
-        AdminCommand::Credits(CreditsCommand::Add { org, amount }) => json!(accounts.add_credits(&org, amount).await?),
+        AdminCommand::Credits(CreditsCommand::Add { org, amount }) => {
+            json!(accounts.add_credits(&org, amount).await?)
+        }
         AdminCommand::Plan(PlanCommand::Set { org, plan }) => {
             check_plan(&plan)?;
             json!(accounts.set_plan(&org, &plan).await?)

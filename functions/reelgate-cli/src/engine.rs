@@ -33,9 +33,17 @@ enum EngineCommand {
 
 pub async fn run(args: EngineArgs) -> anyhow::Result<()> {
     match args.command {
-        EngineCommand::Serve { addr, public_url, parallel, api_key_env, fault_injection } => {
+        EngineCommand::Serve {
+            addr,
+            public_url,
+            parallel,
+            api_key_env,
+            fault_injection,
+        } => {
             let api_key = match api_key_env {
-                Some(name) => Some(std::env::var(&name).with_context(|| format!("{name} is not set"))?),
+                Some(name) => {
+                    Some(std::env::var(&name).with_context(|| format!("{name} is not set"))?)
+                }
                 None => None,
             };
             let config = reelgate_engine::EngineConfig {
@@ -45,8 +53,13 @@ pub async fn run(args: EngineArgs) -> anyhow::Result<()> {
                 fault_injection,
                 ..Default::default()
             };
-            println!("reelgate reference engine serving at {}", config.public_base_url);
-            reelgate_engine::serve(addr, config).await.context("serving the engine")
+            println!(
+                "reelgate reference engine serving at {}",
+                config.public_base_url
+            );
+            reelgate_engine::serve(addr, config)
+                .await
+                .context("serving the engine")
         }
     }
 }

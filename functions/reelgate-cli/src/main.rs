@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "reelgate", version, about = "Video generation and text-model API service")]
+#[command(
+    name = "reelgate",
+    version,
+    about = "Video generation and text-model API service"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -37,7 +41,9 @@ fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("REELGATE_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,hyper=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if std::env::var("REELGATE_LOG_FORMAT").as_deref() == Ok("json") {
         builder.json().init();
     } else {

@@ -1,7 +1,9 @@
 use anyhow::Context;
 use reelgate::app::Settings;
 use reelgate::catalog::Catalog;
-use reelgate::local::{bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions};
+use reelgate::local::{
+    bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,10 +28,17 @@ pub struct ServeArgs {
 
 /// Settings from the environment (each documented in docs/configuration.md).
 pub fn settings_from_env(base_url: &str) -> anyhow::Result<Settings> {
-    let mut s = Settings { public_base_url: base_url.to_owned(), ..Settings::default() };
+    let mut s = Settings {
+        public_base_url: base_url.to_owned(),
+        ..Settings::default()
+    };
     let secs = |name: &str| -> anyhow::Result<Option<u64>> {
         match std::env::var(name) {
-            Ok(v) if !v.is_empty() => Ok(Some(v.parse().with_context(|| format!("{name} must be whole seconds"))?)),
+            Ok(v) if !v.is_empty() => {
+                Ok(Some(v.parse().with_context(|| {
+                    format!("{name} must be whole seconds")
+                })?))
+            }
             _ => Ok(None),
         }
     };
@@ -40,9 +49,13 @@ pub fn settings_from_env(base_url: &str) -> anyhow::Result<Settings> {
         s.render_poll_interval = std::time::Duration::from_secs(v.max(1));
     }
     if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
-        s.max_upload_bytes = v.parse().context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
+        s.max_upload_bytes = v
+            .parse()
+            .context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
     }
-    s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL").ok().filter(|v| !v.is_empty());
+    s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL")
+        .ok()
+        .filter(|v| !v.is_empty());
     Ok(s)
 }
 
@@ -63,13 +76,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let settings = settings_from_env(&base_url)?;
     let mut app = backend.app(Arc::new(catalog), settings);
     app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
-    let demo = bootstrap_demo(&app).await.context("creating the demo organization")?;
+    let demo = bootstrap_demo(&app)
+        .await
+        .context("creating the demo organization")?;
     let options = LocalServiceOptions {
         engine_parallel: args.engine_parallel,
         engine_fault_injection: args.engine_fault_injection,
         ..Default::default()
     };
-    let services = start_services(&mut app, &backend, options).await.context("starting the local services")?;
+    let services = start_services(&mut app, &backend, options)
+        .await
+        .context("starting the local services")?;
     let router = local_router(app.clone(), &services);
 
     println!("reelgate is serving at {base_url}");
@@ -100,7 +117,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

@@ -7,7 +7,9 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{is_valid, new_id, new_secret};
-use crate::store::{item, now_secs, Attr, Condition, ItemExt, ItemStore, Key, Query, TransactOp, Update};
+use crate::store::{
+    item, now_secs, Attr, Condition, ItemExt, ItemStore, Key, Query, TransactOp, Update,
+};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -133,7 +135,10 @@ impl<'a> Accounts<'a> {
         let credits = validate_money(credits, "credits")?;
         let currency = currency.to_ascii_lowercase();
         if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_lowercase()) {
-            return Err(ApiError::invalid("currency", "currency must be a three-letter code such as usd"));
+            return Err(ApiError::invalid(
+                "currency",
+                "currency must be a three-letter code such as usd",
+            ));
         }
         let id = new_id("org");
         let mut it = item(&org_key(&id));
@@ -147,20 +152,26 @@ impl<'a> Accounts<'a> {
         it.insert("available".into(), Attr::N(credits));
         it.insert("in_flight".into(), 0i64.into());
         it.insert("created_at".into(), now_secs().into());
-        let org = Organization::from_item(&it).ok_or_else(|| ApiError::internal("creating an organization", "bad item"))?;
+        let org = Organization::from_item(&it)
+            .ok_or_else(|| ApiError::internal("creating an organization", "bad item"))?;
         self.store.put(it, Some(Condition::NotExists)).await?;
         Ok(org)
     }
 
     pub async fn org(&self, org: &str) -> ApiResult<Organization> {
         if !is_valid(org, "org") {
-            return Err(ApiError::not_found("organization_not_found", format!("No organization {org}.")));
+            return Err(ApiError::not_found(
+                "organization_not_found",
+                format!("No organization {org}."),
+            ));
         }
         let found = self.store.get(&org_key(org)).await?;
         found
             .as_ref()
             .and_then(Organization::from_item)
-            .ok_or_else(|| ApiError::not_found("organization_not_found", format!("No organization {org}.")))
+            .ok_or_else(|| {
+                ApiError::not_found("organization_not_found", format!("No organization {org}."))
+            })
     }
 
     pub async fn add_credits(&self, org: &str, amount: Decimal) -> ApiResult<Organization> {
@@ -170,26 +181,37 @@ impl<'a> Accounts<'a> {
             .store
             .update(
                 &org_key(org),
-                Update::new().add("balance", amount).add("available", amount),
+                Update::new()
+                    .add("balance", amount)
+                    .add("available", amount),
                 Some(Condition::Exists),
             )
             .await?;
-        Organization::from_item(&updated).ok_or_else(|| ApiError::internal("adding credits", "bad item"))
+        Organization::from_item(&updated)
+            .ok_or_else(|| ApiError::internal("adding credits", "bad item"))
     }
 
     pub async fn set_plan(&self, org: &str, plan: &str) -> ApiResult<Organization> {
         self.org(org).await?;
         let updated = self
             .store
-            .update(&org_key(org), Update::new().set("plan", plan), Some(Condition::Exists))
+            .update(
+                &org_key(org),
+                Update::new().set("plan", plan),
+                Some(Condition::Exists),
+            )
             .await?;
-        Organization::from_item(&updated).ok_or_else(|| ApiError::internal("setting the plan", "bad item"))
+        Organization::from_item(&updated)
+            .ok_or_else(|| ApiError::internal("setting the plan", "bad item"))
     }
 
     /// Creates a person as a member of `org`.
     pub async fn create_person(&self, org: &str, email: &str) -> ApiResult<Person> {
         if !email.contains('@') || email.len() > 320 {
-            return Err(ApiError::invalid("email", "email must be an address such as ana@example.com"));
+            return Err(ApiError::invalid(
+                "email",
+                "email must be an address such as ana@example.com",
+            ));
         }
         self.org(org).await?;
         let id = new_id("user");
@@ -207,11 +229,22 @@ impl<'a> Accounts<'a> {
         m.insert("created_at".into(), now.into());
         self.store
             .transact(vec![
-                TransactOp::Put { item: p, condition: Some(Condition::NotExists) },
-                TransactOp::Put { item: m, condition: Some(Condition::NotExists) },
+                TransactOp::Put {
+                    item: p,
+                    condition: Some(Condition::NotExists),
+                },
+                TransactOp::Put {
+                    item: m,
+                    condition: Some(Condition::NotExists),
+                },
             ])
             .await?;
-        Ok(Person { id, email: email.to_owned(), org: org.to_owned(), created_at: now })
+        Ok(Person {
+            id,
+            email: email.to_owned(),
+            org: org.to_owned(),
+            created_at: now,
+        })
     }
 
     pub async fn person(&self, person: &str) -> ApiResult<Person> {
@@ -219,7 +252,11 @@ impl<'a> Accounts<'a> {
         if !is_valid(person, "user") {
             return Err(not_found());
         }
-        let it = self.store.get(&person_key(person)).await?.ok_or_else(not_found)?;
+        let it = self
+            .store
+            .get(&person_key(person))
+            .await?
+            .ok_or_else(not_found)?;
         Ok(Person {
             id: person.to_owned(),
             email: it.str_attr("email").unwrap_or_default().to_owned(),
@@ -254,11 +291,18 @@ impl<'a> Accounts<'a> {
         it.insert("revoked".into(), false.into());
         it.insert("created_at".into(), now_secs().into());
         self.store.put(it, Some(Condition::NotExists)).await?;
-        Ok(IssuedSecret { id: key_id, secret, person: person.to_owned(), org: p.org, expires_at: None })
+        Ok(IssuedSecret {
+            id: key_id,
+            secret,
+            person: person.to_owned(),
+            org: p.org,
+            expires_at: None,
+        })
     }
 
     pub async fn revoke_api_key(&self, key_id: &str) -> ApiResult<()> {
-        let not_found = || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
         if !is_valid(key_id, "key") {
             return Err(not_found());
         }
@@ -266,7 +310,9 @@ impl<'a> Accounts<'a> {
             .store
             .update(
                 &api_key_key(key_id),
-                Update::new().set("revoked", true).set("revoked_at", now_secs()),
+                Update::new()
+                    .set("revoked", true)
+                    .set("revoked_at", now_secs()),
                 Some(Condition::Exists),
             )
             .await
@@ -303,23 +349,37 @@ impl<'a> Accounts<'a> {
 
     /// Resolves a bearer token to its caller; None for anything unknown, revoked or expired.
     pub async fn authenticate(&self, token: &str) -> ApiResult<Option<Caller>> {
-        let (key, id_field, prefix_len, id_prefix) = if let Some(rest) = token.strip_prefix(API_KEY_PREFIX) {
-            (rest, "key_id", 26, "key")
-        } else if let Some(rest) = token.strip_prefix(CONSOLE_PREFIX) {
-            (rest, "session_id", 26, "cs")
-        } else {
+        let (key, id_field, prefix_len, id_prefix) =
+            if let Some(rest) = token.strip_prefix(API_KEY_PREFIX) {
+                (rest, "key_id", 26, "key")
+            } else if let Some(rest) = token.strip_prefix(CONSOLE_PREFIX) {
+                (rest, "session_id", 26, "cs")
+            } else {
+                return Ok(None);
+            };
+        let Some(suffix) = key.get(..prefix_len) else {
             return Ok(None);
         };
-        let Some(suffix) = key.get(..prefix_len) else { return Ok(None) };
         let id = format!("{id_prefix}_{suffix}");
         if !is_valid(&id, id_prefix) {
             return Ok(None);
         }
-        let record_key = if id_prefix == "key" { api_key_key(&id) } else { console_key(&id) };
-        let Some(record) = self.store.get(&record_key).await? else { return Ok(None) };
+        let record_key = if id_prefix == "key" {
+            api_key_key(&id)
+        } else {
+            console_key(&id)
+        };
+        let Some(record) = self.store.get(&record_key).await? else {
+            return Ok(None);
+        };
         use subtle::ConstantTimeEq;
         let stored = record.str_attr("hash").unwrap_or_default();
-        if stored.as_bytes().ct_eq(hash_secret(token).as_bytes()).unwrap_u8() != 1 {
+        if stored
+            .as_bytes()
+            .ct_eq(hash_secret(token).as_bytes())
+            .unwrap_u8()
+            != 1
+        {
             return Ok(None);
         }
         if record.bool_attr("revoked") == Some(true) {
@@ -332,14 +392,26 @@ impl<'a> Accounts<'a> {
             "key_id" => Credential::ApiKey { key_id: id },
             _ => Credential::ConsoleSession { session_id: id },
         };
-        Ok(Some(Caller { org: org.to_owned(), person: person.to_owned(), credential }))
+        Ok(Some(Caller {
+            org: org.to_owned(),
+            person: person.to_owned(),
+            credential,
+        }))
     }
 
     pub async fn members(&self, org: &str) -> ApiResult<Vec<String>> {
         let page = self
             .store
-            .query(Query::partition(format!("ORG#{org}")).prefix("MEMBER#").limit(1000))
+            .query(
+                Query::partition(format!("ORG#{org}"))
+                    .prefix("MEMBER#")
+                    .limit(1000),
+            )
             .await?;
-        Ok(page.items.iter().filter_map(|i| i.str_attr("person").map(str::to_owned)).collect())
+        Ok(page
+            .items
+            .iter()
+            .filter_map(|i| i.str_attr("person").map(str::to_owned))
+            .collect())
     }
 }

@@ -11,7 +11,10 @@ use axum::Json;
 use serde::Serialize;
 
 fn agreement_key(org: &str, person: &str, version: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("AGREEMENT#{person}#{version}"))
+    Key::new(
+        format!("ORG#{org}"),
+        format!("AGREEMENT#{person}#{version}"),
+    )
 }
 
 #[derive(Serialize)]
@@ -41,12 +44,18 @@ pub async fn has_agreed(app: &App, org: &str, person: &str) -> ApiResult<bool> {
     Ok(status(app, org, person).await?.accepted)
 }
 
-pub async fn get_status(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
+pub async fn get_status(
+    State(app): State<App>,
+    caller: Caller,
+) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(status(&app, &caller.org, &caller.person).await?))
 }
 
 /// Records agreement to the current version. Repeating it keeps the first acceptance time.
-pub async fn accept(State(app): State<App>, ConsoleCaller(caller): ConsoleCaller) -> ApiResult<Json<AgreementStatus>> {
+pub async fn accept(
+    State(app): State<App>,
+    ConsoleCaller(caller): ConsoleCaller,
+) -> ApiResult<Json<AgreementStatus>> {
     let version = app.catalog.terms_version.clone();
     let key = agreement_key(&caller.org, &caller.person, &version);
     let mut it = item(&key);
@@ -57,7 +66,11 @@ pub async fn accept(State(app): State<App>, ConsoleCaller(caller): ConsoleCaller
     if let crate::accounts::Credential::ConsoleSession { session_id } = &caller.credential {
         it.insert("console_session".into(), session_id.clone().into());
     }
-    match app.store.put(it, Some(crate::store::Condition::NotExists)).await {
+    match app
+        .store
+        .put(it, Some(crate::store::Condition::NotExists))
+        .await
+    {
         Ok(()) | Err(crate::store::StoreError::ConditionFailed) => {}
         Err(e) => return Err(e.into()),
     }

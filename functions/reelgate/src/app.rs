@@ -117,10 +117,17 @@ impl App {
         if let Some(t) = &self.translator {
             return Some(t.clone());
         }
-        let model = self.catalog.chat_model(self.settings.translation_model.as_deref()?)?;
+        let model = self
+            .catalog
+            .chat_model(self.settings.translation_model.as_deref()?)?;
         let upstream = self.upstreams.get(&model.upstream)?;
-        let name = model.upstream_model.clone().unwrap_or_else(|| model.id.clone());
-        Some(Arc::new(crate::translation::chat::ChatTranslator::new(upstream, &name)))
+        let name = model
+            .upstream_model
+            .clone()
+            .unwrap_or_else(|| model.id.clone());
+        Some(Arc::new(crate::translation::chat::ChatTranslator::new(
+            upstream, &name,
+        )))
     }
 
     pub fn accounts(&self) -> crate::accounts::Accounts<'_> {

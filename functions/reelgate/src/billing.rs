@@ -4,9 +4,7 @@
 //! path releases it. The organization's `available = balance − reserved` moves with each step.
 
 use crate::accounts::org_key;
-use crate::store::{
-    item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
-};
+use crate::store::{item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update};
 use crate::videos::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
 use rust_decimal::Decimal;
 
@@ -30,7 +28,10 @@ pub fn reserve_op(org: &str, quote: Decimal, max_concurrent: u32) -> TransactOp 
         condition: Some(
             Condition::Exists
                 .and(Condition::Ge("available".into(), Attr::N(quote)))
-                .and(Condition::Lt("in_flight".into(), Attr::N(Decimal::from(max_concurrent)))),
+                .and(Condition::Lt(
+                    "in_flight".into(),
+                    Attr::N(Decimal::from(max_concurrent)),
+                )),
         ),
     }
 }
@@ -46,7 +47,10 @@ pub async fn charge(
     job_update: Update,
 ) -> Result<Settlement, StoreError> {
     let now = now_secs();
-    let mut ledger = item(&crate::store::Key::new(format!("ORG#{org}"), format!("CHARGE#{video_id}")));
+    let mut ledger = item(&crate::store::Key::new(
+        format!("ORG#{org}"),
+        format!("CHARGE#{video_id}"),
+    ));
     ledger.insert("kind".into(), "ledger_charge".into());
     ledger.insert("video_id".into(), video_id.into());
     ledger.insert("amount".into(), Attr::N(quote));

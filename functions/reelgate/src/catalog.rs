@@ -147,7 +147,8 @@ pub enum CatalogError {
 
 impl Catalog {
     pub fn parse(text: &str) -> Result<Self, CatalogError> {
-        let catalog: Catalog = toml::from_str(text).map_err(|e| CatalogError::Parse(e.to_string()))?;
+        let catalog: Catalog =
+            toml::from_str(text).map_err(|e| CatalogError::Parse(e.to_string()))?;
         catalog.check()?;
         Ok(catalog)
     }
@@ -178,8 +179,13 @@ impl Catalog {
                 }
             }
             for row in &m.pricing {
-                if row.per_second.is_sign_negative() || row.currency != row.currency.to_ascii_lowercase() {
-                    return bad(format!("video model {}: prices are non-negative, currencies lower case", m.id));
+                if row.per_second.is_sign_negative()
+                    || row.currency != row.currency.to_ascii_lowercase()
+                {
+                    return bad(format!(
+                        "video model {}: prices are non-negative, currencies lower case",
+                        m.id
+                    ));
                 }
             }
         }
@@ -188,7 +194,10 @@ impl Catalog {
                 return bad(format!("{} is both a chat and a video model", c.id));
             }
             if !self.upstreams.iter().any(|u| u.id == c.upstream) {
-                return bad(format!("chat model {} names unknown upstream {}", c.id, c.upstream));
+                return bad(format!(
+                    "chat model {} names unknown upstream {}",
+                    c.id, c.upstream
+                ));
             }
         }
         Ok(())
@@ -210,8 +219,13 @@ impl Catalog {
         self.upstreams.iter().find(|u| u.id == id)
     }
     /// Video models the plan is entitled to.
-    pub fn video_models_for_plan<'a>(&'a self, plan: &'a str) -> impl Iterator<Item = &'a VideoModel> {
-        self.video_models.iter().filter(move |m| m.plans.iter().any(|p| p == plan))
+    pub fn video_models_for_plan<'a>(
+        &'a self,
+        plan: &'a str,
+    ) -> impl Iterator<Item = &'a VideoModel> {
+        self.video_models
+            .iter()
+            .filter(move |m| m.plans.iter().any(|p| p == plan))
     }
 }
 

@@ -19,7 +19,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, kind: &'static str, code: &str, message: impl Into<String>) -> Self {
+    pub fn new(
+        status: StatusCode,
+        kind: &'static str,
+        code: &str,
+        message: impl Into<String>,
+    ) -> Self {
         ApiError {
             status,
             kind,
@@ -56,7 +61,12 @@ impl ApiError {
     }
 
     pub fn unauthorized(code: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "authentication_error", code, message)
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            code,
+            message,
+        )
     }
 
     pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
@@ -81,7 +91,12 @@ impl ApiError {
     }
 
     pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", code, message)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            code,
+            message,
+        )
     }
 
     /// 500 for faults of our own; the detail goes to the log, not to the caller.
@@ -109,7 +124,13 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.status.as_u16(), self.code, self.message)
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
     }
 }
 

@@ -77,14 +77,21 @@ impl FileObject {
             expires_at: it.i64_attr("expires_at").unwrap_or_default(),
             filename: it.str_attr("filename").unwrap_or_default().to_owned(),
             purpose: it.str_attr("purpose").unwrap_or_default().to_owned(),
-            mime_type: it.str_attr("mime_type").unwrap_or("application/octet-stream").to_owned(),
+            mime_type: it
+                .str_attr("mime_type")
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
             status: "processed",
         })
     }
 }
 
 fn not_found(file_id: &str) -> ApiError {
-    ApiError::not_found("file_not_found", format!("No file found with id '{file_id}'.")).with_param("file_id")
+    ApiError::not_found(
+        "file_not_found",
+        format!("No file found with id '{file_id}'."),
+    )
+    .with_param("file_id")
 }
 
 /// Loads a file of the caller's organization; another organization's file does not exist.
@@ -93,7 +100,9 @@ pub async fn find(app: &App, org: &str, file_id: &str) -> ApiResult<FileObject> 
         return Err(not_found(file_id));
     }
     let it = app.store.get(&file_key(org, file_id)).await?;
-    it.as_ref().and_then(FileObject::from_item).ok_or_else(|| not_found(file_id))
+    it.as_ref()
+        .and_then(FileObject::from_item)
+        .ok_or_else(|| not_found(file_id))
 }
 
 pub fn routes() -> Router<App> {
@@ -129,7 +138,8 @@ pub async fn register(
     it.insert("filename".into(), filename.into());
     it.insert("purpose".into(), purpose.into());
     it.insert("mime_type".into(), mime_type.into());
-    let file = FileObject::from_item(&it).ok_or_else(|| ApiError::internal("recording a file", "bad item"))?;
+    let file = FileObject::from_item(&it)
+        .ok_or_else(|| ApiError::internal("recording a file", "bad item"))?;
     app.store.put(it, Some(Condition::NotExists)).await?;
     Ok(file)
 }
@@ -156,7 +166,11 @@ pub fn check_purpose(purpose: &str, head: &[u8]) -> ApiResult<&'static str> {
     Ok(sniffed.mime)
 }
 
-pub async fn upload(State(app): State<App>, caller: Caller, mut form: Multipart) -> ApiResult<Json<FileObject>> {
+pub async fn upload(
+    State(app): State<App>,
+    caller: Caller,
+    mut form: Multipart,
+) -> ApiResult<Json<FileObject>> {
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);
     let mut purpose: Option<String> = None;
@@ -165,11 +179,21 @@ pub async fn upload(State(app): State<App>, caller: Caller, mut form: Multipart)
         while let Some(field) = form.next_field().await.map_err(multipart_error)? {
             match field.name() {
                 Some("purpose") => {
-                    purpose = Some(field.text().await.map_err(multipart_error)?.trim().to_owned());
+                    purpose = Some(
+                        field
+                            .text()
+                            .await
+                            .map_err(multipart_error)?
+                            .trim()
+                            .to_owned(),
+                    );
                 }
                 Some("file") => {
                     if stored.is_some() {
-                        return Err(ApiError::invalid("file", "Send exactly one file per upload."));
+                        return Err(ApiError::invalid(
+                            "file",
+                            "Send exactly one file per upload.",
+                        ));
                     }
                     let filename = field.file_name().unwrap_or("upload").to_owned();
                     let (size, head) = store_field(&app, &key, field).await?;
@@ -190,10 +214,16 @@ pub async fn upload(State(app): State<App>, caller: Caller, mut form: Multipart)
     }
     let Some(purpose) = purpose else {
         cleanup().await;
-        return Err(ApiError::invalid("purpose", "The form field 'purpose' is required."));
+        return Err(ApiError::invalid(
+            "purpose",
+            "The form field 'purpose' is required.",
+        ));
     };
     let Some((filename, size, head)) = stored else {
-        return Err(ApiError::invalid("file", "The form field 'file' is required."));
+        return Err(ApiError::invalid(
+            "file",
+            "The form field 'file' is required.",
+        ));
     };
     if size == 0 {
         cleanup().await;
@@ -272,7 +302,10 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
             "The upload is larger than this endpoint accepts.",
         );
     }
-    ApiError::bad_request(format!("The multipart form could not be read: {}", e.body_text()))
+    ApiError::bad_request(format!(
+        "The multipart form could not be read: {}",
+        e.body_text()
+    ))
 }
 
 /// Reads up to the first 4 KiB for sniffing and returns them with a stream of the whole body.
@@ -283,7 +316,8 @@ pub async fn sniff_stream(mut body: ByteStream) -> ApiResult<(Bytes, ByteStream)
     while head.len() < HEAD {
         match body.next().await {
             Some(chunk) => {
-                let chunk = chunk.map_err(|e| ApiError::bad_request(format!("The upload failed: {e}")))?;
+                let chunk =
+                    chunk.map_err(|e| ApiError::bad_request(format!("The upload failed: {e}")))?;
                 head.extend_from_slice(&chunk[..chunk.len().min(HEAD - head.len())]);
                 taken.push(chunk);
             }
@@ -309,7 +343,10 @@ async fn list(
 ) -> ApiResult<Json<serde_json::Value>> {
     let limit = params.limit.unwrap_or(20);
     if !(1..=10_000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "limit must be between 1 and 10000."));
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 10000.",
+        ));
     }
     let ascending = match params.order.as_deref() {
         None | Some("desc") => false,
@@ -326,7 +363,10 @@ async fn list(
     let mut has_more;
     // A purpose filter may skip items, so keep reading pages until the page is full.
     loop {
-        let mut q = Query::partition(format!("ORG#{}", caller.org)).prefix("FILE#").limit(limit).after(cursor);
+        let mut q = Query::partition(format!("ORG#{}", caller.org))
+            .prefix("FILE#")
+            .limit(limit)
+            .after(cursor);
         if !ascending {
             q = q.descending();
         }
@@ -344,18 +384,34 @@ async fn list(
             break;
         }
     }
-    Ok(Json(crate::http::list_envelope(&data, |f| f.id.clone(), has_more)))
+    Ok(Json(crate::http::list_envelope(
+        &data,
+        |f| f.id.clone(),
+        has_more,
+    )))
 }
 
-async fn retrieve(State(app): State<App>, caller: Caller, Path(file_id): Path<String>) -> ApiResult<Json<FileObject>> {
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+) -> ApiResult<Json<FileObject>> {
     Ok(Json(find(&app, &caller.org, &file_id).await?))
 }
 
-async fn delete(State(app): State<App>, caller: Caller, Path(file_id): Path<String>) -> ApiResult<Json<serde_json::Value>> {
+async fn delete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
     find(&app, &caller.org, &file_id).await?;
-    app.store.delete(&file_key(&caller.org, &file_id), None).await?;
+    app.store
+        .delete(&file_key(&caller.org, &file_id), None)
+        .await?;
     app.blobs.delete(&blob_key(&caller.org, &file_id)).await?;
-    Ok(Json(serde_json::json!({"id": file_id, "object": "file", "deleted": true})))
+    Ok(Json(
+        serde_json::json!({"id": file_id, "object": "file", "deleted": true}),
+    ))
 }
 
 async fn content(

@@ -7,13 +7,24 @@ use crate::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
 use crate::videos::{job_key, RUNNING};
 
 fn running() -> Condition {
-    Condition::In("status".into(), RUNNING.iter().map(|s| Attr::from(*s)).collect())
+    Condition::In(
+        "status".into(),
+        RUNNING.iter().map(|s| Attr::from(*s)).collect(),
+    )
 }
 
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
 /// already terminal is left as it is.
-pub async fn fail(app: &App, org: &str, video_id: &str, code: &str, message: &str) -> ApiResult<()> {
-    let Some(job) = app.store.get(&job_key(org, video_id)).await? else { return Ok(()) };
+pub async fn fail(
+    app: &App,
+    org: &str,
+    video_id: &str,
+    code: &str,
+    message: &str,
+) -> ApiResult<()> {
+    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+        return Ok(());
+    };
     let quote = job.decimal_attr("cost").unwrap_or_default();
     let now = now_secs();
     let update = Update::new()
@@ -21,7 +32,10 @@ pub async fn fail(app: &App, org: &str, video_id: &str, code: &str, message: &st
         .set("error_code", code)
         .set("error_message", message)
         .set("completed_at", now)
-        .set(crate::store::EXPIRES_AT, now + app.settings.job_retention.as_secs() as i64);
+        .set(
+            crate::store::EXPIRES_AT,
+            now + app.settings.job_retention.as_secs() as i64,
+        );
     match crate::billing::release(app.store.as_ref(), org, video_id, quote, update).await? {
         crate::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
@@ -34,10 +48,20 @@ pub async fn fail(app: &App, org: &str, video_id: &str, code: &str, message: &st
 }
 
 /// Moves a running job to `status` (and sets more attributes); false when it is no longer running.
-pub async fn advance(app: &App, org: &str, video_id: &str, status: &str, extra: Update) -> ApiResult<bool> {
+pub async fn advance(
+    app: &App,
+    org: &str,
+    video_id: &str,
+    status: &str,
+    extra: Update,
+) -> ApiResult<bool> {
     match app
         .store
-        .update(&job_key(org, video_id), extra.set("status", status), Some(running()))
+        .update(
+            &job_key(org, video_id),
+            extra.set("status", status),
+            Some(running()),
+        )
         .await
     {
         Ok(_) => Ok(true),

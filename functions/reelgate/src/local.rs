@@ -32,7 +32,11 @@ impl LocalBackend {
         Ok(LocalBackend {
             store: Arc::new(SqliteItemStore::new(db.clone())),
             blobs: Arc::new(LocalBlobStore::new(data_dir.join("blobs"), signer)),
-            render_queue: Arc::new(SqliteQueue::new(db.clone(), "render", RENDER_QUEUE_MAX_RECEIVES)),
+            render_queue: Arc::new(SqliteQueue::new(
+                db.clone(),
+                "render",
+                RENDER_QUEUE_MAX_RECEIVES,
+            )),
             db,
             data_dir: data_dir.to_owned(),
         })
@@ -75,14 +79,23 @@ pub async fn bootstrap_demo(app: &App) -> anyhow::Result<DemoAccount> {
     }
     let accounts = app.accounts();
     let credits: Decimal = DEMO_CREDITS.parse()?;
-    let org = accounts.create_org("Demo", crate::accounts::DEFAULT_PLAN, "usd", credits).await?;
-    let user = accounts.create_person(&org.id, "demo@reelgate.local").await?;
+    let org = accounts
+        .create_org("Demo", crate::accounts::DEFAULT_PLAN, "usd", credits)
+        .await?;
+    let user = accounts
+        .create_person(&org.id, "demo@reelgate.local")
+        .await?;
     let key = accounts.create_api_key(&user.id).await?;
     let mut m = item(&marker);
     m.insert("org".into(), org.id.clone().into());
     m.insert("user".into(), user.id.clone().into());
     app.store.put(m, Some(Condition::NotExists)).await?;
-    Ok(DemoAccount { org: org.id, user: user.id, api_key: Some(key.secret), created: true })
+    Ok(DemoAccount {
+        org: org.id,
+        user: user.id,
+        api_key: Some(key.secret),
+        created: true,
+    })
 }
 
 /// Where the local server mounts the in-process reference engine.
@@ -120,7 +133,9 @@ pub async fn start_services(
     });
     let engines = crate::engines::from_catalog(&app.catalog, Some(&engine_url))?;
     app.engines = Arc::new(engines);
-    let workflow = crate::workflow::local::start(app, &backend.db, backend.store.clone(), options.workflow).await?;
+    let workflow =
+        crate::workflow::local::start(app, &backend.db, backend.store.clone(), options.workflow)
+            .await?;
     Ok(LocalServices { engine, workflow })
 }
 

@@ -27,31 +27,53 @@ impl Drop for TestServer {
 impl TestServer {
     /// Starts a server with the built-in catalog.
     pub async fn start() -> TestServer {
-        Self::start_with(Catalog::parse(crate::catalog::DEFAULT_CATALOG).expect("catalog"), |_| {}).await
+        Self::start_with(
+            Catalog::parse(crate::catalog::DEFAULT_CATALOG).expect("catalog"),
+            |_| {},
+        )
+        .await
     }
 
     /// Starts a server with `catalog`; `configure` may adjust the App (upstreams, workflow…)
     /// before the router is built.
     pub async fn start_with(catalog: Catalog, configure: impl FnOnce(&mut App)) -> TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let base_url = format!("http://{}", listener.local_addr().expect("addr"));
         let backend = LocalBackend::open(dir.path(), &base_url).expect("backend");
-        let settings = Settings { public_base_url: base_url.clone(), ..Settings::default() };
+        let settings = Settings {
+            public_base_url: base_url.clone(),
+            ..Settings::default()
+        };
         let mut app = backend.app(Arc::new(catalog), settings);
         configure(&mut app);
         let router = crate::http::router(app.clone());
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        TestServer { app, backend, base_url, dir, services: None, server }
+        TestServer {
+            app,
+            backend,
+            base_url,
+            dir,
+            services: None,
+            server,
+        }
     }
 
     /// Starts the whole local service: API, in-process reference engine (with fault switches),
     /// the state machine on the embedded runner (waits scaled by `time_scale`), the render
     /// workers. `configure` runs before the services start (set a moderator, translator…).
     pub async fn start_full(time_scale: f64, configure: impl FnOnce(&mut App)) -> TestServer {
-        Self::start_full_in(tempfile::tempdir().expect("tempdir"), None, time_scale, configure).await
+        Self::start_full_in(
+            tempfile::tempdir().expect("tempdir"),
+            None,
+            time_scale,
+            configure,
+        )
+        .await
     }
 
     /// As [`TestServer::start_full`], on an existing data directory and address (a restart).
@@ -61,9 +83,10 @@ impl TestServer {
         time_scale: f64,
         configure: impl FnOnce(&mut App),
     ) -> TestServer {
-        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| ([127, 0, 0, 1], 0).into()))
-            .await
-            .expect("bind");
+        let listener =
+            tokio::net::TcpListener::bind(addr.unwrap_or_else(|| ([127, 0, 0, 1], 0).into()))
+                .await
+                .expect("bind");
         let base_url = format!("http://{}", listener.local_addr().expect("addr"));
         let backend = LocalBackend::open(dir.path(), &base_url).expect("backend");
         let settings = Settings {
@@ -84,12 +107,21 @@ impl TestServer {
             engine_parallel: 2,
             engine_fault_injection: true,
         };
-        let services = crate::local::start_services(&mut app, &backend, options).await.expect("services");
+        let services = crate::local::start_services(&mut app, &backend, options)
+            .await
+            .expect("services");
         let router = crate::local::local_router(app.clone(), &services);
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        TestServer { app, backend, base_url, dir, services: Some(services), server }
+        TestServer {
+            app,
+            backend,
+            base_url,
+            dir,
+            services: Some(services),
+            server,
+        }
     }
 
     /// Stops serving and the local services, keeping the data directory (for restart tests).
@@ -98,7 +130,11 @@ impl TestServer {
         if let Some(s) = self.services.take() {
             s.workflow.shutdown();
         }
-        let addr: std::net::SocketAddr = self.base_url.trim_start_matches("http://").parse().expect("addr");
+        let addr: std::net::SocketAddr = self
+            .base_url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("addr");
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"));
         (dir, addr)
     }
@@ -107,7 +143,10 @@ impl TestServer {
     pub async fn tenant(&self, credits: &str) -> Tenant {
         let accounts = self.app.accounts();
         let credits: Decimal = credits.parse().expect("credits");
-        let org = accounts.create_org("Test org", "starter", "usd", credits).await.expect("org");
+        let org = accounts
+            .create_org("Test org", "starter", "usd", credits)
+            .await
+            .expect("org");
         self.member(&org.id).await
     }
 
@@ -119,7 +158,11 @@ impl TestServer {
             .await
             .expect("person");
         let key = accounts.create_api_key(&person.id).await.expect("key");
-        Tenant { org: org.to_owned(), person: person.id, key: key.secret }
+        Tenant {
+            org: org.to_owned(),
+            person: person.id,
+            key: key.secret,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -136,8 +179,17 @@ pub struct Tenant {
 
 /// Records agreement to the current terms for a person, as a console session would.
 pub async fn agree(app: &App, org: &str, person: &str) {
-    let session = app.accounts().create_console_session(person, org).await.expect("console session");
-    let caller = app.accounts().authenticate(&session.secret).await.expect("auth").expect("caller");
+    let session = app
+        .accounts()
+        .create_console_session(person, org)
+        .await
+        .expect("console session");
+    let caller = app
+        .accounts()
+        .authenticate(&session.secret)
+        .await
+        .expect("auth")
+        .expect("caller");
     let _ = crate::agreement::accept(
         axum::extract::State(app.clone()),
         crate::http::extract::ConsoleCaller(caller),
@@ -154,14 +206,27 @@ pub async fn admission_contract(store: Arc<dyn crate::store::ItemStore>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
     let catalog = Arc::new(Catalog::parse(crate::catalog::DEFAULT_CATALOG).expect("catalog"));
-    let app = App::new(store, backend.blobs.clone(), backend.render_queue.clone(), catalog, Settings::default());
+    let app = App::new(
+        store,
+        backend.blobs.clone(),
+        backend.render_queue.clone(),
+        catalog,
+        Settings::default(),
+    );
     let body = serde_json::json!({"model": "reel-1", "prompt": "waves", "seconds": 4, "aspect_ratio": "16:9"});
 
-    async fn fire(app: &App, caller: &Caller, body: &serde_json::Value, n: usize) -> (usize, Vec<String>) {
+    async fn fire(
+        app: &App,
+        caller: &Caller,
+        body: &serde_json::Value,
+        n: usize,
+    ) -> (usize, Vec<String>) {
         let mut tasks = Vec::new();
         for _ in 0..n {
             let (app, caller, body) = (app.clone(), caller.clone(), body.clone());
-            tasks.push(tokio::spawn(async move { crate::videos::create::create(&app, &caller, &body).await }));
+            tasks.push(tokio::spawn(async move {
+                crate::videos::create::create(&app, &caller, &body).await
+            }));
         }
         let mut admitted = 0;
         let mut codes = Vec::new();
@@ -176,17 +241,28 @@ pub async fn admission_contract(store: Arc<dyn crate::store::ItemStore>) {
 
     // Credits: 7 × (0.10 × 4) = 2.80 on a plan with room for 32 renders.
     let accounts = app.accounts();
-    let org = accounts.create_org("credits", "enterprise", "usd", "2.80".parse().expect("d")).await.expect("org");
-    let person = accounts.create_person(&org.id, "c@example.test").await.expect("person");
+    let org = accounts
+        .create_org("credits", "enterprise", "usd", "2.80".parse().expect("d"))
+        .await
+        .expect("org");
+    let person = accounts
+        .create_person(&org.id, "c@example.test")
+        .await
+        .expect("person");
     agree(&app, &org.id, &person.id).await;
     let caller = Caller {
         org: org.id.clone(),
         person: person.id.clone(),
-        credential: crate::accounts::Credential::ApiKey { key_id: "key_test".into() },
+        credential: crate::accounts::Credential::ApiKey {
+            key_id: "key_test".into(),
+        },
     };
     let (admitted, codes) = fire(&app, &caller, &body, 50).await;
     assert_eq!(admitted, 7, "credits cover exactly 7: {codes:?}");
-    assert!(codes.iter().all(|c| c == "insufficient_credits"), "{codes:?}");
+    assert!(
+        codes.iter().all(|c| c == "insufficient_credits"),
+        "{codes:?}"
+    );
     let after = accounts.org(&org.id).await.expect("org");
     assert_eq!(after.reserved, "2.80".parse::<Decimal>().expect("d"));
     assert_eq!(after.available, Decimal::ZERO);
@@ -194,12 +270,28 @@ pub async fn admission_contract(store: Arc<dyn crate::store::ItemStore>) {
     assert_eq!(after.renders_in_flight, 7);
 
     // Concurrency: the starter plan allows 2 renders in flight.
-    let org = accounts.create_org("slots", "starter", "usd", "1000".parse().expect("d")).await.expect("org");
-    let person = accounts.create_person(&org.id, "s@example.test").await.expect("person");
+    let org = accounts
+        .create_org("slots", "starter", "usd", "1000".parse().expect("d"))
+        .await
+        .expect("org");
+    let person = accounts
+        .create_person(&org.id, "s@example.test")
+        .await
+        .expect("person");
     agree(&app, &org.id, &person.id).await;
-    let caller = Caller { org: org.id.clone(), person: person.id.clone(), credential: caller.credential.clone() };
+    let caller = Caller {
+        org: org.id.clone(),
+        person: person.id.clone(),
+        credential: caller.credential.clone(),
+    };
     let (admitted, codes) = fire(&app, &caller, &body, 50).await;
     assert_eq!(admitted, 2, "{codes:?}");
-    assert!(codes.iter().all(|c| c == "concurrency_limit_exceeded"), "{codes:?}");
-    assert_eq!(accounts.org(&org.id).await.expect("org").renders_in_flight, 2);
+    assert!(
+        codes.iter().all(|c| c == "concurrency_limit_exceeded"),
+        "{codes:?}"
+    );
+    assert_eq!(
+        accounts.org(&org.id).await.expect("org").renders_in_flight,
+        2
+    );
 }

@@ -46,11 +46,19 @@ struct CreateUpload {
     mime_type: Option<String>,
 }
 
-async fn create(State(app): State<App>, caller: Caller, ApiJson(body): ApiJson<Value>) -> ApiResult<Json<Value>> {
-    let req: CreateUpload = serde_json::from_value(body)
-        .map_err(|e| ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}")))?;
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    let req: CreateUpload = serde_json::from_value(body).map_err(|e| {
+        ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
+    })?;
     if !PURPOSES.contains(&req.purpose.as_str()) {
-        return Err(ApiError::invalid("purpose", format!("purpose must be one of {}.", PURPOSES.join(", "))));
+        return Err(ApiError::invalid(
+            "purpose",
+            format!("purpose must be one of {}.", PURPOSES.join(", ")),
+        ));
     }
     if req.bytes == 0 || req.bytes > app.settings.max_upload_bytes {
         return Err(ApiError::invalid(
@@ -59,11 +67,16 @@ async fn create(State(app): State<App>, caller: Caller, ApiJson(body): ApiJson<V
         ));
     }
     if req.filename.is_empty() || req.filename.len() > 512 {
-        return Err(ApiError::invalid("filename", "filename must be 1 to 512 characters."));
+        return Err(ApiError::invalid(
+            "filename",
+            "filename must be 1 to 512 characters.",
+        ));
     }
     let upload_id = new_id("upload");
     let file_id = new_id("file");
-    let content_type = req.mime_type.unwrap_or_else(|| "application/octet-stream".into());
+    let content_type = req
+        .mime_type
+        .unwrap_or_else(|| "application/octet-stream".into());
     let url = app
         .blobs
         .presign_put(&blob_key(&caller.org, &file_id), &content_type, UPLOAD_TTL)
@@ -80,7 +93,10 @@ async fn create(State(app): State<App>, caller: Caller, ApiJson(body): ApiJson<V
     it.insert("status".into(), "pending".into());
     it.insert("created_at".into(), now.into());
     // Kept a day past the URL's life so a late `complete` gets a clear answer.
-    it.insert(crate::store::EXPIRES_AT.into(), (expires_at + 24 * 3600).into());
+    it.insert(
+        crate::store::EXPIRES_AT.into(),
+        (expires_at + 24 * 3600).into(),
+    );
     app.store.put(it, Some(Condition::NotExists)).await?;
     Ok(Json(json!({
         "id": upload_id,
@@ -97,8 +113,18 @@ async fn create(State(app): State<App>, caller: Caller, ApiJson(body): ApiJson<V
     })))
 }
 
-async fn complete(State(app): State<App>, caller: Caller, Path(upload_id): Path<String>) -> ApiResult<Json<FileObject>> {
-    let not_found = || ApiError::not_found("upload_not_found", format!("No upload found with id '{upload_id}'.")).with_param("upload_id");
+async fn complete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(upload_id): Path<String>,
+) -> ApiResult<Json<FileObject>> {
+    let not_found = || {
+        ApiError::not_found(
+            "upload_not_found",
+            format!("No upload found with id '{upload_id}'."),
+        )
+        .with_param("upload_id")
+    };
     if !is_valid(&upload_id, "upload") {
         return Err(not_found());
     }
@@ -106,13 +132,18 @@ async fn complete(State(app): State<App>, caller: Caller, Path(upload_id): Path<
     let upload = app.store.get(&key).await?.ok_or_else(not_found)?;
     let file_id = upload.str_attr("file_id").unwrap_or_default().to_owned();
     if upload.str_attr("status") == Some("completed") {
-        return crate::files::find(&app, &caller.org, &file_id).await.map(Json);
+        return crate::files::find(&app, &caller.org, &file_id)
+            .await
+            .map(Json);
     }
     let purpose = upload.str_attr("purpose").unwrap_or_default().to_owned();
     let declared = upload.i64_attr("bytes").unwrap_or_default() as u64;
     let blob = blob_key(&caller.org, &file_id);
     let meta = app.blobs.head(&blob).await?.ok_or_else(|| {
-        ApiError::invalid("upload_id", "Nothing has been uploaded yet: PUT the file to upload_url first.")
+        ApiError::invalid(
+            "upload_id",
+            "Nothing has been uploaded yet: PUT the file to upload_url first.",
+        )
     })?;
     let refuse = |e: ApiError| async {
         let _ = app.blobs.delete(&blob).await;
@@ -121,20 +152,49 @@ async fn complete(State(app): State<App>, caller: Caller, Path(upload_id): Path<
     if meta.size != declared || meta.size > app.settings.max_upload_bytes {
         return refuse(ApiError::invalid(
             "bytes",
-            format!("The upload has {} bytes; {declared} were declared.", meta.size),
+            format!(
+                "The upload has {} bytes; {declared} were declared.",
+                meta.size
+            ),
         ))
         .await;
     }
-    let head = app.blobs.get(&blob, Some(ByteRange { start: 0, end_inclusive: 4095 })).await?;
-    let head: Vec<bytes::Bytes> = head.body.try_collect().await.map_err(|e| ApiError::internal("reading an upload", e))?;
+    let head = app
+        .blobs
+        .get(
+            &blob,
+            Some(ByteRange {
+                start: 0,
+                end_inclusive: 4095,
+            }),
+        )
+        .await?;
+    let head: Vec<bytes::Bytes> = head
+        .body
+        .try_collect()
+        .await
+        .map_err(|e| ApiError::internal("reading an upload", e))?;
     let mime = match check_purpose(&purpose, &head.concat()) {
         Ok(m) => m,
         Err(e) => return refuse(e).await,
     };
     let filename = upload.str_attr("filename").unwrap_or("upload").to_owned();
-    let file = register(&app, &caller.org, &file_id, &filename, &purpose, meta.size, mime).await?;
+    let file = register(
+        &app,
+        &caller.org,
+        &file_id,
+        &filename,
+        &purpose,
+        meta.size,
+        mime,
+    )
+    .await?;
     app.store
-        .update(&key, Update::new().set("status", "completed"), Some(Condition::Exists))
+        .update(
+            &key,
+            Update::new().set("status", "completed"),
+            Some(Condition::Exists),
+        )
         .await?;
     Ok(Json(file))
 }

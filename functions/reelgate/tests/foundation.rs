@@ -8,14 +8,24 @@ use serde_json::Value;
 pub fn tiny_png() -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     let img = image::RgbImage::from_fn(2, 2, |x, y| image::Rgb([x as u8 * 200, y as u8 * 200, 90]));
-    img.write_to(&mut out, image::ImageFormat::Png).expect("png");
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("png");
     out.into_inner()
 }
 
-async fn upload(server: &TestServer, key: &str, purpose: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
+async fn upload(
+    server: &TestServer,
+    key: &str,
+    purpose: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (u16, Value) {
     let form = reqwest::multipart::Form::new()
         .text("purpose", purpose.to_owned())
-        .part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()));
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),
+        );
     let res = reqwest::Client::new()
         .post(server.url("/v1/files"))
         .bearer_auth(key)
@@ -30,17 +40,31 @@ async fn upload(server: &TestServer, key: &str, purpose: &str, name: &str, bytes
 fn assert_error(body: &Value, code: &str) {
     let err = &body["error"];
     assert_eq!(err["code"], code, "{body}");
-    assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
-    assert!(err.get("type").is_some() && err.get("param").is_some(), "{body}");
+    assert!(
+        err["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    assert!(
+        err.get("type").is_some() && err.get("param").is_some(),
+        "{body}"
+    );
 }
 
 #[tokio::test]
 async fn health_needs_no_credentials_and_v1_does() {
     let server = TestServer::start().await;
     let http = reqwest::Client::new();
-    let health = http.get(server.url("/health")).send().await.expect("health");
+    let health = http
+        .get(server.url("/health"))
+        .send()
+        .await
+        .expect("health");
     assert_eq!(health.status(), 200);
-    let missing = http.get(server.url("/v1/files")).send().await.expect("no key");
+    let missing = http
+        .get(server.url("/v1/files"))
+        .send()
+        .await
+        .expect("no key");
     assert_eq!(missing.status(), 401);
     assert_error(&missing.json().await.expect("json"), "missing_api_key");
     let unknown = http
@@ -60,12 +84,27 @@ async fn revoked_key_stops_working() {
     let accounts = server.app.accounts();
     let fresh = accounts.create_api_key(&tenant.person).await.expect("key");
     let http = reqwest::Client::new();
-    let ok = http.get(server.url("/v1/files")).bearer_auth(&fresh.secret).send().await.expect("list");
+    let ok = http
+        .get(server.url("/v1/files"))
+        .bearer_auth(&fresh.secret)
+        .send()
+        .await
+        .expect("list");
     assert_eq!(ok.status(), 200);
     accounts.revoke_api_key(&fresh.id).await.expect("revoke");
-    let refused = http.get(server.url("/v1/files")).bearer_auth(&fresh.secret).send().await.expect("list");
+    let refused = http
+        .get(server.url("/v1/files"))
+        .bearer_auth(&fresh.secret)
+        .send()
+        .await
+        .expect("list");
     assert_eq!(refused.status(), 401);
-    let other = http.get(server.url("/v1/files")).bearer_auth(&tenant.key).send().await.expect("list");
+    let other = http
+        .get(server.url("/v1/files"))
+        .bearer_auth(&tenant.key)
+        .send()
+        .await
+        .expect("list");
     assert_eq!(other.status(), 200, "revoking one key leaves the others");
 }
 
@@ -74,10 +113,20 @@ async fn error_envelope_for_unknown_route_wrong_method_and_bad_json() {
     let server = TestServer::start().await;
     let tenant = server.tenant("1.00").await;
     let http = reqwest::Client::new();
-    let unknown = http.get(server.url("/v1/nothing-here")).bearer_auth(&tenant.key).send().await.expect("404");
+    let unknown = http
+        .get(server.url("/v1/nothing-here"))
+        .bearer_auth(&tenant.key)
+        .send()
+        .await
+        .expect("404");
     assert_eq!(unknown.status(), 404);
     assert_error(&unknown.json().await.expect("json"), "unknown_url");
-    let wrong = http.patch(server.url("/v1/files")).bearer_auth(&tenant.key).send().await.expect("405");
+    let wrong = http
+        .patch(server.url("/v1/files"))
+        .bearer_auth(&tenant.key)
+        .send()
+        .await
+        .expect("405");
     assert_eq!(wrong.status(), 405);
     assert_error(&wrong.json().await.expect("json"), "method_not_allowed");
 }
@@ -111,11 +160,21 @@ async fn png_roundtrip_tenancy_and_presigned_url() {
     assert_eq!(content.bytes().await.expect("bytes").to_vec(), png);
 
     for path in [format!("/v1/files/{id}"), format!("/v1/files/{id}/content")] {
-        let res = http.get(server.url(&path)).bearer_auth(&bob.key).send().await.expect("bob");
+        let res = http
+            .get(server.url(&path))
+            .bearer_auth(&bob.key)
+            .send()
+            .await
+            .expect("bob");
         assert_eq!(res.status(), 404, "{path}");
         assert_error(&res.json().await.expect("json"), "file_not_found");
     }
-    let bob_delete = http.delete(server.url(&format!("/v1/files/{id}"))).bearer_auth(&bob.key).send().await.expect("del");
+    let bob_delete = http
+        .delete(server.url(&format!("/v1/files/{id}")))
+        .bearer_auth(&bob.key)
+        .send()
+        .await
+        .expect("del");
     assert_eq!(bob_delete.status(), 404);
 
     let listed: Value = http
@@ -144,7 +203,10 @@ async fn png_roundtrip_tenancy_and_presigned_url() {
     let url = server
         .app
         .blobs
-        .presign_get(&reelgate::files::blob_key(&alice.org, &id), std::time::Duration::from_secs(60))
+        .presign_get(
+            &reelgate::files::blob_key(&alice.org, &id),
+            std::time::Duration::from_secs(60),
+        )
         .await
         .expect("presign");
     let fetched = http.get(&url).send().await.expect("presigned");
@@ -161,7 +223,12 @@ async fn png_roundtrip_tenancy_and_presigned_url() {
         .await
         .expect("json");
     assert_eq!(deleted["deleted"], true);
-    let gone = http.get(server.url(&format!("/v1/files/{id}"))).bearer_auth(&alice.key).send().await.expect("get");
+    let gone = http
+        .get(server.url(&format!("/v1/files/{id}")))
+        .bearer_auth(&alice.key)
+        .send()
+        .await
+        .expect("get");
     assert_eq!(gone.status(), 404);
 }
 
@@ -169,7 +236,14 @@ async fn png_roundtrip_tenancy_and_presigned_url() {
 async fn content_must_match_purpose() {
     let server = TestServer::start().await;
     let t = server.tenant("1.00").await;
-    let (status, body) = upload(&server, &t.key, "vision", "notes.txt", b"just some text".to_vec()).await;
+    let (status, body) = upload(
+        &server,
+        &t.key,
+        "vision",
+        "notes.txt",
+        b"just some text".to_vec(),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
     assert_error(&body, "invalid_request_error");
     assert_eq!(body["error"]["param"], "file");
@@ -178,7 +252,14 @@ async fn content_must_match_purpose() {
     let (status, body) = upload(&server, &t.key, "posters", "tiny.png", tiny_png()).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "purpose");
-    let (status, body) = upload(&server, &t.key, "user_data", "notes.txt", b"plain text is fine here".to_vec()).await;
+    let (status, body) = upload(
+        &server,
+        &t.key,
+        "user_data",
+        "notes.txt",
+        b"plain text is fine here".to_vec(),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     // Nothing of the refused uploads was kept.
     let listed: Value = reqwest::Client::new()
@@ -198,7 +279,10 @@ async fn purpose_after_file_field_is_accepted() {
     let server = TestServer::start().await;
     let t = server.tenant("1.00").await;
     let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(tiny_png()).file_name("late.png"))
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(tiny_png()).file_name("late.png"),
+        )
         .text("purpose", "vision");
     let res = reqwest::Client::new()
         .post(server.url("/v1/files"))
@@ -229,7 +313,15 @@ async fn files_list_pages_with_after() {
         if let Some(a) = &after {
             url.push_str(&format!("&after={a}"));
         }
-        let page: Value = http.get(url).bearer_auth(&t.key).send().await.expect("page").json().await.expect("json");
+        let page: Value = http
+            .get(url)
+            .bearer_auth(&t.key)
+            .send()
+            .await
+            .expect("page")
+            .json()
+            .await
+            .expect("json");
         for f in page["data"].as_array().expect("data") {
             seen.push(f["id"].as_str().expect("id").to_owned());
         }
@@ -254,7 +346,11 @@ async fn every_listed_route_is_routed() {
             .replace("{video_id}", "video_00000000000000000000000000")
             .replace("{response_id}", "resp_00000000000000000000000000");
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let res = http.request(method.clone(), server.url(&concrete)).send().await.expect("request");
+        let res = http
+            .request(method.clone(), server.url(&concrete))
+            .send()
+            .await
+            .expect("request");
         let status = res.status().as_u16();
         let body: Value = res.json().await.unwrap_or(Value::Null);
         assert_ne!(status, 405, "{method} {path}: {body}");
@@ -282,7 +378,10 @@ async fn direct_upload_flow_registers_a_checked_file() {
     assert_eq!(upload["status"], "pending", "{upload}");
     let url = upload["upload_url"].as_str().expect("url");
     let early: Value = http
-        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .post(server.url(&format!(
+            "/v1/uploads/{}/complete",
+            upload["id"].as_str().expect("id")
+        )))
         .bearer_auth(&t.key)
         .send()
         .await
@@ -291,10 +390,19 @@ async fn direct_upload_flow_registers_a_checked_file() {
         .await
         .expect("json");
     assert_eq!(early["error"]["code"], "invalid_request_error", "{early}");
-    let put = http.put(url).header("content-type", "image/png").body(png.clone()).send().await.expect("put");
+    let put = http
+        .put(url)
+        .header("content-type", "image/png")
+        .body(png.clone())
+        .send()
+        .await
+        .expect("put");
     assert!(put.status().is_success(), "{}", put.status());
     let file: Value = http
-        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .post(server.url(&format!(
+            "/v1/uploads/{}/complete",
+            upload["id"].as_str().expect("id")
+        )))
         .bearer_auth(&t.key)
         .send()
         .await
@@ -305,7 +413,10 @@ async fn direct_upload_flow_registers_a_checked_file() {
     assert_eq!(file["purpose"], "vision", "{file}");
     assert_eq!(file["bytes"], png.len());
     let content = http
-        .get(server.url(&format!("/v1/files/{}/content", file["id"].as_str().expect("id"))))
+        .get(server.url(&format!(
+            "/v1/files/{}/content",
+            file["id"].as_str().expect("id")
+        )))
         .bearer_auth(&t.key)
         .send()
         .await
@@ -324,9 +435,17 @@ async fn direct_upload_flow_registers_a_checked_file() {
         .await
         .expect("json");
     let url = upload["upload_url"].as_str().expect("url");
-    http.put(url).header("content-type", "application/octet-stream").body("hello").send().await.expect("put");
+    http.put(url)
+        .header("content-type", "application/octet-stream")
+        .body("hello")
+        .send()
+        .await
+        .expect("put");
     let refused = http
-        .post(server.url(&format!("/v1/uploads/{}/complete", upload["id"].as_str().expect("id"))))
+        .post(server.url(&format!(
+            "/v1/uploads/{}/complete",
+            upload["id"].as_str().expect("id")
+        )))
         .bearer_auth(&t.key)
         .send()
         .await
@@ -336,9 +455,29 @@ async fn direct_upload_flow_registers_a_checked_file() {
     let too_big = http
         .post(server.url("/v1/uploads"))
         .bearer_auth(&t.key)
-        .json(&serde_json::json!({"purpose": "video", "filename": "x.mp4", "bytes": 200_000_000u64}))
+        .json(
+            &serde_json::json!({"purpose": "video", "filename": "x.mp4", "bytes": 200_000_000u64}),
+        )
         .send()
         .await
         .expect("create");
     assert_eq!(too_big.status(), 400);
+}
+
+#[tokio::test]
+async fn oversize_json_body_is_413_in_the_envelope() {
+    let server = TestServer::start().await;
+    let t = server.tenant("1.00").await;
+    let huge = format!("{{\"prompt\": \"{}\"}}", "a".repeat(33 * 1024 * 1024));
+    let res = reqwest::Client::new()
+        .post(server.url("/v1/videos"))
+        .bearer_auth(&t.key)
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 413);
+    let body: Value = res.json().await.expect("json");
+    assert_error(&body, "payload_too_large");
 }

@@ -134,7 +134,9 @@ impl LocalBlobStore {
             tokio::fs::create_dir_all(dir).await.map_err(io_err)?;
         }
         let body = serde_json::json!({"size": meta.size, "content_type": meta.content_type});
-        tokio::fs::write(&path, body.to_string()).await.map_err(io_err)
+        tokio::fs::write(&path, body.to_string())
+            .await
+            .map_err(io_err)
     }
 }
 
@@ -187,7 +189,12 @@ impl BlobStore for LocalBlobStore {
         Ok(size)
     }
 
-    async fn put_bytes(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<(), BlobError> {
+    async fn put_bytes(
+        &self,
+        key: &str,
+        content_type: &str,
+        bytes: Bytes,
+    ) -> Result<(), BlobError> {
         let len = bytes.len() as u64;
         self.put_stream(key, content_type, stream_of(bytes), len)
             .await

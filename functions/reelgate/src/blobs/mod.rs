@@ -57,7 +57,8 @@ pub trait BlobStore: Send + Sync + 'static {
         body: ByteStream,
         max_bytes: u64,
     ) -> Result<u64, BlobError>;
-    async fn put_bytes(&self, key: &str, content_type: &str, bytes: Bytes) -> Result<(), BlobError>;
+    async fn put_bytes(&self, key: &str, content_type: &str, bytes: Bytes)
+        -> Result<(), BlobError>;
     async fn head(&self, key: &str) -> Result<Option<BlobMeta>, BlobError>;
     async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError>;
     /// Deleting an absent blob succeeds.
@@ -65,8 +66,12 @@ pub trait BlobStore: Send + Sync + 'static {
     /// A URL that serves the blob to any HTTP client until `ttl` passes.
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError>;
     /// A URL that accepts one HTTP PUT of the blob until `ttl` passes.
-    async fn presign_put(&self, key: &str, content_type: &str, ttl: Duration)
-        -> Result<String, BlobError>;
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError>;
 }
 
 /// Reads a whole blob into memory (for small blobs: thumbnails, images sent to a model, MP4 probes).

@@ -38,7 +38,9 @@ pub struct HttpEngine {
 
 impl HttpEngine {
     pub fn new(base_url: &str, api_key: Option<String>) -> anyhow::Result<Self> {
-        Ok(HttpEngine { client: reelgate_engine::EngineClient::new(base_url, api_key)? })
+        Ok(HttpEngine {
+            client: reelgate_engine::EngineClient::new(base_url, api_key)?,
+        })
     }
 }
 
@@ -56,20 +58,33 @@ fn map_client(e: reelgate_engine::EngineClientError, render_id: Option<&str>) ->
 #[async_trait]
 impl VideoEngine for HttpEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
-        self.client.submit(request).await.map_err(|e| map_client(e, None))
+        self.client
+            .submit(request)
+            .await
+            .map_err(|e| map_client(e, None))
     }
     async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
-        self.client.get(render_id).await.map_err(|e| map_client(e, Some(render_id)))
+        self.client
+            .get(render_id)
+            .await
+            .map_err(|e| map_client(e, Some(render_id)))
     }
     async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
-        self.client.cancel(render_id).await.map(|_| ()).map_err(|e| map_client(e, Some(render_id)))
+        self.client
+            .cancel(render_id)
+            .await
+            .map(|_| ())
+            .map_err(|e| map_client(e, Some(render_id)))
     }
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
         let url = render
             .result_url
             .as_deref()
             .ok_or_else(|| EngineError::Rejected("the render has no result_url".into()))?;
-        self.client.download_result(url).await.map_err(|e| map_client(e, Some(&render.id)))
+        self.client
+            .download_result(url)
+            .await
+            .map_err(|e| map_client(e, Some(&render.id)))
     }
 }
 
@@ -94,7 +109,9 @@ impl Engines {
 fn expand_env(value: &str) -> String {
     let mut out = value.to_owned();
     while let Some(start) = out.find("${") {
-        let Some(end) = out[start..].find('}') else { break };
+        let Some(end) = out[start..].find('}') else {
+            break;
+        };
         let name = &out[start + 2..start + end];
         let replacement = std::env::var(name).unwrap_or_default();
         out.replace_range(start..start + end + 1, &replacement);

@@ -29,14 +29,25 @@ struct Signed {
 
 fn denied(check: SignatureCheck) -> ApiError {
     match check {
-        SignatureCheck::Expired => ApiError::forbidden("url_expired", "This signed URL has expired."),
+        SignatureCheck::Expired => {
+            ApiError::forbidden("url_expired", "This signed URL has expired.")
+        }
         _ => ApiError::forbidden("signature_mismatch", "The URL's signature does not match."),
     }
 }
 
-fn verify(app: &App, method: &str, key: &str, q: &Signed, content_type: &str) -> Result<(), ApiError> {
+fn verify(
+    app: &App,
+    method: &str,
+    key: &str,
+    q: &Signed,
+    content_type: &str,
+) -> Result<(), ApiError> {
     let Some(signer) = &app.local_signer else {
-        return Err(ApiError::not_found("unknown_url", "Signed blob URLs are not served here."));
+        return Err(ApiError::not_found(
+            "unknown_url",
+            "Signed blob URLs are not served here.",
+        ));
     };
     let (Some(expires), Some(signature)) = (q.expires, q.signature.as_deref()) else {
         return Err(denied(SignatureCheck::Invalid));
@@ -59,10 +70,19 @@ pub fn parse_range(headers: &HeaderMap, size: Option<u64>) -> Option<ByteRange> 
         ("", suffix) => {
             let n: u64 = suffix.parse().ok()?;
             let size = size?;
-            Some(ByteRange { start: size.saturating_sub(n), end_inclusive: size.saturating_sub(1) })
+            Some(ByteRange {
+                start: size.saturating_sub(n),
+                end_inclusive: size.saturating_sub(1),
+            })
         }
-        (s, "") => Some(ByteRange { start: s.parse().ok()?, end_inclusive: u64::MAX }),
-        (s, e) => Some(ByteRange { start: s.parse().ok()?, end_inclusive: e.parse().ok()? }),
+        (s, "") => Some(ByteRange {
+            start: s.parse().ok()?,
+            end_inclusive: u64::MAX,
+        }),
+        (s, e) => Some(ByteRange {
+            start: s.parse().ok()?,
+            end_inclusive: e.parse().ok()?,
+        }),
     }
 }
 
@@ -88,7 +108,10 @@ pub async fn stream_blob(
         Some(r) => builder
             .status(StatusCode::PARTIAL_CONTENT)
             .header(header::CONTENT_LENGTH, r.end_inclusive - r.start + 1)
-            .header(header::CONTENT_RANGE, format!("bytes {}-{}/{}", r.start, r.end_inclusive, read.meta.size)),
+            .header(
+                header::CONTENT_RANGE,
+                format!("bytes {}-{}/{}", r.start, r.end_inclusive, read.meta.size),
+            ),
         None => builder
             .status(StatusCode::OK)
             .header(header::CONTENT_LENGTH, read.meta.size),
@@ -123,7 +146,12 @@ async fn presigned_put(
     verify(&app, "PUT", &key, &q, &content_type)?;
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     app.blobs
-        .put_stream(&key, &content_type, Box::pin(stream), app.settings.max_upload_bytes)
+        .put_stream(
+            &key,
+            &content_type,
+            Box::pin(stream),
+            app.settings.max_upload_bytes,
+        )
         .await?;
     Ok(StatusCode::OK.into_response())
 }

@@ -75,14 +75,21 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(format!(
             "The request body is not valid JSON: {}",
-            std::error::Error::source(&e).map(ToString::to_string).unwrap_or_else(|| e.body_text())
+            std::error::Error::source(&e)
+                .map(ToString::to_string)
+                .unwrap_or_else(|| e.body_text())
         )),
         JsonRejection::JsonDataError(e) => {
             let detail = std::error::Error::source(&e)
                 .map(ToString::to_string)
                 .unwrap_or_else(|| e.body_text());
             // serde_path_to_error renders "path: message"; the path names the parameter.
-            let param = detail.split(':').next().unwrap_or_default().trim().to_owned();
+            let param = detail
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
             let mut err = ApiError::bad_request(format!("Invalid request body: {detail}"));
             if !param.is_empty() && !param.contains(' ') {
                 err = err.with_param(param);
@@ -92,12 +99,14 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         JsonRejection::MissingJsonContentType(_) => ApiError::bad_request(
             "The request body must be JSON with the header `Content-Type: application/json`.",
         ),
-        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request_error",
-            "payload_too_large",
-            "The request body is larger than this endpoint accepts.",
-        ),
+        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                "payload_too_large",
+                "The request body is larger than this endpoint accepts.",
+            )
+        }
         other => ApiError::bad_request(other.body_text()),
     }
 }
@@ -111,9 +120,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
-            Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
-                Err(ApiError::bad_request(format!("Invalid query string: {}", e.body_text())))
-            }
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(ApiError::bad_request(
+                format!("Invalid query string: {}", e.body_text()),
+            )),
             Err(other) => Err(ApiError::bad_request(other.body_text())),
         }
     }

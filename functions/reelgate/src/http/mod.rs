@@ -67,7 +67,10 @@ async fn not_found(uri: axum::http::Uri) -> ApiError {
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         "unknown_url",
-        format!("Unknown request URL: {}. Check the path and the method.", uri.path()),
+        format!(
+            "Unknown request URL: {}. Check the path and the method.",
+            uri.path()
+        ),
     )
 }
 

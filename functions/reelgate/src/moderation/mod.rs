@@ -52,19 +52,41 @@ pub fn record_key(org: &str, video_id: &str) -> Key {
 }
 
 /// Keeps the verdict for 30 days (not deleted with the video).
-pub async fn keep_record(app: &App, org: &str, video_id: &str, verdict: &Verdict) -> crate::error::ApiResult<()> {
+pub async fn keep_record(
+    app: &App,
+    org: &str,
+    video_id: &str,
+    verdict: &Verdict,
+) -> crate::error::ApiResult<()> {
     let now = now_secs();
     let mut it = item(&record_key(org, video_id));
     it.insert("kind".into(), "moderation_record".into());
     it.insert("video_id".into(), video_id.into());
-    it.insert("verdict".into(), (if verdict.flagged { "blocked" } else { "allowed" }).into());
+    it.insert(
+        "verdict".into(),
+        (if verdict.flagged {
+            "blocked"
+        } else {
+            "allowed"
+        })
+        .into(),
+    );
     it.insert(
         "categories".into(),
-        Attr::L(verdict.categories.iter().map(|c| Attr::S(c.clone())).collect()),
+        Attr::L(
+            verdict
+                .categories
+                .iter()
+                .map(|c| Attr::S(c.clone()))
+                .collect(),
+        ),
     );
     it.insert("moderator".into(), verdict.moderator.clone().into());
     it.insert("checked_at".into(), now.into());
-    it.insert(crate::store::EXPIRES_AT.into(), (now + RECORD_RETENTION_SECS).into());
+    it.insert(
+        crate::store::EXPIRES_AT.into(),
+        (now + RECORD_RETENTION_SECS).into(),
+    );
     app.store.put(it, None).await?;
     Ok(())
 }

@@ -28,10 +28,16 @@ impl OpenAiModerator {
     /// `REELGATE_MODERATION_BASE_URL` (required), `REELGATE_MODERATION_API_KEY`,
     /// `REELGATE_MODERATION_MODEL` (default `omni-moderation-latest`).
     pub fn from_env() -> anyhow::Result<Self> {
-        let base = std::env::var("REELGATE_MODERATION_BASE_URL")
-            .map_err(|_| anyhow::anyhow!("REELGATE_MODERATOR=openai needs REELGATE_MODERATION_BASE_URL"))?;
-        let model = std::env::var("REELGATE_MODERATION_MODEL").unwrap_or_else(|_| "omni-moderation-latest".into());
-        Ok(Self::new(&base, std::env::var("REELGATE_MODERATION_API_KEY").ok(), &model))
+        let base = std::env::var("REELGATE_MODERATION_BASE_URL").map_err(|_| {
+            anyhow::anyhow!("REELGATE_MODERATOR=openai needs REELGATE_MODERATION_BASE_URL")
+        })?;
+        let model = std::env::var("REELGATE_MODERATION_MODEL")
+            .unwrap_or_else(|_| "omni-moderation-latest".into());
+        Ok(Self::new(
+            &base,
+            std::env::var("REELGATE_MODERATION_API_KEY").ok(),
+            &model,
+        ))
     }
 }
 
@@ -49,15 +55,26 @@ impl Moderator for OpenAiModerator {
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
-        let res = req.send().await.map_err(|e| ModerationError::Unavailable(e.to_string()))?;
+        let res = req
+            .send()
+            .await
+            .map_err(|e| ModerationError::Unavailable(e.to_string()))?;
         if !res.status().is_success() {
-            return Err(ModerationError::Unavailable(format!("moderation endpoint answered {}", res.status())));
+            return Err(ModerationError::Unavailable(format!(
+                "moderation endpoint answered {}",
+                res.status()
+            )));
         }
-        let body: Value = res.json().await.map_err(|e| ModerationError::Unavailable(e.to_string()))?;
+        let body: Value = res
+            .json()
+            .await
+            .map_err(|e| ModerationError::Unavailable(e.to_string()))?;
         let results = body["results"]
             .as_array()
             .filter(|r| !r.is_empty())
-            .ok_or_else(|| ModerationError::Unavailable("moderation reply has no results".into()))?;
+            .ok_or_else(|| {
+                ModerationError::Unavailable("moderation reply has no results".into())
+            })?;
         let mut categories = Vec::new();
         let mut flagged = false;
         for r in results {
@@ -70,6 +87,10 @@ impl Moderator for OpenAiModerator {
                 }
             }
         }
-        Ok(Verdict { flagged, categories, moderator: format!("openai:{}", self.model) })
+        Ok(Verdict {
+            flagged,
+            categories,
+            moderator: format!("openai:{}", self.model),
+        })
     }
 }

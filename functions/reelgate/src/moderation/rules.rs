@@ -35,7 +35,10 @@ pub struct RuleModerator {
 impl Default for RuleModerator {
     /// The built-in rules.
     fn default() -> Self {
-        Self::parse(DEFAULT_RULES).unwrap_or(RuleModerator { blocked: Vec::new(), max_image_side: default_max_side() })
+        Self::parse(DEFAULT_RULES).unwrap_or(RuleModerator {
+            blocked: Vec::new(),
+            max_image_side: default_max_side(),
+        })
     }
 }
 
@@ -61,7 +64,10 @@ impl RuleModerator {
 
     fn text_categories(&self, prompt: &str) -> Vec<String> {
         let lower = prompt.to_lowercase();
-        let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
         let joined = format!(" {} ", words.join(" "));
         self.blocked
             .iter()
@@ -97,7 +103,11 @@ impl Moderator for RuleModerator {
             }
         }
         categories.dedup();
-        Ok(Verdict { flagged: !categories.is_empty(), categories, moderator: "rules".into() })
+        Ok(Verdict {
+            flagged: !categories.is_empty(),
+            categories,
+            moderator: "rules".into(),
+        })
     }
 }
 
@@ -109,12 +119,18 @@ mod tests {
     async fn terms_match_as_words_only() {
         let m = RuleModerator::parse(DEFAULT_RULES).expect("rules");
         let check = |p: &str| {
-            let input = ModerationInput { prompt: p.into(), images: vec![] };
+            let input = ModerationInput {
+                prompt: p.into(),
+                images: vec![],
+            };
             let m = &m;
             async move { m.check(&input).await.expect("verdict") }
         };
         assert!(check("Gore everywhere").await.flagged);
-        assert_eq!(check("a scene full of GORE.").await.categories, vec!["violence/graphic"]);
+        assert_eq!(
+            check("a scene full of GORE.").await.categories,
+            vec!["violence/graphic"]
+        );
         assert!(!check("a gorgeous sunset over the bay").await.flagged);
         assert!(!check("a cat on a sofa").await.flagged);
     }

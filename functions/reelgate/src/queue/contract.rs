@@ -16,10 +16,15 @@ async fn receive_one(q: &dyn MessageQueue, visibility: Duration) -> Option<Recei
 pub async fn send_receive_delete(q: Arc<dyn MessageQueue>) {
     let body = format!("hello {}", crate::ids::new_id("m"));
     q.send(&body, Duration::ZERO).await.expect("send");
-    let got = receive_one(q.as_ref(), Duration::from_secs(30)).await.expect("a message");
+    let got = receive_one(q.as_ref(), Duration::from_secs(30))
+        .await
+        .expect("a message");
     assert_eq!(got.body, body);
     assert_eq!(got.receive_count, 1);
-    let hidden = q.receive(1, Duration::from_secs(30), Duration::from_millis(500)).await.expect("receive");
+    let hidden = q
+        .receive(1, Duration::from_secs(30), Duration::from_millis(500))
+        .await
+        .expect("receive");
     assert!(hidden.is_empty(), "received while invisible: {hidden:?}");
     q.delete(&got.receipt).await.expect("delete");
 }
@@ -28,16 +33,26 @@ pub async fn visibility_timeout_redelivers_then_dead_letters(q: Arc<dyn MessageQ
     let dead_before = q.dead_letter_count().await.expect("dlq count");
     let body = format!("poison {}", crate::ids::new_id("m"));
     q.send(&body, Duration::ZERO).await.expect("send");
-    let first = receive_one(q.as_ref(), Duration::from_secs(1)).await.expect("first");
+    let first = receive_one(q.as_ref(), Duration::from_secs(1))
+        .await
+        .expect("first");
     assert_eq!(first.body, body);
     tokio::time::sleep(Duration::from_millis(1300)).await;
-    let second = receive_one(q.as_ref(), Duration::from_secs(1)).await.expect("redelivered");
+    let second = receive_one(q.as_ref(), Duration::from_secs(1))
+        .await
+        .expect("redelivered");
     assert_eq!(second.body, body);
     assert_eq!(second.receive_count, 2);
     assert_ne!(second.receipt, first.receipt);
     tokio::time::sleep(Duration::from_millis(1300)).await;
-    let third = q.receive(1, Duration::from_secs(1), Duration::from_secs(2)).await.expect("receive");
-    assert!(third.iter().all(|m| m.body != body), "delivered past the limit");
+    let third = q
+        .receive(1, Duration::from_secs(1), Duration::from_secs(2))
+        .await
+        .expect("receive");
+    assert!(
+        third.iter().all(|m| m.body != body),
+        "delivered past the limit"
+    );
     let mut dead = 0;
     for _ in 0..20 {
         dead = q.dead_letter_count().await.expect("dlq count");
@@ -52,9 +67,15 @@ pub async fn visibility_timeout_redelivers_then_dead_letters(q: Arc<dyn MessageQ
 pub async fn change_visibility_releases_early(q: Arc<dyn MessageQueue>) {
     let body = format!("retry {}", crate::ids::new_id("m"));
     q.send(&body, Duration::ZERO).await.expect("send");
-    let got = receive_one(q.as_ref(), Duration::from_secs(60)).await.expect("message");
-    q.change_visibility(&got.receipt, Duration::ZERO).await.expect("release");
-    let again = receive_one(q.as_ref(), Duration::from_secs(60)).await.expect("again");
+    let got = receive_one(q.as_ref(), Duration::from_secs(60))
+        .await
+        .expect("message");
+    q.change_visibility(&got.receipt, Duration::ZERO)
+        .await
+        .expect("release");
+    let again = receive_one(q.as_ref(), Duration::from_secs(60))
+        .await
+        .expect("again");
     assert_eq!(again.body, body);
     q.delete(&again.receipt).await.expect("delete");
 }
@@ -62,9 +83,15 @@ pub async fn change_visibility_releases_early(q: Arc<dyn MessageQueue>) {
 pub async fn delayed_message_waits(q: Arc<dyn MessageQueue>) {
     let body = format!("later {}", crate::ids::new_id("m"));
     q.send(&body, Duration::from_secs(1)).await.expect("send");
-    let early = q.receive(1, Duration::from_secs(30), Duration::ZERO).await.expect("receive");
+    let early = q
+        .receive(1, Duration::from_secs(30), Duration::ZERO)
+        .await
+        .expect("receive");
     assert!(early.iter().all(|m| m.body != body));
-    let got = q.receive(1, Duration::from_secs(30), Duration::from_secs(5)).await.expect("receive");
+    let got = q
+        .receive(1, Duration::from_secs(30), Duration::from_secs(5))
+        .await
+        .expect("receive");
     assert_eq!(got.first().map(|m| m.body.as_str()), Some(body.as_str()));
     if let Some(m) = got.first() {
         q.delete(&m.receipt).await.expect("delete");

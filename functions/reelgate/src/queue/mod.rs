@@ -38,7 +38,11 @@ pub trait MessageQueue: Send + Sync + 'static {
         wait: Duration,
     ) -> Result<Vec<Received>, QueueError>;
     async fn delete(&self, receipt: &str) -> Result<(), QueueError>;
-    async fn change_visibility(&self, receipt: &str, visibility: Duration) -> Result<(), QueueError>;
+    async fn change_visibility(
+        &self,
+        receipt: &str,
+        visibility: Duration,
+    ) -> Result<(), QueueError>;
     /// Messages in the dead-letter queue (for alarms, admin and tests).
     async fn dead_letter_count(&self) -> Result<usize, QueueError>;
 }

@@ -134,7 +134,11 @@ impl MessageQueue for SqliteQueue {
         Ok(())
     }
 
-    async fn change_visibility(&self, receipt: &str, visibility: Duration) -> Result<(), QueueError> {
+    async fn change_visibility(
+        &self,
+        receipt: &str,
+        visibility: Duration,
+    ) -> Result<(), QueueError> {
         let (queue, receipt) = (self.name.clone(), receipt.to_owned());
         let n = self
             .db

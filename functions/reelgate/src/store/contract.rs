@@ -42,12 +42,17 @@ pub async fn conditional_put(store: Arc<dyn ItemStore>) {
         .await
         .expect("first create");
     let again = store.put(it.clone(), Some(Condition::NotExists)).await;
-    assert!(matches!(again, Err(StoreError::ConditionFailed)), "{again:?}");
+    assert!(
+        matches!(again, Err(StoreError::ConditionFailed)),
+        "{again:?}"
+    );
     store
         .put(it, Some(Condition::Exists))
         .await
         .expect("overwrite existing");
-    let missing = store.put(item(&key(&k.pk, "B")), Some(Condition::Exists)).await;
+    let missing = store
+        .put(item(&key(&k.pk, "B")), Some(Condition::Exists))
+        .await;
     assert!(matches!(missing, Err(StoreError::ConditionFailed)));
 }
 
@@ -91,7 +96,11 @@ pub async fn conditional_update_with_add(store: Arc<dyn ItemStore>) {
     assert_eq!(now.decimal_attr("available"), Some(dec!(0.00)));
     assert_eq!(now.decimal_attr("reserved"), Some(dec!(10.00)));
     let removed = store
-        .update(&k, Update::new().remove("reserved").set("note", "x"), Some(Condition::Exists))
+        .update(
+            &k,
+            Update::new().remove("reserved").set("note", "x"),
+            Some(Condition::Exists),
+        )
         .await
         .expect("remove attr");
     assert!(!removed.contains_key("reserved"));
@@ -114,18 +123,32 @@ pub async fn condition_operators(store: Arc<dyn ItemStore>) {
                 .is_ok()
         }
     };
-    assert!(ok(Condition::In("status".into(), vec!["queued".into(), "in_progress".into()])).await);
+    assert!(
+        ok(Condition::In(
+            "status".into(),
+            vec!["queued".into(), "in_progress".into()]
+        ))
+        .await
+    );
     assert!(!ok(Condition::In("status".into(), vec!["completed".into()])).await);
     assert!(ok(Condition::Ne("status".into(), "failed".into())).await);
     assert!(ok(Condition::Ne("absent".into(), "x".into())).await);
     assert!(ok(Condition::AttrNotExists("absent".into())).await);
     assert!(!ok(Condition::AttrExists("absent".into())).await);
-    assert!(ok(Condition::Or(vec![
-        Condition::Eq("status".into(), "nope".into()),
-        Condition::Gt("n".into(), 4i64.into()),
-    ]))
-    .await);
-    assert!(!ok(Condition::Not(Box::new(Condition::Le("n".into(), 5i64.into())))).await);
+    assert!(
+        ok(Condition::Or(vec![
+            Condition::Eq("status".into(), "nope".into()),
+            Condition::Gt("n".into(), 4i64.into()),
+        ]))
+        .await
+    );
+    assert!(
+        !ok(Condition::Not(Box::new(Condition::Le(
+            "n".into(),
+            5i64.into()
+        ))))
+        .await
+    );
 }
 
 pub async fn transaction_all_or_nothing(store: Arc<dyn ItemStore>) {
@@ -207,16 +230,32 @@ pub async fn query_paging_both_directions(store: Arc<dyn ItemStore>) {
             .await
             .expect("seed");
     }
-    store.put(item(&key(&pk, "ORG")), None).await.expect("other kind");
-    store.put(item(&key(&pk, "WIDGET#1")), None).await.expect("other kind");
+    store
+        .put(item(&key(&pk, "ORG")), None)
+        .await
+        .expect("other kind");
+    store
+        .put(item(&key(&pk, "WIDGET#1")), None)
+        .await
+        .expect("other kind");
     let mut seen = Vec::new();
     let mut after = None;
     loop {
         let page = store
-            .query(Query::partition(&pk).prefix("VIDEO#").descending().limit(3).after(after))
+            .query(
+                Query::partition(&pk)
+                    .prefix("VIDEO#")
+                    .descending()
+                    .limit(3)
+                    .after(after),
+            )
             .await
             .expect("query");
-        seen.extend(page.items.iter().map(|i| i.str_attr(SK).unwrap_or("").to_owned()));
+        seen.extend(
+            page.items
+                .iter()
+                .map(|i| i.str_attr(SK).unwrap_or("").to_owned()),
+        );
         match page.last_sk {
             Some(sk) => after = Some(sk),
             None => break,
@@ -236,7 +275,10 @@ pub async fn query_paging_both_directions(store: Arc<dyn ItemStore>) {
         .await
         .expect("exact page");
     assert_eq!(exact.items.len(), 7);
-    let all = store.query(Query::partition(&pk)).await.expect("whole partition");
+    let all = store
+        .query(Query::partition(&pk))
+        .await
+        .expect("whole partition");
     assert_eq!(all.items.len(), 9);
 }
 
@@ -262,7 +304,11 @@ pub async fn expiry_hides_items(store: Arc<dyn ItemStore>) {
 pub async fn concurrent_conditional_updates_admit_exactly(store: Arc<dyn ItemStore>) {
     let k = key(&fresh("contract"), "ORG");
     store
-        .update(&k, Update::new().set("available", Attr::N(dec!(7.00))), None)
+        .update(
+            &k,
+            Update::new().set("available", Attr::N(dec!(7.00))),
+            None,
+        )
         .await
         .expect("seed");
     let mut tasks = Vec::new();

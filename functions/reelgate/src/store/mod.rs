@@ -251,7 +251,10 @@ impl Update {
             next.insert(name.clone(), value.clone());
         }
         for (name, amount) in &self.add {
-            let base = next.get(name).and_then(Attr::as_decimal).unwrap_or_default();
+            let base = next
+                .get(name)
+                .and_then(Attr::as_decimal)
+                .unwrap_or_default();
             next.insert(name.clone(), Attr::N(base + amount));
         }
         for name in &self.remove {
@@ -374,8 +377,11 @@ pub trait ItemStore: Send + Sync + 'static {
         condition: Option<Condition>,
     ) -> Result<Item, StoreError>;
     /// Deletes an item and returns what was there.
-    async fn delete(&self, key: &Key, condition: Option<Condition>)
-        -> Result<Option<Item>, StoreError>;
+    async fn delete(
+        &self,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError>;
     /// All writes happen or none does (at most 100 ops, no two on one item, as in DynamoDB).
     async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError>;
     async fn query(&self, query: Query) -> Result<Page, StoreError>;

@@ -127,7 +127,10 @@ impl ItemStore for SqliteItemStore {
             .db
             .write(move |tx| {
                 let current = load(tx, &key, now)?;
-                if condition.as_ref().is_some_and(|c| !c.holds(current.as_ref())) {
+                if condition
+                    .as_ref()
+                    .is_some_and(|c| !c.holds(current.as_ref()))
+                {
                     return Ok(Verdict::ConditionFailed);
                 }
                 save(tx, &item)?;
@@ -150,7 +153,10 @@ impl ItemStore for SqliteItemStore {
             .db
             .write(move |tx| {
                 let current = load(tx, &key, now)?;
-                if condition.as_ref().is_some_and(|c| !c.holds(current.as_ref())) {
+                if condition
+                    .as_ref()
+                    .is_some_and(|c| !c.holds(current.as_ref()))
+                {
                     return Ok(Verdict::ConditionFailed);
                 }
                 let next = update.apply(&key, current);
@@ -173,7 +179,10 @@ impl ItemStore for SqliteItemStore {
             .db
             .write(move |tx| {
                 let current = load(tx, &key, now)?;
-                if condition.as_ref().is_some_and(|c| !c.holds(current.as_ref())) {
+                if condition
+                    .as_ref()
+                    .is_some_and(|c| !c.holds(current.as_ref()))
+                {
                     return Ok(Verdict::ConditionFailed);
                 }
                 remove(tx, &key)?;
@@ -210,7 +219,9 @@ impl ItemStore for SqliteItemStore {
                 for (op, (key, current)) in ops.iter().zip(currents) {
                     match op {
                         TransactOp::Put { item, .. } => save(tx, item)?,
-                        TransactOp::Update { update, .. } => save(tx, &update.apply(&key, current))?,
+                        TransactOp::Update { update, .. } => {
+                            save(tx, &update.apply(&key, current))?
+                        }
                         TransactOp::Delete { .. } => remove(tx, &key)?,
                         TransactOp::ConditionCheck { .. } => {}
                     }
@@ -247,7 +258,14 @@ impl ItemStore for SqliteItemStore {
                 let mut stmt = c.prepare_cached(&sql)?;
                 // One more than asked tells whether another page exists.
                 let rows = stmt.query_map(
-                    params![query.pk, prefix, upper, after, now, (query.limit + 1) as i64],
+                    params![
+                        query.pk,
+                        prefix,
+                        upper,
+                        after,
+                        now,
+                        (query.limit + 1) as i64
+                    ],
                     |r| r.get::<_, String>(0),
                 )?;
                 let mut items = Vec::new();

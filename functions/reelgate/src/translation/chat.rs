@@ -19,7 +19,10 @@ is, in the place it belongs; never translate, remove, duplicate or renumber them
 
 impl ChatTranslator {
     pub fn new(upstream: Arc<dyn ChatUpstream>, model: &str) -> Self {
-        ChatTranslator { upstream, model: model.to_owned() }
+        ChatTranslator {
+            upstream,
+            model: model.to_owned(),
+        }
     }
 }
 

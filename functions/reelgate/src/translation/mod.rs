@@ -45,7 +45,13 @@ fn placeholder(i: usize) -> String {
 }
 
 /// Pairs of span openers and closers, tried in order at each position.
-const SPANS: &[(&str, &str)] = &[("<d>", "</d>"), ("「", "」"), ("『", "』"), ("\"", "\""), ("“", "”")];
+const SPANS: &[(&str, &str)] = &[
+    ("<d>", "</d>"),
+    ("「", "」"),
+    ("『", "』"),
+    ("\"", "\""),
+    ("“", "”"),
+];
 
 /// Lifts `<d>…</d>` and quoted scene text out of `prompt`. An opener without its closer is left
 /// as ordinary text.
@@ -79,12 +85,16 @@ pub fn restore(translated: &str, spans: &[String]) -> Result<String, Translation
         let p = placeholder(i);
         let count = out.matches(&p).count();
         if count != 1 {
-            return Err(TranslationError::Unfaithful(format!("placeholder {p} appears {count} times")));
+            return Err(TranslationError::Unfaithful(format!(
+                "placeholder {p} appears {count} times"
+            )));
         }
         out = out.replacen(&p, span, 1);
     }
     if out.contains('⟦') {
-        return Err(TranslationError::Unfaithful("the translation invented a placeholder".into()));
+        return Err(TranslationError::Unfaithful(
+            "the translation invented a placeholder".into(),
+        ));
     }
     Ok(out)
 }
@@ -96,7 +106,10 @@ pub fn needs_translation(prompt: &str) -> bool {
 
 /// Translates a prompt for the engine: unchanged when nothing outside protected spans is
 /// Japanese; otherwise translated with the spans kept byte for byte.
-pub async fn translate_prompt(translator: Option<&dyn Translator>, prompt: &str) -> Result<String, TranslationError> {
+pub async fn translate_prompt(
+    translator: Option<&dyn Translator>,
+    prompt: &str,
+) -> Result<String, TranslationError> {
     if !needs_translation(prompt) {
         return Ok(prompt.to_owned());
     }
@@ -104,12 +117,16 @@ pub async fn translate_prompt(translator: Option<&dyn Translator>, prompt: &str)
     let protected = protect(prompt);
     let translated = translator.translate(&protected.text).await?;
     if translated.chars().any(is_japanese_char) {
-        return Err(TranslationError::Unfaithful("Japanese text remains outside protected spans".into()));
+        return Err(TranslationError::Unfaithful(
+            "Japanese text remains outside protected spans".into(),
+        ));
     }
     let restored = restore(&translated, &protected.spans)?;
     for span in &protected.spans {
         if !restored.contains(span.as_str()) {
-            return Err(TranslationError::Unfaithful(format!("span {span} was altered")));
+            return Err(TranslationError::Unfaithful(format!(
+                "span {span} was altered"
+            )));
         }
     }
     Ok(restored)
@@ -123,7 +140,9 @@ mod tests {
     #[async_trait]
     impl Translator for EchoUpper {
         async fn translate(&self, text: &str) -> Result<String, TranslationError> {
-            Ok(text.replace("猫が言う", "The cat says").replace("看板に", "on a sign reading"))
+            Ok(text
+                .replace("猫が言う", "The cat says")
+                .replace("看板に", "on a sign reading"))
         }
     }
 
@@ -132,7 +151,10 @@ mod tests {
         let p = protect("猫が言う<d>こんにちは</d>、看板に「営業中」");
         assert_eq!(p.spans, vec!["<d>こんにちは</d>", "「営業中」"]);
         assert_eq!(p.text, "猫が言う⟦0⟧、看板に⟦1⟧");
-        assert_eq!(restore(&p.text, &p.spans).expect("restore"), "猫が言う<d>こんにちは</d>、看板に「営業中」");
+        assert_eq!(
+            restore(&p.text, &p.spans).expect("restore"),
+            "猫が言う<d>こんにちは</d>、看板に「営業中」"
+        );
         assert!(restore("⟦0⟧ ⟦0⟧ ⟦1⟧", &p.spans).is_err());
         assert!(restore("nothing", &p.spans).is_err());
         assert_eq!(protect("unclosed <d>hi").spans.len(), 0);
@@ -147,11 +169,17 @@ mod tests {
 
     #[tokio::test]
     async fn spans_survive_byte_for_byte() {
-        let out = translate_prompt(Some(&EchoUpper), "猫が言う<d>こんにちは</d>").await.expect("translated");
+        let out = translate_prompt(Some(&EchoUpper), "猫が言う<d>こんにちは</d>")
+            .await
+            .expect("translated");
         assert_eq!(out, "The cat says<d>こんにちは</d>");
-        let err = translate_prompt(None, "猫").await.expect_err("no translator");
+        let err = translate_prompt(None, "猫")
+            .await
+            .expect_err("no translator");
         assert!(matches!(err, TranslationError::NotConfigured));
-        let english = translate_prompt(None, "a dog").await.expect("no translation needed");
+        let english = translate_prompt(None, "a dog")
+            .await
+            .expect("no translation needed");
         assert_eq!(english, "a dog");
     }
 }

@@ -65,18 +65,36 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     let obj = body
         .as_object()
         .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
-    const KNOWN: &[&str] = &["model", "prompt", "seconds", "aspect_ratio", "image_reference", "references", "size"];
+    const KNOWN: &[&str] = &[
+        "model",
+        "prompt",
+        "seconds",
+        "aspect_ratio",
+        "image_reference",
+        "references",
+        "size",
+    ];
     if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(ApiError::invalid(unknown, format!("Unknown parameter: {unknown}.")));
+        return Err(ApiError::invalid(
+            unknown,
+            format!("Unknown parameter: {unknown}."),
+        ));
     }
     let model = match obj.get("model") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
-        Some(_) => return Err(ApiError::invalid("model", "model must be a video model id.")),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "model",
+                "model must be a video model id.",
+            ))
+        }
         None => return Err(ApiError::invalid("model", "model is required.")),
     };
     let prompt = match obj.get("prompt") {
         Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
-        Some(Value::String(_)) => return Err(ApiError::invalid("prompt", "prompt must not be empty.")),
+        Some(Value::String(_)) => {
+            return Err(ApiError::invalid("prompt", "prompt must not be empty."))
+        }
         Some(_) => return Err(ApiError::invalid("prompt", "prompt must be a string.")),
         None => return Err(ApiError::invalid("prompt", "prompt is required.")),
     };
@@ -105,7 +123,12 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     };
     let aspect_ratio = match obj.get("aspect_ratio") {
         Some(Value::String(a)) if ASPECT_RATIOS.contains(&a.as_str()) => a.clone(),
-        None => return Err(ApiError::invalid("aspect_ratio", "aspect_ratio is required.")),
+        None => {
+            return Err(ApiError::invalid(
+                "aspect_ratio",
+                "aspect_ratio is required.",
+            ))
+        }
         Some(_) => {
             return Err(ApiError::invalid(
                 "aspect_ratio",
@@ -126,7 +149,10 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     if has_frames {
         let frames = expect_array(&obj["image_reference"], "image_reference")?;
         if frames.is_empty() || frames.len() > 2 {
-            return Err(ApiError::invalid("image_reference", "image_reference holds one or two images."));
+            return Err(ApiError::invalid(
+                "image_reference",
+                "image_reference holds one or two images.",
+            ));
         }
         for (i, frame) in frames.iter().enumerate() {
             let param = format!("image_reference[{i}]");
@@ -145,7 +171,10 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
             if slot.is_some() {
                 return Err(ApiError::invalid(
                     &format!("{param}.role"),
-                    format!("Each role may be used once; {} appears twice.", role.unwrap_or_default()),
+                    format!(
+                        "Each role may be used once; {} appears twice.",
+                        role.unwrap_or_default()
+                    ),
                 ));
             }
             *slot = Some(id.clone());
@@ -154,23 +183,46 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     }
     if has_refs {
         let refs = expect_object(&obj["references"], "references")?;
-        if let Some(unknown) = refs.keys().find(|k| !["images", "videos", "audio"].contains(&k.as_str())) {
+        if let Some(unknown) = refs
+            .keys()
+            .find(|k| !["images", "videos", "audio"].contains(&k.as_str()))
+        {
             return Err(ApiError::invalid(
                 &format!("references.{unknown}"),
                 "references holds images, videos and audio.",
             ));
         }
         let groups: [(&str, usize, &'static str, &mut Vec<String>); 3] = [
-            ("images", MAX_REFERENCE_IMAGES, "vision", &mut inputs.reference_images),
-            ("videos", MAX_REFERENCE_VIDEOS, "video", &mut inputs.reference_videos),
-            ("audio", MAX_REFERENCE_AUDIO, "audio", &mut inputs.reference_audio),
+            (
+                "images",
+                MAX_REFERENCE_IMAGES,
+                "vision",
+                &mut inputs.reference_images,
+            ),
+            (
+                "videos",
+                MAX_REFERENCE_VIDEOS,
+                "video",
+                &mut inputs.reference_videos,
+            ),
+            (
+                "audio",
+                MAX_REFERENCE_AUDIO,
+                "audio",
+                &mut inputs.reference_audio,
+            ),
         ];
         for (name, max, purpose, into) in groups {
-            let Some(list) = refs.get(name).filter(|v| !v.is_null()) else { continue };
+            let Some(list) = refs.get(name).filter(|v| !v.is_null()) else {
+                continue;
+            };
             let param = format!("references.{name}");
             let list = expect_array(list, &param)?;
             if list.len() > max {
-                return Err(ApiError::invalid(&param, format!("{param} holds at most {max} files.")));
+                return Err(ApiError::invalid(
+                    &param,
+                    format!("{param} holds at most {max} files."),
+                ));
             }
             for (i, entry) in list.iter().enumerate() {
                 let p = format!("{param}[{i}]");
@@ -186,7 +238,14 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
             ));
         }
     }
-    Ok(CreateRequest { model, prompt, seconds, aspect_ratio, inputs, file_params })
+    Ok(CreateRequest {
+        model,
+        prompt,
+        seconds,
+        aspect_ratio,
+        inputs,
+        file_params,
+    })
 }
 
 fn size_limit(purpose: &str) -> u64 {
@@ -203,23 +262,37 @@ async fn check_files(app: &App, org: &str, req: &CreateRequest) -> ApiResult<()>
         let file: FileObject = match crate::files::find(app, org, id).await {
             Ok(f) => f,
             Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
-                return Err(ApiError::invalid(param, format!("No file {id} exists in your organization.")))
+                return Err(ApiError::invalid(
+                    param,
+                    format!("No file {id} exists in your organization."),
+                ))
             }
             Err(e) => return Err(e),
         };
         if file.purpose != *purpose {
             return Err(ApiError::invalid(
                 param,
-                format!("File {id} has purpose '{}'; this field needs purpose '{purpose}'.", file.purpose),
+                format!(
+                    "File {id} has purpose '{}'; this field needs purpose '{purpose}'.",
+                    file.purpose
+                ),
             ));
         }
         let limit = size_limit(purpose);
         // Images must be strictly under the limit; videos and audio may reach it.
-        let too_big = if *purpose == "vision" { file.bytes >= limit } else { file.bytes > limit };
+        let too_big = if *purpose == "vision" {
+            file.bytes >= limit
+        } else {
+            file.bytes > limit
+        };
         if too_big {
             return Err(ApiError::invalid(
                 param,
-                format!("File {id} is {} bytes; the limit for this field is {} MiB.", file.bytes, limit / MIB),
+                format!(
+                    "File {id} is {} bytes; the limit for this field is {} MiB.",
+                    file.bytes,
+                    limit / MIB
+                ),
             ));
         }
     }
@@ -233,18 +306,29 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
     let model = app
         .catalog
         .video_model(&req.model)
-        .filter(|m| m.plans.iter().any(|p| *p == org.plan))
+        .filter(|m| m.plans.contains(&org.plan))
         .ok_or_else(|| {
             ApiError::not_found(
                 "model_not_found",
-                format!("The video model '{}' does not exist or your plan is not entitled to it.", req.model),
+                format!(
+                    "The video model '{}' does not exist or your plan is not entitled to it.",
+                    req.model
+                ),
             )
             .with_param("model")
         })?;
-    if model.engine.as_deref().and_then(|e| app.catalog.engine(e)).is_none() {
+    if model
+        .engine
+        .as_deref()
+        .and_then(|e| app.catalog.engine(e))
+        .is_none()
+    {
         return Err(ApiError::unavailable(
             "provider_unavailable",
-            format!("No video engine is configured for '{}'. Try again later.", model.id),
+            format!(
+                "No video engine is configured for '{}'. Try again later.",
+                model.id
+            ),
         ));
     }
     let pricing = model
@@ -254,7 +338,10 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
         .ok_or_else(|| {
             ApiError::unavailable(
                 "provider_unavailable",
-                format!("'{}' has no {RESOLUTION} price in {}.", model.id, org.currency),
+                format!(
+                    "'{}' has no {RESOLUTION} price in {}.",
+                    model.id, org.currency
+                ),
             )
         })?;
     check_files(app, &caller.org, &req).await?;
@@ -267,10 +354,9 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
             ),
         ));
     }
-    let plan = app
-        .catalog
-        .plan(&org.plan)
-        .ok_or_else(|| ApiError::internal("admitting a video", format!("unknown plan {}", org.plan)))?;
+    let plan = app.catalog.plan(&org.plan).ok_or_else(|| {
+        ApiError::internal("admitting a video", format!("unknown plan {}", org.plan))
+    })?;
     let quote = pricing.per_second * Decimal::from(req.seconds);
     let id = new_id("video");
     let now = now_secs();
@@ -293,12 +379,16 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
     job.insert("thumbnail".into(), false.into());
     job.insert("reservation".into(), RESERVATION_HELD.into());
     job.insert("inputs".into(), req.inputs.to_attr());
-    let video = Video::from_item(&job).ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
+    let video = Video::from_item(&job)
+        .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
     let admitted = app
         .store
         .transact(vec![
             crate::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
-            TransactOp::Put { item: job, condition: Some(Condition::NotExists) },
+            TransactOp::Put {
+                item: job,
+                condition: Some(Condition::NotExists),
+            },
         ])
         .await;
     if let Err(e) = admitted {

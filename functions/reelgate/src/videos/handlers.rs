@@ -35,15 +35,20 @@ fn with_poll_hint(video: Video) -> Response {
     let running = !video.is_terminal();
     let mut response = Json(video).into_response();
     if running {
-        response
-            .headers_mut()
-            .insert("openai-poll-after-ms", axum::http::HeaderValue::from_static(POLL_AFTER_MS));
+        response.headers_mut().insert(
+            "openai-poll-after-ms",
+            axum::http::HeaderValue::from_static(POLL_AFTER_MS),
+        );
     }
     response
 }
 
 fn not_found(video_id: &str) -> ApiError {
-    ApiError::not_found("video_not_found", format!("No video found with id '{video_id}'.")).with_param("video_id")
+    ApiError::not_found(
+        "video_not_found",
+        format!("No video found with id '{video_id}'."),
+    )
+    .with_param("video_id")
 }
 
 /// A job of the caller's organization; another organization's job does not exist.
@@ -52,15 +57,25 @@ pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
         return Err(not_found(video_id));
     }
     let it = app.store.get(&job_key(org, video_id)).await?;
-    it.as_ref().and_then(Video::from_item).ok_or_else(|| not_found(video_id))
+    it.as_ref()
+        .and_then(Video::from_item)
+        .ok_or_else(|| not_found(video_id))
 }
 
-async fn create(State(app): State<App>, caller: Caller, ApiJson(body): ApiJson<Value>) -> ApiResult<Response> {
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
     let video = super::create::create(&app, &caller, &body).await?;
     Ok(with_poll_hint(video))
 }
 
-async fn retrieve(State(app): State<App>, caller: Caller, Path(video_id): Path<String>) -> ApiResult<Response> {
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+) -> ApiResult<Response> {
     Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
 }
 
@@ -71,12 +86,21 @@ struct ListParams {
     order: Option<String>,
 }
 
-async fn list(State(app): State<App>, caller: Caller, ApiQuery(params): ApiQuery<ListParams>) -> ApiResult<Json<Value>> {
+async fn list(
+    State(app): State<App>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Json<Value>> {
     let limit = match params.limit.as_deref() {
         None => 20,
         Some(raw) => match raw.parse::<usize>() {
             Ok(n) if (1..=100).contains(&n) => n,
-            _ => return Err(ApiError::invalid("limit", "limit must be an integer from 1 to 100.")),
+            _ => {
+                return Err(ApiError::invalid(
+                    "limit",
+                    "limit must be an integer from 1 to 100.",
+                ))
+            }
         },
     };
     let descending = match params.order.as_deref() {
@@ -89,13 +113,20 @@ async fn list(State(app): State<App>, caller: Caller, ApiQuery(params): ApiQuery
         Some(id) if is_valid(id, "video") => Some(format!("VIDEO#{id}")),
         Some(_) => return Err(ApiError::invalid("after", "after must be a video id.")),
     };
-    let mut q = Query::partition(format!("ORG#{}", caller.org)).prefix("VIDEO#").limit(limit).after(after);
+    let mut q = Query::partition(format!("ORG#{}", caller.org))
+        .prefix("VIDEO#")
+        .limit(limit)
+        .after(after);
     if descending {
         q = q.descending();
     }
     let page = app.store.query(q).await?;
     let data: Vec<Video> = page.items.iter().filter_map(Video::from_item).collect();
-    Ok(Json(crate::http::list_envelope(&data, |v| v.id.clone(), page.last_sk.is_some())))
+    Ok(Json(crate::http::list_envelope(
+        &data,
+        |v| v.id.clone(),
+        page.last_sk.is_some(),
+    )))
 }
 
 async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
@@ -120,7 +151,11 @@ async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>
     Ok(Json(json!({"object": "list", "data": data})))
 }
 
-async fn delete(State(app): State<App>, caller: Caller, Path(video_id): Path<String>) -> ApiResult<Json<Value>> {
+async fn delete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<Value>> {
     let video = find(&app, &caller.org, &video_id).await?;
     if !video.is_terminal() {
         return Err(ApiError::conflict(format!(
@@ -131,26 +166,40 @@ async fn delete(State(app): State<App>, caller: Caller, Path(video_id): Path<Str
     let terminal: Vec<crate::store::Attr> = TERMINAL.iter().map(|s| (*s).into()).collect();
     match app
         .store
-        .delete(&job_key(&caller.org, &video_id), Some(Condition::In("status".into(), terminal)))
+        .delete(
+            &job_key(&caller.org, &video_id),
+            Some(Condition::In("status".into(), terminal)),
+        )
         .await
     {
         Ok(_) => {}
         Err(crate::store::StoreError::ConditionFailed) => {
-            return Err(ApiError::conflict(format!("Video {video_id} changed state; try again.")))
+            return Err(ApiError::conflict(format!(
+                "Video {video_id} changed state; try again."
+            )))
         }
         Err(e) => return Err(e.into()),
     }
-    app.blobs.delete(&output_blob_key(&caller.org, &video_id)).await?;
-    app.blobs.delete(&thumbnail_blob_key(&caller.org, &video_id)).await?;
+    app.blobs
+        .delete(&output_blob_key(&caller.org, &video_id))
+        .await?;
+    app.blobs
+        .delete(&thumbnail_blob_key(&caller.org, &video_id))
+        .await?;
     tracing::info!(%video_id, org = %caller.org, "video deleted");
-    Ok(Json(json!({"id": video_id, "object": "video", "deleted": true})))
+    Ok(Json(
+        json!({"id": video_id, "object": "video", "deleted": true}),
+    ))
 }
 
 fn require_completed(video: &Video, what: &str) -> ApiResult<()> {
     if video.status != STATUS_COMPLETED {
         return Err(ApiError::invalid(
             "video_id",
-            format!("The {what} is available once the video has completed; it is {}.", video.status),
+            format!(
+                "The {what} is available once the video has completed; it is {}.",
+                video.status
+            ),
         ));
     }
     Ok(())
@@ -172,18 +221,29 @@ async fn content(
         None | Some("video") => {}
         // OpenAI's SDK asks for the thumbnail through the content route.
         Some("thumbnail") => return serve_thumbnail(&app, &caller, &video_id, &headers).await,
-        Some(_) => return Err(ApiError::invalid("variant", "variant must be video or thumbnail.")),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "variant",
+                "variant must be video or thumbnail.",
+            ))
+        }
     }
     let video = find(&app, &caller.org, &video_id).await?;
     require_completed(&video, "content")?;
     if app.settings.content_redirect {
         let url = app
             .blobs
-            .presign_get(&output_blob_key(&caller.org, &video_id), app.settings.presign_ttl)
+            .presign_get(
+                &output_blob_key(&caller.org, &video_id),
+                app.settings.presign_ttl,
+            )
             .await?;
         return Ok((
             axum::http::StatusCode::FOUND,
-            [(axum::http::header::LOCATION, url), (axum::http::header::CACHE_CONTROL, "no-store".to_owned())],
+            [
+                (axum::http::header::LOCATION, url),
+                (axum::http::header::CACHE_CONTROL, "no-store".to_owned()),
+            ],
         )
             .into_response());
     }
@@ -205,7 +265,12 @@ async fn thumbnail(
     serve_thumbnail(&app, &caller, &video_id, &headers).await
 }
 
-async fn serve_thumbnail(app: &App, caller: &Caller, video_id: &str, headers: &HeaderMap) -> ApiResult<Response> {
+async fn serve_thumbnail(
+    app: &App,
+    caller: &Caller,
+    video_id: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
     let video = find(app, &caller.org, video_id).await?;
     require_completed(&video, "thumbnail")?;
     if !video.thumbnail {

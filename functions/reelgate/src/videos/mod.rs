@@ -17,7 +17,12 @@ pub const STATUS_FAILED: &str = "failed";
 pub const STATUS_CANCELED: &str = "canceled";
 
 pub const TERMINAL: &[&str] = &[STATUS_COMPLETED, STATUS_FAILED, STATUS_CANCELED];
-pub const RUNNING: &[&str] = &[STATUS_MODERATING, STATUS_TRANSLATING, STATUS_QUEUED, STATUS_IN_PROGRESS];
+pub const RUNNING: &[&str] = &[
+    STATUS_MODERATING,
+    STATUS_TRANSLATING,
+    STATUS_QUEUED,
+    STATUS_IN_PROGRESS,
+];
 
 /// The reservation of a job's quote: held from admission until charged or released, once.
 pub const RESERVATION_HELD: &str = "held";
@@ -129,9 +134,14 @@ impl JobInputs {
     }
 
     pub fn from_attr(attr: Option<&Attr>) -> JobInputs {
-        let Some(Attr::M(m)) = attr else { return JobInputs::default() };
+        let Some(Attr::M(m)) = attr else {
+            return JobInputs::default();
+        };
         let list = |name: &str| match m.get(name) {
-            Some(Attr::L(v)) => v.iter().filter_map(|a| a.as_str().map(str::to_owned)).collect(),
+            Some(Attr::L(v)) => v
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
             _ => Vec::new(),
         };
         JobInputs {

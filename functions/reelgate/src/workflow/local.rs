@@ -8,8 +8,8 @@ use crate::app::App;
 use crate::db::Database;
 use async_trait::async_trait;
 use reelgate_asl::{
-    ExecutionJournal, ExecutionSnapshot, JournalError, Runner, RunnerError, RunnerOptions, StateMachine, TaskCall,
-    TaskDispatcher, TaskFailure, TaskOutcome,
+    ExecutionJournal, ExecutionSnapshot, JournalError, Runner, RunnerError, RunnerOptions,
+    StateMachine, TaskCall, TaskDispatcher, TaskFailure, TaskOutcome,
 };
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
@@ -72,13 +72,16 @@ impl ExecutionJournal for SqliteJournal {
         let rows: Vec<String> = self
             .db
             .read(|c| {
-                let mut stmt = c.prepare("SELECT snapshot FROM workflow_executions WHERE running = 1")?;
+                let mut stmt =
+                    c.prepare("SELECT snapshot FROM workflow_executions WHERE running = 1")?;
                 let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
                 rows.collect()
             })
             .await
             .map_err(journal_err)?;
-        rows.iter().map(|t| serde_json::from_str(t).map_err(journal_err)).collect()
+        rows.iter()
+            .map(|t| serde_json::from_str(t).map_err(journal_err))
+            .collect()
     }
 
     async fn load(&self, execution_id: &str) -> Result<Option<ExecutionSnapshot>, JournalError> {
@@ -86,12 +89,17 @@ impl ExecutionJournal for SqliteJournal {
         let row: Option<String> = self
             .db
             .read(move |c| {
-                c.query_row("SELECT snapshot FROM workflow_executions WHERE execution_id = ?1", params![id], |r| r.get(0))
-                    .optional()
+                c.query_row(
+                    "SELECT snapshot FROM workflow_executions WHERE execution_id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
+                .optional()
             })
             .await
             .map_err(journal_err)?;
-        row.map(|t| serde_json::from_str(&t).map_err(journal_err)).transpose()
+        row.map(|t| serde_json::from_str(&t).map_err(journal_err))
+            .transpose()
     }
 }
 
@@ -107,7 +115,11 @@ impl TaskDispatcher for LocalDispatcher {
             reelgate_asl::LAMBDA_INVOKE => {
                 let function = call.parameters["FunctionName"].as_str().unwrap_or_default();
                 let step = function.strip_prefix("local:").unwrap_or(function);
-                let payload = call.parameters.get("Payload").cloned().unwrap_or(Value::Null);
+                let payload = call
+                    .parameters
+                    .get("Payload")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 match steps::run_step(&self.app, step, payload).await {
                     Ok(result) => Ok(TaskOutcome::Completed(result)),
                     Err(e) => Err(TaskFailure::lambda_function_error(&e.error, &e.cause)),
@@ -125,7 +137,10 @@ impl TaskDispatcher for LocalDispatcher {
                     .map_err(|e| TaskFailure::new("SQS.ServiceUnavailable", e.to_string()))?;
                 Ok(TaskOutcome::AwaitingCallback)
             }
-            other => Err(TaskFailure::new("States.Runtime", format!("the local host cannot run resource {other}"))),
+            other => Err(TaskFailure::new(
+                "States.Runtime",
+                format!("the local host cannot run resource {other}"),
+            )),
         }
     }
 }
@@ -145,16 +160,33 @@ fn map_runner(e: RunnerError) -> WorkflowError {
 #[async_trait]
 impl Workflow for LocalWorkflow {
     async fn start(&self, name: &str, input: Value) -> Result<String, WorkflowError> {
-        self.runner.start_execution(name, input).await.map_err(map_runner)
+        self.runner
+            .start_execution(name, input)
+            .await
+            .map_err(map_runner)
     }
     async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError> {
-        self.runner.send_task_success(token, output).await.map_err(map_runner)
+        self.runner
+            .send_task_success(token, output)
+            .await
+            .map_err(map_runner)
     }
-    async fn task_failure(&self, token: &str, error: &str, cause: &str) -> Result<(), WorkflowError> {
-        self.runner.send_task_failure(token, error, cause).await.map_err(map_runner)
+    async fn task_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<(), WorkflowError> {
+        self.runner
+            .send_task_failure(token, error, cause)
+            .await
+            .map_err(map_runner)
     }
     async fn task_heartbeat(&self, token: &str) -> Result<(), WorkflowError> {
-        self.runner.send_task_heartbeat(token).await.map_err(map_runner)
+        self.runner
+            .send_task_heartbeat(token)
+            .await
+            .map_err(map_runner)
     }
 }
 
@@ -170,7 +202,11 @@ pub struct LocalWorkflowOptions {
 
 impl Default for LocalWorkflowOptions {
     fn default() -> Self {
-        LocalWorkflowOptions { time_scale: 1.0, workers: 2, sweep_interval: Duration::from_secs(600) }
+        LocalWorkflowOptions {
+            time_scale: 1.0,
+            workers: 2,
+            sweep_interval: Duration::from_secs(600),
+        }
     }
 }
 
@@ -210,7 +246,9 @@ pub async fn start(
         Arc::new(SqliteJournal::new(db.clone())),
         RunnerOptions::with_time_scale(options.time_scale),
     );
-    app.set_workflow(Arc::new(LocalWorkflow { runner: runner.clone() }));
+    app.set_workflow(Arc::new(LocalWorkflow {
+        runner: runner.clone(),
+    }));
     let resumed = runner.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished video executions");
@@ -236,7 +274,11 @@ pub async fn start(
 async fn worker_loop(app: App, n: usize) {
     let visibility = Duration::from_secs(120);
     loop {
-        let batch = match app.render_queue.receive(1, visibility, Duration::from_secs(2)).await {
+        let batch = match app
+            .render_queue
+            .receive(1, visibility, Duration::from_secs(2))
+            .await
+        {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!(worker = n, error = %e, "render queue receive failed");
@@ -252,7 +294,10 @@ async fn worker_loop(app: App, n: usize) {
                     }
                 }
                 worker::Disposition::Retry => {
-                    let _ = app.render_queue.change_visibility(&message.receipt, app.settings.render_poll_interval).await;
+                    let _ = app
+                        .render_queue
+                        .change_visibility(&message.receipt, app.settings.render_poll_interval)
+                        .await;
                 }
             }
         }
@@ -262,16 +307,27 @@ async fn worker_loop(app: App, n: usize) {
 /// Deletes what has expired: finished jobs with their outputs and thumbnails 30 days after
 /// they finished, uploaded files 30 days after upload (DynamoDB TTL and S3 lifecycle rules do
 /// this on AWS). Moderation records expire on their own schedule.
-pub async fn sweep(app: &App, store: &crate::store::sqlite::SqliteItemStore) -> anyhow::Result<usize> {
+pub async fn sweep(
+    app: &App,
+    store: &crate::store::sqlite::SqliteItemStore,
+) -> anyhow::Result<usize> {
     let now = crate::store::now_secs();
     let expired = store.expired_keys(now).await?;
     for (pk, sk) in &expired {
-        let Some(org) = pk.strip_prefix("ORG#").filter(|o| !o.contains('#')) else { continue };
+        let Some(org) = pk.strip_prefix("ORG#").filter(|o| !o.contains('#')) else {
+            continue;
+        };
         if let Some(video_id) = sk.strip_prefix("VIDEO#") {
-            app.blobs.delete(&crate::videos::output_blob_key(org, video_id)).await?;
-            app.blobs.delete(&crate::videos::thumbnail_blob_key(org, video_id)).await?;
+            app.blobs
+                .delete(&crate::videos::output_blob_key(org, video_id))
+                .await?;
+            app.blobs
+                .delete(&crate::videos::thumbnail_blob_key(org, video_id))
+                .await?;
         } else if let Some(file_id) = sk.strip_prefix("FILE#") {
-            app.blobs.delete(&crate::files::blob_key(org, file_id)).await?;
+            app.blobs
+                .delete(&crate::files::blob_key(org, file_id))
+                .await?;
         }
     }
     let removed = store.sweep_expired().await?;

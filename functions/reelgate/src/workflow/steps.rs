@@ -32,7 +32,10 @@ pub struct StepError {
 
 impl StepError {
     pub fn new(error: &str, cause: impl Into<String>) -> Self {
-        StepError { error: error.to_owned(), cause: cause.into() }
+        StepError {
+            error: error.to_owned(),
+            cause: cause.into(),
+        }
     }
 }
 
@@ -71,7 +74,10 @@ pub async fn run_step(app: &App, step: &str, payload: Value) -> Result<Value, St
         "translate" => translate(app, &job).await,
         "finalize" => finalize(app, &job, &payload["render"]).await,
         "fail_job" => fail_job(app, &job, &payload).await,
-        other => Err(StepError::new(errors::BAD_INPUT, format!("unknown step {other}"))),
+        other => Err(StepError::new(
+            errors::BAD_INPUT,
+            format!("unknown step {other}"),
+        )),
     };
     match &outcome {
         Ok(_) => tracing::info!(step, video_id = %job.video_id, "step done"),
@@ -88,7 +94,10 @@ async fn load_running(app: &App, job: &JobRef) -> Result<crate::store::Item, Ste
         .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
     let status = item.str_attr("status").unwrap_or_default();
     if !videos::RUNNING.contains(&status) {
-        return Err(StepError::new(errors::JOB_NOT_RUNNING, format!("the job is {status}")));
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            format!("the job is {status}"),
+        ));
     }
     Ok(item)
 }
@@ -100,11 +109,24 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
     for file_id in inputs.image_file_ids() {
         let key = crate::files::blob_key(&job.org, file_id);
         let unavailable = |e: crate::blobs::BlobError| {
-            StepError::new(errors::MODERATION_UNAVAILABLE, format!("reference image {file_id}: {e}"))
+            StepError::new(
+                errors::MODERATION_UNAVAILABLE,
+                format!("reference image {file_id}: {e}"),
+            )
         };
-        let url = app.blobs.presign_get(&key, app.settings.presign_ttl).await.map_err(unavailable)?;
-        let bytes = read_all(app.blobs.as_ref(), &key).await.map_err(unavailable)?;
-        images.push(crate::moderation::ImageInput { file_id: file_id.to_owned(), url, bytes });
+        let url = app
+            .blobs
+            .presign_get(&key, app.settings.presign_ttl)
+            .await
+            .map_err(unavailable)?;
+        let bytes = read_all(app.blobs.as_ref(), &key)
+            .await
+            .map_err(unavailable)?;
+        images.push(crate::moderation::ImageInput {
+            file_id: file_id.to_owned(),
+            url,
+            bytes,
+        });
     }
     let input = crate::moderation::ModerationInput {
         prompt: item.str_attr("prompt").unwrap_or_default().to_owned(),
@@ -119,11 +141,25 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
     if verdict.flagged {
         return Err(StepError::new(
             errors::MODERATION_BLOCKED,
-            format!("The request was blocked by moderation ({}).", verdict.categories.join(", ")),
+            format!(
+                "The request was blocked by moderation ({}).",
+                verdict.categories.join(", ")
+            ),
         ));
     }
-    if !crate::jobs::advance(app, &job.org, &job.video_id, videos::STATUS_TRANSLATING, Update::new()).await? {
-        return Err(StepError::new(errors::JOB_NOT_RUNNING, "the job ended during moderation"));
+    if !crate::jobs::advance(
+        app,
+        &job.org,
+        &job.video_id,
+        videos::STATUS_TRANSLATING,
+        Update::new(),
+    )
+    .await?
+    {
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            "the job ended during moderation",
+        ));
     }
     Ok(json!({"verdict": "allowed"}))
 }
@@ -138,7 +174,10 @@ async fn translate(app: &App, job: &JobRef) -> Result<Value, StepError> {
     let translated = english != prompt;
     let update = Update::new().set("engine_prompt", english);
     if !crate::jobs::advance(app, &job.org, &job.video_id, videos::STATUS_QUEUED, update).await? {
-        return Err(StepError::new(errors::JOB_NOT_RUNNING, "the job ended during translation"));
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            "the job ended during translation",
+        ));
     }
     Ok(json!({"translated": translated}))
 }
@@ -162,7 +201,10 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
                 .store
                 .get(&job_key(&job.org, &job.video_id))
                 .await?
-                .and_then(|i| i.str_attr("reservation").map(|r| r == videos::RESERVATION_CHARGED))
+                .and_then(|i| {
+                    i.str_attr("reservation")
+                        .map(|r| r == videos::RESERVATION_CHARGED)
+                })
                 .unwrap_or(false);
             if charged {
                 return Ok(json!({"charged": false, "already": true}));
@@ -173,13 +215,24 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
     let seconds = item.i64_attr("seconds").unwrap_or_default() as f64;
     let mp4 = read_all(app.blobs.as_ref(), &render.output_key)
         .await
-        .map_err(|e| StepError::new(errors::ENGINE_OUTPUT_INVALID, format!("the engine's output is missing: {e}")))?;
-    let probe = reelgate_media::probe_mp4(&mp4)
-        .map_err(|e| StepError::new(errors::ENGINE_OUTPUT_INVALID, format!("the engine's output is not an MP4: {e}")))?;
-    let video = probe
-        .video
-        .as_ref()
-        .ok_or_else(|| StepError::new(errors::ENGINE_OUTPUT_INVALID, "the output has no video track"))?;
+        .map_err(|e| {
+            StepError::new(
+                errors::ENGINE_OUTPUT_INVALID,
+                format!("the engine's output is missing: {e}"),
+            )
+        })?;
+    let probe = reelgate_media::probe_mp4(&mp4).map_err(|e| {
+        StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            format!("the engine's output is not an MP4: {e}"),
+        )
+    })?;
+    let video = probe.video.as_ref().ok_or_else(|| {
+        StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            "the output has no video track",
+        )
+    })?;
     if video.width.min(video.height) != 768 {
         return Err(StepError::new(
             errors::ENGINE_OUTPUT_INVALID,
@@ -187,12 +240,18 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
         ));
     }
     if probe.audio.is_none() {
-        return Err(StepError::new(errors::ENGINE_OUTPUT_INVALID, "the output has no audio track"));
+        return Err(StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            "the output has no audio track",
+        ));
     }
     if (probe.duration_secs - seconds).abs() > 0.5 {
         return Err(StepError::new(
             errors::ENGINE_OUTPUT_INVALID,
-            format!("the output lasts {:.2} s, not {seconds} s", probe.duration_secs),
+            format!(
+                "the output lasts {:.2} s, not {seconds} s",
+                probe.duration_secs
+            ),
         ));
     }
     let size = format!("{}x{}", video.width, video.height);
@@ -204,8 +263,16 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
             .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
     }
     let thumb_key = videos::thumbnail_blob_key(&job.org, &job.video_id);
-    let thumbnail = match tokio::task::spawn_blocking(move || reelgate_media::thumbnail_jpeg(&mp4, 480)).await {
-        Ok(Ok(jpeg)) => app.blobs.put_bytes(&thumb_key, "image/jpeg", jpeg.into()).await.is_ok(),
+    let thumbnail = match tokio::task::spawn_blocking(move || {
+        reelgate_media::thumbnail_jpeg(&mp4, 480)
+    })
+    .await
+    {
+        Ok(Ok(jpeg)) => app
+            .blobs
+            .put_bytes(&thumb_key, "image/jpeg", jpeg.into())
+            .await
+            .is_ok(),
         Ok(Err(e)) => {
             tracing::warn!(video_id = %job.video_id, error = %e, "no thumbnail: the first frames could not be decoded");
             false
@@ -225,8 +292,19 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
         .set("thumbnail", thumbnail)
         .set("size", size)
         .set("render_id", render.render_id.clone())
-        .set(crate::store::EXPIRES_AT, now + app.settings.job_retention.as_secs() as i64);
-    let settled = crate::billing::charge(app.store.as_ref(), &job.org, &job.video_id, quote, &currency, update).await?;
+        .set(
+            crate::store::EXPIRES_AT,
+            now + app.settings.job_retention.as_secs() as i64,
+        );
+    let settled = crate::billing::charge(
+        app.store.as_ref(),
+        &job.org,
+        &job.video_id,
+        quote,
+        &currency,
+        update,
+    )
+    .await?;
     let charged = settled == crate::billing::Settlement::Settled;
     tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
     Ok(json!({"charged": charged}))

@@ -18,7 +18,11 @@ use std::time::Duration;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RenderMessage {
     /// Sent by the state machine's Render state.
-    Submit { task_token: String, org: String, video_id: String },
+    Submit {
+        task_token: String,
+        org: String,
+        video_id: String,
+    },
     /// Sent by the worker to itself to follow a render.
     Poll {
         task_token: String,
@@ -52,9 +56,29 @@ pub async fn handle(app: &App, body: &str) -> Disposition {
         }
     };
     let outcome = match message {
-        RenderMessage::Submit { task_token, org, video_id } => submit(app, &task_token, &org, &video_id).await,
-        RenderMessage::Poll { task_token, org, video_id, render_id, last_progress, unreachable } => {
-            poll(app, &task_token, &org, &video_id, &render_id, last_progress, unreachable).await
+        RenderMessage::Submit {
+            task_token,
+            org,
+            video_id,
+        } => submit(app, &task_token, &org, &video_id).await,
+        RenderMessage::Poll {
+            task_token,
+            org,
+            video_id,
+            render_id,
+            last_progress,
+            unreachable,
+        } => {
+            poll(
+                app,
+                &task_token,
+                &org,
+                &video_id,
+                &render_id,
+                last_progress,
+                unreachable,
+            )
+            .await
         }
     };
     match outcome {
@@ -68,9 +92,17 @@ pub async fn handle(app: &App, body: &str) -> Disposition {
 
 type WorkerResult = Result<(), String>;
 
-async fn fail_task(app: &App, token: &str, video_id: &str, error: &str, cause: &str) -> WorkerResult {
+async fn fail_task(
+    app: &App,
+    token: &str,
+    video_id: &str,
+    error: &str,
+    cause: &str,
+) -> WorkerResult {
     tracing::warn!(%video_id, error, cause, "render failed");
-    let Some(workflow) = app.workflow() else { return Err("no workflow configured".into()) };
+    let Some(workflow) = app.workflow() else {
+        return Err("no workflow configured".into());
+    };
     match workflow.task_failure(token, error, cause).await {
         Ok(()) | Err(crate::workflow::WorkflowError::InvalidToken) => Ok(()),
         Err(e) => Err(e.to_string()),
@@ -79,7 +111,11 @@ async fn fail_task(app: &App, token: &str, video_id: &str, error: &str, cause: &
 
 async fn enqueue(app: &App, message: &RenderMessage, delay: Duration) -> WorkerResult {
     let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
-    app.render_queue.send(&body, delay).await.map(|_| ()).map_err(|e| e.to_string())
+    app.render_queue
+        .send(&body, delay)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 async fn sign_inputs(app: &App, org: &str, inputs: &JobInputs) -> Result<RenderInputs, String> {
@@ -110,12 +146,17 @@ async fn sign_inputs(app: &App, org: &str, inputs: &JobInputs) -> Result<RenderI
 
 /// Output dimensions for the job: `Auto` follows the first frame's shape when there is one.
 async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (u32, u32) {
-    let ratio = reelgate_media::AspectRatio::parse(aspect).unwrap_or(reelgate_media::AspectRatio::R16x9);
+    let ratio =
+        reelgate_media::AspectRatio::parse(aspect).unwrap_or(reelgate_media::AspectRatio::R16x9);
     let mut first = None;
     if ratio == reelgate_media::AspectRatio::Auto {
         if let Some(id) = &inputs.first_frame {
-            if let Ok(bytes) = crate::blobs::read_all(app.blobs.as_ref(), &crate::files::blob_key(org, id)).await {
-                first = reelgate_media::decode_image(&bytes).ok().map(|i| (i.width(), i.height()));
+            if let Ok(bytes) =
+                crate::blobs::read_all(app.blobs.as_ref(), &crate::files::blob_key(org, id)).await
+            {
+                first = reelgate_media::decode_image(&bytes)
+                    .ok()
+                    .map(|i| (i.width(), i.height()));
             }
         }
     }
@@ -123,12 +164,31 @@ async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (
 }
 
 async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResult {
-    let Some(job) = app.store.get(&job_key(org, video_id)).await.map_err(|e| e.to_string())? else {
-        return fail_task(app, token, video_id, errors::JOB_NOT_RUNNING, "the job no longer exists").await;
+    let Some(job) = app
+        .store
+        .get(&job_key(org, video_id))
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            "the job no longer exists",
+        )
+        .await;
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
-        return fail_task(app, token, video_id, errors::JOB_NOT_RUNNING, &format!("the job is {status}")).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            &format!("the job is {status}"),
+        )
+        .await;
     }
     // A redelivered submit finds the render it already started.
     if let Some(render_id) = job.str_attr("render_id") {
@@ -144,7 +204,14 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
     }
     let engine_id = job.str_attr("engine").unwrap_or_default();
     let Some(engine) = app.engines.get(engine_id) else {
-        return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &format!("no engine {engine_id} is configured")).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::ENGINE_UNAVAILABLE,
+            &format!("no engine {engine_id} is configured"),
+        )
+        .await;
     };
     let inputs = JobInputs::from_attr(job.get("inputs"));
     let signed = match sign_inputs(app, org, &inputs).await {
@@ -172,19 +239,42 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
     let render = loop {
         match engine.submit(&request).await {
             Ok(render) => break render,
-            Err(EngineError::Unreachable(e)) if attempt + 1 < app.settings.engine_unreachable_attempts => {
+            Err(EngineError::Unreachable(e))
+                if attempt + 1 < app.settings.engine_unreachable_attempts =>
+            {
                 attempt += 1;
                 tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
                 tokio::time::sleep(app.settings.render_poll_interval).await;
             }
-            Err(e) => return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &e.to_string()).await,
+            Err(e) => {
+                return fail_task(
+                    app,
+                    token,
+                    video_id,
+                    errors::ENGINE_UNAVAILABLE,
+                    &e.to_string(),
+                )
+                .await
+            }
         }
     };
     tracing::info!(%video_id, render_id = %render.id, "render submitted");
-    let update = Update::new().set("render_id", render.id.clone()).set("progress", render.progress as i64);
-    if !crate::jobs::advance(app, org, video_id, videos::STATUS_IN_PROGRESS, update).await.map_err(|e| e.to_string())? {
+    let update = Update::new()
+        .set("render_id", render.id.clone())
+        .set("progress", render.progress as i64);
+    if !crate::jobs::advance(app, org, video_id, videos::STATUS_IN_PROGRESS, update)
+        .await
+        .map_err(|e| e.to_string())?
+    {
         let _ = engine.cancel(&render.id).await;
-        return fail_task(app, token, video_id, errors::JOB_NOT_RUNNING, "the job ended before the render started").await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            "the job ended before the render started",
+        )
+        .await;
     }
     if let Some(workflow) = app.workflow() {
         let _ = workflow.task_heartbeat(token).await;
@@ -209,25 +299,58 @@ async fn poll(
     last_progress: u32,
     unreachable: u32,
 ) -> WorkerResult {
-    let Some(job) = app.store.get(&job_key(org, video_id)).await.map_err(|e| e.to_string())? else {
-        return fail_task(app, token, video_id, errors::JOB_NOT_RUNNING, "the job no longer exists").await;
+    let Some(job) = app
+        .store
+        .get(&job_key(org, video_id))
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            "the job no longer exists",
+        )
+        .await;
     };
     let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
     let Some(engine) = app.engines.get(&engine_id) else {
-        return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &format!("no engine {engine_id} is configured")).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::ENGINE_UNAVAILABLE,
+            &format!("no engine {engine_id} is configured"),
+        )
+        .await;
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
         // The job ended elsewhere (e.g. the workflow timed it out): stop the engine's work.
         let _ = engine.cancel(render_id).await;
-        return fail_task(app, token, video_id, errors::JOB_NOT_RUNNING, &format!("the job is {status}")).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            &format!("the job is {status}"),
+        )
+        .await;
     }
     let render: Render = match engine.status(render_id).await {
         Ok(r) => r,
         Err(EngineError::Unreachable(e)) => {
             let unreachable = unreachable + 1;
             if unreachable >= app.settings.engine_unreachable_attempts {
-                return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &format!("the engine stopped answering: {e}")).await;
+                return fail_task(
+                    app,
+                    token,
+                    video_id,
+                    errors::ENGINE_UNAVAILABLE,
+                    &format!("the engine stopped answering: {e}"),
+                )
+                .await;
             }
             tracing::warn!(%video_id, unreachable, error = %e, "engine unreachable while rendering");
             let next = RenderMessage::Poll {
@@ -240,18 +363,44 @@ async fn poll(
             };
             return enqueue(app, &next, app.settings.render_poll_interval).await;
         }
-        Err(e) => return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &e.to_string()).await,
+        Err(e) => {
+            return fail_task(
+                app,
+                token,
+                video_id,
+                errors::ENGINE_UNAVAILABLE,
+                &e.to_string(),
+            )
+            .await
+        }
     };
     match render.status {
         RenderStatus::Succeeded => {
             let bytes = match engine.fetch_result(&render).await {
                 Ok(b) => b,
-                Err(e) => return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &format!("downloading the output: {e}")).await,
+                Err(e) => {
+                    return fail_task(
+                        app,
+                        token,
+                        video_id,
+                        errors::ENGINE_UNAVAILABLE,
+                        &format!("downloading the output: {e}"),
+                    )
+                    .await
+                }
             };
             let output_key = videos::output_blob_key(org, video_id);
-            app.blobs.put_bytes(&output_key, "video/mp4", bytes).await.map_err(|e| e.to_string())?;
-            let result = RenderResult { output_key, render_id: render.id.clone() };
-            let Some(workflow) = app.workflow() else { return Err("no workflow configured".into()) };
+            app.blobs
+                .put_bytes(&output_key, "video/mp4", bytes)
+                .await
+                .map_err(|e| e.to_string())?;
+            let result = RenderResult {
+                output_key,
+                render_id: render.id.clone(),
+            };
+            let Some(workflow) = app.workflow() else {
+                return Err("no workflow configured".into());
+            };
             let output = serde_json::to_value(&result).map_err(|e| e.to_string())?;
             match workflow.task_success(token, output).await {
                 Ok(()) => tracing::info!(%video_id, "render stored; execution resumed"),
@@ -274,12 +423,21 @@ async fn poll(
             // Heartbeats mean "the engine is working": queued, or progress moved.
             if render.status == RenderStatus::Queued || progress != last_progress {
                 if let Some(workflow) = app.workflow() {
-                    if let Err(crate::workflow::WorkflowError::InvalidToken) = workflow.task_heartbeat(token).await {
+                    if let Err(crate::workflow::WorkflowError::InvalidToken) =
+                        workflow.task_heartbeat(token).await
+                    {
                         let _ = engine.cancel(render_id).await;
                         return Ok(()); // the task already ended (timed out); its Catch failed the job
                     }
                 }
-                let _ = crate::jobs::advance(app, org, video_id, videos::STATUS_IN_PROGRESS, Update::new().set("progress", progress as i64)).await;
+                let _ = crate::jobs::advance(
+                    app,
+                    org,
+                    video_id,
+                    videos::STATUS_IN_PROGRESS,
+                    Update::new().set("progress", progress as i64),
+                )
+                .await;
             }
             let next = RenderMessage::Poll {
                 task_token: token.to_owned(),
