@@ -70,12 +70,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("http://{bound}"))
         .trim_end_matches('/')
         .to_owned();
-    let catalog = Catalog::load_from_env().context("loading the catalog")?;
+    let mut catalog = Catalog::load_from_env().context("loading the catalog")?;
+    reelgate::chat::discover_upstream_models(&mut catalog)
+        .await
+        .context("listing the models of REELGATE_UPSTREAM_BASE_URL")?;
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     let settings = settings_from_env(&base_url)?;
     let mut app = backend.app(Arc::new(catalog), settings);
     app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
+    app.upstreams = Arc::new(
+        reelgate::upstream::Upstreams::from_catalog(&app.catalog)
+            .await
+            .context("connecting the catalog's text-model upstreams")?,
+    );
     let demo = bootstrap_demo(&app)
         .await
         .context("creating the demo organization")?;

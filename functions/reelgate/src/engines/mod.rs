@@ -105,20 +105,6 @@ impl Engines {
     }
 }
 
-/// Expands `${NAME}` from the environment (engine base URLs in the catalog).
-fn expand_env(value: &str) -> String {
-    let mut out = value.to_owned();
-    while let Some(start) = out.find("${") {
-        let Some(end) = out[start..].find('}') else {
-            break;
-        };
-        let name = &out[start + 2..start + end];
-        let replacement = std::env::var(name).unwrap_or_default();
-        out.replace_range(start..start + end + 1, &replacement);
-    }
-    out
-}
-
 /// Builds the catalog's engines. `reference_url` is where the reference engine is served (the
 /// local server mounts it in-process; elsewhere `REELGATE_REFERENCE_ENGINE_URL`).
 pub fn from_catalog(
@@ -130,7 +116,7 @@ pub fn from_catalog(
         let key = e.api_key_env.as_deref().and_then(|n| std::env::var(n).ok());
         let engine: Arc<dyn VideoEngine> = match e.kind.as_str() {
             "http" => {
-                let url = e.base_url.as_deref().map(expand_env).unwrap_or_default();
+                let url = e.base_url.as_deref().map(crate::upstream::expand_env).unwrap_or_default();
                 if url.is_empty() {
                     tracing::warn!(engine = %e.id, "http engine without base_url; its models answer provider_unavailable");
                     continue;
