@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Offline checks of the AWS deployment definitions, no AWS account or credentials needed:
+#   1. cfn-lint (PyPI) on infra/template.yaml — it expands the SAM transform itself;
+#   2. asl-validator (npm) on statemachine/*.asl.json — cfn-lint does not look inside a
+#      DefinitionUri file. asl-validator accepts the ${Name} placeholders.
+# The Rust side of the checks (functions <-> binaries, ASL placeholders <-> substitutions,
+# API_ROUTES <-> API events) is functions/reelgate-lambda/tests/infra_consistency.rs.
+#
+# Tools are installed once, pinned, into ${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}.
+# Exit status: 0 when both pass.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS_DIR="${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}"
+# Pinned so a new rule set cannot fail a build that passed yesterday; bump deliberately.
+CFN_LINT_VERSION="1.58.0"
+ASL_VALIDATOR_VERSION="4.0.0"
+CFN_VENV="$TOOLS_DIR/cfn-lint-$CFN_LINT_VERSION"
+ASL_DIR="$TOOLS_DIR/asl-validator-$ASL_VALIDATOR_VERSION"
+
+die() {
+  echo "infra-check: $*" >&2
+  exit 1
+}
+
+install_cfn_lint() {
+  # The marker is written last, so an interrupted install is redone rather than trusted.
+  if [[ -f "$CFN_VENV/.installed" ]]; then return; fi
+  command -v python3 >/dev/null || die "python3 is required to install cfn-lint"
+  echo "infra-check: installing cfn-lint $CFN_LINT_VERSION into $CFN_VENV" >&2
+  rm -rf "$CFN_VENV"
+  python3 -m venv "$CFN_VENV" || die "could not create a venv in $CFN_VENV"
+  "$CFN_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION" ||
+    { rm -rf "$CFN_VENV"; die "pip could not install cfn-lint==$CFN_LINT_VERSION"; }
+  touch "$CFN_VENV/.installed"
+}
+
+install_asl_validator() {
+  if [[ -f "$ASL_DIR/.installed" ]]; then return; fi
+  command -v npm >/dev/null || die "npm (Node.js) is required to install asl-validator"
+  echo "infra-check: installing asl-validator $ASL_VALIDATOR_VERSION into $ASL_DIR" >&2
+  rm -rf "$ASL_DIR"
+  mkdir -p "$ASL_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$ASL_DIR" "asl-validator@$ASL_VALIDATOR_VERSION" >/dev/null ||
+    { rm -rf "$ASL_DIR"; die "npm could not install asl-validator@$ASL_VALIDATOR_VERSION"; }
+  touch "$ASL_DIR/.installed"
+}
+
+mkdir -p "$TOOLS_DIR"
+install_cfn_lint
+install_asl_validator
+
+status=0
+echo "infra-check: cfn-lint $CFN_LINT_VERSION infra/template.yaml" >&2
+# No region or credentials are needed: cfn-lint checks against its bundled resource specs.
+if ! "$CFN_VENV/bin/cfn-lint" --regions us-east-1 --template "$ROOT/infra/template.yaml"; then
+  echo "infra-check: cfn-lint found problems in infra/template.yaml" >&2
+  status=1
+fi
+
+for definition in "$ROOT"/statemachine/*.asl.json; do
+  echo "infra-check: asl-validator $ASL_VALIDATOR_VERSION ${definition#"$ROOT"/}" >&2
+  if ! "$ASL_DIR/node_modules/.bin/asl-validator" --json-path "$definition"; then
+    echo "infra-check: asl-validator rejected ${definition#"$ROOT"/}" >&2
+    status=1
+  fi
+done
+
+if [[ $status -eq 0 ]]; then echo "infra-check: ok" >&2; fi
+exit $status
