@@ -465,25 +465,7 @@ impl Expr {
     /// update that names one attribute twice ("overlapping paths"), and so does this, before
     /// sending (an emulator may accept it).
     fn update(&mut self, update: &Update) -> Result<Option<String>, StoreError> {
-        let mut seen = std::collections::HashSet::new();
-        let names = update
-            .set
-            .iter()
-            .map(|(n, _)| n)
-            .chain(update.add.iter().map(|(n, _)| n))
-            .chain(update.remove.iter());
-        for name in names {
-            if name == PK || name == SK {
-                return Err(StoreError::Invalid(format!(
-                    "an update cannot change the key attribute {name}"
-                )));
-            }
-            if !seen.insert(name) {
-                return Err(StoreError::Invalid(format!(
-                    "an update names the attribute {name} twice"
-                )));
-            }
-        }
+        update.validate()?;
         let mut clauses = Vec::new();
         if !update.set.is_empty() {
             let sets: Vec<String> = update

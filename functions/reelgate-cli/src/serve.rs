@@ -26,39 +26,6 @@ pub struct ServeArgs {
     engine_fault_injection: bool,
 }
 
-/// Settings from the environment (each documented in docs/configuration.md).
-pub fn settings_from_env(base_url: &str) -> anyhow::Result<Settings> {
-    let mut s = Settings {
-        public_base_url: base_url.to_owned(),
-        ..Settings::default()
-    };
-    let secs = |name: &str| -> anyhow::Result<Option<u64>> {
-        match std::env::var(name) {
-            Ok(v) if !v.is_empty() => {
-                Ok(Some(v.parse().with_context(|| {
-                    format!("{name} must be whole seconds")
-                })?))
-            }
-            _ => Ok(None),
-        }
-    };
-    if let Some(v) = secs("REELGATE_PRESIGN_TTL_SECS")? {
-        s.presign_ttl = std::time::Duration::from_secs(v);
-    }
-    if let Some(v) = secs("REELGATE_RENDER_POLL_SECS")? {
-        s.render_poll_interval = std::time::Duration::from_secs(v.max(1));
-    }
-    if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
-        s.max_upload_bytes = v
-            .parse()
-            .context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
-    }
-    s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL")
-        .ok()
-        .filter(|v| !v.is_empty());
-    Ok(s)
-}
-
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
     let listener = tokio::net::TcpListener::bind(&args.addr)
@@ -76,7 +43,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .context("listing the models of REELGATE_UPSTREAM_BASE_URL")?;
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
-    let settings = settings_from_env(&base_url)?;
+    let settings = Settings::from_env(&base_url)?;
     let mut app = backend.app(Arc::new(catalog), settings);
     app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
     app.upstreams = Arc::new(

@@ -52,6 +52,49 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// The defaults, overridden by the environment (each variable is documented in
+    /// docs/configuration.md). Every host (local server, Lambda) reads the same variables.
+    pub fn from_env(public_base_url: &str) -> anyhow::Result<Settings> {
+        use anyhow::Context;
+        let mut s = Settings {
+            public_base_url: public_base_url.to_owned(),
+            ..Settings::default()
+        };
+        let secs = |name: &str| -> anyhow::Result<Option<u64>> {
+            match std::env::var(name) {
+                Ok(v) if !v.is_empty() => {
+                    Ok(Some(v.parse().with_context(|| {
+                        format!("{name} must be whole seconds")
+                    })?))
+                }
+                _ => Ok(None),
+            }
+        };
+        if let Some(v) = secs("REELGATE_PRESIGN_TTL_SECS")? {
+            s.presign_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = secs("REELGATE_RENDER_POLL_SECS")? {
+            s.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
+            if !v.is_empty() {
+                s.max_upload_bytes = v
+                    .parse()
+                    .context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
+            }
+        }
+        s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL")
+            .ok()
+            .filter(|v| !v.is_empty());
+        s.content_redirect = matches!(
+            std::env::var("REELGATE_CONTENT_REDIRECT").as_deref(),
+            Ok("1" | "true")
+        );
+        Ok(s)
+    }
+}
+
 #[derive(Clone)]
 pub struct App {
     pub store: Arc<dyn ItemStore>,

@@ -107,6 +107,17 @@ pub async fn conditional_update_with_add(store: Arc<dyn ItemStore>) {
     assert_eq!(removed.str_attr("note"), Some("x"));
 }
 
+pub async fn update_refuses_overlapping_paths(store: Arc<dyn ItemStore>) {
+    let k = key(&fresh("contract"), "U");
+    let twice = store
+        .update(&k, Update::new().set("a", "x").add("a", dec!(1)), None)
+        .await;
+    assert!(matches!(twice, Err(StoreError::Invalid(_))), "{twice:?}");
+    let rekey = store.update(&k, Update::new().set(SK, "other"), None).await;
+    assert!(matches!(rekey, Err(StoreError::Invalid(_))), "{rekey:?}");
+    assert_eq!(store.get(&k).await.expect("get"), None, "nothing written");
+}
+
 pub async fn condition_operators(store: Arc<dyn ItemStore>) {
     let k = key(&fresh("contract"), "C");
     let mut it = item(&k);
@@ -338,12 +349,13 @@ pub async fn concurrent_conditional_updates_admit_exactly(store: Arc<dyn ItemSto
 }
 
 /// Expands to one `#[tokio::test]` per contract case; `$make` is an async expression giving an
-/// `Arc<dyn ItemStore>` (or None to skip, with a message, when the backend is not available).
+/// `Arc<dyn ItemStore>`.
 #[macro_export]
 macro_rules! item_store_contract_tests {
     ($make:expr) => {
         $crate::item_store_contract_tests!(@cases $make;
             put_get_delete, conditional_put, conditional_update_with_add, condition_operators,
+            update_refuses_overlapping_paths,
             transaction_all_or_nothing, query_paging_both_directions, expiry_hides_items,
             concurrent_conditional_updates_admit_exactly);
     };

@@ -244,6 +244,31 @@ impl Update {
         self
     }
 
+    /// Refuses what DynamoDB refuses: a key attribute changed, or one attribute named twice
+    /// ("overlapping paths"). Both adapters check this before writing.
+    pub fn validate(&self) -> Result<(), StoreError> {
+        let mut seen = std::collections::HashSet::new();
+        let names = self
+            .set
+            .iter()
+            .map(|(n, _)| n)
+            .chain(self.add.iter().map(|(n, _)| n))
+            .chain(self.remove.iter());
+        for name in names {
+            if name == PK || name == SK {
+                return Err(StoreError::Invalid(format!(
+                    "an update cannot change the key attribute {name}"
+                )));
+            }
+            if !seen.insert(name) {
+                return Err(StoreError::Invalid(format!(
+                    "an update names the attribute {name} twice"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies the update to an item in memory (reference semantics for the embedded adapter).
     pub fn apply(&self, key: &Key, current: Option<Item>) -> Item {
         let mut next = current.unwrap_or_else(|| item(key));
@@ -402,6 +427,11 @@ pub fn is_expired(item: &Item, now: i64) -> bool {
 
 /// Checks the invariants DynamoDB enforces on a transaction, so both adapters refuse alike.
 pub fn validate_transaction(ops: &[TransactOp]) -> Result<(), StoreError> {
+    for op in ops {
+        if let TransactOp::Update { update, .. } = op {
+            update.validate()?;
+        }
+    }
     if ops.is_empty() || ops.len() > 100 {
         return Err(StoreError::Invalid(format!(
             "a transaction holds 1 to 100 operations, not {}",

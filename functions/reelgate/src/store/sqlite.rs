@@ -147,6 +147,7 @@ impl ItemStore for SqliteItemStore {
         update: Update,
         condition: Option<Condition>,
     ) -> Result<Item, StoreError> {
+        update.validate()?;
         let key = key.clone();
         let now = now_secs();
         let verdict = self
