@@ -36,3 +36,15 @@ mod sqs {
     use super::support;
     reelgate::queue_contract_tests!(or_skip!(support::sqs().await));
 }
+
+/// Admission is one conditional write on DynamoDB too: 50 concurrent creates against a balance
+/// covering exactly 7 quotes admit 7; against a plan limit of 2, admit 2.
+mod admission {
+    use super::support;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn admission_is_exact_under_50_concurrent_creates() {
+        let Some(store) = support::dynamo().await else { return };
+        reelgate::testing::admission_contract(store).await;
+    }
+}
