@@ -7,6 +7,7 @@
 //! addressing. [`provision`] creates the resources for tests and local experiments; in production
 //! the CloudFormation template creates them.
 
+pub mod bedrock_video;
 pub mod dynamodb;
 mod errors;
 pub mod provision;
