@@ -44,7 +44,9 @@ mod admission {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn admission_is_exact_under_50_concurrent_creates() {
-        let Some(store) = support::dynamo().await else { return };
+        let Some(store) = support::dynamo().await else {
+            return;
+        };
         reelgate::testing::admission_contract(store).await;
     }
 }

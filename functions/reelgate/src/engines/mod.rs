@@ -116,7 +116,11 @@ pub fn from_catalog(
         let key = e.api_key_env.as_deref().and_then(|n| std::env::var(n).ok());
         let engine: Arc<dyn VideoEngine> = match e.kind.as_str() {
             "http" => {
-                let url = e.base_url.as_deref().map(crate::upstream::expand_env).unwrap_or_default();
+                let url = e
+                    .base_url
+                    .as_deref()
+                    .map(crate::upstream::expand_env)
+                    .unwrap_or_default();
                 if url.is_empty() {
                     tracing::warn!(engine = %e.id, "http engine without base_url; its models answer provider_unavailable");
                     continue;
