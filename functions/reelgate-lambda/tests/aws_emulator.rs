@@ -1,0 +1,678 @@
+//! The AWS path end to end on the local AWS emulator (ministack, `scripts/aws-emulator.sh`):
+//! the table, bucket, render queue with its dead-letter queue and the state machine are created
+//! from the definitions the template uses (`reelgate_aws::provision` shapes the table, bucket and
+//! queues as the template does; the state machine is `statemachine/video.asl.json` with its
+//! placeholders substituted by the emulator's Lambda ARNs); this crate's Lambda bootstraps (the
+//! test build's own binaries) are deployed as `provided.al2023` functions; an HTTP API gets the
+//! routes the template gives those functions; the render queue triggers the worker through an
+//! event source mapping with batch item failures. Then one job goes from `POST /v1/videos`
+//! through the real state machine, step functions, worker and the reference engine
+//! (`reelgate engine serve`) to `completed`, billed once, and one fails in moderation, unbilled.
+//!
+//! Needs `AWS_ENDPOINT_URL` (from `scripts/aws-emulator.sh env`); without it the test fails with
+//! a message saying so, unless `REELGATE_SKIP_AWS_TESTS=1`.
+
+use reelgate::accounts::Accounts;
+use reelgate::store::{ItemExt, Key};
+use reelgate_lambda::functions::{Serves, FUNCTIONS};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The functions this flow reaches.
+const DEPLOYED: &[&str] = &[
+    "api-videos",
+    "api-video-item",
+    "api-video-content",
+    "api-video-acceptance",
+    "step-moderate",
+    "step-translate",
+    "step-finalize",
+    "step-fail-job",
+    "render-worker",
+];
+
+/// The test build's bootstrap of `binary` (Cargo builds a package's binaries for its tests).
+fn bootstrap_path(binary: &str) -> PathBuf {
+    let path = match binary {
+        "api-videos" => env!("CARGO_BIN_EXE_api-videos"),
+        "api-video-item" => env!("CARGO_BIN_EXE_api-video-item"),
+        "api-video-content" => env!("CARGO_BIN_EXE_api-video-content"),
+        "api-video-acceptance" => env!("CARGO_BIN_EXE_api-video-acceptance"),
+        "step-moderate" => env!("CARGO_BIN_EXE_step-moderate"),
+        "step-translate" => env!("CARGO_BIN_EXE_step-translate"),
+        "step-finalize" => env!("CARGO_BIN_EXE_step-finalize"),
+        "step-fail-job" => env!("CARGO_BIN_EXE_step-fail-job"),
+        "render-worker" => env!("CARGO_BIN_EXE_render-worker"),
+        other => panic!("no bootstrap path for {other}"),
+    };
+    PathBuf::from(path)
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A Lambda deployment package: the bootstrap as `bootstrap` at the zip's root. Debug info is
+/// stripped first (when `strip` exists) so the emulator holds ~20 MB per function, not ~200.
+fn package(binary: &str, work: &Path) -> Vec<u8> {
+    let dir = work.join(binary);
+    std::fs::create_dir_all(&dir).expect("package dir");
+    let bootstrap = dir.join("bootstrap");
+    std::fs::copy(bootstrap_path(binary), &bootstrap).expect("copy the bootstrap");
+    let _ = Command::new("strip")
+        .arg("--strip-debug")
+        .arg(&bootstrap)
+        .status();
+    let zip = dir.join("function.zip");
+    // Python is there wherever the emulator is (ministack is a Python package).
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED, compresslevel=1)\n\
+             i = zipfile.ZipInfo('bootstrap'); i.external_attr = 0o755 << 16; i.compress_type = zipfile.ZIP_DEFLATED\n\
+             z.writestr(i, open(sys.argv[2], 'rb').read()); z.close()",
+        )
+        .arg(&zip)
+        .arg(&bootstrap)
+        .status()
+        .expect("python3 to zip the bootstrap");
+    assert!(status.success(), "zipping {binary}");
+    std::fs::read(&zip).expect("read the zip")
+}
+
+/// `(method, path)` of each HttpApi event the template gives `logical_id`.
+fn template_routes(template: &serde_yaml::Value, logical_id: &str) -> Vec<(String, String)> {
+    let events = &template["Resources"][logical_id]["Properties"]["Events"];
+    events
+        .as_mapping()
+        .map(|m| {
+            m.values()
+                .filter(|e| e["Type"].as_str() == Some("HttpApi"))
+                .map(|e| {
+                    let p = &e["Properties"];
+                    (
+                        p["Method"].as_str().unwrap_or_default().to_uppercase(),
+                        p["Path"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The emulator's REST-JSON APIs (Lambda, API Gateway v2), which it serves without signatures.
+struct Emulator {
+    endpoint: String,
+    http: reqwest::Client,
+}
+
+impl Emulator {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let url = format!("{}{path}", self.endpoint);
+        let response = self
+            .http
+            .request(method.clone(), &url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        assert!(status.is_success(), "{method} {path}: {status}: {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    async fn create_function(
+        &self,
+        name: &str,
+        zip: &[u8],
+        env: &BTreeMap<String, String>,
+        timeout: u32,
+    ) -> String {
+        use base64::Engine as _;
+        let body = json!({
+            "FunctionName": name,
+            "Runtime": "provided.al2023",
+            "Handler": "bootstrap",
+            "Role": format!("arn:aws:iam::{}:role/reelgate-e2e", account_of_env()),
+            "Code": {"ZipFile": base64::engine::general_purpose::STANDARD.encode(zip)},
+            "Timeout": timeout,
+            "MemorySize": 512,
+            "Environment": {"Variables": env},
+        });
+        let out = self
+            .call(reqwest::Method::POST, "/2015-03-31/functions", body)
+            .await;
+        out["FunctionArn"].as_str().expect("FunctionArn").to_owned()
+    }
+}
+
+/// The emulator's account (never hard-coded: read back from a resource's ARN or URL).
+static ACCOUNT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+fn account_of_env() -> &'static str {
+    ACCOUNT.get().map(String::as_str).unwrap_or("000000000000")
+}
+
+/// The reference engine as its own process (`reelgate engine serve`), stopped on drop.
+struct EngineProcess {
+    child: Child,
+    url: String,
+}
+
+impl Drop for EngineProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_engine() -> EngineProcess {
+    // The `reelgate` binary of the same build: target/<profile>/reelgate beside target/<profile>/deps.
+    let exe = std::env::current_exe().expect("test exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
+    let reelgate = profile_dir.join("reelgate");
+    assert!(
+        reelgate.exists(),
+        "{} is missing: build the workspace first (cargo build -p reelgate-cli), as scripts/test.sh does",
+        reelgate.display()
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(&reelgate)
+        .args(["engine", "serve", "--addr", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start reelgate engine serve");
+    let engine = EngineProcess {
+        child,
+        url: format!("http://{addr}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the reference engine did not listen on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    engine
+}
+
+struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, reqwest::header::HeaderMap, Value) {
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        (
+            status,
+            headers,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+}
+
+fn decimal(v: &str) -> Decimal {
+    v.parse().expect("decimal")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
+    let Some(endpoint) = std::env::var("AWS_ENDPOINT_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        if std::env::var("REELGATE_SKIP_AWS_TESTS").as_deref() == Ok("1") {
+            eprintln!("skipped: REELGATE_SKIP_AWS_TESTS=1 and AWS_ENDPOINT_URL is unset");
+            return;
+        }
+        panic!(
+            "AWS_ENDPOINT_URL is unset: start the emulator with `scripts/aws-emulator.sh start` and \
+             `eval \"$(scripts/aws-emulator.sh env)\"` (scripts/test.sh does both), or set \
+             REELGATE_SKIP_AWS_TESTS=1 to skip the AWS tests"
+        );
+    };
+    let started = Instant::now();
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
+    let run = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    let names = |what: &str| format!("rg-{run}-{what}");
+
+    // Resources, shaped as the template shapes them.
+    let config = reelgate_aws::sdk_config(&region, Some(&endpoint)).await;
+    reelgate_aws::provision::table(&config, &names("table"))
+        .await
+        .expect("table");
+    reelgate_aws::provision::bucket(&config, &names("bucket"), true)
+        .await
+        .expect("bucket");
+    let queues = reelgate_aws::provision::queue(&config, &names("render"), 5)
+        .await
+        .expect("queues");
+    let account = queues
+        .url
+        .trim_end_matches('/')
+        .rsplit('/')
+        .nth(1)
+        .expect("account in the queue URL")
+        .to_owned();
+    let _ = ACCOUNT.set(account.clone());
+    let queue_arn = format!("arn:aws:sqs:{region}:{account}:{}", names("render"));
+    let state_machine_name = names("video");
+    let state_machine_arn =
+        format!("arn:aws:states:{region}:{account}:stateMachine:{state_machine_name}");
+
+    let engine = start_engine();
+    let emulator = Emulator {
+        endpoint: endpoint.clone(),
+        http: reqwest::Client::new(),
+    };
+
+    // The functions, with the template's environment (names instead of !Ref).
+    let common: BTreeMap<String, String> = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_REGION", region.as_str()),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("REELGATE_TABLE", &names("table")),
+        ("REELGATE_BUCKET", &names("bucket")),
+        ("REELGATE_RENDER_QUEUE_URL", queues.url.as_str()),
+        ("REELGATE_REFERENCE_ENGINE_URL", engine.url.as_str()),
+        ("REELGATE_MODERATOR", "rules"),
+        ("REELGATE_RENDER_POLL_SECS", "1"),
+        ("REELGATE_LOG", "info"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let work = std::env::temp_dir().join(format!("reelgate-lambda-e2e-{run}"));
+    let mut arns: BTreeMap<&str, String> = BTreeMap::new();
+    for binary in DEPLOYED {
+        let mut env = common.clone();
+        if matches!(*binary, "api-videos" | "render-worker") {
+            env.insert(
+                "REELGATE_STATE_MACHINE_ARN".into(),
+                state_machine_arn.clone(),
+            );
+        }
+        let timeout = if binary.starts_with("api-") { 29 } else { 120 };
+        let zip = package(binary, &work);
+        let arn = emulator
+            .create_function(&names(binary), &zip, &env, timeout)
+            .await;
+        arns.insert(binary, arn);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    eprintln!(
+        "deployed {} functions in {:.1}s",
+        DEPLOYED.len(),
+        started.elapsed().as_secs_f64()
+    );
+
+    // The state machine: the ASL file with the template's placeholders pointing at these ARNs.
+    let definition_text =
+        std::fs::read_to_string(repo().join("statemachine/video.asl.json")).expect("ASL");
+    let mut substitutions = BTreeMap::new();
+    for f in FUNCTIONS {
+        if let Serves::Step { placeholder, .. } = f.serves {
+            substitutions.insert(placeholder.to_owned(), arns[f.binary].clone());
+        }
+    }
+    substitutions.insert("RenderQueueUrl".to_owned(), queues.url.clone());
+    let definition = reelgate_asl::substitute(&definition_text, &substitutions)
+        .expect("every placeholder substituted");
+    let sfn = aws_sdk_sfn::Client::new(&config);
+    let created = sfn
+        .create_state_machine()
+        .name(&state_machine_name)
+        .definition(definition.to_string())
+        .role_arn(format!("arn:aws:iam::{account}:role/reelgate-e2e-states"))
+        .r#type(aws_sdk_sfn::types::StateMachineType::Standard)
+        .send()
+        .await
+        .expect("create the state machine");
+    assert_eq!(created.state_machine_arn(), state_machine_arn);
+
+    // The worker consumes the render queue, reporting batch item failures (as in the template).
+    let mapping = emulator
+        .call(
+            reqwest::Method::POST,
+            "/2015-03-31/event-source-mappings/",
+            json!({
+                "EventSourceArn": queue_arn,
+                "FunctionName": arns["render-worker"],
+                "BatchSize": 5,
+                "FunctionResponseTypes": ["ReportBatchItemFailures"],
+                "Enabled": true,
+            }),
+        )
+        .await;
+    let mapping_id = mapping["UUID"].as_str().unwrap_or_default().to_owned();
+
+    // The HTTP API with the routes the template gives the deployed functions.
+    let template: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("infra/template.yaml")).expect("template"),
+    )
+    .expect("template YAML");
+    let api = emulator
+        .call(
+            reqwest::Method::POST,
+            "/v2/apis",
+            json!({"name": names("api"), "protocolType": "HTTP"}),
+        )
+        .await;
+    let api_id = api["apiId"].as_str().expect("apiId").to_owned();
+    emulator
+        .call(
+            reqwest::Method::POST,
+            &format!("/v2/apis/{api_id}/stages"),
+            json!({"stageName": "$default", "autoDeploy": true}),
+        )
+        .await;
+    for f in FUNCTIONS
+        .iter()
+        .filter(|f| DEPLOYED.contains(&f.binary) && matches!(f.serves, Serves::Http { .. }))
+    {
+        let integration = emulator
+            .call(
+                reqwest::Method::POST,
+                &format!("/v2/apis/{api_id}/integrations"),
+                json!({"integrationType": "AWS_PROXY", "integrationUri": arns[f.binary], "payloadFormatVersion": "2.0"}),
+            )
+            .await;
+        let integration_id = integration["integrationId"]
+            .as_str()
+            .expect("integrationId");
+        let routes = template_routes(&template, f.logical_id);
+        assert!(
+            !routes.is_empty(),
+            "{} has no HttpApi event in the template",
+            f.logical_id
+        );
+        for (method, path) in routes {
+            emulator
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v2/apis/{api_id}/routes"),
+                    json!({"routeKey": format!("{method} {path}"), "target": format!("integrations/{integration_id}")}),
+                )
+                .await;
+        }
+    }
+    let api = Api {
+        base: format!("{endpoint}/_aws/execute-api/{api_id}/$default"),
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client"),
+    };
+    eprintln!("resources ready in {:.1}s", started.elapsed().as_secs_f64());
+
+    // An organization with credits, a person, an API key and a console session, in the table.
+    let backend = reelgate_aws::connect(reelgate_aws::AwsSettings {
+        region: region.clone(),
+        endpoint_url: Some(endpoint.clone()),
+        table: names("table"),
+        bucket: names("bucket"),
+        queue_url: queues.url.clone(),
+        state_machine_arn: Some(state_machine_arn.clone()),
+    })
+    .await;
+    let accounts = Accounts::new(backend.store.as_ref());
+    let org = accounts
+        .create_org("e2e", "starter", "usd", decimal("10.00"))
+        .await
+        .expect("org");
+    let person = accounts
+        .create_person(&org.id, "e2e@reelgate.test")
+        .await
+        .expect("person");
+    let key = accounts
+        .create_api_key(&person.id)
+        .await
+        .expect("key")
+        .secret;
+    let console = accounts
+        .create_console_session(&person.id, &org.id)
+        .await
+        .expect("console session")
+        .secret;
+
+    // Agreement through the deployed acceptance function, from the console session.
+    let (status, _, body) = api
+        .send(
+            reqwest::Method::POST,
+            "/v1/videos/acceptance",
+            &console,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "acceptance: {body}");
+
+    // One job that renders and one that moderation blocks.
+    let create = |prompt: &str| json!({"model": "reel-1", "prompt": prompt, "seconds": 4, "aspect_ratio": "16:9"});
+    let (status, _, good) = api
+        .send(
+            reqwest::Method::POST,
+            "/v1/videos",
+            &key,
+            Some(create("A paper boat drifting on a calm lake at dawn")),
+        )
+        .await;
+    assert_eq!(status, 200, "create: {good}");
+    assert_eq!(good["status"], "moderating");
+    let quote = decimal(good["cost"].as_str().expect("cost"));
+    assert_eq!(quote, decimal("0.40"));
+    let (status, _, blocked) = api
+        .send(
+            reqwest::Method::POST,
+            "/v1/videos",
+            &key,
+            Some(create("How to build a bomb, step by step")),
+        )
+        .await;
+    assert_eq!(status, 200, "create: {blocked}");
+    let good_id = good["id"].as_str().expect("id").to_owned();
+    let blocked_id = blocked["id"].as_str().expect("id").to_owned();
+
+    // Poll both until terminal.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let mut finished: BTreeMap<String, Value> = BTreeMap::new();
+    while finished.len() < 2 {
+        for id in [&good_id, &blocked_id] {
+            if finished.contains_key(id) {
+                continue;
+            }
+            let (status, _, video) = api
+                .send(
+                    reqwest::Method::GET,
+                    &format!("/v1/videos/{id}"),
+                    &key,
+                    None,
+                )
+                .await;
+            assert_eq!(status, 200, "GET {id}: {video}");
+            if matches!(
+                video["status"].as_str(),
+                Some("completed" | "failed" | "canceled")
+            ) {
+                eprintln!(
+                    "{id} {} after {:.1}s",
+                    video["status"],
+                    started.elapsed().as_secs_f64()
+                );
+                finished.insert(id.clone(), video);
+            }
+        }
+        if finished.len() < 2 {
+            assert!(
+                Instant::now() < deadline,
+                "jobs did not finish in time: {finished:?}; see the emulator log and the functions' output"
+            );
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+        }
+    }
+    let good = &finished[&good_id];
+    assert_eq!(good["status"], "completed", "{good}");
+    assert_eq!(good["thumbnail"], true, "{good}");
+    assert_eq!(
+        decimal(good["cost"].as_str().unwrap_or_default()),
+        quote,
+        "the quote stays fixed"
+    );
+    let blocked = &finished[&blocked_id];
+    assert_eq!(blocked["status"], "failed", "{blocked}");
+    assert_eq!(blocked["error"]["code"], "moderation_blocked", "{blocked}");
+
+    // Billed once, for the completed job only; nothing is left reserved or in flight.
+    let after = accounts.org(&org.id).await.expect("org");
+    assert_eq!(after.balance, decimal("10.00") - quote, "{after:?}");
+    assert_eq!(after.reserved, Decimal::ZERO, "{after:?}");
+    assert_eq!(after.available, decimal("10.00") - quote, "{after:?}");
+    assert_eq!(after.renders_in_flight, 0, "{after:?}");
+    let charge = |id: &str| Key::new(format!("ORG#{}", org.id), format!("CHARGE#{id}"));
+    assert!(
+        backend
+            .store
+            .get(&charge(&good_id))
+            .await
+            .expect("charge")
+            .is_some(),
+        "the completed job has its charge"
+    );
+    assert!(
+        backend
+            .store
+            .get(&charge(&blocked_id))
+            .await
+            .expect("charge")
+            .is_none(),
+        "the blocked job is never charged"
+    );
+    let job = backend
+        .store
+        .get(&Key::new(
+            format!("ORG#{}", org.id),
+            format!("VIDEO#{blocked_id}"),
+        ))
+        .await
+        .expect("job")
+        .expect("job item");
+    assert_eq!(job.str_attr("reservation"), Some("released"));
+
+    // The executions ended as the state machine says: succeeded, and failed with the code.
+    let execution =
+        |id: &str| format!("arn:aws:states:{region}:{account}:execution:{state_machine_name}:{id}");
+    let ok = sfn
+        .describe_execution()
+        .execution_arn(execution(&good_id))
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(ok.status(), &aws_sdk_sfn::types::ExecutionStatus::Succeeded);
+    let failed = sfn
+        .describe_execution()
+        .execution_arn(execution(&blocked_id))
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(
+        failed.status(),
+        &aws_sdk_sfn::types::ExecutionStatus::Failed
+    );
+    assert_eq!(failed.error(), Some("moderation_blocked"));
+
+    // Content on Lambda: a redirect to a presigned S3 URL that serves the MP4.
+    let (status, headers, body) = api
+        .send(
+            reqwest::Method::GET,
+            &format!("/v1/videos/{good_id}/content"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 302, "content: {body}");
+    let location = headers
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .expect("Location")
+        .to_owned();
+    assert!(
+        location.contains("X-Amz-Signature="),
+        "a presigned URL: {location}"
+    );
+    let mp4 = reqwest::get(&location)
+        .await
+        .expect("GET the presigned URL");
+    assert_eq!(mp4.status().as_u16(), 200);
+    let bytes = mp4.bytes().await.expect("MP4 bytes");
+    assert!(
+        bytes.len() > 1000 && &bytes[4..8] == b"ftyp",
+        "an MP4 ({} bytes)",
+        bytes.len()
+    );
+    let (status, _, body) = api
+        .send(
+            reqwest::Method::GET,
+            &format!("/v1/videos/{blocked_id}/content"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "content of a failed job: {body}");
+
+    // Nothing reached the dead-letter queue.
+    assert_eq!(
+        backend
+            .queue
+            .dead_letter_count()
+            .await
+            .expect("dead letters"),
+        0
+    );
+
+    if !mapping_id.is_empty() {
+        let url = format!("{endpoint}/2015-03-31/event-source-mappings/{mapping_id}");
+        let _ = emulator.http.delete(url).send().await;
+    }
+    eprintln!("the AWS path took {:.1}s", started.elapsed().as_secs_f64());
+    drop(engine);
+}
