@@ -1,8 +1,43 @@
-//! The AWS backend for the admin command (the deployed DynamoDB table).
+//! The AWS backend for the admin command: the deployed DynamoDB table, through the same adapter
+//! the Lambda functions use (`reelgate_aws::DynamoItemStore`), so an organization or key created
+//! here is exactly what the service reads.
+//!
+//! `REELGATE_TABLE` names the table (the stack's `TableName` output). The region comes from
+//! `AWS_REGION` (or `AWS_DEFAULT_REGION`), credentials from the SDK's default chain (environment,
+//! profile, SSO, instance role), and `AWS_ENDPOINT_URL` points it at an emulator instead.
 
+use anyhow::Context;
 use reelgate::store::ItemStore;
 use std::sync::Arc;
 
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 pub async fn open_store() -> anyhow::Result<Arc<dyn ItemStore>> {
-    anyhow::bail!("the aws backend is not built into this binary yet")
+    let table = env("REELGATE_TABLE").context(
+        "REELGATE_TABLE is not set: give it the stack's TableName output (see docs/deploy.md)",
+    )?;
+    let region = env("AWS_REGION")
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .context("AWS_REGION is not set: give it the stack's region")?;
+    let endpoint = env("AWS_ENDPOINT_URL");
+    let config = reelgate_aws::sdk_config(&region, endpoint.as_deref()).await;
+    // Fail here, with the table's name, rather than on the first write with a generic error.
+    check_table(&config, &table).await?;
+    Ok(Arc::new(reelgate_aws::DynamoItemStore::new(
+        &config, &table,
+    )))
+}
+
+/// Reads one item that cannot exist, which proves the table, region and credentials work.
+async fn check_table(config: &aws_config::SdkConfig, table: &str) -> anyhow::Result<()> {
+    let store = reelgate_aws::DynamoItemStore::new(config, table);
+    store
+        .get(&reelgate::store::Key::new("ADMIN#PROBE", "PROBE"))
+        .await
+        .map(|_| ())
+        .with_context(|| {
+            format!("cannot read the DynamoDB table {table} in this region with these credentials")
+        })
 }
