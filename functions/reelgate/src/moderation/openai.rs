@@ -94,3 +94,85 @@ impl Moderator for OpenAiModerator {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::post;
+    use std::sync::{Arc, Mutex};
+
+    /// A fake moderation endpoint: flags any input mentioning "forbidden", records what it got.
+    async fn fake_endpoint(seen: Arc<Mutex<Vec<Value>>>, status: u16) -> String {
+        let app = axum::Router::new().route(
+            "/v1/moderations",
+            post(move |axum::Json(body): axum::Json<Value>| {
+                let seen = seen.clone();
+                async move {
+                    let flagged = body.to_string().contains("forbidden");
+                    seen.lock().expect("lock").push(body);
+                    let reply = json!({"id": "modr_fake", "results": [{
+                        "flagged": flagged,
+                        "categories": {"violence": flagged, "sexual": false},
+                    }]});
+                    (
+                        axum::http::StatusCode::from_u16(status)
+                            .unwrap_or(axum::http::StatusCode::OK),
+                        axum::Json(reply),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn sends_text_and_image_urls_and_reads_the_verdict() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let url = fake_endpoint(seen.clone(), 200).await;
+        let m = OpenAiModerator::new(&url, Some("sk-test".into()), "omni-moderation-latest");
+        let input = ModerationInput {
+            prompt: "a forbidden scene".into(),
+            images: vec![ImageInput {
+                file_id: "file_x".into(),
+                url: "https://example.invalid/signed.png".into(),
+                bytes: bytes::Bytes::new(),
+            }],
+        };
+        let verdict = m.check(&input).await.expect("verdict");
+        assert!(verdict.flagged);
+        assert_eq!(verdict.categories, vec!["violence"]);
+        let sent = seen.lock().expect("lock")[0].clone();
+        assert_eq!(sent["model"], "omni-moderation-latest");
+        assert_eq!(
+            sent["input"][1]["image_url"]["url"],
+            "https://example.invalid/signed.png"
+        );
+        let clean = ModerationInput {
+            prompt: "a meadow".into(),
+            images: vec![],
+        };
+        assert!(!m.check(&clean).await.expect("verdict").flagged);
+    }
+
+    #[tokio::test]
+    async fn an_error_status_or_no_endpoint_is_unavailable() {
+        let url = fake_endpoint(Arc::new(Mutex::new(Vec::new())), 500).await;
+        let input = ModerationInput {
+            prompt: "x".into(),
+            images: vec![],
+        };
+        let err = OpenAiModerator::new(&url, None, "m").check(&input).await;
+        assert!(matches!(err, Err(ModerationError::Unavailable(_))));
+        let closed = OpenAiModerator::new("http://127.0.0.1:9", None, "m")
+            .check(&input)
+            .await;
+        assert!(matches!(closed, Err(ModerationError::Unavailable(_))));
+    }
+}
