@@ -11,7 +11,8 @@
 //! percentiles of both, the added latency (gateway − direct, per percentile), and the request
 //! rate the gateway actually completed. Streamed latency is the time to the end of the stream.
 //! Load generator, gateway and upstream share this machine's cores, so the figures are an
-//! upper bound of what the gateway adds on a dedicated host.
+//! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
+//! TCP_NODELAY (see the note at the end of the output).
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -212,12 +213,31 @@ async fn main() -> anyhow::Result<()> {
     });
     let server = TestServer::start_with(catalog, |_| {}).await;
     let tenant = server.tenant("1000000").await;
+    // The same app behind a listener that sets TCP_NODELAY on every connection, as a production
+    // server should: without it, each SSE event after the first waits for the client's delayed
+    // ACK (Nagle), about 40 ms. The table measures this one; one line at the end shows the
+    // TestServer's plain listener for comparison.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let gateway_url = format!("http://{}/v1/chat/completions", listener.local_addr()?);
+    let router = reelgate::http::router(server.app.clone());
+    tokio::spawn(async move {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let _ = axum::serve(listener, router).await;
+    });
     let direct = Target {
         url: format!("{upstream_url}/v1/chat/completions"),
         key: None,
         model: "fast-model",
     };
     let gateway = Target {
+        url: gateway_url,
+        key: Some(tenant.key.clone()),
+        model: "bench-model",
+    };
+    let plain_listener = Target {
         url: server.url("/v1/chat/completions"),
         key: Some(tenant.key.clone()),
         model: "bench-model",
@@ -272,5 +292,13 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    let rate = rates.first().copied().unwrap_or(100);
+    let d = run(&client, &direct, true, rate, seconds).await;
+    let g = run(&client, &plain_listener, true, rate, seconds).await;
+    println!(
+        "\nfor comparison, streamed at {rate}/s through a listener without TCP_NODELAY: added p50 {:.2}ms, p99 {:.2}ms",
+        ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
+        ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
+    );
     Ok(())
 }
