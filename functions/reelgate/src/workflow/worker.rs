@@ -37,6 +37,25 @@ pub enum RenderMessage {
     },
 }
 
+/// The message that follows `render_id` for the job, carrying what the last poll saw.
+fn poll_message(
+    token: &str,
+    org: &str,
+    video_id: &str,
+    render_id: &str,
+    last_progress: u32,
+    unreachable: u32,
+) -> RenderMessage {
+    RenderMessage::Poll {
+        task_token: token.to_owned(),
+        org: org.to_owned(),
+        video_id: video_id.to_owned(),
+        render_id: render_id.to_owned(),
+        last_progress,
+        unreachable,
+    }
+}
+
 /// What to do with the queue message once handled.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Disposition {
@@ -192,14 +211,14 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
     }
     // A redelivered submit finds the render it already started.
     if let Some(render_id) = job.str_attr("render_id") {
-        let next = RenderMessage::Poll {
-            task_token: token.to_owned(),
-            org: org.to_owned(),
-            video_id: video_id.to_owned(),
-            render_id: render_id.to_owned(),
-            last_progress: job.i64_attr("progress").unwrap_or_default() as u32,
-            unreachable: 0,
-        };
+        let next = poll_message(
+            token,
+            org,
+            video_id,
+            render_id,
+            job.i64_attr("progress").unwrap_or_default() as u32,
+            0,
+        );
         return enqueue(app, &next, Duration::ZERO).await;
     }
     let engine_id = job.str_attr("engine").unwrap_or_default();
@@ -279,14 +298,14 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
     if let Some(workflow) = app.workflow() {
         let _ = workflow.task_heartbeat(token).await;
     }
-    let next = RenderMessage::Poll {
-        task_token: token.to_owned(),
-        org: org.to_owned(),
-        video_id: video_id.to_owned(),
-        render_id: render.id,
-        last_progress: u32::from(render.progress),
-        unreachable: 0,
-    };
+    let next = poll_message(
+        token,
+        org,
+        video_id,
+        &render.id,
+        u32::from(render.progress),
+        0,
+    );
     enqueue(app, &next, app.settings.render_poll_interval).await
 }
 
@@ -353,14 +372,7 @@ async fn poll(
                 .await;
             }
             tracing::warn!(%video_id, unreachable, error = %e, "engine unreachable while rendering");
-            let next = RenderMessage::Poll {
-                task_token: token.to_owned(),
-                org: org.to_owned(),
-                video_id: video_id.to_owned(),
-                render_id: render_id.to_owned(),
-                last_progress,
-                unreachable,
-            };
+            let next = poll_message(token, org, video_id, render_id, last_progress, unreachable);
             return enqueue(app, &next, app.settings.render_poll_interval).await;
         }
         Err(e) => {
@@ -439,14 +451,7 @@ async fn poll(
                 )
                 .await;
             }
-            let next = RenderMessage::Poll {
-                task_token: token.to_owned(),
-                org: org.to_owned(),
-                video_id: video_id.to_owned(),
-                render_id: render_id.to_owned(),
-                last_progress: progress,
-                unreachable: 0,
-            };
+            let next = poll_message(token, org, video_id, render_id, progress, 0);
             enqueue(app, &next, app.settings.render_poll_interval).await
         }
     }
