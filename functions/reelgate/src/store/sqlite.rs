@@ -101,6 +101,40 @@ fn check_key(item: &Item) -> Result<Key, StoreError> {
         .ok_or_else(|| StoreError::Invalid("an item needs string pk and sk attributes".into()))
 }
 
+impl SqliteItemStore {
+    /// One conditional single-item write: reads the live item, checks the condition against
+    /// it, then lets `write` change it, all in one immediate transaction.
+    async fn write_one<T, F>(
+        &self,
+        key: Key,
+        condition: Option<Condition>,
+        write: F,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, &Key, Option<Item>) -> Result<T, rusqlite::Error>
+            + Send
+            + 'static,
+    {
+        let now = now_secs();
+        let verdict = self
+            .db
+            .write(move |tx| {
+                let current = load(tx, &key, now)?;
+                if condition
+                    .as_ref()
+                    .is_some_and(|c| !c.holds(current.as_ref()))
+                {
+                    return Ok(Verdict::ConditionFailed);
+                }
+                Ok(Verdict::Done(write(tx, &key, current)?))
+            })
+            .await
+            .map_err(store_err)?;
+        finish(verdict)
+    }
+}
+
 /// Outcome of a write closure: either the database work succeeded (with a domain verdict inside)
 /// or SQLite failed.
 enum Verdict<T> {
@@ -122,23 +156,8 @@ impl ItemStore for SqliteItemStore {
 
     async fn put(&self, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
         let key = check_key(&item)?;
-        let now = now_secs();
-        let verdict = self
-            .db
-            .write(move |tx| {
-                let current = load(tx, &key, now)?;
-                if condition
-                    .as_ref()
-                    .is_some_and(|c| !c.holds(current.as_ref()))
-                {
-                    return Ok(Verdict::ConditionFailed);
-                }
-                save(tx, &item)?;
-                Ok(Verdict::Done(()))
-            })
+        self.write_one(key, condition, move |tx, _, _| save(tx, &item))
             .await
-            .map_err(store_err)?;
-        finish(verdict)
     }
 
     async fn update(
@@ -148,25 +167,12 @@ impl ItemStore for SqliteItemStore {
         condition: Option<Condition>,
     ) -> Result<Item, StoreError> {
         update.validate()?;
-        let key = key.clone();
-        let now = now_secs();
-        let verdict = self
-            .db
-            .write(move |tx| {
-                let current = load(tx, &key, now)?;
-                if condition
-                    .as_ref()
-                    .is_some_and(|c| !c.holds(current.as_ref()))
-                {
-                    return Ok(Verdict::ConditionFailed);
-                }
-                let next = update.apply(&key, current);
-                save(tx, &next)?;
-                Ok(Verdict::Done(next))
-            })
-            .await
-            .map_err(store_err)?;
-        finish(verdict)
+        self.write_one(key.clone(), condition, move |tx, key, current| {
+            let next = update.apply(key, current);
+            save(tx, &next)?;
+            Ok(next)
+        })
+        .await
     }
 
     async fn delete(
@@ -174,24 +180,11 @@ impl ItemStore for SqliteItemStore {
         key: &Key,
         condition: Option<Condition>,
     ) -> Result<Option<Item>, StoreError> {
-        let key = key.clone();
-        let now = now_secs();
-        let verdict = self
-            .db
-            .write(move |tx| {
-                let current = load(tx, &key, now)?;
-                if condition
-                    .as_ref()
-                    .is_some_and(|c| !c.holds(current.as_ref()))
-                {
-                    return Ok(Verdict::ConditionFailed);
-                }
-                remove(tx, &key)?;
-                Ok(Verdict::Done(current))
-            })
-            .await
-            .map_err(store_err)?;
-        finish(verdict)
+        self.write_one(key.clone(), condition, |tx, key, current| {
+            remove(tx, key)?;
+            Ok(current)
+        })
+        .await
     }
 
     async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
