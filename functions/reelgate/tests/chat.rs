@@ -59,16 +59,36 @@ impl Drop for FakeUpstream {
 
 impl FakeUpstream {
     async fn start() -> FakeUpstream {
+        Self::start_after(Duration::ZERO).await
+    }
+
+    /// Listens only once `delay` has passed: until then connecting to it is refused.
+    async fn start_after(delay: Duration) -> FakeUpstream {
         let state = Arc::new(FakeState::default());
         let app = Router::new()
             .route("/v1/chat/completions", post(fake_chat))
             .route("/v1/models", get(fake_models))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
+        // Reserve a free port, release it, and bind it again after the delay.
+        let reserved = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = reserved.local_addr().expect("addr");
+        drop(reserved);
+        let base_url = format!("http://{addr}");
+        let listener = if delay.is_zero() {
+            Some(tokio::net::TcpListener::bind(addr).await.expect("bind"))
+        } else {
+            None
+        };
         let task = tokio::spawn(async move {
+            let listener = match listener {
+                Some(l) => l,
+                None => {
+                    tokio::time::sleep(delay).await;
+                    tokio::net::TcpListener::bind(addr)
+                        .await
+                        .expect("bind later")
+                }
+            };
             let _ = axum::serve(listener, app).await;
         });
         FakeUpstream {
@@ -1234,6 +1254,12 @@ async fn upstream_failures_map_to_gateway_errors() {
         .as_str()
         .is_some_and(|m| m.contains("model crashed")));
 
+    assert_eq!(
+        rig.fake.requests().len(),
+        1,
+        "an error status is not retried"
+    );
+
     rig.fake.push(Reply::Fail(429, "slow down"));
     let (status, body) = rig.post(&hello("gpt-fake")).await;
     assert_eq!(
@@ -1466,4 +1492,59 @@ async fn bedrock_upstream_through_the_gateway() {
     let last = chunks.last().expect("chunks");
     assert_eq!(last["choices"], json!([]));
     assert!(last["usage"]["total_tokens"].as_u64().is_some(), "{text}");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_until_the_upstream_listens() {
+    // Refused for 150 ms: the adapter's retries (after 100, 200, 400 ms) reach it.
+    let fake = FakeUpstream::start_after(Duration::from_millis(150)).await;
+    fake.push(Reply::Complete(completion("finally", None, 2, 1)));
+    let mut catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
+    catalog
+        .upstreams
+        .push(upstream_config("late", &fake.base_url));
+    catalog
+        .chat_models
+        .push(chat_model("gpt-late", "late", &["text"], &[]));
+    let server = TestServer::start_with(catalog, |_| {}).await;
+    let tenant = server.tenant("1").await;
+    let r = reqwest::Client::new()
+        .post(server.url("/v1/chat/completions"))
+        .bearer_auth(&tenant.key)
+        .json(&hello("gpt-late"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["choices"][0]["message"]["content"], "finally");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_upstream_failing_mid_stream_ends_with_an_error_event_and_is_not_charged() {
+    let rig = rig().await;
+    rig.fake.push(Reply::Stream {
+        chunks: vec![
+            chunk(json!({"role": "assistant", "content": "Par"}), None),
+            json!({"error": {"message": "the model server crashed", "type": "server_error"}}),
+        ],
+        gap: Duration::from_millis(5),
+    });
+    let events = rig
+        .stream(&json!({"model": "gpt-fake", "messages": [{"role": "user", "content": "Hi"}], "stream": true}))
+        .await;
+    let datas: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+    assert_eq!(datas.len(), 2, "{datas:?}");
+    assert!(
+        !datas.contains(&"[DONE]"),
+        "a failed stream does not claim to be done"
+    );
+    let error: Value = serde_json::from_str(datas[1]).expect("json");
+    assert_eq!(error["error"]["code"], "upstream_error");
+    assert!(error["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("crashed")));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(rig.balance().await, Decimal::from_str("10.00").expect("d"));
 }
