@@ -598,7 +598,11 @@ async fn stream_with_include_usage_arrives_spaced_as_the_upstream_sent_it() {
             chunk(json!({"content": "lo"}), None),
             chunk(json!({"content": "!"}), None),
             chunk(json!({}), Some("stop")),
-            usage_chunk(9, 3),
+            {
+                let mut u = usage_chunk(9, 3);
+                u["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 4});
+                u
+            },
         ],
         gap,
     });
@@ -632,6 +636,7 @@ async fn stream_with_include_usage_arrives_spaced_as_the_upstream_sent_it() {
     let last = &chunks[5].1;
     assert_eq!(last["choices"], json!([]));
     assert_eq!(last["usage"]["prompt_tokens"], 9);
+    assert_eq!(last["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
     assert_eq!(last["usage"]["completion_tokens"], 3);
     let text: String = chunks
         .iter()

@@ -37,6 +37,8 @@ pub struct StreamContext {
 struct Meter {
     ctx: StreamContext,
     usage: Option<TokenUsage>,
+    /// The upstream's usage object as it sent it (with `prompt_tokens_details` and the like).
+    usage_json: Option<Value>,
     completion_chars: usize,
     settled: bool,
 }
@@ -128,8 +130,11 @@ impl State {
         let Value::Object(mut obj) = chunk else {
             return;
         };
-        if let Some(u) = obj.remove("usage").as_ref().and_then(TokenUsage::from_json) {
-            self.meter.usage = Some(u);
+        if let Some(raw) = obj.remove("usage") {
+            if let Some(u) = TokenUsage::from_json(&raw) {
+                self.meter.usage = Some(u);
+                self.meter.usage_json = Some(raw);
+            }
         }
         let has_choices = obj
             .get("choices")
@@ -166,7 +171,7 @@ impl State {
                 "created": ctx.created,
                 "model": ctx.model.id,
                 "choices": [],
-                "usage": used.to_chat_json(),
+                "usage": self.meter.usage_json.clone().unwrap_or_else(|| used.to_chat_json()),
             })));
         }
         self.out.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
@@ -188,6 +193,7 @@ pub fn respond(ctx: StreamContext, upstream: ChunkStream) -> Response {
         meter: Meter {
             ctx,
             usage: None,
+            usage_json: None,
             completion_chars: 0,
             settled: false,
         },
