@@ -106,6 +106,7 @@ fn template_routes(template: &serde_yaml::Value, logical_id: &str) -> Vec<(Strin
 }
 
 /// The emulator's REST-JSON APIs (Lambda, API Gateway v2), which it serves without signatures.
+#[derive(Clone)]
 struct Emulator {
     endpoint: String,
     http: reqwest::Client,
@@ -324,7 +325,9 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
     let work = std::env::temp_dir().join(format!("reelgate-lambda-e2e-{run}"));
-    let mut arns: BTreeMap<&str, String> = BTreeMap::new();
+    // Packaging (strip + zip) and uploading overlap: while the emulator unpacks one function the
+    // next one is being zipped. Deploying one by one took ~60 s.
+    let mut deploys = tokio::task::JoinSet::new();
     for binary in DEPLOYED {
         let mut env = common.clone();
         if matches!(*binary, "api-videos" | "render-worker") {
@@ -334,10 +337,20 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             );
         }
         let timeout = if binary.starts_with("api-") { 29 } else { 120 };
-        let zip = package(binary, &work);
-        let arn = emulator
-            .create_function(&names(binary), &zip, &env, timeout)
-            .await;
+        let (emulator, work, name) = (emulator.clone(), work.clone(), names(binary));
+        deploys.spawn(async move {
+            let zip = tokio::task::spawn_blocking(move || package(binary, &work))
+                .await
+                .expect("packaging");
+            (
+                *binary,
+                emulator.create_function(&name, &zip, &env, timeout).await,
+            )
+        });
+    }
+    let mut arns: BTreeMap<&str, String> = BTreeMap::new();
+    while let Some(done) = deploys.join_next().await {
+        let (binary, arn) = done.expect("deploying a function");
         arns.insert(binary, arn);
     }
     let _ = std::fs::remove_dir_all(&work);
