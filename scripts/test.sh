@@ -26,6 +26,15 @@ bash scripts/test-tools.sh || exit 1
 PYTHON="$REELGATE_TOOLS_DIR/python/bin/python"
 export REELGATE_PYTHON="$PYTHON"
 
+# --- infrastructure checks (issue 7, owned with functions/reelgate-lambda): cfn-lint on
+# infra/template.yaml and asl-validator on statemachine/*.asl.json, offline; counted as one test.
+# The Rust consistency checks (template <-> binaries <-> API_ROUTES <-> ASL placeholders) and the
+# AWS path on the emulator run with the Rust tests below.
+step "infrastructure checks (cfn-lint, asl-validator)"
+infra_status=0
+bash scripts/infra-check.sh || infra_status=1
+# --- end of infrastructure checks
+
 step "AWS emulator"
 bash scripts/aws-emulator.sh start || exit 1
 eval "$(bash scripts/aws-emulator.sh env)"
@@ -64,9 +73,10 @@ py_passed=${py_passed:-0}
 py_failed=${py_failed:-0}
 if [[ $py_status -ne 0 && $py_failed -eq 0 ]]; then py_failed=1; fi
 
-passed=$((rust_passed + py_passed))
-failed=$((rust_failed + py_failed))
+# infra_status: the "infrastructure checks" step above (one test).
+passed=$((rust_passed + py_passed + 1 - infra_status))
+failed=$((rust_failed + py_failed + infra_status))
 echo
 echo "rust: ${rust_passed} passed, ${rust_failed} failed; end-to-end: ${py_passed} passed, ${py_failed} failed"
 echo "tests: ${passed} passed, ${failed} failed"
-[[ $rust_status -eq 0 && $py_status -eq 0 ]]
+[[ $rust_status -eq 0 && $py_status -eq 0 && $infra_status -eq 0 ]]
