@@ -123,12 +123,23 @@ async fn load_secrets(config: &aws_config::SdkConfig) -> anyhow::Result<()> {
 /// `REELGATE_BUCKET`, `REELGATE_RENDER_QUEUE_URL`, `REELGATE_STATE_MACHINE_ARN` (see
 /// `reelgate_aws::AwsSettings`), the catalog (`REELGATE_CATALOG`, else the built-in one),
 /// engines (`REELGATE_REFERENCE_ENGINE_URL` and the catalog's `base_url`s), the moderator
-/// (`REELGATE_MODERATOR`) and the chat upstreams of the catalog.
+/// (`REELGATE_MODERATOR`) and the chat upstreams of the catalog (plus the models of
+/// `REELGATE_UPSTREAM_BASE_URL`, when set).
 pub async fn aws_app() -> anyhow::Result<App> {
     let aws = reelgate_aws::AwsSettings::from_env().map_err(anyhow::Error::msg)?;
     let backend = reelgate_aws::connect(aws).await;
     load_secrets(&backend.sdk_config).await?;
-    let catalog = Arc::new(Catalog::load_from_env().context("loading the catalog")?);
+    let mut catalog = Catalog::load_from_env().context("loading the catalog")?;
+    // As the local server does: with REELGATE_UPSTREAM_BASE_URL set, every model that server
+    // lists becomes a chat model. A failure leaves the catalog's own models (and the video
+    // routes) working.
+    if let Err(e) = reelgate::chat::discover_upstream_models(&mut catalog).await {
+        tracing::error!(
+            error = format!("{e:#}"),
+            "listing the models of REELGATE_UPSTREAM_BASE_URL failed"
+        );
+    }
+    let catalog = Arc::new(catalog);
     let mut app = App::new(
         backend.store,
         backend.blobs,
