@@ -78,7 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
     }
     tracing::info!(%base_url, "ready");
-    axum::serve(listener, router)
+    axum::serve(reelgate::http::no_delay(listener), router)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;

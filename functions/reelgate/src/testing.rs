@@ -51,7 +51,7 @@ impl TestServer {
         configure(&mut app);
         let router = crate::http::router(app.clone());
         let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
+            let _ = axum::serve(crate::http::no_delay(listener), router).await;
         });
         TestServer {
             app,
@@ -112,7 +112,7 @@ impl TestServer {
             .expect("services");
         let router = crate::local::local_router(app.clone(), &services);
         let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
+            let _ = axum::serve(crate::http::no_delay(listener), router).await;
         });
         TestServer {
             app,

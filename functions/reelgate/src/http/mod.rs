@@ -97,3 +97,16 @@ pub fn list_envelope<T: serde::Serialize>(
         "has_more": has_more,
     })
 }
+
+/// A listener whose connections send small writes at once. Without TCP_NODELAY each SSE event
+/// can wait ~40 ms for the client's delayed ACK (Nagle), which breaks "forwarded as it arrives".
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+    })
+}
