@@ -295,3 +295,91 @@ pub async fn admission_contract(store: Arc<dyn crate::store::ItemStore>) {
         2
     );
 }
+
+/// The Python with `openai` and `pytest` named by `REELGATE_PYTHON`. Without it the calling test
+/// is skipped with a message — except under CI (`CI` set), where that is a failure, so a suite
+/// can never pass there without having run.
+pub fn python_or_skip(test: &str) -> Option<String> {
+    match std::env::var("REELGATE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: REELGATE_PYTHON is not set under CI; scripts/test.sh sets it")
+        }
+        _ => {
+            eprintln!("{test} skipped: set REELGATE_PYTHON to a Python with openai and pytest");
+            None
+        }
+    }
+}
+
+/// tests/python/fake_upstream.py running, and a server whose catalog is tests/python/catalog.toml
+/// pointing at it: the rig of the Python SDK suites.
+pub struct PythonRig {
+    pub python: String,
+    pub dir: std::path::PathBuf,
+    pub fake_url: String,
+    pub server: TestServer,
+    _fake: tokio::process::Child,
+}
+
+impl PythonRig {
+    pub async fn start(python: String) -> PythonRig {
+        use tokio::io::AsyncBufReadExt;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python");
+        let mut fake = tokio::process::Command::new(&python)
+            .arg(dir.join("fake_upstream.py"))
+            .args(["--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the fake upstream");
+        let stdout = fake.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("the fake upstream starts")
+            .expect("read")
+            .expect("a line");
+        let fake_url = first
+            .strip_prefix("FAKE_UPSTREAM_URL=")
+            .expect("the URL line")
+            .to_owned();
+        // The catalog expands ${FAKE_UPSTREAM_URL}; substitute here rather than set it in the
+        // process environment that other tests share.
+        let text = std::fs::read_to_string(dir.join("catalog.toml")).expect("catalog");
+        let catalog = Catalog::parse(&text.replace("${FAKE_UPSTREAM_URL}", &fake_url))
+            .expect("catalog parses");
+        let server = TestServer::start_with(catalog, |_| {}).await;
+        PythonRig {
+            python,
+            dir,
+            fake_url,
+            server,
+            _fake: fake,
+        }
+    }
+
+    /// Runs one pytest file with `env` (plus the base and fake URLs); fails the calling test if
+    /// any Python test fails or is skipped.
+    pub async fn pytest(&self, file: &str, env: &[(&str, &str)]) {
+        let mut cmd = tokio::process::Command::new(&self.python);
+        cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .arg(self.dir.join(file))
+            .env("REELGATE_BASE_URL", &self.server.base_url)
+            .env("FAKE_UPSTREAM_URL", &self.fake_url);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let output = cmd.output().await.expect("run pytest");
+        let report = String::from_utf8_lossy(&output.stdout);
+        eprintln!("{report}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "the Python SDK suite {file} failed"
+        );
+        assert!(
+            !report.contains("skipped"),
+            "no Python test may be skipped here"
+        );
+    }
+}
