@@ -33,6 +33,8 @@ const DEPLOYED: &[&str] = &[
     "step-finalize",
     "step-fail-job",
     "render-worker",
+    // The streaming twin (function URL in RESPONSE_STREAM mode), against a fake upstream.
+    "api-chat-completions",
 ];
 
 /// The test build's bootstrap of `binary` (Cargo builds a package's binaries for its tests).
@@ -47,6 +49,7 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "step-finalize" => env!("CARGO_BIN_EXE_step-finalize"),
         "step-fail-job" => env!("CARGO_BIN_EXE_step-fail-job"),
         "render-worker" => env!("CARGO_BIN_EXE_render-worker"),
+        "api-chat-completions" => env!("CARGO_BIN_EXE_api-chat-completions"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)
@@ -211,6 +214,74 @@ fn start_engine() -> EngineProcess {
     engine
 }
 
+/// A stand-in OpenAI-compatible chat server for the streaming check: lists one model and
+/// streams a fixed reply. (A fake, named so: the real upstreams are tested in the core crate.)
+struct FakeUpstream {
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeUpstream {
+    const MODEL: &'static str = "fake-chat-model";
+
+    async fn start() -> FakeUpstream {
+        use axum::routing::{get, post};
+        async fn models() -> axum::Json<Value> {
+            axum::Json(
+                json!({"object": "list", "data": [{"id": FakeUpstream::MODEL, "object": "model", "owned_by": "test"}]}),
+            )
+        }
+        async fn completions(axum::Json(body): axum::Json<Value>) -> axum::response::Response {
+            use axum::response::IntoResponse;
+            let chunk = |delta: Value, finish: Value| {
+                json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": FakeUpstream::MODEL,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            };
+            let usage = json!({"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8});
+            if body["stream"] != true {
+                return axum::Json(json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": FakeUpstream::MODEL,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello from the fake upstream"}, "finish_reason": "stop"}],
+                    "usage": usage}))
+                .into_response();
+            }
+            let mut events = vec![chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+            )];
+            for piece in ["Hello", " from", " the", " fake", " upstream"] {
+                events.push(chunk(json!({"content": piece}), Value::Null));
+            }
+            events.push(chunk(json!({}), json!("stop")));
+            events.push(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": FakeUpstream::MODEL,
+                               "choices": [], "usage": usage}));
+            let mut sse: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            sse.push_str("data: [DONE]\n\n");
+            (
+                [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+                sse,
+            )
+                .into_response()
+        }
+        let router = axum::Router::new()
+            .route("/v1/models", get(models))
+            .route("/v1/chat/completions", post(completions));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the fake upstream");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        FakeUpstream { url, task }
+    }
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 struct Api {
     base: String,
     http: reqwest::Client,
@@ -302,6 +373,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         format!("arn:aws:states:{region}:{account}:stateMachine:{state_machine_name}");
 
     let engine = start_engine();
+    let upstream = FakeUpstream::start().await;
     let emulator = Emulator {
         endpoint: endpoint.clone(),
         http: reqwest::Client::new(),
@@ -330,6 +402,10 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     let mut deploys = tokio::task::JoinSet::new();
     for binary in DEPLOYED {
         let mut env = common.clone();
+        if *binary == "api-chat-completions" {
+            env.insert(reelgate_lambda::RESPONSE_STREAM_ENV.into(), "1".into());
+            env.insert("REELGATE_UPSTREAM_BASE_URL".into(), upstream.url.clone());
+        }
         if matches!(*binary, "api-videos" | "render-worker") {
             env.insert(
                 "REELGATE_STATE_MACHINE_ARN".into(),
@@ -672,6 +748,77 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .await;
     assert_eq!(status, 400, "content of a failed job: {body}");
 
+    // Chat streamed through the function URL of the streaming twin (RESPONSE_STREAM): the
+    // binary answers in Lambda's streaming framing and the URL turns it into an SSE response.
+    let url_config = emulator
+        .call(
+            reqwest::Method::POST,
+            &format!(
+                "/2021-10-31/functions/{}/url",
+                names("api-chat-completions")
+            ),
+            json!({"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM"}),
+        )
+        .await;
+    let function_url = url_config["FunctionUrl"].as_str().expect("FunctionUrl");
+    let url_id = function_url
+        .split("://")
+        .nth(1)
+        .and_then(|h| h.split('.').next())
+        .expect("URL id");
+    let chat = reqwest::Client::new()
+        .post(format!(
+            "{endpoint}/_aws/lambda-url/{url_id}/v1/chat/completions"
+        ))
+        .bearer_auth(&key)
+        .json(&json!({
+            "model": FakeUpstream::MODEL,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "Say hello"}],
+        }))
+        .send()
+        .await
+        .expect("POST the function URL");
+    assert_eq!(chat.status().as_u16(), 200);
+    let content_type = chat
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "content-type {content_type}"
+    );
+    let sse = chat.text().await.expect("the SSE body");
+    let events: Vec<&str> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(events.last(), Some(&"[DONE]"), "{sse}");
+    let chunks: Vec<Value> = events
+        .iter()
+        .filter_map(|e| serde_json::from_str(e).ok())
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Hello from the fake upstream", "{sse}");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk"),
+        "{sse}"
+    );
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["usage"]["total_tokens"].as_u64().is_some_and(|t| t > 0)),
+        "usage chunk: {sse}"
+    );
+
     // Nothing reached the dead-letter queue.
     assert_eq!(
         backend
@@ -688,4 +835,5 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     }
     eprintln!("the AWS path took {:.1}s", started.elapsed().as_secs_f64());
     drop(engine);
+    drop(upstream);
 }
