@@ -524,3 +524,49 @@ async fn retention_sweeps_finished_jobs_and_expired_files() {
         .expect("get")
         .is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_whose_execution_ended_without_settling_is_failed_unbilled() {
+    let server = TestServer::start_full(TIME_SCALE, |_| {}).await;
+    set_faults(
+        &server,
+        FaultSwitches {
+            hang: true,
+            ..Default::default()
+        },
+    );
+    let t = tenant(&server, "5.00").await;
+    let id = create(&server, &t, job("a stalled render", 4, "16:9")).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let start = Instant::now();
+    while get(&server, &t, &id).await["status"] != "in_progress" {
+        assert!(start.elapsed() < Duration::from_secs(60), "never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The execution stops (as an operator's StopExecution would) while the job runs.
+    let runner = &server.services.as_ref().expect("services").workflow.runner;
+    runner
+        .stop_execution(
+            &runner.execution_id(&id),
+            Some("Operator"),
+            Some("stopped by hand"),
+        )
+        .await
+        .expect("stop");
+    let journal = reelgate::workflow::local::SqliteJournal::new(server.backend.db.clone());
+    let failed = reelgate::workflow::local::reconcile(&server.app, &journal)
+        .await
+        .expect("reconcile");
+    assert_eq!(failed, 1);
+    let (done, _) = wait_terminal(&server, &t, &id, Duration::from_secs(10)).await;
+    assert_eq!(done["error"]["code"], "engine_unavailable", "{done}");
+    assert_unbilled(&server, &t, "5.00").await;
+    assert_eq!(
+        reelgate::workflow::local::reconcile(&server.app, &journal)
+            .await
+            .expect("again"),
+        0
+    );
+}

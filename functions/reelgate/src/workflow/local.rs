@@ -85,6 +85,37 @@ impl ExecutionJournal for SqliteJournal {
     }
 
     async fn load(&self, execution_id: &str) -> Result<Option<ExecutionSnapshot>, JournalError> {
+        self.load_one(execution_id).await
+    }
+}
+
+impl SqliteJournal {
+    /// Executions that ended without succeeding (failed, timed out, aborted).
+    pub async fn unsuccessful(&self) -> Result<Vec<ExecutionSnapshot>, JournalError> {
+        let rows: Vec<String> = self
+            .db
+            .read(|c| {
+                let mut stmt =
+                    c.prepare("SELECT snapshot FROM workflow_executions WHERE running = 0")?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect()
+            })
+            .await
+            .map_err(journal_err)?;
+        let all: Result<Vec<ExecutionSnapshot>, _> = rows
+            .iter()
+            .map(|t| serde_json::from_str(t).map_err(journal_err))
+            .collect();
+        Ok(all?
+            .into_iter()
+            .filter(|s| s.status != reelgate_asl::ExecutionStatus::Succeeded)
+            .collect())
+    }
+
+    async fn load_one(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<ExecutionSnapshot>, JournalError> {
         let id = execution_id.to_owned();
         let row: Option<String> = self
             .db
@@ -259,10 +290,14 @@ pub async fn start(
         tasks.push(tokio::spawn(async move { worker_loop(app, n).await }));
     }
     let (sweep_app, interval) = (app.clone(), options.sweep_interval);
+    let journal = SqliteJournal::new(db.clone());
     tasks.push(tokio::spawn(async move {
         loop {
             if let Err(e) = sweep(&sweep_app, &local_store).await {
                 tracing::warn!(error = %e, "retention sweep failed");
+            }
+            if let Err(e) = reconcile(&sweep_app, &journal).await {
+                tracing::warn!(error = %e, "reconciling ended executions failed");
             }
             tokio::time::sleep(interval).await;
         }
@@ -302,6 +337,43 @@ async fn worker_loop(app: App, n: usize) {
             }
         }
     }
+}
+
+/// Ends jobs whose execution ended without settling them (for instance a `FailJob` step that
+/// exhausted its retries): no job stays non-terminal once its workflow is over. Returns how many
+/// jobs it failed.
+pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usize> {
+    let mut failed = 0;
+    for execution in journal.unsuccessful().await? {
+        let (Some(org), Some(video_id)) = (
+            execution.input["org"].as_str(),
+            execution.input["video_id"].as_str(),
+        ) else {
+            continue;
+        };
+        let Some(job) = app
+            .store
+            .get(&crate::videos::job_key(org, video_id))
+            .await?
+        else {
+            continue;
+        };
+        use crate::store::ItemExt;
+        let status = job.str_attr("status").unwrap_or_default();
+        if crate::videos::RUNNING.contains(&status) {
+            tracing::warn!(%video_id, execution = %execution.execution_id, "workflow ended but the job was running; failing it");
+            crate::jobs::fail(
+                app,
+                org,
+                video_id,
+                "engine_unavailable",
+                "The render pipeline stopped before the video finished. You were not charged; resubmit later.",
+            )
+            .await?;
+            failed += 1;
+        }
+    }
+    Ok(failed)
 }
 
 /// Deletes what has expired: finished jobs with their outputs and thumbnails 30 days after
