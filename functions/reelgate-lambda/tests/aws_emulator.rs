@@ -833,6 +833,11 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         let url = format!("{endpoint}/2015-03-31/event-source-mappings/{mapping_id}");
         let _ = emulator.http.delete(url).send().await;
     }
+    // The emulator keeps a warm process per function; free them (best effort).
+    for binary in DEPLOYED {
+        let url = format!("{endpoint}/2015-03-31/functions/{}", names(binary));
+        let _ = emulator.http.delete(url).send().await;
+    }
     eprintln!("the AWS path took {:.1}s", started.elapsed().as_secs_f64());
     drop(engine);
     drop(upstream);
