@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Offline checks of the AWS deployment definitions, no AWS account or credentials needed:
-#   1. cfn-lint (PyPI) on infra/template.yaml — it expands the SAM transform itself;
-#   2. asl-validator (npm) on statemachine/*.asl.json — cfn-lint does not look inside a
+#   1. cfn-lint (PyPI) on infra/template.yaml — it checks SAM resources against SAM's schemas but
+#      does not run the SAM transform;
+#   2. the real SAM transform (aws-sam-translator, PyPI; scripts/sam-translate-check.py) on the
+#      template, and cfn-lint again on what it expands to (the generated roles, permissions,
+#      routes and event sources);
+#   3. asl-validator (npm) on statemachine/*.asl.json — cfn-lint does not look inside a
 #      DefinitionUri file. asl-validator accepts the ${Name} placeholders.
 # The Rust side of the checks (functions <-> binaries, ASL placeholders <-> substitutions,
 # API_ROUTES <-> API events) is functions/reelgate-lambda/tests/infra_consistency.rs.
@@ -14,8 +18,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}"
 # Pinned so a new rule set cannot fail a build that passed yesterday; bump deliberately.
 CFN_LINT_VERSION="1.58.0"
+SAM_TRANSLATOR_VERSION="1.115.0"
 ASL_VALIDATOR_VERSION="4.0.0"
-CFN_VENV="$TOOLS_DIR/cfn-lint-$CFN_LINT_VERSION"
+CFN_VENV="$TOOLS_DIR/cfn-lint-$CFN_LINT_VERSION-sam-$SAM_TRANSLATOR_VERSION"
 ASL_DIR="$TOOLS_DIR/asl-validator-$ASL_VALIDATOR_VERSION"
 
 die() {
@@ -27,11 +32,12 @@ install_cfn_lint() {
   # The marker is written last, so an interrupted install is redone rather than trusted.
   if [[ -f "$CFN_VENV/.installed" ]]; then return; fi
   command -v python3 >/dev/null || die "python3 is required to install cfn-lint"
-  echo "infra-check: installing cfn-lint $CFN_LINT_VERSION into $CFN_VENV" >&2
+  echo "infra-check: installing cfn-lint $CFN_LINT_VERSION and aws-sam-translator $SAM_TRANSLATOR_VERSION into $CFN_VENV" >&2
   rm -rf "$CFN_VENV"
   python3 -m venv "$CFN_VENV" || die "could not create a venv in $CFN_VENV"
-  "$CFN_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "cfn-lint==$CFN_LINT_VERSION" ||
-    { rm -rf "$CFN_VENV"; die "pip could not install cfn-lint==$CFN_LINT_VERSION"; }
+  "$CFN_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "cfn-lint==$CFN_LINT_VERSION" "aws-sam-translator==$SAM_TRANSLATOR_VERSION" ||
+    { rm -rf "$CFN_VENV"; die "pip could not install cfn-lint and aws-sam-translator"; }
   touch "$CFN_VENV/.installed"
 }
 
@@ -55,6 +61,19 @@ echo "infra-check: cfn-lint $CFN_LINT_VERSION infra/template.yaml" >&2
 # No region or credentials are needed: cfn-lint checks against its bundled resource specs.
 if ! "$CFN_VENV/bin/cfn-lint" --regions us-east-1 --template "$ROOT/infra/template.yaml"; then
   echo "infra-check: cfn-lint found problems in infra/template.yaml" >&2
+  status=1
+fi
+
+EXPANDED="$(mktemp --suffix=.json)"
+trap 'rm -f "$EXPANDED"' EXIT
+echo "infra-check: SAM transform (aws-sam-translator $SAM_TRANSLATOR_VERSION), then cfn-lint on its output" >&2
+if "$CFN_VENV/bin/python" "$ROOT/scripts/sam-translate-check.py" "$ROOT/infra/template.yaml" "$EXPANDED"; then
+  if ! "$CFN_VENV/bin/cfn-lint" --regions us-east-1 --template "$EXPANDED"; then
+    echo "infra-check: cfn-lint found problems in the template the SAM transform expands to" >&2
+    status=1
+  fi
+else
+  echo "infra-check: the SAM transform rejected infra/template.yaml" >&2
   status=1
 fi
 
