@@ -112,7 +112,8 @@ async fn load_secrets(config: &aws_config::SdkConfig) -> anyhow::Result<()> {
         .with_context(|| format!("the secret {arn} must be a JSON object of NAME: value"))?;
     for (name, value) in map {
         if let Some(v) = value.as_str() {
-            // Only this process reads its environment, and it does so after this point.
+            // Set during start-up, before the runtime serves anything and before the engines and
+            // upstreams that read these names are built; no other task reads the environment now.
             std::env::set_var(name, v);
         }
     }
@@ -173,7 +174,6 @@ async fn app_or_exit(function: &str) -> App {
             // Exiting makes Lambda report an init error (`Runtime.ExitError`) with this line in
             // the log, which is where an operator looks for a configuration mistake.
             tracing::error!(function, error = format!("{e:#}"), "cannot start");
-            eprintln!("reelgate-lambda {function}: cannot start: {e:#}");
             std::process::exit(1);
         }
     }
