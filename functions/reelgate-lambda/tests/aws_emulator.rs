@@ -35,6 +35,9 @@ const DEPLOYED: &[&str] = &[
     "render-worker",
     // The streaming twin (function URL in RESPONSE_STREAM mode), against a fake upstream.
     "api-chat-completions",
+    // The direct-to-S3 upload flow for files over Lambda's 6 MB request limit.
+    "api-uploads",
+    "api-upload-complete",
 ];
 
 /// The test build's bootstrap of `binary` (Cargo builds a package's binaries for its tests).
@@ -50,6 +53,8 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "step-fail-job" => env!("CARGO_BIN_EXE_step-fail-job"),
         "render-worker" => env!("CARGO_BIN_EXE_render-worker"),
         "api-chat-completions" => env!("CARGO_BIN_EXE_api-chat-completions"),
+        "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
+        "api-upload-complete" => env!("CARGO_BIN_EXE_api-upload-complete"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)
@@ -818,6 +823,45 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             .any(|c| c["usage"]["total_tokens"].as_u64().is_some_and(|t| t > 0)),
         "usage chunk: {sse}"
     );
+
+    // A file larger than a Lambda request can carry: presigned PUT straight to S3, then
+    // registered by the complete route (the thumbnail JPEG, padded past 6 MB).
+    let thumbnail = reelgate::blobs::read_all(
+        backend.blobs.as_ref(),
+        &reelgate::videos::thumbnail_blob_key(&org.id, &good_id),
+    )
+    .await
+    .expect("the thumbnail blob");
+    let mut large = thumbnail.to_vec();
+    large.resize(7 * 1024 * 1024, 0);
+    let (status, _, upload) = api
+        .send(
+            reqwest::Method::POST,
+            "/v1/uploads",
+            &key,
+            Some(json!({"purpose": "vision", "filename": "frame.jpg", "bytes": large.len(), "mime_type": "image/jpeg"})),
+        )
+        .await;
+    assert_eq!(status, 200, "create an upload: {upload}");
+    let upload_url = upload["upload_url"].as_str().expect("upload_url");
+    let mut put = reqwest::Client::new().put(upload_url).body(large.clone());
+    for (name, value) in upload["upload_headers"].as_object().into_iter().flatten() {
+        put = put.header(name.as_str(), value.as_str().unwrap_or_default());
+    }
+    let put = put.send().await.expect("PUT to the presigned URL");
+    assert!(put.status().is_success(), "PUT: {}", put.status());
+    let upload_id = upload["id"].as_str().expect("upload id");
+    let (status, _, file) = api
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/uploads/{upload_id}/complete"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "complete: {file}");
+    assert_eq!(file["bytes"].as_u64(), Some(large.len() as u64), "{file}");
+    assert_eq!(file["purpose"], "vision", "{file}");
 
     // Nothing reached the dead-letter queue.
     assert_eq!(
