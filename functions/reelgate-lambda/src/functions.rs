@@ -18,6 +18,9 @@ pub enum Serves {
     },
     /// The render queue's consumer.
     RenderWorker,
+    /// EventBridge's "execution status change" of the state machine (failed, timed out,
+    /// aborted): fails a job its execution left running, unbilled.
+    ExecutionEnded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +166,11 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         binary: "render-worker",
         logical_id: "RenderWorkerFunction",
         serves: Serves::RenderWorker,
+    },
+    LambdaFunction {
+        binary: "execution-ended",
+        logical_id: "ExecutionEndedFunction",
+        serves: Serves::ExecutionEnded,
     },
 ];
 

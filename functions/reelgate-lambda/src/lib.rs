@@ -255,3 +255,62 @@ pub async fn run_worker() -> Result<(), Error> {
     ))
     .await
 }
+
+/// The message of a job failed because its execution ended without settling it.
+const PIPELINE_STOPPED: &str =
+    "The render pipeline stopped before the video finished. You were not charged; resubmit later.";
+
+/// Handles one EventBridge "Step Functions Execution Status Change" event of the video state
+/// machine. An execution that failed, timed out or was aborted normally settled its job in
+/// `FailJob`; when it did not (the execution's own time limit, `FailJob` out of retries, an
+/// operator's StopExecution), the job would stay running with its reservation held. This fails
+/// such a job as `engine_unavailable` and releases the reservation — the AWS counterpart of the
+/// local host's `reelgate::workflow::local::reconcile`. Returns whether it failed a job.
+pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<bool> {
+    let detail = &event["detail"];
+    let status = detail["status"].as_str().unwrap_or_default();
+    if !matches!(status, "FAILED" | "TIMED_OUT" | "ABORTED") {
+        return Ok(false);
+    }
+    // The execution's input is a JSON string: {"org", "video_id"} as `start_job` wrote it.
+    let input: Value = detail["input"]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null);
+    let (Some(org), Some(video_id)) = (input["org"].as_str(), input["video_id"].as_str()) else {
+        tracing::warn!(execution = %detail["executionArn"], "an ended execution without a job in its input");
+        return Ok(false);
+    };
+    let Some(job) = app
+        .store
+        .get(&reelgate::videos::job_key(org, video_id))
+        .await?
+    else {
+        return Ok(false);
+    };
+    use reelgate::store::ItemExt;
+    if !reelgate::videos::RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
+        return Ok(false);
+    }
+    tracing::warn!(%video_id, status, execution = %detail["executionArn"], "the execution ended but the job was running; failing it");
+    reelgate::jobs::fail(app, org, video_id, "engine_unavailable", PIPELINE_STOPPED)
+        .await
+        .map_err(|e| anyhow::anyhow!("failing {video_id}: {}", e.message))?;
+    Ok(true)
+}
+
+/// The EventBridge-triggered reconciler of ended executions. An error makes EventBridge retry
+/// the event (its default retry policy), so a store outage does not leave the job running.
+pub async fn run_execution_ended() -> Result<(), Error> {
+    let app = app_or_exit("execution-ended").await;
+    let app = &app;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<Value>| async move {
+            let failed = handle_execution_ended(app, &event.payload)
+                .await
+                .map_err(|e| Error::from(format!("{e:#}")))?;
+            Ok::<Value, Error>(json!({ "failed_job": failed }))
+        },
+    ))
+    .await
+}
