@@ -421,6 +421,10 @@ async fn content(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let file = find(&app, &caller.org, &file_id).await?;
+    if app.settings.content_redirect {
+        return crate::http::blobs_route::redirect_to_blob(&app, &blob_key(&caller.org, &file_id))
+            .await;
+    }
     crate::http::blobs_route::stream_blob(
         app.blobs.as_ref(),
         &blob_key(&caller.org, &file_id),

@@ -481,3 +481,47 @@ async fn oversize_json_body_is_413_in_the_envelope() {
     let body: Value = res.json().await.expect("json");
     assert_error(&body, "payload_too_large");
 }
+
+#[tokio::test]
+async fn file_content_can_redirect_to_a_short_lived_url() {
+    let catalog =
+        reelgate::catalog::Catalog::parse(reelgate::catalog::DEFAULT_CATALOG).expect("catalog");
+    let server = TestServer::start_with(catalog, |app| {
+        let mut settings = (*app.settings).clone();
+        settings.content_redirect = true;
+        app.settings = std::sync::Arc::new(settings);
+    })
+    .await;
+    let t = server.tenant("1.00").await;
+    let png = tiny_png();
+    let (status, file) = upload(&server, &t.key, "vision", "a.png", png.clone()).await;
+    assert_eq!(status, 200);
+    let no_follow = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let res = no_follow
+        .get(server.url(&format!(
+            "/v1/files/{}/content",
+            file["id"].as_str().expect("id")
+        )))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("content");
+    assert_eq!(res.status(), 302);
+    let location = res.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    assert_eq!(
+        reqwest::get(&location)
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .expect("bytes")
+            .to_vec(),
+        png
+    );
+}

@@ -121,6 +121,20 @@ pub async fn stream_blob(
         .map_err(|e| ApiError::internal("building a content response", e))
 }
 
+/// Answers with a redirect to a short-lived URL of the blob, for hosts whose responses cannot
+/// carry large bodies (Lambda's 6 MB limit).
+pub async fn redirect_to_blob(app: &App, key: &str) -> Result<Response, ApiError> {
+    let url = app.blobs.presign_get(key, app.settings.presign_ttl).await?;
+    Ok((
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, url),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+    )
+        .into_response())
+}
+
 async fn presigned_get(
     State(app): State<App>,
     Path(key): Path<String>,

@@ -231,21 +231,11 @@ async fn content(
     let video = find(&app, &caller.org, &video_id).await?;
     require_completed(&video, "content")?;
     if app.settings.content_redirect {
-        let url = app
-            .blobs
-            .presign_get(
-                &output_blob_key(&caller.org, &video_id),
-                app.settings.presign_ttl,
-            )
-            .await?;
-        return Ok((
-            axum::http::StatusCode::FOUND,
-            [
-                (axum::http::header::LOCATION, url),
-                (axum::http::header::CACHE_CONTROL, "no-store".to_owned()),
-            ],
+        return crate::http::blobs_route::redirect_to_blob(
+            &app,
+            &output_blob_key(&caller.org, &video_id),
         )
-            .into_response());
+        .await;
     }
     crate::http::blobs_route::stream_blob(
         app.blobs.as_ref(),
