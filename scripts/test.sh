@@ -36,9 +36,14 @@ bash scripts/infra-check.sh || infra_status=1
 # --- end of infrastructure checks
 
 step "AWS emulator"
-bash scripts/aws-emulator.sh start || exit 1
+emulator_log="$(mktemp)"
+bash scripts/aws-emulator.sh start 2>&1 | tee "$emulator_log"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || exit 1
 eval "$(bash scripts/aws-emulator.sh env)"
-trap 'bash scripts/aws-emulator.sh stop >/dev/null 2>&1 || true' EXIT
+# Stop it afterwards only if this run started it (a developer's own emulator keeps running).
+if ! grep -q "already running" "$emulator_log"; then
+  trap 'bash scripts/aws-emulator.sh stop >/dev/null 2>&1 || true' EXIT
+fi
 
 step "build (dev profile, all features)"
 cargo build --workspace --all-features --all-targets || exit 1

@@ -15,7 +15,6 @@ use reelgate::catalog::Catalog;
 use reelgate::workflow::worker::Disposition;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Duration;
 
 pub use lambda_runtime::Error;
 
@@ -38,46 +37,18 @@ pub fn init_tracing() {
         .try_init();
 }
 
-fn secs_env(name: &str) -> anyhow::Result<Option<Duration>> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => {
-            let secs: u64 = v
-                .trim()
-                .parse()
-                .with_context(|| format!("{name} must be whole seconds"))?;
-            Ok(Some(Duration::from_secs(secs)))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// The service settings from the function's environment (the template sets them).
+/// The service settings from the function's environment (the template sets them): the same
+/// variables every host reads (`Settings::from_env`), with one Lambda default.
 pub fn settings_from_env() -> anyhow::Result<Settings> {
-    let mut s = Settings::default();
-    if let Ok(url) = std::env::var("REELGATE_PUBLIC_URL") {
-        if !url.trim().is_empty() {
-            s.public_base_url = url.trim().trim_end_matches('/').to_owned();
-        }
-    }
-    if let Some(d) = secs_env("REELGATE_PRESIGN_TTL_SECS")? {
-        s.presign_ttl = d;
-    }
-    if let Some(d) = secs_env("REELGATE_RENDER_POLL_SECS")? {
-        s.render_poll_interval = d.max(Duration::from_secs(1));
-    }
-    if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
-        if !v.trim().is_empty() {
-            s.max_upload_bytes = v
-                .trim()
-                .parse()
-                .context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
-        }
-    }
-    s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL")
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    // Lambda answers at most 6 MB and an MP4 is often more: on Lambda the content route
-    // redirects to a presigned S3 URL unless REELGATE_CONTENT_REDIRECT=0.
+    let public_url = std::env::var("REELGATE_PUBLIC_URL").unwrap_or_default();
+    let public_url = public_url.trim().trim_end_matches('/');
+    let mut s = if public_url.is_empty() {
+        Settings::from_env(&Settings::default().public_base_url)?
+    } else {
+        Settings::from_env(public_url)?
+    };
+    // Lambda answers at most 6 MB and an MP4 is often more: on Lambda the content routes
+    // redirect to a presigned S3 URL unless REELGATE_CONTENT_REDIRECT=0.
     s.content_redirect = std::env::var("REELGATE_CONTENT_REDIRECT")
         .map(|v| v.trim() != "0")
         .unwrap_or(true);
@@ -148,9 +119,11 @@ pub async fn aws_app() -> anyhow::Result<App> {
         catalog.clone(),
         settings_from_env()?,
     );
-    app.engines = Arc::new(
-        reelgate::engines::from_catalog(&catalog, None).context("configuring the video engines")?,
-    );
+    let engines =
+        reelgate::engines::from_catalog(&catalog, None).context("configuring the video engines")?;
+    reelgate_aws::bedrock_video::register_bedrock_engines(&backend.sdk_config, &catalog, &engines)
+        .context("configuring the Bedrock video engines")?;
+    app.engines = Arc::new(engines);
     app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
     // A provider that cannot be configured must not take the video routes down with it: the
     // gateway connects missing upstreams lazily and answers `upstream_unavailable` per request.
@@ -256,10 +229,6 @@ pub async fn run_worker() -> Result<(), Error> {
     .await
 }
 
-/// The message of a job failed because its execution ended without settling it.
-const PIPELINE_STOPPED: &str =
-    "The render pipeline stopped before the video finished. You were not charged; resubmit later.";
-
 /// Handles one EventBridge "Step Functions Execution Status Change" event of the video state
 /// machine. An execution that failed, timed out or was aborted normally settled its job in
 /// `FailJob`; when it did not (the execution's own time limit, `FailJob` out of retries, an
@@ -281,22 +250,13 @@ pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<
         tracing::warn!(execution = %detail["executionArn"], "an ended execution without a job in its input");
         return Ok(false);
     };
-    let Some(job) = app
-        .store
-        .get(&reelgate::videos::job_key(org, video_id))
-        .await?
-    else {
-        return Ok(false);
-    };
-    use reelgate::store::ItemExt;
-    if !reelgate::videos::RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
-        return Ok(false);
-    }
-    tracing::warn!(%video_id, status, execution = %detail["executionArn"], "the execution ended but the job was running; failing it");
-    reelgate::jobs::fail(app, org, video_id, "engine_unavailable", PIPELINE_STOPPED)
+    let failed = reelgate::jobs::fail_if_running(app, org, video_id)
         .await
         .map_err(|e| anyhow::anyhow!("failing {video_id}: {}", e.message))?;
-    Ok(true)
+    if failed {
+        tracing::warn!(%video_id, status, execution = %detail["executionArn"], "the execution ended while the job was running; failed it");
+    }
+    Ok(failed)
 }
 
 /// The EventBridge-triggered reconciler of ended executions. An error makes EventBridge retry

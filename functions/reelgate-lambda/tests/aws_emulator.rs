@@ -708,11 +708,19 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .send()
         .await
         .expect("describe");
+    // A failed job ends its execution successfully, with the code in the output: a failed
+    // execution would mean the pipeline itself broke.
     assert_eq!(
         failed.status(),
-        &aws_sdk_sfn::types::ExecutionStatus::Failed
+        &aws_sdk_sfn::types::ExecutionStatus::Succeeded
     );
-    assert_eq!(failed.error(), Some("moderation_blocked"));
+    assert!(
+        failed
+            .output()
+            .is_some_and(|o| o.contains("moderation_blocked")),
+        "{:?}",
+        failed.output()
+    );
 
     // Content on Lambda: a redirect to a presigned S3 URL that serves the MP4.
     let (status, headers, body) = api

@@ -47,6 +47,24 @@ pub async fn fail(
     Ok(())
 }
 
+/// What a job whose pipeline stopped without settling it tells the caller.
+pub const PIPELINE_STOPPED: &str =
+    "The render pipeline stopped before the video finished. You were not charged; resubmit later.";
+
+/// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
+/// settling it); true when it did. The reconcilers of ended executions call this.
+pub async fn fail_if_running(app: &App, org: &str, video_id: &str) -> ApiResult<bool> {
+    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+        return Ok(false);
+    };
+    if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
+        return Ok(false);
+    }
+    tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
+    fail(app, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await?;
+    Ok(true)
+}
+
 /// Moves a running job to `status` (and sets more attributes); false when it is no longer running.
 pub async fn advance(
     app: &App,

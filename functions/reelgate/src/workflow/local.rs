@@ -351,25 +351,8 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
         ) else {
             continue;
         };
-        let Some(job) = app
-            .store
-            .get(&crate::videos::job_key(org, video_id))
-            .await?
-        else {
-            continue;
-        };
-        use crate::store::ItemExt;
-        let status = job.str_attr("status").unwrap_or_default();
-        if crate::videos::RUNNING.contains(&status) {
-            tracing::warn!(%video_id, execution = %execution.execution_id, "workflow ended but the job was running; failing it");
-            crate::jobs::fail(
-                app,
-                org,
-                video_id,
-                "engine_unavailable",
-                "The render pipeline stopped before the video finished. You were not charged; resubmit later.",
-            )
-            .await?;
+        if crate::jobs::fail_if_running(app, org, video_id).await? {
+            tracing::warn!(execution = %execution.execution_id, "reconciled a job its execution left running");
             failed += 1;
         }
     }
