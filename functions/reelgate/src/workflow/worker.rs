@@ -8,10 +8,11 @@
 
 use super::steps::{errors, RenderResult};
 use crate::app::App;
-use crate::engines::{EngineError, Render, RenderInputs, RenderRequest, RenderStatus};
+use crate::engines::{EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine};
 use crate::store::{ItemExt, Update};
 use crate::videos::{self, job_key, JobInputs};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -182,21 +183,35 @@ async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (
     reelgate_media::output_dimensions(ratio, first)
 }
 
-async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResult {
-    let Some(job) = app
+/// The job and the engine it renders on, or the error and cause to fail the task with.
+type JobAndEngine = Result<(crate::store::Item, Arc<dyn VideoEngine>), (&'static str, String)>;
+
+async fn job_and_engine(app: &App, org: &str, video_id: &str) -> Result<JobAndEngine, String> {
+    let job = app
         .store
         .get(&job_key(org, video_id))
         .await
-        .map_err(|e| e.to_string())?
-    else {
-        return fail_task(
-            app,
-            token,
-            video_id,
+        .map_err(|e| e.to_string())?;
+    let Some(job) = job else {
+        return Ok(Err((
             errors::JOB_NOT_RUNNING,
-            "the job no longer exists",
-        )
-        .await;
+            "the job no longer exists".to_owned(),
+        )));
+    };
+    let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
+    match app.engines.get(&engine_id) {
+        Some(engine) => Ok(Ok((job, engine))),
+        None => Ok(Err((
+            errors::ENGINE_UNAVAILABLE,
+            format!("no engine {engine_id} is configured"),
+        ))),
+    }
+}
+
+async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResult {
+    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+        Ok(found) => found,
+        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
@@ -221,17 +236,6 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
         );
         return enqueue(app, &next, Duration::ZERO).await;
     }
-    let engine_id = job.str_attr("engine").unwrap_or_default();
-    let Some(engine) = app.engines.get(engine_id) else {
-        return fail_task(
-            app,
-            token,
-            video_id,
-            errors::ENGINE_UNAVAILABLE,
-            &format!("no engine {engine_id} is configured"),
-        )
-        .await;
-    };
     let inputs = JobInputs::from_attr(job.get("inputs"));
     let signed = match sign_inputs(app, org, &inputs).await {
         Ok(s) => s,
@@ -318,31 +322,9 @@ async fn poll(
     last_progress: u32,
     unreachable: u32,
 ) -> WorkerResult {
-    let Some(job) = app
-        .store
-        .get(&job_key(org, video_id))
-        .await
-        .map_err(|e| e.to_string())?
-    else {
-        return fail_task(
-            app,
-            token,
-            video_id,
-            errors::JOB_NOT_RUNNING,
-            "the job no longer exists",
-        )
-        .await;
-    };
-    let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
-    let Some(engine) = app.engines.get(&engine_id) else {
-        return fail_task(
-            app,
-            token,
-            video_id,
-            errors::ENGINE_UNAVAILABLE,
-            &format!("no engine {engine_id} is configured"),
-        )
-        .await;
+    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+        Ok(found) => found,
+        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
