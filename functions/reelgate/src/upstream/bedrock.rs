@@ -549,30 +549,43 @@ fn is_connect_failure<E, R>(e: &SdkError<E, R>) -> bool {
     matches!(e, SdkError::DispatchFailure(d) if d.is_io() && !d.is_timeout())
 }
 
+/// Sends a call, retrying only failures to connect (nothing reached Bedrock), with backoff.
+async fn send_retrying_connects<T, E, R, F, Fut>(mut send: F) -> Result<T, UpstreamError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, SdkError<E, R>>>,
+    E: ProvideErrorMetadata + std::fmt::Debug,
+    R: std::fmt::Debug,
+{
+    let mut attempt = 0;
+    loop {
+        match send().await {
+            Ok(output) => return Ok(output),
+            Err(e) if is_connect_failure(&e) && attempt < CONNECT_RETRIES => {
+                tokio::time::sleep(RETRY_BASE * 2u32.pow(attempt)).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(sdk_error(e)),
+        }
+    }
+}
+
 #[async_trait]
 impl ChatUpstream for BedrockUpstream {
     async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
         let m = self.map(&request).await?;
-        let mut attempt = 0;
-        let output = loop {
-            let call = self
-                .client
+        let output = send_retrying_connects(|| {
+            self.client
                 .converse()
                 .model_id(&m.model_id)
                 .set_system(Some(m.system.clone()).filter(|s| !s.is_empty()))
                 .set_messages(Some(m.messages.clone()))
                 .inference_config(m.inference.clone())
                 .set_tool_config(m.tools.clone())
-                .set_additional_model_request_fields(m.additional.clone());
-            match call.send().await {
-                Ok(output) => break output,
-                Err(e) if is_connect_failure(&e) && attempt < CONNECT_RETRIES => {
-                    tokio::time::sleep(RETRY_BASE * 2u32.pow(attempt)).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(sdk_error(e)),
-            }
-        };
+                .set_additional_model_request_fields(m.additional.clone())
+                .send()
+        })
+        .await?;
         let mut content = String::new();
         let mut reasoning = String::new();
         let mut calls = Vec::new();
@@ -617,26 +630,18 @@ impl ChatUpstream for BedrockUpstream {
 
     async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
         let m = self.map(&request).await?;
-        let mut attempt = 0;
-        let output = loop {
-            let call = self
-                .client
+        let output = send_retrying_connects(|| {
+            self.client
                 .converse_stream()
                 .model_id(&m.model_id)
                 .set_system(Some(m.system.clone()).filter(|s| !s.is_empty()))
                 .set_messages(Some(m.messages.clone()))
                 .inference_config(m.inference.clone())
                 .set_tool_config(m.tools.clone())
-                .set_additional_model_request_fields(m.additional.clone());
-            match call.send().await {
-                Ok(output) => break output,
-                Err(e) if is_connect_failure(&e) && attempt < CONNECT_RETRIES => {
-                    tokio::time::sleep(RETRY_BASE * 2u32.pow(attempt)).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(sdk_error(e)),
-            }
-        };
+                .set_additional_model_request_fields(m.additional.clone())
+                .send()
+        })
+        .await?;
         struct St {
             events: aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver<
                 bt::ConverseStreamOutput,
