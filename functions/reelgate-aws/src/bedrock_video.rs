@@ -16,7 +16,7 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::{Document, Number};
 use base64::Engine as _;
 use bytes::Bytes;
-use reelgate::engines::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
+use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
 use reelgate_engine::protocol::RenderError;
 use std::collections::HashMap;
 
@@ -42,7 +42,7 @@ impl BedrockVideoEngine {
     /// Builds the engine a catalog entry of `kind = "bedrock"` describes.
     pub fn from_catalog(
         sdk: &aws_config::SdkConfig,
-        engine: &reelgate::catalog::EngineConfig,
+        engine: &reelgate::domain::catalog::EngineConfig,
     ) -> anyhow::Result<Self> {
         let model = engine
             .model_id
@@ -234,8 +234,8 @@ impl VideoEngine for BedrockVideoEngine {
 /// Registers every `kind = "bedrock"` engine of the catalog into `engines`.
 pub fn register_bedrock_engines(
     sdk: &aws_config::SdkConfig,
-    catalog: &reelgate::catalog::Catalog,
-    engines: &reelgate::engines::Engines,
+    catalog: &reelgate::domain::catalog::Catalog,
+    engines: &reelgate::domain::registry::Engines,
 ) -> anyhow::Result<()> {
     for e in catalog.engines.iter().filter(|e| e.kind == "bedrock") {
         engines.insert(

@@ -22,7 +22,7 @@ use aws_sdk_dynamodb::types::{
     Update as DynamoUpdate,
 };
 use aws_sdk_dynamodb::Client;
-use reelgate::store::{
+use reelgate::ports::store::{
     is_expired, now_secs, validate_transaction, Attr, Condition, Item, ItemExt, ItemStore, Key,
     Page, Query, StoreError, TransactOp, Update, EXPIRES_AT, PK, SK,
 };

@@ -7,6 +7,7 @@
 //! addressing. [`provision`] creates the resources for tests and local experiments; in production
 //! the CloudFormation template creates them.
 
+pub mod bedrock_chat;
 pub mod bedrock_video;
 pub mod dynamodb;
 mod errors;
@@ -21,10 +22,10 @@ pub use sfn::StepFunctionsWorkflow;
 pub use sqs::SqsQueue;
 
 use aws_config::{BehaviorVersion, Region};
-use reelgate::blobs::BlobStore;
-use reelgate::queue::MessageQueue;
-use reelgate::store::ItemStore;
-use reelgate::workflow::Workflow;
+use reelgate::ports::blobs::BlobStore;
+use reelgate::ports::queue::MessageQueue;
+use reelgate::ports::store::ItemStore;
+use reelgate::ports::workflow::Workflow;
 use std::sync::Arc;
 
 /// Where the adapters find their resources.
@@ -89,6 +90,13 @@ pub struct AwsBackend {
 
 /// Loads the SDK configuration for `region` (credentials from the default chain), pointed at
 /// `endpoint_url` when one is given.
+/// The connector of catalog upstreams every host that links this crate uses: `openai` from the
+/// core crate and `bedrock` (Converse) from here.
+pub fn upstream_connector() -> reelgate::adapters::CatalogConnector {
+    reelgate::adapters::CatalogConnector::new()
+        .with_kind("bedrock", Arc::new(bedrock_chat::BedrockConnector))
+}
+
 pub async fn sdk_config(region: &str, endpoint_url: Option<&str>) -> aws_config::SdkConfig {
     let mut loader =
         aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));

@@ -12,7 +12,7 @@ use aws_sdk_s3::types::{
     CreateBucketConfiguration, ExpirationStatus, LifecycleRule, LifecycleRuleFilter,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
-use reelgate::store::{EXPIRES_AT, PK, SK};
+use reelgate::ports::store::{EXPIRES_AT, PK, SK};
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use reelgate::blobs::{
+use reelgate::ports::blobs::{
     clamp_range, BlobError, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
 };
 use std::time::Duration;

@@ -5,7 +5,7 @@ use crate::errors::{describe, service_code};
 use async_trait::async_trait;
 use aws_sdk_sfn::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sfn::Client;
-use reelgate::workflow::{Workflow, WorkflowError};
+use reelgate::ports::workflow::{Workflow, WorkflowError};
 use serde_json::Value;
 
 /// The Step Functions adapter of [`Workflow`].

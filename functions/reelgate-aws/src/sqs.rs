@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use aws_sdk_sqs::Client;
-use reelgate::queue::{MessageQueue, QueueError, Received};
+use reelgate::ports::queue::{MessageQueue, QueueError, Received};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 

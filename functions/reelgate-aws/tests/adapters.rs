@@ -6,13 +6,13 @@ mod support;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use reelgate::blobs::{read_all, BlobError, BlobStore, ByteRange, ByteStream};
-use reelgate::queue::{MessageQueue, QueueError};
-use reelgate::store::{
+use reelgate::ports::blobs::{read_all, BlobError, BlobStore, ByteRange, ByteStream};
+use reelgate::ports::queue::{MessageQueue, QueueError};
+use reelgate::ports::store::{
     item, now_secs, Attr, Condition, ItemExt, ItemStore, Key, Query, StoreError, TransactOp,
     Update, EXPIRES_AT,
 };
-use reelgate::workflow::{Workflow, WorkflowError};
+use reelgate::ports::workflow::{Workflow, WorkflowError};
 use reelgate_aws::{provision, AwsBackend, AwsSettings, StepFunctionsWorkflow};
 use rust_decimal::Decimal;
 use std::time::Duration;
@@ -27,11 +27,11 @@ macro_rules! or_skip {
 }
 
 fn fresh_pk() -> String {
-    format!("adapter#{}", reelgate::ids::new_id("t"))
+    format!("adapter#{}", reelgate::domain::ids::new_id("t"))
 }
 
 /// An item that expired a minute ago: DynamoDB keeps it until TTL gets to it.
-fn expired(key: &Key) -> reelgate::store::Item {
+fn expired(key: &Key) -> reelgate::ports::store::Item {
     let mut it = item(key);
     it.insert(EXPIRES_AT.into(), (now_secs() - 60).into());
     it.insert("stale".into(), "left over".into());
@@ -252,7 +252,7 @@ async fn uploads_in_progress(config: &aws_config::SdkConfig, bucket: &str, key: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_uploads_go_multipart() {
     let (config, blobs) = or_skip!(support::s3_adapter().await);
-    let key = format!("adapter/{}/big.bin", reelgate::ids::new_id("blob"));
+    let key = format!("adapter/{}/big.bin", reelgate::domain::ids::new_id("blob"));
     let size = blobs
         .put_stream(&key, "application/octet-stream", mebibytes(17), 100 << 20)
         .await
@@ -285,7 +285,7 @@ async fn large_uploads_go_multipart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversize_and_failing_multipart_uploads_leave_nothing() {
     let (config, blobs) = or_skip!(support::s3_adapter().await);
-    let key = format!("adapter/{}/too-big.bin", reelgate::ids::new_id("blob"));
+    let key = format!("adapter/{}/too-big.bin", reelgate::domain::ids::new_id("blob"));
     let refused = blobs
         .put_stream(&key, "application/octet-stream", mebibytes(12), 10 << 20)
         .await;
@@ -296,7 +296,7 @@ async fn oversize_and_failing_multipart_uploads_leave_nothing() {
     assert_eq!(blobs.head(&key).await.expect("head"), None);
     assert_eq!(uploads_in_progress(&config, blobs.bucket(), &key).await, 0);
 
-    let key = format!("adapter/{}/broken.bin", reelgate::ids::new_id("blob"));
+    let key = format!("adapter/{}/broken.bin", reelgate::domain::ids::new_id("blob"));
     let broken: ByteStream = Box::pin(mebibytes(9).chain(futures::stream::once(async {
         Err(std::io::Error::other("client went away"))
     })));
@@ -311,7 +311,7 @@ async fn oversize_and_failing_multipart_uploads_leave_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_blobs_and_reversed_ranges() {
     let (_, blobs) = or_skip!(support::s3_adapter().await);
-    let key = format!("adapter/{}/empty.txt", reelgate::ids::new_id("blob"));
+    let key = format!("adapter/{}/empty.txt", reelgate::domain::ids::new_id("blob"));
     let size = blobs
         .put_stream(&key, "text/plain", Box::pin(futures::stream::empty()), 10)
         .await
@@ -335,7 +335,7 @@ async fn empty_blobs_and_reversed_ranges() {
         reversed,
         Err(BlobError::RangeNotSatisfiable { size: 10 })
     ));
-    let missing = format!("adapter/{}/none", reelgate::ids::new_id("blob"));
+    let missing = format!("adapter/{}/none", reelgate::domain::ids::new_id("blob"));
     assert!(matches!(
         blobs
             .get(
@@ -376,7 +376,7 @@ async fn provisioning_twice_is_harmless() {
     provision::bucket(&config, &support::bucket_name(), true)
         .await
         .expect("bucket again");
-    let name = format!("contract-{}", reelgate::ids::new_id("q"));
+    let name = format!("contract-{}", reelgate::domain::ids::new_id("q"));
     let first = provision::queue(&config, &name, 2).await.expect("queue");
     let again = provision::queue(&config, &name, 5)
         .await
@@ -446,7 +446,7 @@ async fn step_functions_callbacks() {
     let sfn = aws_sdk_sfn::Client::new(&config);
     let machine = sfn
         .create_state_machine()
-        .name(format!("contract-{}", reelgate::ids::new_id("sm")))
+        .name(format!("contract-{}", reelgate::domain::ids::new_id("sm")))
         .definition(callback_definition(&queues.url))
         .role_arn(format!("arn:aws:iam::{account}:role/reelgate-test"))
         .send()
@@ -454,7 +454,7 @@ async fn step_functions_callbacks() {
         .expect("create state machine");
     let workflow = StepFunctionsWorkflow::new(&config, machine.state_machine_arn());
 
-    let name = reelgate::ids::new_id("job");
+    let name = reelgate::domain::ids::new_id("job");
     let input = serde_json::json!({ "job": name });
     let arn = workflow.start(&name, input.clone()).await.expect("start");
     let again = workflow
@@ -490,7 +490,7 @@ async fn step_functions_callbacks() {
         Err(WorkflowError::InvalidToken)
     ));
 
-    let failing = reelgate::ids::new_id("job");
+    let failing = reelgate::domain::ids::new_id("job");
     let arn = workflow
         .start(&failing, serde_json::json!({ "job": failing }))
         .await
@@ -549,7 +549,7 @@ async fn connect_wires_every_port() {
     let k = Key::new(fresh_pk(), "ORG");
     store.put(item(&k), None).await.expect("put");
     assert!(store.get(&k).await.expect("get").is_some());
-    let key = format!("adapter/{}/hello.txt", reelgate::ids::new_id("blob"));
+    let key = format!("adapter/{}/hello.txt", reelgate::domain::ids::new_id("blob"));
     blobs
         .put_bytes(&key, "text/plain", Bytes::from_static(b"hi"))
         .await

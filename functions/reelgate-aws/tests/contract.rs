@@ -47,6 +47,6 @@ mod admission {
         let Some(store) = support::dynamo().await else {
             return;
         };
-        reelgate::testing::admission_contract(store).await;
+        reelgate_embedded::testing::admission_contract(store).await;
     }
 }

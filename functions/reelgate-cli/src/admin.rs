@@ -2,8 +2,8 @@
 //! (with `--backend aws`) the deployed DynamoDB table.
 
 use anyhow::Context;
-use reelgate::accounts::Accounts;
-use reelgate::store::ItemStore;
+use reelgate::domain::accounts::Accounts;
+use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;
 use serde_json::json;
 use std::path::PathBuf;
@@ -48,7 +48,7 @@ enum OrgCommand {
     Create {
         #[arg(long)]
         name: String,
-        #[arg(long, default_value = reelgate::accounts::DEFAULT_PLAN)]
+        #[arg(long, default_value = reelgate::domain::accounts::DEFAULT_PLAN)]
         plan: String,
         #[arg(long, default_value = "usd")]
         currency: String,
@@ -120,9 +120,9 @@ async fn open_store(args: &AdminArgs) -> anyhow::Result<Arc<dyn ItemStore>> {
                 .data_dir
                 .clone()
                 .unwrap_or_else(crate::default_data_dir);
-            let db = reelgate::db::Database::open(&dir.join("reelgate.sqlite3"))
+            let db = reelgate_embedded::db::Database::open(&dir.join("reelgate.sqlite3"))
                 .with_context(|| format!("opening {}", dir.display()))?;
-            Ok(Arc::new(reelgate::store::sqlite::SqliteItemStore::new(db)))
+            Ok(Arc::new(reelgate_embedded::store::SqliteItemStore::new(db)))
         }
         "aws" => crate::aws::open_store().await,
         other => anyhow::bail!("unknown backend {other}; use local or aws"),
@@ -131,7 +131,7 @@ async fn open_store(args: &AdminArgs) -> anyhow::Result<Arc<dyn ItemStore>> {
 
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
     let store = open_store(&args).await?;
-    let catalog = reelgate::catalog::Catalog::load_from_env()?;
+    let catalog = reelgate::domain::catalog::Catalog::load_from_env()?;
     let accounts = Accounts::new(store.as_ref());
     let check_plan = |plan: &str| -> anyhow::Result<()> {
         if catalog.plan(plan).is_none() {

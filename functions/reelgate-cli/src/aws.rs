@@ -7,7 +7,7 @@
 //! profile, SSO, instance role), and `AWS_ENDPOINT_URL` points it at an emulator instead.
 
 use anyhow::Context;
-use reelgate::store::ItemStore;
+use reelgate::ports::store::ItemStore;
 use std::sync::Arc;
 
 fn env(name: &str) -> Option<String> {
@@ -34,7 +34,7 @@ pub async fn open_store() -> anyhow::Result<Arc<dyn ItemStore>> {
 async fn check_table(config: &aws_config::SdkConfig, table: &str) -> anyhow::Result<()> {
     let store = reelgate_aws::DynamoItemStore::new(config, table);
     store
-        .get(&reelgate::store::Key::new("ADMIN#PROBE", "PROBE"))
+        .get(&reelgate::ports::store::Key::new("ADMIN#PROBE", "PROBE"))
         .await
         .map(|_| ())
         .with_context(|| {

@@ -1,7 +1,7 @@
 use anyhow::Context;
 use reelgate::app::Settings;
-use reelgate::catalog::Catalog;
-use reelgate::local::{
+use reelgate::domain::catalog::Catalog;
+use reelgate_embedded::host::{
     bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
 };
 use std::path::PathBuf;
@@ -38,19 +38,22 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .trim_end_matches('/')
         .to_owned();
     let mut catalog = Catalog::load_from_env().context("loading the catalog")?;
-    reelgate::chat::discover_upstream_models(&mut catalog)
+    reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog)
         .await
         .context("listing the models of REELGATE_UPSTREAM_BASE_URL")?;
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     let settings = Settings::from_env(&base_url)?;
     let mut app = backend.app(Arc::new(catalog), settings);
-    app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
-    app.upstreams = Arc::new(
-        reelgate::upstream::Upstreams::from_catalog(&app.catalog)
-            .await
-            .context("connecting the catalog's text-model upstreams")?,
-    );
+    app.moderator = reelgate::adapters::moderator_from_env().context("configuring moderation")?;
+    let upstreams = reelgate::domain::registry::Upstreams::with_connector(Arc::new(
+        reelgate_aws::upstream_connector(),
+    ));
+    upstreams
+        .connect_all(&app.catalog)
+        .await
+        .context("connecting the catalog's text-model upstreams")?;
+    app.upstreams = Arc::new(upstreams);
     let demo = bootstrap_demo(&app)
         .await
         .context("creating the demo organization")?;
@@ -62,7 +65,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let services = start_services(&mut app, &backend, options)
         .await
         .context("starting the local services")?;
-    let router = local_router(app.clone(), &services);
+    let router = local_router(app.clone(), &backend, &services);
 
     println!("reelgate is serving at {base_url}");
     println!("  data directory: {}", data_dir.display());
@@ -78,7 +81,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
     }
     tracing::info!(%base_url, "ready");
-    axum::serve(reelgate::http::no_delay(listener), router)
+    axum::serve(reelgate::api::no_delay(listener), router)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("serving")?;

@@ -1,7 +1,7 @@
 //! The manifest of the Lambda binaries: which route path, workflow step or queue each one serves.
 //! `infra/template.yaml` declares one function per entry (chat and responses have a second,
 //! streaming function from the same binary); `tests/infra_consistency.rs` keeps the manifest, the
-//! template, `src/bin/` and `reelgate::http::API_ROUTES` in agreement, and the emulator test
+//! template, `src/bin/` and `reelgate::api::API_ROUTES` in agreement, and the emulator test
 //! deploys from it.
 
 /// What a binary serves.

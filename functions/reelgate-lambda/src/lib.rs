@@ -4,15 +4,15 @@
 //! builds the [`App`] over the AWS adapters ([`aws_app`]) and adapts Lambda events to it.
 //!
 //! [`functions::FUNCTIONS`] is the manifest of the binaries; `tests/infra_consistency.rs` checks
-//! it against `infra/template.yaml`, `src/bin/` and `reelgate::http::API_ROUTES`.
+//! it against `infra/template.yaml`, `src/bin/` and `reelgate::api::API_ROUTES`.
 
 pub mod functions;
 
 use anyhow::Context;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use reelgate::app::{App, Settings};
-use reelgate::catalog::Catalog;
-use reelgate::workflow::worker::Disposition;
+use reelgate::domain::catalog::Catalog;
+use reelgate::domain::workflow::worker::Disposition;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -105,7 +105,7 @@ pub async fn aws_app() -> anyhow::Result<App> {
     // As the local server does: with REELGATE_UPSTREAM_BASE_URL set, every model that server
     // lists becomes a chat model. A failure leaves the catalog's own models (and the video
     // routes) working.
-    if let Err(e) = reelgate::chat::discover_upstream_models(&mut catalog).await {
+    if let Err(e) = reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog).await {
         tracing::error!(
             error = format!("{e:#}"),
             "listing the models of REELGATE_UPSTREAM_BASE_URL failed"
@@ -120,19 +120,19 @@ pub async fn aws_app() -> anyhow::Result<App> {
         settings_from_env()?,
     );
     let engines =
-        reelgate::engines::from_catalog(&catalog, None).context("configuring the video engines")?;
+        reelgate::adapters::engines_from_catalog(&catalog, None).context("configuring the video engines")?;
     reelgate_aws::bedrock_video::register_bedrock_engines(&backend.sdk_config, &catalog, &engines)
         .context("configuring the Bedrock video engines")?;
     app.engines = Arc::new(engines);
-    app.moderator = reelgate::moderation::from_env().context("configuring moderation")?;
+    app.moderator = reelgate::adapters::moderator_from_env().context("configuring moderation")?;
     // A provider that cannot be configured must not take the video routes down with it: the
     // gateway connects missing upstreams lazily and answers `upstream_unavailable` per request.
-    match reelgate::upstream::Upstreams::from_catalog(&catalog).await {
-        Ok(upstreams) => app.upstreams = Arc::new(upstreams),
-        Err(e) => {
-            tracing::error!(error = %e, "chat upstreams are not all configured; they connect on first use")
-        }
+    let upstreams =
+        reelgate::domain::registry::Upstreams::with_connector(Arc::new(reelgate_aws::upstream_connector()));
+    if let Err(e) = upstreams.connect_all(&catalog).await {
+        tracing::error!(error = %e, "chat upstreams are not all configured; they connect on first use")
     }
+    app.upstreams = Arc::new(upstreams);
     if let Some(workflow) = backend.workflow {
         app.set_workflow(workflow);
     }
@@ -156,7 +156,7 @@ async fn app_or_exit(function: &str) -> App {
 /// URL). Buffered by default; streamed when [`RESPONSE_STREAM_ENV`] is `1`.
 pub async fn run_http(function: &str) -> Result<(), Error> {
     let app = app_or_exit(function).await;
-    let router = reelgate::http::router(app);
+    let router = reelgate::api::router(app);
     if std::env::var(RESPONSE_STREAM_ENV).as_deref() == Ok("1") {
         lambda_http::run_with_streaming_response(router).await
     } else {
@@ -166,7 +166,7 @@ pub async fn run_http(function: &str) -> Result<(), Error> {
 
 /// The Lambda error of a failed step: its `errorType` is the step's error name, which the state
 /// machine's `Retry`/`Catch` match.
-fn step_diagnostic(e: reelgate::workflow::steps::StepError) -> Diagnostic {
+fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnostic {
     Diagnostic {
         error_type: e.error,
         error_message: e.cause,
@@ -179,7 +179,7 @@ pub async fn run_step(step: &'static str) -> Result<(), Error> {
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            reelgate::workflow::steps::run_step(app, step, event.payload)
+            reelgate::domain::workflow::steps::run_step(app, step, event.payload)
                 .await
                 .map_err(step_diagnostic)
         },
@@ -199,7 +199,7 @@ pub async fn handle_sqs_batch(app: &App, event: &Value) -> Value {
     {
         let id = record["messageId"].as_str().unwrap_or_default();
         let body = record["body"].as_str().unwrap_or_default();
-        if reelgate::workflow::worker::handle(app, body).await == Disposition::Retry {
+        if reelgate::domain::workflow::worker::handle(app, body).await == Disposition::Retry {
             // The queue's visibility timeout is long (sized for the worker's timeout); a retry
             // should come back after one poll interval, as on the local host.
             if let Some(receipt) = record["receiptHandle"].as_str() {
@@ -234,7 +234,7 @@ pub async fn run_worker() -> Result<(), Error> {
 /// `FailJob`; when it did not (the execution's own time limit, `FailJob` out of retries, an
 /// operator's StopExecution), the job would stay running with its reservation held. This fails
 /// such a job as `engine_unavailable` and releases the reservation — the AWS counterpart of the
-/// local host's `reelgate::workflow::local::reconcile`. Returns whether it failed a job.
+/// local host's `reelgate_embedded::workflow::reconcile`. Returns whether it failed a job.
 pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<bool> {
     let detail = &event["detail"];
     let status = detail["status"].as_str().unwrap_or_default();
@@ -250,7 +250,7 @@ pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<
         tracing::warn!(execution = %detail["executionArn"], "an ended execution without a job in its input");
         return Ok(false);
     };
-    let failed = reelgate::jobs::fail_if_running(app, org, video_id)
+    let failed = reelgate::domain::jobs::fail_if_running(app, org, video_id)
         .await
         .map_err(|e| anyhow::anyhow!("failing {video_id}: {}", e.message))?;
     if failed {

@@ -12,8 +12,8 @@
 //! Needs `AWS_ENDPOINT_URL` (from `scripts/aws-emulator.sh env`); without it the test fails with
 //! a message saying so, unless `REELGATE_SKIP_AWS_TESTS=1`.
 
-use reelgate::accounts::Accounts;
-use reelgate::store::{ItemExt, Key};
+use reelgate::domain::accounts::Accounts;
+use reelgate::ports::store::{ItemExt, Key};
 use reelgate_lambda::functions::{Serves, FUNCTIONS};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -834,9 +834,9 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
 
     // A file larger than a Lambda request can carry: presigned PUT straight to S3, then
     // registered by the complete route (the thumbnail JPEG, padded past 6 MB).
-    let thumbnail = reelgate::blobs::read_all(
+    let thumbnail = reelgate::ports::blobs::read_all(
         backend.blobs.as_ref(),
-        &reelgate::videos::thumbnail_blob_key(&org.id, &good_id),
+        &reelgate::domain::videos::thumbnail_blob_key(&org.id, &good_id),
     )
     .await
     .expect("the thumbnail blob");

@@ -4,10 +4,10 @@
 //! `POST /v1/videos` on a host without a workflow, so it stays `moderating`, as a job does whose
 //! execution died before settling it.
 
-use reelgate::accounts::Accounts;
+use reelgate::domain::accounts::Accounts;
 use reelgate::app::Settings;
-use reelgate::catalog::Catalog;
-use reelgate::local::LocalBackend;
+use reelgate::domain::catalog::Catalog;
+use reelgate_embedded::host::LocalBackend;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -20,7 +20,7 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
     let mut app = backend.app(catalog.clone(), Settings::default());
     // An engine must be configured for admission; it is never called here.
     app.engines = Arc::new(
-        reelgate::engines::from_catalog(&catalog, Some("http://127.0.0.1:9")).expect("engines"),
+        reelgate::adapters::engines_from_catalog(&catalog, Some("http://127.0.0.1:9")).expect("engines"),
     );
 
     let accounts = Accounts::new(app.store.as_ref());
@@ -48,7 +48,7 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("address"));
-    let router = reelgate::http::router(app.clone());
+    let router = reelgate::api::router(app.clone());
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });

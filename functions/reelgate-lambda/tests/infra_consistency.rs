@@ -193,7 +193,7 @@ fn every_route_has_an_api_event_and_every_event_a_route() {
         events.len(),
         "a route has two API events: {events:?}"
     );
-    let api_routes: BTreeSet<(String, String)> = reelgate::http::API_ROUTES
+    let api_routes: BTreeSet<(String, String)> = reelgate::api::API_ROUTES
         .iter()
         .filter(|(_, p)| p.starts_with("/v1/"))
         .map(|(m, p)| (m.to_string(), p.to_string()))
@@ -222,7 +222,7 @@ fn every_route_has_an_api_event_and_every_event_a_route() {
     for f in FUNCTIONS {
         if let Serves::Http { path, .. } = f.serves {
             assert!(
-                reelgate::http::API_ROUTES.iter().any(|(_, p)| *p == path),
+                reelgate::api::API_ROUTES.iter().any(|(_, p)| *p == path),
                 "{} serves {path}, which API_ROUTES does not list",
                 f.binary
             );
@@ -278,7 +278,7 @@ fn every_asl_placeholder_has_a_substitution_and_every_substitution_a_placeholder
         }
     }
     // The local host fills the same placeholders.
-    let local: BTreeSet<String> = reelgate::workflow::local::local_substitutions()
+    let local: BTreeSet<String> = reelgate_embedded::workflow::local_substitutions()
         .into_keys()
         .collect();
     assert_eq!(
@@ -299,7 +299,7 @@ fn the_table_matches_the_table_design() {
     assert_eq!(p["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
     assert_eq!(
         p["TimeToLiveSpecification"]["AttributeName"].as_str(),
-        Some(reelgate::store::EXPIRES_AT)
+        Some(reelgate::ports::store::EXPIRES_AT)
     );
     assert_eq!(
         p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(),
@@ -319,8 +319,8 @@ fn the_table_matches_the_table_design() {
     assert_eq!(
         keys,
         vec![
-            (reelgate::store::PK, "HASH"),
-            (reelgate::store::SK, "RANGE")
+            (reelgate::ports::store::PK, "HASH"),
+            (reelgate::ports::store::SK, "RANGE")
         ]
     );
     assert!(p.get("GlobalSecondaryIndexes").is_none() && p.get("LocalSecondaryIndexes").is_none());

@@ -2,8 +2,8 @@
 //! a short visibility), the rest count as handled. Runs on the embedded adapters, no AWS needed.
 
 use reelgate::app::Settings;
-use reelgate::catalog::Catalog;
-use reelgate::local::LocalBackend;
+use reelgate::domain::catalog::Catalog;
+use reelgate_embedded::host::LocalBackend;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

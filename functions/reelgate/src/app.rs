@@ -1,10 +1,10 @@
 //! The application state every handler shares, whichever host (local server or Lambda) runs it.
 
-use crate::blobs::BlobStore;
-use crate::catalog::Catalog;
-use crate::queue::MessageQueue;
-use crate::store::ItemStore;
-use crate::workflow::Workflow;
+use crate::ports::blobs::BlobStore;
+use crate::domain::catalog::Catalog;
+use crate::ports::queue::MessageQueue;
+use crate::ports::store::ItemStore;
+use crate::ports::workflow::Workflow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -104,16 +104,13 @@ pub struct App {
     pub settings: Arc<Settings>,
     /// Set once the workflow host is up (the local runner needs the App to dispatch steps).
     workflow: Arc<OnceLock<Arc<dyn Workflow>>>,
-    /// The local server's own URL signer, when blobs are local (serves `/blobs/...`).
-    pub local_signer: Option<crate::blobs::local::UrlSigner>,
-    pub local_blobs: Option<Arc<crate::blobs::local::LocalBlobStore>>,
     /// Text-model upstreams by catalog id.
-    pub upstreams: Arc<crate::upstream::Upstreams>,
+    pub upstreams: Arc<crate::domain::registry::Upstreams>,
     /// Video engines by catalog id.
-    pub engines: Arc<crate::engines::Engines>,
-    pub moderator: Arc<dyn crate::moderation::Moderator>,
+    pub engines: Arc<crate::domain::registry::Engines>,
+    pub moderator: Arc<dyn crate::ports::moderator::Moderator>,
     /// An explicit translator; otherwise `settings.translation_model` through its upstream.
-    pub translator: Option<Arc<dyn crate::translation::Translator>>,
+    pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
 }
 
 impl App {
@@ -131,20 +128,13 @@ impl App {
             catalog,
             settings: Arc::new(settings),
             workflow: Arc::new(OnceLock::new()),
-            local_signer: None,
-            local_blobs: None,
-            upstreams: Arc::new(crate::upstream::Upstreams::default()),
-            engines: Arc::new(crate::engines::Engines::default()),
-            moderator: Arc::new(crate::moderation::rules::RuleModerator::default()),
+            upstreams: Arc::new(crate::domain::registry::Upstreams::with_connector(Arc::new(
+                crate::adapters::CatalogConnector::new(),
+            ))),
+            engines: Arc::new(crate::domain::registry::Engines::default()),
+            moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
         }
-    }
-
-    /// Serves presigned URLs of this local blob store from the router's `/blobs` route.
-    pub fn with_local_blobs(mut self, blobs: Arc<crate::blobs::local::LocalBlobStore>) -> Self {
-        self.local_signer = Some(blobs.signer().clone());
-        self.local_blobs = Some(blobs);
-        self
     }
 
     pub fn set_workflow(&self, workflow: Arc<dyn Workflow>) {
@@ -156,7 +146,7 @@ impl App {
     }
 
     /// The translator for Japanese prompts, if one is configured.
-    pub fn translator(&self) -> Option<Arc<dyn crate::translation::Translator>> {
+    pub fn translator(&self) -> Option<Arc<dyn crate::ports::translator::Translator>> {
         if let Some(t) = &self.translator {
             return Some(t.clone());
         }
@@ -168,12 +158,12 @@ impl App {
             .upstream_model
             .clone()
             .unwrap_or_else(|| model.id.clone());
-        Some(Arc::new(crate::translation::chat::ChatTranslator::new(
+        Some(Arc::new(crate::adapters::chat_translator::ChatTranslator::new(
             upstream, &name,
         )))
     }
 
-    pub fn accounts(&self) -> crate::accounts::Accounts<'_> {
-        crate::accounts::Accounts::new(self.store.as_ref())
+    pub fn accounts(&self) -> crate::domain::accounts::Accounts<'_> {
+        crate::domain::accounts::Accounts::new(self.store.as_ref())
     }
 }

@@ -1,35 +1,17 @@
 //! reelgate: a video-generation and text-model API service with an OpenAI-style HTTP API.
 //!
-//! This crate holds the domain, the ports (store, blobs, queue, workflow) with their embedded
-//! adapters, and every HTTP handler. Lambda binaries and the local `reelgate` command are thin
-//! hosts over [`http::router`]; the AWS adapters live in `reelgate-aws`.
+//! The core crate, in layers (docs/architecture.md): `ports` (the traits the domain needs),
+//! `domain` (rules and use cases over those ports), `api` (the axum router, extractors and
+//! envelopes over the domain), plus `adapters` (the adapters that need neither AWS nor SQLite),
+//! `config` (the typed configuration) and `app` (the application assembled from them). The
+//! embedded adapters and the local host live in `reelgate-embedded`, the AWS adapters in
+//! `reelgate-aws`; Lambda binaries and the `reelgate` command are thin hosts over [`api::router`].
 
-pub mod accounts;
-pub mod agreement;
+pub mod adapters;
+pub mod api;
 pub mod app;
-pub mod billing;
-pub mod blobs;
-pub mod catalog;
-pub mod chat;
-#[cfg(test)]
-mod contract_embedded;
-pub mod db;
-pub mod engines;
-pub mod error;
-pub mod files;
-pub mod http;
-pub mod ids;
-pub mod jobs;
-pub mod local;
-pub mod moderation;
-pub mod queue;
-pub mod responses;
-pub mod store;
+pub mod config;
 #[cfg(any(test, feature = "contract"))]
-pub mod testing;
-pub mod translation;
-pub mod uploads;
-pub mod upstream;
-pub mod usage;
-pub mod videos;
-pub mod workflow;
+pub mod contract;
+pub mod domain;
+pub mod ports;

@@ -79,7 +79,7 @@ pub async fn dynamo_adapter() -> Option<(SdkConfig, reelgate_aws::DynamoItemStor
     Some((config, store))
 }
 
-pub async fn dynamo() -> Option<Arc<dyn reelgate::store::ItemStore>> {
+pub async fn dynamo() -> Option<Arc<dyn reelgate::ports::store::ItemStore>> {
     let (_, store) = dynamo_adapter().await?;
     Some(Arc::new(store))
 }
@@ -102,7 +102,7 @@ pub async fn s3_adapter() -> Option<(SdkConfig, reelgate_aws::S3BlobStore)> {
     Some((config, store))
 }
 
-pub async fn s3() -> Option<Arc<dyn reelgate::blobs::BlobStore>> {
+pub async fn s3() -> Option<Arc<dyn reelgate::ports::blobs::BlobStore>> {
     let (_, store) = s3_adapter().await?;
     Some(Arc::new(store))
 }
@@ -117,7 +117,7 @@ pub async fn sqs_adapter(
     reelgate_aws::provision::Queues,
 )> {
     let config = config().await?;
-    let name = format!("contract-{}", reelgate::ids::new_id("q"));
+    let name = format!("contract-{}", reelgate::domain::ids::new_id("q"));
     let queues = match reelgate_aws::provision::queue(&config, &name, max_receives).await {
         Ok(q) => q,
         Err(e) => panic!("could not create the test queue {name}: {e}"),
@@ -127,7 +127,7 @@ pub async fn sqs_adapter(
 }
 
 /// The contract's queue: dead-lettering after 2 receives.
-pub async fn sqs() -> Option<Arc<dyn reelgate::queue::MessageQueue>> {
+pub async fn sqs() -> Option<Arc<dyn reelgate::ports::queue::MessageQueue>> {
     let (_, queue, _) = sqs_adapter(2).await?;
     Some(Arc::new(queue))
 }

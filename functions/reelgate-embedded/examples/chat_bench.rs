@@ -1,0 +1,304 @@
+//! Benchmark: the chat gateway's added latency over calling the same upstream directly.
+//!
+//!     cargo run --release -p reelgate --example chat_bench --features contract -- \
+//!         [--rates 50,100,200,400,800] [--seconds 3]
+//!
+//! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
+//! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
+//! fixed, open-loop request rate, first directly and then through a real reelgate server (a
+//! `TestServer`: SQLite store, authentication, validation, billing with a ledger write per
+//! request). For each rate and for non-streamed and streamed requests it prints the latency
+//! percentiles of both, the added latency (gateway − direct, per percentile), and the request
+//! rate the gateway actually completed. Streamed latency is the time to the end of the stream.
+//! Load generator, gateway and upstream share this machine's cores, so the figures are an
+//! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
+//! TCP_NODELAY (see the note at the end of the output).
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use futures::StreamExt;
+use reelgate::domain::catalog::{Catalog, ChatModel, UpstreamConfig, DEFAULT_CATALOG};
+use reelgate_embedded::testing::TestServer;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+async fn fast_upstream(Json(body): Json<Value>) -> Response {
+    let base = json!({"id": "up", "created": 0, "model": body["model"]});
+    if body["stream"].as_bool() != Some(true) {
+        return Json(json!({
+            "id": "up", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there, how can I help?"},
+                "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},
+        }))
+        .into_response();
+    }
+    let mut events: Vec<String> = Vec::new();
+    for (i, word) in ["Hello", " there", ",", " how", " can", " I", " help", "?"]
+        .iter()
+        .enumerate()
+    {
+        let mut delta = json!({"content": word});
+        if i == 0 {
+            delta["role"] = json!("assistant");
+        }
+        let mut chunk = base.clone();
+        chunk["object"] = json!("chat.completion.chunk");
+        chunk["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": null}]);
+        events.push(format!("data: {chunk}\n\n"));
+    }
+    let mut done = base.clone();
+    done["object"] = json!("chat.completion.chunk");
+    done["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]);
+    events.push(format!("data: {done}\n\n"));
+    let mut usage = base.clone();
+    usage["object"] = json!("chat.completion.chunk");
+    usage["choices"] = json!([]);
+    usage["usage"] = json!({"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20});
+    events.push(format!("data: {usage}\n\n"));
+    events.push("data: [DONE]\n\n".to_owned());
+    let stream = futures::stream::iter(events.into_iter().map(Ok::<_, std::convert::Infallible>));
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+struct Target {
+    url: String,
+    key: Option<String>,
+    model: &'static str,
+}
+
+#[derive(Default)]
+struct Stats {
+    latencies: Vec<Duration>,
+    errors: usize,
+    elapsed: Duration,
+}
+
+impl Stats {
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+        sorted[rank.min(sorted.len() - 1)]
+    }
+    fn rate(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+async fn one(client: &reqwest::Client, target: &Target, stream: bool) -> Result<Duration, String> {
+    let mut body =
+        json!({"model": target.model, "messages": [{"role": "user", "content": "Say hello"}]});
+    if stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    let started = Instant::now();
+    let mut request = client.post(&target.url).json(&body);
+    if let Some(key) = &target.key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    if !response.status().is_success() {
+        return Err(format!("status {}", response.status()));
+    }
+    // Read to the end: for a stream that is `[DONE]`.
+    let mut body = response.bytes_stream();
+    let mut tail = Vec::new();
+    while let Some(piece) = body.next().await {
+        let piece = piece.map_err(|e| e.to_string())?;
+        tail = piece.to_vec();
+    }
+    if stream && !String::from_utf8_lossy(&tail).contains("[DONE]") {
+        return Err("the stream did not end with [DONE]".into());
+    }
+    Ok(started.elapsed())
+}
+
+/// Sends `rate` requests a second for `seconds`, each at its scheduled time whatever the
+/// previous ones are doing (open loop), and waits for all of them.
+async fn run(
+    client: &reqwest::Client,
+    target: &Target,
+    stream: bool,
+    rate: u32,
+    seconds: f64,
+) -> Stats {
+    let total = (rate as f64 * seconds).round() as usize;
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(total);
+    for _ in 0..total {
+        ticker.tick().await;
+        let client = client.clone();
+        let target = Target {
+            url: target.url.clone(),
+            key: target.key.clone(),
+            model: target.model,
+        };
+        tasks.push(tokio::spawn(
+            async move { one(&client, &target, stream).await },
+        ));
+    }
+    let mut stats = Stats::default();
+    for task in tasks {
+        match task.await {
+            Ok(Ok(latency)) => stats.latencies.push(latency),
+            _ => stats.errors += 1,
+        }
+    }
+    stats.elapsed = started.elapsed();
+    stats
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let rates: Vec<u32> = arg("--rates")
+        .unwrap_or_else(|| "50,100,200,400,800".into())
+        .split(',')
+        .map(|r| r.trim().parse())
+        .collect::<Result<_, _>>()?;
+    let seconds: f64 = arg("--seconds").unwrap_or_else(|| "3".into()).parse()?;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let upstream_url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(
+            listener,
+            Router::new().route("/v1/chat/completions", post(fast_upstream)),
+        )
+        .await;
+    });
+
+    let mut catalog = Catalog::parse(DEFAULT_CATALOG)?;
+    catalog.upstreams.push(UpstreamConfig {
+        id: "fast".into(),
+        kind: "openai".into(),
+        base_url: Some(upstream_url.clone()),
+        api_key_env: None,
+        region: None,
+        extra_headers: Default::default(),
+    });
+    catalog.chat_models.push(ChatModel {
+        id: "bench-model".into(),
+        upstream: "fast".into(),
+        upstream_model: Some("fast-model".into()),
+        capabilities: vec!["text".into(), "tools".into()],
+        reasoning_efforts: vec![],
+        context_window: 8192,
+        input_per_million: "0.15".parse()?,
+        output_per_million: "0.60".parse()?,
+        currency: "usd".into(),
+        owned_by: None,
+    });
+    let server = TestServer::start_with(catalog, |_| {}).await;
+    let tenant = server.tenant("1000000").await;
+    // The same app behind a listener that sets TCP_NODELAY on every connection, as a production
+    // server should: without it, each SSE event after the first waits for the client's delayed
+    // ACK (Nagle), about 40 ms. The table measures this one; one line at the end shows the
+    // TestServer's plain listener for comparison.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let gateway_url = format!("http://{}/v1/chat/completions", listener.local_addr()?);
+    let router = reelgate::api::router(server.app.clone());
+    tokio::spawn(async move {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let _ = axum::serve(listener, router).await;
+    });
+    let direct = Target {
+        url: format!("{upstream_url}/v1/chat/completions"),
+        key: None,
+        model: "fast-model",
+    };
+    let gateway = Target {
+        url: gateway_url,
+        key: Some(tenant.key.clone()),
+        model: "bench-model",
+    };
+    let plain_listener = Target {
+        url: server.url("/v1/chat/completions"),
+        key: Some(tenant.key.clone()),
+        model: "bench-model",
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .tcp_nodelay(true)
+        .build()?;
+
+    // Warm up connections, the SQLite file and the upstream client.
+    for stream in [false, true] {
+        run(&client, &direct, stream, 100, 1.0).await;
+        run(&client, &gateway, stream, 100, 1.0).await;
+    }
+
+    println!("chat gateway added latency over a direct call to the same local upstream");
+    println!(
+        "({} cores; {seconds} s per rate; open-loop load; latency = time to the last byte)\n",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    );
+    println!(
+        "{:<9} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>6}",
+        "mode",
+        "rate/s",
+        "direct50",
+        "direct99",
+        "gw p50",
+        "gw p99",
+        "added50",
+        "added99",
+        "gw req/s",
+        "errors"
+    );
+    for stream in [false, true] {
+        for &rate in &rates {
+            let d = run(&client, &direct, stream, rate, seconds).await;
+            let g = run(&client, &gateway, stream, rate, seconds).await;
+            println!(
+                "{:<9} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>9.0} {:>6}",
+                if stream { "streamed" } else { "plain" },
+                rate,
+                ms(d.percentile(50.0)),
+                ms(d.percentile(99.0)),
+                ms(g.percentile(50.0)),
+                ms(g.percentile(99.0)),
+                ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
+                ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
+                g.rate(),
+                g.errors + d.errors,
+            );
+        }
+    }
+    let rate = rates.first().copied().unwrap_or(100);
+    let d = run(&client, &direct, true, rate, seconds).await;
+    let g = run(&client, &plain_listener, true, rate, seconds).await;
+    println!(
+        "\nfor comparison, streamed at {rate}/s through a listener without TCP_NODELAY: added p50 {:.2}ms, p99 {:.2}ms",
+        ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
+        ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
+    );
+    Ok(())
+}

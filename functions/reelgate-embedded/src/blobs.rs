@@ -1,0 +1,274 @@
+//! The embedded blob store: files under a directory, and presigned URLs that the local server
+//! signs and serves itself (`/blobs/{key}?expires=…&signature=…`), so that an engine or an upstream
+//! model fetches a blob exactly as it would fetch an S3 presigned URL.
+
+use reelgate::ports::blobs::*;
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::time::Duration;
+use futures::StreamExt;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::path::{Path, PathBuf};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+/// Route prefix under which the local server serves presigned blob URLs.
+pub const PRESIGNED_ROUTE: &str = "/blobs";
+
+pub struct LocalBlobStore {
+    root: PathBuf,
+    signer: UrlSigner,
+}
+
+/// Signs and verifies local presigned URLs with a secret kept in the data directory.
+#[derive(Clone)]
+pub struct UrlSigner {
+    secret: Vec<u8>,
+    public_base_url: String,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum SignatureCheck {
+    Valid,
+    Expired,
+    Invalid,
+}
+
+impl UrlSigner {
+    pub fn new(secret: Vec<u8>, public_base_url: &str) -> Self {
+        UrlSigner {
+            secret,
+            public_base_url: public_base_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// Loads the signing secret from `path`, creating it on first use.
+    pub fn load_or_create_secret(path: &Path) -> std::io::Result<Vec<u8>> {
+        match std::fs::read(path) {
+            Ok(secret) if secret.len() >= 32 => Ok(secret),
+            _ => {
+                let secret = reelgate::domain::ids::new_secret(48).into_bytes();
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::write(path, &secret)?;
+                Ok(secret)
+            }
+        }
+    }
+
+    fn signature(&self, method: &str, key: &str, expires: i64, content_type: &str) -> String {
+        let mut mac = match Hmac::<Sha256>::new_from_slice(&self.secret) {
+            Ok(mac) => mac,
+            Err(_) => return String::new(),
+        };
+        mac.update(format!("{method}\n{key}\n{expires}\n{content_type}").as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    pub fn sign(&self, method: &str, key: &str, ttl: Duration, content_type: &str) -> String {
+        let expires = reelgate::ports::store::now_secs() + ttl.as_secs().max(1) as i64;
+        let signature = self.signature(method, key, expires, content_type);
+        let path: String = key
+            .split('/')
+            .map(|seg| url::form_urlencoded::byte_serialize(seg.as_bytes()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("/");
+        format!(
+            "{}{PRESIGNED_ROUTE}/{path}?expires={expires}&signature={signature}",
+            self.public_base_url
+        )
+    }
+
+    pub fn verify(
+        &self,
+        method: &str,
+        key: &str,
+        expires: i64,
+        content_type: &str,
+        signature: &str,
+    ) -> SignatureCheck {
+        let expected = self.signature(method, key, expires, content_type);
+        use subtle::ConstantTimeEq;
+        if expected.is_empty() || expected.as_bytes().ct_eq(signature.as_bytes()).unwrap_u8() != 1 {
+            return SignatureCheck::Invalid;
+        }
+        if expires <= reelgate::ports::store::now_secs() {
+            return SignatureCheck::Expired;
+        }
+        SignatureCheck::Valid
+    }
+}
+
+impl LocalBlobStore {
+    pub fn new(root: PathBuf, signer: UrlSigner) -> Self {
+        LocalBlobStore { root, signer }
+    }
+
+    pub fn signer(&self) -> &UrlSigner {
+        &self.signer
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf, BlobError> {
+        // Keys are built by the service, but refuse anything that could leave the root.
+        let safe = !key.is_empty()
+            && key.split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            });
+        if !safe {
+            return Err(BlobError::NotFound);
+        }
+        Ok(self.root.join("data").join(key))
+    }
+
+    fn meta_path(&self, key: &str) -> Result<PathBuf, BlobError> {
+        Ok(self.root.join("meta").join(format!("{key}.json")))
+            .and_then(|p| self.path_of(key).map(|_| p))
+    }
+
+    async fn write_meta(&self, key: &str, meta: &BlobMeta) -> Result<(), BlobError> {
+        let path = self.meta_path(key)?;
+        if let Some(dir) = path.parent() {
+            tokio::fs::create_dir_all(dir).await.map_err(io_err)?;
+        }
+        let body = serde_json::json!({"size": meta.size, "content_type": meta.content_type});
+        tokio::fs::write(&path, body.to_string())
+            .await
+            .map_err(io_err)
+    }
+}
+
+fn io_err(e: std::io::Error) -> BlobError {
+    BlobError::Unavailable(e.to_string())
+}
+
+#[async_trait]
+impl BlobStore for LocalBlobStore {
+    async fn put_stream(
+        &self,
+        key: &str,
+        content_type: &str,
+        mut body: ByteStream,
+        max_bytes: u64,
+    ) -> Result<u64, BlobError> {
+        let path = self.path_of(key)?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        tokio::fs::create_dir_all(&dir).await.map_err(io_err)?;
+        let tmp = dir.join(format!(".upload-{}", reelgate::domain::ids::new_secret(9)));
+        let mut file = tokio::fs::File::create(&tmp).await.map_err(io_err)?;
+        let mut size = 0u64;
+        let outcome: Result<(), BlobError> = async {
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| BlobError::Source(e.to_string()))?;
+                size += chunk.len() as u64;
+                if size > max_bytes {
+                    return Err(BlobError::TooLarge { limit: max_bytes });
+                }
+                file.write_all(&chunk).await.map_err(io_err)?;
+            }
+            file.flush().await.map_err(io_err)?;
+            file.sync_data().await.map_err(io_err)
+        }
+        .await;
+        drop(file);
+        if let Err(e) = outcome {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            return Err(e);
+        }
+        tokio::fs::rename(&tmp, &path).await.map_err(io_err)?;
+        self.write_meta(
+            key,
+            &BlobMeta {
+                size,
+                content_type: content_type.to_owned(),
+            },
+        )
+        .await?;
+        Ok(size)
+    }
+
+    async fn put_bytes(
+        &self,
+        key: &str,
+        content_type: &str,
+        bytes: Bytes,
+    ) -> Result<(), BlobError> {
+        let len = bytes.len() as u64;
+        self.put_stream(key, content_type, stream_of(bytes), len)
+            .await
+            .map(|_| ())
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<BlobMeta>, BlobError> {
+        let path = self.path_of(key)?;
+        let file_meta = match tokio::fs::metadata(&path).await {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(e)),
+        };
+        let content_type = match tokio::fs::read(self.meta_path(key)?).await {
+            Ok(raw) => serde_json::from_slice::<serde_json::Value>(&raw)
+                .ok()
+                .and_then(|v| v["content_type"].as_str().map(str::to_owned)),
+            Err(_) => None,
+        }
+        .unwrap_or_else(|| "application/octet-stream".to_owned());
+        Ok(Some(BlobMeta {
+            size: file_meta.len(),
+            content_type,
+        }))
+    }
+
+    async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError> {
+        let meta = self.head(key).await?.ok_or(BlobError::NotFound)?;
+        let mut file = tokio::fs::File::open(self.path_of(key)?)
+            .await
+            .map_err(io_err)?;
+        let range = match range {
+            Some(r) => Some(clamp_range(r, meta.size)?),
+            None => None,
+        };
+        let body: ByteStream = match range {
+            Some(r) => {
+                file.seek(std::io::SeekFrom::Start(r.start))
+                    .await
+                    .map_err(io_err)?;
+                let limited = file.take(r.end_inclusive - r.start + 1);
+                Box::pin(tokio_util::io::ReaderStream::new(limited))
+            }
+            None => Box::pin(tokio_util::io::ReaderStream::new(file)),
+        };
+        Ok(BlobRead { meta, range, body })
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        for path in [self.path_of(key)?, self.meta_path(key)?] {
+            match tokio::fs::remove_file(&path).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {
+        self.path_of(key)?;
+        Ok(self.signer.sign("GET", key, ttl, ""))
+    }
+
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError> {
+        self.path_of(key)?;
+        Ok(self.signer.sign("PUT", key, ttl, content_type))
+    }
+}

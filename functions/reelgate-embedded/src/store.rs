@@ -1,0 +1,290 @@
+//! The embedded item store: one SQLite file, every write inside `BEGIN IMMEDIATE` so that
+//! conditions and transactions are atomic across threads and across processes (the admin command
+//! may run beside the server).
+
+use reelgate::ports::store::*;
+use async_trait::async_trait;
+use crate::db::Database;
+use rusqlite::{params, OptionalExtension};
+
+pub struct SqliteItemStore {
+    db: Database,
+}
+
+impl SqliteItemStore {
+    pub fn new(db: Database) -> Self {
+        SqliteItemStore { db }
+    }
+
+    /// Keys of items whose expiry has passed (the sweeper deletes their blobs first).
+    pub async fn expired_keys(&self, now: i64) -> Result<Vec<(String, String)>, StoreError> {
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT pk, sk FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                )?;
+                let rows = stmt.query_map(params![now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })
+            .await
+            .map_err(store_err)
+    }
+
+    /// Deletes expired items; the local stand-in for DynamoDB's TTL deletion. Returns the count.
+    pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
+        let now = now_secs();
+        self.db
+            .write(move |tx| {
+                tx.execute(
+                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    params![now],
+                )
+            })
+            .await
+            .map_err(store_err)
+    }
+}
+
+pub(crate) fn store_err(e: crate::db::DbError) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn encode(item: &Item) -> Result<String, rusqlite::Error> {
+    serde_json::to_string(item).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn decode(text: &str) -> Result<Item, rusqlite::Error> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, rusqlite::Error> {
+    let text: Option<String> = tx
+        .query_row(
+            "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
+            params![key.pk, key.sk],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match text {
+        Some(t) => {
+            let item = decode(&t)?;
+            Ok((!is_expired(&item, now)).then_some(item))
+        }
+        None => Ok(None),
+    }
+}
+
+fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
+    let (pk, sk) = match (item.str_attr(PK), item.str_attr(SK)) {
+        (Some(pk), Some(sk)) => (pk, sk),
+        _ => return Err(rusqlite::Error::InvalidQuery),
+    };
+    tx.execute(
+        "INSERT INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
+        params![pk, sk, encode(item)?, item.i64_attr(EXPIRES_AT)],
+    )?;
+    Ok(())
+}
+
+fn remove(tx: &rusqlite::Connection, key: &Key) -> Result<(), rusqlite::Error> {
+    tx.execute(
+        "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
+        params![key.pk, key.sk],
+    )?;
+    Ok(())
+}
+
+fn check_key(item: &Item) -> Result<Key, StoreError> {
+    item.key()
+        .ok_or_else(|| StoreError::Invalid("an item needs string pk and sk attributes".into()))
+}
+
+impl SqliteItemStore {
+    /// One conditional single-item write: reads the live item, checks the condition against
+    /// it, then lets `write` change it, all in one immediate transaction.
+    async fn write_one<T, F>(
+        &self,
+        key: Key,
+        condition: Option<Condition>,
+        write: F,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection, &Key, Option<Item>) -> Result<T, rusqlite::Error>
+            + Send
+            + 'static,
+    {
+        let now = now_secs();
+        let verdict = self
+            .db
+            .write(move |tx| {
+                let current = load(tx, &key, now)?;
+                if condition
+                    .as_ref()
+                    .is_some_and(|c| !c.holds(current.as_ref()))
+                {
+                    return Ok(Verdict::ConditionFailed);
+                }
+                Ok(Verdict::Done(write(tx, &key, current)?))
+            })
+            .await
+            .map_err(store_err)?;
+        finish(verdict)
+    }
+}
+
+/// Outcome of a write closure: either the database work succeeded (with a domain verdict inside)
+/// or SQLite failed.
+enum Verdict<T> {
+    Done(T),
+    ConditionFailed,
+    Canceled(Vec<bool>),
+}
+
+#[async_trait]
+impl ItemStore for SqliteItemStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let key = key.clone();
+        let now = now_secs();
+        self.db
+            .read(move |c| load(c, &key, now))
+            .await
+            .map_err(store_err)
+    }
+
+    async fn put(&self, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
+        let key = check_key(&item)?;
+        self.write_one(key, condition, move |tx, _, _| save(tx, &item))
+            .await
+    }
+
+    async fn update(
+        &self,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        update.validate()?;
+        self.write_one(key.clone(), condition, move |tx, key, current| {
+            let next = update.apply(key, current);
+            save(tx, &next)?;
+            Ok(next)
+        })
+        .await
+    }
+
+    async fn delete(
+        &self,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.write_one(key.clone(), condition, |tx, key, current| {
+            remove(tx, key)?;
+            Ok(current)
+        })
+        .await
+    }
+
+    async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        validate_transaction(&ops)?;
+        let now = now_secs();
+        let verdict = self
+            .db
+            .write(move |tx| {
+                let mut failed = vec![false; ops.len()];
+                let mut currents = Vec::with_capacity(ops.len());
+                for (i, op) in ops.iter().enumerate() {
+                    let key = op.key().ok_or(rusqlite::Error::InvalidQuery)?;
+                    let current = load(tx, &key, now)?;
+                    let condition = match op {
+                        TransactOp::Put { condition, .. }
+                        | TransactOp::Update { condition, .. }
+                        | TransactOp::Delete { condition, .. } => condition.as_ref(),
+                        TransactOp::ConditionCheck { condition, .. } => Some(condition),
+                    };
+                    failed[i] = condition.is_some_and(|c| !c.holds(current.as_ref()));
+                    currents.push((key, current));
+                }
+                if failed.iter().any(|f| *f) {
+                    return Ok(Verdict::Canceled(failed));
+                }
+                for (op, (key, current)) in ops.iter().zip(currents) {
+                    match op {
+                        TransactOp::Put { item, .. } => save(tx, item)?,
+                        TransactOp::Update { update, .. } => {
+                            save(tx, &update.apply(&key, current))?
+                        }
+                        TransactOp::Delete { .. } => remove(tx, &key)?,
+                        TransactOp::ConditionCheck { .. } => {}
+                    }
+                }
+                Ok(Verdict::Done(()))
+            })
+            .await
+            .map_err(store_err)?;
+        finish(verdict)
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        if query.limit == 0 {
+            return Err(StoreError::Invalid("a query limit must be positive".into()));
+        }
+        let now = now_secs();
+        self.db
+            .read(move |c| {
+                let prefix = query.sk_prefix.clone().unwrap_or_default();
+                // Every sort key that starts with `prefix` sorts below prefix + U+10FFFF.
+                let upper = format!("{prefix}\u{10FFFF}");
+                let (op, order) = if query.descending {
+                    ("<", "DESC")
+                } else {
+                    (">", "ASC")
+                };
+                let after = query.after_sk.clone();
+                let sql = format!(
+                    "SELECT data FROM items WHERE pk = ?1 AND sk >= ?2 AND sk < ?3
+                     AND (?4 IS NULL OR sk {op} ?4)
+                     AND (expires_at IS NULL OR expires_at > ?5)
+                     ORDER BY sk {order} LIMIT ?6"
+                );
+                let mut stmt = c.prepare_cached(&sql)?;
+                // One more than asked tells whether another page exists.
+                let rows = stmt.query_map(
+                    params![
+                        query.pk,
+                        prefix,
+                        upper,
+                        after,
+                        now,
+                        (query.limit + 1) as i64
+                    ],
+                    |r| r.get::<_, String>(0),
+                )?;
+                let mut items = Vec::new();
+                for row in rows {
+                    items.push(decode(&row?)?);
+                }
+                let more = items.len() > query.limit;
+                items.truncate(query.limit);
+                let last_sk = if more {
+                    items.last().and_then(|i| i.str_attr(SK)).map(str::to_owned)
+                } else {
+                    None
+                };
+                Ok(Page { items, last_sk })
+            })
+            .await
+            .map_err(store_err)
+    }
+}
+
+fn finish<T>(verdict: Verdict<T>) -> Result<T, StoreError> {
+    match verdict {
+        Verdict::Done(v) => Ok(v),
+        Verdict::ConditionFailed => Err(StoreError::ConditionFailed),
+        Verdict::Canceled(failed) => Err(StoreError::TransactionCanceled { failed }),
+    }
+}

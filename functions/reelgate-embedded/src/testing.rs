@@ -1,0 +1,382 @@
+//! Test support: a real local server on 127.0.0.1 with embedded adapters in a temporary
+//! directory, and helpers to make organizations, people and keys. Used by this crate's tests and
+//! by other crates' tests (feature `contract`).
+
+use reelgate::app::{App, Settings};
+use reelgate::domain::catalog::Catalog;
+use crate::host::LocalBackend;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+
+pub struct TestServer {
+    pub app: App,
+    pub backend: LocalBackend,
+    pub base_url: String,
+    pub dir: tempfile::TempDir,
+    /// The reference engine and workflow, for servers started with [`TestServer::start_full`].
+    pub services: Option<crate::host::LocalServices>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl TestServer {
+    /// Starts a server with the built-in catalog.
+    pub async fn start() -> TestServer {
+        Self::start_with(
+            Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"),
+            |_| {},
+        )
+        .await
+    }
+
+    /// Starts a server with `catalog`; `configure` may adjust the App (upstreams, workflow…)
+    /// before the router is built.
+    pub async fn start_with(catalog: Catalog, configure: impl FnOnce(&mut App)) -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let backend = LocalBackend::open(dir.path(), &base_url).expect("backend");
+        let settings = Settings {
+            public_base_url: base_url.clone(),
+            ..Settings::default()
+        };
+        let mut app = backend.app(Arc::new(catalog), settings);
+        configure(&mut app);
+        let router = backend.router(app.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(reelgate::api::no_delay(listener), router).await;
+        });
+        TestServer {
+            app,
+            backend,
+            base_url,
+            dir,
+            services: None,
+            server,
+        }
+    }
+
+    /// Starts the whole local service: API, in-process reference engine (with fault switches),
+    /// the state machine on the embedded runner (waits scaled by `time_scale`), the render
+    /// workers. `configure` runs before the services start (set a moderator, translator…).
+    pub async fn start_full(time_scale: f64, configure: impl FnOnce(&mut App)) -> TestServer {
+        Self::start_full_in(
+            tempfile::tempdir().expect("tempdir"),
+            None,
+            time_scale,
+            configure,
+        )
+        .await
+    }
+
+    /// As [`TestServer::start_full`], on an existing data directory and address (a restart).
+    pub async fn start_full_in(
+        dir: tempfile::TempDir,
+        addr: Option<std::net::SocketAddr>,
+        time_scale: f64,
+        configure: impl FnOnce(&mut App),
+    ) -> TestServer {
+        let listener =
+            tokio::net::TcpListener::bind(addr.unwrap_or_else(|| ([127, 0, 0, 1], 0).into()))
+                .await
+                .expect("bind");
+        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let backend = LocalBackend::open(dir.path(), &base_url).expect("backend");
+        let settings = Settings {
+            public_base_url: base_url.clone(),
+            render_poll_interval: std::time::Duration::from_millis(200),
+            engine_unreachable_attempts: 3,
+            ..Settings::default()
+        };
+        let catalog = Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
+        let mut app = backend.app(Arc::new(catalog), settings);
+        configure(&mut app);
+        let options = crate::host::LocalServiceOptions {
+            workflow: crate::workflow::LocalWorkflowOptions {
+                time_scale,
+                workers: 2,
+                sweep_interval: std::time::Duration::from_secs(3600),
+            },
+            engine_parallel: 2,
+            engine_fault_injection: true,
+        };
+        let services = crate::host::start_services(&mut app, &backend, options)
+            .await
+            .expect("services");
+        let router = crate::host::local_router(app.clone(), &backend, &services);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(reelgate::api::no_delay(listener), router).await;
+        });
+        TestServer {
+            app,
+            backend,
+            base_url,
+            dir,
+            services: Some(services),
+            server,
+        }
+    }
+
+    /// Stops serving and the local services, keeping the data directory (for restart tests).
+    pub fn stop(mut self) -> (tempfile::TempDir, std::net::SocketAddr) {
+        self.server.abort();
+        if let Some(s) = self.services.take() {
+            s.workflow.shutdown();
+        }
+        let addr: std::net::SocketAddr = self
+            .base_url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("addr");
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir"));
+        (dir, addr)
+    }
+
+    /// A new organization with one person and an API key: (org id, person id, key secret).
+    pub async fn tenant(&self, credits: &str) -> Tenant {
+        let accounts = self.app.accounts();
+        let credits: Decimal = credits.parse().expect("credits");
+        let org = accounts
+            .create_org("Test org", "starter", "usd", credits)
+            .await
+            .expect("org");
+        self.member(&org.id).await
+    }
+
+    /// Another person (with their own key) in an existing organization.
+    pub async fn member(&self, org: &str) -> Tenant {
+        let accounts = self.app.accounts();
+        let person = accounts
+            .create_person(org, &format!("{}@example.test", reelgate::domain::ids::new_secret(6)))
+            .await
+            .expect("person");
+        let key = accounts.create_api_key(&person.id).await.expect("key");
+        Tenant {
+            org: org.to_owned(),
+            person: person.id,
+            key: key.secret,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Tenant {
+    pub org: String,
+    pub person: String,
+    pub key: String,
+}
+
+/// Records agreement to the current terms for a person, as a console session would.
+pub async fn agree(app: &App, org: &str, person: &str) {
+    let session = app
+        .accounts()
+        .create_console_session(person, org)
+        .await
+        .expect("console session");
+    let caller = app
+        .accounts()
+        .authenticate(&session.secret)
+        .await
+        .expect("auth")
+        .expect("caller");
+    let _ = reelgate::domain::agreement::accept(app, &caller)
+    .await
+    .expect("accept");
+}
+
+/// Admission contract, run against each store adapter: 50 concurrent creates at a balance that
+/// covers exactly 7 quotes admit exactly 7 (402 for the rest); at a plan limit of 2 with ample
+/// credits, exactly 2 (429 for the rest). The reservations add up to what was admitted.
+pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore>) {
+    use reelgate::domain::accounts::Caller;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
+    let catalog = Arc::new(Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"));
+    let app = App::new(
+        store,
+        backend.blobs.clone(),
+        backend.render_queue.clone(),
+        catalog,
+        Settings::default(),
+    );
+    let body = serde_json::json!({"model": "reel-1", "prompt": "waves", "seconds": 4, "aspect_ratio": "16:9"});
+
+    async fn fire(
+        app: &App,
+        caller: &Caller,
+        body: &serde_json::Value,
+        n: usize,
+    ) -> (usize, Vec<String>) {
+        let mut tasks = Vec::new();
+        for _ in 0..n {
+            let (app, caller, body) = (app.clone(), caller.clone(), body.clone());
+            tasks.push(tokio::spawn(async move {
+                reelgate::domain::videos::create::create(&app, &caller, &body).await
+            }));
+        }
+        let mut admitted = 0;
+        let mut codes = Vec::new();
+        for t in tasks {
+            match t.await.expect("join") {
+                Ok(_) => admitted += 1,
+                Err(e) => codes.push(e.code),
+            }
+        }
+        (admitted, codes)
+    }
+
+    // Credits: 7 × (0.10 × 4) = 2.80 on a plan with room for 32 renders.
+    let accounts = app.accounts();
+    let org = accounts
+        .create_org("credits", "enterprise", "usd", "2.80".parse().expect("d"))
+        .await
+        .expect("org");
+    let person = accounts
+        .create_person(&org.id, "c@example.test")
+        .await
+        .expect("person");
+    agree(&app, &org.id, &person.id).await;
+    let caller = Caller {
+        org: org.id.clone(),
+        person: person.id.clone(),
+        credential: reelgate::domain::accounts::Credential::ApiKey {
+            key_id: "key_test".into(),
+        },
+    };
+    let (admitted, codes) = fire(&app, &caller, &body, 50).await;
+    assert_eq!(admitted, 7, "credits cover exactly 7: {codes:?}");
+    assert!(
+        codes.iter().all(|c| c == "insufficient_credits"),
+        "{codes:?}"
+    );
+    let after = accounts.org(&org.id).await.expect("org");
+    assert_eq!(after.reserved, "2.80".parse::<Decimal>().expect("d"));
+    assert_eq!(after.available, Decimal::ZERO);
+    assert_eq!(after.balance, "2.80".parse::<Decimal>().expect("d"));
+    assert_eq!(after.renders_in_flight, 7);
+
+    // Concurrency: the starter plan allows 2 renders in flight.
+    let org = accounts
+        .create_org("slots", "starter", "usd", "1000".parse().expect("d"))
+        .await
+        .expect("org");
+    let person = accounts
+        .create_person(&org.id, "s@example.test")
+        .await
+        .expect("person");
+    agree(&app, &org.id, &person.id).await;
+    let caller = Caller {
+        org: org.id.clone(),
+        person: person.id.clone(),
+        credential: caller.credential.clone(),
+    };
+    let (admitted, codes) = fire(&app, &caller, &body, 50).await;
+    assert_eq!(admitted, 2, "{codes:?}");
+    assert!(
+        codes.iter().all(|c| c == "concurrency_limit_exceeded"),
+        "{codes:?}"
+    );
+    assert_eq!(
+        accounts.org(&org.id).await.expect("org").renders_in_flight,
+        2
+    );
+}
+
+/// The Python with `openai` and `pytest` named by `REELGATE_PYTHON`. Without it the calling test
+/// is skipped with a message — except under CI (`CI` set), where that is a failure, so a suite
+/// can never pass there without having run.
+pub fn python_or_skip(test: &str) -> Option<String> {
+    match std::env::var("REELGATE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: REELGATE_PYTHON is not set under CI; scripts/test.sh sets it")
+        }
+        _ => {
+            eprintln!("{test} skipped: set REELGATE_PYTHON to a Python with openai and pytest");
+            None
+        }
+    }
+}
+
+/// tests/python/fake_upstream.py running, and a server whose catalog is tests/python/catalog.toml
+/// pointing at it: the rig of the Python SDK suites.
+pub struct PythonRig {
+    pub python: String,
+    pub dir: std::path::PathBuf,
+    pub fake_url: String,
+    pub server: TestServer,
+    _fake: tokio::process::Child,
+}
+
+impl PythonRig {
+    pub async fn start(python: String) -> PythonRig {
+        use tokio::io::AsyncBufReadExt;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python");
+        let mut fake = tokio::process::Command::new(&python)
+            .arg(dir.join("fake_upstream.py"))
+            .args(["--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the fake upstream");
+        let stdout = fake.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("the fake upstream starts")
+            .expect("read")
+            .expect("a line");
+        let fake_url = first
+            .strip_prefix("FAKE_UPSTREAM_URL=")
+            .expect("the URL line")
+            .to_owned();
+        // The catalog expands ${FAKE_UPSTREAM_URL}; substitute here rather than set it in the
+        // process environment that other tests share.
+        let text = std::fs::read_to_string(dir.join("catalog.toml")).expect("catalog");
+        let catalog = Catalog::parse(&text.replace("${FAKE_UPSTREAM_URL}", &fake_url))
+            .expect("catalog parses");
+        let server = TestServer::start_with(catalog, |_| {}).await;
+        PythonRig {
+            python,
+            dir,
+            fake_url,
+            server,
+            _fake: fake,
+        }
+    }
+
+    /// Runs one pytest file with `env` (plus the base and fake URLs); fails the calling test if
+    /// any Python test fails or is skipped.
+    pub async fn pytest(&self, file: &str, env: &[(&str, &str)]) {
+        let mut cmd = tokio::process::Command::new(&self.python);
+        cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .arg(self.dir.join(file))
+            .env("REELGATE_BASE_URL", &self.server.base_url)
+            .env("FAKE_UPSTREAM_URL", &self.fake_url);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let output = cmd.output().await.expect("run pytest");
+        let report = String::from_utf8_lossy(&output.stdout);
+        eprintln!("{report}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "the Python SDK suite {file} failed"
+        );
+        assert!(
+            !report.contains("skipped"),
+            "no Python test may be skipped here"
+        );
+    }
+}

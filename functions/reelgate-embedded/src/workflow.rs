@@ -1,0 +1,394 @@
+//! The local workflow host: the embedded ASL runner executing `statemachine/video.asl.json` (the
+//! same file Step Functions runs), its journal in the SQLite file, a dispatcher that maps the
+//! definition's resources to the library's step handlers and the embedded render queue, the
+//! render worker loop, and the retention sweeper.
+
+use reelgate::domain::workflow::{steps, worker};
+use reelgate::ports::workflow::{Workflow, WorkflowError};
+use reelgate::app::App;
+use crate::db::Database;
+use async_trait::async_trait;
+use reelgate_asl::{
+    ExecutionJournal, ExecutionSnapshot, JournalError, Runner, RunnerError, RunnerOptions,
+    StateMachine, TaskCall, TaskDispatcher, TaskFailure, TaskOutcome,
+};
+use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The workflow definition, compiled in so the binary always runs the file it was built with.
+pub const VIDEO_DEFINITION: &str = include_str!("../../../statemachine/video.asl.json");
+
+/// Local values of the definition's `${…}` placeholders (CloudFormation supplies AWS ARNs).
+pub fn local_substitutions() -> BTreeMap<String, String> {
+    [
+        ("ModerateFunctionArn", "local:moderate"),
+        ("TranslateFunctionArn", "local:translate"),
+        ("FinalizeFunctionArn", "local:finalize"),
+        ("FailJobFunctionArn", "local:fail_job"),
+        ("RenderQueueUrl", "local:render"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// The journal: one row per execution in the shared SQLite file.
+pub struct SqliteJournal {
+    db: Database,
+}
+
+impl SqliteJournal {
+    pub fn new(db: Database) -> Self {
+        SqliteJournal { db }
+    }
+}
+
+fn journal_err(e: impl std::fmt::Display) -> JournalError {
+    JournalError(e.to_string())
+}
+
+#[async_trait]
+impl ExecutionJournal for SqliteJournal {
+    async fn save(&self, snapshot: &ExecutionSnapshot) -> Result<(), JournalError> {
+        let text = serde_json::to_string(snapshot).map_err(journal_err)?;
+        let id = snapshot.execution_id.clone();
+        let running = !snapshot.is_finished();
+        self.db
+            .write(move |tx| {
+                tx.execute(
+                    "INSERT INTO workflow_executions (execution_id, running, snapshot) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (execution_id) DO UPDATE SET running = excluded.running, snapshot = excluded.snapshot",
+                    params![id, running, text],
+                )
+            })
+            .await
+            .map(|_| ())
+            .map_err(journal_err)
+    }
+
+    async fn load_unfinished(&self) -> Result<Vec<ExecutionSnapshot>, JournalError> {
+        let rows: Vec<String> = self
+            .db
+            .read(|c| {
+                let mut stmt =
+                    c.prepare("SELECT snapshot FROM workflow_executions WHERE running = 1")?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect()
+            })
+            .await
+            .map_err(journal_err)?;
+        rows.iter()
+            .map(|t| serde_json::from_str(t).map_err(journal_err))
+            .collect()
+    }
+
+    async fn load(&self, execution_id: &str) -> Result<Option<ExecutionSnapshot>, JournalError> {
+        self.load_one(execution_id).await
+    }
+}
+
+impl SqliteJournal {
+    /// Executions that ended without succeeding (failed, timed out, aborted).
+    pub async fn unsuccessful(&self) -> Result<Vec<ExecutionSnapshot>, JournalError> {
+        let rows: Vec<String> = self
+            .db
+            .read(|c| {
+                let mut stmt =
+                    c.prepare("SELECT snapshot FROM workflow_executions WHERE running = 0")?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                rows.collect()
+            })
+            .await
+            .map_err(journal_err)?;
+        let all: Result<Vec<ExecutionSnapshot>, _> = rows
+            .iter()
+            .map(|t| serde_json::from_str(t).map_err(journal_err))
+            .collect();
+        Ok(all?
+            .into_iter()
+            .filter(|s| s.status != reelgate_asl::ExecutionStatus::Succeeded)
+            .collect())
+    }
+
+    async fn load_one(
+        &self,
+        execution_id: &str,
+    ) -> Result<Option<ExecutionSnapshot>, JournalError> {
+        let id = execution_id.to_owned();
+        let row: Option<String> = self
+            .db
+            .read(move |c| {
+                c.query_row(
+                    "SELECT snapshot FROM workflow_executions WHERE execution_id = ?1",
+                    params![id],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .await
+            .map_err(journal_err)?;
+        row.map(|t| serde_json::from_str(&t).map_err(journal_err))
+            .transpose()
+    }
+}
+
+/// Maps the definition's resources to local work.
+pub struct LocalDispatcher {
+    app: App,
+}
+
+#[async_trait]
+impl TaskDispatcher for LocalDispatcher {
+    async fn dispatch(&self, call: TaskCall) -> Result<TaskOutcome, TaskFailure> {
+        match call.resource.as_str() {
+            reelgate_asl::LAMBDA_INVOKE => {
+                let function = call.parameters["FunctionName"].as_str().unwrap_or_default();
+                let step = function.strip_prefix("local:").unwrap_or(function);
+                let payload = call
+                    .parameters
+                    .get("Payload")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                match steps::run_step(&self.app, step, payload).await {
+                    Ok(result) => Ok(TaskOutcome::Completed(result)),
+                    Err(e) => Err(TaskFailure::lambda_function_error(&e.error, &e.cause)),
+                }
+            }
+            "arn:aws:states:::sqs:sendMessage.waitForTaskToken" => {
+                let body = match &call.parameters["MessageBody"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                self.app
+                    .render_queue
+                    .send(&body, Duration::ZERO)
+                    .await
+                    .map_err(|e| TaskFailure::new("SQS.ServiceUnavailable", e.to_string()))?;
+                Ok(TaskOutcome::AwaitingCallback)
+            }
+            other => Err(TaskFailure::new(
+                "States.Runtime",
+                format!("the local host cannot run resource {other}"),
+            )),
+        }
+    }
+}
+
+/// The Workflow port over the embedded runner.
+pub struct LocalWorkflow {
+    runner: Arc<Runner>,
+}
+
+fn map_runner(e: RunnerError) -> WorkflowError {
+    match e {
+        RunnerError::InvalidToken(_) | RunnerError::TaskTimedOut(_) => WorkflowError::InvalidToken,
+        other => WorkflowError::Unavailable(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl Workflow for LocalWorkflow {
+    async fn start(&self, name: &str, input: Value) -> Result<String, WorkflowError> {
+        self.runner
+            .start_execution(name, input)
+            .await
+            .map_err(map_runner)
+    }
+    async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError> {
+        self.runner
+            .send_task_success(token, output)
+            .await
+            .map_err(map_runner)
+    }
+    async fn task_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<(), WorkflowError> {
+        self.runner
+            .send_task_failure(token, error, cause)
+            .await
+            .map_err(map_runner)
+    }
+    async fn task_heartbeat(&self, token: &str) -> Result<(), WorkflowError> {
+        self.runner
+            .send_task_heartbeat(token)
+            .await
+            .map_err(map_runner)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LocalWorkflowOptions {
+    /// Multiplies every wait of the state machine (tests shrink heartbeats and retries).
+    pub time_scale: f64,
+    /// Render messages handled at once.
+    pub workers: usize,
+    /// How often expired jobs and files are swept.
+    pub sweep_interval: Duration,
+}
+
+impl Default for LocalWorkflowOptions {
+    fn default() -> Self {
+        LocalWorkflowOptions {
+            time_scale: 1.0,
+            workers: 2,
+            sweep_interval: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The running local workflow: dropping it does not stop the tasks; call `shutdown`.
+pub struct LocalWorkflowHost {
+    pub runner: Arc<Runner>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl LocalWorkflowHost {
+    pub fn shutdown(&self) {
+        self.runner.shutdown();
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for LocalWorkflowHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Starts the runner (resuming unfinished executions), the render workers and the sweeper, and
+/// installs the workflow into `app`.
+pub async fn start(
+    app: &App,
+    db: &Database,
+    local_store: Arc<crate::store::SqliteItemStore>,
+    options: LocalWorkflowOptions,
+) -> anyhow::Result<LocalWorkflowHost> {
+    let machine = StateMachine::load("reelgate-video", VIDEO_DEFINITION, &local_substitutions())?;
+    let runner = Runner::with_options(
+        machine,
+        Arc::new(LocalDispatcher { app: app.clone() }),
+        Arc::new(SqliteJournal::new(db.clone())),
+        RunnerOptions::with_time_scale(options.time_scale),
+    );
+    app.set_workflow(Arc::new(LocalWorkflow {
+        runner: runner.clone(),
+    }));
+    let resumed = runner.resume_unfinished().await?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed unfinished video executions");
+    }
+    let mut tasks = Vec::new();
+    for n in 0..options.workers.max(1) {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move { worker_loop(app, n).await }));
+    }
+    let (sweep_app, interval) = (app.clone(), options.sweep_interval);
+    let journal = SqliteJournal::new(db.clone());
+    tasks.push(tokio::spawn(async move {
+        loop {
+            if let Err(e) = sweep(&sweep_app, &local_store).await {
+                tracing::warn!(error = %e, "retention sweep failed");
+            }
+            if let Err(e) = reconcile(&sweep_app, &journal).await {
+                tracing::warn!(error = %e, "reconciling ended executions failed");
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }));
+    Ok(LocalWorkflowHost { runner, tasks })
+}
+
+/// The local render worker: the stand-in for the SQS-triggered worker Lambda.
+async fn worker_loop(app: App, n: usize) {
+    let visibility = Duration::from_secs(120);
+    loop {
+        let batch = match app
+            .render_queue
+            .receive(1, visibility, Duration::from_secs(2))
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(worker = n, error = %e, "render queue receive failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        for message in batch {
+            match worker::handle(&app, &message.body).await {
+                worker::Disposition::Done => {
+                    if let Err(e) = app.render_queue.delete(&message.receipt).await {
+                        tracing::warn!(error = %e, "could not delete a handled render message");
+                    }
+                }
+                worker::Disposition::Retry => {
+                    let _ = app
+                        .render_queue
+                        .change_visibility(&message.receipt, app.settings.render_poll_interval)
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// Ends jobs whose execution ended without settling them (for instance a `FailJob` step that
+/// exhausted its retries): no job stays non-terminal once its workflow is over. Returns how many
+/// jobs it failed.
+pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usize> {
+    let mut failed = 0;
+    for execution in journal.unsuccessful().await? {
+        let (Some(org), Some(video_id)) = (
+            execution.input["org"].as_str(),
+            execution.input["video_id"].as_str(),
+        ) else {
+            continue;
+        };
+        if reelgate::domain::jobs::fail_if_running(app, org, video_id).await? {
+            tracing::warn!(execution = %execution.execution_id, "reconciled a job its execution left running");
+            failed += 1;
+        }
+    }
+    Ok(failed)
+}
+
+/// Deletes what has expired: finished jobs with their outputs and thumbnails 30 days after
+/// they finished, uploaded files 30 days after upload (DynamoDB TTL and S3 lifecycle rules do
+/// this on AWS). Moderation records expire on their own schedule.
+pub async fn sweep(
+    app: &App,
+    store: &crate::store::SqliteItemStore,
+) -> anyhow::Result<usize> {
+    let now = reelgate::ports::store::now_secs();
+    let expired = store.expired_keys(now).await?;
+    for (pk, sk) in &expired {
+        let Some(org) = pk.strip_prefix("ORG#").filter(|o| !o.contains('#')) else {
+            continue;
+        };
+        if let Some(video_id) = sk.strip_prefix("VIDEO#") {
+            app.blobs
+                .delete(&reelgate::domain::videos::output_blob_key(org, video_id))
+                .await?;
+            app.blobs
+                .delete(&reelgate::domain::videos::thumbnail_blob_key(org, video_id))
+                .await?;
+        } else if let Some(file_id) = sk.strip_prefix("FILE#") {
+            app.blobs
+                .delete(&reelgate::domain::files::blob_key(org, file_id))
+                .await?;
+        }
+    }
+    let removed = store.sweep_expired().await?;
+    if removed > 0 {
+        tracing::info!(removed, "retention sweep deleted expired items");
+    }
+    Ok(removed)
+}

@@ -1,0 +1,35 @@
+//! The adapter contract suites run against the embedded adapters. The same suites run against
+//! the AWS adapters in `reelgate-aws` (tests/contract.rs) on a local AWS emulator.
+
+mod sqlite_item_store {
+    async fn make() -> std::sync::Arc<dyn reelgate::ports::store::ItemStore> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = reelgate_embedded::db::Database::open(&dir.path().join("t.sqlite3")).expect("db");
+        // The directory must outlive the test; leak it deliberately (a few KB per test).
+        std::mem::forget(dir);
+        std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db))
+    }
+    reelgate::item_store_contract_tests!(make());
+}
+
+mod local_blob_store {
+    /// The presigned-URL cases fetch over HTTP, so the local server's `/blobs` route must serve
+    /// the same store: use the test server's.
+    async fn make() -> std::sync::Arc<dyn reelgate::ports::blobs::BlobStore> {
+        let server = reelgate_embedded::testing::TestServer::start().await;
+        let blobs = server.backend.blobs.clone();
+        std::mem::forget(server);
+        blobs
+    }
+    reelgate::blob_store_contract_tests!(make());
+}
+
+mod sqlite_queue {
+    async fn make() -> std::sync::Arc<dyn reelgate::ports::queue::MessageQueue> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = reelgate_embedded::db::Database::open(&dir.path().join("q.sqlite3")).expect("db");
+        std::mem::forget(dir);
+        std::sync::Arc::new(reelgate_embedded::queue::SqliteQueue::new(db, "contract", 2))
+    }
+    reelgate::queue_contract_tests!(make());
+}

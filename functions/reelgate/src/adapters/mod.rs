@@ -1,0 +1,112 @@
+//! Adapters that need neither AWS nor SQLite, so every host links them: the OpenAI-compatible
+//! chat upstream and moderator, the rule moderator, the chat-model translator and the client of
+//! the HTTP engine protocol. The AWS adapters live in `reelgate-aws`, the embedded ones in
+//! `reelgate-embedded`. This module also builds them from the catalog and the configuration.
+
+pub mod chat_translator;
+pub mod http_engine;
+pub mod openai_moderator;
+pub mod openai_upstream;
+pub mod rules_moderator;
+pub mod upstream_discovery;
+
+use crate::domain::catalog::{Catalog, UpstreamConfig};
+use crate::domain::registry::{Engines, UpstreamConnector};
+use crate::ports::engine::VideoEngine;
+use crate::ports::moderator::Moderator;
+use crate::ports::upstream::{ChatUpstream, UpstreamError};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Connects catalog upstreams by their `kind`: `openai` here; hosts add the kinds of their own
+/// crates (`bedrock` from `reelgate-aws`) with [`CatalogConnector::with_kind`].
+#[derive(Default, Clone)]
+pub struct CatalogConnector {
+    kinds: BTreeMap<String, Arc<dyn UpstreamConnector>>,
+}
+
+impl CatalogConnector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_kind(mut self, kind: &str, connector: Arc<dyn UpstreamConnector>) -> Self {
+        self.kinds.insert(kind.to_owned(), connector);
+        self
+    }
+}
+
+#[async_trait]
+impl UpstreamConnector for CatalogConnector {
+    async fn connect(
+        &self,
+        config: &UpstreamConfig,
+    ) -> Result<Arc<dyn ChatUpstream>, UpstreamError> {
+        if config.kind == "openai" {
+            return Ok(Arc::new(openai_upstream::OpenAiUpstream::from_config(
+                config,
+            )?));
+        }
+        match self.kinds.get(&config.kind) {
+            Some(connector) => connector.connect(config).await,
+            None => Err(UpstreamError::Protocol(format!(
+                "upstream {} has unknown kind {} (expected openai or bedrock; bedrock needs a host \
+                 built with reelgate-aws)",
+                config.id, config.kind
+            ))),
+        }
+    }
+}
+
+/// Builds the catalog's engines. `reference_url` is where the reference engine is served (the
+/// local server mounts it in-process; elsewhere `REELGATE_REFERENCE_ENGINE_URL`).
+pub fn engines_from_catalog(
+    catalog: &Catalog,
+    reference_url: Option<&str>,
+) -> anyhow::Result<Engines> {
+    let engines = Engines::default();
+    for e in &catalog.engines {
+        let key = e.api_key_env.as_deref().and_then(|n| std::env::var(n).ok());
+        let engine: Arc<dyn VideoEngine> = match e.kind.as_str() {
+            "http" => {
+                let url = e
+                    .base_url
+                    .as_deref()
+                    .map(crate::config::expand_env)
+                    .unwrap_or_default();
+                if url.is_empty() {
+                    tracing::warn!(engine = %e.id, "http engine without base_url; its models answer provider_unavailable");
+                    continue;
+                }
+                Arc::new(http_engine::HttpEngine::new(&url, key)?)
+            }
+            "reference" => {
+                let url = std::env::var("REELGATE_REFERENCE_ENGINE_URL")
+                    .ok()
+                    .or_else(|| reference_url.map(str::to_owned));
+                match url {
+                    Some(url) => Arc::new(http_engine::HttpEngine::new(&url, key)?),
+                    None => {
+                        tracing::warn!(engine = %e.id, "no reference engine URL; set REELGATE_REFERENCE_ENGINE_URL");
+                        continue;
+                    }
+                }
+            }
+            // Registered by the AWS hosts (reelgate-aws), which have S3 for its output.
+            "bedrock" => continue,
+            other => anyhow::bail!("engine {}: unknown kind {other}", e.id),
+        };
+        engines.insert(&e.id, engine);
+    }
+    Ok(engines)
+}
+
+/// Builds the moderator named by `REELGATE_MODERATOR` (`rules`, the default, or `openai`).
+pub fn moderator_from_env() -> anyhow::Result<Arc<dyn Moderator>> {
+    match std::env::var("REELGATE_MODERATOR").as_deref() {
+        Ok("openai") => Ok(std::sync::Arc::new(openai_moderator::OpenAiModerator::from_env()?)),
+        Ok("rules") | Err(_) => Ok(std::sync::Arc::new(rules_moderator::RuleModerator::from_env()?)),
+        Ok(other) => anyhow::bail!("REELGATE_MODERATOR={other}: use rules or openai"),
+    }
+}

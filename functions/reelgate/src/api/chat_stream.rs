@@ -1,0 +1,235 @@
+//! Streamed chat completions: the upstream's chunks are re-stamped (our id, our model name) and
+//! written as SSE events the moment each arrives — the body is a stream polled by hyper, with
+//! no buffering layer in between. With `stream_options.include_usage` every chunk carries
+//! `usage: null` and one last chunk with `choices: []` carries the usage, just before
+//! `data: [DONE]`. The upstream is always asked for usage so that billing has it.
+//!
+//! Billing happens before `[DONE]` is written, so a client that has seen the end can already
+//! see the charge. If the client goes away, hyper drops the body stream, which drops the
+//! upstream stream (closing that connection, so the upstream stops generating) and the
+//! [`Meter`], which charges an estimate of the tokens generated until then. A stream that the
+//! upstream breaks is not charged: a failure is never billed.
+
+use crate::domain::chat::message_chars;
+use crate::app::App;
+use crate::domain::catalog::ChatModel;
+use crate::ports::upstream::{self, ChunkStream};
+use crate::domain::usage::{self, TokenUsage};
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+pub struct StreamContext {
+    pub app: App,
+    pub org: String,
+    pub person: String,
+    pub model: ChatModel,
+    pub id: String,
+    pub created: i64,
+    pub include_usage: bool,
+    pub prompt_chars: usize,
+}
+
+/// Tracks what was generated and charges it exactly once, also when dropped mid-stream.
+struct Meter {
+    ctx: StreamContext,
+    usage: Option<TokenUsage>,
+    /// The upstream's usage object as it sent it (with `prompt_tokens_details` and the like).
+    usage_json: Option<Value>,
+    completion_chars: usize,
+    settled: bool,
+}
+
+impl Meter {
+    fn usage(&self) -> TokenUsage {
+        self.usage
+            .unwrap_or_else(|| TokenUsage::estimate(self.ctx.prompt_chars, self.completion_chars))
+    }
+
+    fn charge_spec(
+        &self,
+        used: TokenUsage,
+    ) -> (App, String, String, ChatModel, String, TokenUsage) {
+        (
+            self.ctx.app.clone(),
+            self.ctx.org.clone(),
+            self.ctx.person.clone(),
+            self.ctx.model.clone(),
+            self.ctx.id.clone(),
+            used,
+        )
+    }
+
+    async fn settle(&mut self) -> TokenUsage {
+        let used = self.usage();
+        self.settled = true;
+        let (app, org, person, model, id, used) = self.charge_spec(used);
+        // A task of its own, so that a client leaving while the charge is written cannot cancel
+        // it halfway; the stream still waits for it, so `[DONE]` follows the charge.
+        let _ = tokio::spawn(charge(app, org, person, model, id, used)).await;
+        used
+    }
+}
+
+/// Charges a completion's usage. A failure to charge is logged loudly but does not take the
+/// answer away from a caller whose completion was produced (and paid for upstream).
+pub(crate) async fn charge(
+    app: App,
+    org: String,
+    person: String,
+    model: ChatModel,
+    id: String,
+    used: TokenUsage,
+) {
+    let c = usage::Charge {
+        org: &org,
+        person: &person,
+        model: &model,
+        kind: "chat.completion",
+        reference: &id,
+        usage: used,
+    };
+    if let Err(e) = usage::charge(&app, c).await {
+        tracing::error!(completion = %id, %org, error = %e, "charging chat usage failed");
+    }
+}
+
+impl Drop for Meter {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        // The client disconnected before the end: the upstream worked until now, so charge what
+        // it generated — its own count if its usage chunk already came, else an estimate.
+        let used = self.usage();
+        tracing::info!(completion = %self.ctx.id, "client left mid-stream; upstream cancelled");
+        let (app, org, person, model, id, used) = self.charge_spec(used);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(charge(app, org, person, model, id, used));
+        }
+    }
+}
+
+struct State {
+    upstream: ChunkStream,
+    meter: Meter,
+    out: VecDeque<Bytes>,
+    finished: bool,
+}
+
+fn event(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+impl State {
+    /// Re-stamps one upstream chunk and queues what the client should see of it.
+    fn take(&mut self, chunk: Value) {
+        let Value::Object(mut obj) = chunk else {
+            return;
+        };
+        if let Some(raw) = obj.remove("usage") {
+            if let Some(u) = TokenUsage::from_json(&raw) {
+                self.meter.usage = Some(u);
+                self.meter.usage_json = Some(raw);
+            }
+        }
+        let has_choices = obj
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty());
+        if !has_choices {
+            // A usage-only chunk: its usage goes out in our own final chunk.
+            return;
+        }
+        if let Some(choices) = obj.get("choices").and_then(Value::as_array) {
+            self.meter.completion_chars += choices
+                .iter()
+                .map(|c| message_chars(&c["delta"]))
+                .sum::<usize>();
+        }
+        let ctx = &self.meter.ctx;
+        obj.insert("id".into(), ctx.id.clone().into());
+        obj.insert("object".into(), "chat.completion.chunk".into());
+        obj.insert("created".into(), ctx.created.into());
+        obj.insert("model".into(), ctx.model.id.clone().into());
+        if ctx.include_usage {
+            obj.insert("usage".into(), Value::Null);
+        }
+        self.out.push_back(event(&Value::Object(obj)));
+    }
+
+    async fn finish(&mut self) {
+        let used = self.meter.settle().await;
+        let ctx = &self.meter.ctx;
+        if ctx.include_usage {
+            self.out.push_back(event(&json!({
+                "id": ctx.id,
+                "object": "chat.completion.chunk",
+                "created": ctx.created,
+                "model": ctx.model.id,
+                "choices": [],
+                "usage": self.meter.usage_json.clone().unwrap_or_else(|| used.to_chat_json()),
+            })));
+        }
+        self.out.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
+    }
+
+    fn fail(&mut self, error: &upstream::UpstreamError) {
+        // Headers are gone already, so the failure travels as an error event (as OpenAI sends
+        // one); the OpenAI SDKs raise it. No `[DONE]`: the completion did not complete.
+        tracing::warn!(completion = %self.meter.ctx.id, %error, "upstream stream failed");
+        self.meter.settled = true;
+        let api = crate::api::upstream_error(error);
+        self.out.push_back(event(&api.body()));
+    }
+}
+
+pub fn respond(ctx: StreamContext, upstream: ChunkStream) -> Response {
+    let state = State {
+        upstream,
+        meter: Meter {
+            ctx,
+            usage: None,
+            usage_json: None,
+            completion_chars: 0,
+            settled: false,
+        },
+        out: VecDeque::new(),
+        finished: false,
+    };
+    let body = futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(bytes) = st.out.pop_front() {
+                return Some((Ok::<_, std::convert::Infallible>(bytes), st));
+            }
+            if st.finished {
+                return None;
+            }
+            match st.upstream.next().await {
+                Some(Ok(chunk)) => st.take(chunk),
+                Some(Err(e)) => {
+                    st.finished = true;
+                    st.fail(&e);
+                }
+                None => {
+                    st.finished = true;
+                    st.finish().await;
+                }
+            }
+        }
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Tells nginx-style proxies in front of the local server not to buffer the stream.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}

@@ -1,0 +1,276 @@
+//! The `/v1/files` routes: multipart upload streamed to the blob store while its head is
+//! sniffed, list, retrieve, delete and content.
+
+use crate::api::extract::ApiQuery;
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::files::*;
+use crate::domain::ids::{is_valid, new_id};
+use crate::ports::blobs::ByteStream;
+use crate::ports::store::Query;
+use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde::Deserialize;
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route(
+            "/v1/files",
+            get(list).post(upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/v1/files/{file_id}", get(retrieve).delete(delete))
+        .route("/v1/files/{file_id}/content", get(content))
+}
+
+pub async fn upload(
+    State(app): State<App>,
+    caller: Caller,
+    mut form: Multipart,
+) -> ApiResult<Json<FileObject>> {
+    let file_id = new_id("file");
+    let key = blob_key(&caller.org, &file_id);
+    let mut purpose: Option<String> = None;
+    let mut stored: Option<(String, u64, Bytes)> = None;
+    let outcome: ApiResult<()> = async {
+        while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+            match field.name() {
+                Some("purpose") => {
+                    purpose = Some(
+                        field
+                            .text()
+                            .await
+                            .map_err(multipart_error)?
+                            .trim()
+                            .to_owned(),
+                    );
+                }
+                Some("file") => {
+                    if stored.is_some() {
+                        return Err(ApiError::invalid(
+                            "file",
+                            "Send exactly one file per upload.",
+                        ));
+                    }
+                    let filename = field.file_name().unwrap_or("upload").to_owned();
+                    let (size, head) = store_field(&app, &key, field).await?;
+                    stored = Some((filename, size, head));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    .await;
+    let cleanup = || async {
+        let _ = app.blobs.delete(&key).await;
+    };
+    if let Err(e) = outcome {
+        cleanup().await;
+        return Err(e);
+    }
+    let Some(purpose) = purpose else {
+        cleanup().await;
+        return Err(ApiError::invalid(
+            "purpose",
+            "The form field 'purpose' is required.",
+        ));
+    };
+    let Some((filename, size, head)) = stored else {
+        return Err(ApiError::invalid(
+            "file",
+            "The form field 'file' is required.",
+        ));
+    };
+    if size == 0 {
+        cleanup().await;
+        return Err(ApiError::invalid("file", "The file is empty."));
+    }
+    let mime = match check_purpose(&purpose, &head) {
+        Ok(mime) => mime,
+        Err(e) => {
+            cleanup().await;
+            return Err(e);
+        }
+    };
+    match register(&app, &caller.org, &file_id, &filename, &purpose, size, mime).await {
+        Ok(file) => Ok(Json(file)),
+        Err(e) => {
+            cleanup().await;
+            Err(e)
+        }
+    }
+}
+
+/// Streams one multipart field into the blob store. The field borrows the form, so a channel
+/// hands its chunks to the store's (owned) stream while both run concurrently.
+async fn store_field(
+    app: &App,
+    key: &str,
+    mut field: axum::extract::multipart::Field<'_>,
+) -> ApiResult<(u64, Bytes)> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+    let body: ByteStream = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    let pump = async move {
+        loop {
+            match field.chunk().await {
+                Ok(Some(chunk)) => {
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        return Ok(()); // the store stopped reading (it reports why)
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                    return Err(multipart_error(e));
+                }
+            }
+        }
+    };
+    let store = async {
+        let (head, body) = sniff_stream(body).await?;
+        let size = app
+            .blobs
+            .put_stream(key, "application/octet-stream", body, app.settings.max_upload_bytes)
+            .await
+            .map_err(|e| match e {
+                crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::new(
+                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request_error",
+                    "file_too_large",
+                    format!("Files are accepted up to {limit} bytes; larger ones use the direct upload flow."),
+                )
+                .with_param("file"),
+                other => other.into(),
+            })?;
+        Ok::<_, ApiError>((size, head))
+    };
+    let (pumped, stored) = tokio::join!(pump, store);
+    pumped?;
+    stored
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(
+            e.status(),
+            "invalid_request_error",
+            "file_too_large",
+            "The upload is larger than this endpoint accepts.",
+        );
+    }
+    ApiError::bad_request(format!(
+        "The multipart form could not be read: {}",
+        e.body_text()
+    ))
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    limit: Option<usize>,
+    after: Option<String>,
+    purpose: Option<String>,
+    order: Option<String>,
+}
+
+async fn list(
+    State(app): State<App>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let limit = params.limit.unwrap_or(20);
+    if !(1..=10_000).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 10000.",
+        ));
+    }
+    let ascending = match params.order.as_deref() {
+        None | Some("desc") => false,
+        Some("asc") => true,
+        Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
+    };
+    let after = match params.after {
+        Some(id) if is_valid(&id, "file") => Some(format!("FILE#{id}")),
+        Some(_) => return Err(ApiError::invalid("after", "after must be a file id.")),
+        None => None,
+    };
+    let mut data = Vec::new();
+    let mut cursor = after;
+    let mut has_more;
+    // A purpose filter may skip items, so keep reading pages until the page is full.
+    loop {
+        let mut q = Query::partition(format!("ORG#{}", caller.org))
+            .prefix("FILE#")
+            .limit(limit)
+            .after(cursor);
+        if !ascending {
+            q = q.descending();
+        }
+        let page = app.store.query(q).await?;
+        for it in &page.items {
+            if let Some(f) = FileObject::from_item(it) {
+                if params.purpose.as_deref().is_none_or(|p| p == f.purpose) && data.len() < limit {
+                    data.push(f);
+                }
+            }
+        }
+        has_more = page.last_sk.is_some();
+        cursor = page.last_sk;
+        if data.len() >= limit || cursor.is_none() {
+            break;
+        }
+    }
+    Ok(Json(crate::api::envelope::list_envelope(
+        &data,
+        |f| f.id.clone(),
+        has_more,
+    )))
+}
+
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+) -> ApiResult<Json<FileObject>> {
+    Ok(Json(find(&app, &caller.org, &file_id).await?))
+}
+
+async fn delete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    find(&app, &caller.org, &file_id).await?;
+    app.store
+        .delete(&file_key(&caller.org, &file_id), None)
+        .await?;
+    app.blobs.delete(&blob_key(&caller.org, &file_id)).await?;
+    Ok(Json(
+        serde_json::json!({"id": file_id, "object": "file", "deleted": true}),
+    ))
+}
+
+async fn content(
+    State(app): State<App>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let file = find(&app, &caller.org, &file_id).await?;
+    if app.settings.content_redirect {
+        return crate::api::content::redirect_to_blob(&app, &blob_key(&caller.org, &file_id))
+            .await;
+    }
+    crate::api::content::stream_blob(
+        app.blobs.as_ref(),
+        &blob_key(&caller.org, &file_id),
+        &headers,
+        Some(&file.mime_type),
+    )
+    .await
+}

@@ -1,0 +1,156 @@
+//! The HTTP surface: one axum router holding every route, mounted whole by the local server and
+//! route by route by the Lambda binaries. Extractors here turn credentials and bodies into domain
+//! values and every rejection into the OpenAI error envelope.
+
+pub mod agreement;
+pub mod chat;
+pub mod chat_stream;
+pub mod content;
+pub mod envelope;
+pub mod extract;
+pub mod files;
+pub mod models;
+pub mod responses;
+pub mod uploads;
+pub mod videos;
+
+use crate::app::App;
+use crate::domain::error::ApiError;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use crate::ports::upstream::UpstreamError;
+
+/// Every route of the public API as (method, path template). The router, the Lambda packaging
+/// and infra/template.yaml are checked against this list by the tests.
+pub const API_ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/files"),
+    ("GET", "/v1/files"),
+    ("GET", "/v1/files/{file_id}"),
+    ("DELETE", "/v1/files/{file_id}"),
+    ("GET", "/v1/files/{file_id}/content"),
+    ("POST", "/v1/uploads"),
+    ("POST", "/v1/uploads/{upload_id}/complete"),
+    ("POST", "/v1/videos"),
+    ("GET", "/v1/videos"),
+    ("GET", "/v1/videos/models"),
+    ("GET", "/v1/videos/acceptance"),
+    ("POST", "/v1/videos/acceptance"),
+    ("GET", "/v1/videos/{video_id}"),
+    ("DELETE", "/v1/videos/{video_id}"),
+    ("GET", "/v1/videos/{video_id}/content"),
+    ("GET", "/v1/videos/{video_id}/thumbnail"),
+    ("GET", "/v1/models"),
+    ("GET", "/v1/models/{model}"),
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("DELETE", "/v1/responses/{response_id}"),
+    ("GET", "/v1/responses/{response_id}/input_items"),
+];
+
+/// The whole service.
+pub fn router(app: App) -> Router {
+    let json_limit = app.settings.max_json_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .merge(files::routes())
+        .merge(uploads::routes())
+        .merge(videos::routes())
+        .merge(chat::routes())
+        .merge(responses::routes())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(json_limit))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(app)
+}
+
+async fn health() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        "unknown_url",
+        format!(
+            "Unknown request URL: {}. Check the path and the method.",
+            uri.path()
+        ),
+    )
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        "method_not_allowed",
+        format!("{method} is not allowed on {}.", uri.path()),
+    )
+}
+
+/// A listener whose connections send small writes at once. Without TCP_NODELAY each SSE event
+/// can wait ~40 ms for the client's delayed ACK (Nagle), which breaks "forwarded as it arrives".
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+    })
+}
+
+/// The gateway error a failed upstream call becomes (chat completions and responses alike):
+/// unreachable → 503 `upstream_unavailable`; a timeout (status 504/408, or code `timeout`) →
+/// 504 `upstream_timeout`; an overloaded or rate-limited upstream (429, 503) → 503
+/// `upstream_unavailable`; anything else → 502 `upstream_error`, with the upstream's message
+/// so the caller can see, e.g., that its prompt exceeds the context window.
+pub fn upstream_error(error: &UpstreamError) -> ApiError {
+    match error {
+        UpstreamError::Unreachable(m) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "upstream_error",
+            "upstream_unavailable",
+            format!("The model provider is unreachable; try again later. ({m})"),
+        ),
+        UpstreamError::Rejected {
+            status,
+            code,
+            message,
+        } => {
+            if *status == 504 || *status == 408 || code.as_deref() == Some("timeout") {
+                ApiError::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "upstream_error",
+                    "upstream_timeout",
+                    format!("The model provider did not answer in time. ({message})"),
+                )
+            } else if *status == 429 || *status == 503 {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "upstream_error",
+                    "upstream_unavailable",
+                    format!("The model provider is busy; try again later. ({message})"),
+                )
+            } else {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "upstream_error",
+                    "upstream_error",
+                    format!("The model provider refused the request ({status}): {message}"),
+                )
+            }
+        }
+        UpstreamError::Protocol(m) => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            "upstream_error",
+            format!("The model provider answered outside the protocol: {m}"),
+        ),
+    }
+}

@@ -1,0 +1,404 @@
+//! The Responses API (`/v1/responses`), bridged onto the chat-completions port every upstream
+//! implements: the request (instructions, stored history, input items, files) becomes a chat
+//! request (`convert`), the reply becomes a Response object or typed events (`output`), and the
+//! response with its items is kept per person (`persist`). Documented in docs/responses.md.
+
+use crate::domain::accounts::Caller;
+use crate::app::App;
+use crate::domain::catalog::ChatModel;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::api::extract::{ApiJson, ApiQuery};
+use crate::ports::upstream::{ChatUpstream, ChunkStream};
+use crate::domain::usage::{Charge, TokenUsage};
+use axum::extract::{Path, State};
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt;
+use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
+use crate::domain::responses::request::CreateRequest;
+use crate::domain::responses::{convert, persist};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// This module's routes, as listed in `http::API_ROUTES`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("DELETE", "/v1/responses/{response_id}"),
+    ("GET", "/v1/responses/{response_id}/input_items"),
+];
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/v1/responses", post(create))
+        .route("/v1/responses/{response_id}", get(retrieve).delete(remove))
+        .route("/v1/responses/{response_id}/input_items", get(input_items))
+}
+
+fn response_not_found(id: &str) -> ApiError {
+    ApiError::not_found(
+        "response_not_found",
+        format!("No response found with id '{id}'."),
+    )
+    .with_param("response_id")
+}
+
+/// The chat model a request names; a video model is refused (it has its own endpoint).
+pub fn chat_model(app: &App, id: &str) -> ApiResult<ChatModel> {
+    if let Some(model) = app.catalog.chat_model(id) {
+        return Ok(model.clone());
+    }
+    if app.catalog.video_model(id).is_some() {
+        return Err(ApiError::invalid(
+            "model",
+            format!("{id} is a video model; use /v1/videos for it. /v1/responses takes chat models (see /v1/models)."),
+        )
+        .with_code("model_not_chat_capable"));
+    }
+    Err(ApiError::not_found(
+        "model_not_found",
+        format!("The model '{id}' does not exist."),
+    )
+    .with_param("model"))
+}
+
+/// One turn being answered: everything needed to finish it once the upstream has replied.
+struct Turn {
+    app: App,
+    caller: Caller,
+    model: ChatModel,
+    draft: Draft,
+    input_items: Vec<Value>,
+    own_ids: Vec<String>,
+    prompt_estimate: u64,
+}
+
+impl Turn {
+    /// Charges the usage (when `charge`) and, with the request's `store` (and `keep`), keeps the
+    /// response and its items.
+    async fn finish(
+        &self,
+        response: &Value,
+        usage: &Usage,
+        charge: bool,
+        keep: bool,
+    ) -> ApiResult<()> {
+        if charge {
+            let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
+            // The ledger records whether the counts came from the upstream or our estimate.
+            tokens.estimated = usage.estimated;
+            crate::domain::usage::charge(
+                &self.app,
+                Charge {
+                    org: &self.caller.org,
+                    person: &self.caller.person,
+                    model: &self.model,
+                    kind: "response",
+                    reference: &self.draft.id,
+                    usage: tokens,
+                },
+            )
+            .await?;
+        }
+        if keep && self.draft.req.store {
+            let mut own = self.own_ids.clone();
+            if let Some(items) = response["output"].as_array() {
+                own.extend(
+                    items
+                        .iter()
+                        .filter_map(|i| i["id"].as_str().map(str::to_owned)),
+                );
+            }
+            let stored = persist::Stored {
+                response: response.clone(),
+                input_items: self.input_items.clone(),
+                own_item_ids: own,
+                previous_response_id: self.draft.req.previous_response_id.clone(),
+            };
+            persist::save(&self.app, &self.caller, &stored).await?;
+        }
+        Ok(())
+    }
+
+    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Usage {
+        match reported {
+            Some(u) => Usage {
+                json: output::usage_from_chat(u),
+                estimated: false,
+            },
+            None => Usage {
+                json: output::estimated_usage(self.prompt_estimate, output),
+                estimated: true,
+            },
+        }
+    }
+}
+
+/// A response's `usage` object and whether it is our estimate (the upstream reported none).
+struct Usage {
+    json: Value,
+    estimated: bool,
+}
+
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let req = CreateRequest::parse(body)?;
+    let model = chat_model(&app, &req.model)?;
+    req.check_model(&model)?;
+    crate::domain::usage::admit(&app, &caller.org).await?;
+
+    let mut context = match &req.previous_response_id {
+        Some(previous) => persist::history(&app, &caller, previous).await?,
+        None => Vec::new(),
+    };
+    let normalized = convert::normalize(&app, &caller, &req.input).await?;
+    context.extend(normalized.items.iter().cloned());
+    let messages =
+        convert::to_chat_messages(&app, &caller, &model, req.instructions.as_deref(), &context)
+            .await?;
+    let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
+    let prompt_estimate = convert::estimate_tokens(&messages);
+    let chat = convert::chat_request(&req, &model, messages, req.stream);
+
+    let upstream = app
+        .upstreams
+        .get_or_connect(&app.catalog, &model.upstream)
+        .await
+        .map_err(|e| crate::api::upstream_error(&e))?;
+    let stream = req.stream;
+    let turn = Turn {
+        draft: Draft::new(&model.id, req),
+        app,
+        caller,
+        model,
+        input_items: normalized.items,
+        own_ids: normalized.own_ids,
+        prompt_estimate,
+    };
+    if stream {
+        return stream_turn(turn, upstream, chat).await;
+    }
+    let completion = upstream
+        .complete(chat)
+        .await
+        .map_err(|e| crate::api::upstream_error(&e))?;
+    let (outcome, output, reported) = output::from_completion(&completion);
+    let usage = turn.usage(reported.as_ref(), &output);
+    let response = turn
+        .draft
+        .object(Some(&outcome), &output, Some(&usage.json));
+    turn.finish(&response, &usage, true, true).await?;
+    Ok(Json(response).into_response())
+}
+
+/// Starts the upstream stream (its refusal is still an HTTP error), then forwards events as the
+/// chunks arrive from a task that also finishes the turn.
+async fn stream_turn(
+    turn: Turn,
+    upstream: Arc<dyn ChatUpstream>,
+    chat: Value,
+) -> ApiResult<Response> {
+    let chunks = upstream
+        .stream(chat)
+        .await
+        .map_err(|e| crate::api::upstream_error(&e))?;
+    // A small buffer: events leave as soon as the client reads them, and a slow client slows
+    // the upstream read rather than piling events up in memory.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Event>(16);
+    tokio::spawn(drive(turn, chunks, tx));
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(kind, body)| {
+        Ok::<_, std::convert::Infallible>(SseEvent::default().event(kind).data(body.to_string()))
+    });
+    let done = futures::stream::once(async { Ok(SseEvent::default().data("[DONE]")) });
+    // Comment lines every 15 s keep proxies and load balancers from closing a stream while the
+    // model thinks; SSE clients ignore them.
+    Ok(Sse::new(events.chain(done))
+        .keep_alive(
+            axum::response::sse::KeepAlive::new().interval(std::time::Duration::from_secs(15)),
+        )
+        .into_response())
+}
+
+async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sender<Event>) {
+    let mut state = StreamState::new();
+    let mut client_gone = false;
+    let mut failure = None;
+    let start = state.start(&turn.draft);
+    client_gone |= !send_all(&tx, start).await;
+    while !client_gone {
+        // Waiting on the upstream alone would notice a departed client only at the next chunk;
+        // a slow upstream (long reasoning) would keep generating for nobody meanwhile.
+        let next = tokio::select! {
+            next = chunks.next() => next,
+            _ = tx.closed() => {
+                client_gone = true;
+                break;
+            }
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                let events = state.on_chunk(&chunk);
+                client_gone |= !send_all(&tx, events).await;
+            }
+            Some(Err(e)) => {
+                failure = Some(e);
+                break;
+            }
+            None => break,
+        }
+    }
+    // Dropping the chunk stream cancels the upstream request.
+    drop(chunks);
+    if client_gone {
+        // The client left; the tokens generated so far were spent, so they are charged
+        // (estimated when the upstream had not reported usage yet). Nothing is stored.
+        let partial = state.partial_output();
+        let usage = turn.usage(state.usage.as_ref(), &partial);
+        let response = turn.draft.object(None, &partial, Some(&usage.json));
+        if let Err(e) = turn.finish(&response, &usage, true, false).await {
+            tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
+        }
+        return;
+    }
+    let (outcome, output, usage, charge) = match failure {
+        Some(e) => {
+            let api = crate::api::upstream_error(&e);
+            let outcome = Outcome::Failed {
+                code: api.code.clone(),
+                message: api.message.clone(),
+            };
+            let output = state.partial_output();
+            let usage = turn.usage(state.usage.as_ref(), &output);
+            // A failed response is never billed.
+            (outcome, output, usage, false)
+        }
+        None => {
+            let (outcome, events) = state.finish();
+            if !send_all(&tx, events).await {
+                tracing::info!(response = %turn.draft.id, "client left before the stream ended");
+            }
+            let output = state.output.clone();
+            let usage = turn.usage(state.usage.as_ref(), &output);
+            (outcome, output, usage, true)
+        }
+    };
+    let response = turn
+        .draft
+        .object(Some(&outcome), &output, Some(&usage.json));
+    // Stored (and charged) before the terminal event, so a client that reads the response right
+    // after `response.completed` finds it.
+    if let Err(e) = turn.finish(&response, &usage, charge, true).await {
+        tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
+    }
+    let terminal = state.terminal(&outcome, response);
+    let _ = tx.send(terminal).await;
+}
+
+/// Sends events in order; false once the client has gone.
+async fn send_all(tx: &tokio::sync::mpsc::Sender<Event>, events: Vec<Event>) -> bool {
+    for e in events {
+        if tx.send(e).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    match persist::load(&app, &caller, &id).await? {
+        Some(stored) => Ok(Json(stored.response)),
+        None => Err(response_not_found(&id)),
+    }
+}
+
+async fn remove(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    if !persist::delete(&app, &caller, &id).await? {
+        return Err(response_not_found(&id));
+    }
+    Ok(Json(
+        json!({"id": id, "object": "response", "deleted": true}),
+    ))
+}
+
+#[derive(Deserialize)]
+struct ItemsParams {
+    limit: Option<usize>,
+    order: Option<String>,
+    after: Option<String>,
+    before: Option<String>,
+    /// Accepted for OpenAI compatibility; items are always returned whole.
+    #[allow(dead_code)]
+    include: Option<Vec<String>>,
+}
+
+/// The input items of a stored response (its own request's, not the history's), newest first
+/// unless `order=asc`, paged with `after`/`before` item ids.
+async fn input_items(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiQuery(params): ApiQuery<ItemsParams>,
+) -> ApiResult<Json<Value>> {
+    let limit = params.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "limit must be between 1 and 100.",
+        ));
+    }
+    let mut items = match persist::load(&app, &caller, &id).await? {
+        Some(stored) => stored.input_items,
+        None => return Err(response_not_found(&id)),
+    };
+    match params.order.as_deref() {
+        None | Some("desc") => items.reverse(),
+        Some("asc") => {}
+        Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
+    }
+    let position = |cursor: &str, param: &str| {
+        items
+            .iter()
+            .position(|i| i["id"].as_str() == Some(cursor))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    param,
+                    format!("{param} must be an item id of this response."),
+                )
+            })
+    };
+    let start = match &params.after {
+        Some(after) => position(after, "after")? + 1,
+        None => 0,
+    };
+    let end = match &params.before {
+        Some(before) => position(before, "before")?,
+        None => items.len(),
+    };
+    let window: Vec<Value> = items
+        .get(start..end.max(start))
+        .unwrap_or_default()
+        .iter()
+        .take(limit)
+        .cloned()
+        .collect();
+    let has_more = start + window.len() < end;
+    Ok(Json(crate::api::envelope::list_envelope(
+        &window,
+        |i| i["id"].as_str().unwrap_or_default().to_owned(),
+        has_more,
+    )))
+}

@@ -1,0 +1,36 @@
+//! The `/v1/uploads` routes (direct-to-store uploads): create an upload with its presigned PUT
+//! URL, then complete it into a file.
+
+use crate::api::extract::ApiJson;
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::error::ApiResult;
+use crate::domain::files::FileObject;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::Value;
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/v1/uploads", post(create))
+        .route("/v1/uploads/{upload_id}/complete", post(complete))
+}
+
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(crate::domain::uploads::create(&app, &caller, body).await?))
+}
+
+async fn complete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(upload_id): Path<String>,
+) -> ApiResult<Json<FileObject>> {
+    Ok(Json(
+        crate::domain::uploads::complete(&app, &caller, &upload_id).await?,
+    ))
+}

@@ -1,0 +1,279 @@
+//! The `/v1/videos` routes.
+
+use crate::domain::videos::*;
+use crate::domain::accounts::Caller;
+use crate::app::App;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::api::extract::{ApiJson, ApiQuery};
+use crate::domain::ids::is_valid;
+use crate::ports::store::{Condition, Query};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How long an SDK poller should wait between reads (OpenAI's SDK honours this header).
+const POLL_AFTER_MS: &str = "2000";
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/v1/videos", get(list).post(create))
+        .route("/v1/videos/models", get(models))
+        .route(
+            "/v1/videos/acceptance",
+            get(crate::api::agreement::get_status).post(crate::api::agreement::accept),
+        )
+        .route("/v1/videos/{video_id}", get(retrieve).delete(delete))
+        .route("/v1/videos/{video_id}/content", get(content))
+        .route("/v1/videos/{video_id}/thumbnail", get(thumbnail))
+}
+
+fn with_poll_hint(video: Video) -> Response {
+    let running = !video.is_terminal();
+    let mut response = Json(video).into_response();
+    if running {
+        response.headers_mut().insert(
+            "openai-poll-after-ms",
+            axum::http::HeaderValue::from_static(POLL_AFTER_MS),
+        );
+    }
+    response
+}
+
+fn not_found(video_id: &str) -> ApiError {
+    ApiError::not_found(
+        "video_not_found",
+        format!("No video found with id '{video_id}'."),
+    )
+    .with_param("video_id")
+}
+
+/// A job of the caller's organization; another organization's job does not exist.
+pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
+    if !is_valid(video_id, "video") {
+        return Err(not_found(video_id));
+    }
+    let it = app.store.get(&job_key(org, video_id)).await?;
+    it.as_ref()
+        .and_then(Video::from_item)
+        .ok_or_else(|| not_found(video_id))
+}
+
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let video = crate::domain::videos::create::create(&app, &caller, &body).await?;
+    Ok(with_poll_hint(video))
+}
+
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    limit: Option<String>,
+    after: Option<String>,
+    order: Option<String>,
+}
+
+async fn list(
+    State(app): State<App>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Json<Value>> {
+    let limit = match params.limit.as_deref() {
+        None => 20,
+        Some(raw) => match raw.parse::<usize>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "limit",
+                    "limit must be an integer from 1 to 100.",
+                ))
+            }
+        },
+    };
+    let descending = match params.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
+    };
+    let after = match params.after.as_deref() {
+        None | Some("") => None,
+        Some(id) if is_valid(id, "video") => Some(format!("VIDEO#{id}")),
+        Some(_) => return Err(ApiError::invalid("after", "after must be a video id.")),
+    };
+    let mut q = Query::partition(format!("ORG#{}", caller.org))
+        .prefix("VIDEO#")
+        .limit(limit)
+        .after(after);
+    if descending {
+        q = q.descending();
+    }
+    let page = app.store.query(q).await?;
+    let data: Vec<Video> = page.items.iter().filter_map(Video::from_item).collect();
+    Ok(Json(crate::api::envelope::list_envelope(
+        &data,
+        |v| v.id.clone(),
+        page.last_sk.is_some(),
+    )))
+}
+
+async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
+    let org = app.accounts().org(&caller.org).await?;
+    let data: Vec<Value> = app
+        .catalog
+        .video_models_for_plan(&org.plan)
+        .map(|m| {
+            json!({
+                "id": m.id,
+                "object": "video_model",
+                "name": m.name,
+                "description": m.description,
+                "pricing": m.pricing.iter().map(|p| json!({
+                    "resolution": p.resolution,
+                    "per_second": p.per_second.to_string(),
+                    "currency": p.currency,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"object": "list", "data": data})))
+}
+
+async fn delete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let video = find(&app, &caller.org, &video_id).await?;
+    if !video.is_terminal() {
+        return Err(ApiError::conflict(format!(
+            "Video {video_id} is still {}; it can be deleted once it has completed, failed or been canceled.",
+            video.status
+        )));
+    }
+    let terminal: Vec<crate::ports::store::Attr> = TERMINAL.iter().map(|s| (*s).into()).collect();
+    match app
+        .store
+        .delete(
+            &job_key(&caller.org, &video_id),
+            Some(Condition::In("status".into(), terminal)),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(crate::ports::store::StoreError::ConditionFailed) => {
+            return Err(ApiError::conflict(format!(
+                "Video {video_id} changed state; try again."
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    app.blobs
+        .delete(&output_blob_key(&caller.org, &video_id))
+        .await?;
+    app.blobs
+        .delete(&thumbnail_blob_key(&caller.org, &video_id))
+        .await?;
+    tracing::info!(%video_id, org = %caller.org, "video deleted");
+    Ok(Json(
+        json!({"id": video_id, "object": "video", "deleted": true}),
+    ))
+}
+
+fn require_completed(video: &Video, what: &str) -> ApiResult<()> {
+    if video.status != STATUS_COMPLETED {
+        return Err(ApiError::invalid(
+            "video_id",
+            format!(
+                "The {what} is available once the video has completed; it is {}.",
+                video.status
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct ContentParams {
+    variant: Option<String>,
+}
+
+async fn content(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+    ApiQuery(params): ApiQuery<ContentParams>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    match params.variant.as_deref() {
+        None | Some("video") => {}
+        // OpenAI's SDK asks for the thumbnail through the content route.
+        Some("thumbnail") => return serve_thumbnail(&app, &caller, &video_id, &headers).await,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "variant",
+                "variant must be video or thumbnail.",
+            ))
+        }
+    }
+    let video = find(&app, &caller.org, &video_id).await?;
+    require_completed(&video, "content")?;
+    if app.settings.content_redirect {
+        return crate::api::content::redirect_to_blob(
+            &app,
+            &output_blob_key(&caller.org, &video_id),
+        )
+        .await;
+    }
+    crate::api::content::stream_blob(
+        app.blobs.as_ref(),
+        &output_blob_key(&caller.org, &video_id),
+        &headers,
+        Some("video/mp4"),
+    )
+    .await
+}
+
+async fn thumbnail(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    serve_thumbnail(&app, &caller, &video_id, &headers).await
+}
+
+async fn serve_thumbnail(
+    app: &App,
+    caller: &Caller,
+    video_id: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    let video = find(app, &caller.org, video_id).await?;
+    require_completed(&video, "thumbnail")?;
+    if !video.thumbnail {
+        return Err(ApiError::not_found(
+            "thumbnail_not_found",
+            format!("Video {video_id} has no thumbnail."),
+        ));
+    }
+    crate::api::content::stream_blob(
+        app.blobs.as_ref(),
+        &thumbnail_blob_key(&caller.org, video_id),
+        headers,
+        Some("image/jpeg"),
+    )
+    .await
+}

@@ -1,0 +1,490 @@
+//! One typed configuration of the service, read from the environment once at start-up by
+//! [`Config::from_env`] and handed to the assembly (`crate::app::assemble`); nothing else in the
+//! workspace reads a `REELGATE_*` variable. Every variable is documented in
+//! docs/configuration.md.
+//!
+//! Start-up stops, naming the variable, on a malformed value (a number that is not one, a switch
+//! that is neither on nor off, an unknown moderator) and on a `REELGATE_*` name the service does
+//! not know: a misspelt knob must not be silently ignored. The names the project's own scripts
+//! and tests export into the environment the service starts in ([`TOOLING_VARIABLES`]) are known
+//! and ignored.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Every `REELGATE_*` variable the service reads, with what it sets (docs/configuration.md has
+/// the full story). Host-only variables are listed too: a name is known whichever host reads it.
+pub const VARIABLES: &[(&str, &str)] = &[
+    // The service.
+    ("REELGATE_PUBLIC_URL", "the URL clients reach the service at"),
+    ("REELGATE_CATALOG", "path of the catalog TOML file"),
+    ("REELGATE_MAX_UPLOAD_BYTES", "largest upload, in bytes"),
+    ("REELGATE_PRESIGN_TTL_SECS", "lifetime of presigned URLs, in seconds"),
+    ("REELGATE_RENDER_POLL_SECS", "engine poll interval, in seconds"),
+    ("REELGATE_TRANSLATION_MODEL", "chat model that translates Japanese prompts"),
+    ("REELGATE_CONTENT_REDIRECT", "redirect content routes to blob URLs (on/off)"),
+    ("REELGATE_ALLOW_PRIVATE_FILE_URLS", "let file_url reach private addresses (on/off)"),
+    ("REELGATE_REFERENCE_ENGINE_URL", "URL of the reference engine"),
+    ("REELGATE_MODERATOR", "rules or openai"),
+    ("REELGATE_MODERATION_RULES", "path of the rule moderator's TOML file"),
+    ("REELGATE_MODERATION_BASE_URL", "base URL of the OpenAI-compatible moderator"),
+    ("REELGATE_MODERATION_MODEL", "model of the OpenAI-compatible moderator"),
+    ("REELGATE_MODERATION_API_KEY", "key of the OpenAI-compatible moderator"),
+    ("REELGATE_UPSTREAM_BASE_URL", "quick-start OpenAI-compatible chat upstream"),
+    ("REELGATE_UPSTREAM_API_KEY", "key of the quick-start chat upstream"),
+    ("REELGATE_UPSTREAM_CAPABILITIES", "capabilities of the quick-start upstream's models"),
+    ("REELGATE_LOG", "log filter"),
+    ("REELGATE_LOG_FORMAT", "json for JSON log lines (local server)"),
+    // The local server and the `reelgate` command (read by its argument parser).
+    ("REELGATE_ADDR", "address the local server listens on"),
+    ("REELGATE_DATA_DIR", "the local server's data directory"),
+    ("REELGATE_ENGINE_PARALLEL", "renders the reference engine runs at once"),
+    ("REELGATE_ENGINE_FAULT_INJECTION", "serve the reference engine's fault switches"),
+    ("REELGATE_BACKEND", "reelgate admin: local or aws"),
+    ("REELGATE_ENGINE_ADDR", "reelgate engine: listen address"),
+    ("REELGATE_ENGINE_PUBLIC_URL", "reelgate engine: its public URL"),
+    ("REELGATE_ENGINE_API_KEY_ENV", "reelgate engine: variable holding its key"),
+    // AWS.
+    ("REELGATE_TABLE", "DynamoDB table"),
+    ("REELGATE_BUCKET", "S3 bucket"),
+    ("REELGATE_RENDER_QUEUE_URL", "SQS render queue URL"),
+    ("REELGATE_STATE_MACHINE_ARN", "Step Functions state machine ARN"),
+    ("REELGATE_SECRETS_ARN", "Secrets Manager secret with provider keys"),
+    ("REELGATE_RESPONSE_STREAM", "this Lambda function streams its responses (on/off)"),
+];
+
+/// Names the project's scripts and tests export (test.sh, the e2e harness, the emulator
+/// script). The service may start inside that environment, so they are known, and ignored.
+pub const TOOLING_VARIABLES: &[&str] = &[
+    "REELGATE_TOOLS_DIR",
+    "REELGATE_PYTHON",
+    "REELGATE_BIN",
+    "REELGATE_EMULATOR_PORT",
+    "REELGATE_EMULATOR_WAIT",
+    "REELGATE_SKIP_AWS_TESTS",
+    "REELGATE_TEST_TABLE",
+    "REELGATE_TEST_BUCKET",
+    "REELGATE_BASE_URL",
+    "REELGATE_API_KEY",
+    "REELGATE_SECOND_API_KEY",
+    "REELGATE_OTHER_ORG_API_KEY",
+    "REELGATE_EMPTY_API_KEY",
+];
+
+/// A variable that stops start-up, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {problem}")]
+pub struct ConfigError {
+    pub variable: String,
+    pub problem: String,
+}
+
+impl ConfigError {
+    fn new(variable: &str, problem: impl Into<String>) -> Self {
+        ConfigError {
+            variable: variable.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// The service's knobs as the domain and the API read them; each is documented in
+/// docs/configuration.md.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The URL clients reach this service at (used in presigned local URLs and callbacks).
+    pub public_base_url: String,
+    /// Largest upload through `POST /v1/files`.
+    pub max_upload_bytes: u64,
+    /// Largest JSON request body.
+    pub max_json_bytes: usize,
+    /// Lifetime of presigned URLs handed to engines and upstream models.
+    pub presign_ttl: Duration,
+    /// Uploaded files expire this long after upload.
+    pub file_retention: Duration,
+    /// Finished jobs (record, prompt, output, thumbnail) are deleted this long after finishing.
+    pub job_retention: Duration,
+    /// Chat model (catalog id) that translates Japanese prompts; None refuses them
+    /// (`translation_unavailable`).
+    pub translation_model: Option<String>,
+    /// How often the render worker asks the engine for progress.
+    pub render_poll_interval: Duration,
+    /// Consecutive failed engine calls before a render fails as `engine_unavailable`.
+    pub engine_unreachable_attempts: u32,
+    /// Answer the content routes with a redirect to a short-lived blob URL instead of streaming
+    /// the bytes (Lambda's response payload limit is 6 MB; an MP4 can be tens of MB).
+    pub content_redirect: bool,
+    /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
+    pub allow_private_file_urls: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            public_base_url: "http://127.0.0.1:8080".into(),
+            max_upload_bytes: 100 * 1000 * 1000,
+            max_json_bytes: 32 * 1024 * 1024,
+            presign_ttl: Duration::from_secs(15 * 60),
+            file_retention: Duration::from_secs(30 * 24 * 3600),
+            job_retention: Duration::from_secs(30 * 24 * 3600),
+            translation_model: None,
+            render_poll_interval: Duration::from_secs(2),
+            engine_unreachable_attempts: 5,
+            content_redirect: false,
+            allow_private_file_urls: false,
+        }
+    }
+}
+
+/// Which moderator checks prompts and images.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModerationConfig {
+    /// The rule moderator, with the rules file (else the built-in rules).
+    Rules { rules_path: Option<PathBuf> },
+    /// An OpenAI-compatible `/v1/moderations` endpoint.
+    OpenAi {
+        base_url: String,
+        model: String,
+        api_key: Option<String>,
+    },
+}
+
+/// The quick-start chat upstream: every model an OpenAI-compatible server lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamDiscovery {
+    pub base_url: String,
+    /// True when `REELGATE_UPSTREAM_API_KEY` holds a key (the upstream reads it by that name).
+    pub has_api_key: bool,
+    pub capabilities: Vec<String>,
+}
+
+/// Where the AWS adapters find their resources (only the AWS hosts require them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AwsResources {
+    pub table: Option<String>,
+    pub bucket: Option<String>,
+    pub render_queue_url: Option<String>,
+    pub state_machine_arn: Option<String>,
+    pub secrets_arn: Option<String>,
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The knobs; `public_base_url` stays the default until the host knows its address
+    /// ([`Config::public_url`] when set).
+    pub settings: Settings,
+    /// `REELGATE_PUBLIC_URL`, without a trailing slash.
+    pub public_url: Option<String>,
+    /// `REELGATE_CONTENT_REDIRECT` when set; each host has its own default (on for Lambda).
+    pub content_redirect: Option<bool>,
+    pub catalog_path: Option<PathBuf>,
+    pub moderation: ModerationConfig,
+    pub reference_engine_url: Option<String>,
+    pub upstream_discovery: Option<UpstreamDiscovery>,
+    pub aws: AwsResources,
+    /// `REELGATE_RESPONSE_STREAM`: this Lambda function answers through response streaming.
+    pub response_stream: bool,
+    pub log_filter: Option<String>,
+    pub log_json: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            settings: Settings::default(),
+            public_url: None,
+            content_redirect: None,
+            catalog_path: None,
+            moderation: ModerationConfig::Rules { rules_path: None },
+            reference_engine_url: None,
+            upstream_discovery: None,
+            aws: AwsResources::default(),
+            response_stream: false,
+            log_filter: None,
+            log_json: false,
+        }
+    }
+}
+
+impl Config {
+    /// Reads this process's environment once.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_vars(std::env::vars_os().filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            // A non-UTF-8 value of one of our variables is malformed; keep it visible as such.
+            let value = value
+                .into_string()
+                .unwrap_or_else(|raw| format!("\u{FFFD}{}", raw.to_string_lossy()));
+            Some((name, value))
+        }))
+    }
+
+    /// Reads the given variables (only `REELGATE_*` names are looked at). Empty values count as
+    /// unset, as they always have.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
+        let mut ours = BTreeMap::new();
+        for (name, value) in vars {
+            if !name.starts_with("REELGATE_") {
+                continue;
+            }
+            if TOOLING_VARIABLES.contains(&name.as_str()) {
+                continue;
+            }
+            if !VARIABLES.iter().any(|(known, _)| *known == name) {
+                return Err(ConfigError::new(
+                    &name,
+                    "reelgate does not know this variable (see docs/configuration.md); remove it \
+                     or correct its name",
+                ));
+            }
+            let value = value.trim().to_owned();
+            if !value.is_empty() {
+                ours.insert(name, value);
+            }
+        }
+        let vars = Vars(ours);
+        let mut settings = Settings::default();
+        if let Some(v) = vars.number("REELGATE_PRESIGN_TTL_SECS", "whole seconds")? {
+            settings.presign_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
+            settings.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
+            settings.max_upload_bytes = v;
+        }
+        settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
+        settings.allow_private_file_urls = vars
+            .switch("REELGATE_ALLOW_PRIVATE_FILE_URLS")?
+            .unwrap_or(false);
+        let moderation = match vars.text("REELGATE_MODERATOR").as_deref() {
+            None | Some("rules") => ModerationConfig::Rules {
+                rules_path: vars.text("REELGATE_MODERATION_RULES").map(PathBuf::from),
+            },
+            Some("openai") => ModerationConfig::OpenAi {
+                base_url: vars.text("REELGATE_MODERATION_BASE_URL").ok_or_else(|| {
+                    ConfigError::new(
+                        "REELGATE_MODERATION_BASE_URL",
+                        "REELGATE_MODERATOR=openai needs the moderation service's base URL",
+                    )
+                })?,
+                model: vars
+                    .text("REELGATE_MODERATION_MODEL")
+                    .unwrap_or_else(|| "omni-moderation-latest".into()),
+                api_key: vars.text("REELGATE_MODERATION_API_KEY"),
+            },
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "REELGATE_MODERATOR",
+                    format!("'{other}' is not a moderator: use rules or openai"),
+                ))
+            }
+        };
+        let upstream_discovery =
+            vars.text("REELGATE_UPSTREAM_BASE_URL")
+                .map(|base_url| UpstreamDiscovery {
+                    base_url,
+                    has_api_key: vars.text("REELGATE_UPSTREAM_API_KEY").is_some(),
+                    capabilities: vars
+                        .text("REELGATE_UPSTREAM_CAPABILITIES")
+                        .map(|list| {
+                            list.split(',')
+                                .map(|c| c.trim().to_ascii_lowercase())
+                                .filter(|c| !c.is_empty())
+                                .collect::<Vec<_>>()
+                        })
+                        .filter(|list| !list.is_empty())
+                        .unwrap_or_else(|| vec!["text".into(), "tools".into()]),
+                });
+        let log_json = match vars.text("REELGATE_LOG_FORMAT").as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "REELGATE_LOG_FORMAT",
+                    format!("'{other}' is not a log format: use json or text"),
+                ))
+            }
+        };
+        Ok(Config {
+            settings,
+            public_url: vars
+                .text("REELGATE_PUBLIC_URL")
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            content_redirect: vars.switch("REELGATE_CONTENT_REDIRECT")?,
+            catalog_path: vars.text("REELGATE_CATALOG").map(PathBuf::from),
+            moderation,
+            reference_engine_url: vars.text("REELGATE_REFERENCE_ENGINE_URL"),
+            upstream_discovery,
+            aws: AwsResources {
+                table: vars.text("REELGATE_TABLE"),
+                bucket: vars.text("REELGATE_BUCKET"),
+                render_queue_url: vars.text("REELGATE_RENDER_QUEUE_URL"),
+                state_machine_arn: vars.text("REELGATE_STATE_MACHINE_ARN"),
+                secrets_arn: vars.text("REELGATE_SECRETS_ARN"),
+            },
+            response_stream: vars.switch("REELGATE_RESPONSE_STREAM")?.unwrap_or(false),
+            log_filter: vars.text("REELGATE_LOG"),
+            log_json,
+        })
+    }
+
+    /// The settings a host runs with: its public URL (the configured one, else `fallback_url`)
+    /// and, unless configured, its own default for content redirects.
+    pub fn settings_for_host(&self, fallback_url: &str, content_redirect_default: bool) -> Settings {
+        Settings {
+            public_base_url: self
+                .public_url
+                .clone()
+                .unwrap_or_else(|| fallback_url.trim_end_matches('/').to_owned()),
+            content_redirect: self.content_redirect.unwrap_or(content_redirect_default),
+            ..self.settings.clone()
+        }
+    }
+}
+
+/// The set `REELGATE_*` values, trimmed, empty ones dropped.
+struct Vars(BTreeMap<String, String>);
+
+impl Vars {
+    fn text(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+
+    fn number(&self, name: &str, what: &str) -> Result<Option<u64>, ConfigError> {
+        self.0
+            .get(name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| ConfigError::new(name, format!("'{v}' is not {what}")))
+            })
+            .transpose()
+    }
+
+    /// On/off: `1`/`true`/`on`/`yes` or `0`/`false`/`off`/`no` (any case); anything else stops
+    /// start-up, so `REELGATE_CONTENT_REDIRECT=flase` cannot mean "on" on one host and "off" on
+    /// another.
+    fn switch(&self, name: &str) -> Result<Option<bool>, ConfigError> {
+        self.0
+            .get(name)
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "on" | "yes" => Ok(true),
+                "0" | "false" | "off" | "no" => Ok(false),
+                _ => Err(ConfigError::new(
+                    name,
+                    format!("'{v}' is not a switch: use 1/true/on or 0/false/off"),
+                )),
+            })
+            .transpose()
+    }
+}
+
+/// Replaces `${NAME}` with the environment variable's value (empty when unset), as the catalog
+/// documents for URLs. (The catalog names provider variables of the operator's choosing, such
+/// as keys loaded from Secrets Manager at start-up; they are read where a provider connects.)
+pub fn expand_env(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                out.push_str(&std::env::var(&after[..end]).unwrap_or_default());
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_vars(
+            vars.iter()
+                .map(|(n, v)| (n.to_string(), v.to_string())),
+        )
+    }
+
+    #[test]
+    fn an_unknown_reelgate_name_stops_start_up_naming_it() {
+        let err = config(&[("REELGATE_PRESIGN_TTL", "60")]).expect_err("unknown");
+        assert_eq!(err.variable, "REELGATE_PRESIGN_TTL");
+        assert!(err.to_string().starts_with("REELGATE_PRESIGN_TTL: "), "{err}");
+        // Other prefixes are not ours; the tooling's names are known.
+        config(&[("PATH", "/bin"), ("REELGATE_TOOLS_DIR", "/x")]).expect("others ignored");
+    }
+
+    #[test]
+    fn a_malformed_value_stops_start_up_naming_the_variable() {
+        for (name, value) in [
+            ("REELGATE_PRESIGN_TTL_SECS", "15m"),
+            ("REELGATE_RENDER_POLL_SECS", "-1"),
+            ("REELGATE_MAX_UPLOAD_BYTES", "1e9"),
+            ("REELGATE_CONTENT_REDIRECT", "flase"),
+            ("REELGATE_ALLOW_PRIVATE_FILE_URLS", "maybe"),
+            ("REELGATE_RESPONSE_STREAM", "2"),
+            ("REELGATE_MODERATOR", "openia"),
+            ("REELGATE_LOG_FORMAT", "xml"),
+        ] {
+            let err = config(&[(name, value)]).expect_err(name);
+            assert_eq!(err.variable, name, "{err}");
+            assert!(err.problem.contains(value), "{err}");
+        }
+        let err = config(&[("REELGATE_MODERATOR", "openai")]).expect_err("no base url");
+        assert_eq!(err.variable, "REELGATE_MODERATION_BASE_URL");
+    }
+
+    #[test]
+    fn content_redirect_has_one_rule_and_a_host_default() {
+        let off = config(&[("REELGATE_CONTENT_REDIRECT", "false")]).expect("off");
+        assert!(!off.settings_for_host("http://x", true).content_redirect);
+        let zero = config(&[("REELGATE_CONTENT_REDIRECT", "0")]).expect("0");
+        assert!(!zero.settings_for_host("http://x", true).content_redirect);
+        let on = config(&[("REELGATE_CONTENT_REDIRECT", "TRUE")]).expect("on");
+        assert!(on.settings_for_host("http://x", false).content_redirect);
+        let unset = config(&[("REELGATE_CONTENT_REDIRECT", " ")]).expect("unset");
+        assert!(unset.settings_for_host("http://x", true).content_redirect);
+        assert!(!unset.settings_for_host("http://x", false).content_redirect);
+    }
+
+    #[test]
+    fn values_are_typed() {
+        let c = config(&[
+            ("REELGATE_PRESIGN_TTL_SECS", "0"),
+            ("REELGATE_MAX_UPLOAD_BYTES", "1024"),
+            ("REELGATE_PUBLIC_URL", "https://api.example.test/"),
+            ("REELGATE_UPSTREAM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("REELGATE_UPSTREAM_CAPABILITIES", "Vision, tools,"),
+            ("REELGATE_MODERATOR", "openai"),
+            ("REELGATE_MODERATION_BASE_URL", "http://127.0.0.1:9"),
+        ])
+        .expect("config");
+        assert_eq!(c.settings.presign_ttl, Duration::from_secs(1));
+        assert_eq!(c.settings.max_upload_bytes, 1024);
+        let s = c.settings_for_host("http://fallback", false);
+        assert_eq!(s.public_base_url, "https://api.example.test");
+        let d = c.upstream_discovery.expect("discovery");
+        assert_eq!(d.capabilities, vec!["vision", "tools"]);
+        assert!(!d.has_api_key);
+        assert!(matches!(c.moderation, ModerationConfig::OpenAi { ref model, .. } if model == "omni-moderation-latest"));
+    }
+
+    #[test]
+    fn every_variable_is_documented() {
+        let docs = include_str!("../../../docs/configuration.md");
+        for (name, _) in VARIABLES {
+            assert!(docs.contains(name), "{name} is missing from docs/configuration.md");
+        }
+    }
+}

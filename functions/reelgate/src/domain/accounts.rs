@@ -1,0 +1,417 @@
+//! Organizations, persons, memberships, API keys and console sessions.
+//!
+//! Money on an organization: `balance` is what it owns, `reserved` the quotes of renders in
+//! flight, and `available = balance − reserved` is kept by every update so that admission is a
+//! single conditional write without arithmetic in the condition (DynamoDB allows none).
+//! Secrets (API keys, console sessions) are shown once and stored only as SHA-256 hashes.
+
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::ids::{is_valid, new_id, new_secret};
+use crate::ports::store::{
+    item, now_secs, Attr, Condition, ItemExt, ItemStore, Key, Query, TransactOp, Update,
+};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub const DEFAULT_PLAN: &str = "starter";
+pub const API_KEY_PREFIX: &str = "rgk_";
+pub const CONSOLE_PREFIX: &str = "rgc_";
+/// Console sessions last a working day.
+pub const CONSOLE_SESSION_SECS: i64 = 12 * 3600;
+
+pub fn org_key(org: &str) -> Key {
+    Key::new(format!("ORG#{org}"), "ORG")
+}
+fn person_key(person: &str) -> Key {
+    Key::new(format!("PERSON#{person}"), "PERSON")
+}
+fn member_key(org: &str, person: &str) -> Key {
+    Key::new(format!("ORG#{org}"), format!("MEMBER#{person}"))
+}
+fn api_key_key(key_id: &str) -> Key {
+    Key::new(format!("APIKEY#{key_id}"), "APIKEY")
+}
+fn console_key(session_id: &str) -> Key {
+    Key::new(format!("CONSOLE#{session_id}"), "CONSOLE")
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Organization {
+    pub id: String,
+    pub name: String,
+    pub plan: String,
+    pub currency: String,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub balance: Decimal,
+    /// Quotes of renders admitted and not yet finished.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub reserved: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub available: Decimal,
+    pub renders_in_flight: i64,
+    pub created_at: i64,
+}
+
+impl Organization {
+    pub fn from_item(item: &crate::ports::store::Item) -> Option<Self> {
+        Some(Organization {
+            id: item.str_attr("id")?.to_owned(),
+            name: item.str_attr("name").unwrap_or_default().to_owned(),
+            plan: item.str_attr("plan").unwrap_or(DEFAULT_PLAN).to_owned(),
+            currency: item.str_attr("currency").unwrap_or("usd").to_owned(),
+            balance: item.decimal_attr("balance").unwrap_or_default(),
+            reserved: item.decimal_attr("reserved").unwrap_or_default(),
+            available: item.decimal_attr("available").unwrap_or_default(),
+            renders_in_flight: item.i64_attr("in_flight").unwrap_or_default(),
+            created_at: item.i64_attr("created_at").unwrap_or_default(),
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Person {
+    pub id: String,
+    pub email: String,
+    pub org: String,
+    pub created_at: i64,
+}
+
+/// A secret shown once at creation.
+#[derive(Clone, Debug, Serialize)]
+pub struct IssuedSecret {
+    pub id: String,
+    pub secret: String,
+    pub person: String,
+    pub org: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+}
+
+/// Who is calling, resolved from the bearer credential.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Caller {
+    pub org: String,
+    pub person: String,
+    pub credential: Credential,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Credential {
+    ApiKey { key_id: String },
+    ConsoleSession { session_id: String },
+}
+
+fn hash_secret(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+pub fn validate_money(amount: Decimal, what: &str) -> ApiResult<Decimal> {
+    if amount.is_sign_negative() || amount.scale() > 6 {
+        return Err(ApiError::invalid(
+            what,
+            format!("{what} must be a non-negative decimal with at most 6 places"),
+        ));
+    }
+    Ok(amount)
+}
+
+pub struct Accounts<'a> {
+    store: &'a dyn ItemStore,
+}
+
+impl<'a> Accounts<'a> {
+    pub fn new(store: &'a dyn ItemStore) -> Self {
+        Accounts { store }
+    }
+
+    pub async fn create_org(
+        &self,
+        name: &str,
+        plan: &str,
+        currency: &str,
+        credits: Decimal,
+    ) -> ApiResult<Organization> {
+        let credits = validate_money(credits, "credits")?;
+        let currency = currency.to_ascii_lowercase();
+        if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Err(ApiError::invalid(
+                "currency",
+                "currency must be a three-letter code such as usd",
+            ));
+        }
+        let id = new_id("org");
+        let mut it = item(&org_key(&id));
+        it.insert("kind".into(), "organization".into());
+        it.insert("id".into(), id.clone().into());
+        it.insert("name".into(), name.into());
+        it.insert("plan".into(), plan.into());
+        it.insert("currency".into(), currency.into());
+        it.insert("balance".into(), Attr::N(credits));
+        it.insert("reserved".into(), Attr::N(Decimal::new(0, 2)));
+        it.insert("available".into(), Attr::N(credits));
+        it.insert("in_flight".into(), 0i64.into());
+        it.insert("created_at".into(), now_secs().into());
+        let org = Organization::from_item(&it)
+            .ok_or_else(|| ApiError::internal("creating an organization", "bad item"))?;
+        self.store.put(it, Some(Condition::NotExists)).await?;
+        Ok(org)
+    }
+
+    pub async fn org(&self, org: &str) -> ApiResult<Organization> {
+        if !is_valid(org, "org") {
+            return Err(ApiError::not_found(
+                "organization_not_found",
+                format!("No organization {org}."),
+            ));
+        }
+        let found = self.store.get(&org_key(org)).await?;
+        found
+            .as_ref()
+            .and_then(Organization::from_item)
+            .ok_or_else(|| {
+                ApiError::not_found("organization_not_found", format!("No organization {org}."))
+            })
+    }
+
+    pub async fn add_credits(&self, org: &str, amount: Decimal) -> ApiResult<Organization> {
+        let amount = validate_money(amount, "amount")?;
+        self.org(org).await?;
+        let updated = self
+            .store
+            .update(
+                &org_key(org),
+                Update::new()
+                    .add("balance", amount)
+                    .add("available", amount),
+                Some(Condition::Exists),
+            )
+            .await?;
+        Organization::from_item(&updated)
+            .ok_or_else(|| ApiError::internal("adding credits", "bad item"))
+    }
+
+    pub async fn set_plan(&self, org: &str, plan: &str) -> ApiResult<Organization> {
+        self.org(org).await?;
+        let updated = self
+            .store
+            .update(
+                &org_key(org),
+                Update::new().set("plan", plan),
+                Some(Condition::Exists),
+            )
+            .await?;
+        Organization::from_item(&updated)
+            .ok_or_else(|| ApiError::internal("setting the plan", "bad item"))
+    }
+
+    /// Creates a person as a member of `org`.
+    pub async fn create_person(&self, org: &str, email: &str) -> ApiResult<Person> {
+        if !email.contains('@') || email.len() > 320 {
+            return Err(ApiError::invalid(
+                "email",
+                "email must be an address such as ana@example.com",
+            ));
+        }
+        self.org(org).await?;
+        let id = new_id("user");
+        let now = now_secs();
+        let mut p = item(&person_key(&id));
+        p.insert("kind".into(), "person".into());
+        p.insert("id".into(), id.clone().into());
+        p.insert("email".into(), email.into());
+        p.insert("org".into(), org.into());
+        p.insert("created_at".into(), now.into());
+        let mut m = item(&member_key(org, &id));
+        m.insert("kind".into(), "membership".into());
+        m.insert("person".into(), id.clone().into());
+        m.insert("email".into(), email.into());
+        m.insert("created_at".into(), now.into());
+        self.store
+            .transact(vec![
+                TransactOp::Put {
+                    item: p,
+                    condition: Some(Condition::NotExists),
+                },
+                TransactOp::Put {
+                    item: m,
+                    condition: Some(Condition::NotExists),
+                },
+            ])
+            .await?;
+        Ok(Person {
+            id,
+            email: email.to_owned(),
+            org: org.to_owned(),
+            created_at: now,
+        })
+    }
+
+    pub async fn person(&self, person: &str) -> ApiResult<Person> {
+        let not_found = || ApiError::not_found("user_not_found", format!("No user {person}."));
+        if !is_valid(person, "user") {
+            return Err(not_found());
+        }
+        let it = self
+            .store
+            .get(&person_key(person))
+            .await?
+            .ok_or_else(not_found)?;
+        Ok(Person {
+            id: person.to_owned(),
+            email: it.str_attr("email").unwrap_or_default().to_owned(),
+            org: it.str_attr("org").unwrap_or_default().to_owned(),
+            created_at: it.i64_attr("created_at").unwrap_or_default(),
+        })
+    }
+
+    async fn require_member(&self, org: &str, person: &str) -> ApiResult<()> {
+        self.org(org).await?;
+        if self.store.get(&member_key(org, person)).await?.is_none() {
+            return Err(ApiError::not_found(
+                "membership_not_found",
+                format!("User {person} is not a member of {org}."),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Issues an API key for a person in their organization.
+    pub async fn create_api_key(&self, person: &str) -> ApiResult<IssuedSecret> {
+        let p = self.person(person).await?;
+        self.require_member(&p.org, person).await?;
+        let key_id = new_id("key");
+        let secret = format!("{API_KEY_PREFIX}{}_{}", &key_id[4..], new_secret(32));
+        let mut it = item(&api_key_key(&key_id));
+        it.insert("kind".into(), "api_key".into());
+        it.insert("key_id".into(), key_id.clone().into());
+        it.insert("hash".into(), hash_secret(&secret).into());
+        it.insert("org".into(), p.org.clone().into());
+        it.insert("person".into(), person.into());
+        it.insert("revoked".into(), false.into());
+        it.insert("created_at".into(), now_secs().into());
+        self.store.put(it, Some(Condition::NotExists)).await?;
+        Ok(IssuedSecret {
+            id: key_id,
+            secret,
+            person: person.to_owned(),
+            org: p.org,
+            expires_at: None,
+        })
+    }
+
+    pub async fn revoke_api_key(&self, key_id: &str) -> ApiResult<()> {
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        if !is_valid(key_id, "key") {
+            return Err(not_found());
+        }
+        match self
+            .store
+            .update(
+                &api_key_key(key_id),
+                Update::new()
+                    .set("revoked", true)
+                    .set("revoked_at", now_secs()),
+                Some(Condition::Exists),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(crate::ports::store::StoreError::ConditionFailed) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens a console session: the credential a console login yields, separate from API keys.
+    pub async fn create_console_session(&self, person: &str, org: &str) -> ApiResult<IssuedSecret> {
+        self.person(person).await?;
+        self.require_member(org, person).await?;
+        let session_id = new_id("cs");
+        let secret = format!("{CONSOLE_PREFIX}{}_{}", &session_id[3..], new_secret(32));
+        let expires_at = now_secs() + CONSOLE_SESSION_SECS;
+        let mut it = item(&console_key(&session_id));
+        it.insert("kind".into(), "console_session".into());
+        it.insert("session_id".into(), session_id.clone().into());
+        it.insert("hash".into(), hash_secret(&secret).into());
+        it.insert("org".into(), org.into());
+        it.insert("person".into(), person.into());
+        it.insert("expires_at".into(), expires_at.into());
+        self.store.put(it, Some(Condition::NotExists)).await?;
+        Ok(IssuedSecret {
+            id: session_id,
+            secret,
+            person: person.to_owned(),
+            org: org.to_owned(),
+            expires_at: Some(expires_at),
+        })
+    }
+
+    /// Resolves a bearer token to its caller; None for anything unknown, revoked or expired.
+    pub async fn authenticate(&self, token: &str) -> ApiResult<Option<Caller>> {
+        let (key, id_field, prefix_len, id_prefix) =
+            if let Some(rest) = token.strip_prefix(API_KEY_PREFIX) {
+                (rest, "key_id", 26, "key")
+            } else if let Some(rest) = token.strip_prefix(CONSOLE_PREFIX) {
+                (rest, "session_id", 26, "cs")
+            } else {
+                return Ok(None);
+            };
+        let Some(suffix) = key.get(..prefix_len) else {
+            return Ok(None);
+        };
+        let id = format!("{id_prefix}_{suffix}");
+        if !is_valid(&id, id_prefix) {
+            return Ok(None);
+        }
+        let record_key = if id_prefix == "key" {
+            api_key_key(&id)
+        } else {
+            console_key(&id)
+        };
+        let Some(record) = self.store.get(&record_key).await? else {
+            return Ok(None);
+        };
+        use subtle::ConstantTimeEq;
+        let stored = record.str_attr("hash").unwrap_or_default();
+        if stored
+            .as_bytes()
+            .ct_eq(hash_secret(token).as_bytes())
+            .unwrap_u8()
+            != 1
+        {
+            return Ok(None);
+        }
+        if record.bool_attr("revoked") == Some(true) {
+            return Ok(None);
+        }
+        let (Some(org), Some(person)) = (record.str_attr("org"), record.str_attr("person")) else {
+            return Ok(None);
+        };
+        let credential = match id_field {
+            "key_id" => Credential::ApiKey { key_id: id },
+            _ => Credential::ConsoleSession { session_id: id },
+        };
+        Ok(Some(Caller {
+            org: org.to_owned(),
+            person: person.to_owned(),
+            credential,
+        }))
+    }
+
+    pub async fn members(&self, org: &str) -> ApiResult<Vec<String>> {
+        let page = self
+            .store
+            .query(
+                Query::partition(format!("ORG#{org}"))
+                    .prefix("MEMBER#")
+                    .limit(1000),
+            )
+            .await?;
+        Ok(page
+            .items
+            .iter()
+            .filter_map(|i| i.str_attr("person").map(str::to_owned))
+            .collect())
+    }
+}

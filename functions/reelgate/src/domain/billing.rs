@@ -1,0 +1,114 @@
+//! Reservations and charges for video renders. Admission reserves a job's quote; a completed
+//! render charges it exactly once (the job's `reservation` attribute moves `held → charged` under
+//! a condition, and a `CHARGE#<job>` ledger item can be written only once); every other terminal
+//! path releases it. The organization's `available = balance − reserved` moves with each step.
+
+use crate::domain::accounts::org_key;
+use crate::ports::store::{item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update};
+use crate::domain::videos::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
+use rust_decimal::Decimal;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Settlement {
+    /// This call moved the reservation.
+    Settled,
+    /// The reservation had already been settled (a retried step, a duplicate message or callback).
+    AlreadySettled,
+}
+
+/// The org update that reserves `quote` for one more render, refused unless the org can afford
+/// it and has a free render slot. Conditions compare attributes with constants only.
+pub fn reserve_op(org: &str, quote: Decimal, max_concurrent: u32) -> TransactOp {
+    TransactOp::Update {
+        key: org_key(org),
+        update: Update::new()
+            .add("available", -quote)
+            .add("reserved", quote)
+            .add("in_flight", Decimal::ONE),
+        condition: Some(
+            Condition::Exists
+                .and(Condition::Ge("available".into(), Attr::N(quote)))
+                .and(Condition::Lt(
+                    "in_flight".into(),
+                    Attr::N(Decimal::from(max_concurrent)),
+                )),
+        ),
+    }
+}
+
+/// Ends a job with a charge of its quote. `job_update` carries the job's final attributes
+/// (status completed, outputs, times).
+pub async fn charge(
+    store: &dyn ItemStore,
+    org: &str,
+    video_id: &str,
+    quote: Decimal,
+    currency: &str,
+    job_update: Update,
+) -> Result<Settlement, StoreError> {
+    let now = now_secs();
+    let mut ledger = item(&crate::ports::store::Key::new(
+        format!("ORG#{org}"),
+        format!("CHARGE#{video_id}"),
+    ));
+    ledger.insert("kind".into(), "ledger_charge".into());
+    ledger.insert("video_id".into(), video_id.into());
+    ledger.insert("amount".into(), Attr::N(quote));
+    ledger.insert("currency".into(), currency.into());
+    ledger.insert("charged_at".into(), now.into());
+    ledger.insert("reason".into(), "video render completed".into());
+    let ops = vec![
+        TransactOp::Update {
+            key: job_key(org, video_id),
+            update: job_update.set("reservation", RESERVATION_CHARGED),
+            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+        },
+        TransactOp::Update {
+            key: org_key(org),
+            update: Update::new()
+                .add("balance", -quote)
+                .add("reserved", -quote)
+                .add("in_flight", -Decimal::ONE),
+            condition: Some(Condition::Exists),
+        },
+        TransactOp::Put {
+            item: ledger,
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    settle(store, ops).await
+}
+
+/// Ends a job without a charge, giving its reservation back.
+pub async fn release(
+    store: &dyn ItemStore,
+    org: &str,
+    video_id: &str,
+    quote: Decimal,
+    job_update: Update,
+) -> Result<Settlement, StoreError> {
+    let ops = vec![
+        TransactOp::Update {
+            key: job_key(org, video_id),
+            update: job_update.set("reservation", RESERVATION_RELEASED),
+            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+        },
+        TransactOp::Update {
+            key: org_key(org),
+            update: Update::new()
+                .add("available", quote)
+                .add("reserved", -quote)
+                .add("in_flight", -Decimal::ONE),
+            condition: Some(Condition::Exists),
+        },
+    ];
+    settle(store, ops).await
+}
+
+async fn settle(store: &dyn ItemStore, ops: Vec<TransactOp>) -> Result<Settlement, StoreError> {
+    match store.transact(ops).await {
+        Ok(()) => Ok(Settlement::Settled),
+        Err(e) if e.failed_at(0) => Ok(Settlement::AlreadySettled),
+        Err(e) => Err(e),
+    }
+}

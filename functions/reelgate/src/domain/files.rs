@@ -1,0 +1,170 @@
+//! Files: uploads that video jobs and chat/responses requests refer to by `file_id`.
+//! An upload is streamed to the blob store while its first bytes are sniffed; the content must
+//! match the purpose. Files expire 30 days after upload and belong to one organization.
+
+use crate::app::App;
+use crate::ports::blobs::ByteStream;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::ids::is_valid;
+use crate::ports::store::{item, now_secs, Condition, Item, ItemExt, Key};
+use bytes::Bytes;
+use futures::StreamExt;
+use reelgate_media::MediaKind;
+use serde::Serialize;
+
+/// Purposes and the content each accepts.
+pub const PURPOSES: &[&str] = &["vision", "video", "audio", "user_data", "assistants"];
+
+fn accepts(purpose: &str, kind: MediaKind) -> bool {
+    match purpose {
+        "vision" => kind == MediaKind::Image,
+        "video" => kind == MediaKind::Video,
+        "audio" => kind == MediaKind::Audio,
+        // Documents and media for chat and responses inputs.
+        _ => kind != MediaKind::Other,
+    }
+}
+
+fn purpose_description(purpose: &str) -> &'static str {
+    match purpose {
+        "vision" => "an image (PNG, JPEG, GIF or WebP)",
+        "video" => "a video (MP4, MOV, WebM)",
+        "audio" => "audio (MP3, WAV, OGG, FLAC, AAC/M4A)",
+        _ => "a document, image, audio, video or text file",
+    }
+}
+
+pub fn file_key(org: &str, file_id: &str) -> Key {
+    Key::new(format!("ORG#{org}"), format!("FILE#{file_id}"))
+}
+
+pub fn blob_key(org: &str, file_id: &str) -> String {
+    format!("{org}/files/{file_id}")
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FileObject {
+    pub id: String,
+    /// Same as `id`; the video API's documentation calls it `file_id`.
+    pub file_id: String,
+    pub object: &'static str,
+    pub bytes: u64,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub filename: String,
+    pub purpose: String,
+    /// Detected MIME type of the content.
+    pub mime_type: String,
+    pub status: &'static str,
+}
+
+impl FileObject {
+    pub fn from_item(it: &Item) -> Option<Self> {
+        let id = it.str_attr("id")?.to_owned();
+        Some(FileObject {
+            file_id: id.clone(),
+            id,
+            object: "file",
+            bytes: it.i64_attr("bytes").unwrap_or_default().max(0) as u64,
+            created_at: it.i64_attr("created_at").unwrap_or_default(),
+            expires_at: it.i64_attr("expires_at").unwrap_or_default(),
+            filename: it.str_attr("filename").unwrap_or_default().to_owned(),
+            purpose: it.str_attr("purpose").unwrap_or_default().to_owned(),
+            mime_type: it
+                .str_attr("mime_type")
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
+            status: "processed",
+        })
+    }
+}
+
+fn not_found(file_id: &str) -> ApiError {
+    ApiError::not_found(
+        "file_not_found",
+        format!("No file found with id '{file_id}'."),
+    )
+    .with_param("file_id")
+}
+
+/// Loads a file of the caller's organization; another organization's file does not exist.
+pub async fn find(app: &App, org: &str, file_id: &str) -> ApiResult<FileObject> {
+    if !is_valid(file_id, "file") {
+        return Err(not_found(file_id));
+    }
+    let it = app.store.get(&file_key(org, file_id)).await?;
+    it.as_ref()
+        .and_then(FileObject::from_item)
+        .ok_or_else(|| not_found(file_id))
+}
+
+/// Records a stored blob as a file (shared by multipart uploads and direct-to-store uploads).
+pub async fn register(
+    app: &App,
+    org: &str,
+    file_id: &str,
+    filename: &str,
+    purpose: &str,
+    bytes: u64,
+    mime_type: &str,
+) -> ApiResult<FileObject> {
+    let now = now_secs();
+    let mut it = item(&file_key(org, file_id));
+    it.insert("kind".into(), "file".into());
+    it.insert("id".into(), file_id.into());
+    it.insert("bytes".into(), (bytes as i64).into());
+    it.insert("created_at".into(), now.into());
+    it.insert(
+        crate::ports::store::EXPIRES_AT.into(),
+        (now + app.settings.file_retention.as_secs() as i64).into(),
+    );
+    it.insert("filename".into(), filename.into());
+    it.insert("purpose".into(), purpose.into());
+    it.insert("mime_type".into(), mime_type.into());
+    let file = FileObject::from_item(&it)
+        .ok_or_else(|| ApiError::internal("recording a file", "bad item"))?;
+    app.store.put(it, Some(Condition::NotExists)).await?;
+    Ok(file)
+}
+
+/// Checks a sniffed kind against a purpose.
+pub fn check_purpose(purpose: &str, head: &[u8]) -> ApiResult<&'static str> {
+    if !PURPOSES.contains(&purpose) {
+        return Err(ApiError::invalid(
+            "purpose",
+            format!("purpose must be one of {}.", PURPOSES.join(", ")),
+        ));
+    }
+    let sniffed = reelgate_media::sniff(head);
+    if !accepts(purpose, sniffed.kind) {
+        return Err(ApiError::invalid(
+            "file",
+            format!(
+                "A file with purpose '{purpose}' must be {}; this content looks like {}.",
+                purpose_description(purpose),
+                sniffed.mime
+            ),
+        ));
+    }
+    Ok(sniffed.mime)
+}
+
+/// Reads up to the first 4 KiB for sniffing and returns them with a stream of the whole body.
+pub async fn sniff_stream(mut body: ByteStream) -> ApiResult<(Bytes, ByteStream)> {
+    const HEAD: usize = 4096;
+    let mut head = Vec::new();
+    let mut taken: Vec<Bytes> = Vec::new();
+    while head.len() < HEAD {
+        match body.next().await {
+            Some(chunk) => {
+                let chunk =
+                    chunk.map_err(|e| ApiError::bad_request(format!("The upload failed: {e}")))?;
+                head.extend_from_slice(&chunk[..chunk.len().min(HEAD - head.len())]);
+                taken.push(chunk);
+            }
+            None => break,
+        }
+    }
+    let replay = futures::stream::iter(taken.into_iter().map(Ok));
+    Ok((Bytes::from(head), Box::pin(replay.chain(body))))
+}

@@ -1,0 +1,89 @@
+//! Job state changes shared by the workflow steps and the API: each is a conditional write, so a
+//! retried or duplicated step cannot move a job backwards or out of a terminal state.
+
+use crate::app::App;
+use crate::domain::error::ApiResult;
+use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
+use crate::domain::videos::{job_key, RUNNING};
+
+fn running() -> Condition {
+    Condition::In(
+        "status".into(),
+        RUNNING.iter().map(|s| Attr::from(*s)).collect(),
+    )
+}
+
+/// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
+/// already terminal is left as it is.
+pub async fn fail(
+    app: &App,
+    org: &str,
+    video_id: &str,
+    code: &str,
+    message: &str,
+) -> ApiResult<()> {
+    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+        return Ok(());
+    };
+    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let now = now_secs();
+    let update = Update::new()
+        .set("status", crate::domain::videos::STATUS_FAILED)
+        .set("error_code", code)
+        .set("error_message", message)
+        .set("completed_at", now)
+        .set(
+            crate::ports::store::EXPIRES_AT,
+            now + app.settings.job_retention.as_secs() as i64,
+        );
+    match crate::domain::billing::release(app.store.as_ref(), org, video_id, quote, update).await? {
+        crate::domain::billing::Settlement::Settled => {
+            tracing::warn!(%video_id, %code, "video failed; reservation released");
+        }
+        crate::domain::billing::Settlement::AlreadySettled => {
+            tracing::info!(%video_id, %code, "video already settled; failure not applied");
+        }
+    }
+    Ok(())
+}
+
+/// What a job whose pipeline stopped without settling it tells the caller.
+pub const PIPELINE_STOPPED: &str =
+    "The render pipeline stopped before the video finished. You were not charged; resubmit later.";
+
+/// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
+/// settling it); true when it did. The reconcilers of ended executions call this.
+pub async fn fail_if_running(app: &App, org: &str, video_id: &str) -> ApiResult<bool> {
+    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+        return Ok(false);
+    };
+    if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
+        return Ok(false);
+    }
+    tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
+    fail(app, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await?;
+    Ok(true)
+}
+
+/// Moves a running job to `status` (and sets more attributes); false when it is no longer running.
+pub async fn advance(
+    app: &App,
+    org: &str,
+    video_id: &str,
+    status: &str,
+    extra: Update,
+) -> ApiResult<bool> {
+    match app
+        .store
+        .update(
+            &job_key(org, video_id),
+            extra.set("status", status),
+            Some(running()),
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,785 @@
+//! The bridge from the Responses request to the chat-completions request every upstream speaks:
+//! input items are checked and given ids (they are stored in this form), references resolved,
+//! then the whole conversation (`instructions`, history, input) becomes chat messages, files
+//! become URLs or page images, and `truncation` fits the result to the model's context.
+
+use super::fetch;
+use super::pdf;
+use super::persist;
+use super::request::{CreateRequest, Truncation};
+use crate::domain::accounts::Caller;
+use crate::app::App;
+use crate::domain::catalog::ChatModel;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::ids::new_id;
+use base64::Engine;
+use reelgate_media::MediaKind;
+use serde_json::{json, Map, Value};
+
+/// Largest PDF or inline file forwarded (before rasterizing).
+const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
+/// Largest text file inlined into the prompt.
+const MAX_TEXT_BYTES: u64 = 1024 * 1024;
+/// Token estimate of one image, whatever its size (OpenAI bills a high-detail 512px tile
+/// about this much); used only to decide truncation.
+pub const IMAGE_TOKENS: u64 = 765;
+/// Token estimate of a message's framing (role, separators).
+const MESSAGE_TOKENS: u64 = 4;
+
+/// Input items as stored: checked, given ids, references resolved.
+pub struct Normalized {
+    pub items: Vec<Value>,
+    /// Ids of the items created by this request (not the referenced ones).
+    pub own_ids: Vec<String>,
+}
+
+fn obj<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| ApiError::invalid(param, "Each input item must be an object."))
+}
+
+fn req_str<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a str> {
+    o.get(name).and_then(Value::as_str).ok_or_else(|| {
+        ApiError::invalid(&format!("{at}.{name}"), format!("{name} must be a string."))
+    })
+}
+
+/// Checks the request's input items and turns them into their stored form.
+pub async fn normalize(app: &App, caller: &Caller, raw: &[Value]) -> ApiResult<Normalized> {
+    let mut items = Vec::with_capacity(raw.len());
+    let mut own_ids = Vec::new();
+    for (i, item) in raw.iter().enumerate() {
+        let at = format!("input[{i}]");
+        let o = obj(item, &at)?;
+        let kind = match o.get("type") {
+            None | Some(Value::Null) if o.contains_key("role") => "message",
+            Some(Value::String(t)) => t.as_str(),
+            _ => {
+                return Err(ApiError::invalid(
+                    &format!("{at}.type"),
+                    "Each input item needs a type or a role.",
+                ))
+            }
+        };
+        let normalized = match kind {
+            "message" => message(o, &at)?,
+            "function_call" => json!({
+                "type": "function_call",
+                "id": new_id("fc"),
+                "call_id": req_str(o, "call_id", &at)?,
+                "name": req_str(o, "name", &at)?,
+                "arguments": req_str(o, "arguments", &at)?,
+                "status": "completed",
+            }),
+            "function_call_output" => json!({
+                "type": "function_call_output",
+                "id": new_id("fco"),
+                "call_id": req_str(o, "call_id", &at)?,
+                "output": tool_output(o.get("output"), &at)?,
+                "status": "completed",
+            }),
+            "item_reference" => {
+                let id = req_str(o, "id", &at)?;
+                match persist::load_item(app, caller, id).await? {
+                    Some(found) => {
+                        items.push(found);
+                        continue;
+                    }
+                    None => {
+                        return Err(ApiError::not_found(
+                            "item_not_found",
+                            format!("No item found with id '{id}'."),
+                        )
+                        .with_param(format!("{at}.id")))
+                    }
+                }
+            }
+            // Reasoning items carry nothing a chat upstream can take back; they are dropped.
+            "reasoning" => continue,
+            other => {
+                return Err(ApiError::invalid(
+                    &format!("{at}.type"),
+                    format!("Input item type '{other}' is not supported."),
+                ))
+            }
+        };
+        if let Some(id) = normalized.get("id").and_then(Value::as_str) {
+            own_ids.push(id.to_owned());
+        }
+        items.push(normalized);
+    }
+    Ok(Normalized { items, own_ids })
+}
+
+fn tool_output(output: Option<&Value>, at: &str) -> ApiResult<String> {
+    match output {
+        Some(Value::String(s)) => Ok(s.clone()),
+        // Content parts: the chat tool message takes text only.
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for p in parts {
+                match p.get("text").and_then(Value::as_str) {
+                    Some(t) => text.push_str(t),
+                    None => {
+                        return Err(ApiError::invalid(
+                            &format!("{at}.output"),
+                            "A function_call_output output must be a string or text parts.",
+                        ))
+                    }
+                }
+            }
+            Ok(text)
+        }
+        _ => Err(ApiError::invalid(
+            &format!("{at}.output"),
+            "A function_call_output needs an output string.",
+        )),
+    }
+}
+
+fn message(o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
+    let role = o.get("role").and_then(Value::as_str).unwrap_or_default();
+    if !["user", "assistant", "developer", "system"].contains(&role) {
+        return Err(ApiError::invalid(
+            &format!("{at}.role"),
+            "role must be user, assistant, developer or system.",
+        ));
+    }
+    let text_type = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let content = match o.get("content") {
+        Some(Value::String(s)) => vec![text_part(text_type, s)],
+        Some(Value::Array(parts)) => {
+            let mut out = Vec::with_capacity(parts.len());
+            for (j, p) in parts.iter().enumerate() {
+                out.push(content_part(role, p, &format!("{at}.content[{j}]"))?);
+            }
+            out
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                &format!("{at}.content"),
+                "content must be a string or an array of content parts.",
+            ))
+        }
+    };
+    Ok(json!({
+        "type": "message",
+        "id": new_id("msg"),
+        "role": role,
+        "content": content,
+        "status": "completed",
+    }))
+}
+
+fn text_part(kind: &str, text: &str) -> Value {
+    if kind == "output_text" {
+        json!({"type": "output_text", "text": text, "annotations": []})
+    } else {
+        json!({"type": kind, "text": text})
+    }
+}
+
+fn content_part(role: &str, p: &Value, at: &str) -> ApiResult<Value> {
+    let o = p
+        .as_object()
+        .ok_or_else(|| ApiError::invalid(at, "Each content part must be an object."))?;
+    let kind = o.get("type").and_then(Value::as_str).unwrap_or_default();
+    let only_user = |what: &str| -> ApiResult<()> {
+        if role == "user" {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                &format!("{at}.type"),
+                format!("{what} parts are accepted in user messages only."),
+            ))
+        }
+    };
+    match kind {
+        "input_text" | "output_text" => Ok(text_part(kind, req_str(o, "text", at)?)),
+        "refusal" if role == "assistant" => {
+            Ok(json!({"type": "refusal", "refusal": req_str(o, "refusal", at)?}))
+        }
+        "input_image" => {
+            only_user("input_image")?;
+            let detail = match o.get("detail") {
+                None | Some(Value::Null) => "auto",
+                Some(Value::String(d)) if ["auto", "low", "high"].contains(&d.as_str()) => d,
+                _ => {
+                    return Err(ApiError::invalid(
+                        &format!("{at}.detail"),
+                        "detail must be auto, low or high.",
+                    ))
+                }
+            };
+            let url = o.get("image_url").and_then(Value::as_str);
+            let file_id = o.get("file_id").and_then(Value::as_str);
+            match (url, file_id) {
+                (Some(url), None) => {
+                    if !(url.starts_with("https://")
+                        || url.starts_with("http://")
+                        || url.starts_with("data:image/"))
+                    {
+                        return Err(ApiError::invalid(
+                            &format!("{at}.image_url"),
+                            "image_url must be an http(s) URL or a data:image/... base64 URL.",
+                        ));
+                    }
+                    Ok(json!({"type": "input_image", "image_url": url, "detail": detail}))
+                }
+                (None, Some(id)) => {
+                    Ok(json!({"type": "input_image", "file_id": id, "detail": detail}))
+                }
+                _ => Err(ApiError::invalid(
+                    at,
+                    "An input_image takes exactly one of image_url or file_id.",
+                )),
+            }
+        }
+        "input_file" => {
+            only_user("input_file")?;
+            let given: Vec<&str> = ["file_id", "file_data", "file_url"]
+                .into_iter()
+                .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))
+                .collect();
+            if given.len() != 1 {
+                return Err(ApiError::invalid(
+                    at,
+                    "An input_file takes exactly one of file_id, file_data or file_url.",
+                ));
+            }
+            let source = given[0];
+            let value = req_str(o, source, at)?;
+            let mut part = json!({"type": "input_file"});
+            part[source] = value.into();
+            if let Some(name) = o.get("filename").and_then(Value::as_str) {
+                part["filename"] = name.into();
+            }
+            Ok(part)
+        }
+        other => Err(ApiError::invalid(
+            &format!("{at}.type"),
+            format!("Content type '{other}' is not supported here."),
+        )),
+    }
+}
+
+/// The texts of a message's content, joined (system, developer and assistant messages are text).
+fn joined_text(content: &[Value]) -> String {
+    content
+        .iter()
+        .filter_map(|p| {
+            p.get("text")
+                .or_else(|| p.get("refusal"))
+                .and_then(Value::as_str)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn av_refusal(param: &str) -> ApiError {
+    ApiError::invalid(
+        param,
+        "Video and audio files cannot be used with /v1/responses; send them to /v1/chat/completions.",
+    )
+    .with_code("unsupported_file_type")
+}
+
+/// Turns the conversation into chat messages. Files are resolved now, on every turn, because
+/// presigned URLs are short-lived and must not be stored.
+pub async fn to_chat_messages(
+    app: &App,
+    caller: &Caller,
+    model: &ChatModel,
+    instructions: Option<&str>,
+    items: &[Value],
+) -> ApiResult<Vec<Value>> {
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(text) = instructions {
+        messages.push(json!({"role": "system", "content": text}));
+    }
+    let mut calls_seen = std::collections::HashSet::new();
+    // True while the last message is an assistant turn that further function calls join.
+    let mut open_assistant = false;
+    for item in items {
+        match item
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message")
+        {
+            "message" => {
+                open_assistant = false;
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
+                let content = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                match role {
+                    "user" => messages.push(user_message(app, caller, &content).await?),
+                    "assistant" => {
+                        messages
+                            .push(json!({"role": "assistant", "content": joined_text(&content)}));
+                        open_assistant = true;
+                    }
+                    // Chat has no developer role; both are system instructions.
+                    _ => messages.push(json!({"role": "system", "content": joined_text(&content)})),
+                }
+            }
+            "function_call" => {
+                let call_id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                calls_seen.insert(call_id.to_owned());
+                let call = json!({
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": item.get("name").cloned().unwrap_or(Value::Null),
+                        "arguments": item.get("arguments").cloned().unwrap_or_else(|| "{}".into()),
+                    }
+                });
+                match messages.last_mut() {
+                    Some(last) if open_assistant => {
+                        // An empty text before the calls is no content at all.
+                        if last["content"].as_str() == Some("") {
+                            last["content"] = Value::Null;
+                        }
+                        match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                            Some(calls) => calls.push(call),
+                            None => last["tool_calls"] = json!([call]),
+                        }
+                    }
+                    _ => {
+                        messages.push(
+                            json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+                        );
+                        open_assistant = true;
+                    }
+                }
+            }
+            "function_call_output" => {
+                open_assistant = false;
+                let call_id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !calls_seen.contains(call_id) {
+                    return Err(ApiError::invalid(
+                        "input",
+                        format!(
+                            "No function call found for the function_call_output with call_id '{call_id}'; \
+                             send the function_call item too or continue with previous_response_id."
+                        ),
+                    ));
+                }
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": item.get("output").cloned().unwrap_or_else(|| "".into()),
+                }));
+            }
+            _ => {}
+        }
+    }
+    let has_images = messages.iter().any(|m| {
+        m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"))
+    });
+    if has_images && !model.capabilities.iter().any(|c| c == "vision") {
+        return Err(ApiError::invalid(
+            "input",
+            format!(
+                "{} does not accept images (it lacks the vision capability).",
+                model.id
+            ),
+        )
+        .with_code("model_capability_mismatch"));
+    }
+    if !messages.iter().any(|m| m["role"] != "system") {
+        return Err(ApiError::invalid(
+            "input",
+            "The input holds no message for the model.",
+        ));
+    }
+    Ok(messages)
+}
+
+async fn user_message(app: &App, caller: &Caller, content: &[Value]) -> ApiResult<Value> {
+    let mut parts: Vec<Value> = Vec::new();
+    for p in content {
+        match p.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "input_text" | "output_text" => parts
+                .push(json!({"type": "text", "text": p.get("text").cloned().unwrap_or_default()})),
+            "input_image" => {
+                let detail = p.get("detail").cloned().unwrap_or_else(|| "auto".into());
+                let url = match p.get("file_id").and_then(Value::as_str) {
+                    Some(file_id) => image_file_url(app, caller, file_id).await?,
+                    None => p
+                        .get("image_url")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                };
+                parts.push(
+                    json!({"type": "image_url", "image_url": {"url": url, "detail": detail}}),
+                );
+            }
+            "input_file" => parts.extend(file_parts(app, caller, p).await?),
+            _ => {}
+        }
+    }
+    // Text-only content goes as a plain string, the form every upstream accepts.
+    if parts.iter().all(|p| p["type"] == "text") {
+        let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        return Ok(json!({"role": "user", "content": text.join("\n")}));
+    }
+    Ok(json!({"role": "user", "content": parts}))
+}
+
+async fn image_file_url(app: &App, caller: &Caller, file_id: &str) -> ApiResult<String> {
+    let file = crate::domain::files::find(app, &caller.org, file_id).await?;
+    if file.purpose == "video" || file.purpose == "audio" {
+        return Err(av_refusal("file_id"));
+    }
+    if file.purpose != "vision" {
+        return Err(ApiError::invalid(
+            "file_id",
+            format!(
+                "The file {file_id} has purpose '{}'; an input_image file needs purpose 'vision'.",
+                file.purpose
+            ),
+        ));
+    }
+    Ok(app
+        .blobs
+        .presign_get(
+            &crate::domain::files::blob_key(&caller.org, file_id),
+            app.settings.presign_ttl,
+        )
+        .await?)
+}
+
+/// An `input_file` as chat parts: a PDF as one image per page, an image as an image, a text file
+/// inline; anything else is refused.
+async fn file_parts(app: &App, caller: &Caller, p: &Value) -> ApiResult<Vec<Value>> {
+    let filename = p.get("filename").and_then(Value::as_str);
+    if let Some(file_id) = p.get("file_id").and_then(Value::as_str) {
+        let file = crate::domain::files::find(app, &caller.org, file_id).await?;
+        let mime = file.mime_type.as_str();
+        if file.purpose == "video"
+            || file.purpose == "audio"
+            || mime.starts_with("video/")
+            || mime.starts_with("audio/")
+        {
+            return Err(av_refusal("file_id"));
+        }
+        let key = crate::domain::files::blob_key(&caller.org, file_id);
+        if mime.starts_with("image/") {
+            let url = app
+                .blobs
+                .presign_get(&key, app.settings.presign_ttl)
+                .await?;
+            return Ok(vec![
+                json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}}),
+            ]);
+        }
+        let limit = if mime == "application/pdf" {
+            MAX_FILE_BYTES
+        } else {
+            MAX_TEXT_BYTES
+        };
+        if file.bytes > limit {
+            return Err(ApiError::invalid(
+                "file_id",
+                format!(
+                    "The file {file_id} is larger than {limit} bytes, the most this input accepts."
+                ),
+            ));
+        }
+        let bytes = crate::ports::blobs::read_all(app.blobs.as_ref(), &key).await?;
+        return bytes_parts(bytes.to_vec(), Some(&file.filename), "file_id").await;
+    }
+    if let Some(data) = p.get("file_data").and_then(Value::as_str) {
+        let b64 = match data.strip_prefix("data:") {
+            Some(rest) => rest.split_once(";base64,").map(|(_, b)| b).ok_or_else(|| {
+                ApiError::invalid(
+                    "file_data",
+                    "file_data must be base64 or a data:<type>;base64, URL.",
+                )
+            })?,
+            None => data,
+        };
+        if b64.len() as u64 > MAX_FILE_BYTES * 4 / 3 + 4 {
+            return Err(ApiError::invalid(
+                "file_data",
+                format!("file_data is larger than {MAX_FILE_BYTES} bytes."),
+            ));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|_| ApiError::invalid("file_data", "file_data is not valid base64."))?;
+        return bytes_parts(bytes, filename, "file_data").await;
+    }
+    if let Some(url) = p.get("file_url").and_then(Value::as_str) {
+        let bytes = fetch::fetch(url, "file_url").await?;
+        return bytes_parts(bytes, filename, "file_url").await;
+    }
+    Ok(Vec::new())
+}
+
+async fn bytes_parts(bytes: Vec<u8>, filename: Option<&str>, param: &str) -> ApiResult<Vec<Value>> {
+    let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
+    match sniffed.kind {
+        MediaKind::Video | MediaKind::Audio => Err(av_refusal(param)),
+        MediaKind::Image => {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let url = format!("data:{};base64,{b64}", sniffed.mime);
+            Ok(vec![json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})])
+        }
+        MediaKind::Pdf => {
+            let pages = pdf::rasterize_blocking(bytes)
+                .await
+                .map_err(|e| ApiError::invalid(param, format!("The PDF cannot be used: {e}.")))?;
+            Ok(pages
+                .into_iter()
+                .map(|png| {
+                    let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+                    json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}"), "detail": "auto"}})
+                })
+                .collect())
+        }
+        MediaKind::Text if bytes.len() as u64 <= MAX_TEXT_BYTES => {
+            let text = String::from_utf8_lossy(&bytes);
+            let name = filename.unwrap_or("file");
+            Ok(vec![json!({"type": "text", "text": format!("<file name=\"{name}\">\n{text}\n</file>")})])
+        }
+        _ => Err(ApiError::invalid(
+            param,
+            format!(
+                "This file type ({}) cannot be read by the model; send a PDF, an image or a text file.",
+                sniffed.mime
+            ),
+        )
+        .with_code("unsupported_file_type")),
+    }
+}
+
+/// Deterministic token estimate of chat messages: a character is a quarter token (rounded up
+/// per message), an image [`IMAGE_TOKENS`], each message [`MESSAGE_TOKENS`] of framing.
+pub fn estimate_tokens(messages: &[Value]) -> u64 {
+    messages.iter().map(estimate_message).sum()
+}
+
+fn estimate_message(m: &Value) -> u64 {
+    let mut chars = 0u64;
+    let mut images = 0u64;
+    match m.get("content") {
+        Some(Value::String(s)) => chars += s.chars().count() as u64,
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                if p["type"] == "image_url" {
+                    images += 1;
+                } else if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    chars += t.chars().count() as u64;
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+        for c in calls {
+            chars += c["function"]["arguments"]
+                .as_str()
+                .map_or(0, |a| a.chars().count() as u64);
+            chars += c["function"]["name"]
+                .as_str()
+                .map_or(0, |a| a.chars().count() as u64);
+        }
+    }
+    MESSAGE_TOKENS + chars.div_ceil(4) + images * IMAGE_TOKENS
+}
+
+/// Fits the messages into `budget` tokens. `auto` drops the oldest turns (system messages stay;
+/// a turn starts at a user message, so no tool result is left without its call); `disabled`, or
+/// a last turn that alone is too large, is a 400 `context_length_exceeded`.
+pub fn truncate(
+    mut messages: Vec<Value>,
+    budget: u64,
+    truncation: Truncation,
+) -> ApiResult<Vec<Value>> {
+    let too_long = |estimate: u64| {
+        ApiError::invalid(
+            "input",
+            format!(
+                "The input is about {estimate} tokens, more than the model's context of {budget}; \
+                 shorten it or set truncation to auto."
+            ),
+        )
+        .with_code("context_length_exceeded")
+    };
+    let estimate = estimate_tokens(&messages);
+    if estimate <= budget {
+        return Ok(messages);
+    }
+    if truncation == Truncation::Disabled {
+        return Err(too_long(estimate));
+    }
+    loop {
+        let conversation: Vec<usize> = (0..messages.len())
+            .filter(|&i| messages[i]["role"] != "system")
+            .collect();
+        // Where the second turn starts: the next user message after the first conversation message.
+        let next_turn = conversation
+            .iter()
+            .skip(1)
+            .copied()
+            .find(|&i| messages[i]["role"] == "user");
+        let Some(next_turn) = next_turn else {
+            return Err(too_long(estimate_tokens(&messages)));
+        };
+        let first = conversation[0];
+        let drop: Vec<usize> = (first..next_turn)
+            .filter(|&i| messages[i]["role"] != "system")
+            .collect();
+        for i in drop.into_iter().rev() {
+            messages.remove(i);
+        }
+        if estimate_tokens(&messages) <= budget {
+            return Ok(messages);
+        }
+    }
+}
+
+/// The chat-completions request for the upstream.
+pub fn chat_request(
+    req: &CreateRequest,
+    model: &ChatModel,
+    messages: Vec<Value>,
+    stream: bool,
+) -> Value {
+    let mut body = Map::new();
+    body.insert(
+        "model".into(),
+        model
+            .upstream_model
+            .clone()
+            .unwrap_or_else(|| model.id.clone())
+            .into(),
+    );
+    body.insert("messages".into(), messages.into());
+    body.insert("stream".into(), stream.into());
+    if stream {
+        // Usage is needed to bill and to report it in `response.completed`.
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    let mut set = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            body.insert(k.into(), v);
+        }
+    };
+    set("temperature", req.temperature.map(Value::from));
+    set("top_p", req.top_p.map(Value::from));
+    set(
+        "max_completion_tokens",
+        req.max_output_tokens.map(Value::from),
+    );
+    set("seed", req.seed.map(Value::from));
+    set("stop", req.stop.clone());
+    set("top_k", req.top_k.map(Value::from));
+    set(
+        "repetition_penalty",
+        req.repetition_penalty.map(Value::from),
+    );
+    set(
+        "reasoning_effort",
+        req.reasoning_effort.clone().map(Value::from),
+    );
+    set("user", req.user.clone().map(Value::from));
+    set(
+        "parallel_tool_calls",
+        req.parallel_tool_calls.map(Value::from),
+    );
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut function = Map::new();
+                for k in ["name", "description", "parameters", "strict"] {
+                    if let Some(v) = t.get(k).filter(|v| !v.is_null()) {
+                        function.insert(k.into(), v.clone());
+                    }
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
+        set("tools", Some(tools.into()));
+    }
+    set(
+        "tool_choice",
+        req.tool_choice.as_ref().map(|c| match c.get("name") {
+            Some(name) => json!({"type": "function", "function": {"name": name}}),
+            None => c.clone(),
+        }),
+    );
+    match req.text_format.get("type").and_then(Value::as_str) {
+        Some("json_object") => set("response_format", Some(json!({"type": "json_object"}))),
+        Some("json_schema") => {
+            let mut schema = Map::new();
+            for k in ["name", "schema", "strict", "description"] {
+                if let Some(v) = req.text_format.get(k).filter(|v| !v.is_null()) {
+                    schema.insert(k.into(), v.clone());
+                }
+            }
+            set(
+                "response_format",
+                Some(json!({"type": "json_schema", "json_schema": schema})),
+            );
+        }
+        _ => {}
+    }
+    Value::Object(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(role: &str, text: &str) -> Value {
+        json!({"role": role, "content": text})
+    }
+
+    #[test]
+    fn auto_truncation_drops_whole_oldest_turns_and_keeps_system() {
+        let long = "x".repeat(400); // 100 tokens + 4
+        let messages = vec![
+            msg("system", "be brief"),
+            msg("user", &long),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c", "content": long}),
+            msg("user", "last question"),
+        ];
+        let kept = truncate(messages.clone(), 50, Truncation::Auto).expect("fits");
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0]["role"], "system");
+        assert_eq!(kept[1]["content"], "last question");
+        let e = truncate(messages.clone(), 50, Truncation::Disabled).expect_err("too long");
+        assert_eq!(e.code, "context_length_exceeded");
+        let e = truncate(vec![msg("user", &long)], 50, Truncation::Auto).expect_err("too long");
+        assert_eq!(e.code, "context_length_exceeded");
+    }
+
+    #[test]
+    fn estimate_is_chars_over_four_plus_framing() {
+        assert_eq!(estimate_tokens(&[msg("user", "abcde")]), 4 + 2);
+        let image =
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]});
+        assert_eq!(estimate_tokens(&[image]), 4 + IMAGE_TOKENS);
+    }
+}

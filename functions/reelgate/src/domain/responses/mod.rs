@@ -1,0 +1,12 @@
+//! The Responses API's rules, bridged onto the chat-completions port every upstream implements:
+//! the request is parsed (`request`), its instructions, stored history, input items and files
+//! become a chat request (`convert`, with `fetch` for URLs and `pdf` for documents), the reply
+//! becomes a Response object or typed events (`output`), and the response with its items is
+//! kept per person (`persist`). Documented in docs/responses.md.
+
+pub mod convert;
+pub mod fetch;
+pub mod output;
+pub mod pdf;
+pub mod persist;
+pub mod request;

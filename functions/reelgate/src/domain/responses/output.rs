@@ -1,0 +1,535 @@
+//! The bridge back: a `chat.completion` (or a stream of `chat.completion.chunk`s) becomes a
+//! Response object (or OpenAI's typed response events).
+
+use super::request::CreateRequest;
+use crate::domain::ids::new_id;
+use serde_json::{json, Map, Value};
+
+/// What a response echoes of its request, fixed when it is created.
+#[derive(Clone, Debug)]
+pub struct Draft {
+    pub id: String,
+    pub created_at: i64,
+    /// The catalog's model id (not the upstream's name for it).
+    pub model: String,
+    pub req: CreateRequest,
+}
+
+/// How a response ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Completed,
+    /// `incomplete_details.reason`: `max_output_tokens` or `content_filter`.
+    Incomplete(&'static str),
+    Failed {
+        code: String,
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// From the upstream's `finish_reason`.
+    pub fn from_finish(reason: Option<&str>) -> Outcome {
+        match reason {
+            Some("length") => Outcome::Incomplete("max_output_tokens"),
+            Some("content_filter") => Outcome::Incomplete("content_filter"),
+            _ => Outcome::Completed,
+        }
+    }
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Incomplete(_) => "incomplete",
+            Outcome::Failed { .. } => "failed",
+        }
+    }
+    /// The status of the output items under this outcome.
+    fn item_status(&self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            _ => "incomplete",
+        }
+    }
+}
+
+impl Draft {
+    pub fn new(model: &str, req: CreateRequest) -> Self {
+        Draft {
+            id: new_id("resp"),
+            created_at: crate::ports::store::now_secs(),
+            model: model.to_owned(),
+            req,
+        }
+    }
+
+    /// The Response object. `outcome` None is a response still in progress.
+    pub fn object(
+        &self,
+        outcome: Option<&Outcome>,
+        output: &[Value],
+        usage: Option<&Value>,
+    ) -> Value {
+        let r = &self.req;
+        let (status, error, incomplete) = match outcome {
+            None => ("in_progress", Value::Null, Value::Null),
+            Some(o @ Outcome::Completed) => (o.status(), Value::Null, Value::Null),
+            Some(o @ Outcome::Incomplete(reason)) => {
+                (o.status(), Value::Null, json!({"reason": reason}))
+            }
+            Some(o @ Outcome::Failed { code, message }) => (
+                o.status(),
+                json!({"code": code, "message": message}),
+                Value::Null,
+            ),
+        };
+        json!({
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "background": false,
+            "error": error,
+            "incomplete_details": incomplete,
+            "instructions": r.instructions,
+            "max_output_tokens": r.max_output_tokens,
+            "metadata": r.metadata,
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": r.parallel_tool_calls.unwrap_or(true),
+            "previous_response_id": r.previous_response_id,
+            "reasoning": {"effort": r.reasoning_effort, "summary": r.reasoning_summary},
+            "store": r.store,
+            "temperature": r.temperature.unwrap_or(1.0),
+            "text": {"format": r.text_format},
+            "tool_choice": r.tool_choice.clone().unwrap_or_else(|| "auto".into()),
+            "tools": r.tools,
+            "top_p": r.top_p.unwrap_or(1.0),
+            "truncation": r.truncation.as_str(),
+            "usage": usage,
+            "user": r.user,
+        })
+    }
+}
+
+/// Chat usage → Responses usage.
+pub fn usage_from_chat(u: &Value) -> Value {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let input = n(&u["prompt_tokens"]);
+    let output = n(&u["completion_tokens"]);
+    let total = u["total_tokens"].as_u64().unwrap_or(input + output);
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": n(&u["completion_tokens_details"]["reasoning_tokens"])},
+        "total_tokens": total,
+    })
+}
+
+/// Usage when the upstream reported none: the prompt estimate and a quarter token per output
+/// character (the same rule as truncation).
+pub fn estimated_usage(prompt_tokens: u64, output: &[Value]) -> Value {
+    let chars: usize = output
+        .iter()
+        .map(|item| {
+            let text: usize = item["content"]
+                .as_array()
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .map(str::len)
+                        .sum()
+                })
+                .unwrap_or(0);
+            text + item["arguments"].as_str().map_or(0, str::len)
+        })
+        .sum();
+    let out = (chars as u64).div_ceil(4);
+    json!({
+        "input_tokens": prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt_tokens + out,
+    })
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    })
+}
+
+fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    })
+}
+
+/// A non-streamed completion → (outcome, output items, chat usage if reported).
+pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<Value>) {
+    let choice = &completion["choices"][0];
+    let outcome = Outcome::from_finish(choice["finish_reason"].as_str());
+    let message = &choice["message"];
+    let mut output = Vec::new();
+    let calls = message["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let text = message["content"].as_str();
+    // A message item when there is text, or when there is nothing else to show.
+    if text.is_some_and(|t| !t.is_empty()) || calls.is_empty() {
+        output.push(message_item(
+            &new_id("msg"),
+            text.unwrap_or_default(),
+            outcome.item_status(),
+        ));
+    }
+    for call in &calls {
+        let call_id = call["id"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| new_id("call"));
+        output.push(call_item(
+            &new_id("fc"),
+            &call_id,
+            call["function"]["name"].as_str().unwrap_or_default(),
+            call["function"]["arguments"].as_str().unwrap_or("{}"),
+            outcome.item_status(),
+        ));
+    }
+    let usage = completion.get("usage").filter(|u| u.is_object()).cloned();
+    (outcome, output, usage)
+}
+
+/// One server-sent event: its `type` and its JSON.
+pub type Event = (String, Value);
+
+enum Open {
+    Text {
+        output_index: usize,
+        item_id: String,
+        text: String,
+    },
+    Call {
+        tool_index: u64,
+        output_index: usize,
+        item_id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+/// Turns chat chunks into typed response events, numbering them. One instance per stream.
+pub struct StreamState {
+    seq: u64,
+    /// Items so far; the open one is kept in `open` and written here when it closes.
+    pub output: Vec<Value>,
+    open: Option<Open>,
+    pub finish_reason: Option<String>,
+    /// The upstream's chat usage, when a chunk carried it.
+    pub usage: Option<Value>,
+}
+
+impl Default for StreamState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamState {
+    pub fn new() -> Self {
+        StreamState {
+            seq: 0,
+            output: Vec::new(),
+            open: None,
+            finish_reason: None,
+            usage: None,
+        }
+    }
+
+    fn event(&mut self, kind: &str, fields: Value) -> Event {
+        let mut body = Map::new();
+        body.insert("type".into(), kind.into());
+        body.insert("sequence_number".into(), self.seq.into());
+        if let Value::Object(f) = fields {
+            body.extend(f);
+        }
+        self.seq += 1;
+        (kind.to_owned(), Value::Object(body))
+    }
+
+    /// `response.created` and `response.in_progress`.
+    pub fn start(&mut self, draft: &Draft) -> Vec<Event> {
+        let response = draft.object(None, &[], None);
+        vec![
+            self.event("response.created", json!({"response": response})),
+            self.event("response.in_progress", json!({"response": response})),
+        ]
+    }
+
+    /// The events one chunk produces.
+    pub fn on_chunk(&mut self, chunk: &Value) -> Vec<Event> {
+        let mut events = Vec::new();
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(u.clone());
+        }
+        let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
+            return events;
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            if !matches!(self.open, Some(Open::Text { .. })) {
+                self.close("completed", &mut events);
+                self.open_text(&mut events);
+            }
+            if let Some(Open::Text {
+                output_index,
+                item_id,
+                text: all,
+            }) = &mut self.open
+            {
+                all.push_str(text);
+                let fields = json!({
+                    "item_id": item_id, "output_index": output_index, "content_index": 0,
+                    "delta": text, "logprobs": [],
+                });
+                events.push(self.event("response.output_text.delta", fields));
+            }
+        }
+        if let Some(calls) = delta["tool_calls"].as_array() {
+            for call in calls {
+                self.on_tool_delta(call, &mut events);
+            }
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        events
+    }
+
+    fn open_text(&mut self, events: &mut Vec<Event>) {
+        let output_index = self.output.len();
+        let item_id = new_id("msg");
+        // A placeholder keeps output indexes stable; `close` writes the finished item.
+        self.output.push(Value::Null);
+        let item = json!({"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []});
+        events.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": output_index, "item": item}),
+        ));
+        let part = json!({"type": "output_text", "text": "", "annotations": []});
+        let fields = json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "part": part});
+        events.push(self.event("response.content_part.added", fields));
+        self.open = Some(Open::Text {
+            output_index,
+            item_id,
+            text: String::new(),
+        });
+    }
+
+    fn on_tool_delta(&mut self, call: &Value, events: &mut Vec<Event>) {
+        let tool_index = call["index"].as_u64().unwrap_or(0);
+        let same = matches!(&self.open, Some(Open::Call { tool_index: t, .. }) if *t == tool_index);
+        if !same {
+            self.close("completed", events);
+            let output_index = self.output.len();
+            self.output.push(Value::Null);
+            let item_id = new_id("fc");
+            let call_id = call["id"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| new_id("call"));
+            let name = call["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let item = call_item(&item_id, &call_id, &name, "", "in_progress");
+            events.push(self.event(
+                "response.output_item.added",
+                json!({"output_index": output_index, "item": item}),
+            ));
+            self.open = Some(Open::Call {
+                tool_index,
+                output_index,
+                item_id,
+                call_id,
+                name,
+                arguments: String::new(),
+            });
+        } else if let Some(Open::Call { name, .. }) = &mut self.open {
+            // Some upstreams send the name in pieces after the first chunk.
+            if let Some(more) = call["function"]["name"].as_str() {
+                name.push_str(more);
+            }
+        }
+        let piece = call["function"]["arguments"].as_str().unwrap_or_default();
+        if piece.is_empty() {
+            return;
+        }
+        if let Some(Open::Call {
+            output_index,
+            item_id,
+            arguments,
+            ..
+        }) = &mut self.open
+        {
+            arguments.push_str(piece);
+            let fields = json!({"item_id": item_id, "output_index": output_index, "delta": piece});
+            events.push(self.event("response.function_call_arguments.delta", fields));
+        }
+    }
+
+    /// Closes the open item with its `.done` events.
+    fn close(&mut self, status: &str, events: &mut Vec<Event>) {
+        match self.open.take() {
+            None => {}
+            Some(Open::Text {
+                output_index,
+                item_id,
+                text,
+            }) => {
+                let fields = json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "text": text, "logprobs": []});
+                events.push(self.event("response.output_text.done", fields));
+                let part = json!({"type": "output_text", "text": text, "annotations": []});
+                let fields = json!({"item_id": item_id, "output_index": output_index, "content_index": 0, "part": part});
+                events.push(self.event("response.content_part.done", fields));
+                let item = message_item(&item_id, &text, status);
+                self.output[output_index] = item.clone();
+                events.push(self.event(
+                    "response.output_item.done",
+                    json!({"output_index": output_index, "item": item}),
+                ));
+            }
+            Some(Open::Call {
+                output_index,
+                item_id,
+                call_id,
+                name,
+                arguments,
+                ..
+            }) => {
+                let fields = json!({"item_id": item_id, "output_index": output_index, "name": name, "arguments": arguments});
+                events.push(self.event("response.function_call_arguments.done", fields));
+                let item = call_item(&item_id, &call_id, &name, &arguments, status);
+                self.output[output_index] = item.clone();
+                events.push(self.event(
+                    "response.output_item.done",
+                    json!({"output_index": output_index, "item": item}),
+                ));
+            }
+        }
+    }
+
+    /// The upstream stream ended: closes the open item and returns its events with the outcome.
+    pub fn finish(&mut self) -> (Outcome, Vec<Event>) {
+        let outcome = Outcome::from_finish(self.finish_reason.as_deref());
+        let mut events = Vec::new();
+        self.close(outcome.item_status(), &mut events);
+        (outcome, events)
+    }
+
+    /// The output as it stands, open items included (as `incomplete`), for a failed stream.
+    pub fn partial_output(&self) -> Vec<Value> {
+        let mut output = self.output.clone();
+        match &self.open {
+            Some(Open::Text {
+                output_index,
+                item_id,
+                text,
+            }) => {
+                output[*output_index] = message_item(item_id, text, "incomplete");
+            }
+            Some(Open::Call {
+                output_index,
+                item_id,
+                call_id,
+                name,
+                arguments,
+                ..
+            }) => {
+                output[*output_index] = call_item(item_id, call_id, name, arguments, "incomplete");
+            }
+            None => {}
+        }
+        output
+    }
+
+    /// The terminal event for a finished response object.
+    pub fn terminal(&mut self, outcome: &Outcome, response: Value) -> Event {
+        let kind = match outcome {
+            Outcome::Completed => "response.completed",
+            Outcome::Incomplete(_) => "response.incomplete",
+            Outcome::Failed { .. } => "response.failed",
+        };
+        self.event(kind, json!({"response": response}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(delta: Value, finish: Option<&str>) -> Value {
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    }
+
+    #[test]
+    fn text_then_call_events_in_order() {
+        let mut s = StreamState::new();
+        let mut kinds = Vec::new();
+        let mut push = |evs: Vec<Event>| kinds.extend(evs.into_iter().map(|e| e.0));
+        push(s.on_chunk(&chunk(json!({"role": "assistant", "content": "Hel"}), None)));
+        push(s.on_chunk(&chunk(json!({"content": "lo"}), None)));
+        push(s.on_chunk(&chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{\"a\""}}]}),
+            None,
+        )));
+        push(s.on_chunk(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}}]}),
+            Some("tool_calls"),
+        )));
+        let (outcome, evs) = s.finish();
+        push(evs);
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(
+            kinds,
+            [
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.delta",
+                "response.function_call_arguments.done",
+                "response.output_item.done",
+            ]
+        );
+        assert_eq!(s.output[0]["content"][0]["text"], "Hello");
+        assert_eq!(s.output[1]["arguments"], "{\"a\":1}");
+        assert_eq!(s.output[1]["call_id"], "call_1");
+    }
+
+    #[test]
+    fn length_is_incomplete() {
+        let completion = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "cut"}, "finish_reason": "length"}]});
+        let (outcome, output, _) = from_completion(&completion);
+        assert_eq!(outcome, Outcome::Incomplete("max_output_tokens"));
+        assert_eq!(output[0]["status"], "incomplete");
+    }
+}

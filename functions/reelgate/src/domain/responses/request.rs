@@ -1,0 +1,617 @@
+//! The body of `POST /v1/responses`: every parameter of the spec's table checked for type and
+//! range before anything else happens, each failure naming its parameter. Checks that need the
+//! model (reasoning efforts) or the store (references, files) happen later, in `convert`.
+
+use crate::domain::catalog::ChatModel;
+use crate::domain::error::{ApiError, ApiResult};
+use serde_json::{Map, Value};
+
+/// Parameters OpenAI's SDK may send that this service accepts and ignores: they change nothing
+/// in the bridged chat request (`include` asks for extra output fields we do not produce).
+const IGNORED: &[&str] = &[
+    "include",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+];
+
+/// How many `metadata` pairs, and how long keys and values may be (OpenAI's limits).
+const METADATA_MAX_PAIRS: usize = 16;
+const METADATA_MAX_KEY: usize = 64;
+const METADATA_MAX_VALUE: usize = 512;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truncation {
+    Auto,
+    Disabled,
+}
+
+impl Truncation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Truncation::Auto => "auto",
+            Truncation::Disabled => "disabled",
+        }
+    }
+}
+
+/// A checked request. `input` is still raw items: their shapes are checked while they are
+/// resolved (references and files need the store).
+#[derive(Clone, Debug)]
+pub struct CreateRequest {
+    pub model: String,
+    pub input: Vec<Value>,
+    pub instructions: Option<String>,
+    pub stream: bool,
+    pub store: bool,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+    /// Function tools in the Responses shape (`{type, name, description, parameters, strict}`).
+    pub tools: Vec<Value>,
+    pub tool_choice: Option<Value>,
+    pub parallel_tool_calls: Option<bool>,
+    pub reasoning_effort: Option<String>,
+    pub reasoning_summary: Option<String>,
+    pub truncation: Truncation,
+    pub previous_response_id: Option<String>,
+    pub metadata: Map<String, Value>,
+    /// `text.format`, checked; defaults to `{type: "text"}`.
+    pub text_format: Value,
+    pub seed: Option<i64>,
+    pub stop: Option<Value>,
+    pub top_k: Option<u64>,
+    pub repetition_penalty: Option<f64>,
+    pub user: Option<String>,
+}
+
+/// A field of the body, treating JSON `null` as absent (clients send null for "not given").
+fn field<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    body.get(name).filter(|v| !v.is_null())
+}
+
+fn string(body: &Map<String, Value>, name: &str) -> ApiResult<Option<String>> {
+    match field(body, name) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::invalid(name, format!("{name} must be a string."))),
+    }
+}
+
+fn boolean(body: &Map<String, Value>, name: &str) -> ApiResult<Option<bool>> {
+    match field(body, name) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(ApiError::invalid(
+            name,
+            format!("{name} must be a boolean."),
+        )),
+    }
+}
+
+fn number_in(body: &Map<String, Value>, name: &str, min: f64, max: f64) -> ApiResult<Option<f64>> {
+    match field(body, name) {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if (min..=max).contains(&x) => Ok(Some(x)),
+            _ => Err(ApiError::invalid(
+                name,
+                format!("{name} must be a number from {min} to {max}."),
+            )),
+        },
+    }
+}
+
+fn unsigned(body: &Map<String, Value>, name: &str, min: u64) -> ApiResult<Option<u64>> {
+    match field(body, name) {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= min => Ok(Some(n)),
+            _ => Err(ApiError::invalid(
+                name,
+                format!("{name} must be an integer of at least {min}."),
+            )),
+        },
+    }
+}
+
+impl CreateRequest {
+    /// Checks the body's shape and every parameter's type and range.
+    pub fn parse(body: Value) -> ApiResult<Self> {
+        let Value::Object(body) = body else {
+            return Err(ApiError::bad_request(
+                "The request body must be a JSON object.",
+            ));
+        };
+        for key in body.keys() {
+            if !KNOWN.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
+                return Err(ApiError::invalid(
+                    key,
+                    format!("Unrecognized request argument supplied: {key}."),
+                ));
+            }
+        }
+        if boolean(&body, "background")? == Some(true) {
+            return Err(ApiError::invalid(
+                "background",
+                "Background responses are not supported; use stream or a plain request.",
+            ));
+        }
+
+        let model = string(&body, "model")?
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| ApiError::invalid("model", "model is required."))?;
+
+        let input = match field(&body, "input") {
+            None => return Err(ApiError::invalid("input", "input is required.")),
+            // A string is one user message.
+            Some(Value::String(s)) => vec![serde_json::json!({"role": "user", "content": s})],
+            Some(Value::Array(items)) => items.clone(),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "input",
+                    "input must be a string or an array of input items.",
+                ))
+            }
+        };
+
+        let tools = parse_tools(field(&body, "tools"))?;
+        let tool_choice = parse_tool_choice(field(&body, "tool_choice"), &tools)?;
+        let (reasoning_effort, reasoning_summary) = parse_reasoning(field(&body, "reasoning"))?;
+
+        let truncation = match string(&body, "truncation")?.as_deref() {
+            None | Some("disabled") => Truncation::Disabled,
+            Some("auto") => Truncation::Auto,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "truncation",
+                    "truncation must be auto or disabled.",
+                ))
+            }
+        };
+
+        let previous_response_id = string(&body, "previous_response_id")?;
+        let metadata = parse_metadata(field(&body, "metadata"))?;
+        let text_format = parse_text(field(&body, "text"))?;
+
+        let seed = match field(&body, "seed") {
+            None => None,
+            Some(v) => Some(
+                v.as_i64()
+                    .ok_or_else(|| ApiError::invalid("seed", "seed must be an integer."))?,
+            ),
+        };
+        let stop = parse_stop(field(&body, "stop"))?;
+
+        let repetition_penalty = match field(&body, "repetition_penalty") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(x) if x > 0.0 && x <= 2.0 => Some(x),
+                _ => {
+                    return Err(ApiError::invalid(
+                        "repetition_penalty",
+                        "repetition_penalty must be a number above 0 and at most 2.",
+                    ))
+                }
+            },
+        };
+
+        Ok(CreateRequest {
+            model,
+            input,
+            instructions: string(&body, "instructions")?,
+            stream: boolean(&body, "stream")?.unwrap_or(false),
+            // Stored by default, as in OpenAI's API.
+            store: boolean(&body, "store")?.unwrap_or(true),
+            temperature: number_in(&body, "temperature", 0.0, 2.0)?,
+            top_p: number_in(&body, "top_p", 0.0, 1.0)?,
+            max_output_tokens: unsigned(&body, "max_output_tokens", 1)?,
+            tools,
+            tool_choice,
+            parallel_tool_calls: boolean(&body, "parallel_tool_calls")?,
+            reasoning_effort,
+            reasoning_summary,
+            truncation,
+            previous_response_id,
+            metadata,
+            text_format,
+            seed,
+            stop,
+            top_k: unsigned(&body, "top_k", 0)?,
+            repetition_penalty,
+            user: string(&body, "user")?,
+        })
+    }
+
+    /// Checks what depends on the model: its reasoning efforts and its tool capability.
+    pub fn check_model(&self, model: &ChatModel) -> ApiResult<()> {
+        if let Some(effort) = &self.reasoning_effort {
+            if !model.reasoning_efforts.iter().any(|e| e == effort) {
+                let accepted = if model.reasoning_efforts.is_empty() {
+                    "none (the model takes no reasoning effort)".to_owned()
+                } else {
+                    model.reasoning_efforts.join(", ")
+                };
+                return Err(ApiError::invalid(
+                    "reasoning.effort",
+                    format!(
+                        "Reasoning effort '{effort}' is not accepted by {}; accepted: {accepted}.",
+                        model.id
+                    ),
+                )
+                .with_code("unsupported_reasoning_effort"));
+            }
+        }
+        if !self.tools.is_empty() && !model.capabilities.iter().any(|c| c == "tools") {
+            return Err(ApiError::invalid(
+                "tools",
+                format!("{} does not support tools.", model.id),
+            )
+            .with_code("model_capability_mismatch"));
+        }
+        if self.text_format.get("type").and_then(Value::as_str) == Some("json_schema")
+            && !model.capabilities.iter().any(|c| c == "json_schema")
+        {
+            return Err(ApiError::invalid(
+                "text.format",
+                format!(
+                    "{} does not support structured output (json_schema).",
+                    model.id
+                ),
+            )
+            .with_code("model_capability_mismatch"));
+        }
+        Ok(())
+    }
+}
+
+const KNOWN: &[&str] = &[
+    "model",
+    "input",
+    "instructions",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "truncation",
+    "previous_response_id",
+    "store",
+    "metadata",
+    "text",
+    "seed",
+    "stop",
+    "top_k",
+    "repetition_penalty",
+    "user",
+    "background",
+];
+
+fn valid_function_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn parse_tools(tools: Option<&Value>) -> ApiResult<Vec<Value>> {
+    let Some(tools) = tools else {
+        return Ok(Vec::new());
+    };
+    let Some(tools) = tools.as_array() else {
+        return Err(ApiError::invalid("tools", "tools must be an array."));
+    };
+    let mut names = std::collections::HashSet::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let at = |what: &str| format!("tools[{i}]{what}");
+        let Some(obj) = tool.as_object() else {
+            return Err(ApiError::invalid(&at(""), "Each tool must be an object."));
+        };
+        match obj.get("type").and_then(Value::as_str) {
+            Some("function") => {}
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    &at(".type"),
+                    format!("Tool type '{other}' is not supported; only function tools are."),
+                ))
+            }
+            None => return Err(ApiError::invalid(&at(".type"), "Each tool needs a type.")),
+        }
+        let name = obj.get("name").and_then(Value::as_str).unwrap_or_default();
+        if !valid_function_name(name) {
+            return Err(ApiError::invalid(
+                &at(".name"),
+                "A function name has 1 to 64 characters: letters, digits, '_' or '-'.",
+            ));
+        }
+        if !names.insert(name.to_owned()) {
+            return Err(ApiError::invalid(
+                &at(".name"),
+                format!("Two tools are named '{name}'."),
+            ));
+        }
+        if let Some(p) = obj.get("parameters").filter(|p| !p.is_null()) {
+            if !p.is_object() {
+                return Err(ApiError::invalid(
+                    &at(".parameters"),
+                    "parameters must be a JSON-schema object.",
+                ));
+            }
+        }
+        if let Some(d) = obj.get("description").filter(|d| !d.is_null()) {
+            if !d.is_string() {
+                return Err(ApiError::invalid(
+                    &at(".description"),
+                    "description must be a string.",
+                ));
+            }
+        }
+        if let Some(s) = obj.get("strict").filter(|s| !s.is_null()) {
+            if !s.is_boolean() {
+                return Err(ApiError::invalid(
+                    &at(".strict"),
+                    "strict must be a boolean.",
+                ));
+            }
+        }
+    }
+    Ok(tools.clone())
+}
+
+fn parse_tool_choice(choice: Option<&Value>, tools: &[Value]) -> ApiResult<Option<Value>> {
+    let Some(choice) = choice else {
+        return Ok(None);
+    };
+    match choice {
+        Value::String(s) if s == "none" || s == "auto" => Ok(Some(choice.clone())),
+        Value::String(s) if s == "required" => {
+            if tools.is_empty() {
+                return Err(ApiError::invalid(
+                    "tool_choice",
+                    "tool_choice 'required' needs at least one tool in tools.",
+                ));
+            }
+            Ok(Some(choice.clone()))
+        }
+        Value::Object(obj) if obj.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = obj.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !tools
+                .iter()
+                .any(|t| t.get("name").and_then(Value::as_str) == Some(name))
+            {
+                return Err(ApiError::invalid(
+                    "tool_choice",
+                    format!("tool_choice names the function '{name}', which is not in tools."),
+                ));
+            }
+            Ok(Some(choice.clone()))
+        }
+        _ => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice must be none, auto, required or {\"type\": \"function\", \"name\": ...}.",
+        )),
+    }
+}
+
+fn parse_reasoning(reasoning: Option<&Value>) -> ApiResult<(Option<String>, Option<String>)> {
+    let Some(reasoning) = reasoning else {
+        return Ok((None, None));
+    };
+    let Some(obj) = reasoning.as_object() else {
+        return Err(ApiError::invalid(
+            "reasoning",
+            "reasoning must be an object {effort, summary}.",
+        ));
+    };
+    for key in obj.keys() {
+        if !["effort", "summary", "generate_summary"].contains(&key.as_str()) {
+            return Err(ApiError::invalid(
+                &format!("reasoning.{key}"),
+                format!("Unrecognized reasoning argument: {key}."),
+            ));
+        }
+    }
+    let effort = match obj.get("effort") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "reasoning.effort",
+                "reasoning.effort must be a string.",
+            ))
+        }
+    };
+    // `generate_summary` is the deprecated name of `summary`.
+    let summary = match obj.get("summary").or_else(|| obj.get("generate_summary")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if ["auto", "concise", "detailed"].contains(&s.as_str()) => {
+            Some(s.clone())
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "reasoning.summary",
+                "reasoning.summary must be auto, concise or detailed.",
+            ))
+        }
+    };
+    Ok((effort, summary))
+}
+
+fn parse_metadata(metadata: Option<&Value>) -> ApiResult<Map<String, Value>> {
+    let Some(metadata) = metadata else {
+        return Ok(Map::new());
+    };
+    let Some(obj) = metadata.as_object() else {
+        return Err(ApiError::invalid(
+            "metadata",
+            "metadata must be an object of string values.",
+        ));
+    };
+    if obj.len() > METADATA_MAX_PAIRS {
+        return Err(ApiError::invalid(
+            "metadata",
+            format!("metadata holds at most {METADATA_MAX_PAIRS} pairs."),
+        ));
+    }
+    for (k, v) in obj {
+        if k.chars().count() > METADATA_MAX_KEY {
+            return Err(ApiError::invalid(
+                "metadata",
+                format!("metadata keys have at most {METADATA_MAX_KEY} characters."),
+            ));
+        }
+        match v.as_str() {
+            Some(s) if s.chars().count() <= METADATA_MAX_VALUE => {}
+            _ => {
+                return Err(ApiError::invalid(
+                    "metadata",
+                    format!(
+                        "metadata values are strings of at most {METADATA_MAX_VALUE} characters."
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(obj.clone())
+}
+
+fn parse_text(text: Option<&Value>) -> ApiResult<Value> {
+    let default = serde_json::json!({"type": "text"});
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    let Some(obj) = text.as_object() else {
+        return Err(ApiError::invalid(
+            "text",
+            "text must be an object {format}.",
+        ));
+    };
+    let Some(format) = obj.get("format").filter(|f| !f.is_null()) else {
+        return Ok(default);
+    };
+    let Some(f) = format.as_object() else {
+        return Err(ApiError::invalid(
+            "text.format",
+            "text.format must be an object.",
+        ));
+    };
+    match f.get("type").and_then(Value::as_str) {
+        Some("text") | Some("json_object") => Ok(format.clone()),
+        Some("json_schema") => {
+            let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !valid_function_name(name) {
+                return Err(ApiError::invalid(
+                    "text.format.name",
+                    "A json_schema format needs a name of 1 to 64 letters, digits, '_' or '-'.",
+                ));
+            }
+            if !f.get("schema").is_some_and(Value::is_object) {
+                return Err(ApiError::invalid(
+                    "text.format.schema",
+                    "A json_schema format needs a schema object.",
+                ));
+            }
+            Ok(format.clone())
+        }
+        _ => Err(ApiError::invalid(
+            "text.format.type",
+            "text.format.type must be text, json_object or json_schema.",
+        )),
+    }
+}
+
+fn parse_stop(stop: Option<&Value>) -> ApiResult<Option<Value>> {
+    match stop {
+        None => Ok(None),
+        Some(Value::String(_)) => Ok(stop.cloned()),
+        Some(Value::Array(seqs)) if seqs.len() <= 4 && seqs.iter().all(Value::is_string) => {
+            Ok(stop.cloned())
+        }
+        Some(_) => Err(ApiError::invalid(
+            "stop",
+            "stop must be a string or an array of at most 4 strings.",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(body: Value) -> ApiError {
+        CreateRequest::parse(body).expect_err("should be refused")
+    }
+
+    #[test]
+    fn string_input_becomes_a_user_message_and_store_defaults_on() {
+        let r = CreateRequest::parse(json!({"model": "m", "input": "hi"})).expect("valid");
+        assert_eq!(r.input, vec![json!({"role": "user", "content": "hi"})]);
+        assert!(r.store);
+        assert!(!r.stream);
+        assert_eq!(r.truncation, Truncation::Disabled);
+    }
+
+    #[test]
+    fn ranges_name_their_parameter() {
+        let cases = [
+            (
+                json!({"model": "m", "input": "x", "temperature": 2.5}),
+                "temperature",
+            ),
+            (json!({"model": "m", "input": "x", "top_p": -0.1}), "top_p"),
+            (
+                json!({"model": "m", "input": "x", "max_output_tokens": 0}),
+                "max_output_tokens",
+            ),
+            (
+                json!({"model": "m", "input": "x", "stop": ["a", "b", "c", "d", "e"]}),
+                "stop",
+            ),
+            (
+                json!({"model": "m", "input": "x", "truncation": "sometimes"}),
+                "truncation",
+            ),
+            (
+                json!({"model": "m", "input": "x", "reasoning": {"summary": "long"}}),
+                "reasoning.summary",
+            ),
+            (
+                json!({"model": "m", "input": "x", "tool_choice": "required"}),
+                "tool_choice",
+            ),
+            (
+                json!({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}),
+                "tools[0].type",
+            ),
+            (
+                json!({"model": "m", "input": "x", "text": {"format": {"type": "yaml"}}}),
+                "text.format.type",
+            ),
+            (
+                json!({"model": "m", "input": "x", "repetition_penalty": 0}),
+                "repetition_penalty",
+            ),
+            (json!({"model": "m", "input": "x", "top_k": -1}), "top_k"),
+            (json!({"model": "m", "input": "x", "seed": "1"}), "seed"),
+            (
+                json!({"model": "m", "input": "x", "metadata": {"k": 1}}),
+                "metadata",
+            ),
+            (
+                json!({"model": "m", "input": "x", "frobnicate": true}),
+                "frobnicate",
+            ),
+            (json!({"model": "m", "input": 3}), "input"),
+            (json!({"input": "x"}), "model"),
+        ];
+        for (body, param) in cases {
+            let e = err(body.clone());
+            assert_eq!(e.status.as_u16(), 400, "{body}");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+    }
+}

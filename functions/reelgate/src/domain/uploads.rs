@@ -1,0 +1,184 @@
+//! Direct uploads: files too large for a Lambda request body (about 6 MB) go straight to the
+//! blob store through a presigned PUT, then are registered as files with the same purpose and
+//! size checks as `POST /v1/files`. The local server offers the same flow with its own signed
+//! URLs.
+//!
+//! 1. `POST /v1/uploads` `{purpose, filename, bytes}` → an upload with `upload_url` (HTTP PUT,
+//!    send the `upload_headers`), valid for an hour.
+//! 2. PUT the bytes to `upload_url`.
+//! 3. `POST /v1/uploads/{upload_id}/complete` → the file object (`file_id`).
+
+use crate::domain::accounts::Caller;
+use crate::app::App;
+use crate::ports::blobs::ByteRange;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::files::{blob_key, check_purpose, register, FileObject, PURPOSES};
+use crate::domain::ids::{is_valid, new_id};
+use crate::ports::store::{item, now_secs, Condition, ItemExt, Key, Update};
+use futures::TryStreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long an upload URL stays valid.
+pub const UPLOAD_TTL: Duration = Duration::from_secs(3600);
+
+fn upload_key(org: &str, upload_id: &str) -> Key {
+    Key::new(format!("ORG#{org}"), format!("UPLOAD#{upload_id}"))
+}
+
+#[derive(Deserialize)]
+struct CreateUpload {
+    purpose: String,
+    filename: String,
+    bytes: u64,
+    #[serde(default)]
+    mime_type: Option<String>,
+}
+
+/// Creates an upload of `body` (`{purpose, filename, bytes, mime_type?}`) with its presigned
+/// PUT URL.
+pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value> {
+    let req: CreateUpload = serde_json::from_value(body).map_err(|e| {
+        ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
+    })?;
+    if !PURPOSES.contains(&req.purpose.as_str()) {
+        return Err(ApiError::invalid(
+            "purpose",
+            format!("purpose must be one of {}.", PURPOSES.join(", ")),
+        ));
+    }
+    if req.bytes == 0 || req.bytes > app.settings.max_upload_bytes {
+        return Err(ApiError::invalid(
+            "bytes",
+            format!("bytes must be from 1 to {}.", app.settings.max_upload_bytes),
+        ));
+    }
+    if req.filename.is_empty() || req.filename.len() > 512 {
+        return Err(ApiError::invalid(
+            "filename",
+            "filename must be 1 to 512 characters.",
+        ));
+    }
+    let upload_id = new_id("upload");
+    let file_id = new_id("file");
+    let content_type = req
+        .mime_type
+        .unwrap_or_else(|| "application/octet-stream".into());
+    let url = app
+        .blobs
+        .presign_put(&blob_key(&caller.org, &file_id), &content_type, UPLOAD_TTL)
+        .await?;
+    let now = now_secs();
+    let expires_at = now + UPLOAD_TTL.as_secs() as i64;
+    let mut it = item(&upload_key(&caller.org, &upload_id));
+    it.insert("kind".into(), "upload".into());
+    it.insert("id".into(), upload_id.clone().into());
+    it.insert("file_id".into(), file_id.clone().into());
+    it.insert("purpose".into(), req.purpose.clone().into());
+    it.insert("filename".into(), req.filename.clone().into());
+    it.insert("bytes".into(), (req.bytes as i64).into());
+    it.insert("status".into(), "pending".into());
+    it.insert("created_at".into(), now.into());
+    // Kept a day past the URL's life so a late `complete` gets a clear answer.
+    it.insert(
+        crate::ports::store::EXPIRES_AT.into(),
+        (expires_at + 24 * 3600).into(),
+    );
+    app.store.put(it, Some(Condition::NotExists)).await?;
+    Ok(json!({
+        "id": upload_id,
+        "object": "upload",
+        "status": "pending",
+        "purpose": req.purpose,
+        "filename": req.filename,
+        "bytes": req.bytes,
+        "created_at": now,
+        "expires_at": expires_at,
+        "upload_url": url,
+        "upload_method": "PUT",
+        "upload_headers": {"content-type": content_type},
+    }))
+}
+
+/// Registers an upload's stored bytes as a file after the same checks as `POST /v1/files`;
+/// completing twice answers the same file.
+pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<FileObject> {
+    let not_found = || {
+        ApiError::not_found(
+            "upload_not_found",
+            format!("No upload found with id '{upload_id}'."),
+        )
+        .with_param("upload_id")
+    };
+    if !is_valid(upload_id, "upload") {
+        return Err(not_found());
+    }
+    let key = upload_key(&caller.org, upload_id);
+    let upload = app.store.get(&key).await?.ok_or_else(not_found)?;
+    let file_id = upload.str_attr("file_id").unwrap_or_default().to_owned();
+    if upload.str_attr("status") == Some("completed") {
+        return crate::domain::files::find(app, &caller.org, &file_id).await;
+    }
+    let purpose = upload.str_attr("purpose").unwrap_or_default().to_owned();
+    let declared = upload.i64_attr("bytes").unwrap_or_default() as u64;
+    let blob = blob_key(&caller.org, &file_id);
+    let meta = app.blobs.head(&blob).await?.ok_or_else(|| {
+        ApiError::invalid(
+            "upload_id",
+            "Nothing has been uploaded yet: PUT the file to upload_url first.",
+        )
+    })?;
+    let refuse = |e: ApiError| async {
+        let _ = app.blobs.delete(&blob).await;
+        Err::<FileObject, _>(e)
+    };
+    if meta.size != declared || meta.size > app.settings.max_upload_bytes {
+        return refuse(ApiError::invalid(
+            "bytes",
+            format!(
+                "The upload has {} bytes; {declared} were declared.",
+                meta.size
+            ),
+        ))
+        .await;
+    }
+    let head = app
+        .blobs
+        .get(
+            &blob,
+            Some(ByteRange {
+                start: 0,
+                end_inclusive: 4095,
+            }),
+        )
+        .await?;
+    let head: Vec<bytes::Bytes> = head
+        .body
+        .try_collect()
+        .await
+        .map_err(|e| ApiError::internal("reading an upload", e))?;
+    let mime = match check_purpose(&purpose, &head.concat()) {
+        Ok(m) => m,
+        Err(e) => return refuse(e).await,
+    };
+    let filename = upload.str_attr("filename").unwrap_or("upload").to_owned();
+    let file = register(
+        app,
+        &caller.org,
+        &file_id,
+        &filename,
+        &purpose,
+        meta.size,
+        mime,
+    )
+    .await?;
+    app.store
+        .update(
+            &key,
+            Update::new().set("status", "completed"),
+            Some(Condition::Exists),
+        )
+        .await?;
+    Ok(file)
+}

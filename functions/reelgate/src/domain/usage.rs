@@ -1,0 +1,188 @@
+//! Token billing for text models (chat completions and responses).
+//!
+//! Admission: a request is admitted while the organization's `balance` is above zero (the spec's
+//! rule for chat; no quote exists before the model has answered). Charging: once a completion
+//! has ended — streamed ones included — its token usage is priced at the model's per-million
+//! prices and, in one transaction, deducted from the organization and written as a ledger item
+//! `ORG#<org>` / `LEDGER#<ledger id>`. The ledger item is put with "must not exist" and its id
+//! is derived from the completion id, so a completion is charged at most once even if the
+//! charge is retried. `balance` and `available` get the same delta, so `available = balance −
+//! reserved` keeps holding; a charge may take the balance below zero (the tokens are spent), and
+//! the next request is then refused.
+
+use crate::domain::accounts::org_key;
+use crate::app::App;
+use crate::domain::catalog::ChatModel;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::ports::store::{item, now_secs, Attr, Condition, ItemExt, StoreError, TransactOp, Update};
+use rust_decimal::Decimal;
+use serde_json::Value;
+
+/// Token counts of one completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// True when the upstream reported no usage and the counts were estimated from text length.
+    pub estimated: bool,
+}
+
+impl TokenUsage {
+    /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`) or the responses API's
+    /// (`input_tokens`/`output_tokens`).
+    pub fn from_json(usage: &Value) -> Option<TokenUsage> {
+        let n = |a: &str, b: &str| {
+            usage
+                .get(a)
+                .or_else(|| usage.get(b))
+                .and_then(Value::as_u64)
+        };
+        Some(TokenUsage {
+            prompt_tokens: n("prompt_tokens", "input_tokens")?,
+            completion_tokens: n("completion_tokens", "output_tokens").unwrap_or(0),
+            estimated: false,
+        })
+    }
+
+    /// A rough count (four characters a token) for upstreams that report no usage.
+    pub fn estimate(prompt_chars: usize, completion_chars: usize) -> TokenUsage {
+        TokenUsage {
+            prompt_tokens: prompt_chars.div_ceil(4) as u64,
+            completion_tokens: completion_chars.div_ceil(4) as u64,
+            estimated: true,
+        }
+    }
+
+    pub fn to_chat_json(self) -> Value {
+        serde_json::json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        })
+    }
+}
+
+/// The price of `usage` at the model's prices, exact.
+pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
+    let million = Decimal::from(1_000_000u32);
+    (Decimal::from(usage.prompt_tokens) * model.input_per_million
+        + Decimal::from(usage.completion_tokens) * model.output_per_million)
+        / million
+}
+
+/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero.
+pub async fn admit(app: &App, org: &str) -> ApiResult<()> {
+    let found = app.accounts().org(org).await?;
+    if found.balance <= Decimal::ZERO {
+        return Err(ApiError::insufficient_credits(
+            "The organization's credit balance is used up. Add credits to continue.",
+        ));
+    }
+    Ok(())
+}
+
+/// What a charge is for.
+#[derive(Clone, Debug)]
+pub struct Charge<'a> {
+    pub org: &'a str,
+    pub person: &'a str,
+    pub model: &'a ChatModel,
+    /// `chat.completion` or `response`.
+    pub kind: &'a str,
+    /// The completion's (or response's) id; one ledger entry per id.
+    pub reference: &'a str,
+    pub usage: TokenUsage,
+}
+
+/// The ledger item's sort key for a completion id (stable, so a retry cannot charge twice).
+pub fn ledger_sk(reference: &str) -> String {
+    format!("LEDGER#{reference}")
+}
+
+/// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
+/// Charging the same reference twice is a no-op that returns zero.
+pub async fn charge(app: &App, c: Charge<'_>) -> ApiResult<Decimal> {
+    let amount = cost(c.model, c.usage);
+    let mut ledger = item(&crate::ports::store::Key::new(
+        format!("ORG#{}", c.org),
+        ledger_sk(c.reference),
+    ));
+    // Same shape as the video charges' ledger items (`billing.rs`): kind, positive amount,
+    // currency, charged_at, reason.
+    ledger.insert("kind".into(), "ledger_charge".into());
+    ledger.insert("id".into(), c.reference.into());
+    ledger.insert("type".into(), c.kind.into());
+    ledger.insert("person".into(), c.person.into());
+    ledger.insert("model".into(), c.model.id.clone().into());
+    ledger.insert(
+        "prompt_tokens".into(),
+        Attr::N(Decimal::from(c.usage.prompt_tokens)),
+    );
+    ledger.insert(
+        "completion_tokens".into(),
+        Attr::N(Decimal::from(c.usage.completion_tokens)),
+    );
+    ledger.insert("estimated".into(), c.usage.estimated.into());
+    ledger.insert("amount".into(), Attr::N(amount));
+    ledger.insert("currency".into(), c.model.currency.clone().into());
+    ledger.insert("charged_at".into(), now_secs().into());
+    ledger.insert("reason".into(), format!("{} token usage", c.kind).into());
+    let ops = vec![
+        TransactOp::Update {
+            key: org_key(c.org),
+            update: Update::new()
+                .add("balance", -amount)
+                .add("available", -amount),
+            condition: Some(Condition::Exists),
+        },
+        TransactOp::Put {
+            item: ledger,
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    match app.store.transact(ops).await {
+        Ok(()) => Ok(amount),
+        Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
+            tracing::warn!(
+                reference = c.reference,
+                "usage already charged; not charging again"
+            );
+            Ok(Decimal::ZERO)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A ledger entry as stored, for tests and reports.
+pub async fn ledger_entry(
+    app: &App,
+    org: &str,
+    reference: &str,
+) -> ApiResult<Option<crate::ports::store::Item>> {
+    let key = crate::ports::store::Key::new(format!("ORG#{org}"), ledger_sk(reference));
+    Ok(app
+        .store
+        .get(&key)
+        .await?
+        .filter(|i| i.str_attr("kind") == Some("ledger_charge")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal_macros::dec;
+
+    #[test]
+    fn cost_is_exact() {
+        let mut model: ChatModel = toml::from_str("id = \"m\"\nupstream = \"u\"").expect("model");
+        model.input_per_million = dec!(0.15);
+        model.output_per_million = dec!(0.60);
+        let usage = TokenUsage {
+            prompt_tokens: 1234,
+            completion_tokens: 56,
+            estimated: false,
+        };
+        // 1234 × 0.15 / 1e6 + 56 × 0.60 / 1e6 = 0.0001851 + 0.0000336
+        assert_eq!(cost(&model, usage), dec!(0.0002187));
+    }
+}

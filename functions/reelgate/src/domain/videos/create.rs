@@ -1,0 +1,498 @@
+//! `POST /v1/videos`: validation of every create rule, the quote, and admission in one atomic
+//! write (balance covers the quote plus reservations in flight; a render slot is free).
+
+use super::*;
+use crate::domain::accounts::Caller;
+use crate::app::App;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::files::FileObject;
+use crate::domain::ids::new_id;
+use crate::ports::store::{item, now_secs, Attr, Condition, TransactOp};
+use rust_decimal::Decimal;
+use serde_json::{Map, Value};
+
+pub const MAX_PROMPT_CHARS: usize = 7000;
+pub const MIN_SECONDS: i64 = 4;
+pub const MAX_SECONDS: i64 = 15;
+pub const ASPECT_RATIOS: &[&str] = &["Auto", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
+/// The resolution every render is priced and produced at.
+pub const RESOLUTION: &str = "768p";
+
+const MIB: u64 = 1024 * 1024;
+/// Images must be under 30 MiB (the engine rejects 30 MiB or more).
+pub const MAX_IMAGE_BYTES: u64 = 30 * MIB;
+pub const MAX_REFERENCE_VIDEO_BYTES: u64 = 50 * MIB;
+pub const MAX_REFERENCE_AUDIO_BYTES: u64 = 15 * MIB;
+pub const MAX_REFERENCE_IMAGES: usize = 8;
+pub const MAX_REFERENCE_VIDEOS: usize = 2;
+pub const MAX_REFERENCE_AUDIO: usize = 3;
+
+/// A create request after shape validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRequest {
+    pub model: String,
+    pub prompt: String,
+    pub seconds: u32,
+    pub aspect_ratio: String,
+    pub inputs: JobInputs,
+    /// `param` path of each file id, for errors found when the files are looked up.
+    file_params: Vec<(String, String, &'static str)>,
+}
+
+fn expect_object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| ApiError::invalid(param, format!("{param} must be an object.")))
+}
+
+fn expect_array<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Vec<Value>> {
+    v.as_array()
+        .ok_or_else(|| ApiError::invalid(param, format!("{param} must be an array.")))
+}
+
+fn file_id_of(entry: &Value, param: &str) -> ApiResult<String> {
+    let obj = expect_object(entry, param)?;
+    match obj.get("file_id") {
+        Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+        _ => Err(ApiError::invalid(
+            &format!("{param}.file_id"),
+            format!("{param}.file_id must be the id of an uploaded file."),
+        )),
+    }
+}
+
+/// Checks the body's shape and every rule that needs no lookup.
+pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
+    let obj = body
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
+    const KNOWN: &[&str] = &[
+        "model",
+        "prompt",
+        "seconds",
+        "aspect_ratio",
+        "image_reference",
+        "references",
+        "size",
+    ];
+    if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            unknown,
+            format!("Unknown parameter: {unknown}."),
+        ));
+    }
+    let model = match obj.get("model") {
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "model",
+                "model must be a video model id.",
+            ))
+        }
+        None => return Err(ApiError::invalid("model", "model is required.")),
+    };
+    let prompt = match obj.get("prompt") {
+        Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
+        Some(Value::String(_)) => {
+            return Err(ApiError::invalid("prompt", "prompt must not be empty."))
+        }
+        Some(_) => return Err(ApiError::invalid("prompt", "prompt must be a string.")),
+        None => return Err(ApiError::invalid("prompt", "prompt is required.")),
+    };
+    let chars = prompt.chars().count();
+    if chars > MAX_PROMPT_CHARS {
+        return Err(ApiError::invalid(
+            "prompt",
+            format!("prompt is {chars} characters; at most {MAX_PROMPT_CHARS} are allowed."),
+        ));
+    }
+    let seconds = match obj.get("seconds") {
+        None => return Err(ApiError::invalid("seconds", "seconds is required.")),
+        // Accept "8" as OpenAI's SDK sends seconds as a string; the value rules are the same.
+        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(_) => None,
+    };
+    let seconds = match seconds {
+        Some(s) if (MIN_SECONDS..=MAX_SECONDS).contains(&s) => s as u32,
+        _ => {
+            return Err(ApiError::invalid(
+                "seconds",
+                format!("seconds must be an integer from {MIN_SECONDS} to {MAX_SECONDS}."),
+            ))
+        }
+    };
+    let aspect_ratio = match obj.get("aspect_ratio") {
+        Some(Value::String(a)) if ASPECT_RATIOS.contains(&a.as_str()) => a.clone(),
+        None => {
+            return Err(ApiError::invalid(
+                "aspect_ratio",
+                "aspect_ratio is required.",
+            ))
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "aspect_ratio",
+                format!("aspect_ratio must be one of {}.", ASPECT_RATIOS.join(", ")),
+            ))
+        }
+    };
+    let has_frames = obj.get("image_reference").is_some_and(|v| !v.is_null());
+    let has_refs = obj.get("references").is_some_and(|v| !v.is_null());
+    if has_frames && has_refs {
+        return Err(ApiError::invalid(
+            "references",
+            "image_reference and references cannot be used together; choose image-to-video or reference-to-video.",
+        ));
+    }
+    let mut inputs = JobInputs::default();
+    let mut file_params = Vec::new();
+    if has_frames {
+        let frames = expect_array(&obj["image_reference"], "image_reference")?;
+        if frames.is_empty() || frames.len() > 2 {
+            return Err(ApiError::invalid(
+                "image_reference",
+                "image_reference holds one or two images.",
+            ));
+        }
+        for (i, frame) in frames.iter().enumerate() {
+            let param = format!("image_reference[{i}]");
+            let id = file_id_of(frame, &param)?;
+            let role = frame.get("role").and_then(Value::as_str);
+            let slot = match role {
+                Some("first_frame") => &mut inputs.first_frame,
+                Some("last_frame") => &mut inputs.last_frame,
+                _ => {
+                    return Err(ApiError::invalid(
+                        &format!("{param}.role"),
+                        "role must be first_frame or last_frame.",
+                    ))
+                }
+            };
+            if slot.is_some() {
+                return Err(ApiError::invalid(
+                    &format!("{param}.role"),
+                    format!(
+                        "Each role may be used once; {} appears twice.",
+                        role.unwrap_or_default()
+                    ),
+                ));
+            }
+            *slot = Some(id.clone());
+            file_params.push((format!("{param}.file_id"), id, "vision"));
+        }
+    }
+    if has_refs {
+        let refs = expect_object(&obj["references"], "references")?;
+        if let Some(unknown) = refs
+            .keys()
+            .find(|k| !["images", "videos", "audio"].contains(&k.as_str()))
+        {
+            return Err(ApiError::invalid(
+                &format!("references.{unknown}"),
+                "references holds images, videos and audio.",
+            ));
+        }
+        let groups: [(&str, usize, &'static str, &mut Vec<String>); 3] = [
+            (
+                "images",
+                MAX_REFERENCE_IMAGES,
+                "vision",
+                &mut inputs.reference_images,
+            ),
+            (
+                "videos",
+                MAX_REFERENCE_VIDEOS,
+                "video",
+                &mut inputs.reference_videos,
+            ),
+            (
+                "audio",
+                MAX_REFERENCE_AUDIO,
+                "audio",
+                &mut inputs.reference_audio,
+            ),
+        ];
+        for (name, max, purpose, into) in groups {
+            let Some(list) = refs.get(name).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let param = format!("references.{name}");
+            let list = expect_array(list, &param)?;
+            if list.len() > max {
+                return Err(ApiError::invalid(
+                    &param,
+                    format!("{param} holds at most {max} files."),
+                ));
+            }
+            for (i, entry) in list.iter().enumerate() {
+                let p = format!("{param}[{i}]");
+                let id = file_id_of(entry, &p)?;
+                into.push(id.clone());
+                file_params.push((format!("{p}.file_id"), id, purpose));
+            }
+        }
+        if inputs.reference_images.is_empty() && inputs.reference_videos.is_empty() {
+            return Err(ApiError::invalid(
+                "references",
+                "references needs at least one image or video; audio alone is not accepted.",
+            ));
+        }
+    }
+    Ok(CreateRequest {
+        model,
+        prompt,
+        seconds,
+        aspect_ratio,
+        inputs,
+        file_params,
+    })
+}
+
+fn size_limit(purpose: &str) -> u64 {
+    match purpose {
+        "video" => MAX_REFERENCE_VIDEO_BYTES,
+        "audio" => MAX_REFERENCE_AUDIO_BYTES,
+        _ => MAX_IMAGE_BYTES,
+    }
+}
+
+/// Every referenced file exists in the caller's organization, has the matching purpose and fits.
+async fn check_files(app: &App, org: &str, req: &CreateRequest) -> ApiResult<()> {
+    for (param, id, purpose) in &req.file_params {
+        let file: FileObject = match crate::domain::files::find(app, org, id).await {
+            Ok(f) => f,
+            Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
+                return Err(ApiError::invalid(
+                    param,
+                    format!("No file {id} exists in your organization."),
+                ))
+            }
+            Err(e) => return Err(e),
+        };
+        if file.purpose != *purpose {
+            return Err(ApiError::invalid(
+                param,
+                format!(
+                    "File {id} has purpose '{}'; this field needs purpose '{purpose}'.",
+                    file.purpose
+                ),
+            ));
+        }
+        let limit = size_limit(purpose);
+        // Images must be strictly under the limit; videos and audio may reach it.
+        let too_big = if *purpose == "vision" {
+            file.bytes >= limit
+        } else {
+            file.bytes > limit
+        };
+        if too_big {
+            return Err(ApiError::invalid(
+                param,
+                format!(
+                    "File {id} is {} bytes; the limit for this field is {} MiB.",
+                    file.bytes,
+                    limit / MIB
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Admits a job and starts its workflow; returns the job as created.
+pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video> {
+    let req = parse(body)?;
+    let org = app.accounts().org(&caller.org).await?;
+    let model = app
+        .catalog
+        .video_model(&req.model)
+        .filter(|m| m.plans.contains(&org.plan))
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "model_not_found",
+                format!(
+                    "The video model '{}' does not exist or your plan is not entitled to it.",
+                    req.model
+                ),
+            )
+            .with_param("model")
+        })?;
+    if model
+        .engine
+        .as_deref()
+        .and_then(|e| app.catalog.engine(e))
+        .is_none()
+    {
+        return Err(ApiError::unavailable(
+            "provider_unavailable",
+            format!(
+                "No video engine is configured for '{}'. Try again later.",
+                model.id
+            ),
+        ));
+    }
+    let pricing = model
+        .pricing
+        .iter()
+        .find(|p| p.resolution == RESOLUTION && p.currency == org.currency)
+        .ok_or_else(|| {
+            ApiError::unavailable(
+                "provider_unavailable",
+                format!(
+                    "'{}' has no {RESOLUTION} price in {}.",
+                    model.id, org.currency
+                ),
+            )
+        })?;
+    check_files(app, &caller.org, &req).await?;
+    if !crate::domain::agreement::has_agreed(app, &caller.org, &caller.person).await? {
+        return Err(ApiError::forbidden(
+            "agreement_required",
+            format!(
+                "Agree to the Video Service Terms (version {}) in the console playground before creating videos.",
+                app.catalog.terms_version
+            ),
+        ));
+    }
+    let plan = app.catalog.plan(&org.plan).ok_or_else(|| {
+        ApiError::internal("admitting a video", format!("unknown plan {}", org.plan))
+    })?;
+    let quote = pricing.per_second * Decimal::from(req.seconds);
+    let id = new_id("video");
+    let now = now_secs();
+    let mut job = item(&job_key(&caller.org, &id));
+    job.insert("kind".into(), "video".into());
+    job.insert("id".into(), id.clone().into());
+    job.insert("org".into(), caller.org.clone().into());
+    job.insert("person".into(), caller.person.clone().into());
+    job.insert("model".into(), model.id.clone().into());
+    job.insert("engine".into(), model.engine.clone().into());
+    job.insert("prompt".into(), req.prompt.clone().into());
+    job.insert("seconds".into(), req.seconds.into());
+    job.insert("aspect_ratio".into(), req.aspect_ratio.clone().into());
+    job.insert("status".into(), STATUS_MODERATING.into());
+    job.insert("progress".into(), 0i64.into());
+    job.insert("cost".into(), Attr::N(quote));
+    job.insert("currency".into(), pricing.currency.clone().into());
+    job.insert("created_at".into(), now.into());
+    job.insert("completed_at".into(), Attr::Null);
+    job.insert("thumbnail".into(), false.into());
+    job.insert("reservation".into(), RESERVATION_HELD.into());
+    job.insert("inputs".into(), req.inputs.to_attr());
+    let video = Video::from_item(&job)
+        .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
+    let admitted = app
+        .store
+        .transact(vec![
+            crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
+            TransactOp::Put {
+                item: job,
+                condition: Some(Condition::NotExists),
+            },
+        ])
+        .await;
+    if let Err(e) = admitted {
+        if !e.failed_at(0) {
+            return Err(e.into());
+        }
+        let now_org = app.accounts().org(&caller.org).await?;
+        if now_org.available < quote {
+            return Err(ApiError::insufficient_credits(format!(
+                "This render is quoted at {quote} {}; your available balance is {} {} ({} is reserved for renders in flight).",
+                pricing.currency, now_org.available, org.currency, now_org.reserved
+            )));
+        }
+        return Err(ApiError::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "concurrency_limit_exceeded",
+            format!(
+                "Your plan allows {} renders in progress at once; wait for one to finish.",
+                plan.max_concurrent_renders
+            ),
+        ));
+    }
+    tracing::info!(video_id = %id, org = %caller.org, %quote, "video admitted");
+    crate::domain::workflow::start_job(app, &caller.org, &id).await?;
+    Ok(video)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn base() -> Value {
+        json!({"model": "reel-1", "prompt": "a cat", "seconds": 4, "aspect_ratio": "16:9"})
+    }
+
+    fn param_of(body: Value) -> Option<String> {
+        parse(&body).err().and_then(|e| e.param)
+    }
+
+    #[test]
+    fn minimal_request_parses() {
+        let req = parse(&base()).expect("valid");
+        assert_eq!(req.seconds, 4);
+        assert_eq!(req.inputs, JobInputs::default());
+    }
+
+    #[test]
+    fn each_rule_names_its_param() {
+        let mut b = base();
+        b["seconds"] = json!(3);
+        assert_eq!(param_of(b), Some("seconds".into()));
+        let mut b = base();
+        b["seconds"] = json!(16);
+        assert_eq!(param_of(b), Some("seconds".into()));
+        let mut b = base();
+        b["seconds"] = json!(4.5);
+        assert_eq!(param_of(b), Some("seconds".into()));
+        let mut b = base();
+        b["prompt"] = json!("x".repeat(7001));
+        assert_eq!(param_of(b), Some("prompt".into()));
+        let mut b = base();
+        b["prompt"] = json!("é".repeat(7000));
+        assert!(parse(&b).is_ok(), "7000 characters (not bytes) are allowed");
+        let mut b = base();
+        b["aspect_ratio"] = json!("2:1");
+        assert_eq!(param_of(b), Some("aspect_ratio".into()));
+        let mut b = base();
+        b.as_object_mut().expect("obj").remove("aspect_ratio");
+        assert_eq!(param_of(b), Some("aspect_ratio".into()));
+        let mut b = base();
+        b["image_reference"] = json!([{"file_id": "file_a", "role": "first_frame"}, {"file_id": "file_b", "role": "first_frame"}]);
+        assert_eq!(param_of(b), Some("image_reference[1].role".into()));
+        let mut b = base();
+        b["image_reference"] = json!([{"file_id": "f", "role": "first_frame"}, {"file_id": "g", "role": "last_frame"}, {"file_id": "h", "role": "last_frame"}]);
+        assert_eq!(param_of(b), Some("image_reference".into()));
+        let mut b = base();
+        b["image_reference"] = json!([{"file_id": "f", "role": "first_frame"}]);
+        b["references"] = json!({"images": [{"file_id": "g"}]});
+        assert_eq!(param_of(b), Some("references".into()));
+        let mut b = base();
+        b["references"] = json!({"audio": [{"file_id": "g"}]});
+        assert_eq!(param_of(b), Some("references".into()));
+        let mut b = base();
+        b["references"] = json!({"images": (0..9).map(|i| json!({"file_id": format!("f{i}")})).collect::<Vec<_>>()});
+        assert_eq!(param_of(b), Some("references.images".into()));
+        let mut b = base();
+        b["references"] = json!({"videos": [{"file_id": "a"}, {"file_id": "b"}, {"file_id": "c"}]});
+        assert_eq!(param_of(b), Some("references.videos".into()));
+        let mut b = base();
+        b["references"] = json!({"images": [{"file_id": "a"}], "audio": [{"file_id": "1"}, {"file_id": "2"}, {"file_id": "3"}, {"file_id": "4"}]});
+        assert_eq!(param_of(b), Some("references.audio".into()));
+    }
+
+    #[test]
+    fn last_frame_alone_and_either_order_are_fine() {
+        let mut b = base();
+        b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}]);
+        let req = parse(&b).expect("last frame alone");
+        assert_eq!(req.inputs.last_frame.as_deref(), Some("file_l"));
+        let mut b = base();
+        b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}, {"file_id": "file_f", "role": "first_frame"}]);
+        let req = parse(&b).expect("either order");
+        assert_eq!(req.inputs.first_frame.as_deref(), Some("file_f"));
+    }
+}

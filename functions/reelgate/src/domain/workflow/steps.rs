@@ -1,0 +1,335 @@
+//! The workflow's step handlers, one per Lambda in `statemachine/video.asl.json`. They are
+//! library code: the Lambda binaries and the local runner's dispatcher both call [`run_step`].
+//! Failures carry Step Functions error names that the definition's `Retry`/`Catch` match.
+
+use crate::app::App;
+use crate::ports::blobs::read_all;
+use crate::ports::store::{now_secs, ItemExt, Update};
+use crate::domain::videos::{self, job_key, JobInputs};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Error names the state machine matches.
+pub mod errors {
+    pub const MODERATION_BLOCKED: &str = "ModerationBlocked";
+    pub const MODERATION_UNAVAILABLE: &str = "ModerationUnavailable";
+    pub const TRANSLATION_UNAVAILABLE: &str = "TranslationUnavailable";
+    pub const ENGINE_UNAVAILABLE: &str = "EngineUnavailable";
+    pub const ENGINE_OUTPUT_INVALID: &str = "EngineOutputInvalid";
+    pub const JOB_NOT_RUNNING: &str = "JobNotRunning";
+    pub const STORE_UNAVAILABLE: &str = "StoreUnavailable";
+    pub const BAD_INPUT: &str = "BadStepInput";
+}
+
+/// Step names, as the Lambda functions and the local dispatcher know them.
+pub const STEPS: &[&str] = &["moderate", "translate", "finalize", "fail_job"];
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepError {
+    pub error: String,
+    pub cause: String,
+}
+
+impl StepError {
+    pub fn new(error: &str, cause: impl Into<String>) -> Self {
+        StepError {
+            error: error.to_owned(),
+            cause: cause.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.error, self.cause)
+    }
+}
+
+impl std::error::Error for StepError {}
+
+impl From<crate::domain::error::ApiError> for StepError {
+    fn from(e: crate::domain::error::ApiError) -> Self {
+        StepError::new(errors::STORE_UNAVAILABLE, e.message)
+    }
+}
+
+impl From<crate::ports::store::StoreError> for StepError {
+    fn from(e: crate::ports::store::StoreError) -> Self {
+        StepError::new(errors::STORE_UNAVAILABLE, e.to_string())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct JobRef {
+    org: String,
+    video_id: String,
+}
+
+/// Runs one step with its Lambda payload.
+pub async fn run_step(app: &App, step: &str, payload: Value) -> Result<Value, StepError> {
+    let job: JobRef = serde_json::from_value(payload.clone())
+        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("{step}: {e}")))?;
+    let outcome = match step {
+        "moderate" => moderate(app, &job).await,
+        "translate" => translate(app, &job).await,
+        "finalize" => finalize(app, &job, &payload["render"]).await,
+        "fail_job" => fail_job(app, &job, &payload).await,
+        other => Err(StepError::new(
+            errors::BAD_INPUT,
+            format!("unknown step {other}"),
+        )),
+    };
+    match &outcome {
+        Ok(_) => tracing::info!(step, video_id = %job.video_id, "step done"),
+        Err(e) => tracing::warn!(step, video_id = %job.video_id, error = %e, "step failed"),
+    }
+    outcome
+}
+
+async fn load_running(app: &App, job: &JobRef) -> Result<crate::ports::store::Item, StepError> {
+    let item = app
+        .store
+        .get(&job_key(&job.org, &job.video_id))
+        .await?
+        .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
+    let status = item.str_attr("status").unwrap_or_default();
+    if !videos::RUNNING.contains(&status) {
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            format!("the job is {status}"),
+        ));
+    }
+    Ok(item)
+}
+
+async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
+    let item = load_running(app, job).await?;
+    let inputs = JobInputs::from_attr(item.get("inputs"));
+    let mut images = Vec::new();
+    for file_id in inputs.image_file_ids() {
+        let key = crate::domain::files::blob_key(&job.org, file_id);
+        let unavailable = |e: crate::ports::blobs::BlobError| {
+            StepError::new(
+                errors::MODERATION_UNAVAILABLE,
+                format!("reference image {file_id}: {e}"),
+            )
+        };
+        let url = app
+            .blobs
+            .presign_get(&key, app.settings.presign_ttl)
+            .await
+            .map_err(unavailable)?;
+        let bytes = read_all(app.blobs.as_ref(), &key)
+            .await
+            .map_err(unavailable)?;
+        images.push(crate::ports::moderator::ImageInput {
+            file_id: file_id.to_owned(),
+            url,
+            bytes,
+        });
+    }
+    let input = crate::ports::moderator::ModerationInput {
+        prompt: item.str_attr("prompt").unwrap_or_default().to_owned(),
+        images,
+    };
+    let verdict = app
+        .moderator
+        .check(&input)
+        .await
+        .map_err(|e| StepError::new(errors::MODERATION_UNAVAILABLE, e.to_string()))?;
+    crate::domain::moderation::keep_record(app.store.as_ref(), &job.org, &job.video_id, &verdict).await?;
+    if verdict.flagged {
+        return Err(StepError::new(
+            errors::MODERATION_BLOCKED,
+            format!(
+                "The request was blocked by moderation ({}).",
+                verdict.categories.join(", ")
+            ),
+        ));
+    }
+    if !crate::domain::jobs::advance(
+        app,
+        &job.org,
+        &job.video_id,
+        videos::STATUS_TRANSLATING,
+        Update::new(),
+    )
+    .await?
+    {
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            "the job ended during moderation",
+        ));
+    }
+    Ok(json!({"verdict": "allowed"}))
+}
+
+async fn translate(app: &App, job: &JobRef) -> Result<Value, StepError> {
+    let item = load_running(app, job).await?;
+    let prompt = item.str_attr("prompt").unwrap_or_default();
+    let translator = app.translator();
+    let english = crate::domain::translation::translate_prompt(translator.as_deref(), prompt)
+        .await
+        .map_err(|e| StepError::new(errors::TRANSLATION_UNAVAILABLE, e.to_string()))?;
+    let translated = english != prompt;
+    let update = Update::new().set("engine_prompt", english);
+    if !crate::domain::jobs::advance(app, &job.org, &job.video_id, videos::STATUS_QUEUED, update).await? {
+        return Err(StepError::new(
+            errors::JOB_NOT_RUNNING,
+            "the job ended during translation",
+        ));
+    }
+    Ok(json!({"translated": translated}))
+}
+
+/// What the render worker hands the execution when the output is stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RenderResult {
+    pub output_key: String,
+    pub render_id: String,
+}
+
+/// Checks the output, makes the thumbnail, completes the job and charges it once.
+async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, StepError> {
+    let render: RenderResult = serde_json::from_value(render.clone())
+        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
+    let item = match load_running(app, job).await {
+        Ok(item) => item,
+        // A retried finalize after the charge went through: report what happened.
+        Err(e) => {
+            let charged = app
+                .store
+                .get(&job_key(&job.org, &job.video_id))
+                .await?
+                .and_then(|i| {
+                    i.str_attr("reservation")
+                        .map(|r| r == videos::RESERVATION_CHARGED)
+                })
+                .unwrap_or(false);
+            if charged {
+                return Ok(json!({"charged": false, "already": true}));
+            }
+            return Err(e);
+        }
+    };
+    let seconds = item.i64_attr("seconds").unwrap_or_default() as f64;
+    let mp4 = read_all(app.blobs.as_ref(), &render.output_key)
+        .await
+        .map_err(|e| {
+            StepError::new(
+                errors::ENGINE_OUTPUT_INVALID,
+                format!("the engine's output is missing: {e}"),
+            )
+        })?;
+    let probe = reelgate_media::probe_mp4(&mp4).map_err(|e| {
+        StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            format!("the engine's output is not an MP4: {e}"),
+        )
+    })?;
+    let video = probe.video.as_ref().ok_or_else(|| {
+        StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            "the output has no video track",
+        )
+    })?;
+    if video.width.min(video.height) != 768 {
+        return Err(StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            format!("the output is {}x{}, not 768p", video.width, video.height),
+        ));
+    }
+    if probe.audio.is_none() {
+        return Err(StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            "the output has no audio track",
+        ));
+    }
+    if (probe.duration_secs - seconds).abs() > 0.5 {
+        return Err(StepError::new(
+            errors::ENGINE_OUTPUT_INVALID,
+            format!(
+                "the output lasts {:.2} s, not {seconds} s",
+                probe.duration_secs
+            ),
+        ));
+    }
+    let size = format!("{}x{}", video.width, video.height);
+    let output_key = videos::output_blob_key(&job.org, &job.video_id);
+    if render.output_key != output_key {
+        app.blobs
+            .put_bytes(&output_key, "video/mp4", mp4.clone())
+            .await
+            .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
+    }
+    let thumb_key = videos::thumbnail_blob_key(&job.org, &job.video_id);
+    let thumbnail = match tokio::task::spawn_blocking(move || {
+        reelgate_media::thumbnail_jpeg(&mp4, 480)
+    })
+    .await
+    {
+        Ok(Ok(jpeg)) => app
+            .blobs
+            .put_bytes(&thumb_key, "image/jpeg", jpeg.into())
+            .await
+            .is_ok(),
+        Ok(Err(e)) => {
+            tracing::warn!(video_id = %job.video_id, error = %e, "no thumbnail: the first frames could not be decoded");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(video_id = %job.video_id, error = %e, "thumbnail task failed");
+            false
+        }
+    };
+    let now = now_secs();
+    let quote = item.decimal_attr("cost").unwrap_or_default();
+    let currency = item.str_attr("currency").unwrap_or("usd").to_owned();
+    let update = Update::new()
+        .set("status", videos::STATUS_COMPLETED)
+        .set("progress", 100i64)
+        .set("completed_at", now)
+        .set("thumbnail", thumbnail)
+        .set("size", size)
+        .set("render_id", render.render_id.clone())
+        .set(
+            crate::ports::store::EXPIRES_AT,
+            now + app.settings.job_retention.as_secs() as i64,
+        );
+    let settled = crate::domain::billing::charge(
+        app.store.as_ref(),
+        &job.org,
+        &job.video_id,
+        quote,
+        &currency,
+        update,
+    )
+    .await?;
+    let charged = settled == crate::domain::billing::Settlement::Settled;
+    tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
+    Ok(json!({"charged": charged}))
+}
+
+fn failure_message(code: &str) -> &'static str {
+    match code {
+        "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
+        "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
+        "translation_unavailable" => "The Japanese prompt could not be translated. You were not charged; resubmit later.",
+        _ => "The video engine was unavailable or failed during the render. You were not charged; resubmit later.",
+    }
+}
+
+async fn fail_job(app: &App, job: &JobRef, payload: &Value) -> Result<Value, StepError> {
+    let code = payload["code"].as_str().unwrap_or("engine_unavailable");
+    let detail = payload["cause"].as_str().unwrap_or_default();
+    // The caller sees the stable message; moderation details are the caller's own request, so
+    // the categories are included for a blocked job.
+    let message = if code == "moderation_blocked" && !detail.is_empty() {
+        detail.to_owned()
+    } else {
+        failure_message(code).to_owned()
+    };
+    tracing::warn!(video_id = %job.video_id, code, error = payload["error"].as_str().unwrap_or_default(), detail, "failing job");
+    crate::domain::jobs::fail(app, &job.org, &job.video_id, code, &message).await?;
+    Ok(json!({"failed": code}))
+}

@@ -1,0 +1,440 @@
+//! The render worker: it takes the Render state's message from the render queue, signs the
+//! job's input files into short-lived URLs, submits to the engine, sets the job `in_progress`,
+//! then follows the render by polling (a delayed `poll` message on the same queue, so no worker
+//! waits in memory and a restarted worker carries on). Engine progress becomes the job's
+//! `progress` and a workflow heartbeat; a render that stops progressing misses heartbeats and
+//! the state machine ends it as `engine_unavailable`. When the engine succeeds, the worker stores
+//! the MP4 and resumes the execution with SendTaskSuccess; any engine failure is SendTaskFailure.
+
+use super::steps::{errors, RenderResult};
+use crate::app::App;
+use crate::ports::engine::{EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine};
+use crate::ports::store::{ItemExt, Update};
+use crate::domain::videos::{self, job_key, JobInputs};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RenderMessage {
+    /// Sent by the state machine's Render state.
+    Submit {
+        task_token: String,
+        org: String,
+        video_id: String,
+    },
+    /// Sent by the worker to itself to follow a render.
+    Poll {
+        task_token: String,
+        org: String,
+        video_id: String,
+        render_id: String,
+        /// Last progress reported, to send heartbeats only on progress.
+        last_progress: u32,
+        /// Consecutive engine calls that found it unreachable.
+        #[serde(default)]
+        unreachable: u32,
+    },
+}
+
+/// The message that follows `render_id` for the job, carrying what the last poll saw.
+fn poll_message(
+    token: &str,
+    org: &str,
+    video_id: &str,
+    render_id: &str,
+    last_progress: u32,
+    unreachable: u32,
+) -> RenderMessage {
+    RenderMessage::Poll {
+        task_token: token.to_owned(),
+        org: org.to_owned(),
+        video_id: video_id.to_owned(),
+        render_id: render_id.to_owned(),
+        last_progress,
+        unreachable,
+    }
+}
+
+/// What to do with the queue message once handled.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// Done with it (delete).
+    Done,
+    /// Leave it to be delivered again after its visibility timeout.
+    Retry,
+}
+
+/// Handles one render-queue message body.
+pub async fn handle(app: &App, body: &str) -> Disposition {
+    let message: RenderMessage = match serde_json::from_str(body) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!(error = %e, body, "render message is not understood; dropping it");
+            return Disposition::Done;
+        }
+    };
+    let outcome = match message {
+        RenderMessage::Submit {
+            task_token,
+            org,
+            video_id,
+        } => submit(app, &task_token, &org, &video_id).await,
+        RenderMessage::Poll {
+            task_token,
+            org,
+            video_id,
+            render_id,
+            last_progress,
+            unreachable,
+        } => {
+            poll(
+                app,
+                &task_token,
+                &org,
+                &video_id,
+                &render_id,
+                last_progress,
+                unreachable,
+            )
+            .await
+        }
+    };
+    match outcome {
+        Ok(()) => Disposition::Done,
+        Err(e) => {
+            tracing::warn!(error = %e, "render message will be retried");
+            Disposition::Retry
+        }
+    }
+}
+
+type WorkerResult = Result<(), String>;
+
+async fn fail_task(
+    app: &App,
+    token: &str,
+    video_id: &str,
+    error: &str,
+    cause: &str,
+) -> WorkerResult {
+    tracing::warn!(%video_id, error, cause, "render failed");
+    let Some(workflow) = app.workflow() else {
+        return Err("no workflow configured".into());
+    };
+    match workflow.task_failure(token, error, cause).await {
+        Ok(()) | Err(crate::ports::workflow::WorkflowError::InvalidToken) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn enqueue(app: &App, message: &RenderMessage, delay: Duration) -> WorkerResult {
+    let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
+    app.render_queue
+        .send(&body, delay)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+async fn sign_inputs(app: &App, org: &str, inputs: &JobInputs) -> Result<RenderInputs, String> {
+    let sign = |id: String| async move {
+        app.blobs
+            .presign_get(&crate::domain::files::blob_key(org, &id), app.settings.presign_ttl)
+            .await
+            .map_err(|e| format!("signing input {id}: {e}"))
+    };
+    let mut out = RenderInputs::default();
+    if let Some(id) = inputs.first_frame.clone() {
+        out.first_frame_url = Some(sign(id).await?);
+    }
+    if let Some(id) = inputs.last_frame.clone() {
+        out.last_frame_url = Some(sign(id).await?);
+    }
+    for id in &inputs.reference_images {
+        out.reference_image_urls.push(sign(id.clone()).await?);
+    }
+    for id in &inputs.reference_videos {
+        out.reference_video_urls.push(sign(id.clone()).await?);
+    }
+    for id in &inputs.reference_audio {
+        out.reference_audio_urls.push(sign(id.clone()).await?);
+    }
+    Ok(out)
+}
+
+/// Output dimensions for the job: `Auto` follows the first frame's shape when there is one.
+async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (u32, u32) {
+    let ratio =
+        reelgate_media::AspectRatio::parse(aspect).unwrap_or(reelgate_media::AspectRatio::R16x9);
+    let mut first = None;
+    if ratio == reelgate_media::AspectRatio::Auto {
+        if let Some(id) = &inputs.first_frame {
+            if let Ok(bytes) =
+                crate::ports::blobs::read_all(app.blobs.as_ref(), &crate::domain::files::blob_key(org, id)).await
+            {
+                first = reelgate_media::decode_image(&bytes)
+                    .ok()
+                    .map(|i| (i.width(), i.height()));
+            }
+        }
+    }
+    reelgate_media::output_dimensions(ratio, first)
+}
+
+/// The job and the engine it renders on, or the error and cause to fail the task with.
+type JobAndEngine = Result<(crate::ports::store::Item, Arc<dyn VideoEngine>), (&'static str, String)>;
+
+async fn job_and_engine(app: &App, org: &str, video_id: &str) -> Result<JobAndEngine, String> {
+    let job = app
+        .store
+        .get(&job_key(org, video_id))
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(job) = job else {
+        return Ok(Err((
+            errors::JOB_NOT_RUNNING,
+            "the job no longer exists".to_owned(),
+        )));
+    };
+    let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
+    match app.engines.get(&engine_id) {
+        Some(engine) => Ok(Ok((job, engine))),
+        None => Ok(Err((
+            errors::ENGINE_UNAVAILABLE,
+            format!("no engine {engine_id} is configured"),
+        ))),
+    }
+}
+
+async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResult {
+    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+        Ok(found) => found,
+        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
+    };
+    let status = job.str_attr("status").unwrap_or_default().to_owned();
+    if !videos::RUNNING.contains(&status.as_str()) {
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            &format!("the job is {status}"),
+        )
+        .await;
+    }
+    // A redelivered submit finds the render it already started.
+    if let Some(render_id) = job.str_attr("render_id") {
+        let next = poll_message(
+            token,
+            org,
+            video_id,
+            render_id,
+            job.i64_attr("progress").unwrap_or_default() as u32,
+            0,
+        );
+        return enqueue(app, &next, Duration::ZERO).await;
+    }
+    let inputs = JobInputs::from_attr(job.get("inputs"));
+    let signed = match sign_inputs(app, org, &inputs).await {
+        Ok(s) => s,
+        Err(e) => return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &e).await,
+    };
+    let aspect = job.str_attr("aspect_ratio").unwrap_or("16:9").to_owned();
+    let (width, height) = dimensions(app, org, &aspect, &inputs).await;
+    let request = RenderRequest {
+        model: job.str_attr("model").unwrap_or_default().to_owned(),
+        prompt: job
+            .str_attr("engine_prompt")
+            .or_else(|| job.str_attr("prompt"))
+            .unwrap_or_default()
+            .to_owned(),
+        seconds: job.i64_attr("seconds").unwrap_or_default() as u32,
+        aspect_ratio: aspect,
+        width,
+        height,
+        inputs: signed,
+        callback_url: None,
+        client_reference: Some(video_id.to_owned()),
+    };
+    let mut attempt = 0;
+    let render = loop {
+        match engine.submit(&request).await {
+            Ok(render) => break render,
+            Err(EngineError::Unreachable(e))
+                if attempt + 1 < app.settings.engine_unreachable_attempts =>
+            {
+                attempt += 1;
+                tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
+                tokio::time::sleep(app.settings.render_poll_interval).await;
+            }
+            Err(e) => {
+                return fail_task(
+                    app,
+                    token,
+                    video_id,
+                    errors::ENGINE_UNAVAILABLE,
+                    &e.to_string(),
+                )
+                .await
+            }
+        }
+    };
+    tracing::info!(%video_id, render_id = %render.id, "render submitted");
+    let update = Update::new()
+        .set("render_id", render.id.clone())
+        .set("progress", render.progress as i64);
+    if !crate::domain::jobs::advance(app, org, video_id, videos::STATUS_IN_PROGRESS, update)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let _ = engine.cancel(&render.id).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            "the job ended before the render started",
+        )
+        .await;
+    }
+    if let Some(workflow) = app.workflow() {
+        let _ = workflow.task_heartbeat(token).await;
+    }
+    let next = poll_message(
+        token,
+        org,
+        video_id,
+        &render.id,
+        u32::from(render.progress),
+        0,
+    );
+    enqueue(app, &next, app.settings.render_poll_interval).await
+}
+
+async fn poll(
+    app: &App,
+    token: &str,
+    org: &str,
+    video_id: &str,
+    render_id: &str,
+    last_progress: u32,
+    unreachable: u32,
+) -> WorkerResult {
+    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+        Ok(found) => found,
+        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
+    };
+    let status = job.str_attr("status").unwrap_or_default().to_owned();
+    if !videos::RUNNING.contains(&status.as_str()) {
+        // The job ended elsewhere (e.g. the workflow timed it out): stop the engine's work.
+        let _ = engine.cancel(render_id).await;
+        return fail_task(
+            app,
+            token,
+            video_id,
+            errors::JOB_NOT_RUNNING,
+            &format!("the job is {status}"),
+        )
+        .await;
+    }
+    let render: Render = match engine.status(render_id).await {
+        Ok(r) => r,
+        Err(EngineError::Unreachable(e)) => {
+            let unreachable = unreachable + 1;
+            if unreachable >= app.settings.engine_unreachable_attempts {
+                return fail_task(
+                    app,
+                    token,
+                    video_id,
+                    errors::ENGINE_UNAVAILABLE,
+                    &format!("the engine stopped answering: {e}"),
+                )
+                .await;
+            }
+            tracing::warn!(%video_id, unreachable, error = %e, "engine unreachable while rendering");
+            let next = poll_message(token, org, video_id, render_id, last_progress, unreachable);
+            return enqueue(app, &next, app.settings.render_poll_interval).await;
+        }
+        Err(e) => {
+            return fail_task(
+                app,
+                token,
+                video_id,
+                errors::ENGINE_UNAVAILABLE,
+                &e.to_string(),
+            )
+            .await
+        }
+    };
+    match render.status {
+        RenderStatus::Succeeded => {
+            let bytes = match engine.fetch_result(&render).await {
+                Ok(b) => b,
+                Err(e) => {
+                    return fail_task(
+                        app,
+                        token,
+                        video_id,
+                        errors::ENGINE_UNAVAILABLE,
+                        &format!("downloading the output: {e}"),
+                    )
+                    .await
+                }
+            };
+            let output_key = videos::output_blob_key(org, video_id);
+            app.blobs
+                .put_bytes(&output_key, "video/mp4", bytes)
+                .await
+                .map_err(|e| e.to_string())?;
+            let result = RenderResult {
+                output_key,
+                render_id: render.id.clone(),
+            };
+            let Some(workflow) = app.workflow() else {
+                return Err("no workflow configured".into());
+            };
+            let output = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+            match workflow.task_success(token, output).await {
+                Ok(()) => tracing::info!(%video_id, "render stored; execution resumed"),
+                Err(crate::ports::workflow::WorkflowError::InvalidToken) => {
+                    tracing::warn!(%video_id, "render finished after its task ended (timed out or duplicate)")
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+            Ok(())
+        }
+        RenderStatus::Failed | RenderStatus::Canceled => {
+            let cause = render
+                .error
+                .map(|e| format!("{}: {}", e.code, e.message))
+                .unwrap_or_else(|| format!("the render ended {}", render.status.as_str()));
+            fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &cause).await
+        }
+        _ => {
+            let progress = u32::from(render.progress.min(99));
+            // Heartbeats mean "the engine is working": queued, or progress moved.
+            if render.status == RenderStatus::Queued || progress != last_progress {
+                if let Some(workflow) = app.workflow() {
+                    if let Err(crate::ports::workflow::WorkflowError::InvalidToken) =
+                        workflow.task_heartbeat(token).await
+                    {
+                        let _ = engine.cancel(render_id).await;
+                        return Ok(()); // the task already ended (timed out); its Catch failed the job
+                    }
+                }
+                let _ = crate::domain::jobs::advance(
+                    app,
+                    org,
+                    video_id,
+                    videos::STATUS_IN_PROGRESS,
+                    Update::new().set("progress", progress as i64),
+                )
+                .await;
+            }
+            let next = poll_message(token, org, video_id, render_id, progress, 0);
+            enqueue(app, &next, app.settings.render_poll_interval).await
+        }
+    }
+}

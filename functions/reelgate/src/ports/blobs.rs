@@ -1,0 +1,101 @@
+//! The blob port: object storage for uploaded files, rendered videos and thumbnails, and the
+//! short-lived URLs that let an engine or an upstream model fetch a blob without credentials.
+
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use std::time::Duration;
+
+pub type ByteStream = BoxStream<'static, Result<Bytes, std::io::Error>>;
+
+/// Inclusive byte range, as in an HTTP `Range: bytes=start-end` header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRange {
+    pub start: u64,
+    pub end_inclusive: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobMeta {
+    pub size: u64,
+    pub content_type: String,
+}
+
+pub struct BlobRead {
+    pub meta: BlobMeta,
+    /// The range actually served, when one was asked for.
+    pub range: Option<ByteRange>,
+    pub body: ByteStream,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("no such blob")]
+    NotFound,
+    #[error("the blob is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("the requested range is not satisfiable")]
+    RangeNotSatisfiable { size: u64 },
+    #[error("the upload stream failed: {0}")]
+    Source(String),
+    #[error("the blob store is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait BlobStore: Send + Sync + 'static {
+    /// Streams `body` into the blob `key` without holding it in memory, refusing (and leaving
+    /// nothing behind) once it passes `max_bytes`. Returns the stored size.
+    async fn put_stream(
+        &self,
+        key: &str,
+        content_type: &str,
+        body: ByteStream,
+        max_bytes: u64,
+    ) -> Result<u64, BlobError>;
+    async fn put_bytes(&self, key: &str, content_type: &str, bytes: Bytes)
+        -> Result<(), BlobError>;
+    async fn head(&self, key: &str) -> Result<Option<BlobMeta>, BlobError>;
+    async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError>;
+    /// Deleting an absent blob succeeds.
+    async fn delete(&self, key: &str) -> Result<(), BlobError>;
+    /// A URL that serves the blob to any HTTP client until `ttl` passes.
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError>;
+    /// A URL that accepts one HTTP PUT of the blob until `ttl` passes.
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError>;
+}
+
+/// Reads a whole blob into memory (for small blobs: thumbnails, images sent to a model, MP4 probes).
+pub async fn read_all(store: &dyn BlobStore, key: &str) -> Result<Bytes, BlobError> {
+    use futures::TryStreamExt;
+    let read = store.get(key, None).await?;
+    let chunks: Vec<Bytes> = read
+        .body
+        .try_collect()
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?;
+    Ok(Bytes::from(chunks.concat()))
+}
+
+/// Turns a byte vector into a one-chunk stream.
+pub fn stream_of(bytes: Bytes) -> ByteStream {
+    Box::pin(futures::stream::once(async move { Ok(bytes) }))
+}
+
+/// Resolves an HTTP range against the blob's size (None when absent or unsatisfiable is reported
+/// by the caller).
+pub fn clamp_range(range: ByteRange, size: u64) -> Result<ByteRange, BlobError> {
+    if size == 0 || range.start >= size || range.start > range.end_inclusive {
+        return Err(BlobError::RangeNotSatisfiable { size });
+    }
+    Ok(ByteRange {
+        start: range.start,
+        end_inclusive: range.end_inclusive.min(size - 1),
+    })
+}

@@ -1,0 +1,37 @@
+//! The upstream-model port. Internally every text-model call is an OpenAI chat-completions
+//! request body (`serde_json::Value`, already validated, `model` set to the upstream's own name);
+//! replies are `chat.completion` objects or, streamed, `chat.completion.chunk` objects. Adapters
+//! translate for providers that speak something else (Bedrock Converse); the responses API bridges
+//! onto the same shape.
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+pub type ChunkStream = BoxStream<'static, Result<Value, UpstreamError>>;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// Could not connect, or the connection broke before a reply.
+    #[error("the upstream is unreachable: {0}")]
+    Unreachable(String),
+    /// The upstream answered with an error status.
+    #[error("the upstream refused the request ({status}): {message}")]
+    Rejected {
+        status: u16,
+        code: Option<String>,
+        message: String,
+    },
+    /// The upstream answered something that is not the protocol.
+    #[error("the upstream answered outside the protocol: {0}")]
+    Protocol(String),
+}
+
+#[async_trait]
+pub trait ChatUpstream: Send + Sync + 'static {
+    /// A non-streamed completion: returns a `chat.completion` object.
+    async fn complete(&self, request: Value) -> Result<Value, UpstreamError>;
+    /// A streamed completion: returns `chat.completion.chunk` objects as they arrive.
+    /// Dropping the stream cancels the upstream request.
+    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError>;
+}

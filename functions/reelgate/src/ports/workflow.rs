@@ -1,0 +1,27 @@
+//! The workflow port: starting the video state machine for an admitted job and resuming a task
+//! that waits for a callback. Step Functions on AWS; the embedded ASL runner locally.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkflowError {
+    #[error("the task token is unknown, used or timed out")]
+    InvalidToken,
+    #[error("the workflow service is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait Workflow: Send + Sync + 'static {
+    /// Starts an execution named `name` (idempotent by name); returns its id.
+    async fn start(&self, name: &str, input: Value) -> Result<String, WorkflowError>;
+    async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError>;
+    async fn task_failure(
+        &self,
+        token: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<(), WorkflowError>;
+    async fn task_heartbeat(&self, token: &str) -> Result<(), WorkflowError>;
+}
