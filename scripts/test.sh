@@ -8,16 +8,16 @@
 #   4. runs the end-to-end tests (tests/e2e) against the real `reelgate` binary of that build;
 #   5. prints one closing line: "tests: N passed, N failed".
 #
-# Environment: CARGO_TARGET_DIR (default: a cache outside the clone), REELGATE_TOOLS_DIR,
-# REELGATE_EMULATOR_PORT. Extra arguments go to nextest (e.g. a test-name filter).
+# Environment: CARGO_TARGET_DIR (default: a cache outside the clone, shared with scripts/reelgate
+# so running the service and testing it compile once; see scripts/cargo-env.sh),
+# REELGATE_TOOLS_DIR, REELGATE_EMULATOR_PORT. Extra arguments go to nextest (e.g. a test-name
+# filter).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/reelgate"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
-export REELGATE_TOOLS_DIR="${REELGATE_TOOLS_DIR:-$CACHE/tools}"
-export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# shellcheck source=scripts/cargo-env.sh
+source "$ROOT/scripts/cargo-env.sh"
 
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
