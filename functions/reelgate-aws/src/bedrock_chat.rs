@@ -14,14 +14,14 @@
 //! Retries: the SDK's own retries are off; only a failure to connect is retried here, so a
 //! request that reached Bedrock never runs twice.
 
-use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
-use reelgate::domain::catalog::UpstreamConfig;
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::Blob;
 use aws_sdk_bedrockruntime::types as bt;
 use aws_smithy_types::{Document, Number};
 use base64::Engine;
+use reelgate::domain::catalog::UpstreamConfig;
+use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -810,6 +810,8 @@ impl reelgate::domain::registry::UpstreamConnector for BedrockConnector {
         &self,
         config: &UpstreamConfig,
     ) -> Result<std::sync::Arc<dyn ChatUpstream>, UpstreamError> {
-        Ok(std::sync::Arc::new(BedrockUpstream::from_config(config).await?))
+        Ok(std::sync::Arc::new(
+            BedrockUpstream::from_config(config).await?,
+        ))
     }
 }

@@ -1,7 +1,7 @@
 //! reelgate's AWS adapters: the ports of the `reelgate` crate on DynamoDB ([`DynamoItemStore`]),
 //! S3 ([`S3BlobStore`]), SQS ([`SqsQueue`]) and Step Functions ([`StepFunctionsWorkflow`]).
 //!
-//! [`AwsSettings::from_env`] reads the deployment's configuration, and [`connect`] builds every
+//! [`AwsSettings::from_config`] reads the deployment's configuration, and [`connect`] builds every
 //! adapter over one shared SDK configuration. With `AWS_ENDPOINT_URL` set, every client talks to
 //! that endpoint (a local emulator: see `scripts/aws-emulator.sh`), and S3 uses path-style
 //! addressing. [`provision`] creates the resources for tests and local experiments; in production
@@ -41,13 +41,22 @@ pub struct AwsSettings {
 }
 
 impl AwsSettings {
-    /// Reads `AWS_REGION` (default `us-east-1`), `AWS_ENDPOINT_URL` (optional), `REELGATE_TABLE`,
-    /// `REELGATE_BUCKET`, `REELGATE_RENDER_QUEUE_URL` and `REELGATE_STATE_MACHINE_ARN` (optional).
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+    /// The resources of the typed configuration (`REELGATE_TABLE`, `REELGATE_BUCKET`,
+    /// `REELGATE_RENDER_QUEUE_URL`, `REELGATE_STATE_MACHINE_ARN`) with `AWS_REGION` (default
+    /// `us-east-1`) and `AWS_ENDPOINT_URL` (optional), which belong to the AWS SDK's own
+    /// configuration and are read from the environment.
+    pub fn from_config(config: &reelgate::config::Config) -> Result<Self, String> {
+        let aws = &config.aws;
+        Self::from_lookup(|name| match name {
+            "REELGATE_TABLE" => aws.table.clone(),
+            "REELGATE_BUCKET" => aws.bucket.clone(),
+            "REELGATE_RENDER_QUEUE_URL" => aws.render_queue_url.clone(),
+            "REELGATE_STATE_MACHINE_ARN" => aws.state_machine_arn.clone(),
+            other => std::env::var(other).ok(),
+        })
     }
 
-    /// As [`AwsSettings::from_env`], reading variables through `lookup` (empty counts as unset).
+    /// As [`AwsSettings::from_config`], reading variables through `lookup` (empty counts as unset).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut missing = Vec::new();

@@ -285,7 +285,10 @@ async fn large_uploads_go_multipart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversize_and_failing_multipart_uploads_leave_nothing() {
     let (config, blobs) = or_skip!(support::s3_adapter().await);
-    let key = format!("adapter/{}/too-big.bin", reelgate::domain::ids::new_id("blob"));
+    let key = format!(
+        "adapter/{}/too-big.bin",
+        reelgate::domain::ids::new_id("blob")
+    );
     let refused = blobs
         .put_stream(&key, "application/octet-stream", mebibytes(12), 10 << 20)
         .await;
@@ -296,7 +299,10 @@ async fn oversize_and_failing_multipart_uploads_leave_nothing() {
     assert_eq!(blobs.head(&key).await.expect("head"), None);
     assert_eq!(uploads_in_progress(&config, blobs.bucket(), &key).await, 0);
 
-    let key = format!("adapter/{}/broken.bin", reelgate::domain::ids::new_id("blob"));
+    let key = format!(
+        "adapter/{}/broken.bin",
+        reelgate::domain::ids::new_id("blob")
+    );
     let broken: ByteStream = Box::pin(mebibytes(9).chain(futures::stream::once(async {
         Err(std::io::Error::other("client went away"))
     })));
@@ -311,7 +317,10 @@ async fn oversize_and_failing_multipart_uploads_leave_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_blobs_and_reversed_ranges() {
     let (_, blobs) = or_skip!(support::s3_adapter().await);
-    let key = format!("adapter/{}/empty.txt", reelgate::domain::ids::new_id("blob"));
+    let key = format!(
+        "adapter/{}/empty.txt",
+        reelgate::domain::ids::new_id("blob")
+    );
     let size = blobs
         .put_stream(&key, "text/plain", Box::pin(futures::stream::empty()), 10)
         .await
@@ -549,7 +558,10 @@ async fn connect_wires_every_port() {
     let k = Key::new(fresh_pk(), "ORG");
     store.put(item(&k), None).await.expect("put");
     assert!(store.get(&k).await.expect("get").is_some());
-    let key = format!("adapter/{}/hello.txt", reelgate::domain::ids::new_id("blob"));
+    let key = format!(
+        "adapter/{}/hello.txt",
+        reelgate::domain::ids::new_id("blob")
+    );
     blobs
         .put_bytes(&key, "text/plain", Bytes::from_static(b"hi"))
         .await

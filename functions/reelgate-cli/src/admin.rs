@@ -2,6 +2,7 @@
 //! (with `--backend aws`) the deployed DynamoDB table.
 
 use anyhow::Context;
+use reelgate::config::Config;
 use reelgate::domain::accounts::Accounts;
 use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;
@@ -113,7 +114,7 @@ enum ConsoleCommand {
     },
 }
 
-async fn open_store(args: &AdminArgs) -> anyhow::Result<Arc<dyn ItemStore>> {
+async fn open_store(args: &AdminArgs, config: &Config) -> anyhow::Result<Arc<dyn ItemStore>> {
     match args.backend.as_str() {
         "local" => {
             let dir = args
@@ -124,14 +125,14 @@ async fn open_store(args: &AdminArgs) -> anyhow::Result<Arc<dyn ItemStore>> {
                 .with_context(|| format!("opening {}", dir.display()))?;
             Ok(Arc::new(reelgate_embedded::store::SqliteItemStore::new(db)))
         }
-        "aws" => crate::aws::open_store().await,
+        "aws" => crate::aws::open_store(config).await,
         other => anyhow::bail!("unknown backend {other}; use local or aws"),
     }
 }
 
-pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
-    let store = open_store(&args).await?;
-    let catalog = reelgate::domain::catalog::Catalog::load_from_env()?;
+pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
+    let store = open_store(&args, config).await?;
+    let catalog = reelgate::domain::catalog::Catalog::load(config.catalog_path.as_deref())?;
     let accounts = Accounts::new(store.as_ref());
     let check_plan = |plan: &str| -> anyhow::Result<()> {
         if catalog.plan(plan).is_none() {

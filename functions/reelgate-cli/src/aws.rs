@@ -7,15 +7,17 @@
 //! profile, SSO, instance role), and `AWS_ENDPOINT_URL` points it at an emulator instead.
 
 use anyhow::Context;
+use reelgate::config::Config;
 use reelgate::ports::store::ItemStore;
 use std::sync::Arc;
 
+/// The AWS SDK's own variables (region, endpoint), which are not reelgate's to type.
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-pub async fn open_store() -> anyhow::Result<Arc<dyn ItemStore>> {
-    let table = env("REELGATE_TABLE").context(
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn ItemStore>> {
+    let table = config.aws.table.clone().context(
         "REELGATE_TABLE is not set: give it the stack's TableName output (see docs/deploy.md)",
     )?;
     let region = env("AWS_REGION")

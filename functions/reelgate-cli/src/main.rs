@@ -7,6 +7,7 @@ mod engine;
 mod serve;
 
 use clap::{Parser, Subcommand};
+use reelgate::config::Config;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -30,34 +31,48 @@ enum Command {
     Engine(engine::EngineArgs),
 }
 
-/// Where the local data lives unless `--data-dir` says otherwise.
+/// Where the local data lives unless `--data-dir` (`REELGATE_DATA_DIR`) says otherwise.
 pub fn default_data_dir() -> PathBuf {
-    std::env::var_os("REELGATE_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(".reelgate"))
+    PathBuf::from(".reelgate")
 }
 
-fn init_logging() {
+fn init_logging(config: &Config) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("REELGATE_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,hyper=warn"));
+    let filter = match &config.log_filter {
+        Some(filter) => EnvFilter::try_new(filter)
+            .map_err(|e| anyhow::anyhow!("REELGATE_LOG: '{filter}' is not a log filter: {e}"))?,
+        None => EnvFilter::new("info,tower_http=info,hyper=warn"),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    if std::env::var("REELGATE_LOG_FORMAT").as_deref() == Ok("json") {
+    if config.log_json {
         builder.json().init();
     } else {
         builder.init();
     }
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_logging();
+    // The environment is read once, here; a malformed or unknown REELGATE_* variable stops
+    // every subcommand before it does anything.
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("reelgate: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = init_logging(&config) {
+        eprintln!("reelgate: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Serve(args) => serve::run(args).await,
-        Command::Admin(args) => admin::run(args).await,
+        Command::Serve(args) => serve::run(args, &config).await,
+        Command::Admin(args) => admin::run(args, &config).await,
         Command::Engine(args) => engine::run(args).await,
     };
     match outcome {

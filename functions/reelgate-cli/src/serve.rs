@@ -1,11 +1,9 @@
 use anyhow::Context;
-use reelgate::app::Settings;
-use reelgate::domain::catalog::Catalog;
+use reelgate::config::Config;
 use reelgate_embedded::host::{
-    bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
+    assemble, bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
 };
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -26,34 +24,28 @@ pub struct ServeArgs {
     engine_fault_injection: bool,
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
     let data_dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let bound = listener.local_addr()?;
+    // `--public-url` and REELGATE_PUBLIC_URL are one setting (clap reads the variable).
     let base_url = args
         .public_url
+        .or_else(|| config.public_url.clone())
         .unwrap_or_else(|| format!("http://{bound}"))
         .trim_end_matches('/')
         .to_owned();
-    let mut catalog = Catalog::load_from_env().context("loading the catalog")?;
-    reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog)
-        .await
-        .context("listing the models of REELGATE_UPSTREAM_BASE_URL")?;
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
-    let settings = Settings::from_env(&base_url)?;
-    let mut app = backend.app(Arc::new(catalog), settings);
-    app.moderator = reelgate::adapters::moderator_from_env().context("configuring moderation")?;
-    let upstreams = reelgate::domain::registry::Upstreams::with_connector(Arc::new(
+    let app = assemble(
+        config,
+        &backend,
+        &base_url,
         reelgate_aws::upstream_connector(),
-    ));
-    upstreams
-        .connect_all(&app.catalog)
-        .await
-        .context("connecting the catalog's text-model upstreams")?;
-    app.upstreams = Arc::new(upstreams);
+    )
+    .await?;
     let demo = bootstrap_demo(&app)
         .await
         .context("creating the demo organization")?;
@@ -62,7 +54,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         engine_fault_injection: args.engine_fault_injection,
         ..Default::default()
     };
-    let services = start_services(&mut app, &backend, options)
+    let services = start_services(&app, &backend, options)
         .await
         .context("starting the local services")?;
     let router = local_router(app.clone(), &backend, &services);

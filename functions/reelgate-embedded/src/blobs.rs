@@ -2,14 +2,14 @@
 //! signs and serves itself (`/blobs/{key}?expires=…&signature=…`), so that an engine or an upstream
 //! model fetches a blob exactly as it would fetch an S3 presigned URL.
 
-use reelgate::ports::blobs::*;
 use async_trait::async_trait;
 use bytes::Bytes;
-use std::time::Duration;
 use futures::StreamExt;
 use hmac::{Hmac, Mac};
+use reelgate::ports::blobs::*;
 use sha2::Sha256;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 /// Route prefix under which the local server serves presigned blob URLs.

@@ -1,12 +1,14 @@
 //! The local host's wiring: the embedded adapters under one data directory (a SQLite file and a
 //! blob directory), and the demo organization created on first start.
 
-use reelgate::app::{App, Settings};
 use crate::blobs::{LocalBlobStore, UrlSigner};
-use reelgate::domain::catalog::Catalog;
 use crate::db::Database;
 use crate::queue::SqliteQueue;
 use crate::store::SqliteItemStore;
+use reelgate::adapters::CatalogConnector;
+use reelgate::app::{App, Host, Ports};
+use reelgate::config::{Config, Settings};
+use reelgate::domain::catalog::Catalog;
 use reelgate::ports::store::{item, Condition, ItemExt, Key};
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
@@ -91,7 +93,12 @@ pub async fn bootstrap_demo(app: &App) -> anyhow::Result<DemoAccount> {
     let accounts = app.accounts();
     let credits: Decimal = DEMO_CREDITS.parse()?;
     let org = accounts
-        .create_org("Demo", reelgate::domain::accounts::DEFAULT_PLAN, "usd", credits)
+        .create_org(
+            "Demo",
+            reelgate::domain::accounts::DEFAULT_PLAN,
+            "usd",
+            credits,
+        )
         .await?;
     let user = accounts
         .create_person(&org.id, "demo@reelgate.local")
@@ -128,29 +135,62 @@ pub struct LocalServices {
     pub workflow: crate::workflow::LocalWorkflowHost,
 }
 
-/// Wires engines, moderation and translation into `app` and starts the local services. Call
-/// before serving; mount the engine with [`local_router`].
+/// Where the local server serves its in-process reference engine.
+pub fn reference_engine_url(public_base_url: &str) -> String {
+    format!(
+        "{}{REFERENCE_ENGINE_PREFIX}",
+        public_base_url.trim_end_matches('/')
+    )
+}
+
+/// The application over this data directory, assembled from `config` by
+/// [`reelgate::app::assemble`] like every host's; `connector` names the chat-upstream kinds the
+/// binary links. A failing upstream or discovery stops start-up here.
+pub async fn assemble(
+    config: &Config,
+    backend: &LocalBackend,
+    public_base_url: &str,
+    connector: CatalogConnector,
+) -> anyhow::Result<App> {
+    let ports = Ports {
+        store: backend.store.clone(),
+        blobs: backend.blobs.clone(),
+        render_queue: backend.render_queue.clone(),
+        workflow: None,
+    };
+    let host = Host {
+        fallback_url: public_base_url.to_owned(),
+        content_redirect_default: false,
+        in_process_engine_url: Some(reference_engine_url(public_base_url)),
+        connector,
+        extra_engines: None,
+        strict_upstreams: true,
+    };
+    reelgate::app::assemble(config, ports, host).await
+}
+
+/// Starts the local services of `app`: the in-process reference engine and the workflow host
+/// (ASL runner, render workers, sweeper), which it installs as `app`'s workflow. Call before
+/// serving; mount the engine with [`local_router`].
 pub async fn start_services(
-    app: &mut App,
+    app: &App,
     backend: &LocalBackend,
     options: LocalServiceOptions,
 ) -> anyhow::Result<LocalServices> {
-    let engine_url = format!("{}{REFERENCE_ENGINE_PREFIX}", app.settings.public_base_url);
     let engine = reelgate_engine::ReferenceEngine::new(reelgate_engine::EngineConfig {
-        public_base_url: engine_url.clone(),
+        public_base_url: reference_engine_url(&app.settings.public_base_url),
         max_parallel: options.engine_parallel.max(1),
         fault_injection: options.engine_fault_injection,
         ..Default::default()
     });
-    let engines = reelgate::adapters::engines_from_catalog(&app.catalog, Some(&engine_url))?;
-    app.engines = Arc::new(engines);
     let workflow =
-        crate::workflow::start(app, &backend.db, backend.store.clone(), options.workflow)
-            .await?;
+        crate::workflow::start(app, &backend.db, backend.store.clone(), options.workflow).await?;
     Ok(LocalServices { engine, workflow })
 }
 
 /// The local server's router: the API plus the in-process reference engine.
 pub fn local_router(app: App, backend: &LocalBackend, services: &LocalServices) -> axum::Router {
-    backend.router(app).nest_service(REFERENCE_ENGINE_PREFIX, services.engine.clone().router())
+    backend
+        .router(app)
+        .nest_service(REFERENCE_ENGINE_PREFIX, services.engine.clone().router())
 }

@@ -1,11 +1,11 @@
 //! The embedded queue: rows in the shared SQLite file, with SQS's visibility timeout,
 //! receive counting and a dead-letter flag after `max_receives`.
 
-use reelgate::ports::queue::*;
-use async_trait::async_trait;
-use std::time::Duration;
 use crate::db::Database;
+use async_trait::async_trait;
+use reelgate::ports::queue::*;
 use rusqlite::params;
+use std::time::Duration;
 
 pub struct SqliteQueue {
     db: Database,

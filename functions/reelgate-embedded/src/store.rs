@@ -2,9 +2,9 @@
 //! conditions and transactions are atomic across threads and across processes (the admin command
 //! may run beside the server).
 
-use reelgate::ports::store::*;
-use async_trait::async_trait;
 use crate::db::Database;
+use async_trait::async_trait;
+use reelgate::ports::store::*;
 use rusqlite::{params, OptionalExtension};
 
 pub struct SqliteItemStore {

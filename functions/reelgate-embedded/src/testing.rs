@@ -2,9 +2,10 @@
 //! directory, and helpers to make organizations, people and keys. Used by this crate's tests and
 //! by other crates' tests (feature `contract`).
 
-use reelgate::app::{App, Settings};
-use reelgate::domain::catalog::Catalog;
 use crate::host::LocalBackend;
+use reelgate::app::App;
+use reelgate::config::Settings;
+use reelgate::domain::catalog::Catalog;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 
@@ -96,8 +97,18 @@ impl TestServer {
             ..Settings::default()
         };
         let catalog = Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
-        let mut app = backend.app(Arc::new(catalog), settings);
+        let catalog = Arc::new(catalog);
+        let mut app = backend.app(catalog.clone(), settings);
         configure(&mut app);
+        // The harness builds its App by hand (its settings, fakes through `configure`); the
+        // catalog's engines point at the in-process reference engine, as `assemble` does.
+        app.engines = Arc::new(
+            reelgate::adapters::engines_from_catalog(
+                &catalog,
+                Some(&crate::host::reference_engine_url(&base_url)),
+            )
+            .expect("engines"),
+        );
         let options = crate::host::LocalServiceOptions {
             workflow: crate::workflow::LocalWorkflowOptions {
                 time_scale,
@@ -107,7 +118,7 @@ impl TestServer {
             engine_parallel: 2,
             engine_fault_injection: true,
         };
-        let services = crate::host::start_services(&mut app, &backend, options)
+        let services = crate::host::start_services(&app, &backend, options)
             .await
             .expect("services");
         let router = crate::host::local_router(app.clone(), &backend, &services);
@@ -154,7 +165,10 @@ impl TestServer {
     pub async fn member(&self, org: &str) -> Tenant {
         let accounts = self.app.accounts();
         let person = accounts
-            .create_person(org, &format!("{}@example.test", reelgate::domain::ids::new_secret(6)))
+            .create_person(
+                org,
+                &format!("{}@example.test", reelgate::domain::ids::new_secret(6)),
+            )
             .await
             .expect("person");
         let key = accounts.create_api_key(&person.id).await.expect("key");
@@ -190,9 +204,9 @@ pub async fn agree(app: &App, org: &str, person: &str) {
         .await
         .expect("auth")
         .expect("caller");
-    let _ = reelgate::domain::agreement::accept(app, &caller)
-    .await
-    .expect("accept");
+    let _ = reelgate::domain::agreement::accept(app.context(), &caller)
+        .await
+        .expect("accept");
 }
 
 /// Admission contract, run against each store adapter: 50 concurrent creates at a balance that
@@ -202,7 +216,8 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
     use reelgate::domain::accounts::Caller;
     let dir = tempfile::tempdir().expect("tempdir");
     let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
-    let catalog = Arc::new(Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"));
+    let catalog =
+        Arc::new(Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"));
     let app = App::new(
         store,
         backend.blobs.clone(),
@@ -222,7 +237,7 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
         for _ in 0..n {
             let (app, caller, body) = (app.clone(), caller.clone(), body.clone());
             tasks.push(tokio::spawn(async move {
-                reelgate::domain::videos::create::create(&app, &caller, &body).await
+                reelgate::domain::videos::create::create(app.context(), None, &caller, &body).await
             }));
         }
         let mut admitted = 0;

@@ -3,11 +3,11 @@
 //! definition's resources to the library's step handlers and the embedded render queue, the
 //! render worker loop, and the retention sweeper.
 
-use reelgate::domain::workflow::{steps, worker};
-use reelgate::ports::workflow::{Workflow, WorkflowError};
-use reelgate::app::App;
 use crate::db::Database;
 use async_trait::async_trait;
+use reelgate::app::App;
+use reelgate::domain::workflow::{steps, worker};
+use reelgate::ports::workflow::{Workflow, WorkflowError};
 use reelgate_asl::{
     ExecutionJournal, ExecutionSnapshot, JournalError, Runner, RunnerError, RunnerOptions,
     StateMachine, TaskCall, TaskDispatcher, TaskFailure, TaskOutcome,
@@ -152,7 +152,7 @@ impl TaskDispatcher for LocalDispatcher {
                     .get("Payload")
                     .cloned()
                     .unwrap_or(Value::Null);
-                match steps::run_step(&self.app, step, payload).await {
+                match steps::run_step(&self.app.pipeline(), step, payload).await {
                     Ok(result) => Ok(TaskOutcome::Completed(result)),
                     Err(e) => Err(TaskFailure::lambda_function_error(&e.error, &e.cause)),
                 }
@@ -323,7 +323,7 @@ async fn worker_loop(app: App, n: usize) {
             }
         };
         for message in batch {
-            match worker::handle(&app, &message.body).await {
+            match worker::handle(&app.pipeline(), &message.body).await {
                 worker::Disposition::Done => {
                     if let Err(e) = app.render_queue.delete(&message.receipt).await {
                         tracing::warn!(error = %e, "could not delete a handled render message");
@@ -352,7 +352,7 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
         ) else {
             continue;
         };
-        if reelgate::domain::jobs::fail_if_running(app, org, video_id).await? {
+        if reelgate::domain::jobs::fail_if_running(app.context(), org, video_id).await? {
             tracing::warn!(execution = %execution.execution_id, "reconciled a job its execution left running");
             failed += 1;
         }
@@ -363,10 +363,7 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
 /// Deletes what has expired: finished jobs with their outputs and thumbnails 30 days after
 /// they finished, uploaded files 30 days after upload (DynamoDB TTL and S3 lifecycle rules do
 /// this on AWS). Moderation records expire on their own schedule.
-pub async fn sweep(
-    app: &App,
-    store: &crate::store::SqliteItemStore,
-) -> anyhow::Result<usize> {
+pub async fn sweep(app: &App, store: &crate::store::SqliteItemStore) -> anyhow::Result<usize> {
     let now = reelgate::ports::store::now_secs();
     let expired = store.expired_keys(now).await?;
     for (pk, sk) in &expired {

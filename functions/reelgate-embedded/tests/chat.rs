@@ -415,10 +415,14 @@ fn cost(prompt: u64, completion: u64) -> Decimal {
 }
 
 async fn ledger_amount(rig: &Rig, completion_id: &str) -> Decimal {
-    let entry = reelgate::domain::usage::ledger_entry(&rig.server.app, &rig.tenant.org, completion_id)
-        .await
-        .expect("store")
-        .expect("a ledger entry for the completion");
+    let entry = reelgate::domain::usage::ledger_entry(
+        rig.server.app.context(),
+        &rig.tenant.org,
+        completion_id,
+    )
+    .await
+    .expect("store")
+    .expect("a ledger entry for the completion");
     use reelgate::ports::store::ItemExt;
     entry.decimal_attr("amount").expect("amount")
 }
@@ -478,12 +482,22 @@ async fn discovery_adds_the_upstreams_models_except_video_ids() {
     let fake = FakeUpstream::start().await;
     *fake.state.models.lock().expect("lock") = vec!["llama-local".into(), "reel-1".into()];
     let mut catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
-    // Only this test touches these variables.
-    std::env::set_var("REELGATE_UPSTREAM_BASE_URL", &fake.base_url);
-    std::env::set_var("REELGATE_UPSTREAM_CAPABILITIES", "vision, tools");
-    let found = reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog).await;
-    std::env::remove_var("REELGATE_UPSTREAM_BASE_URL");
-    std::env::remove_var("REELGATE_UPSTREAM_CAPABILITIES");
+    // The variables as the service reads them: through the typed configuration.
+    let config = reelgate::config::Config::from_vars([
+        (
+            "REELGATE_UPSTREAM_BASE_URL".to_owned(),
+            fake.base_url.clone(),
+        ),
+        (
+            "REELGATE_UPSTREAM_CAPABILITIES".to_owned(),
+            "vision, tools".to_owned(),
+        ),
+    ])
+    .expect("config");
+    let discovery = config.upstream_discovery.expect("discovery configured");
+    let found =
+        reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog, &discovery)
+            .await;
     found.expect("discovery");
     let model = catalog.chat_model("llama-local").expect("discovered");
     assert_eq!(
@@ -1425,7 +1439,7 @@ async fn bedrock_upstream_through_the_gateway() {
     let prompt = reply["usage"]["prompt_tokens"].as_u64().expect("usage");
     let completion_tokens = reply["usage"]["completion_tokens"].as_u64().expect("usage");
     let id = reply["id"].as_str().expect("id");
-    let entry = reelgate::domain::usage::ledger_entry(&server.app, &tenant.org, id)
+    let entry = reelgate::domain::usage::ledger_entry(server.app.context(), &tenant.org, id)
         .await
         .expect("store")
         .expect("ledger");

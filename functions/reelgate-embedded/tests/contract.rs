@@ -29,7 +29,9 @@ mod sqlite_queue {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = reelgate_embedded::db::Database::open(&dir.path().join("q.sqlite3")).expect("db");
         std::mem::forget(dir);
-        std::sync::Arc::new(reelgate_embedded::queue::SqliteQueue::new(db, "contract", 2))
+        std::sync::Arc::new(reelgate_embedded::queue::SqliteQueue::new(
+            db, "contract", 2,
+        ))
     }
     reelgate::queue_contract_tests!(make());
 }

@@ -485,7 +485,8 @@ async fn oversize_json_body_is_413_in_the_envelope() {
 #[tokio::test]
 async fn file_content_can_redirect_to_a_short_lived_url() {
     let catalog =
-        reelgate::domain::catalog::Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
+        reelgate::domain::catalog::Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG)
+            .expect("catalog");
     let server = TestServer::start_with(catalog, |app| {
         let mut settings = (*app.settings).clone();
         settings.content_redirect = true;

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use base64::Engine;
 use futures::StreamExt;
 use reelgate::domain::catalog::Catalog;
-use reelgate_embedded::testing::{Tenant, TestServer};
 use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use reelgate_embedded::testing::{Tenant, TestServer};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
@@ -197,7 +197,10 @@ struct Env {
 }
 
 async fn env() -> Env {
-    let text = format!("{}\n{TEST_CATALOG}", reelgate::domain::catalog::DEFAULT_CATALOG);
+    let text = format!(
+        "{}\n{TEST_CATALOG}",
+        reelgate::domain::catalog::DEFAULT_CATALOG
+    );
     let catalog = Catalog::parse(&text).expect("test catalog");
     let fake = Arc::new(FakeUpstreamScripted::default());
     let registered = fake.clone();
@@ -463,11 +466,14 @@ async fn three_turns_through_previous_response_id_send_the_whole_history() {
         .is_some_and(|id| id.starts_with("msg_")));
 
     // Charged by usage at the model's prices, one ledger entry per response.
-    let entry =
-        reelgate::domain::usage::ledger_entry(&env.server.app, &a.org, r1["id"].as_str().expect("id"))
-            .await
-            .expect("ledger")
-            .expect("a ledger entry");
+    let entry = reelgate::domain::usage::ledger_entry(
+        env.server.app.context(),
+        &a.org,
+        r1["id"].as_str().expect("id"),
+    )
+    .await
+    .expect("ledger")
+    .expect("a ledger entry");
     // 20 × 1000/1e6 + 7 × 2000/1e6 = 0.034 (the ledger's sign convention is usage.rs's).
     let amount = entry
         .get("amount")
@@ -1023,7 +1029,7 @@ async fn an_upstream_failure_mid_stream_is_response_failed() {
     assert_eq!(s, 200);
     assert_eq!(got["status"], "failed");
     assert!(
-        reelgate::domain::usage::ledger_entry(&env.server.app, &env.alice.org, id)
+        reelgate::domain::usage::ledger_entry(env.server.app.context(), &env.alice.org, id)
             .await
             .expect("ledger")
             .is_none()
@@ -1256,9 +1262,10 @@ async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
     let mut entry = None;
     while entry.is_none() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        entry = reelgate::domain::usage::ledger_entry(&env.server.app, &env.alice.org, &id)
-            .await
-            .expect("ledger");
+        entry =
+            reelgate::domain::usage::ledger_entry(env.server.app.context(), &env.alice.org, &id)
+                .await
+                .expect("ledger");
     }
     let entry = entry.expect("the spent tokens were charged");
     assert_eq!(

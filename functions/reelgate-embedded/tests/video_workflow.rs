@@ -4,8 +4,8 @@
 
 use async_trait::async_trait;
 use reelgate::ports::moderator::{ModerationError, ModerationInput, Moderator, Verdict};
-use reelgate_embedded::testing::{agree, Tenant, TestServer};
 use reelgate::ports::translator::{TranslationError, Translator};
+use reelgate_embedded::testing::{agree, Tenant, TestServer};
 use reelgate_engine::FaultSwitches;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -180,7 +180,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
 
     // A duplicated completion (a retried finalize, a repeated callback) charges nothing more.
     let again = reelgate::domain::workflow::steps::run_step(
-        &server.app,
+        &server.app.pipeline(),
         "finalize",
         json!({"org": t.org, "video_id": id, "render": {"output_key": reelgate::domain::videos::output_blob_key(&t.org, &id), "render_id": "rnd_x"}}),
     )
@@ -197,7 +197,10 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     )
     .await
     .expect("charge");
-    assert_eq!(settled, reelgate::domain::billing::Settlement::AlreadySettled);
+    assert_eq!(
+        settled,
+        reelgate::domain::billing::Settlement::AlreadySettled
+    );
     let org = server.app.accounts().org(&t.org).await.expect("org");
     assert_eq!(org.balance.to_string(), "4.60");
 }

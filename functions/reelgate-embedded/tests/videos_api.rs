@@ -184,7 +184,7 @@ async fn agreement_is_per_person_and_console_only() {
         .await
         .expect("auth")
         .expect("caller");
-    let err = reelgate::domain::videos::create::create(&app, &caller, &job(4))
+    let err = reelgate::domain::videos::create::create(app.context(), None, &caller, &job(4))
         .await
         .expect_err("asks again");
     assert_eq!(err.code, "agreement_required");
@@ -342,14 +342,16 @@ async fn oversized_frame_image_is_refused() {
 #[tokio::test]
 async fn model_engine_credits_and_concurrency_errors() {
     let mut catalog = Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
-    catalog.video_models.push(reelgate::domain::catalog::VideoModel {
-        id: "reel-offline".into(),
-        name: "Offline".into(),
-        description: "No engine configured".into(),
-        engine: None,
-        plans: vec!["starter".into()],
-        pricing: catalog.video_models[0].pricing.clone(),
-    });
+    catalog
+        .video_models
+        .push(reelgate::domain::catalog::VideoModel {
+            id: "reel-offline".into(),
+            name: "Offline".into(),
+            description: "No engine configured".into(),
+            engine: None,
+            plans: vec!["starter".into()],
+            pricing: catalog.video_models[0].pricing.clone(),
+        });
     let server = TestServer::start_with(catalog, |_| {}).await;
     let c = Client::new(&server);
     let t = agreed_tenant(&server, "0.50").await;
@@ -577,9 +579,15 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     let t = agreed_tenant(&server, "10.00").await;
     let (_, v) = c.post(&t.key, "/v1/videos", job(5)).await;
     let id = v["id"].as_str().expect("id").to_owned();
-    reelgate::domain::jobs::fail(&server.app, &t.org, &id, "moderation_blocked", "blocked")
-        .await
-        .expect("fail");
+    reelgate::domain::jobs::fail(
+        server.app.context(),
+        &t.org,
+        &id,
+        "moderation_blocked",
+        "blocked",
+    )
+    .await
+    .expect("fail");
     let (_, failed) = c.get(&t.key, &format!("/v1/videos/{id}")).await;
     assert_eq!(failed["status"], "failed");
     assert_eq!(
@@ -597,9 +605,15 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
         ("10.00".into(), "10.00".into(), "0.00".into())
     );
     // A second failure of the same job changes nothing.
-    reelgate::domain::jobs::fail(&server.app, &t.org, &id, "engine_unavailable", "again")
-        .await
-        .expect("fail");
+    reelgate::domain::jobs::fail(
+        server.app.context(),
+        &t.org,
+        &id,
+        "engine_unavailable",
+        "again",
+    )
+    .await
+    .expect("fail");
     let org = server.app.accounts().org(&t.org).await.expect("org");
     assert_eq!(org.available.to_string(), "10.00");
     let (_, again) = c.get(&t.key, &format!("/v1/videos/{id}")).await;

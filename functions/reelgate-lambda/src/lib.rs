@@ -10,11 +10,10 @@ pub mod functions;
 
 use anyhow::Context;
 use lambda_runtime::{Diagnostic, LambdaEvent};
-use reelgate::app::{App, Settings};
-use reelgate::domain::catalog::Catalog;
+use reelgate::app::{App, Host, Ports};
+use reelgate::config::{Config, Settings};
 use reelgate::domain::workflow::worker::Disposition;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 pub use lambda_runtime::Error;
 
@@ -37,39 +36,15 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// The service settings from the function's environment (the template sets them): the same
-/// variables every host reads (`Settings::from_env`), with one Lambda default.
-pub fn settings_from_env() -> anyhow::Result<Settings> {
-    let public_url = std::env::var("REELGATE_PUBLIC_URL").unwrap_or_default();
-    let public_url = public_url.trim().trim_end_matches('/');
-    let mut s = if public_url.is_empty() {
-        Settings::from_env(&Settings::default().public_base_url)?
-    } else {
-        Settings::from_env(public_url)?
-    };
-    // Lambda answers at most 6 MB and an MP4 is often more: on Lambda the content routes
-    // redirect to a presigned S3 URL unless REELGATE_CONTENT_REDIRECT=0.
-    s.content_redirect = std::env::var("REELGATE_CONTENT_REDIRECT")
-        .map(|v| v.trim() != "0")
-        .unwrap_or(true);
-    Ok(s)
-}
-
 /// Secrets (engine and provider keys) live in one Secrets Manager secret whose value is a JSON
 /// object of environment-variable name → value; `REELGATE_SECRETS_ARN` names it. They are read
 /// once per cold start and put into this process's environment, where the catalog's
 /// `api_key_env` names look them up — so no secret ever sits in the function's configuration.
-async fn load_secrets(config: &aws_config::SdkConfig) -> anyhow::Result<()> {
-    let Some(arn) = std::env::var("REELGATE_SECRETS_ARN")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
-        return Ok(());
-    };
+async fn load_secrets(config: &aws_config::SdkConfig, arn: &str) -> anyhow::Result<()> {
     let client = aws_sdk_secretsmanager::Client::new(config);
     let out = client
         .get_secret_value()
-        .secret_id(&arn)
+        .secret_id(arn)
         .send()
         .await
         .map_err(|e| {
@@ -91,58 +66,51 @@ async fn load_secrets(config: &aws_config::SdkConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the application over the AWS adapters from the environment: `REELGATE_TABLE`,
-/// `REELGATE_BUCKET`, `REELGATE_RENDER_QUEUE_URL`, `REELGATE_STATE_MACHINE_ARN` (see
-/// `reelgate_aws::AwsSettings`), the catalog (`REELGATE_CATALOG`, else the built-in one),
-/// engines (`REELGATE_REFERENCE_ENGINE_URL` and the catalog's `base_url`s), the moderator
-/// (`REELGATE_MODERATOR`) and the chat upstreams of the catalog (plus the models of
-/// `REELGATE_UPSTREAM_BASE_URL`, when set).
-pub async fn aws_app() -> anyhow::Result<App> {
-    let aws = reelgate_aws::AwsSettings::from_env().map_err(anyhow::Error::msg)?;
+/// Builds the application over the AWS adapters from the typed configuration
+/// (`reelgate::config::Config`): the AWS resources (`REELGATE_TABLE`, `REELGATE_BUCKET`,
+/// `REELGATE_RENDER_QUEUE_URL`, `REELGATE_STATE_MACHINE_ARN`), the secrets of
+/// `REELGATE_SECRETS_ARN`, then [`reelgate::app::assemble`] with this host's differences: content
+/// redirects on by default (Lambda answers at most 6 MB), Bedrock engines and upstreams, and
+/// upstream failures logged rather than fatal (they connect on first use).
+pub async fn aws_app() -> anyhow::Result<(App, Config)> {
+    let config = Config::from_env()?;
+    let aws = reelgate_aws::AwsSettings::from_config(&config).map_err(anyhow::Error::msg)?;
     let backend = reelgate_aws::connect(aws).await;
-    load_secrets(&backend.sdk_config).await?;
-    let mut catalog = Catalog::load_from_env().context("loading the catalog")?;
-    // As the local server does: with REELGATE_UPSTREAM_BASE_URL set, every model that server
-    // lists becomes a chat model. A failure leaves the catalog's own models (and the video
-    // routes) working.
-    if let Err(e) = reelgate::adapters::upstream_discovery::discover_upstream_models(&mut catalog).await {
-        tracing::error!(
-            error = format!("{e:#}"),
-            "listing the models of REELGATE_UPSTREAM_BASE_URL failed"
-        );
-    }
-    let catalog = Arc::new(catalog);
-    let mut app = App::new(
-        backend.store,
-        backend.blobs,
-        backend.queue,
-        catalog.clone(),
-        settings_from_env()?,
-    );
-    let engines =
-        reelgate::adapters::engines_from_catalog(&catalog, None).context("configuring the video engines")?;
-    reelgate_aws::bedrock_video::register_bedrock_engines(&backend.sdk_config, &catalog, &engines)
-        .context("configuring the Bedrock video engines")?;
-    app.engines = Arc::new(engines);
-    app.moderator = reelgate::adapters::moderator_from_env().context("configuring moderation")?;
-    // A provider that cannot be configured must not take the video routes down with it: the
-    // gateway connects missing upstreams lazily and answers `upstream_unavailable` per request.
-    let upstreams =
-        reelgate::domain::registry::Upstreams::with_connector(Arc::new(reelgate_aws::upstream_connector()));
-    if let Err(e) = upstreams.connect_all(&catalog).await {
-        tracing::error!(error = %e, "chat upstreams are not all configured; they connect on first use")
-    }
-    app.upstreams = Arc::new(upstreams);
-    if let Some(workflow) = backend.workflow {
-        app.set_workflow(workflow);
-    }
-    Ok(app)
+    let config = match &config.aws.secrets_arn {
+        Some(arn) => {
+            load_secrets(&backend.sdk_config, arn).await?;
+            // The secret may hold REELGATE_* values (an upstream key): read the completed
+            // environment, checked like the first reading.
+            Config::from_env()?
+        }
+        None => config,
+    };
+    let sdk_config = backend.sdk_config.clone();
+    let ports = Ports {
+        store: backend.store,
+        blobs: backend.blobs,
+        render_queue: backend.queue,
+        workflow: backend.workflow,
+    };
+    let host = Host {
+        fallback_url: Settings::default().public_base_url,
+        content_redirect_default: true,
+        in_process_engine_url: None,
+        connector: reelgate_aws::upstream_connector(),
+        extra_engines: Some(Box::new(move |catalog, engines| {
+            reelgate_aws::bedrock_video::register_bedrock_engines(&sdk_config, catalog, engines)
+                .context("configuring the Bedrock video engines")
+        })),
+        strict_upstreams: false,
+    };
+    let app = reelgate::app::assemble(&config, ports, host).await?;
+    Ok((app, config))
 }
 
-async fn app_or_exit(function: &str) -> App {
+async fn app_or_exit(function: &str) -> (App, Config) {
     init_tracing();
     match aws_app().await {
-        Ok(app) => app,
+        Ok(assembled) => assembled,
         Err(e) => {
             // Exiting makes Lambda report an init error (`Runtime.ExitError`) with this line in
             // the log, which is where an operator looks for a configuration mistake.
@@ -153,11 +121,11 @@ async fn app_or_exit(function: &str) -> App {
 }
 
 /// Serves the API router through `lambda_http` (API Gateway HTTP API payload 2.0, or a function
-/// URL). Buffered by default; streamed when [`RESPONSE_STREAM_ENV`] is `1`.
+/// URL). Buffered by default; streamed when [`RESPONSE_STREAM_ENV`] is on.
 pub async fn run_http(function: &str) -> Result<(), Error> {
-    let app = app_or_exit(function).await;
+    let (app, config) = app_or_exit(function).await;
     let router = reelgate::api::router(app);
-    if std::env::var(RESPONSE_STREAM_ENV).as_deref() == Ok("1") {
+    if config.response_stream {
         lambda_http::run_with_streaming_response(router).await
     } else {
         lambda_http::run(router).await
@@ -175,11 +143,11 @@ fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnosti
 
 /// Runs one workflow step (`moderate`, `translate`, `finalize`, `fail_job`) per invocation.
 pub async fn run_step(step: &'static str) -> Result<(), Error> {
-    let app = app_or_exit(step).await;
+    let (app, _) = app_or_exit(step).await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            reelgate::domain::workflow::steps::run_step(app, step, event.payload)
+            reelgate::domain::workflow::steps::run_step(&app.pipeline(), step, event.payload)
                 .await
                 .map_err(step_diagnostic)
         },
@@ -199,7 +167,9 @@ pub async fn handle_sqs_batch(app: &App, event: &Value) -> Value {
     {
         let id = record["messageId"].as_str().unwrap_or_default();
         let body = record["body"].as_str().unwrap_or_default();
-        if reelgate::domain::workflow::worker::handle(app, body).await == Disposition::Retry {
+        if reelgate::domain::workflow::worker::handle(&app.pipeline(), body).await
+            == Disposition::Retry
+        {
             // The queue's visibility timeout is long (sized for the worker's timeout); a retry
             // should come back after one poll interval, as on the local host.
             if let Some(receipt) = record["receiptHandle"].as_str() {
@@ -219,7 +189,7 @@ pub async fn handle_sqs_batch(app: &App, event: &Value) -> Value {
 
 /// The SQS-triggered render worker.
 pub async fn run_worker() -> Result<(), Error> {
-    let app = app_or_exit("render-worker").await;
+    let (app, _) = app_or_exit("render-worker").await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
@@ -250,7 +220,7 @@ pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<
         tracing::warn!(execution = %detail["executionArn"], "an ended execution without a job in its input");
         return Ok(false);
     };
-    let failed = reelgate::domain::jobs::fail_if_running(app, org, video_id)
+    let failed = reelgate::domain::jobs::fail_if_running(app.context(), org, video_id)
         .await
         .map_err(|e| anyhow::anyhow!("failing {video_id}: {}", e.message))?;
     if failed {
@@ -262,7 +232,7 @@ pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<
 /// The EventBridge-triggered reconciler of ended executions. An error makes EventBridge retry
 /// the event (its default retry policy), so a store outage does not leave the job running.
 pub async fn run_execution_ended() -> Result<(), Error> {
-    let app = app_or_exit("execution-ended").await;
+    let (app, _) = app_or_exit("execution-ended").await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {

@@ -4,8 +4,8 @@
 //! `POST /v1/videos` on a host without a workflow, so it stays `moderating`, as a job does whose
 //! execution died before settling it.
 
+use reelgate::config::Settings;
 use reelgate::domain::accounts::Accounts;
-use reelgate::app::Settings;
 use reelgate::domain::catalog::Catalog;
 use reelgate_embedded::host::LocalBackend;
 use rust_decimal::Decimal;
@@ -16,11 +16,12 @@ use std::sync::Arc;
 async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("local backend");
-    let catalog = Arc::new(Catalog::load_from_env().expect("catalog"));
+    let catalog = Arc::new(Catalog::load(None).expect("catalog"));
     let mut app = backend.app(catalog.clone(), Settings::default());
     // An engine must be configured for admission; it is never called here.
     app.engines = Arc::new(
-        reelgate::adapters::engines_from_catalog(&catalog, Some("http://127.0.0.1:9")).expect("engines"),
+        reelgate::adapters::engines_from_catalog(&catalog, Some("http://127.0.0.1:9"))
+            .expect("engines"),
     );
 
     let accounts = Accounts::new(app.store.as_ref());

@@ -1,7 +1,7 @@
 //! The render worker's SQS adapter: messages to retry come back as batch item failures (and get
 //! a short visibility), the rest count as handled. Runs on the embedded adapters, no AWS needed.
 
-use reelgate::app::Settings;
+use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
 use reelgate_embedded::host::LocalBackend;
 use serde_json::json;
@@ -12,7 +12,7 @@ use std::time::Duration;
 async fn retries_are_reported_as_batch_item_failures_and_the_rest_as_handled() {
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("local backend");
-    let catalog = Arc::new(Catalog::load_from_env().expect("catalog"));
+    let catalog = Arc::new(Catalog::load(None).expect("catalog"));
     let settings = Settings {
         render_poll_interval: Duration::from_secs(1),
         ..Settings::default()

@@ -1,99 +1,20 @@
-//! The application state every handler shares, whichever host (local server or Lambda) runs it.
+//! The assembled application: [`App`], the state every handler shares whichever host (local
+//! server or Lambda) runs it, and [`assemble`], the one place it is put together from the typed
+//! [`Config`] and a host's ports. Hosts add only what is theirs (the local host its reference
+//! engine and workflow runner, the AWS hosts their Bedrock engines and upstream kind).
 
-use crate::ports::blobs::BlobStore;
+use crate::adapters::CatalogConnector;
+use crate::config::{Config, Settings};
 use crate::domain::catalog::Catalog;
+use crate::domain::registry::{Engines, Upstreams};
+use crate::domain::workflow::Pipeline;
+use crate::domain::Context;
+use crate::ports::blobs::BlobStore;
 use crate::ports::queue::MessageQueue;
 use crate::ports::store::ItemStore;
 use crate::ports::workflow::Workflow;
+use anyhow::Context as _;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
-
-/// Knobs with their defaults; each is documented in docs/configuration.md.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The URL clients reach this service at (used in presigned local URLs and callbacks).
-    pub public_base_url: String,
-    /// Largest upload through `POST /v1/files`.
-    pub max_upload_bytes: u64,
-    /// Largest JSON request body.
-    pub max_json_bytes: usize,
-    /// Lifetime of presigned URLs handed to engines and upstream models.
-    pub presign_ttl: Duration,
-    /// Uploaded files expire this long after upload.
-    pub file_retention: Duration,
-    /// Finished jobs (record, prompt, output, thumbnail) are deleted this long after finishing.
-    pub job_retention: Duration,
-    /// Chat model (catalog id) that translates Japanese prompts; None refuses them
-    /// (`translation_unavailable`).
-    pub translation_model: Option<String>,
-    /// How often the render worker asks the engine for progress.
-    pub render_poll_interval: Duration,
-    /// Consecutive failed engine calls before a render fails as `engine_unavailable`.
-    pub engine_unreachable_attempts: u32,
-    /// Answer `GET /v1/videos/{id}/content` with a redirect to a short-lived blob URL instead of
-    /// streaming the MP4 (Lambda's response payload limit is 6 MB; an MP4 can be tens of MB).
-    pub content_redirect: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            public_base_url: "http://127.0.0.1:8080".into(),
-            max_upload_bytes: 100 * 1000 * 1000,
-            max_json_bytes: 32 * 1024 * 1024,
-            presign_ttl: Duration::from_secs(15 * 60),
-            file_retention: Duration::from_secs(30 * 24 * 3600),
-            job_retention: Duration::from_secs(30 * 24 * 3600),
-            translation_model: None,
-            render_poll_interval: Duration::from_secs(2),
-            engine_unreachable_attempts: 5,
-            content_redirect: false,
-        }
-    }
-}
-
-impl Settings {
-    /// The defaults, overridden by the environment (each variable is documented in
-    /// docs/configuration.md). Every host (local server, Lambda) reads the same variables.
-    pub fn from_env(public_base_url: &str) -> anyhow::Result<Settings> {
-        use anyhow::Context;
-        let mut s = Settings {
-            public_base_url: public_base_url.to_owned(),
-            ..Settings::default()
-        };
-        let secs = |name: &str| -> anyhow::Result<Option<u64>> {
-            match std::env::var(name) {
-                Ok(v) if !v.is_empty() => {
-                    Ok(Some(v.parse().with_context(|| {
-                        format!("{name} must be whole seconds")
-                    })?))
-                }
-                _ => Ok(None),
-            }
-        };
-        if let Some(v) = secs("REELGATE_PRESIGN_TTL_SECS")? {
-            s.presign_ttl = Duration::from_secs(v.max(1));
-        }
-        if let Some(v) = secs("REELGATE_RENDER_POLL_SECS")? {
-            s.render_poll_interval = Duration::from_secs(v.max(1));
-        }
-        if let Ok(v) = std::env::var("REELGATE_MAX_UPLOAD_BYTES") {
-            if !v.is_empty() {
-                s.max_upload_bytes = v
-                    .parse()
-                    .context("REELGATE_MAX_UPLOAD_BYTES must be a byte count")?;
-            }
-        }
-        s.translation_model = std::env::var("REELGATE_TRANSLATION_MODEL")
-            .ok()
-            .filter(|v| !v.is_empty());
-        s.content_redirect = matches!(
-            std::env::var("REELGATE_CONTENT_REDIRECT").as_deref(),
-            Ok("1" | "true")
-        );
-        Ok(s)
-    }
-}
 
 #[derive(Clone)]
 pub struct App {
@@ -128,9 +49,9 @@ impl App {
             catalog,
             settings: Arc::new(settings),
             workflow: Arc::new(OnceLock::new()),
-            upstreams: Arc::new(crate::domain::registry::Upstreams::with_connector(Arc::new(
-                crate::adapters::CatalogConnector::new(),
-            ))),
+            upstreams: Arc::new(crate::domain::registry::Upstreams::with_connector(
+                Arc::new(crate::adapters::CatalogConnector::new()),
+            )),
             engines: Arc::new(crate::domain::registry::Engines::default()),
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
@@ -158,12 +79,127 @@ impl App {
             .upstream_model
             .clone()
             .unwrap_or_else(|| model.id.clone());
-        Some(Arc::new(crate::adapters::chat_translator::ChatTranslator::new(
-            upstream, &name,
-        )))
+        Some(Arc::new(
+            crate::adapters::chat_translator::ChatTranslator::new(upstream, &name),
+        ))
     }
 
     pub fn accounts(&self) -> crate::domain::accounts::Accounts<'_> {
         crate::domain::accounts::Accounts::new(self.store.as_ref())
     }
+
+    /// The narrow context of the request-side use cases.
+    pub fn context(&self) -> Context<'_> {
+        Context {
+            store: self.store.as_ref(),
+            blobs: self.blobs.as_ref(),
+            catalog: &self.catalog,
+            settings: &self.settings,
+        }
+    }
+
+    /// What the workflow steps and the render worker use.
+    pub fn pipeline(&self) -> Pipeline {
+        Pipeline {
+            store: self.store.clone(),
+            blobs: self.blobs.clone(),
+            render_queue: self.render_queue.clone(),
+            catalog: self.catalog.clone(),
+            settings: self.settings.clone(),
+            engines: self.engines.clone(),
+            moderator: self.moderator.clone(),
+            translator: self.translator(),
+            workflow: self.workflow(),
+        }
+    }
+}
+
+/// A host's adapters of the storage ports.
+pub struct Ports {
+    pub store: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub render_queue: Arc<dyn MessageQueue>,
+    /// The workflow, when the host has one already (Step Functions); the local runner is set
+    /// later with [`App::set_workflow`], as it dispatches steps to the App it belongs to.
+    pub workflow: Option<Arc<dyn Workflow>>,
+}
+
+/// Registers engines a host's own crates provide (Bedrock on AWS) after the catalog's.
+pub type EngineRegistrar = Box<dyn FnOnce(&Catalog, &Engines) -> anyhow::Result<()> + Send>;
+
+/// What differs between hosts.
+pub struct Host {
+    /// The URL this host answers at when `REELGATE_PUBLIC_URL` is not set.
+    pub fallback_url: String,
+    /// Whether the content routes redirect unless `REELGATE_CONTENT_REDIRECT` says (on Lambda,
+    /// whose responses stop at 6 MB).
+    pub content_redirect_default: bool,
+    /// Where the reference engine is served in-process, if it is (the local host); the
+    /// configured `REELGATE_REFERENCE_ENGINE_URL` wins.
+    pub in_process_engine_url: Option<String>,
+    /// The chat-upstream kinds this host links (`openai`, plus `bedrock` where reelgate-aws is).
+    pub connector: CatalogConnector,
+    pub extra_engines: Option<EngineRegistrar>,
+    /// True: an upstream or a discovery that fails stops start-up (the local server). False:
+    /// it is logged and connected on first use, so one provider cannot take the video routes
+    /// down (Lambda).
+    pub strict_upstreams: bool,
+}
+
+/// Puts the application together: the catalog (`REELGATE_CATALOG`, plus the quick-start
+/// upstream's models), the settings, the video engines, the moderator, the chat upstreams and
+/// the host's ports.
+pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Result<App> {
+    let mut catalog =
+        Catalog::load(config.catalog_path.as_deref()).context("loading the catalog")?;
+    if let Some(discovery) = &config.upstream_discovery {
+        if let Err(e) =
+            crate::adapters::upstream_discovery::discover_upstream_models(&mut catalog, discovery)
+                .await
+        {
+            if host.strict_upstreams {
+                return Err(e.context("listing the models of REELGATE_UPSTREAM_BASE_URL"));
+            }
+            // A failure leaves the catalog's own models (and the video routes) working.
+            tracing::error!(
+                error = format!("{e:#}"),
+                "listing the models of REELGATE_UPSTREAM_BASE_URL failed"
+            );
+        }
+    }
+    let catalog = Arc::new(catalog);
+    let settings = config.settings_for_host(&host.fallback_url, host.content_redirect_default);
+    let mut app = App::new(
+        ports.store,
+        ports.blobs,
+        ports.render_queue,
+        catalog.clone(),
+        settings,
+    );
+    let engine_url = config
+        .reference_engine_url
+        .as_deref()
+        .or(host.in_process_engine_url.as_deref());
+    let engines = crate::adapters::engines_from_catalog(&catalog, engine_url)
+        .context("configuring the video engines")?;
+    if let Some(register) = host.extra_engines {
+        register(&catalog, &engines)?;
+    }
+    app.engines = Arc::new(engines);
+    app.moderator = crate::adapters::moderator_from_config(&config.moderation)
+        .context("configuring moderation")?;
+    let upstreams = Upstreams::with_connector(Arc::new(host.connector));
+    if let Err(e) = upstreams.connect_all(&catalog).await {
+        if host.strict_upstreams {
+            return Err(
+                anyhow::Error::new(e).context("connecting the catalog's text-model upstreams")
+            );
+        }
+        tracing::error!(error = %e, "chat upstreams are not all configured; they connect on first use");
+    }
+    app.upstreams = Arc::new(upstreams);
+    if let Some(workflow) = ports.workflow {
+        app.set_workflow(workflow);
+    }
+    Ok(app)
 }

@@ -17,41 +17,107 @@ use std::time::Duration;
 /// the full story). Host-only variables are listed too: a name is known whichever host reads it.
 pub const VARIABLES: &[(&str, &str)] = &[
     // The service.
-    ("REELGATE_PUBLIC_URL", "the URL clients reach the service at"),
+    (
+        "REELGATE_PUBLIC_URL",
+        "the URL clients reach the service at",
+    ),
     ("REELGATE_CATALOG", "path of the catalog TOML file"),
     ("REELGATE_MAX_UPLOAD_BYTES", "largest upload, in bytes"),
-    ("REELGATE_PRESIGN_TTL_SECS", "lifetime of presigned URLs, in seconds"),
-    ("REELGATE_RENDER_POLL_SECS", "engine poll interval, in seconds"),
-    ("REELGATE_TRANSLATION_MODEL", "chat model that translates Japanese prompts"),
-    ("REELGATE_CONTENT_REDIRECT", "redirect content routes to blob URLs (on/off)"),
-    ("REELGATE_ALLOW_PRIVATE_FILE_URLS", "let file_url reach private addresses (on/off)"),
-    ("REELGATE_REFERENCE_ENGINE_URL", "URL of the reference engine"),
+    (
+        "REELGATE_PRESIGN_TTL_SECS",
+        "lifetime of presigned URLs, in seconds",
+    ),
+    (
+        "REELGATE_RENDER_POLL_SECS",
+        "engine poll interval, in seconds",
+    ),
+    (
+        "REELGATE_TRANSLATION_MODEL",
+        "chat model that translates Japanese prompts",
+    ),
+    (
+        "REELGATE_CONTENT_REDIRECT",
+        "redirect content routes to blob URLs (on/off)",
+    ),
+    (
+        "REELGATE_ALLOW_PRIVATE_FILE_URLS",
+        "let file_url reach private addresses (on/off)",
+    ),
+    (
+        "REELGATE_REFERENCE_ENGINE_URL",
+        "URL of the reference engine",
+    ),
     ("REELGATE_MODERATOR", "rules or openai"),
-    ("REELGATE_MODERATION_RULES", "path of the rule moderator's TOML file"),
-    ("REELGATE_MODERATION_BASE_URL", "base URL of the OpenAI-compatible moderator"),
-    ("REELGATE_MODERATION_MODEL", "model of the OpenAI-compatible moderator"),
-    ("REELGATE_MODERATION_API_KEY", "key of the OpenAI-compatible moderator"),
-    ("REELGATE_UPSTREAM_BASE_URL", "quick-start OpenAI-compatible chat upstream"),
-    ("REELGATE_UPSTREAM_API_KEY", "key of the quick-start chat upstream"),
-    ("REELGATE_UPSTREAM_CAPABILITIES", "capabilities of the quick-start upstream's models"),
+    (
+        "REELGATE_MODERATION_RULES",
+        "path of the rule moderator's TOML file",
+    ),
+    (
+        "REELGATE_MODERATION_BASE_URL",
+        "base URL of the OpenAI-compatible moderator",
+    ),
+    (
+        "REELGATE_MODERATION_MODEL",
+        "model of the OpenAI-compatible moderator",
+    ),
+    (
+        "REELGATE_MODERATION_API_KEY",
+        "key of the OpenAI-compatible moderator",
+    ),
+    (
+        "REELGATE_UPSTREAM_BASE_URL",
+        "quick-start OpenAI-compatible chat upstream",
+    ),
+    (
+        "REELGATE_UPSTREAM_API_KEY",
+        "key of the quick-start chat upstream",
+    ),
+    (
+        "REELGATE_UPSTREAM_CAPABILITIES",
+        "capabilities of the quick-start upstream's models",
+    ),
     ("REELGATE_LOG", "log filter"),
-    ("REELGATE_LOG_FORMAT", "json for JSON log lines (local server)"),
+    (
+        "REELGATE_LOG_FORMAT",
+        "json for JSON log lines (local server)",
+    ),
     // The local server and the `reelgate` command (read by its argument parser).
     ("REELGATE_ADDR", "address the local server listens on"),
     ("REELGATE_DATA_DIR", "the local server's data directory"),
-    ("REELGATE_ENGINE_PARALLEL", "renders the reference engine runs at once"),
-    ("REELGATE_ENGINE_FAULT_INJECTION", "serve the reference engine's fault switches"),
+    (
+        "REELGATE_ENGINE_PARALLEL",
+        "renders the reference engine runs at once",
+    ),
+    (
+        "REELGATE_ENGINE_FAULT_INJECTION",
+        "serve the reference engine's fault switches",
+    ),
     ("REELGATE_BACKEND", "reelgate admin: local or aws"),
     ("REELGATE_ENGINE_ADDR", "reelgate engine: listen address"),
-    ("REELGATE_ENGINE_PUBLIC_URL", "reelgate engine: its public URL"),
-    ("REELGATE_ENGINE_API_KEY_ENV", "reelgate engine: variable holding its key"),
+    (
+        "REELGATE_ENGINE_PUBLIC_URL",
+        "reelgate engine: its public URL",
+    ),
+    (
+        "REELGATE_ENGINE_API_KEY_ENV",
+        "reelgate engine: variable holding its key",
+    ),
     // AWS.
     ("REELGATE_TABLE", "DynamoDB table"),
     ("REELGATE_BUCKET", "S3 bucket"),
     ("REELGATE_RENDER_QUEUE_URL", "SQS render queue URL"),
-    ("REELGATE_STATE_MACHINE_ARN", "Step Functions state machine ARN"),
-    ("REELGATE_SECRETS_ARN", "Secrets Manager secret with provider keys"),
-    ("REELGATE_RESPONSE_STREAM", "this Lambda function streams its responses (on/off)"),
+    (
+        "REELGATE_STATE_MACHINE_ARN",
+        "Step Functions state machine ARN",
+    ),
+    (
+        "REELGATE_SECRETS_ARN",
+        "Secrets Manager secret with provider keys",
+    ),
+    (
+        "REELGATE_RESPONSE_STREAM",
+        "this Lambda function streams its responses (on/off)",
+    ),
 ];
 
 /// Names the project's scripts and tests export (test.sh, the e2e harness, the emulator
@@ -223,7 +289,9 @@ impl Config {
 
     /// Reads the given variables (only `REELGATE_*` names are looked at). Empty values count as
     /// unset, as they always have.
-    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, ConfigError> {
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
         let mut ours = BTreeMap::new();
         for (name, value) in vars {
             if !name.starts_with("REELGATE_") {
@@ -333,7 +401,11 @@ impl Config {
 
     /// The settings a host runs with: its public URL (the configured one, else `fallback_url`)
     /// and, unless configured, its own default for content redirects.
-    pub fn settings_for_host(&self, fallback_url: &str, content_redirect_default: bool) -> Settings {
+    pub fn settings_for_host(
+        &self,
+        fallback_url: &str,
+        content_redirect_default: bool,
+    ) -> Settings {
         Settings {
             public_base_url: self
                 .public_url
@@ -410,17 +482,17 @@ mod tests {
     use super::*;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_vars(
-            vars.iter()
-                .map(|(n, v)| (n.to_string(), v.to_string())),
-        )
+        Config::from_vars(vars.iter().map(|(n, v)| (n.to_string(), v.to_string())))
     }
 
     #[test]
     fn an_unknown_reelgate_name_stops_start_up_naming_it() {
         let err = config(&[("REELGATE_PRESIGN_TTL", "60")]).expect_err("unknown");
         assert_eq!(err.variable, "REELGATE_PRESIGN_TTL");
-        assert!(err.to_string().starts_with("REELGATE_PRESIGN_TTL: "), "{err}");
+        assert!(
+            err.to_string().starts_with("REELGATE_PRESIGN_TTL: "),
+            "{err}"
+        );
         // Other prefixes are not ours; the tooling's names are known.
         config(&[("PATH", "/bin"), ("REELGATE_TOOLS_DIR", "/x")]).expect("others ignored");
     }
@@ -477,14 +549,19 @@ mod tests {
         let d = c.upstream_discovery.expect("discovery");
         assert_eq!(d.capabilities, vec!["vision", "tools"]);
         assert!(!d.has_api_key);
-        assert!(matches!(c.moderation, ModerationConfig::OpenAi { ref model, .. } if model == "omni-moderation-latest"));
+        assert!(
+            matches!(c.moderation, ModerationConfig::OpenAi { ref model, .. } if model == "omni-moderation-latest")
+        );
     }
 
     #[test]
     fn every_variable_is_documented() {
         let docs = include_str!("../../../docs/configuration.md");
         for (name, _) in VARIABLES {
-            assert!(docs.contains(name), "{name} is missing from docs/configuration.md");
+            assert!(
+                docs.contains(name),
+                "{name} is missing from docs/configuration.md"
+            );
         }
     }
 }

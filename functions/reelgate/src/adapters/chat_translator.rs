@@ -3,8 +3,8 @@
 //! regardless of what the model does.
 
 use crate::ports::translator::{TranslationError, Translator};
-use async_trait::async_trait;
 use crate::ports::upstream::ChatUpstream;
+use async_trait::async_trait;
 use serde_json::json;
 use std::sync::Arc;
 

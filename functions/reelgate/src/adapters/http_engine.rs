@@ -61,4 +61,3 @@ impl VideoEngine for HttpEngine {
             .map_err(|e| map_client(e, Some(&render.id)))
     }
 }
-

@@ -59,8 +59,8 @@ impl UpstreamConnector for CatalogConnector {
     }
 }
 
-/// Builds the catalog's engines. `reference_url` is where the reference engine is served (the
-/// local server mounts it in-process; elsewhere `REELGATE_REFERENCE_ENGINE_URL`).
+/// Builds the catalog's engines. `reference_url` is where a `reference` engine is served
+/// (`REELGATE_REFERENCE_ENGINE_URL`, else in-process on the local server).
 pub fn engines_from_catalog(
     catalog: &Catalog,
     reference_url: Option<&str>,
@@ -82,11 +82,9 @@ pub fn engines_from_catalog(
                 Arc::new(http_engine::HttpEngine::new(&url, key)?)
             }
             "reference" => {
-                let url = std::env::var("REELGATE_REFERENCE_ENGINE_URL")
-                    .ok()
-                    .or_else(|| reference_url.map(str::to_owned));
+                let url = reference_url;
                 match url {
-                    Some(url) => Arc::new(http_engine::HttpEngine::new(&url, key)?),
+                    Some(url) => Arc::new(http_engine::HttpEngine::new(url, key)?),
                     None => {
                         tracing::warn!(engine = %e.id, "no reference engine URL; set REELGATE_REFERENCE_ENGINE_URL");
                         continue;
@@ -102,11 +100,23 @@ pub fn engines_from_catalog(
     Ok(engines)
 }
 
-/// Builds the moderator named by `REELGATE_MODERATOR` (`rules`, the default, or `openai`).
-pub fn moderator_from_env() -> anyhow::Result<Arc<dyn Moderator>> {
-    match std::env::var("REELGATE_MODERATOR").as_deref() {
-        Ok("openai") => Ok(std::sync::Arc::new(openai_moderator::OpenAiModerator::from_env()?)),
-        Ok("rules") | Err(_) => Ok(std::sync::Arc::new(rules_moderator::RuleModerator::from_env()?)),
-        Ok(other) => anyhow::bail!("REELGATE_MODERATOR={other}: use rules or openai"),
-    }
+/// Builds the configured moderator (`REELGATE_MODERATOR`: `rules`, the default, or `openai`).
+pub fn moderator_from_config(
+    config: &crate::config::ModerationConfig,
+) -> anyhow::Result<Arc<dyn Moderator>> {
+    use crate::config::ModerationConfig;
+    Ok(match config {
+        ModerationConfig::Rules { rules_path } => Arc::new(
+            rules_moderator::RuleModerator::from_rules_file(rules_path.as_deref())?,
+        ),
+        ModerationConfig::OpenAi {
+            base_url,
+            model,
+            api_key,
+        } => Arc::new(openai_moderator::OpenAiModerator::new(
+            base_url,
+            api_key.clone(),
+            model,
+        )),
+    })
 }

@@ -25,21 +25,6 @@ impl OpenAiModerator {
             model: model.to_owned(),
         }
     }
-
-    /// `REELGATE_MODERATION_BASE_URL` (required), `REELGATE_MODERATION_API_KEY`,
-    /// `REELGATE_MODERATION_MODEL` (default `omni-moderation-latest`).
-    pub fn from_env() -> anyhow::Result<Self> {
-        let base = std::env::var("REELGATE_MODERATION_BASE_URL").map_err(|_| {
-            anyhow::anyhow!("REELGATE_MODERATOR=openai needs REELGATE_MODERATION_BASE_URL")
-        })?;
-        let model = std::env::var("REELGATE_MODERATION_MODEL")
-            .unwrap_or_else(|_| "omni-moderation-latest".into());
-        Ok(Self::new(
-            &base,
-            std::env::var("REELGATE_MODERATION_API_KEY").ok(),
-            &model,
-        ))
-    }
 }
 
 #[async_trait]

@@ -6,8 +6,8 @@
 //! that breaks after the request was sent — is reported at once, because the upstream may have
 //! started (and billed) the work.
 
-use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use crate::domain::catalog::UpstreamConfig;
+use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};

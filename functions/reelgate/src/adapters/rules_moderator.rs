@@ -57,10 +57,16 @@ impl RuleModerator {
         })
     }
 
-    pub fn from_env() -> anyhow::Result<Self> {
-        match std::env::var("REELGATE_MODERATION_RULES") {
-            Ok(path) if !path.is_empty() => Self::parse(&std::fs::read_to_string(&path)?),
-            _ => Self::parse(DEFAULT_RULES),
+    /// The rules of `path` (`REELGATE_MODERATION_RULES`), else the built-in ones.
+    pub fn from_rules_file(path: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("reading the moderation rules {}: {e}", path.display())
+                })?;
+                Self::parse(&text)
+            }
+            None => Self::parse(DEFAULT_RULES),
         }
     }
 
@@ -116,7 +122,6 @@ impl Moderator for RuleModerator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::moderator::ImageInput;
 
     #[tokio::test]
     async fn terms_match_as_words_only() {

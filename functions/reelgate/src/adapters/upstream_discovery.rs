@@ -2,6 +2,7 @@
 //! environment lists, added to the catalog at start-up.
 
 use crate::adapters::openai_upstream::OpenAiUpstream;
+use crate::config::UpstreamDiscovery;
 use crate::domain::catalog::{Catalog, ChatModel, UpstreamConfig};
 use crate::domain::chat::models::ENV_UPSTREAM_ID;
 use rust_decimal::Decimal;
@@ -12,25 +13,16 @@ use rust_decimal::Decimal;
 /// names (comma-separated), else `text,tools`; no reasoning efforts and zero prices. Ids the
 /// catalog already has (chat or video) are skipped: the catalog's declaration wins. Without the
 /// variable this does nothing.
-pub async fn discover_upstream_models(catalog: &mut Catalog) -> anyhow::Result<()> {
-    let base_url = match std::env::var("REELGATE_UPSTREAM_BASE_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => return Ok(()),
-    };
-    let capabilities: Vec<String> = std::env::var("REELGATE_UPSTREAM_CAPABILITIES")
-        .ok()
-        .map(|list| {
-            list.split(',')
-                .map(|c| c.trim().to_ascii_lowercase())
-                .filter(|c| !c.is_empty())
-                .collect::<Vec<_>>()
-        })
-        .filter(|list| !list.is_empty())
-        .unwrap_or_else(|| vec!["text".into(), "tools".into()]);
-    let key_env = std::env::var("REELGATE_UPSTREAM_API_KEY")
-        .ok()
-        .filter(|k| !k.is_empty())
-        .map(|_| "REELGATE_UPSTREAM_API_KEY".to_owned());
+pub async fn discover_upstream_models(
+    catalog: &mut Catalog,
+    discovery: &UpstreamDiscovery,
+) -> anyhow::Result<()> {
+    let base_url = discovery.base_url.clone();
+    let capabilities = discovery.capabilities.clone();
+    // The upstream reads its key by this name when it connects.
+    let key_env = discovery
+        .has_api_key
+        .then(|| "REELGATE_UPSTREAM_API_KEY".to_owned());
     let config = UpstreamConfig {
         id: ENV_UPSTREAM_ID.into(),
         kind: "openai".into(),

@@ -13,7 +13,9 @@ pub async fn get_status(
     State(app): State<App>,
     caller: Caller,
 ) -> ApiResult<Json<AgreementStatus>> {
-    Ok(Json(status(&app, &caller.org, &caller.person).await?))
+    Ok(Json(
+        status(app.context(), &caller.org, &caller.person).await?,
+    ))
 }
 
 /// Records agreement to the current version. Repeating it keeps the first acceptance time.
@@ -22,6 +24,6 @@ pub async fn accept(
     ConsoleCaller(caller): ConsoleCaller,
 ) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
-        crate::domain::agreement::accept(&app, &caller).await?,
+        crate::domain::agreement::accept(app.context(), &caller).await?,
     ))
 }

@@ -7,19 +7,19 @@
 //! model name; streams are forwarded chunk by chunk as they arrive (see [`stream`]). Usage is
 //! charged once the completion has ended.
 
-use crate::domain::accounts::Caller;
-use crate::app::App;
-use crate::domain::catalog::ChatModel;
-use crate::domain::error::ApiResult;
+use crate::api::chat_stream as stream;
 use crate::api::extract::ApiJson;
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::catalog::ChatModel;
+use crate::domain::chat::{message_chars, new_completion_id, resolve_files, validate};
+use crate::domain::error::ApiResult;
 use crate::domain::usage::{self, TokenUsage};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
-use crate::api::chat_stream as stream;
-use crate::domain::chat::{message_chars, new_completion_id, resolve_files, validate};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -41,9 +41,9 @@ async fn completions(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
-    usage::admit(&app, &caller.org).await?;
+    usage::admit(app.context(), &caller.org).await?;
     let mut request = v.upstream_body;
-    resolve_files(&app, &caller, &v.model, &mut request, &v.files).await?;
+    resolve_files(app.context(), &caller, &v.model, &mut request, &v.files).await?;
     request.insert(
         "model".into(),
         Value::String(

@@ -10,11 +10,11 @@
 //! [`Meter`], which charges an estimate of the tokens generated until then. A stream that the
 //! upstream breaks is not charged: a failure is never billed.
 
-use crate::domain::chat::message_chars;
 use crate::app::App;
 use crate::domain::catalog::ChatModel;
-use crate::ports::upstream::{self, ChunkStream};
+use crate::domain::chat::message_chars;
 use crate::domain::usage::{self, TokenUsage};
+use crate::ports::upstream::{self, ChunkStream};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -92,7 +92,7 @@ pub(crate) async fn charge(
         reference: &id,
         usage: used,
     };
-    if let Err(e) = usage::charge(&app, c).await {
+    if let Err(e) = usage::charge(app.context(), c).await {
         tracing::error!(completion = %id, %org, error = %e, "charging chat usage failed");
     }
 }

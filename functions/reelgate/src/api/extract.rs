@@ -1,8 +1,8 @@
 //! Extractors: the authenticated caller, JSON bodies and query strings, each rejecting with the
 //! OpenAI error envelope.
 
-use crate::domain::accounts::{Caller, Credential};
 use crate::app::App;
+use crate::domain::accounts::{Caller, Credential};
 use crate::domain::error::ApiError;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};

@@ -97,7 +97,17 @@ pub async fn upload(
             return Err(e);
         }
     };
-    match register(&app, &caller.org, &file_id, &filename, &purpose, size, mime).await {
+    match register(
+        app.context(),
+        &caller.org,
+        &file_id,
+        &filename,
+        &purpose,
+        size,
+        mime,
+    )
+    .await
+    {
         Ok(file) => Ok(Json(file)),
         Err(e) => {
             cleanup().await;
@@ -237,7 +247,7 @@ async fn retrieve(
     caller: Caller,
     Path(file_id): Path<String>,
 ) -> ApiResult<Json<FileObject>> {
-    Ok(Json(find(&app, &caller.org, &file_id).await?))
+    Ok(Json(find(app.context(), &caller.org, &file_id).await?))
 }
 
 async fn delete(
@@ -245,7 +255,7 @@ async fn delete(
     caller: Caller,
     Path(file_id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    find(&app, &caller.org, &file_id).await?;
+    find(app.context(), &caller.org, &file_id).await?;
     app.store
         .delete(&file_key(&caller.org, &file_id), None)
         .await?;
@@ -261,10 +271,9 @@ async fn content(
     Path(file_id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let file = find(&app, &caller.org, &file_id).await?;
+    let file = find(app.context(), &caller.org, &file_id).await?;
     if app.settings.content_redirect {
-        return crate::api::content::redirect_to_blob(&app, &blob_key(&caller.org, &file_id))
-            .await;
+        return crate::api::content::redirect_to_blob(&app, &blob_key(&caller.org, &file_id)).await;
     }
     crate::api::content::stream_blob(
         app.blobs.as_ref(),

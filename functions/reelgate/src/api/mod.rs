@@ -16,11 +16,11 @@ pub mod videos;
 
 use crate::app::App;
 use crate::domain::error::ApiError;
+use crate::ports::upstream::UpstreamError;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use crate::ports::upstream::UpstreamError;
 
 /// Every route of the public API as (method, path template). The router, the Lambda packaging
 /// and infra/template.yaml are checked against this list by the tests.

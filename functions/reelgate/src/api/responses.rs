@@ -3,22 +3,22 @@
 //! request (`convert`), the reply becomes a Response object or typed events (`output`), and the
 //! response with its items is kept per person (`persist`). Documented in docs/responses.md.
 
-use crate::domain::accounts::Caller;
+use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
+use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::api::extract::{ApiJson, ApiQuery};
-use crate::ports::upstream::{ChatUpstream, ChunkStream};
+use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
+use crate::domain::responses::request::CreateRequest;
+use crate::domain::responses::{convert, persist};
 use crate::domain::usage::{Charge, TokenUsage};
+use crate::ports::upstream::{ChatUpstream, ChunkStream};
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
-use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
-use crate::domain::responses::request::CreateRequest;
-use crate::domain::responses::{convert, persist};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -91,7 +91,7 @@ impl Turn {
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
             crate::domain::usage::charge(
-                &self.app,
+                self.app.context(),
                 Charge {
                     org: &self.caller.org,
                     person: &self.caller.person,
@@ -118,7 +118,7 @@ impl Turn {
                 own_item_ids: own,
                 previous_response_id: self.draft.req.previous_response_id.clone(),
             };
-            persist::save(&self.app, &self.caller, &stored).await?;
+            persist::save(self.app.context(), &self.caller, &stored).await?;
         }
         Ok(())
     }
@@ -151,17 +151,22 @@ async fn create(
     let req = CreateRequest::parse(body)?;
     let model = chat_model(&app, &req.model)?;
     req.check_model(&model)?;
-    crate::domain::usage::admit(&app, &caller.org).await?;
+    crate::domain::usage::admit(app.context(), &caller.org).await?;
 
     let mut context = match &req.previous_response_id {
-        Some(previous) => persist::history(&app, &caller, previous).await?,
+        Some(previous) => persist::history(app.context(), &caller, previous).await?,
         None => Vec::new(),
     };
-    let normalized = convert::normalize(&app, &caller, &req.input).await?;
+    let normalized = convert::normalize(app.context(), &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
-    let messages =
-        convert::to_chat_messages(&app, &caller, &model, req.instructions.as_deref(), &context)
-            .await?;
+    let messages = convert::to_chat_messages(
+        app.context(),
+        &caller,
+        &model,
+        req.instructions.as_deref(),
+        &context,
+    )
+    .await?;
     let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
     let prompt_estimate = convert::estimate_tokens(&messages);
     let chat = convert::chat_request(&req, &model, messages, req.stream);
@@ -315,7 +320,7 @@ async fn retrieve(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    match persist::load(&app, &caller, &id).await? {
+    match persist::load(app.context(), &caller, &id).await? {
         Some(stored) => Ok(Json(stored.response)),
         None => Err(response_not_found(&id)),
     }
@@ -326,7 +331,7 @@ async fn remove(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    if !persist::delete(&app, &caller, &id).await? {
+    if !persist::delete(app.context(), &caller, &id).await? {
         return Err(response_not_found(&id));
     }
     Ok(Json(
@@ -360,7 +365,7 @@ async fn input_items(
             "limit must be between 1 and 100.",
         ));
     }
-    let mut items = match persist::load(&app, &caller, &id).await? {
+    let mut items = match persist::load(app.context(), &caller, &id).await? {
         Some(stored) => stored.input_items,
         None => return Err(response_not_found(&id)),
     };

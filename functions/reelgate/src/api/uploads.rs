@@ -22,7 +22,9 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(crate::domain::uploads::create(&app, &caller, body).await?))
+    Ok(Json(
+        crate::domain::uploads::create(app.context(), &caller, body).await?,
+    ))
 }
 
 async fn complete(
@@ -31,6 +33,6 @@ async fn complete(
     Path(upload_id): Path<String>,
 ) -> ApiResult<Json<FileObject>> {
     Ok(Json(
-        crate::domain::uploads::complete(&app, &caller, &upload_id).await?,
+        crate::domain::uploads::complete(app.context(), &caller, &upload_id).await?,
     ))
 }

@@ -1,11 +1,11 @@
 //! The `/v1/videos` routes.
 
-use crate::domain::videos::*;
-use crate::domain::accounts::Caller;
-use crate::app::App;
-use crate::domain::error::{ApiError, ApiResult};
 use crate::api::extract::{ApiJson, ApiQuery};
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
+use crate::domain::videos::*;
 use crate::ports::store::{Condition, Query};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -67,7 +67,10 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let video = crate::domain::videos::create::create(&app, &caller, &body).await?;
+    let workflow = app.workflow();
+    let video =
+        crate::domain::videos::create::create(app.context(), workflow.as_deref(), &caller, &body)
+            .await?;
     Ok(with_poll_hint(video))
 }
 

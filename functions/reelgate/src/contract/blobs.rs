@@ -4,9 +4,8 @@
 
 use crate::ports::blobs::*;
 use bytes::Bytes;
-use futures::TryStreamExt;
-use std::time::Duration;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn fresh_key(name: &str) -> String {
     format!("contract/{}/{name}", crate::domain::ids::new_id("blob"))

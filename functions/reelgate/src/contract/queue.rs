@@ -3,8 +3,8 @@
 //! drains what it sends, and tolerates nothing else being on the queue.
 
 use crate::ports::queue::*;
-use std::time::Duration;
 use std::sync::Arc;
+use std::time::Duration;
 
 async fn receive_one(q: &dyn MessageQueue, visibility: Duration) -> Option<Received> {
     q.receive(1, visibility, Duration::from_secs(3))

@@ -2,8 +2,8 @@
 //! console session may record it; creating a job never does.
 
 use crate::domain::accounts::Caller;
-use crate::app::App;
 use crate::domain::error::ApiResult;
+use crate::domain::Context;
 use crate::ports::store::{item, now_secs, ItemExt, Key};
 use serde::Serialize;
 
@@ -24,9 +24,9 @@ pub struct AgreementStatus {
     pub organization: String,
 }
 
-pub async fn status(app: &App, org: &str, person: &str) -> ApiResult<AgreementStatus> {
-    let version = app.catalog.terms_version.clone();
-    let found = app.store.get(&agreement_key(org, person, &version)).await?;
+pub async fn status(cx: Context<'_>, org: &str, person: &str) -> ApiResult<AgreementStatus> {
+    let version = cx.catalog.terms_version.clone();
+    let found = cx.store.get(&agreement_key(org, person, &version)).await?;
     Ok(AgreementStatus {
         object: "video.terms_acceptance",
         accepted: found.is_some(),
@@ -37,13 +37,13 @@ pub async fn status(app: &App, org: &str, person: &str) -> ApiResult<AgreementSt
     })
 }
 
-pub async fn has_agreed(app: &App, org: &str, person: &str) -> ApiResult<bool> {
-    Ok(status(app, org, person).await?.accepted)
+pub async fn has_agreed(cx: Context<'_>, org: &str, person: &str) -> ApiResult<bool> {
+    Ok(status(cx, org, person).await?.accepted)
 }
 
 /// Records agreement to the current version. Repeating it keeps the first acceptance time.
-pub async fn accept(app: &App, caller: &Caller) -> ApiResult<AgreementStatus> {
-    let version = app.catalog.terms_version.clone();
+pub async fn accept(cx: Context<'_>, caller: &Caller) -> ApiResult<AgreementStatus> {
+    let version = cx.catalog.terms_version.clone();
     let key = agreement_key(&caller.org, &caller.person, &version);
     let mut it = item(&key);
     it.insert("kind".into(), "agreement".into());
@@ -53,7 +53,7 @@ pub async fn accept(app: &App, caller: &Caller) -> ApiResult<AgreementStatus> {
     if let crate::domain::accounts::Credential::ConsoleSession { session_id } = &caller.credential {
         it.insert("console_session".into(), session_id.clone().into());
     }
-    match app
+    match cx
         .store
         .put(it, Some(crate::ports::store::Condition::NotExists))
         .await
@@ -61,5 +61,5 @@ pub async fn accept(app: &App, caller: &Caller) -> ApiResult<AgreementStatus> {
         Ok(()) | Err(crate::ports::store::StoreError::ConditionFailed) => {}
         Err(e) => return Err(e.into()),
     }
-    status(app, &caller.org, &caller.person).await
+    status(cx, &caller.org, &caller.person).await
 }

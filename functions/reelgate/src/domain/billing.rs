@@ -4,8 +4,10 @@
 //! path releases it. The organization's `available = balance − reserved` moves with each step.
 
 use crate::domain::accounts::org_key;
-use crate::ports::store::{item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update};
 use crate::domain::videos::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
+use crate::ports::store::{
+    item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
+};
 use rust_decimal::Decimal;
 
 #[derive(Debug, PartialEq, Eq)]

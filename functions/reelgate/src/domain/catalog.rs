@@ -153,17 +153,17 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// The catalog named by `REELGATE_CATALOG`, else the built-in default.
-    pub fn load_from_env() -> Result<Self, CatalogError> {
-        match std::env::var("REELGATE_CATALOG") {
-            Ok(path) if !path.is_empty() => {
-                let text = std::fs::read_to_string(&path).map_err(|e| CatalogError::Read {
-                    path: path.clone(),
+    /// The catalog file at `path` (`REELGATE_CATALOG`), else the built-in default.
+    pub fn load(path: Option<&std::path::Path>) -> Result<Self, CatalogError> {
+        match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| CatalogError::Read {
+                    path: path.display().to_string(),
                     error: e.to_string(),
                 })?;
                 Self::parse(&text)
             }
-            _ => Self::parse(DEFAULT_CATALOG),
+            None => Self::parse(DEFAULT_CATALOG),
         }
     }
 

@@ -2,10 +2,10 @@
 //! An upload is streamed to the blob store while its first bytes are sniffed; the content must
 //! match the purpose. Files expire 30 days after upload and belong to one organization.
 
-use crate::app::App;
-use crate::ports::blobs::ByteStream;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
+use crate::domain::Context;
+use crate::ports::blobs::ByteStream;
 use crate::ports::store::{item, now_secs, Condition, Item, ItemExt, Key};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -88,11 +88,11 @@ fn not_found(file_id: &str) -> ApiError {
 }
 
 /// Loads a file of the caller's organization; another organization's file does not exist.
-pub async fn find(app: &App, org: &str, file_id: &str) -> ApiResult<FileObject> {
+pub async fn find(cx: Context<'_>, org: &str, file_id: &str) -> ApiResult<FileObject> {
     if !is_valid(file_id, "file") {
         return Err(not_found(file_id));
     }
-    let it = app.store.get(&file_key(org, file_id)).await?;
+    let it = cx.store.get(&file_key(org, file_id)).await?;
     it.as_ref()
         .and_then(FileObject::from_item)
         .ok_or_else(|| not_found(file_id))
@@ -100,7 +100,7 @@ pub async fn find(app: &App, org: &str, file_id: &str) -> ApiResult<FileObject> 
 
 /// Records a stored blob as a file (shared by multipart uploads and direct-to-store uploads).
 pub async fn register(
-    app: &App,
+    cx: Context<'_>,
     org: &str,
     file_id: &str,
     filename: &str,
@@ -116,14 +116,14 @@ pub async fn register(
     it.insert("created_at".into(), now.into());
     it.insert(
         crate::ports::store::EXPIRES_AT.into(),
-        (now + app.settings.file_retention.as_secs() as i64).into(),
+        (now + cx.settings.file_retention.as_secs() as i64).into(),
     );
     it.insert("filename".into(), filename.into());
     it.insert("purpose".into(), purpose.into());
     it.insert("mime_type".into(), mime_type.into());
     let file = FileObject::from_item(&it)
         .ok_or_else(|| ApiError::internal("recording a file", "bad item"))?;
-    app.store.put(it, Some(Condition::NotExists)).await?;
+    cx.store.put(it, Some(Condition::NotExists)).await?;
     Ok(file)
 }
 

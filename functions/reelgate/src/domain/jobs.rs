@@ -1,10 +1,10 @@
 //! Job state changes shared by the workflow steps and the API: each is a conditional write, so a
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
-use crate::app::App;
 use crate::domain::error::ApiResult;
-use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
 use crate::domain::videos::{job_key, RUNNING};
+use crate::domain::Context;
+use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
 
 fn running() -> Condition {
     Condition::In(
@@ -16,13 +16,13 @@ fn running() -> Condition {
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
 /// already terminal is left as it is.
 pub async fn fail(
-    app: &App,
+    cx: Context<'_>,
     org: &str,
     video_id: &str,
     code: &str,
     message: &str,
 ) -> ApiResult<()> {
-    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
         return Ok(());
     };
     let quote = job.decimal_attr("cost").unwrap_or_default();
@@ -34,9 +34,9 @@ pub async fn fail(
         .set("completed_at", now)
         .set(
             crate::ports::store::EXPIRES_AT,
-            now + app.settings.job_retention.as_secs() as i64,
+            now + cx.settings.job_retention.as_secs() as i64,
         );
-    match crate::domain::billing::release(app.store.as_ref(), org, video_id, quote, update).await? {
+    match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
         }
@@ -53,27 +53,27 @@ pub const PIPELINE_STOPPED: &str =
 
 /// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
 /// settling it); true when it did. The reconcilers of ended executions call this.
-pub async fn fail_if_running(app: &App, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = app.store.get(&job_key(org, video_id)).await? else {
+pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
+    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
         return Ok(false);
     };
     if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
         return Ok(false);
     }
     tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
-    fail(app, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await?;
+    fail(cx, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await?;
     Ok(true)
 }
 
 /// Moves a running job to `status` (and sets more attributes); false when it is no longer running.
 pub async fn advance(
-    app: &App,
+    cx: Context<'_>,
     org: &str,
     video_id: &str,
     status: &str,
     extra: Update,
 ) -> ApiResult<bool> {
-    match app
+    match cx
         .store
         .update(
             &job_key(org, video_id),

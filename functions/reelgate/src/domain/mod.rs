@@ -1,5 +1,8 @@
-//! The domain: reelgate's rules and use cases. Each use case takes the ports it uses (or a
-//! narrow context of them) as arguments; nothing here knows HTTP routing, SQLite or AWS.
+//! The domain: reelgate's rules and use cases. Each use case takes the ports it uses, or one of
+//! two narrow contexts of them: [`Context`] (the item and blob stores, the catalog and the
+//! settings: what the request-side use cases need) and [`workflow::Pipeline`] (what the workflow
+//! steps and the render worker need). Nothing here sees the assembled application, HTTP routing,
+//! SQLite or AWS.
 
 pub mod accounts;
 pub mod agreement;
@@ -18,3 +21,24 @@ pub mod uploads;
 pub mod usage;
 pub mod videos;
 pub mod workflow;
+
+use crate::config::Settings;
+use crate::ports::blobs::BlobStore;
+use crate::ports::store::ItemStore;
+use catalog::Catalog;
+
+/// The stores, the catalog and the settings: the narrow context of the request-side use cases
+/// (files, uploads, agreement, usage, chat and responses, admission). Cheap to copy.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub store: &'a dyn ItemStore,
+    pub blobs: &'a dyn BlobStore,
+    pub catalog: &'a Catalog,
+    pub settings: &'a Settings,
+}
+
+impl<'a> Context<'a> {
+    pub fn accounts(&self) -> accounts::Accounts<'a> {
+        accounts::Accounts::new(self.store)
+    }
+}

@@ -50,4 +50,3 @@ pub async fn keep_record(
     store.put(it, None).await?;
     Ok(())
 }
-

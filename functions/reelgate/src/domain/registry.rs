@@ -15,8 +15,10 @@ use std::sync::{Arc, RwLock};
 /// one that knows every kind the host links).
 #[async_trait]
 pub trait UpstreamConnector: Send + Sync + 'static {
-    async fn connect(&self, config: &UpstreamConfig)
-        -> Result<Arc<dyn ChatUpstream>, UpstreamError>;
+    async fn connect(
+        &self,
+        config: &UpstreamConfig,
+    ) -> Result<Arc<dyn ChatUpstream>, UpstreamError>;
 }
 
 /// Upstreams by id (the catalog's `upstreams[].id`).
@@ -53,9 +55,10 @@ impl Upstreams {
             return Ok(());
         };
         for config in &catalog.upstreams {
-            let upstream = connector.connect(config).await.map_err(|e| {
-                UpstreamError::Unreachable(format!("upstream {}: {e}", config.id))
-            })?;
+            let upstream = connector
+                .connect(config)
+                .await
+                .map_err(|e| UpstreamError::Unreachable(format!("upstream {}: {e}", config.id)))?;
             self.insert(&config.id, upstream);
         }
         Ok(())
@@ -101,4 +104,3 @@ impl Engines {
         self.by_id.read().ok().and_then(|m| m.get(id).cloned())
     }
 }
-

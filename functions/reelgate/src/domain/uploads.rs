@@ -9,11 +9,11 @@
 //! 3. `POST /v1/uploads/{upload_id}/complete` → the file object (`file_id`).
 
 use crate::domain::accounts::Caller;
-use crate::app::App;
-use crate::ports::blobs::ByteRange;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::{blob_key, check_purpose, register, FileObject, PURPOSES};
 use crate::domain::ids::{is_valid, new_id};
+use crate::domain::Context;
+use crate::ports::blobs::ByteRange;
 use crate::ports::store::{item, now_secs, Condition, ItemExt, Key, Update};
 use futures::TryStreamExt;
 use serde::Deserialize;
@@ -38,7 +38,7 @@ struct CreateUpload {
 
 /// Creates an upload of `body` (`{purpose, filename, bytes, mime_type?}`) with its presigned
 /// PUT URL.
-pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value> {
+pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Value> {
     let req: CreateUpload = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
     })?;
@@ -48,10 +48,10 @@ pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value>
             format!("purpose must be one of {}.", PURPOSES.join(", ")),
         ));
     }
-    if req.bytes == 0 || req.bytes > app.settings.max_upload_bytes {
+    if req.bytes == 0 || req.bytes > cx.settings.max_upload_bytes {
         return Err(ApiError::invalid(
             "bytes",
-            format!("bytes must be from 1 to {}.", app.settings.max_upload_bytes),
+            format!("bytes must be from 1 to {}.", cx.settings.max_upload_bytes),
         ));
     }
     if req.filename.is_empty() || req.filename.len() > 512 {
@@ -65,7 +65,7 @@ pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value>
     let content_type = req
         .mime_type
         .unwrap_or_else(|| "application/octet-stream".into());
-    let url = app
+    let url = cx
         .blobs
         .presign_put(&blob_key(&caller.org, &file_id), &content_type, UPLOAD_TTL)
         .await?;
@@ -85,7 +85,7 @@ pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value>
         crate::ports::store::EXPIRES_AT.into(),
         (expires_at + 24 * 3600).into(),
     );
-    app.store.put(it, Some(Condition::NotExists)).await?;
+    cx.store.put(it, Some(Condition::NotExists)).await?;
     Ok(json!({
         "id": upload_id,
         "object": "upload",
@@ -103,7 +103,7 @@ pub async fn create(app: &App, caller: &Caller, body: Value) -> ApiResult<Value>
 
 /// Registers an upload's stored bytes as a file after the same checks as `POST /v1/files`;
 /// completing twice answers the same file.
-pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<FileObject> {
+pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiResult<FileObject> {
     let not_found = || {
         ApiError::not_found(
             "upload_not_found",
@@ -115,25 +115,25 @@ pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<
         return Err(not_found());
     }
     let key = upload_key(&caller.org, upload_id);
-    let upload = app.store.get(&key).await?.ok_or_else(not_found)?;
+    let upload = cx.store.get(&key).await?.ok_or_else(not_found)?;
     let file_id = upload.str_attr("file_id").unwrap_or_default().to_owned();
     if upload.str_attr("status") == Some("completed") {
-        return crate::domain::files::find(app, &caller.org, &file_id).await;
+        return crate::domain::files::find(cx, &caller.org, &file_id).await;
     }
     let purpose = upload.str_attr("purpose").unwrap_or_default().to_owned();
     let declared = upload.i64_attr("bytes").unwrap_or_default() as u64;
     let blob = blob_key(&caller.org, &file_id);
-    let meta = app.blobs.head(&blob).await?.ok_or_else(|| {
+    let meta = cx.blobs.head(&blob).await?.ok_or_else(|| {
         ApiError::invalid(
             "upload_id",
             "Nothing has been uploaded yet: PUT the file to upload_url first.",
         )
     })?;
     let refuse = |e: ApiError| async {
-        let _ = app.blobs.delete(&blob).await;
+        let _ = cx.blobs.delete(&blob).await;
         Err::<FileObject, _>(e)
     };
-    if meta.size != declared || meta.size > app.settings.max_upload_bytes {
+    if meta.size != declared || meta.size > cx.settings.max_upload_bytes {
         return refuse(ApiError::invalid(
             "bytes",
             format!(
@@ -143,7 +143,7 @@ pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<
         ))
         .await;
     }
-    let head = app
+    let head = cx
         .blobs
         .get(
             &blob,
@@ -164,7 +164,7 @@ pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<
     };
     let filename = upload.str_attr("filename").unwrap_or("upload").to_owned();
     let file = register(
-        app,
+        cx,
         &caller.org,
         &file_id,
         &filename,
@@ -173,7 +173,7 @@ pub async fn complete(app: &App, caller: &Caller, upload_id: &str) -> ApiResult<
         mime,
     )
     .await?;
-    app.store
+    cx.store
         .update(
             &key,
             Update::new().set("status", "completed"),

@@ -11,10 +11,12 @@
 //! the next request is then refused.
 
 use crate::domain::accounts::org_key;
-use crate::app::App;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::ports::store::{item, now_secs, Attr, Condition, ItemExt, StoreError, TransactOp, Update};
+use crate::domain::Context;
+use crate::ports::store::{
+    item, now_secs, Attr, Condition, ItemExt, StoreError, TransactOp, Update,
+};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
@@ -71,8 +73,8 @@ pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
 }
 
 /// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero.
-pub async fn admit(app: &App, org: &str) -> ApiResult<()> {
-    let found = app.accounts().org(org).await?;
+pub async fn admit(cx: Context<'_>, org: &str) -> ApiResult<()> {
+    let found = cx.accounts().org(org).await?;
     if found.balance <= Decimal::ZERO {
         return Err(ApiError::insufficient_credits(
             "The organization's credit balance is used up. Add credits to continue.",
@@ -101,7 +103,7 @@ pub fn ledger_sk(reference: &str) -> String {
 
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
 /// Charging the same reference twice is a no-op that returns zero.
-pub async fn charge(app: &App, c: Charge<'_>) -> ApiResult<Decimal> {
+pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     let amount = cost(c.model, c.usage);
     let mut ledger = item(&crate::ports::store::Key::new(
         format!("ORG#{}", c.org),
@@ -140,7 +142,7 @@ pub async fn charge(app: &App, c: Charge<'_>) -> ApiResult<Decimal> {
             condition: Some(Condition::NotExists),
         },
     ];
-    match app.store.transact(ops).await {
+    match cx.store.transact(ops).await {
         Ok(()) => Ok(amount),
         Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
             tracing::warn!(
@@ -155,12 +157,12 @@ pub async fn charge(app: &App, c: Charge<'_>) -> ApiResult<Decimal> {
 
 /// A ledger entry as stored, for tests and reports.
 pub async fn ledger_entry(
-    app: &App,
+    cx: Context<'_>,
     org: &str,
     reference: &str,
 ) -> ApiResult<Option<crate::ports::store::Item>> {
     let key = crate::ports::store::Key::new(format!("ORG#{org}"), ledger_sk(reference));
-    Ok(app
+    Ok(cx
         .store
         .get(&key)
         .await?

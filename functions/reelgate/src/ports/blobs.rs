@@ -1,7 +1,6 @@
 //! The blob port: object storage for uploaded files, rendered videos and thumbnails, and the
 //! short-lived URLs that let an engine or an upstream model fetch a blob without credentials.
 
-
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;

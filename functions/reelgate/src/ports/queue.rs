@@ -1,7 +1,6 @@
 //! The queue port, shaped by SQS: at-least-once delivery, a visibility timeout during which a
 //! received message is hidden, and a dead-letter queue after too many receives.
 
-
 use async_trait::async_trait;
 use std::time::Duration;
 

@@ -8,7 +8,6 @@
 //! quote plus what is already reserved") is kept as a derived attribute that updates maintain
 //! (`available`) and compared against a constant.
 
-
 use async_trait::async_trait;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};

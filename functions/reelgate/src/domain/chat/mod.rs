@@ -5,10 +5,10 @@
 pub mod models;
 pub mod validate;
 
-use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::Context;
 use serde_json::{json, Map, Value};
 use validate::FileRef;
 
@@ -53,14 +53,14 @@ pub fn message_chars(message: &Value) -> usize {
 /// audio; inline data for documents (OpenAI's `file_data`). Ownership is checked here: another
 /// organization's file does not exist (404).
 pub async fn resolve_files(
-    app: &App,
+    cx: Context<'_>,
     caller: &Caller,
     model: &ChatModel,
     request: &mut Map<String, Value>,
     files: &[FileRef],
 ) -> ApiResult<()> {
     for f in files {
-        let file = crate::domain::files::find(app, &caller.org, &f.file_id)
+        let file = crate::domain::files::find(cx, &caller.org, &f.file_id)
             .await
             .map_err(|e| e.with_param(f.param.clone()))?;
         let key = crate::domain::files::blob_key(&caller.org, &file.id);
@@ -85,10 +85,7 @@ pub async fn resolve_files(
                     other => other,
                 };
                 validate::require_capability(model, capability, &part_param)?;
-                let url = app
-                    .blobs
-                    .presign_get(&key, app.settings.presign_ttl)
-                    .await?;
+                let url = cx.blobs.presign_get(&key, cx.settings.presign_ttl).await?;
                 match media {
                     "image" => {
                         let mut image = json!({"url": url});
@@ -109,7 +106,7 @@ pub async fn resolve_files(
                         format!("File {} is larger than the {MAX_INLINE_FILE_BYTES} bytes a document part may have.", file.id),
                     ));
                 }
-                let bytes = crate::ports::blobs::read_all(app.blobs.as_ref(), &key).await?;
+                let bytes = crate::ports::blobs::read_all(cx.blobs, &key).await?;
                 use base64::Engine;
                 let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
                 json!({"type": "file", "file": {"file_data": format!("data:{mime};base64,{data}"), "filename": file.filename}})

@@ -8,10 +8,10 @@ use super::pdf;
 use super::persist;
 use super::request::{CreateRequest, Truncation};
 use crate::domain::accounts::Caller;
-use crate::app::App;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::new_id;
+use crate::domain::Context;
 use base64::Engine;
 use reelgate_media::MediaKind;
 use serde_json::{json, Map, Value};
@@ -45,7 +45,7 @@ fn req_str<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a
 }
 
 /// Checks the request's input items and turns them into their stored form.
-pub async fn normalize(app: &App, caller: &Caller, raw: &[Value]) -> ApiResult<Normalized> {
+pub async fn normalize(cx: Context<'_>, caller: &Caller, raw: &[Value]) -> ApiResult<Normalized> {
     let mut items = Vec::with_capacity(raw.len());
     let mut own_ids = Vec::new();
     for (i, item) in raw.iter().enumerate() {
@@ -80,7 +80,7 @@ pub async fn normalize(app: &App, caller: &Caller, raw: &[Value]) -> ApiResult<N
             }),
             "item_reference" => {
                 let id = req_str(o, "id", &at)?;
-                match persist::load_item(app, caller, id).await? {
+                match persist::load_item(cx, caller, id).await? {
                     Some(found) => {
                         items.push(found);
                         continue;
@@ -291,7 +291,7 @@ fn av_refusal(param: &str) -> ApiError {
 /// Turns the conversation into chat messages. Files are resolved now, on every turn, because
 /// presigned URLs are short-lived and must not be stored.
 pub async fn to_chat_messages(
-    app: &App,
+    cx: Context<'_>,
     caller: &Caller,
     model: &ChatModel,
     instructions: Option<&str>,
@@ -319,7 +319,7 @@ pub async fn to_chat_messages(
                     .cloned()
                     .unwrap_or_default();
                 match role {
-                    "user" => messages.push(user_message(app, caller, &content).await?),
+                    "user" => messages.push(user_message(cx, caller, &content).await?),
                     "assistant" => {
                         messages
                             .push(json!({"role": "assistant", "content": joined_text(&content)}));
@@ -410,7 +410,7 @@ pub async fn to_chat_messages(
     Ok(messages)
 }
 
-async fn user_message(app: &App, caller: &Caller, content: &[Value]) -> ApiResult<Value> {
+async fn user_message(cx: Context<'_>, caller: &Caller, content: &[Value]) -> ApiResult<Value> {
     let mut parts: Vec<Value> = Vec::new();
     for p in content {
         match p.get("type").and_then(Value::as_str).unwrap_or_default() {
@@ -419,7 +419,7 @@ async fn user_message(app: &App, caller: &Caller, content: &[Value]) -> ApiResul
             "input_image" => {
                 let detail = p.get("detail").cloned().unwrap_or_else(|| "auto".into());
                 let url = match p.get("file_id").and_then(Value::as_str) {
-                    Some(file_id) => image_file_url(app, caller, file_id).await?,
+                    Some(file_id) => image_file_url(cx, caller, file_id).await?,
                     None => p
                         .get("image_url")
                         .and_then(Value::as_str)
@@ -430,7 +430,7 @@ async fn user_message(app: &App, caller: &Caller, content: &[Value]) -> ApiResul
                     json!({"type": "image_url", "image_url": {"url": url, "detail": detail}}),
                 );
             }
-            "input_file" => parts.extend(file_parts(app, caller, p).await?),
+            "input_file" => parts.extend(file_parts(cx, caller, p).await?),
             _ => {}
         }
     }
@@ -442,8 +442,8 @@ async fn user_message(app: &App, caller: &Caller, content: &[Value]) -> ApiResul
     Ok(json!({"role": "user", "content": parts}))
 }
 
-async fn image_file_url(app: &App, caller: &Caller, file_id: &str) -> ApiResult<String> {
-    let file = crate::domain::files::find(app, &caller.org, file_id).await?;
+async fn image_file_url(cx: Context<'_>, caller: &Caller, file_id: &str) -> ApiResult<String> {
+    let file = crate::domain::files::find(cx, &caller.org, file_id).await?;
     if file.purpose == "video" || file.purpose == "audio" {
         return Err(av_refusal("file_id"));
     }
@@ -456,21 +456,21 @@ async fn image_file_url(app: &App, caller: &Caller, file_id: &str) -> ApiResult<
             ),
         ));
     }
-    Ok(app
+    Ok(cx
         .blobs
         .presign_get(
             &crate::domain::files::blob_key(&caller.org, file_id),
-            app.settings.presign_ttl,
+            cx.settings.presign_ttl,
         )
         .await?)
 }
 
 /// An `input_file` as chat parts: a PDF as one image per page, an image as an image, a text file
 /// inline; anything else is refused.
-async fn file_parts(app: &App, caller: &Caller, p: &Value) -> ApiResult<Vec<Value>> {
+async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Vec<Value>> {
     let filename = p.get("filename").and_then(Value::as_str);
     if let Some(file_id) = p.get("file_id").and_then(Value::as_str) {
-        let file = crate::domain::files::find(app, &caller.org, file_id).await?;
+        let file = crate::domain::files::find(cx, &caller.org, file_id).await?;
         let mime = file.mime_type.as_str();
         if file.purpose == "video"
             || file.purpose == "audio"
@@ -481,10 +481,7 @@ async fn file_parts(app: &App, caller: &Caller, p: &Value) -> ApiResult<Vec<Valu
         }
         let key = crate::domain::files::blob_key(&caller.org, file_id);
         if mime.starts_with("image/") {
-            let url = app
-                .blobs
-                .presign_get(&key, app.settings.presign_ttl)
-                .await?;
+            let url = cx.blobs.presign_get(&key, cx.settings.presign_ttl).await?;
             return Ok(vec![
                 json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}}),
             ]);
@@ -502,7 +499,7 @@ async fn file_parts(app: &App, caller: &Caller, p: &Value) -> ApiResult<Vec<Valu
                 ),
             ));
         }
-        let bytes = crate::ports::blobs::read_all(app.blobs.as_ref(), &key).await?;
+        let bytes = crate::ports::blobs::read_all(cx.blobs, &key).await?;
         return bytes_parts(bytes.to_vec(), Some(&file.filename), "file_id").await;
     }
     if let Some(data) = p.get("file_data").and_then(Value::as_str) {
@@ -527,7 +524,7 @@ async fn file_parts(app: &App, caller: &Caller, p: &Value) -> ApiResult<Vec<Valu
         return bytes_parts(bytes, filename, "file_data").await;
     }
     if let Some(url) = p.get("file_url").and_then(Value::as_str) {
-        let bytes = fetch::fetch(url, "file_url").await?;
+        let bytes = fetch::fetch(url, "file_url", cx.settings.allow_private_file_urls).await?;
         return bytes_parts(bytes, filename, "file_url").await;
     }
     Ok(Vec::new())

@@ -43,12 +43,9 @@ fn is_public(ip: IpAddr) -> bool {
     }
 }
 
-fn private_allowed() -> bool {
-    std::env::var("REELGATE_ALLOW_PRIVATE_FILE_URLS").is_ok_and(|v| v == "1" || v == "true")
-}
-
-/// Downloads `url` for the model; failures are 400s naming `param`.
-pub async fn fetch(url: &str, param: &str) -> ApiResult<Vec<u8>> {
+/// Downloads `url` for the model; failures are 400s naming `param`. Private and loopback
+/// addresses are refused unless `allow_private` (`REELGATE_ALLOW_PRIVATE_FILE_URLS`, tests only).
+pub async fn fetch(url: &str, param: &str, allow_private: bool) -> ApiResult<Vec<u8>> {
     let bad = |msg: String| ApiError::invalid(param, msg);
     let parsed = url::Url::parse(url)
         .map_err(|_| bad("file_url must be an absolute http(s) URL.".into()))?;
@@ -66,7 +63,6 @@ pub async fn fetch(url: &str, param: &str) -> ApiResult<Vec<u8>> {
         .await
         .map_err(|_| bad(format!("The host of file_url ({host}) cannot be resolved.")))?
         .collect();
-    let allow_private = private_allowed();
     let addr = addrs
         .into_iter()
         .find(|a| allow_private || is_public(a.ip()))

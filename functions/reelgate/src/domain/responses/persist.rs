@@ -12,8 +12,8 @@
 //! DynamoDB item holds at most 400 KB.
 
 use crate::domain::accounts::Caller;
-use crate::app::App;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::Context;
 use crate::ports::store::{item, now_secs, Item, ItemExt, Key, EXPIRES_AT};
 use bytes::Bytes;
 use serde_json::Value;
@@ -66,29 +66,35 @@ impl Stored {
     }
 }
 
-async fn put_json(app: &App, key: Key, blob: String, body: &Value, extra: Item) -> ApiResult<()> {
+async fn put_json(
+    cx: Context<'_>,
+    key: Key,
+    blob: String,
+    body: &Value,
+    extra: Item,
+) -> ApiResult<()> {
     let text =
         serde_json::to_string(body).map_err(|e| ApiError::internal("encoding a response", e))?;
     let mut it = item(&key);
     it.extend(extra);
     it.insert(EXPIRES_AT.into(), (now_secs() + RETENTION_SECS).into());
     if text.len() > INLINE_LIMIT {
-        app.blobs
+        cx.blobs
             .put_bytes(&blob, "application/json", Bytes::from(text))
             .await?;
         it.insert("body_blob".into(), blob.into());
     } else {
         it.insert("body".into(), text.into());
     }
-    app.store.put(it, None).await?;
+    cx.store.put(it, None).await?;
     Ok(())
 }
 
-async fn read_json(app: &App, it: &Item) -> ApiResult<Option<Value>> {
+async fn read_json(cx: Context<'_>, it: &Item) -> ApiResult<Option<Value>> {
     let text = if let Some(text) = it.str_attr("body") {
         text.to_owned()
     } else if let Some(blob) = it.str_attr("body_blob") {
-        match crate::ports::blobs::read_all(app.blobs.as_ref(), blob).await {
+        match crate::ports::blobs::read_all(cx.blobs, blob).await {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             // The blob expired or was removed with its record: the record is gone too.
             Err(crate::ports::blobs::BlobError::NotFound) => return Ok(None),
@@ -104,7 +110,7 @@ async fn read_json(app: &App, it: &Item) -> ApiResult<Option<Value>> {
 
 /// Stores a response: its items first, then the response, so a stored response never points at
 /// items that are not there yet.
-pub async fn save(app: &App, caller: &Caller, stored: &Stored) -> ApiResult<()> {
+pub async fn save(cx: Context<'_>, caller: &Caller, stored: &Stored) -> ApiResult<()> {
     let id = stored
         .response
         .get("id")
@@ -122,7 +128,7 @@ pub async fn save(app: &App, caller: &Caller, stored: &Stored) -> ApiResult<()> 
         extra.insert("kind".into(), "response_item".into());
         extra.insert("response_id".into(), id.clone().into());
         put_json(
-            app,
+            cx,
             item_key(caller, item_id),
             blob_key(caller, "items", item_id),
             &it,
@@ -140,7 +146,7 @@ pub async fn save(app: &App, caller: &Caller, stored: &Stored) -> ApiResult<()> 
     extra.insert("kind".into(), "response".into());
     extra.insert("id".into(), id.clone().into());
     put_json(
-        app,
+        cx,
         response_key(caller, &id),
         blob_key(caller, "responses", &id),
         &body,
@@ -150,14 +156,14 @@ pub async fn save(app: &App, caller: &Caller, stored: &Stored) -> ApiResult<()> 
 }
 
 /// The caller's stored response, or None (also for another person's or organization's).
-pub async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Option<Stored>> {
+pub async fn load(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<Option<Stored>> {
     if !crate::domain::ids::is_valid(id, "resp") {
         return Ok(None);
     }
-    let Some(it) = app.store.get(&response_key(caller, id)).await? else {
+    let Some(it) = cx.store.get(&response_key(caller, id)).await? else {
         return Ok(None);
     };
-    let Some(body) = read_json(app, &it).await? else {
+    let Some(body) = read_json(cx, &it).await? else {
         return Ok(None);
     };
     let strings = |v: Option<&Value>| -> Vec<String> {
@@ -188,33 +194,34 @@ pub async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Option<Stor
 pub const ITEM_PREFIXES: &[&str] = &["msg", "fc", "fco"];
 
 /// The caller's stored item, or None.
-pub async fn load_item(app: &App, caller: &Caller, id: &str) -> ApiResult<Option<Value>> {
-    if !ITEM_PREFIXES.iter().any(|p| crate::domain::ids::is_valid(id, p)) {
+pub async fn load_item(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<Option<Value>> {
+    if !ITEM_PREFIXES
+        .iter()
+        .any(|p| crate::domain::ids::is_valid(id, p))
+    {
         return Ok(None);
     }
-    match app.store.get(&item_key(caller, id)).await? {
-        Some(it) => read_json(app, &it).await,
+    match cx.store.get(&item_key(caller, id)).await? {
+        Some(it) => read_json(cx, &it).await,
         None => Ok(None),
     }
 }
 
 /// Deletes a response and the items it created. Returns false when there was none.
-pub async fn delete(app: &App, caller: &Caller, id: &str) -> ApiResult<bool> {
-    let Some(stored) = load(app, caller, id).await? else {
+pub async fn delete(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<bool> {
+    let Some(stored) = load(cx, caller, id).await? else {
         return Ok(false);
     };
     for item_id in &stored.own_item_ids {
-        if let Some(old) = app.store.delete(&item_key(caller, item_id), None).await? {
+        if let Some(old) = cx.store.delete(&item_key(caller, item_id), None).await? {
             if old.str_attr("body_blob").is_some() {
-                app.blobs
-                    .delete(&blob_key(caller, "items", item_id))
-                    .await?;
+                cx.blobs.delete(&blob_key(caller, "items", item_id)).await?;
             }
         }
     }
-    if let Some(old) = app.store.delete(&response_key(caller, id), None).await? {
+    if let Some(old) = cx.store.delete(&response_key(caller, id), None).await? {
         if old.str_attr("body_blob").is_some() {
-            app.blobs.delete(&blob_key(caller, "responses", id)).await?;
+            cx.blobs.delete(&blob_key(caller, "responses", id)).await?;
         }
     }
     Ok(true)
@@ -223,8 +230,8 @@ pub async fn delete(app: &App, caller: &Caller, id: &str) -> ApiResult<bool> {
 /// The conversation before a new turn: every item of the chain ending at `previous`, oldest
 /// first. The first response must exist (404 otherwise); an ancestor that was deleted or expired
 /// ends the walk, as does [`MAX_CHAIN`].
-pub async fn history(app: &App, caller: &Caller, previous: &str) -> ApiResult<Vec<Value>> {
-    let Some(first) = load(app, caller, previous).await? else {
+pub async fn history(cx: Context<'_>, caller: &Caller, previous: &str) -> ApiResult<Vec<Value>> {
+    let Some(first) = load(cx, caller, previous).await? else {
         return Err(ApiError::not_found(
             "response_not_found",
             format!("No response found with id '{previous}'."),
@@ -237,7 +244,7 @@ pub async fn history(app: &App, caller: &Caller, previous: &str) -> ApiResult<Ve
         if turns.len() >= MAX_CHAIN {
             break;
         }
-        match load(app, caller, &id).await? {
+        match load(cx, caller, &id).await? {
             Some(stored) => {
                 turns.push(stored.turn_items());
                 next = stored.previous_response_id.clone();

@@ -3,10 +3,10 @@
 
 use super::*;
 use crate::domain::accounts::Caller;
-use crate::app::App;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
+use crate::domain::Context;
 use crate::ports::store::{item, now_secs, Attr, Condition, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
@@ -257,9 +257,9 @@ fn size_limit(purpose: &str) -> u64 {
 }
 
 /// Every referenced file exists in the caller's organization, has the matching purpose and fits.
-async fn check_files(app: &App, org: &str, req: &CreateRequest) -> ApiResult<()> {
+async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResult<()> {
     for (param, id, purpose) in &req.file_params {
-        let file: FileObject = match crate::domain::files::find(app, org, id).await {
+        let file: FileObject = match crate::domain::files::find(cx, org, id).await {
             Ok(f) => f,
             Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
                 return Err(ApiError::invalid(
@@ -300,10 +300,15 @@ async fn check_files(app: &App, org: &str, req: &CreateRequest) -> ApiResult<()>
 }
 
 /// Admits a job and starts its workflow; returns the job as created.
-pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video> {
+pub async fn create(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    body: &Value,
+) -> ApiResult<Video> {
     let req = parse(body)?;
-    let org = app.accounts().org(&caller.org).await?;
-    let model = app
+    let org = cx.accounts().org(&caller.org).await?;
+    let model = cx
         .catalog
         .video_model(&req.model)
         .filter(|m| m.plans.contains(&org.plan))
@@ -320,7 +325,7 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
     if model
         .engine
         .as_deref()
-        .and_then(|e| app.catalog.engine(e))
+        .and_then(|e| cx.catalog.engine(e))
         .is_none()
     {
         return Err(ApiError::unavailable(
@@ -344,17 +349,17 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
                 ),
             )
         })?;
-    check_files(app, &caller.org, &req).await?;
-    if !crate::domain::agreement::has_agreed(app, &caller.org, &caller.person).await? {
+    check_files(cx, &caller.org, &req).await?;
+    if !crate::domain::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
             "agreement_required",
             format!(
                 "Agree to the Video Service Terms (version {}) in the console playground before creating videos.",
-                app.catalog.terms_version
+                cx.catalog.terms_version
             ),
         ));
     }
-    let plan = app.catalog.plan(&org.plan).ok_or_else(|| {
+    let plan = cx.catalog.plan(&org.plan).ok_or_else(|| {
         ApiError::internal("admitting a video", format!("unknown plan {}", org.plan))
     })?;
     let quote = pricing.per_second * Decimal::from(req.seconds);
@@ -381,7 +386,7 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
     job.insert("inputs".into(), req.inputs.to_attr());
     let video = Video::from_item(&job)
         .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
-    let admitted = app
+    let admitted = cx
         .store
         .transact(vec![
             crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
@@ -395,7 +400,7 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
         if !e.failed_at(0) {
             return Err(e.into());
         }
-        let now_org = app.accounts().org(&caller.org).await?;
+        let now_org = cx.accounts().org(&caller.org).await?;
         if now_org.available < quote {
             return Err(ApiError::insufficient_credits(format!(
                 "This render is quoted at {quote} {}; your available balance is {} {} ({} is reserved for renders in flight).",
@@ -413,7 +418,7 @@ pub async fn create(app: &App, caller: &Caller, body: &Value) -> ApiResult<Video
         ));
     }
     tracing::info!(video_id = %id, org = %caller.org, %quote, "video admitted");
-    crate::domain::workflow::start_job(app, &caller.org, &id).await?;
+    crate::domain::workflow::start_job(cx, workflow, &caller.org, &id).await?;
     Ok(video)
 }
 

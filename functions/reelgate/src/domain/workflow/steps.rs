@@ -2,10 +2,10 @@
 //! library code: the Lambda binaries and the local runner's dispatcher both call [`run_step`].
 //! Failures carry Step Functions error names that the definition's `Retry`/`Catch` match.
 
-use crate::app::App;
+use super::Pipeline;
+use crate::domain::videos::{self, job_key, JobInputs};
 use crate::ports::blobs::read_all;
 use crate::ports::store::{now_secs, ItemExt, Update};
-use crate::domain::videos::{self, job_key, JobInputs};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -66,14 +66,14 @@ struct JobRef {
 }
 
 /// Runs one step with its Lambda payload.
-pub async fn run_step(app: &App, step: &str, payload: Value) -> Result<Value, StepError> {
+pub async fn run_step(pipeline: &Pipeline, step: &str, payload: Value) -> Result<Value, StepError> {
     let job: JobRef = serde_json::from_value(payload.clone())
         .map_err(|e| StepError::new(errors::BAD_INPUT, format!("{step}: {e}")))?;
     let outcome = match step {
-        "moderate" => moderate(app, &job).await,
-        "translate" => translate(app, &job).await,
-        "finalize" => finalize(app, &job, &payload["render"]).await,
-        "fail_job" => fail_job(app, &job, &payload).await,
+        "moderate" => moderate(pipeline, &job).await,
+        "translate" => translate(pipeline, &job).await,
+        "finalize" => finalize(pipeline, &job, &payload["render"]).await,
+        "fail_job" => fail_job(pipeline, &job, &payload).await,
         other => Err(StepError::new(
             errors::BAD_INPUT,
             format!("unknown step {other}"),
@@ -86,8 +86,11 @@ pub async fn run_step(app: &App, step: &str, payload: Value) -> Result<Value, St
     outcome
 }
 
-async fn load_running(app: &App, job: &JobRef) -> Result<crate::ports::store::Item, StepError> {
-    let item = app
+async fn load_running(
+    pipeline: &Pipeline,
+    job: &JobRef,
+) -> Result<crate::ports::store::Item, StepError> {
+    let item = pipeline
         .store
         .get(&job_key(&job.org, &job.video_id))
         .await?
@@ -102,8 +105,8 @@ async fn load_running(app: &App, job: &JobRef) -> Result<crate::ports::store::It
     Ok(item)
 }
 
-async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
-    let item = load_running(app, job).await?;
+async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
+    let item = load_running(pipeline, job).await?;
     let inputs = JobInputs::from_attr(item.get("inputs"));
     let mut images = Vec::new();
     for file_id in inputs.image_file_ids() {
@@ -114,12 +117,12 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
                 format!("reference image {file_id}: {e}"),
             )
         };
-        let url = app
+        let url = pipeline
             .blobs
-            .presign_get(&key, app.settings.presign_ttl)
+            .presign_get(&key, pipeline.settings.presign_ttl)
             .await
             .map_err(unavailable)?;
-        let bytes = read_all(app.blobs.as_ref(), &key)
+        let bytes = read_all(pipeline.blobs.as_ref(), &key)
             .await
             .map_err(unavailable)?;
         images.push(crate::ports::moderator::ImageInput {
@@ -132,12 +135,18 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
         prompt: item.str_attr("prompt").unwrap_or_default().to_owned(),
         images,
     };
-    let verdict = app
+    let verdict = pipeline
         .moderator
         .check(&input)
         .await
         .map_err(|e| StepError::new(errors::MODERATION_UNAVAILABLE, e.to_string()))?;
-    crate::domain::moderation::keep_record(app.store.as_ref(), &job.org, &job.video_id, &verdict).await?;
+    crate::domain::moderation::keep_record(
+        pipeline.store.as_ref(),
+        &job.org,
+        &job.video_id,
+        &verdict,
+    )
+    .await?;
     if verdict.flagged {
         return Err(StepError::new(
             errors::MODERATION_BLOCKED,
@@ -148,7 +157,7 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
         ));
     }
     if !crate::domain::jobs::advance(
-        app,
+        pipeline.context(),
         &job.org,
         &job.video_id,
         videos::STATUS_TRANSLATING,
@@ -164,16 +173,24 @@ async fn moderate(app: &App, job: &JobRef) -> Result<Value, StepError> {
     Ok(json!({"verdict": "allowed"}))
 }
 
-async fn translate(app: &App, job: &JobRef) -> Result<Value, StepError> {
-    let item = load_running(app, job).await?;
+async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
+    let item = load_running(pipeline, job).await?;
     let prompt = item.str_attr("prompt").unwrap_or_default();
-    let translator = app.translator();
+    let translator = pipeline.translator.clone();
     let english = crate::domain::translation::translate_prompt(translator.as_deref(), prompt)
         .await
         .map_err(|e| StepError::new(errors::TRANSLATION_UNAVAILABLE, e.to_string()))?;
     let translated = english != prompt;
     let update = Update::new().set("engine_prompt", english);
-    if !crate::domain::jobs::advance(app, &job.org, &job.video_id, videos::STATUS_QUEUED, update).await? {
+    if !crate::domain::jobs::advance(
+        pipeline.context(),
+        &job.org,
+        &job.video_id,
+        videos::STATUS_QUEUED,
+        update,
+    )
+    .await?
+    {
         return Err(StepError::new(
             errors::JOB_NOT_RUNNING,
             "the job ended during translation",
@@ -190,14 +207,14 @@ pub struct RenderResult {
 }
 
 /// Checks the output, makes the thumbnail, completes the job and charges it once.
-async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, StepError> {
+async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
     let render: RenderResult = serde_json::from_value(render.clone())
         .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
-    let item = match load_running(app, job).await {
+    let item = match load_running(pipeline, job).await {
         Ok(item) => item,
         // A retried finalize after the charge went through: report what happened.
         Err(e) => {
-            let charged = app
+            let charged = pipeline
                 .store
                 .get(&job_key(&job.org, &job.video_id))
                 .await?
@@ -213,7 +230,7 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
         }
     };
     let seconds = item.i64_attr("seconds").unwrap_or_default() as f64;
-    let mp4 = read_all(app.blobs.as_ref(), &render.output_key)
+    let mp4 = read_all(pipeline.blobs.as_ref(), &render.output_key)
         .await
         .map_err(|e| {
             StepError::new(
@@ -257,7 +274,8 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
     let size = format!("{}x{}", video.width, video.height);
     let output_key = videos::output_blob_key(&job.org, &job.video_id);
     if render.output_key != output_key {
-        app.blobs
+        pipeline
+            .blobs
             .put_bytes(&output_key, "video/mp4", mp4.clone())
             .await
             .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
@@ -268,7 +286,7 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
     })
     .await
     {
-        Ok(Ok(jpeg)) => app
+        Ok(Ok(jpeg)) => pipeline
             .blobs
             .put_bytes(&thumb_key, "image/jpeg", jpeg.into())
             .await
@@ -294,10 +312,10 @@ async fn finalize(app: &App, job: &JobRef, render: &Value) -> Result<Value, Step
         .set("render_id", render.render_id.clone())
         .set(
             crate::ports::store::EXPIRES_AT,
-            now + app.settings.job_retention.as_secs() as i64,
+            now + pipeline.settings.job_retention.as_secs() as i64,
         );
     let settled = crate::domain::billing::charge(
-        app.store.as_ref(),
+        pipeline.store.as_ref(),
         &job.org,
         &job.video_id,
         quote,
@@ -319,7 +337,7 @@ fn failure_message(code: &str) -> &'static str {
     }
 }
 
-async fn fail_job(app: &App, job: &JobRef, payload: &Value) -> Result<Value, StepError> {
+async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<Value, StepError> {
     let code = payload["code"].as_str().unwrap_or("engine_unavailable");
     let detail = payload["cause"].as_str().unwrap_or_default();
     // The caller sees the stable message; moderation details are the caller's own request, so
@@ -330,6 +348,6 @@ async fn fail_job(app: &App, job: &JobRef, payload: &Value) -> Result<Value, Ste
         failure_message(code).to_owned()
     };
     tracing::warn!(video_id = %job.video_id, code, error = payload["error"].as_str().unwrap_or_default(), detail, "failing job");
-    crate::domain::jobs::fail(app, &job.org, &job.video_id, code, &message).await?;
+    crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, &message).await?;
     Ok(json!({"failed": code}))
 }

@@ -7,10 +7,12 @@
 //! the MP4 and resumes the execution with SendTaskSuccess; any engine failure is SendTaskFailure.
 
 use super::steps::{errors, RenderResult};
-use crate::app::App;
-use crate::ports::engine::{EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine};
-use crate::ports::store::{ItemExt, Update};
+use super::Pipeline;
 use crate::domain::videos::{self, job_key, JobInputs};
+use crate::ports::engine::{
+    EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
+};
+use crate::ports::store::{ItemExt, Update};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,7 +69,7 @@ pub enum Disposition {
 }
 
 /// Handles one render-queue message body.
-pub async fn handle(app: &App, body: &str) -> Disposition {
+pub async fn handle(pipeline: &Pipeline, body: &str) -> Disposition {
     let message: RenderMessage = match serde_json::from_str(body) {
         Ok(m) => m,
         Err(e) => {
@@ -80,7 +82,7 @@ pub async fn handle(app: &App, body: &str) -> Disposition {
             task_token,
             org,
             video_id,
-        } => submit(app, &task_token, &org, &video_id).await,
+        } => submit(pipeline, &task_token, &org, &video_id).await,
         RenderMessage::Poll {
             task_token,
             org,
@@ -90,7 +92,7 @@ pub async fn handle(app: &App, body: &str) -> Disposition {
             unreachable,
         } => {
             poll(
-                app,
+                pipeline,
                 &task_token,
                 &org,
                 &video_id,
@@ -113,14 +115,14 @@ pub async fn handle(app: &App, body: &str) -> Disposition {
 type WorkerResult = Result<(), String>;
 
 async fn fail_task(
-    app: &App,
+    pipeline: &Pipeline,
     token: &str,
     video_id: &str,
     error: &str,
     cause: &str,
 ) -> WorkerResult {
     tracing::warn!(%video_id, error, cause, "render failed");
-    let Some(workflow) = app.workflow() else {
+    let Some(workflow) = pipeline.workflow.clone() else {
         return Err("no workflow configured".into());
     };
     match workflow.task_failure(token, error, cause).await {
@@ -129,19 +131,28 @@ async fn fail_task(
     }
 }
 
-async fn enqueue(app: &App, message: &RenderMessage, delay: Duration) -> WorkerResult {
+async fn enqueue(pipeline: &Pipeline, message: &RenderMessage, delay: Duration) -> WorkerResult {
     let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
-    app.render_queue
+    pipeline
+        .render_queue
         .send(&body, delay)
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
 
-async fn sign_inputs(app: &App, org: &str, inputs: &JobInputs) -> Result<RenderInputs, String> {
+async fn sign_inputs(
+    pipeline: &Pipeline,
+    org: &str,
+    inputs: &JobInputs,
+) -> Result<RenderInputs, String> {
     let sign = |id: String| async move {
-        app.blobs
-            .presign_get(&crate::domain::files::blob_key(org, &id), app.settings.presign_ttl)
+        pipeline
+            .blobs
+            .presign_get(
+                &crate::domain::files::blob_key(org, &id),
+                pipeline.settings.presign_ttl,
+            )
             .await
             .map_err(|e| format!("signing input {id}: {e}"))
     };
@@ -165,14 +176,22 @@ async fn sign_inputs(app: &App, org: &str, inputs: &JobInputs) -> Result<RenderI
 }
 
 /// Output dimensions for the job: `Auto` follows the first frame's shape when there is one.
-async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (u32, u32) {
+async fn dimensions(
+    pipeline: &Pipeline,
+    org: &str,
+    aspect: &str,
+    inputs: &JobInputs,
+) -> (u32, u32) {
     let ratio =
         reelgate_media::AspectRatio::parse(aspect).unwrap_or(reelgate_media::AspectRatio::R16x9);
     let mut first = None;
     if ratio == reelgate_media::AspectRatio::Auto {
         if let Some(id) = &inputs.first_frame {
-            if let Ok(bytes) =
-                crate::ports::blobs::read_all(app.blobs.as_ref(), &crate::domain::files::blob_key(org, id)).await
+            if let Ok(bytes) = crate::ports::blobs::read_all(
+                pipeline.blobs.as_ref(),
+                &crate::domain::files::blob_key(org, id),
+            )
+            .await
             {
                 first = reelgate_media::decode_image(&bytes)
                     .ok()
@@ -184,10 +203,15 @@ async fn dimensions(app: &App, org: &str, aspect: &str, inputs: &JobInputs) -> (
 }
 
 /// The job and the engine it renders on, or the error and cause to fail the task with.
-type JobAndEngine = Result<(crate::ports::store::Item, Arc<dyn VideoEngine>), (&'static str, String)>;
+type JobAndEngine =
+    Result<(crate::ports::store::Item, Arc<dyn VideoEngine>), (&'static str, String)>;
 
-async fn job_and_engine(app: &App, org: &str, video_id: &str) -> Result<JobAndEngine, String> {
-    let job = app
+async fn job_and_engine(
+    pipeline: &Pipeline,
+    org: &str,
+    video_id: &str,
+) -> Result<JobAndEngine, String> {
+    let job = pipeline
         .store
         .get(&job_key(org, video_id))
         .await
@@ -199,7 +223,7 @@ async fn job_and_engine(app: &App, org: &str, video_id: &str) -> Result<JobAndEn
         )));
     };
     let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
-    match app.engines.get(&engine_id) {
+    match pipeline.engines.get(&engine_id) {
         Some(engine) => Ok(Ok((job, engine))),
         None => Ok(Err((
             errors::ENGINE_UNAVAILABLE,
@@ -208,15 +232,15 @@ async fn job_and_engine(app: &App, org: &str, video_id: &str) -> Result<JobAndEn
     }
 }
 
-async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResult {
-    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> WorkerResult {
+    let (job, engine) = match job_and_engine(pipeline, org, video_id).await? {
         Ok(found) => found,
-        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
+        Err((error, cause)) => return fail_task(pipeline, token, video_id, error, &cause).await,
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
         return fail_task(
-            app,
+            pipeline,
             token,
             video_id,
             errors::JOB_NOT_RUNNING,
@@ -234,15 +258,17 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
             job.i64_attr("progress").unwrap_or_default() as u32,
             0,
         );
-        return enqueue(app, &next, Duration::ZERO).await;
+        return enqueue(pipeline, &next, Duration::ZERO).await;
     }
     let inputs = JobInputs::from_attr(job.get("inputs"));
-    let signed = match sign_inputs(app, org, &inputs).await {
+    let signed = match sign_inputs(pipeline, org, &inputs).await {
         Ok(s) => s,
-        Err(e) => return fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &e).await,
+        Err(e) => {
+            return fail_task(pipeline, token, video_id, errors::ENGINE_UNAVAILABLE, &e).await
+        }
     };
     let aspect = job.str_attr("aspect_ratio").unwrap_or("16:9").to_owned();
-    let (width, height) = dimensions(app, org, &aspect, &inputs).await;
+    let (width, height) = dimensions(pipeline, org, &aspect, &inputs).await;
     let request = RenderRequest {
         model: job.str_attr("model").unwrap_or_default().to_owned(),
         prompt: job
@@ -263,15 +289,15 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
         match engine.submit(&request).await {
             Ok(render) => break render,
             Err(EngineError::Unreachable(e))
-                if attempt + 1 < app.settings.engine_unreachable_attempts =>
+                if attempt + 1 < pipeline.settings.engine_unreachable_attempts =>
             {
                 attempt += 1;
                 tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
-                tokio::time::sleep(app.settings.render_poll_interval).await;
+                tokio::time::sleep(pipeline.settings.render_poll_interval).await;
             }
             Err(e) => {
                 return fail_task(
-                    app,
+                    pipeline,
                     token,
                     video_id,
                     errors::ENGINE_UNAVAILABLE,
@@ -285,13 +311,19 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
     let update = Update::new()
         .set("render_id", render.id.clone())
         .set("progress", render.progress as i64);
-    if !crate::domain::jobs::advance(app, org, video_id, videos::STATUS_IN_PROGRESS, update)
-        .await
-        .map_err(|e| e.to_string())?
+    if !crate::domain::jobs::advance(
+        pipeline.context(),
+        org,
+        video_id,
+        videos::STATUS_IN_PROGRESS,
+        update,
+    )
+    .await
+    .map_err(|e| e.to_string())?
     {
         let _ = engine.cancel(&render.id).await;
         return fail_task(
-            app,
+            pipeline,
             token,
             video_id,
             errors::JOB_NOT_RUNNING,
@@ -299,7 +331,7 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
         )
         .await;
     }
-    if let Some(workflow) = app.workflow() {
+    if let Some(workflow) = pipeline.workflow.clone() {
         let _ = workflow.task_heartbeat(token).await;
     }
     let next = poll_message(
@@ -310,11 +342,11 @@ async fn submit(app: &App, token: &str, org: &str, video_id: &str) -> WorkerResu
         u32::from(render.progress),
         0,
     );
-    enqueue(app, &next, app.settings.render_poll_interval).await
+    enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await
 }
 
 async fn poll(
-    app: &App,
+    pipeline: &Pipeline,
     token: &str,
     org: &str,
     video_id: &str,
@@ -322,16 +354,16 @@ async fn poll(
     last_progress: u32,
     unreachable: u32,
 ) -> WorkerResult {
-    let (job, engine) = match job_and_engine(app, org, video_id).await? {
+    let (job, engine) = match job_and_engine(pipeline, org, video_id).await? {
         Ok(found) => found,
-        Err((error, cause)) => return fail_task(app, token, video_id, error, &cause).await,
+        Err((error, cause)) => return fail_task(pipeline, token, video_id, error, &cause).await,
     };
     let status = job.str_attr("status").unwrap_or_default().to_owned();
     if !videos::RUNNING.contains(&status.as_str()) {
         // The job ended elsewhere (e.g. the workflow timed it out): stop the engine's work.
         let _ = engine.cancel(render_id).await;
         return fail_task(
-            app,
+            pipeline,
             token,
             video_id,
             errors::JOB_NOT_RUNNING,
@@ -343,9 +375,9 @@ async fn poll(
         Ok(r) => r,
         Err(EngineError::Unreachable(e)) => {
             let unreachable = unreachable + 1;
-            if unreachable >= app.settings.engine_unreachable_attempts {
+            if unreachable >= pipeline.settings.engine_unreachable_attempts {
                 return fail_task(
-                    app,
+                    pipeline,
                     token,
                     video_id,
                     errors::ENGINE_UNAVAILABLE,
@@ -355,11 +387,11 @@ async fn poll(
             }
             tracing::warn!(%video_id, unreachable, error = %e, "engine unreachable while rendering");
             let next = poll_message(token, org, video_id, render_id, last_progress, unreachable);
-            return enqueue(app, &next, app.settings.render_poll_interval).await;
+            return enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await;
         }
         Err(e) => {
             return fail_task(
-                app,
+                pipeline,
                 token,
                 video_id,
                 errors::ENGINE_UNAVAILABLE,
@@ -374,7 +406,7 @@ async fn poll(
                 Ok(b) => b,
                 Err(e) => {
                     return fail_task(
-                        app,
+                        pipeline,
                         token,
                         video_id,
                         errors::ENGINE_UNAVAILABLE,
@@ -384,7 +416,8 @@ async fn poll(
                 }
             };
             let output_key = videos::output_blob_key(org, video_id);
-            app.blobs
+            pipeline
+                .blobs
                 .put_bytes(&output_key, "video/mp4", bytes)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -392,7 +425,7 @@ async fn poll(
                 output_key,
                 render_id: render.id.clone(),
             };
-            let Some(workflow) = app.workflow() else {
+            let Some(workflow) = pipeline.workflow.clone() else {
                 return Err("no workflow configured".into());
             };
             let output = serde_json::to_value(&result).map_err(|e| e.to_string())?;
@@ -410,13 +443,20 @@ async fn poll(
                 .error
                 .map(|e| format!("{}: {}", e.code, e.message))
                 .unwrap_or_else(|| format!("the render ended {}", render.status.as_str()));
-            fail_task(app, token, video_id, errors::ENGINE_UNAVAILABLE, &cause).await
+            fail_task(
+                pipeline,
+                token,
+                video_id,
+                errors::ENGINE_UNAVAILABLE,
+                &cause,
+            )
+            .await
         }
         _ => {
             let progress = u32::from(render.progress.min(99));
             // Heartbeats mean "the engine is working": queued, or progress moved.
             if render.status == RenderStatus::Queued || progress != last_progress {
-                if let Some(workflow) = app.workflow() {
+                if let Some(workflow) = pipeline.workflow.clone() {
                     if let Err(crate::ports::workflow::WorkflowError::InvalidToken) =
                         workflow.task_heartbeat(token).await
                     {
@@ -425,7 +465,7 @@ async fn poll(
                     }
                 }
                 let _ = crate::domain::jobs::advance(
-                    app,
+                    pipeline.context(),
                     org,
                     video_id,
                     videos::STATUS_IN_PROGRESS,
@@ -434,7 +474,7 @@ async fn poll(
                 .await;
             }
             let next = poll_message(token, org, video_id, render_id, progress, 0);
-            enqueue(app, &next, app.settings.render_poll_interval).await
+            enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await
         }
     }
 }

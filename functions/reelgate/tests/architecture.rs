@@ -1,0 +1,425 @@
+//! The architecture, checked. The core crate's layers import downwards only, its modules import
+//! each other without circles, and the crates link what their names promise:
+//!
+//! * layers (`functions/reelgate/src/<layer>/`): `api` → `app` → `adapters` → `domain` → `ports`,
+//!   with `config` a leaf every layer may read (docs/architecture.md has the table). `domain`
+//!   never sees `app` (use cases take the ports they use, not the whole application), `ports`
+//!   see nothing but ports.
+//! * no circle between the modules one level inside a layer (`domain::videos`,
+//!   `domain::workflow`, `api::files`, …).
+//! * the core crate depends on no SQLite and no AWS SDK, and the Lambda binaries' dependency tree
+//!   (`cargo tree -p reelgate-lambda -e normal`) holds neither SQLite nor the ASL runner.
+//!
+//! Imports are read from the source text: every `crate::a::b` path, `use crate::{…}` groups and
+//! `super::` paths resolved against the file's module. Test modules (`#[cfg(test)] mod tests`)
+//! are left out: a test may reach anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const LAYERS: &[&str] = &[
+    "config", "ports", "domain", "adapters", "app", "api", "contract",
+];
+
+/// What each layer may import (besides itself).
+fn allowed(layer: &str) -> &'static [&'static str] {
+    match layer {
+        "config" => &[],
+        "ports" => &["config"],
+        "domain" => &["ports", "config"],
+        "adapters" => &["domain", "ports", "config"],
+        "app" => &["adapters", "domain", "ports", "config"],
+        "api" => &["app", "domain", "ports", "config"],
+        // The adapter contract suites: test support over the ports and the domain's rules.
+        "contract" => &["domain", "ports", "config"],
+        _ => &[],
+    }
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("read src")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/domain/videos/create.rs` → `["domain", "videos", "create"]`; `mod.rs` names its folder.
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src_dir()).expect("under src");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The source without test modules and comments.
+fn code_of(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]")
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with("mod tests"))
+        {
+            // Test modules close at the end of the file by convention here; skip the rest.
+            break;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The module paths `code` refers to, absolute from the crate root.
+fn references(module: &[String], code: &str) -> BTreeSet<Vec<String>> {
+    let mut found = BTreeSet::new();
+    let bytes: Vec<char> = code.chars().collect();
+    let text: String = bytes.iter().collect();
+    for (start, _) in text
+        .match_indices("crate::")
+        .chain(text.match_indices("super::"))
+    {
+        // Part of a longer path (`super::super::`, `a::crate`) or an identifier: not a start.
+        if start > 0 && (is_ident(bytes[start - 1]) || bytes[start - 1] == ':') {
+            continue;
+        }
+        let is_super = text[start..].starts_with("super::");
+        // The base of a relative path: the file's own module for `super::` at file level
+        // (files are modules, so `super` is the parent).
+        let mut base: Vec<String> = if is_super {
+            let mut m = module.to_vec();
+            m.pop();
+            m
+        } else {
+            Vec::new()
+        };
+        let mut rest = &text[start + "crate::".len()..];
+        while let Some(after) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = after;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a::b, c}`: each member, up to the closing brace (no nesting used here).
+            let end = group.find('}').unwrap_or(group.len());
+            for member in group[..end].split(',') {
+                let path: Vec<String> = member
+                    .trim()
+                    .split("::")
+                    .map(|s| s.trim().to_owned())
+                    .take_while(|s| !s.is_empty() && s.chars().all(is_ident))
+                    .collect();
+                if !path.is_empty() {
+                    let mut full = base.clone();
+                    full.extend(path);
+                    found.insert(full);
+                }
+            }
+            continue;
+        }
+        let path: Vec<String> = rest
+            .split("::")
+            .map(|seg| seg.chars().take_while(|c| is_ident(*c)).collect::<String>())
+            .take_while(|s| !s.is_empty())
+            .collect();
+        let mut full = base;
+        full.extend(path);
+        if !full.is_empty() {
+            found.insert(full);
+        }
+    }
+    found
+}
+
+struct Graph {
+    /// module (as `a::b`) → modules it refers to, cut to the known module paths.
+    edges: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn graph() -> Graph {
+    let mut files = Vec::new();
+    rust_files(&src_dir(), &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
+    let mut edges = BTreeMap::new();
+    for file in &files {
+        let module = module_of(file);
+        let text = std::fs::read_to_string(file).expect("read");
+        let mut targets = BTreeSet::new();
+        for reference in references(&module, &code_of(&text)) {
+            // The longest known module that prefixes the path (the rest names an item).
+            let target = (1..=reference.len())
+                .rev()
+                .map(|n| reference[..n].to_vec())
+                .find(|p| modules.contains(p));
+            if let Some(target) = target {
+                if target != module {
+                    targets.insert(target.join("::"));
+                }
+            }
+        }
+        edges.insert(module.join("::"), targets);
+    }
+    Graph { edges }
+}
+
+fn layer_of(module: &str) -> &str {
+    module.split("::").next().unwrap_or_default()
+}
+
+#[test]
+fn every_source_file_sits_in_a_layer() {
+    let g = graph();
+    let loose: Vec<_> = g
+        .edges
+        .keys()
+        .filter(|m| !m.is_empty() && !LAYERS.contains(&layer_of(m)))
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "modules outside the layers {LAYERS:?}: {loose:?} (docs/architecture.md says where code goes)"
+    );
+}
+
+#[test]
+fn layers_import_downwards_only() {
+    let g = graph();
+    let mut violations = Vec::new();
+    for (module, targets) in &g.edges {
+        if module.is_empty() {
+            continue; // lib.rs declares the layers
+        }
+        let from = layer_of(module);
+        for target in targets {
+            let to = layer_of(target);
+            if to != from && !allowed(from).contains(&to) {
+                violations.push(format!("{module} → {target}"));
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "imports against the layering (api → app → adapters → domain → ports; config for all):\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+/// Modules one level inside their layer (`domain::videos` for `domain::videos::create`).
+fn unit(module: &str) -> String {
+    module.split("::").take(2).collect::<Vec<_>>().join("::")
+}
+
+#[test]
+fn modules_import_each_other_without_circles() {
+    let g = graph();
+    let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, targets) in &g.edges {
+        if module.is_empty() {
+            continue;
+        }
+        let from = unit(module);
+        let entry = units.entry(from.clone()).or_default();
+        for t in targets {
+            let to = unit(t);
+            if to != from && !to.is_empty() {
+                entry.insert(to);
+            }
+        }
+    }
+    // Tarjan's strongly connected components; any component of two or more is a circle.
+    struct Tarjan<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        next: usize,
+        circles: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a str) {
+            self.index.insert(v, self.next);
+            self.low.insert(v, self.next);
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            let graph = self.graph;
+            for w in graph.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low[v];
+                    self.low.insert(v, lv.min(lw));
+                } else if self.on_stack.contains(w) {
+                    let iw = self.index[w];
+                    let lv = self.low[v];
+                    self.low.insert(v, lv.min(iw));
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.to_owned());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.circles.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        graph: &units,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        circles: Vec::new(),
+    };
+    for v in units.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v.as_str());
+        }
+    }
+    let explain: Vec<String> = t
+        .circles
+        .iter()
+        .map(|c| {
+            let members: BTreeSet<&String> = c.iter().collect();
+            let edges: Vec<String> = c
+                .iter()
+                .flat_map(|from| {
+                    units[from]
+                        .iter()
+                        .filter(|to| members.contains(to))
+                        .map(move |to| format!("{from} → {to}"))
+                })
+                .collect();
+            edges.join(", ")
+        })
+        .collect();
+    assert!(
+        explain.is_empty(),
+        "modules importing each other in a circle:\n  {}",
+        explain.join("\n  ")
+    );
+}
+
+#[test]
+fn the_checker_sees_imports_of_every_form() {
+    let m = vec![
+        "domain".to_owned(),
+        "videos".to_owned(),
+        "create".to_owned(),
+    ];
+    let refs = references(
+        &m,
+        "use crate::ports::store::Key;\nuse crate::{app::App, domain::files};\nlet x = super::job_key();\nuse super::super::api::x;\n",
+    );
+    let as_text: BTreeSet<String> = refs.iter().map(|r| r.join("::")).collect();
+    for expected in [
+        "ports::store::Key",
+        "app::App",
+        "domain::files",
+        "domain::videos::job_key",
+        "domain::api::x",
+    ] {
+        assert!(as_text.contains(expected), "{expected} in {as_text:?}");
+    }
+    // An upward import is caught.
+    assert!(!allowed("domain").contains(&"app"));
+    assert!(!allowed("ports").contains(&"domain"));
+}
+
+/// `cargo tree` of one package, normal dependencies only, as crate names.
+fn dependency_names(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_core_crate_depends_on_no_sqlite_and_no_aws_sdk() {
+    let deps = dependency_names("reelgate");
+    let forbidden: Vec<&String> = deps
+        .iter()
+        .filter(|d| d.contains("sqlite") || d.starts_with("aws-") || d.as_str() == "reelgate-asl")
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "the core crate links {forbidden:?}; embedded adapters belong in reelgate-embedded, AWS \
+         ones in reelgate-aws"
+    );
+}
+
+#[test]
+fn lambda_binaries_link_neither_sqlite_nor_the_asl_runner() {
+    let deps = dependency_names("reelgate-lambda");
+    let forbidden: Vec<&String> = deps
+        .iter()
+        .filter(|d| {
+            d.contains("sqlite")
+                || d.as_str() == "reelgate-asl"
+                || d.as_str() == "reelgate-embedded"
+        })
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "reelgate-lambda's normal dependencies include {forbidden:?}"
+    );
+    // The tree is real: the AWS adapters are in it.
+    assert!(deps.contains("reelgate-aws"), "{deps:?}");
+}
