@@ -141,11 +141,20 @@ fn references(module: &[String], code: &str) -> BTreeSet<Vec<String>> {
             }
             continue;
         }
-        let path: Vec<String> = rest
-            .split("::")
-            .map(|seg| seg.chars().take_while(|c| is_ident(*c)).collect::<String>())
-            .take_while(|s| !s.is_empty())
-            .collect();
+        // Segments while each is a whole identifier; the first one followed by anything else
+        // (`(`, `;`, `}`, a space) ends the path.
+        let mut path: Vec<String> = Vec::new();
+        for seg in rest.split("::") {
+            let ident: String = seg.chars().take_while(|c| is_ident(*c)).collect();
+            if ident.is_empty() {
+                break;
+            }
+            let whole = ident.len() == seg.len();
+            path.push(ident);
+            if !whole {
+                break;
+            }
+        }
         let mut full = base;
         full.extend(path);
         if !full.is_empty() {

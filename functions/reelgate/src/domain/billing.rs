@@ -4,7 +4,7 @@
 //! path releases it. The organization's `available = balance − reserved` moves with each step.
 
 use crate::domain::accounts::org_key;
-use crate::domain::videos::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
+use crate::domain::keys::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
 use crate::ports::store::{
     item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
 };

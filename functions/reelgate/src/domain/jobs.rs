@@ -2,7 +2,7 @@
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
 use crate::domain::error::ApiResult;
-use crate::domain::videos::{job_key, RUNNING};
+use crate::domain::keys::{job_key, RUNNING};
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
 
@@ -28,7 +28,7 @@ pub async fn fail(
     let quote = job.decimal_attr("cost").unwrap_or_default();
     let now = now_secs();
     let update = Update::new()
-        .set("status", crate::domain::videos::STATUS_FAILED)
+        .set("status", crate::domain::keys::STATUS_FAILED)
         .set("error_code", code)
         .set("error_message", message)
         .set("completed_at", now)
@@ -85,5 +85,39 @@ pub async fn advance(
         Ok(_) => Ok(true),
         Err(StoreError::ConditionFailed) => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Starts the render workflow of an admitted job. The execution is named after the job, so a
+/// retried start finds the same execution. Without a workflow (a host that only admits), the job
+/// waits for one; if the start fails, the job fails as `engine_unavailable`, unbilled.
+pub async fn start_job(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    org: &str,
+    video_id: &str,
+) -> crate::domain::error::ApiResult<()> {
+    let Some(workflow) = workflow else {
+        tracing::warn!(%video_id, "no workflow is configured on this host; the job waits");
+        return Ok(());
+    };
+    let input = serde_json::json!({"org": org, "video_id": video_id});
+    match workflow.start(video_id, input).await {
+        Ok(execution) => {
+            tracing::info!(%video_id, %execution, "workflow started");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(%video_id, error = %e, "could not start the workflow");
+            fail(
+                cx,
+                org,
+                video_id,
+                "engine_unavailable",
+                "The render pipeline could not be started. Resubmit later.",
+            )
+            .await?;
+            Ok(())
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod files;
 pub mod ids;
 pub mod jobs;
+pub mod keys;
 pub mod moderation;
 pub mod registry;
 pub mod responses;

@@ -418,7 +418,7 @@ pub async fn create(
         ));
     }
     tracing::info!(video_id = %id, org = %caller.org, %quote, "video admitted");
-    crate::domain::workflow::start_job(cx, workflow, &caller.org, &id).await?;
+    crate::domain::jobs::start_job(cx, workflow, &caller.org, &id).await?;
     Ok(video)
 }
 
