@@ -3,7 +3,7 @@
 
 pub mod create;
 
-use crate::ports::store::{Attr, Item, ItemExt, Key};
+use crate::ports::store::{Attr, Item, ItemExt};
 use rust_decimal::Decimal;
 use serde::Serialize;
 
