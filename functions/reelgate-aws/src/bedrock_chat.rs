@@ -740,6 +740,22 @@ impl ChatUpstream for BedrockUpstream {
     }
 }
 
+/// Connects catalog upstreams of kind `bedrock`; hosts register it on their
+/// [`reelgate::adapters::CatalogConnector`] (see [`crate::upstream_connector`]).
+pub struct BedrockConnector;
+
+#[async_trait]
+impl reelgate::domain::registry::UpstreamConnector for BedrockConnector {
+    async fn connect(
+        &self,
+        config: &UpstreamConfig,
+    ) -> Result<std::sync::Arc<dyn ChatUpstream>, UpstreamError> {
+        Ok(std::sync::Arc::new(
+            BedrockUpstream::from_config(config).await?,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,21 +813,5 @@ mod tests {
         ));
         let extra = document_to_json(m.additional.as_ref().expect("additional"));
         assert_eq!(extra["thinking"]["budget_tokens"], 1024);
-    }
-}
-
-/// Connects catalog upstreams of kind `bedrock`; hosts register it on their
-/// [`reelgate::adapters::CatalogConnector`] (see [`crate::upstream_connector`]).
-pub struct BedrockConnector;
-
-#[async_trait]
-impl reelgate::domain::registry::UpstreamConnector for BedrockConnector {
-    async fn connect(
-        &self,
-        config: &UpstreamConfig,
-    ) -> Result<std::sync::Arc<dyn ChatUpstream>, UpstreamError> {
-        Ok(std::sync::Arc::new(
-            BedrockUpstream::from_config(config).await?,
-        ))
     }
 }
