@@ -9,6 +9,8 @@
 pub mod functions;
 
 use anyhow::Context;
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use reelgate::app::{App, Host, Ports};
 use reelgate::config::{Config, Settings};
@@ -158,21 +160,17 @@ pub async fn run_step(step: &'static str) -> Result<(), Error> {
 /// Handles one SQS batch: every record through the render worker; the ones to retry are reported
 /// as batch item failures (the event source mapping has `ReportBatchItemFailures`), so SQS
 /// redelivers just those after their visibility timeout and the rest are deleted.
-pub async fn handle_sqs_batch(app: &App, event: &Value) -> Value {
-    let mut failures = Vec::new();
-    for record in event["Records"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
-        let id = record["messageId"].as_str().unwrap_or_default();
-        let body = record["body"].as_str().unwrap_or_default();
+pub async fn handle_sqs_batch(app: &App, event: &SqsEvent) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    for record in &event.records {
+        let id = record.message_id.as_deref().unwrap_or_default();
+        let body = record.body.as_deref().unwrap_or_default();
         if reelgate::domain::workflow::worker::handle(&app.pipeline(), body).await
             == Disposition::Retry
         {
             // The queue's visibility timeout is long (sized for the worker's timeout); a retry
             // should come back after one poll interval, as on the local host.
-            if let Some(receipt) = record["receiptHandle"].as_str() {
+            if let Some(receipt) = record.receipt_handle.as_deref() {
                 if let Err(e) = app
                     .render_queue
                     .change_visibility(receipt, app.settings.render_poll_interval)
@@ -181,10 +179,10 @@ pub async fn handle_sqs_batch(app: &App, event: &Value) -> Value {
                     tracing::warn!(error = %e, message_id = id, "could not shorten the visibility of a message to retry");
                 }
             }
-            failures.push(json!({"itemIdentifier": id}));
+            response.add_failure(id.to_owned());
         }
     }
-    json!({"batchItemFailures": failures})
+    response
 }
 
 /// The SQS-triggered render worker.
@@ -192,8 +190,8 @@ pub async fn run_worker() -> Result<(), Error> {
     let (app, _) = app_or_exit("render-worker").await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Value>| async move {
-            Ok::<Value, Error>(handle_sqs_batch(app, &event.payload).await)
+        move |event: LambdaEvent<SqsEvent>| async move {
+            Ok::<SqsBatchResponse, Error>(handle_sqs_batch(app, &event.payload).await)
         },
     ))
     .await
@@ -205,28 +203,50 @@ pub async fn run_worker() -> Result<(), Error> {
 /// operator's StopExecution), the job would stay running with its reservation held. This fails
 /// such a job as `engine_unavailable` and releases the reservation — the AWS counterpart of the
 /// local host's `reelgate_embedded::workflow::reconcile`. Returns whether it failed a job.
-pub async fn handle_execution_ended(app: &App, event: &Value) -> anyhow::Result<bool> {
-    let detail = &event["detail"];
-    let status = detail["status"].as_str().unwrap_or_default();
+pub async fn handle_execution_ended(
+    app: &App,
+    event: &EventBridgeEvent<ExecutionStatusChange>,
+) -> anyhow::Result<bool> {
+    let detail = &event.detail;
+    let status = detail.status.as_str();
     if !matches!(status, "FAILED" | "TIMED_OUT" | "ABORTED") {
         return Ok(false);
     }
-    // The execution's input is a JSON string: {"org", "video_id"} as `start_job` wrote it.
-    let input: Value = detail["input"]
-        .as_str()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or(Value::Null);
-    let (Some(org), Some(video_id)) = (input["org"].as_str(), input["video_id"].as_str()) else {
-        tracing::warn!(execution = %detail["executionArn"], "an ended execution without a job in its input");
+    let execution = detail.execution_arn.as_deref().unwrap_or_default();
+    let Some(job) = detail
+        .input
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<ExecutionInput>(text).ok())
+    else {
+        tracing::warn!(execution, "an ended execution without a job in its input");
         return Ok(false);
     };
-    let failed = reelgate::domain::jobs::fail_if_running(app.context(), org, video_id)
+    let failed = reelgate::domain::jobs::fail_if_running(app.context(), &job.org, &job.video_id)
         .await
-        .map_err(|e| anyhow::anyhow!("failing {video_id}: {}", e.message))?;
+        .map_err(|e| anyhow::anyhow!("failing {}: {}", job.video_id, e.message))?;
     if failed {
-        tracing::warn!(%video_id, status, execution = %detail["executionArn"], "the execution ended while the job was running; failed it");
+        tracing::warn!(video_id = %job.video_id, status, execution, "the execution ended while the job was running; failed it");
     }
     Ok(failed)
+}
+
+/// The `detail` of a "Step Functions Execution Status Change" event: the fields the reconciler
+/// reads (`aws_lambda_events` types the envelope; Step Functions' detail is ours to name).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionStatusChange {
+    pub status: String,
+    #[serde(default)]
+    pub execution_arn: Option<String>,
+    /// The execution's input, a JSON string: `{"org", "video_id"}` as `start_job` wrote it.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ExecutionInput {
+    org: String,
+    video_id: String,
 }
 
 /// The EventBridge-triggered reconciler of ended executions. An error makes EventBridge retry
@@ -235,7 +255,7 @@ pub async fn run_execution_ended() -> Result<(), Error> {
     let (app, _) = app_or_exit("execution-ended").await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Value>| async move {
+        move |event: LambdaEvent<EventBridgeEvent<ExecutionStatusChange>>| async move {
             let failed = handle_execution_ended(app, &event.payload)
                 .await
                 .map_err(|e| Error::from(format!("{e:#}")))?;

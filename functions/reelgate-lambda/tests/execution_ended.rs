@@ -76,7 +76,7 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
     assert!(accounts.org(&org.id).await.expect("org").reserved > Decimal::ZERO);
 
     let event = |status: &str| {
-        json!({
+        let event = json!({
             "source": "aws.states",
             "detail-type": "Step Functions Execution Status Change",
             "detail": {
@@ -84,7 +84,13 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
                 "status": status,
                 "input": json!({"org": org.id, "video_id": video_id}).to_string(),
             }
-        })
+        });
+        serde_json::from_value::<
+            aws_lambda_events::eventbridge::EventBridgeEvent<
+                reelgate_lambda::ExecutionStatusChange,
+            >,
+        >(event)
+        .expect("an EventBridge event")
     };
     // A succeeded execution settled its job itself: nothing to do.
     assert!(

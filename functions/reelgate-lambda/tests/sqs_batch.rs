@@ -37,9 +37,10 @@ async fn retries_are_reported_as_batch_item_failures_and_the_rest_as_handled() {
         {"messageId": "m-garbage", "receiptHandle": "r-garbage", "body": "not a render message"},
         {"messageId": "m-retry", "receiptHandle": message.receipt, "body": message.body},
     ]});
+    let event = serde_json::from_value(event).expect("an SQS event");
     let response = reelgate_lambda::handle_sqs_batch(&app, &event).await;
     assert_eq!(
-        response,
+        serde_json::to_value(&response).expect("json"),
         json!({"batchItemFailures": [{"itemIdentifier": "m-retry"}]})
     );
     // The retried message was made visible again after one poll interval, not the queue's 600 s.
@@ -54,6 +55,10 @@ async fn retries_are_reported_as_batch_item_failures_and_the_rest_as_handled() {
         "the message to retry is visible again within the poll interval"
     );
 
-    let empty = reelgate_lambda::handle_sqs_batch(&app, &json!({"Records": []})).await;
-    assert_eq!(empty, json!({"batchItemFailures": []}));
+    let empty = serde_json::from_value(json!({"Records": []})).expect("an SQS event");
+    let empty = reelgate_lambda::handle_sqs_batch(&app, &empty).await;
+    assert_eq!(
+        serde_json::to_value(&empty).expect("json"),
+        json!({"batchItemFailures": []})
+    );
 }
