@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond cargo, once, into a cache outside the clone:
-# a Python venv with pytest and the official openai SDK, ffmpeg (ffprobe) from Debian for
-# checking rendered MP4s, and the AWS emulator (scripts/aws-emulator.sh). Idempotent.
+# a Python venv with the pinned test packages below, Debian packages (ffmpeg for ffprobe, and any
+# other tool a suite drives), and the AWS emulator (scripts/aws-emulator.sh). Idempotent: the venv
+# is rebuilt only when PY_PACKAGES changes, and a Debian package is installed only when its command
+# is missing.
 #
 #   REELGATE_TOOLS_DIR   where tools live (default $HOME/.cache/reelgate/tools)
 set -euo pipefail
@@ -13,21 +15,34 @@ PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "httpx==0.28.1")
 
 mkdir -p "$TOOLS_DIR"
 
-if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import openai, pytest, httpx" 2>/dev/null; then
-  echo "test-tools: creating the Python venv in $VENV"
+# The venv's stamp holds the package list it was built from; a changed list reinstalls.
+STAMP="$VENV/.reelgate-packages"
+if [[ ! -x "$VENV/bin/python" ]] || [[ "$(cat "$STAMP" 2>/dev/null)" != "${PY_PACKAGES[*]}" ]]; then
+  echo "test-tools: installing the Python test packages into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
+  printf '%s' "${PY_PACKAGES[*]}" >"$STAMP"
 fi
 
-if ! command -v ffprobe >/dev/null 2>&1; then
-  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
-    echo "test-tools: installing ffmpeg (ffprobe) from Debian"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null
-  else
-    echo "test-tools: ffprobe is missing and cannot be installed here (needs root and apt-get)" >&2
-    exit 1
+# need_apt COMMAND PACKAGE...: installs the Debian packages unless COMMAND is already on PATH.
+# Runs apt one package set at a time (two concurrent apt runs fail half-way).
+apt_updated=0
+need_apt() {
+  local command_name="$1"
+  shift
+  command -v "$command_name" >/dev/null 2>&1 && return 0
+  if [[ "$(id -u)" != "0" ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "test-tools: $command_name is missing and cannot be installed here (needs root and apt-get)" >&2
+    return 1
   fi
-fi
+  echo "test-tools: installing $* from Debian"
+  if [[ $apt_updated -eq 0 ]]; then
+    apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+need_apt ffprobe ffmpeg
 
 echo "test-tools: python $("$VENV/bin/python" -c 'import openai,pytest;print(f"openai {openai.__version__}, pytest {pytest.__version__}")'), $(ffprobe -version | head -1 | cut -d' ' -f1-3)"

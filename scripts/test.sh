@@ -67,21 +67,35 @@ rust_passed=${rust_passed:-0}
 rust_failed=${rust_failed:-0}
 if [[ $rust_status -ne 0 && $rust_failed -eq 0 ]]; then rust_failed=1; fi
 
-step "end-to-end tests (real binary, openai SDK, ffprobe)"
-PY_LOG_FILE="$(mktemp)"
-REELGATE_BIN="$CARGO_TARGET_DIR/debug/reelgate" "$PYTHON" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$PY_LOG_FILE"
-py_status=${PIPESTATUS[0]}
-py_line="$(grep -E '[0-9]+ (passed|failed)' "$PY_LOG_FILE" | tail -1)"
-py_passed="$(sed -nE 's/.*[^0-9]?([0-9]+) passed.*/\1/p' <<<"$py_line")"
-py_failed="$(sed -nE 's/.*[^0-9]?([0-9]+) failed.*/\1/p' <<<"$py_line")"
-py_passed=${py_passed:-0}
-py_failed=${py_failed:-0}
-if [[ $py_status -ne 0 && $py_failed -eq 0 ]]; then py_failed=1; fi
+# Each Python suite below runs against the real `reelgate` binary of that build and adds its
+# pytest counts to the totals; a suite that fails without a count still counts as one failure.
+REELGATE_BIN="$CARGO_TARGET_DIR/debug/reelgate"
+export REELGATE_BIN
+py_passed=0 py_failed=0 py_status=0
+run_python_suite() { # title, directory
+  step "$1"
+  local log
+  log="$(mktemp)"
+  "$PYTHON" -m pytest -p no:cacheprovider -q "$2" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  local line passed failed
+  line="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1)"
+  passed="$(sed -nE 's/(^|.*[^0-9])([0-9]+) passed.*/\2/p' <<<"$line")"
+  failed="$(sed -nE 's/(^|.*[^0-9])([0-9]+) failed.*/\2/p' <<<"$line")"
+  passed=${passed:-0}
+  failed=${failed:-0}
+  if [[ $status -ne 0 && $failed -eq 0 ]]; then failed=1; fi
+  py_passed=$((py_passed + passed))
+  py_failed=$((py_failed + failed))
+  [[ $status -eq 0 ]] || py_status=1
+}
+
+run_python_suite "end-to-end tests (real binary, openai SDK, ffprobe)" tests/e2e
 
 # infra_status: the "infrastructure checks" step above (one test).
 passed=$((rust_passed + py_passed + 1 - infra_status))
 failed=$((rust_failed + py_failed + infra_status))
 echo
-echo "rust: ${rust_passed} passed, ${rust_failed} failed; end-to-end: ${py_passed} passed, ${py_failed} failed"
+echo "rust: ${rust_passed} passed, ${rust_failed} failed; python suites: ${py_passed} passed, ${py_failed} failed"
 echo "tests: ${passed} passed, ${failed} failed"
 [[ $rust_status -eq 0 && $py_status -eq 0 && $infra_status -eq 0 ]]
