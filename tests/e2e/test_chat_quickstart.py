@@ -10,7 +10,7 @@ import tempfile
 import openai
 import pytest
 
-from conftest import LocalServer
+from harness import LocalServer
 
 FAKE = os.path.join(os.path.dirname(__file__), "..", "python", "fake_upstream.py")
 
@@ -24,17 +24,7 @@ def quickstart():
         url = first.split("=", 1)[1]
         env = {"REELGATE_UPSTREAM_BASE_URL": url, "REELGATE_UPSTREAM_CAPABILITIES": "text,tools,vision"}
         with tempfile.TemporaryDirectory() as data_dir:
-            server = LocalServer(data_dir)
-            old = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
-                server.start()
-            finally:
-                for k, v in old.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            server = LocalServer(data_dir, env=env).start()
             try:
                 yield server
             finally:
