@@ -10,7 +10,7 @@ use aws_sdk_s3::Client;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use reelgate::ports::blobs::{
-    clamp_range, BlobError, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
+    clamp_range, BlobError, BlobListing, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
 };
 use std::time::Duration;
 
@@ -335,6 +335,30 @@ impl BlobStore for S3BlobStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobListing>, BlobError> {
+        let mut found = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(unavailable)?;
+            for object in page.contents() {
+                if let Some(key) = object.key() {
+                    found.push(BlobListing {
+                        key: key.to_owned(),
+                        size: object.size().unwrap_or_default().max(0) as u64,
+                    });
+                }
+            }
+        }
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(found)
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {

@@ -1,9 +1,11 @@
 //! `reelgate admin`: account operations as JSON on stdout, against the local data directory or
 //! (with `--backend aws`) the deployed DynamoDB table.
 
-use anyhow::Context;
+use anyhow::Context as _;
 use reelgate::config::Config;
 use reelgate::domain::accounts::Accounts;
+use reelgate::domain::{erasure, Context};
+use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -56,9 +58,20 @@ enum OrgCommand {
         #[arg(long, default_value = "0")]
         credits: Decimal,
     },
+    /// The organization, its members and the bytes it stores by kind.
     Show {
         #[arg(long)]
         org: String,
+    },
+    /// Erases the organization's data (docs/data.md): jobs, outputs, files, stored responses,
+    /// agreements and memberships. Keeps the account with its balance, the ledger and the
+    /// moderation records. Refused while renders are in flight unless --force.
+    Delete {
+        #[arg(long)]
+        org: String,
+        /// Cancel renders in flight (unbilled) first instead of refusing.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -69,6 +82,18 @@ enum UserCommand {
         org: String,
         #[arg(long)]
         email: String,
+    },
+    /// Removes a person from the organization with their own data (membership, agreements,
+    /// stored responses); their keys and console sessions stop working. The organization's videos
+    /// and files stay. Refused while renders they started are in flight unless --force.
+    Remove {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        user: String,
+        /// Cancel their renders in flight (unbilled) first instead of refusing.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -114,26 +139,45 @@ enum ConsoleCommand {
     },
 }
 
-async fn open_store(args: &AdminArgs, config: &Config) -> anyhow::Result<Arc<dyn ItemStore>> {
+/// The stores the admin command works on: the local data directory's, or the deployed ones.
+struct Stores {
+    store: Arc<dyn ItemStore>,
+    blobs: Arc<dyn BlobStore>,
+}
+
+async fn open_stores(args: &AdminArgs, config: &Config) -> anyhow::Result<Stores> {
     match args.backend.as_str() {
         "local" => {
             let dir = args
                 .data_dir
                 .clone()
                 .unwrap_or_else(crate::default_data_dir);
-            let db = reelgate_embedded::db::Database::open(&dir.join("reelgate.sqlite3"))
+            // The public URL only matters for signing blob URLs, which admin never does.
+            let backend = reelgate_embedded::host::LocalBackend::open(&dir, "http://127.0.0.1")
                 .with_context(|| format!("opening {}", dir.display()))?;
-            Ok(Arc::new(reelgate_embedded::store::SqliteItemStore::new(db)))
+            Ok(Stores {
+                store: backend.store,
+                blobs: backend.blobs,
+            })
         }
-        "aws" => crate::aws::open_store(config).await,
+        "aws" => Ok(Stores {
+            store: crate::aws::open_store(config).await?,
+            blobs: crate::aws::open_blobs(config).await?,
+        }),
         other => anyhow::bail!("unknown backend {other}; use local or aws"),
     }
 }
 
 pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
-    let store = open_store(&args, config).await?;
+    let Stores { store, blobs } = open_stores(&args, config).await?;
     let catalog = reelgate::domain::catalog::Catalog::load(config.catalog_path.as_deref())?;
     let accounts = Accounts::new(store.as_ref());
+    let cx = Context {
+        store: store.as_ref(),
+        blobs: blobs.as_ref(),
+        catalog: &catalog,
+        settings: &config.settings,
+    };
     let check_plan = |plan: &str| -> anyhow::Result<()> {
         if catalog.plan(plan).is_none() {
             let known: Vec<&str> = catalog.plans.iter().map(|p| p.id.as_str()).collect();
@@ -160,7 +204,14 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
             let members = accounts.members(&org).await?;
             let mut v = json!(o);
             v["members"] = json!(members);
+            v["stored_bytes"] = json!(erasure::stored_bytes(cx, &org).await?);
             v
+        }
+        AdminCommand::Org(OrgCommand::Delete { org, force }) => {
+            json!(erasure::erase_org(cx, &org, force).await?)
+        }
+        AdminCommand::User(UserCommand::Remove { org, user, force }) => {
+            json!(erasure::remove_person(cx, &org, &user, force).await?)
         }
         AdminCommand::User(UserCommand::Create { org, email }) => {
             json!(accounts.create_person(&org, &email).await?)

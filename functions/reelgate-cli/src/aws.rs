@@ -32,6 +32,26 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn ItemStore>> {
     )))
 }
 
+/// The deployed bucket (`REELGATE_BUCKET`, the stack's `BucketName` output), for the commands
+/// that touch stored bytes (`org show`, `org delete`, `user remove`).
+pub async fn open_blobs(
+    config: &Config,
+) -> anyhow::Result<Arc<dyn reelgate::ports::blobs::BlobStore>> {
+    let bucket = config.aws.bucket.clone().context(
+        "REELGATE_BUCKET is not set: give it the stack's BucketName output (see docs/deploy.md)",
+    )?;
+    let region = env("AWS_REGION")
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .context("AWS_REGION is not set: give it the stack's region")?;
+    let endpoint = env("AWS_ENDPOINT_URL");
+    let sdk = reelgate_aws::sdk_config(&region, endpoint.as_deref()).await;
+    Ok(Arc::new(reelgate_aws::S3BlobStore::new(
+        &sdk,
+        &bucket,
+        endpoint.is_some(),
+    )))
+}
+
 /// Reads one item that cannot exist, which proves the table, region and credentials work.
 async fn check_table(config: &aws_config::SdkConfig, table: &str) -> anyhow::Result<()> {
     let store = reelgate_aws::DynamoItemStore::new(config, table);

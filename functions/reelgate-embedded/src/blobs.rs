@@ -143,6 +143,125 @@ impl LocalBlobStore {
     }
 }
 
+/// One blob file as the directory holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredBlob {
+    pub key: String,
+    pub size: u64,
+    /// Unix seconds of its last write.
+    pub written_at: i64,
+}
+
+impl LocalBlobStore {
+    /// Every blob whose key starts with `prefix` (`""` for all), with its size and write time.
+    /// Partial uploads (temporary files) are not blobs and are not listed.
+    pub async fn list_written(&self, prefix: &str) -> Result<Vec<StoredBlob>, BlobError> {
+        let (data, prefix) = (self.root.join("data"), prefix.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let mut found = Vec::new();
+            walk(&data, &data, &mut |key, meta| {
+                if !is_partial(key) && key.starts_with(&prefix) {
+                    found.push(StoredBlob {
+                        key: key.to_owned(),
+                        size: meta.len(),
+                        written_at: written_at(meta),
+                    });
+                }
+            })?;
+            found.sort_by(|a, b| a.key.cmp(&b.key));
+            Ok(found)
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
+        .map_err(io_err)
+    }
+
+    /// The local stand-in for the bucket's lifecycle rules: deletes every blob written more
+    /// than `max_age` seconds before `now`, and every partial upload older than `staging_max_age`.
+    /// Returns how many blobs and partial uploads it removed.
+    pub async fn expire_aged(
+        &self,
+        now: i64,
+        max_age: i64,
+        staging_max_age: i64,
+    ) -> Result<(usize, usize), BlobError> {
+        let data = self.root.join("data");
+        let listed = tokio::task::spawn_blocking(move || {
+            let mut found = Vec::new();
+            walk(&data, &data, &mut |key, meta| {
+                found.push((key.to_owned(), written_at(meta)));
+            })
+            .map(|()| found)
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
+        .map_err(io_err)?;
+        let (mut blobs, mut partial) = (0, 0);
+        for (key, written) in listed {
+            if is_partial(&key) {
+                if now - written > staging_max_age {
+                    remove_if_present(&self.root.join("data").join(&key)).await?;
+                    partial += 1;
+                }
+            } else if now - written > max_age {
+                self.delete(&key).await?;
+                blobs += 1;
+            }
+        }
+        Ok((blobs, partial))
+    }
+}
+
+/// A partial upload: `put_stream` writes into `.upload-…` beside the blob and renames it.
+fn is_partial(key: &str) -> bool {
+    key.rsplit('/')
+        .next()
+        .is_some_and(|name| name.starts_with(".upload-"))
+}
+
+fn written_at(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Calls `visit(key, metadata)` for every file under `dir`, keys relative to `root` with `/`.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    visit: &mut dyn FnMut(&str, &std::fs::Metadata),
+) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        let path = entry.path();
+        if meta.is_dir() {
+            walk(root, &path, visit)?;
+        } else if let Ok(relative) = path.strip_prefix(root) {
+            let key: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            visit(&key.join("/"), &meta);
+        }
+    }
+    Ok(())
+}
+
+async fn remove_if_present(path: &Path) -> Result<(), BlobError> {
+    match tokio::fs::remove_file(path).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(e)),
+    }
+}
+
 fn io_err(e: std::io::Error) -> BlobError {
     BlobError::Unavailable(e.to_string())
 }
@@ -255,6 +374,18 @@ impl BlobStore for LocalBlobStore {
             }
         }
         Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobListing>, BlobError> {
+        Ok(self
+            .list_written(prefix)
+            .await?
+            .into_iter()
+            .map(|b| BlobListing {
+                key: b.key,
+                size: b.size,
+            })
+            .collect())
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 /// Receives before a render message goes to the dead-letter side.
 pub const RENDER_QUEUE_MAX_RECEIVES: u32 = 5;
 
+#[derive(Clone)]
 pub struct LocalBackend {
     pub db: Database,
     pub store: Arc<SqliteItemStore>,
@@ -183,8 +184,7 @@ pub async fn start_services(
         fault_injection: options.engine_fault_injection,
         ..Default::default()
     });
-    let workflow =
-        crate::workflow::start(app, &backend.db, backend.store.clone(), options.workflow).await?;
+    let workflow = crate::workflow::start(app, backend, options.workflow).await?;
     Ok(LocalServices { engine, workflow })
 }
 

@@ -22,6 +22,21 @@ fn now_ms() -> i64 {
 }
 
 impl SqliteQueue {
+    /// Deletes dead-lettered messages sent before `before_ms` (SQS drops messages from a
+    /// dead-letter queue after its retention period). Returns how many.
+    pub async fn prune_dead(&self, before_ms: i64) -> Result<usize, QueueError> {
+        let queue = self.name.clone();
+        self.db
+            .write(move |tx| {
+                tx.execute(
+                    "DELETE FROM queue_messages WHERE queue = ?1 AND dead = 1 AND sent_at_ms < ?2",
+                    params![queue, before_ms],
+                )
+            })
+            .await
+            .map_err(unavailable)
+    }
+
     pub fn new(db: Database, name: &str, max_receives: u32) -> Self {
         SqliteQueue {
             db,

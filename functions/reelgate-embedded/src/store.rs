@@ -16,29 +16,50 @@ impl SqliteItemStore {
         SqliteItemStore { db }
     }
 
-    /// Keys of items whose expiry has passed (the sweeper deletes their blobs first).
-    pub async fn expired_keys(&self, now: i64) -> Result<Vec<(String, String)>, StoreError> {
+    /// Items whose expiry is at or before `now` (the sweeper deletes their blobs, then them).
+    pub async fn expired_items(&self, now: i64) -> Result<Vec<Item>, StoreError> {
         self.db
             .read(move |c| {
                 let mut stmt = c.prepare(
-                    "SELECT pk, sk FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    "SELECT data FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
                 )?;
-                let rows = stmt.query_map(params![now], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                rows.collect()
+                let rows = stmt.query_map(params![now], |r| r.get::<_, String>(0))?;
+                rows.map(|text| decode(&text?)).collect()
             })
             .await
             .map_err(store_err)
     }
 
-    /// Deletes expired items; the local stand-in for DynamoDB's TTL deletion. Returns the count.
-    pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
-        let now = now_secs();
+    /// Deletes one item if it is still expired at `now` (a write since the sweep read it may
+    /// have renewed it); the local stand-in for DynamoDB's TTL deletion. True if it was deleted.
+    pub async fn delete_expired(&self, key: &Key, now: i64) -> Result<bool, StoreError> {
+        let (pk, sk) = (key.pk.clone(), key.sk.clone());
         self.db
             .write(move |tx| {
                 tx.execute(
-                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                    params![now],
+                    "DELETE FROM items WHERE pk = ?1 AND sk = ?2 \
+                     AND expires_at IS NOT NULL AND expires_at <= ?3",
+                    params![pk, sk, now],
                 )
+            })
+            .await
+            .map(|n| n > 0)
+            .map_err(store_err)
+    }
+
+    /// Every item of the partitions `pk` and `pk#…` (an organization and its per-person
+    /// partitions), expired or not: what the aging test and storage reports walk.
+    pub async fn partition_family(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
+        // `pk#…` as a range ('$' sorts right after '#'), not LIKE: ids contain `_`, a wildcard.
+        let (exact, from, to) = (pk.to_owned(), format!("{pk}#"), format!("{pk}$"));
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT data FROM items WHERE pk = ?1 OR (pk >= ?2 AND pk < ?3) ORDER BY pk, sk",
+                )?;
+                let rows =
+                    stmt.query_map(params![exact, from, to], |r| r.get::<_, String>(0))?;
+                rows.map(|text| decode(&text?)).collect()
             })
             .await
             .map_err(store_err)

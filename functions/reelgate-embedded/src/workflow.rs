@@ -91,6 +91,21 @@ impl ExecutionJournal for SqliteJournal {
 }
 
 impl SqliteJournal {
+    /// Deletes executions that finished and started before `before_ms`: their input holds the
+    /// job's prompt, which must not outlive the job. Returns how many.
+    pub async fn prune_finished(&self, before_ms: i64) -> Result<usize, JournalError> {
+        self.db
+            .write(move |tx| {
+                tx.execute(
+                    "DELETE FROM workflow_executions WHERE running = 0 \
+                     AND json_extract(snapshot, '$.start_time_ms') < ?1",
+                    params![before_ms],
+                )
+            })
+            .await
+            .map_err(journal_err)
+    }
+
     /// Executions that ended without succeeding (failed, timed out, aborted).
     pub async fn unsuccessful(&self) -> Result<Vec<ExecutionSnapshot>, JournalError> {
         let rows: Vec<String> = self
@@ -267,10 +282,11 @@ impl Drop for LocalWorkflowHost {
 /// installs the workflow into `app`.
 pub async fn start(
     app: &App,
-    db: &Database,
-    local_store: Arc<crate::store::SqliteItemStore>,
+    backend: &crate::host::LocalBackend,
     options: LocalWorkflowOptions,
 ) -> anyhow::Result<LocalWorkflowHost> {
+    let db = &backend.db;
+    let backend = backend.clone();
     let machine = StateMachine::load("reelgate-video", VIDEO_DEFINITION, &local_substitutions())?;
     let runner = Runner::with_options(
         machine,
@@ -294,7 +310,8 @@ pub async fn start(
     let journal = SqliteJournal::new(db.clone());
     tasks.push(tokio::spawn(async move {
         loop {
-            if let Err(e) = sweep(&sweep_app, &local_store).await {
+            let now = reelgate::ports::store::now_secs();
+            if let Err(e) = crate::retention::sweep(&backend, now).await {
                 tracing::warn!(error = %e, "retention sweep failed");
             }
             if let Err(e) = reconcile(&sweep_app, &journal).await {
@@ -358,34 +375,4 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
         }
     }
     Ok(failed)
-}
-
-/// Deletes what has expired: finished jobs with their outputs and thumbnails 30 days after
-/// they finished, uploaded files 30 days after upload (DynamoDB TTL and S3 lifecycle rules do
-/// this on AWS). Moderation records expire on their own schedule.
-pub async fn sweep(app: &App, store: &crate::store::SqliteItemStore) -> anyhow::Result<usize> {
-    let now = reelgate::ports::store::now_secs();
-    let expired = store.expired_keys(now).await?;
-    for (pk, sk) in &expired {
-        let Some(org) = pk.strip_prefix("ORG#").filter(|o| !o.contains('#')) else {
-            continue;
-        };
-        if let Some(video_id) = sk.strip_prefix("VIDEO#") {
-            app.blobs
-                .delete(&reelgate::domain::videos::output_blob_key(org, video_id))
-                .await?;
-            app.blobs
-                .delete(&reelgate::domain::videos::thumbnail_blob_key(org, video_id))
-                .await?;
-        } else if let Some(file_id) = sk.strip_prefix("FILE#") {
-            app.blobs
-                .delete(&reelgate::domain::files::blob_key(org, file_id))
-                .await?;
-        }
-    }
-    let removed = store.sweep_expired().await?;
-    if removed > 0 {
-        tracing::info!(removed, "retention sweep deleted expired items");
-    }
-    Ok(removed)
 }

@@ -499,10 +499,11 @@ async fn retention_sweeps_finished_jobs_and_expired_files() {
         )
         .await
         .expect("age");
-    let removed = reelgate_embedded::workflow::sweep(&server.app, &server.backend.store)
-        .await
-        .expect("sweep");
-    assert!(removed >= 1);
+    let report =
+        reelgate_embedded::retention::sweep(&server.backend, reelgate::ports::store::now_secs())
+            .await
+            .expect("sweep");
+    assert!(report.records >= 1, "{report:?}");
     assert!(server.app.store.get(&key).await.expect("get").is_none());
     assert!(server
         .app

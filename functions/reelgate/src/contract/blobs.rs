@@ -120,6 +120,47 @@ pub async fn delete_and_missing(store: Arc<dyn BlobStore>) {
     ));
 }
 
+pub async fn list_by_prefix(store: Arc<dyn BlobStore>) {
+    let root = format!("contract/{}", crate::domain::ids::new_id("list"));
+    for (name, body) in [("a/one", &b"1"[..]), ("a/two", b"22"), ("ab/three", b"333")] {
+        store
+            .put_bytes(&format!("{root}/{name}"), "text/plain", Bytes::from(body))
+            .await
+            .expect("put");
+    }
+    let under_a = store.list(&format!("{root}/a/")).await.expect("list");
+    assert_eq!(
+        under_a,
+        vec![
+            BlobListing {
+                key: format!("{root}/a/one"),
+                size: 1
+            },
+            BlobListing {
+                key: format!("{root}/a/two"),
+                size: 2
+            },
+        ]
+    );
+    assert_eq!(
+        store.list(&format!("{root}/")).await.expect("list").len(),
+        3
+    );
+    assert!(store
+        .list(&format!("{root}/nothing/"))
+        .await
+        .expect("list")
+        .is_empty());
+    store
+        .delete(&format!("{root}/a/one"))
+        .await
+        .expect("delete");
+    assert_eq!(
+        store.list(&format!("{root}/a/")).await.expect("list").len(),
+        1
+    );
+}
+
 pub async fn presigned_get_serves_then_expires(store: Arc<dyn BlobStore>) {
     let key = fresh_key("signed.png");
     let bytes = Bytes::from_static(b"\x89PNG\r\n\x1a\n signed bytes");
@@ -187,7 +228,7 @@ macro_rules! blob_store_contract_tests {
     ($make:expr) => {
         $crate::blob_store_contract_tests!(@cases $make;
             stream_roundtrip_and_range, oversize_upload_leaves_nothing, delete_and_missing,
-            presigned_get_serves_then_expires, presigned_put_uploads);
+            list_by_prefix, presigned_get_serves_then_expires, presigned_put_uploads);
     };
     (@cases $make:expr; $($case:ident),*) => {
         $(

@@ -388,6 +388,11 @@ impl<'a> Accounts<'a> {
         let (Some(org), Some(person)) = (record.str_attr("org"), record.str_attr("person")) else {
             return Ok(None);
         };
+        // A credential dies with its holder's membership (a removed person, an erased
+        // organization), whatever its own record says.
+        if self.store.get(&member_key(org, person)).await?.is_none() {
+            return Ok(None);
+        }
         let credential = match id_field {
             "key_id" => Credential::ApiKey { key_id: id },
             _ => Credential::ConsoleSession { session_id: id },

@@ -47,6 +47,28 @@ pub async fn fail(
     Ok(())
 }
 
+/// Ends a running job as `canceled`, releasing its reservation (never billed); false when it was
+/// no longer running (a completion that won the race keeps its charge). Erasure with `--force`
+/// uses it; the workflow's next step finds the job terminal and stops.
+pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
+    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+        return Ok(false);
+    };
+    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let now = now_secs();
+    let update = Update::new()
+        .set("status", crate::domain::keys::STATUS_CANCELED)
+        .set("completed_at", now)
+        .set(
+            crate::ports::store::EXPIRES_AT,
+            now + cx.settings.job_retention.as_secs() as i64,
+        );
+    Ok(matches!(
+        crate::domain::billing::release(cx.store, org, video_id, quote, update).await?,
+        crate::domain::billing::Settlement::Settled
+    ))
+}
+
 /// What a job whose pipeline stopped without settling it tells the caller.
 pub const PIPELINE_STOPPED: &str =
     "The render pipeline stopped before the video finished. You were not charged; resubmit later.";

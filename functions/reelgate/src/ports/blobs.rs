@@ -21,6 +21,13 @@ pub struct BlobMeta {
     pub content_type: String,
 }
 
+/// One blob in a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobListing {
+    pub key: String,
+    pub size: u64,
+}
+
 pub struct BlobRead {
     pub meta: BlobMeta,
     /// The range actually served, when one was asked for.
@@ -59,6 +66,9 @@ pub trait BlobStore: Send + Sync + 'static {
     async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError>;
     /// Deleting an absent blob succeeds.
     async fn delete(&self, key: &str) -> Result<(), BlobError>;
+    /// Every blob whose key starts with `prefix`, in key order: what storage reports and
+    /// erasure walk. Partial uploads are not listed.
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobListing>, BlobError>;
     /// A URL that serves the blob to any HTTP client until `ttl` passes.
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError>;
     /// A URL that accepts one HTTP PUT of the blob until `ttl` passes.

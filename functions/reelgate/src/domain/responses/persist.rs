@@ -18,8 +18,8 @@ use crate::ports::store::{item, now_secs, Item, ItemExt, Key, EXPIRES_AT};
 use bytes::Bytes;
 use serde_json::Value;
 
-/// Stored responses and items expire 30 days after creation.
-pub const RETENTION_SECS: i64 = 30 * 24 * 3600;
+/// Stored responses and items expire 30 days after creation, like OpenAI's stored responses.
+pub const RETENTION_SECS: i64 = crate::domain::retention::RETENTION_SECS;
 /// JSON bodies up to this size are kept in the item itself.
 const INLINE_LIMIT: usize = 300 * 1024;
 /// How many responses back a conversation is followed; older turns are dropped.

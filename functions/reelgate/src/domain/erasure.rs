@@ -1,0 +1,220 @@
+//! Erasure: an organization that leaves, or a person removed from one. What belongs to them goes
+//! (jobs, outputs, thumbnails, files, uploads, stored responses, agreements, memberships); what
+//! the operator must keep stays (the organization's account with its balance, the ledger of
+//! charges, and moderation records until their own 30 days) and the report says so. Also the
+//! storage report of `reelgate admin org show`. The inventory is docs/data.md.
+
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::keys::RUNNING;
+use crate::domain::retention::{blob_kind, owned_blobs};
+use crate::domain::Context;
+use crate::ports::store::{Item, ItemExt, Key, Query, Update, PK, SK};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What an erasure removed and what it kept on purpose.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ErasureReport {
+    /// Renders that were still running and were canceled unbilled first (with `--force`).
+    pub renders_stopped: usize,
+    pub records_deleted: usize,
+    pub blobs_deleted: usize,
+    pub bytes_deleted: u64,
+    /// What stays, and why.
+    pub kept: Vec<&'static str>,
+}
+
+/// Records an erasure keeps: the ledger (render charges and token usage entries) and the
+/// moderation records, which expire on their own 30-day schedule.
+fn operator_keeps(sk: &str) -> bool {
+    sk == "ORG"
+        || sk.starts_with("CHARGE#")
+        || sk.starts_with("LEDGER#")
+        || sk.starts_with("MODERATION#")
+}
+
+/// Every item of one partition, following pages.
+async fn partition_items(cx: Context<'_>, pk: &str, prefix: Option<&str>) -> ApiResult<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut query = Query::partition(pk).limit(100).after(after.take());
+        if let Some(prefix) = prefix {
+            query = query.prefix(prefix);
+        }
+        let page = cx.store.query(query).await?;
+        items.extend(page.items);
+        match page.last_sk {
+            Some(last) => after = Some(last),
+            None => return Ok(items),
+        }
+    }
+}
+
+/// Deletes one record after its blobs (the order of docs/data.md).
+async fn delete_record(cx: Context<'_>, item: &Item, report: &mut ErasureReport) -> ApiResult<()> {
+    for blob in owned_blobs(item) {
+        if let Some(meta) = cx.blobs.head(&blob).await? {
+            cx.blobs.delete(&blob).await?;
+            report.blobs_deleted += 1;
+            report.bytes_deleted += meta.size;
+        }
+    }
+    let (Some(pk), Some(sk)) = (item.str_attr(PK), item.str_attr(SK)) else {
+        return Ok(());
+    };
+    cx.store.delete(&Key::new(pk, sk), None).await?;
+    report.records_deleted += 1;
+    Ok(())
+}
+
+/// Deletes every blob left under `prefix` (bytes whose record was already gone).
+async fn delete_blobs_under(
+    cx: Context<'_>,
+    prefix: &str,
+    report: &mut ErasureReport,
+) -> ApiResult<()> {
+    for blob in cx.blobs.list(prefix).await? {
+        cx.blobs.delete(&blob.key).await?;
+        report.blobs_deleted += 1;
+        report.bytes_deleted += blob.size;
+    }
+    Ok(())
+}
+
+/// Ends the running jobs that `started_by` selects: refused unless `force`, and then each is
+/// canceled and its reservation released (never billed) before anything is erased.
+async fn stop_running_jobs(
+    cx: Context<'_>,
+    org: &str,
+    started_by: Option<&str>,
+    force: bool,
+    report: &mut ErasureReport,
+) -> ApiResult<()> {
+    let running: Vec<String> = partition_items(cx, &format!("ORG#{org}"), Some("VIDEO#"))
+        .await?
+        .iter()
+        .filter(|job| RUNNING.contains(&job.str_attr("status").unwrap_or_default()))
+        .filter(|job| started_by.is_none_or(|p| job.str_attr("person") == Some(p)))
+        .filter_map(|job| job.str_attr("id").map(str::to_owned))
+        .collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    if !force {
+        return Err(ApiError::conflict(format!(
+            "{} video(s) are still rendering ({}); wait until they finish, or force the erasure \
+             to cancel them unbilled first.",
+            running.len(),
+            running.join(", ")
+        )));
+    }
+    for video_id in &running {
+        if crate::domain::jobs::cancel(cx, org, video_id).await? {
+            report.renders_stopped += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Erases an organization's data and closes it. Its members can no longer authenticate (their
+/// memberships are gone); the account item stays, marked erased, with its balance, beside the
+/// ledger and the moderation records.
+pub async fn erase_org(cx: Context<'_>, org: &str, force: bool) -> ApiResult<ErasureReport> {
+    let accounts = cx.accounts();
+    accounts.org(org).await?;
+    let mut report = ErasureReport::default();
+    stop_running_jobs(cx, org, None, force, &mut report).await?;
+    for person in accounts.members(org).await? {
+        erase_person_data(cx, org, &person, &mut report).await?;
+    }
+    for item in partition_items(cx, &format!("ORG#{org}"), None).await? {
+        if !operator_keeps(item.str_attr(SK).unwrap_or_default()) {
+            delete_record(cx, &item, &mut report).await?;
+        }
+    }
+    delete_blobs_under(cx, &format!("{org}/"), &mut report).await?;
+    cx.store
+        .update(
+            &crate::domain::accounts::org_key(org),
+            Update::new().set("erased_at", crate::ports::store::now_secs()),
+            None,
+        )
+        .await?;
+    report.kept = vec![
+        "the organization's account record (marked erased) with its balance",
+        "the ledger: render charges and token usage entries",
+        "moderation records, until 30 days after each check",
+    ];
+    Ok(report)
+}
+
+/// Removes one person from an organization with what is theirs alone: membership, agreements,
+/// stored responses, and the person record. Videos and files belong to the organization and
+/// stay; renders the person started are refused unless `force`.
+pub async fn remove_person(
+    cx: Context<'_>,
+    org: &str,
+    person: &str,
+    force: bool,
+) -> ApiResult<ErasureReport> {
+    let accounts = cx.accounts();
+    accounts.org(org).await?;
+    if !accounts.members(org).await?.iter().any(|p| p == person) {
+        return Err(ApiError::not_found(
+            "user_not_found",
+            format!("{person} is not a member of {org}."),
+        ));
+    }
+    let mut report = ErasureReport::default();
+    stop_running_jobs(cx, org, Some(person), force, &mut report).await?;
+    erase_person_data(cx, org, person, &mut report).await?;
+    report.kept = vec![
+        "the organization's videos and files, including those this person created",
+        "the ledger: render charges and token usage entries",
+        "moderation records, until 30 days after each check",
+    ];
+    Ok(report)
+}
+
+/// A person's own records within `org`: membership, agreements, their stored-response partition
+/// with its blobs, and the person record.
+async fn erase_person_data(
+    cx: Context<'_>,
+    org: &str,
+    person: &str,
+    report: &mut ErasureReport,
+) -> ApiResult<()> {
+    for item in partition_items(cx, &format!("ORG#{org}#PERSON#{person}"), None).await? {
+        delete_record(cx, &item, report).await?;
+    }
+    delete_blobs_under(cx, &format!("{org}/responses/{person}/"), report).await?;
+    let own = partition_items(
+        cx,
+        &format!("ORG#{org}"),
+        Some(&format!("AGREEMENT#{person}#")),
+    )
+    .await?;
+    for item in &own {
+        delete_record(cx, item, report).await?;
+    }
+    for key in [
+        Key::new(format!("ORG#{org}"), format!("MEMBER#{person}")),
+        Key::new(format!("PERSON#{person}"), "PERSON"),
+    ] {
+        if cx.store.delete(&key, None).await?.is_some() {
+            report.records_deleted += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes an organization stores, by kind (`video_outputs`, `thumbnails`, `files`,
+/// `stored_responses`, …), from the blob store itself.
+pub async fn stored_bytes(cx: Context<'_>, org: &str) -> ApiResult<BTreeMap<&'static str, u64>> {
+    let mut by_kind = BTreeMap::new();
+    for blob in cx.blobs.list(&format!("{org}/")).await? {
+        *by_kind.entry(blob_kind(&blob.key)).or_insert(0) += blob.size;
+    }
+    Ok(by_kind)
+}
