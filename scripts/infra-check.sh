@@ -6,7 +6,10 @@
 #      template, and cfn-lint again on what it expands to (the generated roles, permissions,
 #      routes and event sources);
 #   3. asl-validator (npm) on statemachine/*.asl.json — cfn-lint does not look inside a
-#      DefinitionUri file. asl-validator accepts the ${Name} placeholders.
+#      DefinitionUri file. asl-validator accepts the ${Name} placeholders;
+#   4. cfn-lint on infra/edge-payload-hash.yaml (the front door's Lambda@Edge function for stacks
+#      outside us-east-1), and the front door's two edge functions (payload hash, Authorization
+#      relay) run by node on sample events (scripts/edge-functions-check.js).
 # The Rust side of the checks (functions <-> binaries, ASL placeholders <-> substitutions,
 # API_ROUTES <-> API events) is functions/reelgate-lambda/tests/infra_consistency.rs.
 #
@@ -84,6 +87,36 @@ for definition in "$ROOT"/statemachine/*.asl.json; do
     status=1
   fi
 done
+
+echo "infra-check: cfn-lint $CFN_LINT_VERSION infra/edge-payload-hash.yaml" >&2
+if ! "$CFN_VENV/bin/cfn-lint" --regions us-east-1 --template "$ROOT/infra/edge-payload-hash.yaml"; then
+  echo "infra-check: cfn-lint found problems in infra/edge-payload-hash.yaml" >&2
+  status=1
+fi
+EDGE_DIR="$(mktemp -d)"
+trap 'rm -f "$EXPANDED"; rm -rf "$EDGE_DIR"' EXIT
+echo "infra-check: the front door's edge functions on sample events (node)" >&2
+# The function's inline code, as CloudFormation would zip it (index.js).
+# The functions' inline code: the Lambda@Edge one as CloudFormation would zip it (index.js), the
+# CloudFront function's as it is published.
+if "$CFN_VENV/bin/python" - "$ROOT/infra/template.yaml" "$EDGE_DIR" <<'PY'
+import sys, yaml
+class Loader(yaml.SafeLoader):
+    pass
+Loader.add_multi_constructor("!", lambda loader, tag, node: None)
+resources = yaml.load(open(sys.argv[1]), Loader=Loader)["Resources"]
+open(sys.argv[2] + "/index.js", "w").write(resources["PayloadHashFunction"]["Properties"]["Code"]["ZipFile"])
+open(sys.argv[2] + "/relay.js", "w").write(resources["RelayAuthorizationFunction"]["Properties"]["FunctionCode"])
+PY
+then
+  if ! node "$ROOT/scripts/edge-functions-check.js" "$EDGE_DIR/index.js" "$EDGE_DIR/relay.js"; then
+    echo "infra-check: the payload-hash function failed its checks" >&2
+    status=1
+  fi
+else
+  echo "infra-check: could not extract PayloadHashFunction's code" >&2
+  status=1
+fi
 
 if [[ $status -eq 0 ]]; then echo "infra-check: ok" >&2; fi
 exit $status

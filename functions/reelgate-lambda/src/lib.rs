@@ -78,15 +78,30 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
     let config = Config::from_env()?;
     let aws = reelgate_aws::AwsSettings::from_config(&config).map_err(anyhow::Error::msg)?;
     let backend = reelgate_aws::connect(aws).await;
-    let config = match &config.aws.secrets_arn {
-        Some(arn) => {
+    // The provider keys' secret, then the front door's origin secret (a JSON object holding
+    // REELGATE_ORIGIN_SECRET and, during a rotation, REELGATE_ORIGIN_SECRET_SECONDARY), whose
+    // values are never in the function's configuration either.
+    let secret_arns: Vec<String> = [&config.aws.secrets_arn, &config.aws.origin_secret_arn]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    let config = if secret_arns.is_empty() {
+        config
+    } else {
+        for arn in &secret_arns {
             load_secrets(&backend.sdk_config, arn).await?;
-            // The secret may hold REELGATE_* values (an upstream key): read the completed
-            // environment, checked like the first reading.
-            Config::from_env()?
         }
-        None => config,
+        // The secrets may hold REELGATE_* values (an upstream key, the origin secret): read the
+        // completed environment, checked like the first reading.
+        Config::from_env()?
     };
+    if config.aws.origin_secret_arn.is_some() && config.settings.origin_secrets.is_none() {
+        anyhow::bail!(
+            "REELGATE_ORIGIN_SECRET_ARN names a secret without a REELGATE_ORIGIN_SECRET value; \
+             the front door's check cannot be switched on"
+        );
+    }
     let sdk_config = backend.sdk_config.clone();
     let ports = Ports {
         store: backend.store,

@@ -325,3 +325,434 @@ fn the_table_matches_the_table_design() {
     );
     assert!(p.get("GlobalSecondaryIndexes").is_none() && p.get("LocalSecondaryIndexes").is_none());
 }
+
+// ---------------------------------------------------------------- the front door (issue 18)
+
+/// CloudFront's managed policies the front door's behaviours use.
+const CACHING_DISABLED: &str = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad";
+const ALL_VIEWER_EXCEPT_HOST_HEADER: &str = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
+const ALL_METHODS: [&str; 7] = ["GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"];
+
+/// A value with its tags, as text: enough to see which resource a nested intrinsic names.
+fn text(v: &Value) -> String {
+    serde_yaml::to_string(v).unwrap_or_default()
+}
+
+fn resource<'a>(t: &'a Value, id: &str) -> &'a Value {
+    let r = &t["Resources"][id];
+    assert!(!r.is_null(), "infra/template.yaml has no {id}");
+    r
+}
+
+fn of_type<'a>(t: &'a Value, ty: &str) -> Vec<(String, &'a Value)> {
+    resources(t)
+        .into_iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some(ty))
+        .collect()
+}
+
+fn distribution(t: &Value) -> &Value {
+    let all = of_type(t, "AWS::CloudFront::Distribution");
+    assert_eq!(all.len(), 1, "one distribution, the one front door");
+    &all[0].1["Properties"]["DistributionConfig"]
+}
+
+/// CloudFront's path pattern match: `*` any run of characters, `?` one, case-sensitive.
+fn path_pattern_matches(pattern: &str, path: &str) -> bool {
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| go(rest, &s[i..])),
+            Some((b'?', rest)) => !s.is_empty() && go(rest, &s[1..]),
+            Some((c, rest)) => s.first() == Some(c) && go(rest, &s[1..]),
+        }
+    }
+    go(pattern.as_bytes(), path.as_bytes())
+}
+
+/// The behaviour CloudFront picks for `path`: the first cache behaviour whose pattern matches,
+/// else the default one.
+fn behaviour_for<'a>(d: &'a Value, path: &str) -> &'a Value {
+    d["CacheBehaviors"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .find(|b| path_pattern_matches(b["PathPattern"].as_str().unwrap_or_default(), path))
+        .unwrap_or(&d["DefaultCacheBehavior"])
+}
+
+fn origin<'a>(d: &'a Value, id: &str) -> &'a Value {
+    d["Origins"]
+        .as_sequence()
+        .expect("Origins")
+        .iter()
+        .find(|o| o["Id"].as_str() == Some(id))
+        .unwrap_or_else(|| panic!("no origin {id}"))
+}
+
+/// A concrete request path for a route template (`{file_id}` → `file-abc123`).
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            seg.strip_prefix('{')
+                .and_then(|s| s.strip_suffix('}'))
+                .map(|name| format!("{name}-abc123"))
+                .unwrap_or_else(|| seg.to_owned())
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Where an origin sends requests: `Some(twin)` for a streaming function's URL, `None` for the
+/// HTTP API (panics on anything else).
+fn origin_target(o: &Value) -> Option<String> {
+    let domain = text(&o["DomainName"]);
+    if domain.contains("${Api}.execute-api.") {
+        return None;
+    }
+    for f in FUNCTIONS {
+        if let Some(twin) = stream_logical_id(f) {
+            if domain.contains(&format!("{twin}Url.FunctionUrl")) {
+                return Some(twin);
+            }
+        }
+    }
+    panic!(
+        "origin {} goes neither to the HTTP API nor to a streaming function URL: {domain}",
+        o["Id"].as_str().unwrap_or_default()
+    )
+}
+
+#[test]
+fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to_the_api() {
+    let t = template();
+    let d = distribution(&t);
+    let mut checked = 0;
+    for (method, path) in reelgate::api::API_ROUTES {
+        let f = reelgate_lambda::functions::for_path(path)
+            .unwrap_or_else(|| panic!("{method} {path}: no binary in the manifest serves it"));
+        let b = behaviour_for(d, &concrete(path));
+        let target = b["TargetOriginId"].as_str().expect("TargetOriginId");
+        let streams = matches!(f.serves, Serves::Http { stream: true, .. });
+        let expected = streams.then(|| stream_logical_id(f).expect("twin"));
+        assert_eq!(
+            origin_target(origin(d, target)),
+            expected,
+            "{method} {path} goes to origin {target}"
+        );
+        let allowed: Vec<&str> = b["AllowedMethods"]
+            .as_sequence()
+            .expect("AllowedMethods")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            allowed.contains(method),
+            "{method} {path} is not allowed by its behaviour"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, reelgate::api::API_ROUTES.len());
+    // Every streaming path has a behaviour of its own, on its twin's URL.
+    for f in FUNCTIONS {
+        if let (Serves::Http { path, stream: true }, Some(twin)) = (f.serves, stream_logical_id(f))
+        {
+            let b = behaviour_for(d, path);
+            assert_eq!(
+                b["PathPattern"].as_str(),
+                Some(path),
+                "{path} has its own behaviour"
+            );
+            assert_eq!(
+                origin_target(origin(d, b["TargetOriginId"].as_str().unwrap())),
+                Some(twin)
+            );
+        }
+    }
+    // Paths outside the API (the console, the health check) reach the HTTP API.
+    for path in ["/console", "/console/login", "/health", "/v1/unknown"] {
+        let b = behaviour_for(d, path);
+        assert_eq!(
+            origin_target(origin(d, b["TargetOriginId"].as_str().unwrap())),
+            None,
+            "{path}"
+        );
+    }
+    // A streaming pattern must not catch the routes below it (GET /v1/responses/{id}).
+    assert_eq!(
+        origin_target(origin(
+            d,
+            behaviour_for(d, "/v1/responses/resp-1")["TargetOriginId"]
+                .as_str()
+                .unwrap()
+        )),
+        None
+    );
+}
+
+#[test]
+fn every_behaviour_is_uncached_takes_every_method_and_relays_the_callers_headers() {
+    let t = template();
+    let d = distribution(&t);
+    let relay = resource(&t, "RelayAuthorizationFunction");
+    assert_eq!(relay["Type"].as_str(), Some("AWS::CloudFront::Function"));
+    let code = relay["Properties"]["FunctionCode"]
+        .as_str()
+        .expect("FunctionCode");
+    assert!(
+        code.contains(reelgate::api::origin::RELAYED_AUTHORIZATION_HEADER),
+        "the relay function writes the header the service reads"
+    );
+    let behaviours: Vec<&Value> = std::iter::once(&d["DefaultCacheBehavior"])
+        .chain(d["CacheBehaviors"].as_sequence().into_iter().flatten())
+        .collect();
+    assert!(behaviours.len() >= 3);
+    for b in behaviours {
+        let name = b["PathPattern"].as_str().unwrap_or("default");
+        assert_eq!(
+            b["CachePolicyId"].as_str(),
+            Some(CACHING_DISABLED),
+            "{name}: caching off"
+        );
+        assert_eq!(
+            b["OriginRequestPolicyId"].as_str(),
+            Some(ALL_VIEWER_EXCEPT_HOST_HEADER),
+            "{name}: every header, cookie and query string the caller sent goes on"
+        );
+        let methods: BTreeSet<&str> = b["AllowedMethods"]
+            .as_sequence()
+            .expect("AllowedMethods")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(
+            methods,
+            ALL_METHODS.into_iter().collect(),
+            "{name}: all methods"
+        );
+        assert_eq!(
+            b["ViewerProtocolPolicy"].as_str(),
+            Some("https-only"),
+            "{name}"
+        );
+        assert_eq!(
+            b["Compress"].as_bool(),
+            Some(false),
+            "{name}: compression holds SSE back"
+        );
+        let viewer: Vec<&Value> = b["FunctionAssociations"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["EventType"].as_str() == Some("viewer-request"))
+            .collect();
+        assert_eq!(
+            viewer.len(),
+            1,
+            "{name}: the relay runs on the viewer request"
+        );
+        assert!(
+            text(&viewer[0]["FunctionARN"])
+                .contains("RelayAuthorizationFunction.FunctionMetadata.FunctionARN"),
+            "{name}"
+        );
+        // Toward a signed function URL, the payload hash is added at the origin request.
+        let target = b["TargetOriginId"].as_str().unwrap();
+        if origin_target(origin(d, target)).is_some() {
+            let edge = &b["LambdaFunctionAssociations"][0];
+            assert_eq!(edge["EventType"].as_str(), Some("origin-request"), "{name}");
+            assert_eq!(edge["IncludeBody"].as_bool(), Some(true), "{name}");
+            assert!(
+                text(&edge["LambdaFunctionARN"]).contains("PayloadHashFunctionVersion"),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn function_urls_are_aws_iam_signed_by_origin_access_control_for_the_distribution_only() {
+    let t = template();
+    let d = distribution(&t);
+    // No function URL is open to the internet.
+    let mut urls = 0;
+    for (id, r) in functions(&t) {
+        let url = &r["Properties"]["FunctionUrlConfig"];
+        if !url.is_null() {
+            urls += 1;
+            assert_eq!(url["AuthType"].as_str(), Some("AWS_IAM"), "{id}");
+        }
+    }
+    for (id, r) in of_type(&t, "AWS::Lambda::Url") {
+        assert_eq!(
+            r["Properties"]["AuthType"].as_str(),
+            Some("AWS_IAM"),
+            "{id}"
+        );
+    }
+    assert!(urls >= 2, "the streaming twins have function URLs");
+    // The OAC signs every request to a Lambda origin.
+    let oacs = of_type(&t, "AWS::CloudFront::OriginAccessControl");
+    assert_eq!(oacs.len(), 1);
+    let (oac_id, oac) = &oacs[0];
+    let c = &oac["Properties"]["OriginAccessControlConfig"];
+    assert_eq!(c["OriginAccessControlOriginType"].as_str(), Some("lambda"));
+    assert_eq!(c["SigningBehavior"].as_str(), Some("always"));
+    assert_eq!(c["SigningProtocol"].as_str(), Some("sigv4"));
+    for o in d["Origins"].as_sequence().expect("Origins") {
+        let oac_ref = text(&o["OriginAccessControlId"]);
+        match origin_target(o) {
+            Some(twin) => {
+                assert!(
+                    oac_ref.contains(&format!("{oac_id}.Id")),
+                    "{twin}'s origin is signed"
+                );
+                // Invoke permission for the distribution and nobody else.
+                let perms: Vec<(String, &Value)> = of_type(&t, "AWS::Lambda::Permission")
+                    .into_iter()
+                    .filter(|(_, p)| text(&p["Properties"]["FunctionName"]).contains(&twin))
+                    .collect();
+                let actions: BTreeSet<&str> = perms
+                    .iter()
+                    .filter_map(|(_, p)| p["Properties"]["Action"].as_str())
+                    .collect();
+                assert_eq!(
+                    actions,
+                    ["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]
+                        .into_iter()
+                        .collect(),
+                    "{twin}"
+                );
+                for (pid, p) in &perms {
+                    let p = &p["Properties"];
+                    assert_eq!(
+                        p["Principal"].as_str(),
+                        Some("cloudfront.amazonaws.com"),
+                        "{pid}"
+                    );
+                    let source = text(&p["SourceArn"]);
+                    assert!(
+                        source.contains(":distribution/${Distribution}"),
+                        "{pid} is scoped to the distribution: {source}"
+                    );
+                    match p["Action"].as_str() {
+                        Some("lambda:InvokeFunctionUrl") => {
+                            assert_eq!(p["FunctionUrlAuthType"].as_str(), Some("AWS_IAM"), "{pid}")
+                        }
+                        _ => assert_eq!(p["InvokedViaFunctionUrl"].as_bool(), Some(true), "{pid}"),
+                    }
+                }
+            }
+            None => assert!(
+                o["OriginAccessControlId"].is_null(),
+                "the HTTP API is not a Lambda origin"
+            ),
+        }
+    }
+    // Streamed answers get long read timeouts.
+    let default_timeout = t["Parameters"]["StreamReadTimeout"]["Default"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        default_timeout >= 60,
+        "StreamReadTimeout default {default_timeout}"
+    );
+    for o in d["Origins"].as_sequence().unwrap() {
+        if origin_target(o).is_some() {
+            assert_eq!(
+                tagged(&o["CustomOriginConfig"]["OriginReadTimeout"])
+                    .map(|(tag, v)| (tag, v.as_str().map(str::to_owned))),
+                Some(("!Ref".to_owned(), Some("StreamReadTimeout".to_owned())))
+            );
+        }
+    }
+}
+
+#[test]
+fn every_origin_gets_the_origin_secret_from_secrets_manager_and_every_api_function_reads_it() {
+    let t = template();
+    let d = distribution(&t);
+    let secret = resource(&t, "OriginSecret");
+    assert_eq!(secret["Type"].as_str(), Some("AWS::SecretsManager::Secret"));
+    assert_eq!(
+        secret["Properties"]["GenerateSecretString"]["GenerateStringKey"].as_str(),
+        Some("REELGATE_ORIGIN_SECRET"),
+        "the secret holds the variable the service reads"
+    );
+    let length = secret["Properties"]["GenerateSecretString"]["PasswordLength"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(length as usize >= reelgate::config::ORIGIN_SECRET_MIN_LEN);
+    for o in d["Origins"].as_sequence().expect("Origins") {
+        let headers: Vec<&Value> = o["OriginCustomHeaders"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter(|h| {
+                h["HeaderName"].as_str() == Some(reelgate::api::origin::ORIGIN_SECRET_HEADER)
+            })
+            .collect();
+        assert_eq!(
+            headers.len(),
+            1,
+            "origin {} carries the origin secret",
+            o["Id"].as_str().unwrap_or_default()
+        );
+        // A dynamic reference, never the value itself.
+        let (tag, value) = tagged(&headers[0]["HeaderValue"]).expect("a !Sub");
+        assert_eq!(tag, "!Sub");
+        assert_eq!(
+            value.as_str(),
+            Some("{{resolve:secretsmanager:${OriginSecret}:SecretString:REELGATE_ORIGIN_SECRET}}")
+        );
+    }
+    for (id, r) in functions(&t) {
+        let is_api = binary_of(r).is_some_and(|b| b.starts_with("api-"));
+        let env = &r["Properties"]["Environment"]["Variables"]["REELGATE_ORIGIN_SECRET_ARN"];
+        let policies = text(&r["Properties"]["Policies"]);
+        if is_api {
+            assert_eq!(
+                tagged(env).map(|(tag, v)| (tag, v.as_str().map(str::to_owned))),
+                Some(("!Ref".to_owned(), Some("OriginSecret".to_owned()))),
+                "{id} checks the origin secret"
+            );
+            assert!(
+                policies.contains("AWSSecretsManagerGetSecretValuePolicy")
+                    && policies.contains("OriginSecret"),
+                "{id} may read the origin secret"
+            );
+        } else {
+            assert!(
+                env.is_null() && !policies.contains("OriginSecret"),
+                "{id} serves no HTTP and needs no origin secret"
+            );
+        }
+    }
+    assert!(
+        text(&t["Outputs"]["BaseUrl"]["Value"]).contains("${Distribution.DomainName}"),
+        "the one base URL is the distribution's"
+    );
+}
+
+#[test]
+fn the_payload_hash_function_is_the_same_in_both_templates() {
+    let t = template();
+    let path = repo().join("infra/edge-payload-hash.yaml");
+    let edge: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).expect("edge template"))
+        .expect("edge template YAML");
+    for id in [
+        "PayloadHashFunction",
+        "PayloadHashRole",
+        "PayloadHashFunctionVersion",
+    ] {
+        let mut main = resource(&t, id).clone();
+        if let Some(m) = main.as_mapping_mut() {
+            m.remove("Condition");
+        }
+        assert_eq!(
+            &main,
+            resource(&edge, id),
+            "{id} differs between the two templates"
+        );
+    }
+}

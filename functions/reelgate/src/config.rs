@@ -118,6 +118,19 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_RESPONSE_STREAM",
         "this Lambda function streams its responses (on/off)",
     ),
+    // The front door (docs/deploy.md).
+    (
+        "REELGATE_ORIGIN_SECRET",
+        "refuse requests without this x-reelgate-origin-secret value",
+    ),
+    (
+        "REELGATE_ORIGIN_SECRET_SECONDARY",
+        "a second origin secret accepted during a rotation",
+    ),
+    (
+        "REELGATE_ORIGIN_SECRET_ARN",
+        "Secrets Manager secret holding the origin secret(s)",
+    ),
 ];
 
 /// Names the project's scripts and tests export (test.sh, the e2e harness, the emulator
@@ -183,6 +196,32 @@ pub struct Settings {
     pub content_redirect: bool,
     /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
     pub allow_private_file_urls: bool,
+    /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
+    /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
+    pub origin_secrets: Option<OriginSecrets>,
+}
+
+/// The values of the front door's origin header the service accepts (one, or two during a
+/// rotation). Its `Debug` never shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OriginSecrets(Vec<String>);
+
+impl OriginSecrets {
+    /// The accepted values; None when there is none.
+    pub fn new(values: impl IntoIterator<Item = String>) -> Option<OriginSecrets> {
+        let values: Vec<String> = values.into_iter().filter(|v| !v.is_empty()).collect();
+        (!values.is_empty()).then_some(OriginSecrets(values))
+    }
+
+    pub fn values(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for OriginSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OriginSecrets(<{} redacted>)", self.0.len())
+    }
 }
 
 impl Default for Settings {
@@ -199,6 +238,7 @@ impl Default for Settings {
             engine_unreachable_attempts: 5,
             content_redirect: false,
             allow_private_file_urls: false,
+            origin_secrets: None,
         }
     }
 }
@@ -233,6 +273,8 @@ pub struct AwsResources {
     pub render_queue_url: Option<String>,
     pub state_machine_arn: Option<String>,
     pub secrets_arn: Option<String>,
+    /// `REELGATE_ORIGIN_SECRET_ARN`: read like `secrets_arn`, for the origin secret.
+    pub origin_secret_arn: Option<String>,
 }
 
 /// The whole configuration.
@@ -324,6 +366,7 @@ impl Config {
             settings.max_upload_bytes = v;
         }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
+        settings.origin_secrets = origin_secrets(&vars)?;
         settings.allow_private_file_urls = vars
             .switch("REELGATE_ALLOW_PRIVATE_FILE_URLS")?
             .unwrap_or(false);
@@ -392,6 +435,7 @@ impl Config {
                 render_queue_url: vars.text("REELGATE_RENDER_QUEUE_URL"),
                 state_machine_arn: vars.text("REELGATE_STATE_MACHINE_ARN"),
                 secrets_arn: vars.text("REELGATE_SECRETS_ARN"),
+                origin_secret_arn: vars.text("REELGATE_ORIGIN_SECRET_ARN"),
             },
             response_stream: vars.switch("REELGATE_RESPONSE_STREAM")?.unwrap_or(false),
             log_filter: vars.text("REELGATE_LOG"),
@@ -415,6 +459,39 @@ impl Config {
             ..self.settings.clone()
         }
     }
+}
+
+/// The shortest origin secret accepted: the header is the only thing standing between the
+/// internet and the origins' own addresses.
+pub const ORIGIN_SECRET_MIN_LEN: usize = 32;
+
+fn origin_secrets(vars: &Vars) -> Result<Option<OriginSecrets>, ConfigError> {
+    let names = ["REELGATE_ORIGIN_SECRET", "REELGATE_ORIGIN_SECRET_SECONDARY"];
+    for name in names {
+        if let Some(v) = vars.text(name) {
+            if v.len() < ORIGIN_SECRET_MIN_LEN {
+                return Err(ConfigError::new(
+                    name,
+                    format!("an origin secret needs at least {ORIGIN_SECRET_MIN_LEN} characters"),
+                ));
+            }
+            if !v.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(ConfigError::new(
+                    name,
+                    "an origin secret is printable ASCII without spaces (it travels in a header)",
+                ));
+            }
+        }
+    }
+    if vars.text(names[0]).is_none() && vars.text(names[1]).is_some() {
+        return Err(ConfigError::new(
+            names[1],
+            "a secondary origin secret needs REELGATE_ORIGIN_SECRET as well",
+        ));
+    }
+    Ok(OriginSecrets::new(
+        names.into_iter().filter_map(|name| vars.text(name)),
+    ))
 }
 
 /// The set `REELGATE_*` values, trimmed, empty ones dropped.
@@ -528,6 +605,53 @@ mod tests {
         let unset = config(&[("REELGATE_CONTENT_REDIRECT", " ")]).expect("unset");
         assert!(unset.settings_for_host("http://x", true).content_redirect);
         assert!(!unset.settings_for_host("http://x", false).content_redirect);
+    }
+
+    #[test]
+    fn origin_secrets_are_long_printable_and_never_shown() {
+        let long = "a".repeat(ORIGIN_SECRET_MIN_LEN);
+        let other = "b".repeat(ORIGIN_SECRET_MIN_LEN + 8);
+        let c = config(&[("REELGATE_ORIGIN_SECRET", &long)]).expect("one");
+        let secrets = c.settings.origin_secrets.expect("set");
+        assert_eq!(secrets.values(), [long.clone()]);
+        assert!(
+            !format!("{secrets:?}").contains(&long),
+            "Debug hides the value"
+        );
+        let c = config(&[
+            ("REELGATE_ORIGIN_SECRET", &long),
+            ("REELGATE_ORIGIN_SECRET_SECONDARY", &other),
+        ])
+        .expect("two");
+        assert_eq!(
+            c.settings.origin_secrets.expect("set").values(),
+            [long.clone(), other.clone()]
+        );
+        assert!(config(&[]).expect("none").settings.origin_secrets.is_none());
+        let short = "a".repeat(ORIGIN_SECRET_MIN_LEN - 1);
+        let spaced = format!("{} x", "a".repeat(ORIGIN_SECRET_MIN_LEN));
+        for (vars, variable) in [
+            (
+                vec![("REELGATE_ORIGIN_SECRET", short.as_str())],
+                "REELGATE_ORIGIN_SECRET",
+            ),
+            (
+                vec![("REELGATE_ORIGIN_SECRET", spaced.as_str())],
+                "REELGATE_ORIGIN_SECRET",
+            ),
+            (
+                vec![("REELGATE_ORIGIN_SECRET_SECONDARY", other.as_str())],
+                "REELGATE_ORIGIN_SECRET_SECONDARY",
+            ),
+        ] {
+            let err = config(&vars).expect_err("refused");
+            assert_eq!(err.variable, variable, "{err}");
+        }
+        let c = config(&[("REELGATE_ORIGIN_SECRET_ARN", "arn:aws:secretsmanager:x")]).expect("arn");
+        assert_eq!(
+            c.aws.origin_secret_arn.as_deref(),
+            Some("arn:aws:secretsmanager:x")
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod extract;
 pub mod files;
 pub mod models;
+pub mod origin;
 pub mod responses;
 pub mod uploads;
 pub mod videos;
@@ -53,6 +54,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
 /// The whole service.
 pub fn router(app: App) -> Router {
     let json_limit = app.settings.max_json_bytes;
+    let origin_secrets = app.settings.origin_secrets.clone();
     Router::new()
         .route("/health", get(health))
         .merge(files::routes())
@@ -63,6 +65,10 @@ pub fn router(app: App) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            origin_secrets,
+            origin::guard,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(app)
 }
