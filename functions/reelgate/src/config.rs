@@ -32,6 +32,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "engine poll interval, in seconds",
     ),
     (
+        "REELGATE_IDEMPOTENCY_TTL_SECS",
+        "how long an Idempotency-Key is remembered, in seconds",
+    ),
+    (
         "REELGATE_TRANSLATION_MODEL",
         "chat model that translates Japanese prompts",
     ),
@@ -183,6 +187,8 @@ pub struct Settings {
     pub content_redirect: bool,
     /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
     pub allow_private_file_urls: bool,
+    /// How long an `Idempotency-Key` and the first result it answered are remembered.
+    pub idempotency_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -197,6 +203,7 @@ impl Default for Settings {
             translation_model: None,
             render_poll_interval: Duration::from_secs(2),
             engine_unreachable_attempts: 5,
+            idempotency_ttl: Duration::from_secs(24 * 3600),
             content_redirect: false,
             allow_private_file_urls: false,
         }
@@ -319,6 +326,9 @@ impl Config {
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_IDEMPOTENCY_TTL_SECS", "whole seconds")? {
+            settings.idempotency_ttl = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
             settings.max_upload_bytes = v;

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod chat;
 pub mod error;
 pub mod files;
+pub mod idempotency;
 pub mod ids;
 pub mod jobs;
 pub mod keys;
