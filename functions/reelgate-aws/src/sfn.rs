@@ -93,6 +93,26 @@ impl Workflow for StepFunctionsWorkflow {
         }
     }
 
+    async fn exists(&self, name: &str) -> Result<bool, WorkflowError> {
+        let arn = self.execution_arn(name).ok_or_else(|| {
+            WorkflowError::Unavailable(format!(
+                "{} is not a state machine ARN",
+                self.state_machine_arn
+            ))
+        })?;
+        match self
+            .client
+            .describe_execution()
+            .execution_arn(&arn)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if service_code(&e) == Some("ExecutionDoesNotExist") => Ok(false),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
     async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError> {
         self.client
             .send_task_success()

@@ -114,6 +114,7 @@ impl TestServer {
                 time_scale,
                 workers: 2,
                 sweep_interval: std::time::Duration::from_secs(3600),
+                ..Default::default()
             },
             engine_parallel: 2,
             engine_fault_injection: true,

@@ -212,6 +212,15 @@ impl Workflow for LocalWorkflow {
             .await
             .map_err(map_runner)
     }
+    async fn exists(&self, name: &str) -> Result<bool, WorkflowError> {
+        let id = self.runner.execution_id(name);
+        Ok(self
+            .runner
+            .describe(&id)
+            .await
+            .map_err(map_runner)?
+            .is_some())
+    }
     async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError> {
         self.runner
             .send_task_success(token, output)
@@ -245,6 +254,10 @@ pub struct LocalWorkflowOptions {
     pub workers: usize,
     /// How often expired jobs and files are swept.
     pub sweep_interval: Duration,
+    /// How often the recovery pass looks for admitted jobs whose workflow never started.
+    pub recovery_interval: Duration,
+    /// How old such a job must be before the periodic pass ends it (a start takes far less).
+    pub recovery_grace: Duration,
 }
 
 impl Default for LocalWorkflowOptions {
@@ -253,6 +266,8 @@ impl Default for LocalWorkflowOptions {
             time_scale: 1.0,
             workers: 2,
             sweep_interval: Duration::from_secs(600),
+            recovery_interval: Duration::from_secs(60),
+            recovery_grace: Duration::from_secs(300),
         }
     }
 }
@@ -294,14 +309,45 @@ pub async fn start(
         Arc::new(SqliteJournal::new(db.clone())),
         RunnerOptions::with_time_scale(options.time_scale),
     );
-    app.set_workflow(Arc::new(LocalWorkflow {
+    let workflow = Arc::new(LocalWorkflow {
         runner: runner.clone(),
-    }));
+    });
+    app.set_workflow(workflow.clone());
     let resumed = runner.resume_unfinished().await?;
     if resumed > 0 {
         tracing::info!(resumed, "resumed unfinished video executions");
     }
+    // Before serving: a job admitted by a process that died before starting its workflow.
+    let recovered =
+        reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), Duration::ZERO)
+            .await
+            .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
+    if recovered > 0 {
+        tracing::warn!(
+            recovered,
+            "failed admitted jobs whose workflow never started"
+        );
+    }
     let mut tasks = Vec::new();
+    let (recovery_app, every, grace) = (
+        app.clone(),
+        options.recovery_interval,
+        options.recovery_grace,
+    );
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(e) = reelgate::domain::jobs::recover_unstarted(
+                recovery_app.context(),
+                workflow.as_ref(),
+                grace,
+            )
+            .await
+            {
+                tracing::warn!(error = %e.message, "recovering unstarted jobs failed");
+            }
+        }
+    }));
     for n in 0..options.workers.max(1) {
         let app = app.clone();
         tasks.push(tokio::spawn(async move { worker_loop(app, n).await }));

@@ -167,8 +167,12 @@ impl EngineClient {
     /// `POST /v1/renders`.
     pub async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineClientError> {
         let url = self.url("/v1/renders")?;
-        self.render_call(self.http.post(&url).json(request), &url)
-            .await
+        let mut call = self.http.post(&url).json(request);
+        if let Some(reference) = &request.client_reference {
+            // The job id: a repeated submission of the same job finds the same render.
+            call = call.header(crate::protocol::IDEMPOTENCY_KEY_HEADER, reference);
+        }
+        self.render_call(call, &url).await
     }
 
     /// `GET /v1/renders/{id}`.

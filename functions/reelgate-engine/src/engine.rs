@@ -80,6 +80,8 @@ pub struct ReferenceEngine {
     base_url: String,
     faults: RwLock<FaultSwitches>,
     renders: Mutex<HashMap<String, Entry>>,
+    /// `Idempotency-Key` of a submission → the render it started (a repeated key finds it).
+    by_key: Mutex<HashMap<String, String>>,
     slots: Arc<Semaphore>,
     http: reqwest::Client,
 }
@@ -193,6 +195,7 @@ impl ReferenceEngine {
             base_url,
             faults: RwLock::new(config.faults),
             renders: Mutex::new(HashMap::new()),
+            by_key: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(config.max_parallel.max(1))),
             http,
             config,
@@ -460,6 +463,19 @@ impl ReferenceEngine {
         Ok(())
     }
 
+    /// Accepts a submission carrying an idempotency key once: a repeated key answers the render
+    /// the first submission started (as it is now) instead of starting a second one. The bool
+    /// is true when this call started the render.
+    fn accept_once(self: &Arc<Self>, key: &str, req: RenderRequest) -> (Render, bool) {
+        let mut by_key = lock(&self.by_key);
+        if let Some(existing) = by_key.get(key).and_then(|id| self.render(id)) {
+            return (existing, false);
+        }
+        let render = self.accept(req);
+        by_key.insert(key.to_owned(), render.id.clone());
+        (render, true)
+    }
+
     fn accept(self: &Arc<Self>, req: RenderRequest) -> Render {
         self.sweep();
         let id = new_id();
@@ -623,12 +639,30 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiErro
 
 async fn submit(
     State(engine): State<Arc<ReferenceEngine>>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: RenderRequest = parse_json(&body)?;
     ReferenceEngine::validate(&req)?;
-    let render = engine.accept(req);
-    Ok((StatusCode::ACCEPTED, axum::Json(render)).into_response())
+    let key = headers
+        .get(crate::protocol::IDEMPOTENCY_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|k| !k.is_empty());
+    match key {
+        Some(key) => {
+            let (render, started) = engine.accept_once(key, req);
+            let status = if started {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            Ok((status, axum::Json(render)).into_response())
+        }
+        None => {
+            let render = engine.accept(req);
+            Ok((StatusCode::ACCEPTED, axum::Json(render)).into_response())
+        }
+    }
 }
 
 async fn get_render(

@@ -4,6 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The header a `POST /v1/renders` may carry: an engine that sees a key again answers the render
+/// the first submission started instead of starting (and billing) a second one. reelgate sends
+/// the job id, so a redelivered render message never starts a second paid render.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
 /// `POST /v1/renders` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RenderRequest {

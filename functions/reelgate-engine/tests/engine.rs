@@ -96,9 +96,15 @@ fn request(seconds: u32, aspect: &str, (width, height): (u32, u32)) -> RenderReq
         height,
         inputs: RenderInputs::default(),
         callback_url: None,
-        client_reference: Some("test".into()),
+        // Unique per request: a repeated reference is an idempotent resubmission.
+        client_reference: Some(format!(
+            "test-{}",
+            NEXT_REFERENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        )),
     }
 }
+
+static NEXT_REFERENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 async fn wait_for(client: &EngineClient, id: &str, done: impl Fn(&Render) -> bool) -> Render {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -521,4 +527,32 @@ async fn router_nests_under_a_prefix() {
         .await
         .expect("send");
     assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_idempotency_key_finds_the_first_render() {
+    let e = start_engine(|c| c.max_parallel = 1).await;
+    let mut job = request(4, "16:9", (1366, 768));
+    job.client_reference = Some("video_redelivered".into());
+    // The client sends client_reference as the Idempotency-Key header.
+    let first = e.client.submit(&job).await.expect("submit");
+    let again = e.client.submit(&job).await.expect("resubmit");
+    assert_eq!(
+        again.id, first.id,
+        "a redelivered submission starts no second render"
+    );
+    // Concurrent redeliveries too.
+    let mut other = request(4, "16:9", (1366, 768));
+    other.client_reference = Some("video_raced".into());
+    let (a, b) = tokio::join!(e.client.submit(&other), e.client.submit(&other));
+    assert_eq!(a.expect("a").id, b.expect("b").id);
+    // Without a key each submission is its own render.
+    let mut plain = request(4, "16:9", (1366, 768));
+    plain.client_reference = None;
+    let x = e.client.submit(&plain).await.expect("x");
+    let y = e.client.submit(&plain).await.expect("y");
+    assert_ne!(x.id, y.id);
+    for id in [first.id, x.id, y.id] {
+        let _ = e.client.cancel(&id).await;
+    }
 }

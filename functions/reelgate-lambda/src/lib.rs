@@ -264,14 +264,42 @@ struct ExecutionInput {
     video_id: String,
 }
 
-/// The EventBridge-triggered reconciler of ended executions. An error makes EventBridge retry
-/// the event (its default retry policy), so a store outage does not leave the job running.
+/// How old an admitted job whose workflow never started must be before the scheduled recovery
+/// pass fails it (a start takes well under a second; the API function's timeout is far below).
+pub const RECOVERY_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The scheduled recovery pass (an EventBridge schedule on the reconciler): fails every job
+/// admitted more than [`RECOVERY_GRACE`] ago whose execution was never started (the API function
+/// died or timed out between admission and `StartExecution`) as `moderation_unavailable`,
+/// releasing its reservation. Returns how many jobs it failed.
+pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::Result<usize> {
+    let workflow = app
+        .workflow()
+        .ok_or_else(|| anyhow::anyhow!("REELGATE_STATE_MACHINE_ARN is not set"))?;
+    reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
+        .await
+        .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))
+}
+
+/// The EventBridge-triggered reconciler: ended executions ("Step Functions Execution Status
+/// Change") and, on its schedule ("Scheduled Event"), the recovery pass of jobs whose execution
+/// never started. An error makes EventBridge retry the event (its default retry policy), so a
+/// store outage does not leave the job running.
 pub async fn run_execution_ended() -> Result<(), Error> {
     let (app, _) = app_or_exit("execution-ended").await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<EventBridgeEvent<ExecutionStatusChange>>| async move {
-            let failed = handle_execution_ended(app, &event.payload)
+        move |event: LambdaEvent<Value>| async move {
+            if event.payload["detail-type"] == "Scheduled Event" {
+                let failed = handle_recovery(app, RECOVERY_GRACE)
+                    .await
+                    .map_err(|e| Error::from(format!("{e:#}")))?;
+                return Ok::<Value, Error>(json!({ "recovered_jobs": failed }));
+            }
+            let ended: EventBridgeEvent<ExecutionStatusChange> =
+                serde_json::from_value(event.payload)
+                    .map_err(|e| Error::from(format!("not an execution status change: {e}")))?;
+            let failed = handle_execution_ended(app, &ended)
                 .await
                 .map_err(|e| Error::from(format!("{e:#}")))?;
             Ok::<Value, Error>(json!({ "failed_job": failed }))

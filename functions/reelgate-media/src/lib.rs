@@ -10,6 +10,7 @@
 //! * [`decode_image`] turns PNG/JPEG/WebP/GIF bytes into RGB.
 
 mod aspect;
+mod audio_probe;
 mod faststart;
 mod image_io;
 mod probe;
@@ -18,11 +19,12 @@ mod sniff;
 mod thumbnail;
 
 pub use aspect::{output_dimensions, AspectRatio, SHORT_SIDE};
+pub use audio_probe::audio_duration_secs;
 pub use image_io::decode_image;
 pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
 pub use render::{render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
 pub use sniff::{sniff, MediaKind, Sniffed};
-pub use thumbnail::thumbnail_jpeg;
+pub use thumbnail::{sample_frames_jpeg, thumbnail_jpeg};
 
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
@@ -57,4 +59,7 @@ pub enum MediaError {
     /// Encoding the JPEG thumbnail failed.
     #[error("image encoding failed: {0}")]
     ImageEncode(String),
+    /// An audio file's container does not parse (truncated, no data, no audio track).
+    #[error("audio decoding failed: {0}")]
+    AudioDecode(String),
 }

@@ -72,7 +72,38 @@ pub fn thumbnail_jpeg(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
     )
 }
 
+/// Frames sampled evenly through the clip for moderation: `count` JPEGs `width` pixels wide,
+/// taken at (i + 0.5) / count of its duration, from the first H.264 track.
+pub fn sample_frames_jpeg(mp4: &[u8], width: u32, count: u32) -> Result<Vec<Vec<u8>>, MediaError> {
+    let count = count.clamp(1, 32);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        frames(mp4, width, |secs| {
+            (0..count)
+                .map(|i| (f64::from(i) + 0.5) / f64::from(count) * secs)
+                .collect()
+        })
+    }))
+    .unwrap_or_else(|_| {
+        Err(MediaError::NotMp4(
+            "malformed MP4 (the demuxer panicked)".into(),
+        ))
+    })
+}
+
 fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
+    let mut frames = frames(mp4, width, |_| vec![THUMBNAIL_AT_SECS])?;
+    frames
+        .pop()
+        .ok_or_else(|| MediaError::VideoDecode("the decoder produced no picture".into()))
+}
+
+/// Decodes the frames shown at the times `at(duration)` picks (ascending seconds; the last
+/// frame for times past the end) and encodes each `width` pixels wide as JPEG.
+fn frames(
+    mp4: &[u8],
+    width: u32,
+    at: impl FnOnce(f64) -> Vec<f64>,
+) -> Result<Vec<Vec<u8>>, MediaError> {
     if !(16..=4096).contains(&width) {
         return Err(MediaError::InvalidSpec(format!(
             "thumbnail width must be within 16..=4096, got {width}"
@@ -127,7 +158,22 @@ fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
     } else {
         24.0
     };
-    let target = ((THUMBNAIL_AT_SECS * fps).round() as u32).min(sample_count - 1);
+    let targets: Vec<u32> = at(secs)
+        .into_iter()
+        .map(|t| ((t * fps).round().max(0.0) as u32).min(sample_count - 1))
+        .collect();
+    let target = targets.iter().copied().max().unwrap_or(0);
+    let mut picked: Vec<RgbImage> = Vec::new();
+    // Frame number `produced - 1` was just decoded into `last`: keep it for each target it is.
+    let keep = |produced: u32, last: &Option<RgbImage>, picked: &mut Vec<RgbImage>| {
+        if let Some(frame) = last {
+            for t in &targets {
+                if *t + 1 == produced {
+                    picked.push(frame.clone());
+                }
+            }
+        }
+    };
 
     let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
     let mut decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
@@ -153,6 +199,7 @@ fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
             Ok(Some(frame)) => {
                 last = Some(to_rgb(&frame)?);
                 produced += 1;
+                keep(produced, &last, &mut picked);
                 if produced > target {
                     break;
                 }
@@ -168,6 +215,7 @@ fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
         for frame in remaining {
             last = Some(to_rgb(&frame)?);
             produced += 1;
+            keep(produced, &last, &mut picked);
             if produced > target {
                 break;
             }
@@ -178,6 +226,14 @@ fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
             last_error.unwrap_or_else(|| "the decoder produced no picture".into()),
         ));
     };
+    // Targets past the frames the decoder produced get the last picture.
+    while picked.len() < targets.len() {
+        picked.push(frame.clone());
+    }
+    picked.into_iter().map(|f| encode(f, width)).collect()
+}
+
+fn encode(frame: RgbImage, width: u32) -> Result<Vec<u8>, MediaError> {
     let height = ((f64::from(frame.height()) * f64::from(width) / f64::from(frame.width())).round()
         as u32)
         .max(1);

@@ -32,6 +32,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "engine poll interval, in seconds",
     ),
     (
+        "REELGATE_IDEMPOTENCY_TTL_SECS",
+        "how long an Idempotency-Key is remembered, in seconds",
+    ),
+    (
         "REELGATE_TRANSLATION_MODEL",
         "chat model that translates Japanese prompts",
     ),
@@ -199,6 +203,8 @@ pub struct Settings {
     /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
     /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
     pub origin_secrets: Option<OriginSecrets>,
+    /// How long an `Idempotency-Key` and the first result it answered are remembered.
+    pub idempotency_ttl: Duration,
 }
 
 /// The values of the front door's origin header the service accepts (one, or two during a
@@ -236,6 +242,7 @@ impl Default for Settings {
             translation_model: None,
             render_poll_interval: Duration::from_secs(2),
             engine_unreachable_attempts: 5,
+            idempotency_ttl: Duration::from_secs(24 * 3600),
             content_redirect: false,
             allow_private_file_urls: false,
             origin_secrets: None,
@@ -361,6 +368,9 @@ impl Config {
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_IDEMPOTENCY_TTL_SECS", "whole seconds")? {
+            settings.idempotency_ttl = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
             settings.max_upload_bytes = v;

@@ -11,10 +11,12 @@ use std::collections::BTreeMap;
 pub const DEFAULT_RULES: &str = r#"
 # category = [terms]; a prompt containing a term (as a word) is blocked in that category.
 [blocked]
-"violence/graphic" = ["gore", "dismember", "decapitate", "mutilate"]
-"sexual/minors" = ["child porn", "csam"]
-"self-harm" = ["suicide tutorial", "how to self-harm"]
-"weapons/mass-harm" = ["build a bomb", "nerve agent", "bioweapon"]
+# Japanese terms match as substrings (the script has no spaces); prompts are moderated as
+# written, before translation.
+"violence/graphic" = ["gore", "dismember", "decapitate", "mutilate", "惨殺", "斬首", "バラバラ死体", "四肢切断"]
+"sexual/minors" = ["child porn", "csam", "児童ポルノ", "児童性的虐待"]
+"self-harm" = ["suicide tutorial", "how to self-harm", "自殺の方法", "自傷のやり方"]
+"weapons/mass-harm" = ["build a bomb", "nerve agent", "bioweapon", "爆弾の作り方", "神経ガス", "生物兵器"]
 "#;
 
 #[derive(Debug, Deserialize)]
@@ -122,6 +124,27 @@ impl Moderator for RuleModerator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn built_in_rules_block_japanese_prompts_as_written() {
+        let m = RuleModerator::default();
+        for prompt in [
+            "夜の路地で惨殺される男",
+            "爆弾の作り方を説明する動画",
+            "児童ポルノ",
+        ] {
+            let input = ModerationInput {
+                prompt: prompt.into(),
+                images: vec![],
+            };
+            assert!(m.check(&input).await.expect("verdict").flagged, "{prompt}");
+        }
+        let calm = ModerationInput {
+            prompt: "川面に浮かぶ紙灯籠".into(),
+            images: vec![],
+        };
+        assert!(!m.check(&calm).await.expect("verdict").flagged);
+    }
 
     #[tokio::test]
     async fn terms_match_as_words_only() {

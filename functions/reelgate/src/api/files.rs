@@ -30,12 +30,14 @@ pub fn routes() -> Router<App> {
 pub async fn upload(
     State(app): State<App>,
     caller: Caller,
+    headers: HeaderMap,
     mut form: Multipart,
-) -> ApiResult<Json<FileObject>> {
+) -> ApiResult<Json<serde_json::Value>> {
+    let idempotency_key = crate::domain::idempotency::key_from(&headers)?;
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);
     let mut purpose: Option<String> = None;
-    let mut stored: Option<(String, u64, Bytes)> = None;
+    let mut stored: Option<(String, u64, Bytes, String)> = None;
     let outcome: ApiResult<()> = async {
         while let Some(field) = form.next_field().await.map_err(multipart_error)? {
             match field.name() {
@@ -57,8 +59,8 @@ pub async fn upload(
                         ));
                     }
                     let filename = field.file_name().unwrap_or("upload").to_owned();
-                    let (size, head) = store_field(&app, &key, field).await?;
-                    stored = Some((filename, size, head));
+                    let (size, head, digest) = store_field(&app, &key, field).await?;
+                    stored = Some((filename, size, head, digest));
                 }
                 _ => {}
             }
@@ -80,7 +82,7 @@ pub async fn upload(
             "The form field 'purpose' is required.",
         ));
     };
-    let Some((filename, size, head)) = stored else {
+    let Some((filename, size, head, digest)) = stored else {
         return Err(ApiError::invalid(
             "file",
             "The form field 'file' is required.",
@@ -97,6 +99,38 @@ pub async fn upload(
             return Err(e);
         }
     };
+    // The same purpose, filename and bytes under the same Idempotency-Key register one file.
+    let fingerprint = {
+        let mut f = crate::domain::idempotency::Fingerprint::new("files");
+        f.part(purpose.as_bytes())
+            .part(filename.as_bytes())
+            .part(digest.as_bytes());
+        f.finish()
+    };
+    let begun = crate::domain::idempotency::begin(
+        app.context(),
+        &caller.org,
+        "files",
+        idempotency_key.as_deref(),
+        &fingerprint,
+    )
+    .await;
+    let claim = match begun {
+        Ok(crate::domain::idempotency::Begin::Proceed(claim)) => claim,
+        Ok(crate::domain::idempotency::Begin::Replay(first)) => {
+            cleanup().await;
+            return Ok(Json(first));
+        }
+        Ok(crate::domain::idempotency::Begin::Resource(id)) => {
+            cleanup().await;
+            let file = find(app.context(), &caller.org, &id).await?;
+            return Ok(Json(to_json(&file)?));
+        }
+        Err(e) => {
+            cleanup().await;
+            return Err(e);
+        }
+    };
     match register(
         app.context(),
         &caller.org,
@@ -108,12 +142,21 @@ pub async fn upload(
     )
     .await
     {
-        Ok(file) => Ok(Json(file)),
+        Ok(file) => {
+            let first = to_json(&file)?;
+            crate::domain::idempotency::finish(app.context(), claim, &first).await?;
+            Ok(Json(first))
+        }
         Err(e) => {
+            crate::domain::idempotency::release(app.context(), claim).await;
             cleanup().await;
             Err(e)
         }
     }
+}
+
+fn to_json(file: &FileObject) -> ApiResult<serde_json::Value> {
+    serde_json::to_value(file).map_err(|e| ApiError::internal("answering a file", e))
 }
 
 /// Streams one multipart field into the blob store. The field borrows the form, so a channel
@@ -122,18 +165,22 @@ async fn store_field(
     app: &App,
     key: &str,
     mut field: axum::extract::multipart::Field<'_>,
-) -> ApiResult<(u64, Bytes)> {
+) -> ApiResult<(u64, Bytes, String)> {
+    use sha2::Digest;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     let body: ByteStream = Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
     let pump = async move {
+        // The bytes' digest, for the Idempotency-Key fingerprint (computed as they stream).
+        let mut digest = sha2::Sha256::new();
         loop {
             match field.chunk().await {
                 Ok(Some(chunk)) => {
+                    digest.update(&chunk);
                     if tx.send(Ok(chunk)).await.is_err() {
-                        return Ok(()); // the store stopped reading (it reports why)
+                        return Ok(String::new()); // the store stopped reading (it reports why)
                     }
                 }
-                Ok(None) => return Ok(()),
+                Ok(None) => return Ok(hex::encode(digest.finalize())),
                 Err(e) => {
                     let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
                     return Err(multipart_error(e));
@@ -160,8 +207,9 @@ async fn store_field(
         Ok::<_, ApiError>((size, head))
     };
     let (pumped, stored) = tokio::join!(pump, store);
-    pumped?;
-    stored
+    let digest = pumped?;
+    let (size, head) = stored?;
+    Ok((size, head, digest))
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {

@@ -20,11 +20,39 @@ pub fn routes() -> Router<App> {
 async fn create(
     State(app): State<App>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        crate::domain::uploads::create(app.context(), &caller, body).await?,
-    ))
+    use crate::domain::idempotency::{self as idem, Begin};
+    let key = idem::key_from(&headers)?;
+    let fingerprint = idem::Fingerprint::new("uploads")
+        .json(&body)
+        .clone()
+        .finish();
+    let claim = match idem::begin(
+        app.context(),
+        &caller.org,
+        "uploads",
+        key.as_deref(),
+        &fingerprint,
+    )
+    .await?
+    {
+        Begin::Proceed(claim) => claim,
+        Begin::Replay(first) => return Ok(Json(first)),
+        // Uploads never bind a resource to their claim.
+        Begin::Resource(_) => None,
+    };
+    match crate::domain::uploads::create(app.context(), &caller, body).await {
+        Ok(upload) => {
+            idem::finish(app.context(), claim, &upload).await?;
+            Ok(Json(upload))
+        }
+        Err(e) => {
+            idem::release(app.context(), claim).await;
+            Err(e)
+        }
+    }
 }
 
 async fn complete(

@@ -65,13 +65,66 @@ pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
 async fn create(
     State(app): State<App>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    use crate::domain::idempotency::{self as idem, Begin};
+    let key = idem::key_from(&headers)?;
+    let fingerprint = idem::Fingerprint::new("videos")
+        .json(&body)
+        .clone()
+        .finish();
+    let claim = match idem::begin(
+        app.context(),
+        &caller.org,
+        "videos",
+        key.as_deref(),
+        &fingerprint,
+    )
+    .await?
+    {
+        Begin::Proceed(claim) => claim,
+        Begin::Replay(first) => return Ok(replayed(first)),
+        Begin::Resource(video_id) => {
+            return Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
+        }
+    };
     let workflow = app.workflow();
-    let video =
-        crate::domain::videos::create::create(app.context(), workflow.as_deref(), &caller, &body)
-            .await?;
-    Ok(with_poll_hint(video))
+    let created = crate::domain::videos::create::create_with(
+        app.context(),
+        workflow.as_deref(),
+        &caller,
+        &body,
+        claim.as_ref(),
+    )
+    .await;
+    match created {
+        Ok(video) => {
+            let first = serde_json::to_value(&video)
+                .map_err(|e| ApiError::internal("recording an idempotent answer", e))?;
+            idem::finish(app.context(), claim, &first).await?;
+            Ok(with_poll_hint(video))
+        }
+        Err(e) => {
+            idem::release(app.context(), claim).await;
+            Err(e)
+        }
+    }
+}
+
+/// The first answer to an `Idempotency-Key`, sent again as it was.
+fn replayed(first: Value) -> Response {
+    let running = first["status"]
+        .as_str()
+        .is_some_and(|s| crate::domain::keys::RUNNING.contains(&s));
+    let mut response = Json(first).into_response();
+    if running {
+        response.headers_mut().insert(
+            "openai-poll-after-ms",
+            axum::http::HeaderValue::from_static(POLL_AFTER_MS),
+        );
+    }
+    response
 }
 
 async fn retrieve(

@@ -134,6 +134,8 @@ pub async fn erase_org(cx: Context<'_>, org: &str, force: bool) -> ApiResult<Era
         }
     }
     delete_blobs_under(cx, &format!("{org}/"), &mut report).await?;
+    let staging = format!("{}{org}/", crate::domain::uploads::STAGING_PREFIX);
+    delete_blobs_under(cx, &staging, &mut report).await?;
     cx.store
         .update(
             &crate::domain::accounts::org_key(org),
@@ -213,7 +215,10 @@ async fn erase_person_data(
 /// `stored_responses`, …), from the blob store itself.
 pub async fn stored_bytes(cx: Context<'_>, org: &str) -> ApiResult<BTreeMap<&'static str, u64>> {
     let mut by_kind = BTreeMap::new();
-    for blob in cx.blobs.list(&format!("{org}/")).await? {
+    let mut blobs = cx.blobs.list(&format!("{org}/")).await?;
+    let staging = format!("{}{org}/", crate::domain::uploads::STAGING_PREFIX);
+    blobs.extend(cx.blobs.list(&staging).await?);
+    for blob in blobs {
         *by_kind.entry(blob_kind(&blob.key)).or_insert(0) += blob.size;
     }
     Ok(by_kind)

@@ -110,9 +110,44 @@ pub async fn advance(
     }
 }
 
+/// What a job whose workflow never started tells the caller (the sentence `moderation_unavailable`
+/// always carries: the job never got past moderation).
+pub const NEVER_STARTED: &str =
+    "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.";
+
+/// The partition of the "admitted, workflow start not yet confirmed" markers. Admission writes a
+/// marker in the same transaction as the job; a confirmed start (or the job's failure) deletes
+/// it. A marker that outlives its start — the process died between admission and start — is how
+/// [`recover_unstarted`] finds the job, on a host with no secondary index. Operational, not
+/// tenant data: only the recovery pass reads this partition, and each marker names its org.
+pub const UNSTARTED_PK: &str = "UNSTARTED";
+
+pub fn unstarted_key(video_id: &str) -> crate::ports::store::Key {
+    crate::ports::store::Key::new(UNSTARTED_PK, format!("VIDEO#{video_id}"))
+}
+
+/// The marker admission puts (with `NotExists`) beside the job.
+pub fn unstarted_marker(org: &str, video_id: &str, now: i64) -> crate::ports::store::Item {
+    let mut m = crate::ports::store::item(&unstarted_key(video_id));
+    m.insert("kind".into(), "unstarted_job".into());
+    m.insert("org".into(), org.into());
+    m.insert("video_id".into(), video_id.into());
+    m.insert("created_at".into(), now.into());
+    m
+}
+
+async fn clear_marker(cx: Context<'_>, video_id: &str) {
+    if let Err(e) = cx.store.delete(&unstarted_key(video_id), None).await {
+        // The recovery pass finds the execution and deletes the marker later.
+        tracing::warn!(%video_id, error = %e, "could not clear the start marker");
+    }
+}
+
 /// Starts the render workflow of an admitted job. The execution is named after the job, so a
 /// retried start finds the same execution. Without a workflow (a host that only admits), the job
-/// waits for one; if the start fails, the job fails as `engine_unavailable`, unbilled.
+/// waits for one (the recovery pass of a host with a workflow ends it if it waits too long); if
+/// the start fails, the job fails as `moderation_unavailable` (it never got past moderation),
+/// unbilled, its reservation released.
 pub async fn start_job(
     cx: Context<'_>,
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
@@ -127,19 +162,68 @@ pub async fn start_job(
     match workflow.start(video_id, input).await {
         Ok(execution) => {
             tracing::info!(%video_id, %execution, "workflow started");
+            clear_marker(cx, video_id).await;
             Ok(())
         }
         Err(e) => {
             tracing::error!(%video_id, error = %e, "could not start the workflow");
-            fail(
-                cx,
-                org,
-                video_id,
-                "engine_unavailable",
-                "The render pipeline could not be started. Resubmit later.",
-            )
-            .await?;
+            fail(cx, org, video_id, "moderation_unavailable", NEVER_STARTED).await?;
+            clear_marker(cx, video_id).await;
             Ok(())
         }
     }
+}
+
+/// The recovery pass: ends every job admitted at least `grace` ago whose workflow never started
+/// (its start marker is still there and no execution of its name exists) as `failed` with
+/// `moderation_unavailable`, unbilled, its reservation released. Markers of jobs that did start,
+/// or already ended, are just removed. Returns how many jobs it failed. Run at start-up (grace
+/// zero, before serving) and periodically (a grace well above a start's duration).
+pub async fn recover_unstarted(
+    cx: Context<'_>,
+    workflow: &dyn crate::ports::workflow::Workflow,
+    grace: std::time::Duration,
+) -> crate::domain::error::ApiResult<usize> {
+    let cutoff = now_secs() - grace.as_secs() as i64;
+    let mut failed = 0;
+    let mut after = None;
+    loop {
+        let page = cx
+            .store
+            .query(
+                crate::ports::store::Query::partition(UNSTARTED_PK)
+                    .prefix("VIDEO#")
+                    .limit(100)
+                    .after(after.take()),
+            )
+            .await?;
+        for marker in &page.items {
+            let (Some(org), Some(video_id)) = (marker.str_attr("org"), marker.str_attr("video_id"))
+            else {
+                continue;
+            };
+            if marker.i64_attr("created_at").unwrap_or(0) > cutoff {
+                continue;
+            }
+            let running = match cx.store.get(&job_key(org, video_id)).await? {
+                Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
+                None => false,
+            };
+            if running
+                && !workflow.exists(video_id).await.map_err(|e| {
+                    crate::domain::error::ApiError::internal("recovering unstarted jobs", e)
+                })?
+            {
+                tracing::warn!(%video_id, %org, "admitted job whose workflow never started; failing it");
+                fail(cx, org, video_id, "moderation_unavailable", NEVER_STARTED).await?;
+                failed += 1;
+            }
+            clear_marker(cx, video_id).await;
+        }
+        match page.last_sk {
+            Some(sk) => after = Some(sk),
+            None => break,
+        }
+    }
+    Ok(failed)
 }

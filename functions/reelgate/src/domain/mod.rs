@@ -12,6 +12,7 @@ pub mod chat;
 pub mod erasure;
 pub mod error;
 pub mod files;
+pub mod idempotency;
 pub mod ids;
 pub mod jobs;
 pub mod keys;

@@ -29,8 +29,8 @@ pub const STAGING_MAX_AGE_SECS: i64 = DAY;
 ///
 /// - a video job owns its MP4 and its thumbnail;
 /// - an uploaded file owns its bytes;
-/// - an upload that never completed owns the bytes its URL may have received (a completed one
-///   handed them to its file);
+/// - an upload owns the staging blob its URL writes (`complete` copies it to the file's blob and
+///   deletes it, but a PUT after `complete` may write it again);
 /// - a stored response or item kept outside the table owns that body.
 pub fn owned_blobs(item: &Item) -> Vec<String> {
     let (Some(pk), Some(sk)) = (item.str_attr(PK), item.str_attr(SK)) else {
@@ -50,10 +50,8 @@ pub fn owned_blobs(item: &Item) -> Vec<String> {
         blobs.push(crate::domain::videos::thumbnail_blob_key(org, video_id));
     } else if let Some(file_id) = sk.strip_prefix("FILE#") {
         blobs.push(crate::domain::files::blob_key(org, file_id));
-    } else if sk.starts_with("UPLOAD#") && item.str_attr("status") != Some("completed") {
-        if let Some(file_id) = item.str_attr("file_id") {
-            blobs.push(crate::domain::files::blob_key(org, file_id));
-        }
+    } else if let Some(upload_id) = sk.strip_prefix("UPLOAD#") {
+        blobs.push(crate::domain::uploads::staging_blob_key(org, upload_id));
     }
     blobs
 }
@@ -67,6 +65,7 @@ pub fn blob_kind(key: &str) -> &'static str {
         (Some("videos"), _) => "video_other",
         (Some("files"), _) => "files",
         (Some("responses"), _) => "stored_responses",
+        _ if key.starts_with(crate::domain::uploads::STAGING_PREFIX) => "upload_staging",
         _ => "other",
     }
 }
@@ -97,13 +96,10 @@ mod tests {
             owned_blobs(&record("ORG#org_1", "FILE#file_2", &[])),
             vec!["org_1/files/file_2"]
         );
-        let pending = [("status", "pending"), ("file_id", "file_3")];
         assert_eq!(
-            owned_blobs(&record("ORG#org_1", "UPLOAD#upload_1", &pending)),
-            vec!["org_1/files/file_3"]
+            owned_blobs(&record("ORG#org_1", "UPLOAD#upload_1", &[])),
+            vec!["staging/org_1/upload_1"]
         );
-        let done = [("status", "completed"), ("file_id", "file_3")];
-        assert!(owned_blobs(&record("ORG#org_1", "UPLOAD#upload_1", &done)).is_empty());
         let body = [("body_blob", "org_1/responses/user_1/response/resp_1.json")];
         assert_eq!(
             owned_blobs(&record("ORG#org_1#PERSON#user_1", "RESPONSE#resp_1", &body)),

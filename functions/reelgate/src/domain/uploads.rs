@@ -7,6 +7,13 @@
 //!    send the `upload_headers`), valid for an hour.
 //! 2. PUT the bytes to `upload_url`.
 //! 3. `POST /v1/uploads/{upload_id}/complete` → the file object (`file_id`).
+//!
+//! The upload URL names a staging blob (`staging/<org>/<upload id>`), never the file's own blob.
+//! `complete` copies the staged bytes to the file's blob (which nothing can write afterwards),
+//! measures and sniffs that copy (so the recorded size and type are the stored object's real
+//! ones), and deletes the staging blob: a PUT to the upload URL after `complete` cannot change
+//! the file. Staging blobs of abandoned uploads are removed by the local sweeper (when the
+//! upload record expires) and by the bucket's `staging/` lifecycle rule on AWS.
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -26,6 +33,14 @@ pub const UPLOAD_TTL: Duration = Duration::from_secs(3600);
 fn upload_key(org: &str, upload_id: &str) -> Key {
     Key::new(format!("ORG#{org}"), format!("UPLOAD#{upload_id}"))
 }
+
+/// Where an upload's URL puts its bytes until `complete` copies them to the file's blob.
+pub fn staging_blob_key(org: &str, upload_id: &str) -> String {
+    format!("{STAGING_PREFIX}{org}/{upload_id}")
+}
+
+/// The prefix of every staging blob (the bucket expires it; see infra/template.yaml).
+pub const STAGING_PREFIX: &str = "staging/";
 
 #[derive(Deserialize)]
 struct CreateUpload {
@@ -67,7 +82,11 @@ pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<
         .unwrap_or_else(|| "application/octet-stream".into());
     let url = cx
         .blobs
-        .presign_put(&blob_key(&caller.org, &file_id), &content_type, UPLOAD_TTL)
+        .presign_put(
+            &staging_blob_key(&caller.org, &upload_id),
+            &content_type,
+            UPLOAD_TTL,
+        )
         .await?;
     let now = now_secs();
     let expires_at = now + UPLOAD_TTL.as_secs() as i64;
@@ -122,17 +141,20 @@ pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiR
     }
     let purpose = upload.str_attr("purpose").unwrap_or_default().to_owned();
     let declared = upload.i64_attr("bytes").unwrap_or_default() as u64;
+    let staged = staging_blob_key(&caller.org, upload_id);
     let blob = blob_key(&caller.org, &file_id);
-    let meta = cx.blobs.head(&blob).await?.ok_or_else(|| {
+    let refuse = |e: ApiError| async {
+        let _ = cx.blobs.delete(&blob).await;
+        let _ = cx.blobs.delete(&staged).await;
+        Err::<FileObject, _>(e)
+    };
+    let nothing_yet = || {
         ApiError::invalid(
             "upload_id",
             "Nothing has been uploaded yet: PUT the file to upload_url first.",
         )
-    })?;
-    let refuse = |e: ApiError| async {
-        let _ = cx.blobs.delete(&blob).await;
-        Err::<FileObject, _>(e)
     };
+    let meta = cx.blobs.head(&staged).await?.ok_or_else(nothing_yet)?;
     if meta.size != declared || meta.size > cx.settings.max_upload_bytes {
         return refuse(ApiError::invalid(
             "bytes",
@@ -140,6 +162,39 @@ pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiR
                 "The upload has {} bytes; {declared} were declared.",
                 meta.size
             ),
+        ))
+        .await;
+    }
+    // Copy the staged bytes to the file's own blob: from here on the file is what was copied,
+    // whatever is PUT to the upload URL later. Size and type are taken from the copy.
+    let source = match cx.blobs.get(&staged, None).await {
+        Ok(read) => read.body,
+        Err(crate::ports::blobs::BlobError::NotFound) => return Err(nothing_yet()),
+        Err(e) => return Err(e.into()),
+    };
+    let copied = match cx
+        .blobs
+        .put_stream(&blob, "application/octet-stream", source, declared)
+        .await
+    {
+        Ok(size) => size,
+        Err(crate::ports::blobs::BlobError::TooLarge { .. }) => {
+            return refuse(ApiError::invalid(
+                "bytes",
+                format!("The upload has more than the {declared} bytes declared."),
+            ))
+            .await
+        }
+        Err(e) => {
+            let _ = cx.blobs.delete(&blob).await;
+            return Err(e.into());
+        }
+    };
+    let _ = cx.blobs.delete(&staged).await;
+    if copied != declared {
+        return refuse(ApiError::invalid(
+            "bytes",
+            format!("The upload has {copied} bytes; {declared} were declared."),
         ))
         .await;
     }
@@ -163,16 +218,7 @@ pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiR
         Err(e) => return refuse(e).await,
     };
     let filename = upload.str_attr("filename").unwrap_or("upload").to_owned();
-    let file = register(
-        cx,
-        &caller.org,
-        &file_id,
-        &filename,
-        &purpose,
-        meta.size,
-        mime,
-    )
-    .await?;
+    let file = register(cx, &caller.org, &file_id, &filename, &purpose, copied, mime).await?;
     cx.store
         .update(
             &key,

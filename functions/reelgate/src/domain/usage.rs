@@ -142,17 +142,42 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
             condition: Some(Condition::NotExists),
         },
     ];
-    match cx.store.transact(ops).await {
-        Ok(()) => Ok(amount),
-        Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
-            tracing::warn!(
-                reference = c.reference,
-                "usage already charged; not charging again"
-            );
-            Ok(Decimal::ZERO)
+    // A transaction that conflicts with a concurrent write to the organization (DynamoDB's
+    // TransactionConflict, throttling, a busy database) wrote nothing: try again with backoff.
+    // The ledger item's `NotExists` makes a retry after an unseen success a no-op, so retrying
+    // can never charge twice, and the tokens already spent are never dropped.
+    let mut attempt = 0u32;
+    loop {
+        match cx.store.transact(ops.clone()).await {
+            Ok(()) => return Ok(amount),
+            Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
+                tracing::warn!(
+                    reference = c.reference,
+                    "usage already charged; not charging again"
+                );
+                return Ok(Decimal::ZERO);
+            }
+            Err(StoreError::Unavailable(detail)) if attempt + 1 < CHARGE_ATTEMPTS => {
+                attempt += 1;
+                tracing::warn!(reference = c.reference, attempt, %detail, "token charge conflicted; retrying");
+                tokio::time::sleep(charge_backoff(attempt)).await;
+            }
+            Err(e) => {
+                tracing::error!(reference = c.reference, %amount, error = %e, "token charge failed after retries");
+                return Err(e.into());
+            }
         }
-        Err(e) => Err(e.into()),
     }
+}
+
+/// Attempts of one token charge before it is reported as failed.
+pub const CHARGE_ATTEMPTS: u32 = 10;
+
+/// Exponential backoff with jitter from 20 ms, capped at 1 s (about 5 s over all attempts).
+fn charge_backoff(attempt: u32) -> std::time::Duration {
+    let base = 20u64.saturating_mul(1 << attempt.min(6)).min(1000);
+    let jitter = u64::from(rand::random::<u8>()) % (base / 2 + 1);
+    std::time::Duration::from_millis(base / 2 + jitter)
 }
 
 /// A ledger entry as stored, for tests and reports.

@@ -16,6 +16,9 @@ pub enum WorkflowError {
 pub trait Workflow: Send + Sync + 'static {
     /// Starts an execution named `name` (idempotent by name); returns its id.
     async fn start(&self, name: &str, input: Value) -> Result<String, WorkflowError>;
+    /// True when an execution named `name` exists (running or ended): the recovery pass asks
+    /// this before failing a job whose start it cannot confirm.
+    async fn exists(&self, name: &str) -> Result<bool, WorkflowError>;
     async fn task_success(&self, token: &str, output: Value) -> Result<(), WorkflowError>;
     async fn task_failure(
         &self,

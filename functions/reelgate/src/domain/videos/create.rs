@@ -306,6 +306,18 @@ pub async fn create(
     caller: &Caller,
     body: &Value,
 ) -> ApiResult<Video> {
+    create_with(cx, workflow, caller, body, None).await
+}
+
+/// [`create`] for a request holding an `Idempotency-Key` claim: the admission binds the job to
+/// the claim in the same transaction, so no retry can admit a second job for the key.
+pub async fn create_with(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    body: &Value,
+    claim: Option<&crate::domain::idempotency::Claim>,
+) -> ApiResult<Video> {
     let req = parse(body)?;
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
@@ -386,17 +398,31 @@ pub async fn create(
     job.insert("inputs".into(), req.inputs.to_attr());
     let video = Video::from_item(&job)
         .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
-    let admitted = cx
-        .store
-        .transact(vec![
-            crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
-            TransactOp::Put {
-                item: job,
-                condition: Some(Condition::NotExists),
-            },
-        ])
-        .await;
+    let mut ops = vec![
+        crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
+        TransactOp::Put {
+            item: job,
+            condition: Some(Condition::NotExists),
+        },
+        // Found by the recovery pass if the process dies before the workflow starts.
+        TransactOp::Put {
+            item: crate::domain::jobs::unstarted_marker(&caller.org, &id, now),
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    if let Some(claim) = claim {
+        ops.push(claim.bind_op(&id));
+    }
+    let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
+        if e.failed_at(3) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "conflict_error",
+                "idempotency_key_in_use",
+                "Another request took over this Idempotency-Key. Retry it later.",
+            ));
+        }
         if !e.failed_at(0) {
             return Err(e.into());
         }

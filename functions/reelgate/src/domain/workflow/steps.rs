@@ -131,15 +131,33 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
             bytes,
         });
     }
+    // Reference videos: frames sampled through each clip go to the moderator as images.
+    for file_id in &inputs.reference_videos {
+        images.extend(sampled_frames(pipeline, &job.org, file_id).await?);
+    }
+    // Reference audio: it must decode and last as long as the engine accepts. No configured
+    // moderator classifies audio content (see docs/security-jobs.md).
+    let mut audio_categories = Vec::new();
+    for file_id in &inputs.reference_audio {
+        if let Some(category) = check_reference_audio(pipeline, &job.org, file_id).await? {
+            audio_categories.push(category);
+        }
+    }
+    // The prompt as the caller wrote it (before any translation): every moderator sees it so.
     let input = crate::ports::moderator::ModerationInput {
         prompt: item.str_attr("prompt").unwrap_or_default().to_owned(),
         images,
     };
-    let verdict = pipeline
+    let mut verdict = pipeline
         .moderator
         .check(&input)
         .await
         .map_err(|e| StepError::new(errors::MODERATION_UNAVAILABLE, e.to_string()))?;
+    if !audio_categories.is_empty() {
+        verdict.flagged = true;
+        verdict.categories.extend(audio_categories);
+        verdict.categories.dedup();
+    }
     crate::domain::moderation::keep_record(
         pipeline.store.as_ref(),
         &job.org,
@@ -171,6 +189,83 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
         ));
     }
     Ok(json!({"verdict": "allowed"}))
+}
+
+/// Frames a reference video is moderated by (evenly through the clip).
+pub const FRAMES_PER_REFERENCE_VIDEO: u32 = 4;
+/// How long reference audio may play, in seconds (the engine protocol's limits).
+pub const REFERENCE_AUDIO_SECS: (f64, f64) = (2.0, 15.0);
+
+/// The frames of reference video `file_id` as moderation images (JPEG data URLs, so that a
+/// moderator that fetches URLs sees exactly these bytes). A clip whose frames cannot be decoded
+/// cannot be cleared: moderation fails closed.
+async fn sampled_frames(
+    pipeline: &Pipeline,
+    org: &str,
+    file_id: &str,
+) -> Result<Vec<crate::ports::moderator::ImageInput>, StepError> {
+    use base64::Engine as _;
+    let unavailable = |e: String| {
+        StepError::new(
+            errors::MODERATION_UNAVAILABLE,
+            format!("reference video {file_id}: {e}"),
+        )
+    };
+    let key = crate::domain::files::blob_key(org, file_id);
+    let bytes = read_all(pipeline.blobs.as_ref(), &key)
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    let frames = tokio::task::spawn_blocking(move || {
+        reelgate_media::sample_frames_jpeg(&bytes, 512, FRAMES_PER_REFERENCE_VIDEO)
+    })
+    .await
+    .map_err(|e| unavailable(e.to_string()))?
+    .map_err(|e| {
+        unavailable(format!(
+            "its frames could not be decoded for moderation: {e}"
+        ))
+    })?;
+    Ok(frames
+        .into_iter()
+        .enumerate()
+        .map(|(i, jpeg)| crate::ports::moderator::ImageInput {
+            file_id: format!("{file_id}#frame{i}"),
+            url: format!(
+                "data:image/jpeg;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(&jpeg)
+            ),
+            bytes: bytes::Bytes::from(jpeg),
+        })
+        .collect())
+}
+
+/// Checks reference audio `file_id`: a file whose container does not parse fails moderation
+/// closed; one that plays outside [`REFERENCE_AUDIO_SECS`] is blocked (`audio/out_of_limits`).
+async fn check_reference_audio(
+    pipeline: &Pipeline,
+    org: &str,
+    file_id: &str,
+) -> Result<Option<String>, StepError> {
+    let unavailable = |e: String| {
+        StepError::new(
+            errors::MODERATION_UNAVAILABLE,
+            format!("reference audio {file_id}: {e}"),
+        )
+    };
+    let key = crate::domain::files::blob_key(org, file_id);
+    let bytes = read_all(pipeline.blobs.as_ref(), &key)
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    if bytes.len() as u64 > crate::domain::videos::create::MAX_REFERENCE_AUDIO_BYTES {
+        return Ok(Some("audio/out_of_limits".into()));
+    }
+    match reelgate_media::audio_duration_secs(&bytes) {
+        Ok(Some(secs)) if secs < REFERENCE_AUDIO_SECS.0 || secs > REFERENCE_AUDIO_SECS.1 => {
+            Ok(Some("audio/out_of_limits".into()))
+        }
+        Ok(_) => Ok(None),
+        Err(e) => Err(unavailable(format!("it could not be decoded: {e}"))),
+    }
 }
 
 async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {

@@ -1,0 +1,288 @@
+//! `Idempotency-Key` on the creating requests (`POST /v1/videos`, `/v1/files`, `/v1/uploads`).
+//!
+//! The first request with a key claims it: a record `ORG#<org>` / `IDEMPOTENCY#<route>#<sha-256
+//! of the key>` put with `NotExists`, holding a fingerprint of the request. A retry with the same
+//! key and the same request gets the first request's result back and admits nothing; a retry
+//! while the first is still running waits for it (so two racing requests admit once); the same
+//! key with a different request is refused (`idempotency_key_reused`). Keys belong to the
+//! organization (its partition), expire after `Settings::idempotency_ttl`, and a request that
+//! failed releases its key so that it can be retried.
+//!
+//! A video admission binds the claim in its own transaction (`bind_op`), so even when the
+//! process dies before it could record its answer, a retry finds the job it admitted instead of
+//! admitting another.
+
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::Context;
+use crate::ports::store::{
+    item, now_secs, Attr, Condition, ItemExt, Key, StoreError, TransactOp, Update,
+};
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+pub const HEADER: &str = "idempotency-key";
+pub const MAX_KEY_CHARS: usize = 255;
+/// A claim still pending after this long belongs to a request whose process died; a retry may
+/// take it over.
+pub const LEASE_SECS: i64 = 120;
+/// How long a retry waits for the first request with its key to finish.
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(50);
+
+const PENDING: &str = "pending";
+const DONE: &str = "done";
+
+/// The request's key, if it sent one; refuses an empty, over-long or non-ASCII key.
+pub fn key_from(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get(HEADER) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| {
+            !k.is_empty() && k.len() <= MAX_KEY_CHARS && k.chars().all(|c| c.is_ascii_graphic())
+        })
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "The Idempotency-Key header must be 1 to {MAX_KEY_CHARS} visible ASCII characters."
+            ))
+        })?;
+    Ok(Some(text.to_owned()))
+}
+
+/// A digest of what makes two requests "the same": each part length-prefixed, so parts cannot
+/// run into each other.
+#[derive(Clone, Default)]
+pub struct Fingerprint(Sha256);
+
+impl Fingerprint {
+    pub fn new(route: &str) -> Self {
+        let mut f = Fingerprint(Sha256::new());
+        f.part(route.as_bytes());
+        f
+    }
+    pub fn part(&mut self, bytes: &[u8]) -> &mut Self {
+        self.0.update((bytes.len() as u64).to_be_bytes());
+        self.0.update(bytes);
+        self
+    }
+    /// Bytes fed in pieces (a streamed file); call [`Fingerprint::end_stream`] after the last.
+    pub fn stream(&mut self, chunk: &[u8]) {
+        self.0.update(chunk);
+    }
+    pub fn end_stream(&mut self, total: u64) {
+        self.0.update(total.to_be_bytes());
+    }
+    /// A JSON body: its canonical form (object keys sorted), so key order does not matter.
+    pub fn json(&mut self, body: &Value) -> &mut Self {
+        let text = canonical(body).to_string();
+        self.part(text.as_bytes())
+    }
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A key this request holds until it [`finish`]es or [`release`]s it.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    key: Key,
+    started_at: i64,
+}
+
+impl Claim {
+    /// The op a video admission adds to its transaction: records the admitted job on the claim
+    /// (only while this request still holds it).
+    pub fn bind_op(&self, resource_id: &str) -> TransactOp {
+        TransactOp::Update {
+            key: self.key.clone(),
+            update: Update::new().set("resource", resource_id),
+            condition: Some(
+                Condition::Eq("state".into(), PENDING.into()).and(Condition::Eq(
+                    "started_at".into(),
+                    Attr::from(self.started_at),
+                )),
+            ),
+        }
+    }
+}
+
+/// What a request with a key does.
+#[derive(Debug)]
+pub enum Begin {
+    /// Go ahead (holding the claim, if a key was sent).
+    Proceed(Option<Claim>),
+    /// Answer the first request's result, recorded as it was sent.
+    Replay(Value),
+    /// The first request admitted this resource but died before recording its answer: answer
+    /// the resource as it is now.
+    Resource(String),
+}
+
+fn record_key(org: &str, route: &str, key: &str) -> Key {
+    let digest = hex::encode(Sha256::digest(key.as_bytes()));
+    Key::new(
+        format!("ORG#{org}"),
+        format!("IDEMPOTENCY#{route}#{digest}"),
+    )
+}
+
+fn reused() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        "idempotency_key_reused",
+        "This Idempotency-Key was already used with a different request. Use a new key for a new request.",
+    )
+}
+
+/// Claims `key` for this request, or finds the result of the first request that used it.
+pub async fn begin(
+    cx: Context<'_>,
+    org: &str,
+    route: &str,
+    key: Option<&str>,
+    fingerprint: &str,
+) -> ApiResult<Begin> {
+    let Some(key) = key else {
+        return Ok(Begin::Proceed(None));
+    };
+    let record = record_key(org, route, key);
+    let ttl = cx.settings.idempotency_ttl.as_secs() as i64;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = now_secs();
+        let mut fresh = item(&record);
+        fresh.insert("kind".into(), "idempotency_key".into());
+        fresh.insert("route".into(), route.into());
+        fresh.insert("fingerprint".into(), fingerprint.into());
+        fresh.insert("state".into(), PENDING.into());
+        fresh.insert("started_at".into(), now.into());
+        fresh.insert(crate::ports::store::EXPIRES_AT.into(), (now + ttl).into());
+        match cx.store.put(fresh, Some(Condition::NotExists)).await {
+            Ok(()) => {
+                return Ok(Begin::Proceed(Some(Claim {
+                    key: record,
+                    started_at: now,
+                })))
+            }
+            Err(StoreError::ConditionFailed) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let Some(existing) = cx.store.get(&record).await? else {
+            continue; // expired or released meanwhile: claim it afresh
+        };
+        if existing.str_attr("fingerprint") != Some(fingerprint) {
+            return Err(reused());
+        }
+        if existing.str_attr("state") == Some(DONE) {
+            let body = existing.str_attr("response").unwrap_or("null");
+            let value = serde_json::from_str(body)
+                .map_err(|e| ApiError::internal("reading an idempotency record", e))?;
+            return Ok(Begin::Replay(value));
+        }
+        let started = existing.i64_attr("started_at").unwrap_or(0);
+        if started + LEASE_SECS < now {
+            // Its request died holding the claim.
+            if let Some(resource) = existing.str_attr("resource") {
+                return Ok(Begin::Resource(resource.to_owned()));
+            }
+            let take = Update::new()
+                .set("started_at", now)
+                .set(crate::ports::store::EXPIRES_AT, now + ttl);
+            match cx
+                .store
+                .update(
+                    &record,
+                    take,
+                    Some(
+                        Condition::Eq("state".into(), PENDING.into())
+                            .and(Condition::Eq("started_at".into(), Attr::from(started))),
+                    ),
+                )
+                .await
+            {
+                Ok(_) => {
+                    return Ok(Begin::Proceed(Some(Claim {
+                        key: record,
+                        started_at: now,
+                    })))
+                }
+                Err(StoreError::ConditionFailed) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict_error",
+                "idempotency_key_in_use",
+                "A request with this Idempotency-Key is still being processed. Retry it later.",
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Records the answer of the request holding `claim`, for its retries.
+pub async fn finish(cx: Context<'_>, claim: Option<Claim>, response: &Value) -> ApiResult<()> {
+    let Some(claim) = claim else {
+        return Ok(());
+    };
+    let update = Update::new()
+        .set("state", DONE)
+        .set("response", response.to_string());
+    match cx
+        .store
+        .update(
+            &claim.key,
+            update,
+            Some(Condition::Eq(
+                "started_at".into(),
+                Attr::from(claim.started_at),
+            )),
+        )
+        .await
+    {
+        Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Gives the key back after the request failed, so that a retry runs it again.
+pub async fn release(cx: Context<'_>, claim: Option<Claim>) {
+    let Some(claim) = claim else {
+        return;
+    };
+    let still_ours = Condition::Eq("state".into(), PENDING.into())
+        .and(Condition::Eq(
+            "started_at".into(),
+            Attr::from(claim.started_at),
+        ))
+        .and(Condition::AttrNotExists("resource".into()));
+    if let Err(e) = cx.store.delete(&claim.key, Some(still_ours)).await {
+        if !matches!(e, StoreError::ConditionFailed) {
+            tracing::warn!(error = %e, "could not release an idempotency key");
+        }
+    }
+}
