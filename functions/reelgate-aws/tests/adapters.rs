@@ -472,6 +472,12 @@ async fn step_functions_callbacks() {
         .expect("start again by name");
     assert_eq!(again, arn);
     assert_eq!(workflow.execution_arn(&name).as_deref(), Some(arn.as_str()));
+    // The recovery pass asks this before failing a job whose start it cannot confirm.
+    assert!(workflow.exists(&name).await.expect("exists"));
+    assert!(!workflow
+        .exists(&reelgate::domain::ids::new_id("job"))
+        .await
+        .expect("a never-started execution"));
 
     let message = queue
         .receive(1, Duration::from_secs(30), Duration::from_secs(10))
