@@ -47,6 +47,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_REFERENCE_ENGINE_URL",
         "URL of the reference engine",
     ),
+    (
+        "REELGATE_CONSOLE_LINK_TTL_SECS",
+        "how long a console sign-in link stays valid, in seconds",
+    ),
     ("REELGATE_MODERATOR", "rules or openai"),
     (
         "REELGATE_MODERATION_RULES",
@@ -183,6 +187,8 @@ pub struct Settings {
     pub content_redirect: bool,
     /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
     pub allow_private_file_urls: bool,
+    /// How long a console sign-in link stays valid (it also works only once).
+    pub console_link_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -199,6 +205,7 @@ impl Default for Settings {
             engine_unreachable_attempts: 5,
             content_redirect: false,
             allow_private_file_urls: false,
+            console_link_ttl: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -319,6 +326,9 @@ impl Config {
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_CONSOLE_LINK_TTL_SECS", "whole seconds")? {
+            settings.console_link_ttl = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
             settings.max_upload_bytes = v;

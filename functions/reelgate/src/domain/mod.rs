@@ -9,6 +9,7 @@ pub mod agreement;
 pub mod billing;
 pub mod catalog;
 pub mod chat;
+pub mod console;
 pub mod error;
 pub mod files;
 pub mod ids;
