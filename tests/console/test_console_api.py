@@ -144,7 +144,7 @@ def test_create_watch_play_and_delete_a_video(server):
         assert q.status_code == 200, q.text
         quote = q.json()
         assert quote["per_second"] == per_second and quote["seconds"] == 4
-        bad = console.post("/console/api/videos/quote", json={**JOB, "seconds": 5})
+        bad = console.post("/console/api/videos/quote", json={**JOB, "seconds": 20})
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "seconds"
         before = console.get("/console/api/usage").json()
         created = console.post("/console/api/videos", json=JOB)

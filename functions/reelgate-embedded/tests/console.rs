@@ -21,7 +21,10 @@ async fn sign_in(server: &TestServer, person: &str, org: &str) -> (String, Strin
         .expect("sign in");
     assert_eq!(res.status().as_u16(), 303);
     assert_eq!(res.headers()["location"], "/console/");
-    let cookie = res.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+    let cookie = res.headers()["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .to_owned();
     let secret = cookie
         .split(';')
         .next()
@@ -78,11 +81,7 @@ async fn a_session_is_a_cookie_with_csrf_and_never_an_api_key() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["accepted"], true);
     // The session is no API key, and an API key is no session.
-    let (code, _) = status(
-        http.get(server.url("/v1/videos"))
-            .bearer_auth(&secret),
-    )
-    .await;
+    let (code, _) = status(http.get(server.url("/v1/videos")).bearer_auth(&secret)).await;
     assert_eq!(code, 401);
     let (code, body) = status(
         http.get(server.url("/console/api/session"))
@@ -110,10 +109,7 @@ async fn a_session_is_a_cookie_with_csrf_and_never_an_api_key() {
         .await
         .expect("get")
         .expect("job");
-    assert_eq!(
-        job.get("key").and_then(|a| a.as_str()),
-        Some("console")
-    );
+    assert_eq!(job.get("key").and_then(|a| a.as_str()), Some("console"));
     // Sign-out revokes the session server-side.
     let (code, _) = status(
         http.post(server.url("/console/api/signout"))
@@ -168,7 +164,10 @@ async fn expired_links_and_sessions_are_refused() {
     let server = TestServer::start().await;
     let t = server.tenant("5.00").await;
     let console = Console::new(server.app.store.as_ref());
-    let link = console.create_link(&t.person, &t.org, 60).await.expect("link");
+    let link = console
+        .create_link(&t.person, &t.org, 60)
+        .await
+        .expect("link");
     server
         .app
         .store
@@ -180,8 +179,15 @@ async fn expired_links_and_sessions_are_refused() {
         .await
         .expect("expire link");
     assert!(console.redeem_link(&link.token).await.is_err());
-    let issued = console.create_session(&t.person, &t.org).await.expect("session");
-    assert!(console.session(&issued.secret).await.expect("lookup").is_some());
+    let issued = console
+        .create_session(&t.person, &t.org)
+        .await
+        .expect("session");
+    assert!(console
+        .session(&issued.secret)
+        .await
+        .expect("lookup")
+        .is_some());
     server
         .app
         .store
@@ -192,7 +198,11 @@ async fn expired_links_and_sessions_are_refused() {
         )
         .await
         .expect("expire session");
-    assert!(console.session(&issued.secret).await.expect("lookup").is_none());
+    assert!(console
+        .session(&issued.secret)
+        .await
+        .expect("lookup")
+        .is_none());
     // A forged secret with a real session id is refused.
     let forged = format!("{}AAAA", &issued.secret[..issued.secret.len() - 4]);
     assert!(console.session(&forged).await.expect("lookup").is_none());

@@ -568,12 +568,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     // The deployed acceptance function refuses to record agreement for an API key (only the
     // console records it); agreement is then recorded in the table as the console does.
     let (status, _, body) = api
-        .send(
-            reqwest::Method::POST,
-            "/v1/videos/acceptance",
-            &key,
-            None,
-        )
+        .send(reqwest::Method::POST, "/v1/videos/acceptance", &key, None)
         .await;
     assert_eq!(status, 403, "acceptance: {body}");
     assert_eq!(body["error"]["code"], "console_login_required", "{body}");

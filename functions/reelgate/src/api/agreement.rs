@@ -20,10 +20,7 @@ pub async fn get_status(
 }
 
 /// Refused for API keys (the only credential `/v1` takes): agreement is recorded in the console.
-pub async fn accept(
-    State(app): State<App>,
-    caller: Caller,
-) -> ApiResult<Json<AgreementStatus>> {
+pub async fn accept(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
         crate::domain::agreement::accept(app.context(), &caller).await?,
     ))

@@ -109,9 +109,13 @@ pub struct Caller {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Credential {
-    ApiKey { key_id: String },
+    ApiKey {
+        key_id: String,
+    },
     /// A console browser session (cookie); accepted only by the `/console` routes.
-    ConsoleSession { session_id: String },
+    ConsoleSession {
+        session_id: String,
+    },
 }
 
 impl Caller {

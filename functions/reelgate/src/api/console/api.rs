@@ -3,16 +3,16 @@
 //! domain use cases as the `/v1` routes, as the signed-in person in their organization.
 
 use super::{cleared_cookie, ConsoleSession};
+use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::agreement::{self, AgreementStatus};
 use crate::domain::console::Console;
-use crate::api::extract::{ApiJson, ApiQuery};
 use crate::domain::error::ApiResult;
+use axum::extract::Path;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::extract::Path;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
@@ -62,7 +62,8 @@ async fn sign_out(
     Console::new(app.store.as_ref())
         .revoke_session(&s.session_id)
         .await?;
-    let mut response = Json(json!({"object": "console.session", "signed_out": true})).into_response();
+    let mut response =
+        Json(json!({"object": "console.session", "signed_out": true})).into_response();
     if let Ok(v) = HeaderValue::from_str(&cleared_cookie(&app.settings.public_base_url)) {
         response.headers_mut().insert(SET_COOKIE, v);
     }
@@ -96,8 +97,13 @@ async fn agree(
 
 /// The video models the organization's plan is entitled to, with prices per second.
 /// With the create rules' limits (seconds, aspect ratios, prompt length) for the form.
-async fn models(State(app): State<App>, ConsoleSession(s): ConsoleSession) -> ApiResult<Json<Value>> {
-    use crate::domain::videos::create::{ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS};
+async fn models(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    use crate::domain::videos::create::{
+        ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS,
+    };
     let mut v = crate::api::videos::video_models(&app, &s.caller).await?;
     v["limits"] = json!({
         "min_seconds": MIN_SECONDS,
@@ -137,13 +143,8 @@ async fn create_video(
 ) -> ApiResult<Json<crate::domain::videos::Video>> {
     let workflow = app.workflow();
     Ok(Json(
-        crate::domain::videos::create::create(
-            app.context(),
-            workflow.as_deref(),
-            &s.caller,
-            &body,
-        )
-        .await?,
+        crate::domain::videos::create::create(app.context(), workflow.as_deref(), &s.caller, &body)
+            .await?,
     ))
 }
 
@@ -255,7 +256,9 @@ async fn revoke_key(
     app.accounts()
         .revoke_own_api_key(&s.caller.org, &s.caller.person, &key_id)
         .await?;
-    Ok(Json(json!({"object": "api_key", "id": key_id, "revoked": true})))
+    Ok(Json(
+        json!({"object": "api_key", "id": key_id, "revoked": true}),
+    ))
 }
 
 /// Balance, reservations for renders in flight, and recent charges.
@@ -264,8 +267,7 @@ async fn usage(
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<Value>> {
     let org = app.accounts().org(&s.caller.org).await?;
-    let charges =
-        crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
+    let charges = crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
     Ok(Json(json!({
         "object": "console.usage",
         "organization": org.id,

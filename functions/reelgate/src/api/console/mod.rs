@@ -171,11 +171,11 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("content-security-policy", HeaderValue::from_static(CSP));
     h.insert(
-        "content-security-policy",
-        HeaderValue::from_static(CSP),
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
     );
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     response
 }

@@ -115,7 +115,12 @@ impl<'a> Console<'a> {
     }
 
     /// Issues a one-time sign-in link for a member of `org`, valid for `ttl_secs`.
-    pub async fn create_link(&self, person: &str, org: &str, ttl_secs: i64) -> ApiResult<SignInLink> {
+    pub async fn create_link(
+        &self,
+        person: &str,
+        org: &str,
+        ttl_secs: i64,
+    ) -> ApiResult<SignInLink> {
         let accounts = Accounts::new(self.store);
         accounts.person(person).await?;
         accounts.require_member(org, person).await?;

@@ -327,7 +327,11 @@ pub async fn quote(cx: Context<'_>, caller: &Caller, body: &Value) -> ApiResult<
     Ok(priced(cx, caller, body).await?.1)
 }
 
-async fn priced(cx: Context<'_>, caller: &Caller, body: &Value) -> ApiResult<(CreateRequest, Quote)> {
+async fn priced(
+    cx: Context<'_>,
+    caller: &Caller,
+    body: &Value,
+) -> ApiResult<(CreateRequest, Quote)> {
     let req = parse(body)?;
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
