@@ -5,6 +5,7 @@ create and revoke a key; sign out. Also the Japanese UI, 375 px without horizont
 and the agree and create flows by keyboard alone. Screenshots go to docs/console/."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,7 @@ def test_create_and_revoke_a_key(site, browser):
     sign_in(page, site)
     page.goto(f"{site.base_url}/console/#keys")
     page.click("#key-create")
+    expect(page.locator("#key-secret-value")).to_have_value(re.compile(r"^rgk_"))
     secret = page.locator("#key-secret-value").input_value()
     assert secret.startswith("rgk_")
     h = {"Authorization": f"Bearer {secret}"}
