@@ -11,7 +11,7 @@ set -euo pipefail
 TOOLS_DIR="${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}"
 VENV="$TOOLS_DIR/python"
 # Pinned so a new release cannot change what the tests assert.
-PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "httpx==0.28.1")
+PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "httpx==0.28.1" "playwright==1.65.0")
 
 mkdir -p "$TOOLS_DIR"
 
@@ -44,5 +44,7 @@ need_apt() {
 }
 
 need_apt ffprobe ffmpeg
+# The console's browser tests drive Debian's Chromium through Playwright (Japanese UI: CJK fonts).
+need_apt chromium chromium fonts-noto-cjk
 
 echo "test-tools: python $("$VENV/bin/python" -c 'import openai,pytest;print(f"openai {openai.__version__}, pytest {pytest.__version__}")'), $(ffprobe -version | head -1 | cut -d' ' -f1-3)"

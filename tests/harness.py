@@ -38,6 +38,7 @@ class LocalServer:
         self.api_key = None
         self.org = None
         self.user = None
+        self.sign_in_link = None
 
     def start(self):
         log = open(self.log_path, "ab")
@@ -66,7 +67,9 @@ class LocalServer:
                 self.api_key = m.group(1)
             if m := re.search(r"demo organization: (org_\S+) \(user (user_\S+)\)", line):
                 self.org, self.user = m.group(1), m.group(2)
-            if line.startswith("  try:") or "make another with" in line:
+            if m := re.search(r"console sign-in link \(works once, for \d+ min\): (\S+)", line):
+                self.sign_in_link = m.group(1)
+            if "another link: reelgate admin console-link" in line:
                 break
         for _ in range(100):
             try:
@@ -95,12 +98,63 @@ class LocalServer:
         )
         return json.loads(out.stdout)
 
+    def console_link(self, user: str, org: str) -> str:
+        """A one-time sign-in link to the console for a member of an organization."""
+        return self.admin(
+            "console-link", "--user", user, "--org", org, "--public-url", self.base_url
+        )["url"]
+
+    def console(self, user: str = None, org: str = None, link: str = None) -> "ConsoleClient":
+        """A console browser session (cookie + CSRF token), signed in by a link."""
+        if link is None:
+            link = self.console_link(user or self.user, org or self.org)
+        return ConsoleClient(self.base_url).sign_in(link)
+
     def agree(self, user: str, org: str):
-        """Records agreement the only way the service allows: from a console session."""
-        session = self.admin("console-session", "create", "--user", user, "--org", org)
-        r = httpx.post(
-            f"{self.base_url}/v1/videos/acceptance",
-            headers={"Authorization": f"Bearer {session['secret']}"},
-        )
-        assert r.status_code == 200, r.text
-        assert r.json()["accepted"] is True
+        """Records agreement the only way the service allows: signed in to the console."""
+        with self.console(user, org) as console:
+            r = console.post("/console/api/terms/agree")
+            assert r.status_code == 200, r.text
+            assert r.json()["accepted"] is True
+
+
+class ConsoleClient:
+    """What a browser does with the console's JSON routes: it follows a sign-in link, keeps the
+    session cookie, and sends the session's CSRF token with every state-changing request."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.csrf = None
+        self.set_cookie = None
+
+    def sign_in(self, link: str) -> "ConsoleClient":
+        r = self.http.get(link, follow_redirects=False)
+        assert r.status_code == 303, r.text
+        self.set_cookie = r.headers.get("set-cookie")
+        session = self.http.get("/console/api/session")
+        assert session.status_code == 200, session.text
+        self.csrf = session.json()["csrf_token"]
+        return self
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return self.http.get(path, **kw)
+
+    def post(self, path: str, json=None, csrf: bool = True, headers=None) -> httpx.Response:
+        h = dict(headers or {})
+        if csrf and self.csrf:
+            h["X-CSRF-Token"] = self.csrf
+        return self.http.post(path, json=json, headers=h)
+
+    def delete(self, path: str, csrf: bool = True) -> httpx.Response:
+        h = {"X-CSRF-Token": self.csrf} if csrf and self.csrf else {}
+        return self.http.delete(path, headers=h)
+
+    def close(self):
+        self.http.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

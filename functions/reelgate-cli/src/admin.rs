@@ -41,9 +41,19 @@ enum AdminCommand {
     /// Plans.
     #[command(subcommand)]
     Plan(PlanCommand),
-    /// Console sessions (the credential a console login yields).
-    #[command(subcommand, name = "console-session")]
-    ConsoleSession(ConsoleCommand),
+    /// Prints a one-time sign-in link to the console for a member of an organization (valid
+    /// for REELGATE_CONSOLE_LINK_TTL_SECS, once).
+    #[command(name = "console-link")]
+    ConsoleLink {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        org: String,
+        /// The URL people reach the service at (default REELGATE_PUBLIC_URL, else
+        /// http://127.0.0.1:8080).
+        #[arg(long)]
+        public_url: Option<String>,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -126,16 +136,6 @@ enum PlanCommand {
         org: String,
         #[arg(long)]
         plan: String,
-    },
-}
-
-#[derive(clap::Subcommand)]
-enum ConsoleCommand {
-    Create {
-        #[arg(long)]
-        user: String,
-        #[arg(long)]
-        org: String,
     },
 }
 
@@ -230,8 +230,21 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
             check_plan(&plan)?;
             json!(accounts.set_plan(&org, &plan).await?)
         }
-        AdminCommand::ConsoleSession(ConsoleCommand::Create { user, org }) => {
-            json!(accounts.create_console_session(&user, &org).await?)
+        AdminCommand::ConsoleLink {
+            user,
+            org,
+            public_url,
+        } => {
+            let base = public_url
+                .or_else(|| config.public_url.clone())
+                .unwrap_or_else(|| "http://127.0.0.1:8080".into());
+            let ttl = config.settings.console_link_ttl.as_secs() as i64;
+            let link = reelgate::domain::console::Console::new(store.as_ref())
+                .create_link(&user, &org, ttl)
+                .await?;
+            let mut v = json!(link);
+            v["url"] = json!(link.url(&base));
+            v
         }
     };
     println!("{}", serde_json::to_string_pretty(&output)?);

@@ -72,6 +72,23 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
             demo.user
         ),
     }
+    let link = reelgate::domain::console::Console::new(app.store.as_ref())
+        .create_link(
+            &demo.user,
+            &demo.org,
+            app.settings.console_link_ttl.as_secs() as i64,
+        )
+        .await
+        .context("making the console sign-in link")?;
+    println!(
+        "  console sign-in link (works once, for {} min): {}",
+        app.settings.console_link_ttl.as_secs().div_ceil(60),
+        link.url(&base_url)
+    );
+    println!(
+        "  another link: reelgate admin console-link --user {} --org {}",
+        demo.user, demo.org
+    );
     tracing::info!(%base_url, "ready");
     axum::serve(reelgate::api::no_delay(listener), router)
         .with_graceful_shutdown(shutdown_signal())

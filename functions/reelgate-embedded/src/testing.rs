@@ -192,22 +192,28 @@ pub struct Tenant {
     pub key: String,
 }
 
-/// Records agreement to the current terms for a person, as a console session would.
+/// Records agreement to the current terms for a person, as the console does: a console session
+/// is opened (what a sign-in link yields) and agreement recorded with it.
 pub async fn agree(app: &App, org: &str, person: &str) {
-    let session = app
-        .accounts()
-        .create_console_session(person, org)
+    agree_in(app.context(), org, person).await
+}
+
+/// [`agree`] against any stores (the AWS emulator test has no assembled `App`).
+pub async fn agree_in(cx: reelgate::domain::Context<'_>, org: &str, person: &str) {
+    let console = reelgate::domain::console::Console::new(cx.store);
+    let issued = console
+        .create_session(person, org)
         .await
         .expect("console session");
-    let caller = app
-        .accounts()
-        .authenticate(&session.secret)
+    let session = console
+        .session(&issued.secret)
         .await
-        .expect("auth")
-        .expect("caller");
-    let _ = reelgate::domain::agreement::accept(app.context(), &caller)
+        .expect("session lookup")
+        .expect("live session");
+    let status = reelgate::domain::agreement::accept(cx, &session.caller)
         .await
         .expect("accept");
+    assert!(status.accepted);
 }
 
 /// Admission contract, run against each store adapter: 50 concurrent creates at a balance that

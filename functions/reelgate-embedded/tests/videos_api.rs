@@ -149,18 +149,17 @@ async fn agreement_is_per_person_and_console_only() {
     // An API key cannot record agreement.
     let (status, body) = c.post(&t.key, "/v1/videos/acceptance", json!({})).await;
     assert_error(status, &body, 403, "console_login_required");
-    // A console session can.
-    let session = server
-        .app
-        .accounts()
-        .create_console_session(&t.person, &t.org)
+    // A console session is not an API key: its cookie secret is refused as a bearer token.
+    let session = reelgate::domain::console::Console::new(server.app.store.as_ref())
+        .create_session(&t.person, &t.org)
         .await
         .expect("session");
     let (status, body) = c
         .post(&session.secret, "/v1/videos/acceptance", json!({}))
         .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["accepted"], true);
+    assert_error(status, &body, 401, "invalid_api_key");
+    // The console records it.
+    reelgate_embedded::testing::agree(&server.app, &t.org, &t.person).await;
     let (_, body) = c.get(&t.key, "/v1/videos/acceptance").await;
     assert_eq!(body["accepted"], true);
     let (status, body) = c.post(&t.key, "/v1/videos", job(4)).await;

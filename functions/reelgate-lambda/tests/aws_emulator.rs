@@ -540,7 +540,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     };
     eprintln!("resources ready in {:.1}s", started.elapsed().as_secs_f64());
 
-    // An organization with credits, a person, an API key and a console session, in the table.
+    // An organization with credits, a person and an API key, in the table.
     let backend = reelgate_aws::connect(reelgate_aws::AwsSettings {
         region: region.clone(),
         endpoint_url: Some(endpoint.clone()),
@@ -564,22 +564,27 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .await
         .expect("key")
         .secret;
-    let console = accounts
-        .create_console_session(&person.id, &org.id)
-        .await
-        .expect("console session")
-        .secret;
 
-    // Agreement through the deployed acceptance function, from the console session.
+    // The deployed acceptance function refuses to record agreement for an API key (only the
+    // console records it); agreement is then recorded in the table as the console does.
     let (status, _, body) = api
-        .send(
-            reqwest::Method::POST,
-            "/v1/videos/acceptance",
-            &console,
-            None,
-        )
+        .send(reqwest::Method::POST, "/v1/videos/acceptance", &key, None)
         .await;
-    assert_eq!(status, 200, "acceptance: {body}");
+    assert_eq!(status, 403, "acceptance: {body}");
+    assert_eq!(body["error"]["code"], "console_login_required", "{body}");
+    let catalog = reelgate::domain::catalog::Catalog::load(None).expect("catalog");
+    let settings = reelgate::config::Settings::default();
+    reelgate_embedded::testing::agree_in(
+        reelgate::domain::Context {
+            store: backend.store.as_ref(),
+            blobs: backend.blobs.as_ref(),
+            catalog: &catalog,
+            settings: &settings,
+        },
+        &org.id,
+        &person.id,
+    )
+    .await;
 
     // One job that renders and one that moderation blocks.
     let create = |prompt: &str| json!({"model": "reel-1", "prompt": prompt, "seconds": 4, "aspect_ratio": "16:9"});

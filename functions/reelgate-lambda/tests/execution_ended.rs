@@ -39,11 +39,7 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
         .await
         .expect("key")
         .secret;
-    let console = accounts
-        .create_console_session(&person.id, &org.id)
-        .await
-        .expect("session")
-        .secret;
+    reelgate_embedded::testing::agree(&app, &org.id, &person.id).await;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -54,13 +50,6 @@ async fn a_job_left_running_by_an_ended_execution_is_failed_unbilled_once() {
         let _ = axum::serve(listener, router).await;
     });
     let http = reqwest::Client::new();
-    let accepted = http
-        .post(format!("{base}/v1/videos/acceptance"))
-        .bearer_auth(&console)
-        .send()
-        .await
-        .expect("accept");
-    assert_eq!(accepted.status().as_u16(), 200);
     let created: Value = http
         .post(format!("{base}/v1/videos"))
         .bearer_auth(&key)

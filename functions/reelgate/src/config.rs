@@ -51,6 +51,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_REFERENCE_ENGINE_URL",
         "URL of the reference engine",
     ),
+    (
+        "REELGATE_CONSOLE_LINK_TTL_SECS",
+        "how long a console sign-in link stays valid, in seconds",
+    ),
     ("REELGATE_MODERATOR", "rules or openai"),
     (
         "REELGATE_MODERATION_RULES",
@@ -205,6 +209,8 @@ pub struct Settings {
     pub origin_secrets: Option<OriginSecrets>,
     /// How long an `Idempotency-Key` and the first result it answered are remembered.
     pub idempotency_ttl: Duration,
+    /// How long a console sign-in link stays valid (it also works only once).
+    pub console_link_ttl: Duration,
 }
 
 /// The values of the front door's origin header the service accepts (one, or two during a
@@ -246,6 +252,7 @@ impl Default for Settings {
             content_redirect: false,
             allow_private_file_urls: false,
             origin_secrets: None,
+            console_link_ttl: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -371,6 +378,9 @@ impl Config {
         }
         if let Some(v) = vars.number("REELGATE_IDEMPOTENCY_TTL_SECS", "whole seconds")? {
             settings.idempotency_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_CONSOLE_LINK_TTL_SECS", "whole seconds")? {
+            settings.console_link_ttl = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
             settings.max_upload_bytes = v;

@@ -1,7 +1,8 @@
-//! `GET` and `POST /v1/videos/acceptance`: the caller's agreement to the Video Service Terms;
-//! only a console session may record it.
+//! `GET` and `POST /v1/videos/acceptance`: the caller's agreement to the Video Service Terms.
+//! `GET` reports it for an API key's person. Agreement is recorded only in the console
+//! (`POST /console/api/terms/agree`), so `POST` with an API key answers 403
+//! `console_login_required` (the domain refuses any credential but a console session).
 
-use crate::api::extract::ConsoleCaller;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::agreement::*;
@@ -18,11 +19,8 @@ pub async fn get_status(
     ))
 }
 
-/// Records agreement to the current version. Repeating it keeps the first acceptance time.
-pub async fn accept(
-    State(app): State<App>,
-    ConsoleCaller(caller): ConsoleCaller,
-) -> ApiResult<Json<AgreementStatus>> {
+/// Refused for API keys (the only credential `/v1` takes): agreement is recorded in the console.
+pub async fn accept(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
         crate::domain::agreement::accept(app.context(), &caller).await?,
     ))

@@ -40,6 +40,12 @@ async fn completions(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    complete(app, caller, body).await
+}
+
+/// A chat completion (streamed when asked) for the caller; shared by `/v1/chat/completions`
+/// and the console's chat.
+pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
     usage::admit(app.context(), &caller.org).await?;
     let mut request = v.upstream_body;

@@ -2,7 +2,7 @@
 //! OpenAI error envelope.
 
 use crate::app::App;
-use crate::domain::accounts::{Caller, Credential};
+use crate::domain::accounts::Caller;
 use crate::domain::error::ApiError;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -34,24 +34,6 @@ impl FromRequestParts<App> for Caller {
             None => Err(ApiError::unauthorized(
                 "invalid_api_key",
                 "The API key is unknown, revoked or expired.",
-            )),
-        }
-    }
-}
-
-/// A caller authenticated by a console session (what the spec reserves to a console login).
-pub struct ConsoleCaller(pub Caller);
-
-impl FromRequestParts<App> for ConsoleCaller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let caller = Caller::from_request_parts(parts, app).await?;
-        match caller.credential {
-            Credential::ConsoleSession { .. } => Ok(ConsoleCaller(caller)),
-            Credential::ApiKey { .. } => Err(ApiError::forbidden(
-                "console_login_required",
-                "This operation needs a console login; an API key cannot perform it.",
             )),
         }
     }

@@ -5,6 +5,7 @@
 pub mod agreement;
 pub mod chat;
 pub mod chat_stream;
+pub mod console;
 pub mod content;
 pub mod envelope;
 pub mod extract;
@@ -62,6 +63,7 @@ pub fn router(app: App) -> Router {
         .merge(videos::routes())
         .merge(chat::routes())
         .merge(responses::routes())
+        .merge(console::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))

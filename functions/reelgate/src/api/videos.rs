@@ -136,7 +136,7 @@ async fn retrieve(
 }
 
 #[derive(Deserialize)]
-struct ListParams {
+pub struct ListParams {
     limit: Option<String>,
     after: Option<String>,
     order: Option<String>,
@@ -147,6 +147,12 @@ async fn list(
     caller: Caller,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> ApiResult<Json<Value>> {
+    Ok(Json(list_videos(&app, &caller, &params).await?))
+}
+
+/// A page of the caller's organization's jobs (newest first unless `order=asc`), as a list
+/// envelope; shared by `GET /v1/videos` and the console.
+pub async fn list_videos(app: &App, caller: &Caller, params: &ListParams) -> ApiResult<Value> {
     let limit = match params.limit.as_deref() {
         None => 20,
         Some(raw) => match raw.parse::<usize>() {
@@ -178,14 +184,19 @@ async fn list(
     }
     let page = app.store.query(q).await?;
     let data: Vec<Video> = page.items.iter().filter_map(Video::from_item).collect();
-    Ok(Json(crate::api::envelope::list_envelope(
+    Ok(crate::api::envelope::list_envelope(
         &data,
         |v| v.id.clone(),
         page.last_sk.is_some(),
-    )))
+    ))
 }
 
 async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
+    Ok(Json(video_models(&app, &caller).await?))
+}
+
+/// The video models the caller's plan is entitled to, with their prices per second.
+pub async fn video_models(app: &App, caller: &Caller) -> ApiResult<Value> {
     let org = app.accounts().org(&caller.org).await?;
     let data: Vec<Value> = app
         .catalog
@@ -204,7 +215,7 @@ async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>
             })
         })
         .collect();
-    Ok(Json(json!({"object": "list", "data": data})))
+    Ok(json!({"object": "list", "data": data}))
 }
 
 async fn delete(
@@ -212,7 +223,13 @@ async fn delete(
     caller: Caller,
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let video = find(&app, &caller.org, &video_id).await?;
+    Ok(Json(delete_video(&app, &caller, &video_id).await?))
+}
+
+/// Deletes a finished job of the caller's organization with its output and thumbnail.
+pub async fn delete_video(app: &App, caller: &Caller, video_id: &str) -> ApiResult<Value> {
+    let video_id = video_id.to_owned();
+    let video = find(app, &caller.org, &video_id).await?;
     if !video.is_terminal() {
         return Err(ApiError::conflict(format!(
             "Video {video_id} is still {}; it can be deleted once it has completed, failed or been canceled.",
@@ -242,13 +259,11 @@ async fn delete(
     app.blobs
         .delete(&thumbnail_blob_key(&caller.org, &video_id))
         .await?;
-    tracing::info!(%video_id, org = %caller.org, "video deleted");
-    Ok(Json(
-        json!({"id": video_id, "object": "video", "deleted": true}),
-    ))
+    tracing::info!(%video_id, org = %caller.org, key = %caller.key_id(), "video deleted");
+    Ok(json!({"id": video_id, "object": "video", "deleted": true}))
 }
 
-fn require_completed(video: &Video, what: &str) -> ApiResult<()> {
+pub fn require_completed(video: &Video, what: &str) -> ApiResult<()> {
     if video.status != STATUS_COMPLETED {
         return Err(ApiError::invalid(
             "video_id",

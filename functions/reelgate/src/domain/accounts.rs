@@ -1,9 +1,9 @@
-//! Organizations, persons, memberships, API keys and console sessions.
+//! Organizations, persons, memberships and API keys (console sessions: `domain::console`).
 //!
 //! Money on an organization: `balance` is what it owns, `reserved` the quotes of renders in
 //! flight, and `available = balance − reserved` is kept by every update so that admission is a
 //! single conditional write without arithmetic in the condition (DynamoDB allows none).
-//! Secrets (API keys, console sessions) are shown once and stored only as SHA-256 hashes.
+//! Secrets (API keys) are shown once and stored only as SHA-256 hashes.
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id, new_secret};
@@ -16,9 +16,8 @@ use sha2::{Digest, Sha256};
 
 pub const DEFAULT_PLAN: &str = "starter";
 pub const API_KEY_PREFIX: &str = "rgk_";
-pub const CONSOLE_PREFIX: &str = "rgc_";
-/// Console sessions last a working day.
-pub const CONSOLE_SESSION_SECS: i64 = 12 * 3600;
+/// The key id console traffic is attributed to wherever usage, limits or logs name a key.
+pub const CONSOLE_KEY_ID: &str = "console";
 
 pub fn org_key(org: &str) -> Key {
     Key::new(format!("ORG#{org}"), "ORG")
@@ -32,8 +31,20 @@ fn member_key(org: &str, person: &str) -> Key {
 fn api_key_key(key_id: &str) -> Key {
     Key::new(format!("APIKEY#{key_id}"), "APIKEY")
 }
-fn console_key(session_id: &str) -> Key {
-    Key::new(format!("CONSOLE#{session_id}"), "CONSOLE")
+/// A person's key as listed in their organization's partition (the key record itself lives
+/// under its id, where authentication finds it).
+fn org_api_key_key(org: &str, person: &str, key_id: &str) -> Key {
+    Key::new(format!("ORG#{org}"), format!("APIKEY#{person}#{key_id}"))
+}
+
+/// An API key as its owner sees it in a list (never the secret).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ApiKeyInfo {
+    pub id: String,
+    pub object: &'static str,
+    pub created_at: i64,
+    pub revoked: bool,
+    pub revoked_at: Option<i64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -98,8 +109,24 @@ pub struct Caller {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Credential {
-    ApiKey { key_id: String },
-    ConsoleSession { session_id: String },
+    ApiKey {
+        key_id: String,
+    },
+    /// A console browser session (cookie); accepted only by the `/console` routes.
+    ConsoleSession {
+        session_id: String,
+    },
+}
+
+impl Caller {
+    /// The key id this caller's traffic is attributed to: the API key's id, or `console` for
+    /// the console playground.
+    pub fn key_id(&self) -> &str {
+        match &self.credential {
+            Credential::ApiKey { key_id } => key_id,
+            Credential::ConsoleSession { .. } => CONSOLE_KEY_ID,
+        }
+    }
 }
 
 fn hash_secret(secret: &str) -> String {
@@ -265,7 +292,15 @@ impl<'a> Accounts<'a> {
         })
     }
 
-    async fn require_member(&self, org: &str, person: &str) -> ApiResult<()> {
+    /// True when `person` is (still) a member of `org`.
+    pub async fn is_member(&self, org: &str, person: &str) -> ApiResult<bool> {
+        if !is_valid(org, "org") || !is_valid(person, "user") {
+            return Ok(false);
+        }
+        Ok(self.store.get(&member_key(org, person)).await?.is_some())
+    }
+
+    pub async fn require_member(&self, org: &str, person: &str) -> ApiResult<()> {
         self.org(org).await?;
         if self.store.get(&member_key(org, person)).await?.is_none() {
             return Err(ApiError::not_found(
@@ -290,7 +325,24 @@ impl<'a> Accounts<'a> {
         it.insert("person".into(), person.into());
         it.insert("revoked".into(), false.into());
         it.insert("created_at".into(), now_secs().into());
-        self.store.put(it, Some(Condition::NotExists)).await?;
+        let mut listed = item(&org_api_key_key(&p.org, person, &key_id));
+        listed.insert("kind".into(), "api_key_listing".into());
+        listed.insert("key_id".into(), key_id.clone().into());
+        listed.insert("person".into(), person.into());
+        listed.insert("revoked".into(), false.into());
+        listed.insert("created_at".into(), now_secs().into());
+        self.store
+            .transact(vec![
+                TransactOp::Put {
+                    item: it,
+                    condition: Some(Condition::NotExists),
+                },
+                TransactOp::Put {
+                    item: listed,
+                    condition: Some(Condition::NotExists),
+                },
+            ])
+            .await?;
         Ok(IssuedSecret {
             id: key_id,
             secret,
@@ -306,70 +358,95 @@ impl<'a> Accounts<'a> {
         if !is_valid(key_id, "key") {
             return Err(not_found());
         }
-        match self
+        let now = now_secs();
+        let updated = match self
             .store
             .update(
                 &api_key_key(key_id),
-                Update::new()
-                    .set("revoked", true)
-                    .set("revoked_at", now_secs()),
+                Update::new().set("revoked", true).set("revoked_at", now),
                 Some(Condition::Exists),
             )
             .await
         {
-            Ok(_) => Ok(()),
-            Err(crate::ports::store::StoreError::ConditionFailed) => Err(not_found()),
-            Err(e) => Err(e.into()),
+            Ok(updated) => updated,
+            Err(crate::ports::store::StoreError::ConditionFailed) => return Err(not_found()),
+            Err(e) => return Err(e.into()),
+        };
+        if let (Some(org), Some(person)) = (updated.str_attr("org"), updated.str_attr("person")) {
+            match self
+                .store
+                .update(
+                    &org_api_key_key(org, person, key_id),
+                    Update::new().set("revoked", true).set("revoked_at", now),
+                    Some(Condition::Exists),
+                )
+                .await
+            {
+                Ok(_) | Err(crate::ports::store::StoreError::ConditionFailed) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        Ok(())
     }
 
-    /// Opens a console session: the credential a console login yields, separate from API keys.
-    pub async fn create_console_session(&self, person: &str, org: &str) -> ApiResult<IssuedSecret> {
-        self.person(person).await?;
-        self.require_member(org, person).await?;
-        let session_id = new_id("cs");
-        let secret = format!("{CONSOLE_PREFIX}{}_{}", &session_id[3..], new_secret(32));
-        let expires_at = now_secs() + CONSOLE_SESSION_SECS;
-        let mut it = item(&console_key(&session_id));
-        it.insert("kind".into(), "console_session".into());
-        it.insert("session_id".into(), session_id.clone().into());
-        it.insert("hash".into(), hash_secret(&secret).into());
-        it.insert("org".into(), org.into());
-        it.insert("person".into(), person.into());
-        it.insert("expires_at".into(), expires_at.into());
-        self.store.put(it, Some(Condition::NotExists)).await?;
-        Ok(IssuedSecret {
-            id: session_id,
-            secret,
-            person: person.to_owned(),
-            org: org.to_owned(),
-            expires_at: Some(expires_at),
-        })
+    /// The keys `person` holds in `org`, newest first.
+    pub async fn list_api_keys(&self, org: &str, person: &str) -> ApiResult<Vec<ApiKeyInfo>> {
+        let page = self
+            .store
+            .query(
+                Query::partition(format!("ORG#{org}"))
+                    .prefix(format!("APIKEY#{person}#"))
+                    .descending()
+                    .limit(1000),
+            )
+            .await?;
+        Ok(page
+            .items
+            .iter()
+            .filter_map(|i| {
+                Some(ApiKeyInfo {
+                    id: i.str_attr("key_id")?.to_owned(),
+                    object: "api_key",
+                    created_at: i.i64_attr("created_at").unwrap_or_default(),
+                    revoked: i.bool_attr("revoked").unwrap_or(false),
+                    revoked_at: i.i64_attr("revoked_at"),
+                })
+            })
+            .collect())
     }
 
-    /// Resolves a bearer token to its caller; None for anything unknown, revoked or expired.
+    /// Revokes one of the person's own keys in `org`; anyone else's key does not exist.
+    pub async fn revoke_own_api_key(&self, org: &str, person: &str, key_id: &str) -> ApiResult<()> {
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        if !is_valid(key_id, "key") {
+            return Err(not_found());
+        }
+        let record = self
+            .store
+            .get(&api_key_key(key_id))
+            .await?
+            .ok_or_else(not_found)?;
+        if record.str_attr("org") != Some(org) || record.str_attr("person") != Some(person) {
+            return Err(not_found());
+        }
+        self.revoke_api_key(key_id).await
+    }
+
+    /// Resolves a bearer token to its caller; None for anything unknown or revoked. Only API
+    /// keys are bearer credentials: a console session (a browser cookie) never is.
     pub async fn authenticate(&self, token: &str) -> ApiResult<Option<Caller>> {
-        let (key, id_field, prefix_len, id_prefix) =
-            if let Some(rest) = token.strip_prefix(API_KEY_PREFIX) {
-                (rest, "key_id", 26, "key")
-            } else if let Some(rest) = token.strip_prefix(CONSOLE_PREFIX) {
-                (rest, "session_id", 26, "cs")
-            } else {
-                return Ok(None);
-            };
-        let Some(suffix) = key.get(..prefix_len) else {
+        let Some(rest) = token.strip_prefix(API_KEY_PREFIX) else {
             return Ok(None);
         };
-        let id = format!("{id_prefix}_{suffix}");
-        if !is_valid(&id, id_prefix) {
+        let Some(suffix) = rest.get(..26) else {
+            return Ok(None);
+        };
+        let id = format!("key_{suffix}");
+        if !is_valid(&id, "key") {
             return Ok(None);
         }
-        let record_key = if id_prefix == "key" {
-            api_key_key(&id)
-        } else {
-            console_key(&id)
-        };
-        let Some(record) = self.store.get(&record_key).await? else {
+        let Some(record) = self.store.get(&api_key_key(&id)).await? else {
             return Ok(None);
         };
         use subtle::ConstantTimeEq;
@@ -393,14 +470,10 @@ impl<'a> Accounts<'a> {
         if self.store.get(&member_key(org, person)).await?.is_none() {
             return Ok(None);
         }
-        let credential = match id_field {
-            "key_id" => Credential::ApiKey { key_id: id },
-            _ => Credential::ConsoleSession { session_id: id },
-        };
         Ok(Some(Caller {
             org: org.to_owned(),
             person: person.to_owned(),
-            credential,
+            credential: Credential::ApiKey { key_id: id },
         }))
     }
 

@@ -42,7 +42,18 @@ pub async fn has_agreed(cx: Context<'_>, org: &str, person: &str) -> ApiResult<b
 }
 
 /// Records agreement to the current version. Repeating it keeps the first acceptance time.
+/// Only a console session records agreement: an API key is refused (`console_login_required`).
 pub async fn accept(cx: Context<'_>, caller: &Caller) -> ApiResult<AgreementStatus> {
+    if !matches!(
+        caller.credential,
+        crate::domain::accounts::Credential::ConsoleSession { .. }
+    ) {
+        return Err(crate::domain::error::ApiError::forbidden(
+            "console_login_required",
+            "Agreement to the Video Service Terms is recorded only in the console playground \
+             (/console); an API key cannot record it.",
+        ));
+    }
     let version = cx.catalog.terms_version.clone();
     let key = agreement_key(&caller.org, &caller.person, &version);
     let mut it = item(&key);

@@ -24,6 +24,18 @@ pub struct Catalog {
     pub chat_models: Vec<ChatModel>,
     #[serde(default)]
     pub upstreams: Vec<UpstreamConfig>,
+    /// The terms text per version, in English and Japanese (the console shows it).
+    #[serde(default)]
+    pub terms: Vec<TermsText>,
+}
+
+/// One version of the Video Service Terms, in the console's two languages.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TermsText {
+    pub version: String,
+    pub en: String,
+    pub ja: String,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -169,6 +181,16 @@ impl Catalog {
 
     fn check(&self) -> Result<(), CatalogError> {
         let bad = |m: String| Err(CatalogError::Inconsistent(m));
+        match self.terms_text(&self.terms_version) {
+            Some(t) if !t.en.trim().is_empty() && !t.ja.trim().is_empty() => {}
+            _ => {
+                return bad(format!(
+                    "the terms version {v} has no text: add a [[terms]] entry with \
+                     version = \"{v}\" and its text in en and ja",
+                    v = self.terms_version
+                ))
+            }
+        }
         for m in &self.video_models {
             if m.pricing.is_empty() {
                 return bad(format!("video model {} has no pricing row", m.id));
@@ -203,6 +225,10 @@ impl Catalog {
         Ok(())
     }
 
+    /// The text of a terms version.
+    pub fn terms_text(&self, version: &str) -> Option<&TermsText> {
+        self.terms.iter().find(|t| t.version == version)
+    }
     pub fn plan(&self, id: &str) -> Option<&Plan> {
         self.plans.iter().find(|p| p.id == id)
     }
@@ -238,6 +264,19 @@ mod tests {
         let c = Catalog::parse(DEFAULT_CATALOG).expect("default catalog");
         assert!(!c.video_models.is_empty());
         assert!(c.plan("starter").is_some());
+    }
+
+    #[test]
+    fn a_terms_version_without_text_is_refused() {
+        let text = DEFAULT_CATALOG.replace(
+            "terms_version = \"2026-11-01\"",
+            "terms_version = \"2030-01-01\"",
+        );
+        let err = Catalog::parse(&text).expect_err("no text for 2030-01-01");
+        assert!(err.to_string().contains("2030-01-01 has no text"), "{err}");
+        let c = Catalog::parse(DEFAULT_CATALOG).expect("default catalog");
+        let t = c.terms_text(&c.terms_version).expect("current text");
+        assert!(!t.en.is_empty() && !t.ja.is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod agreement;
 pub mod billing;
 pub mod catalog;
 pub mod chat;
+pub mod console;
 pub mod erasure;
 pub mod error;
 pub mod files;

@@ -180,6 +180,43 @@ fn charge_backoff(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_millis(base / 2 + jitter)
 }
 
+/// The organization's most recent charges (video renders and token usage), newest first.
+pub async fn recent_charges(cx: Context<'_>, org: &str, limit: usize) -> ApiResult<Vec<Value>> {
+    let mut items = Vec::new();
+    for prefix in ["CHARGE#", "LEDGER#"] {
+        let page = cx
+            .store
+            .query(
+                crate::ports::store::Query::partition(format!("ORG#{org}"))
+                    .prefix(prefix)
+                    .limit(1000),
+            )
+            .await?;
+        items.extend(
+            page.items
+                .into_iter()
+                .filter(|i| i.str_attr("kind") == Some("ledger_charge")),
+        );
+    }
+    items.sort_by_key(|i| std::cmp::Reverse(i.i64_attr("charged_at").unwrap_or_default()));
+    Ok(items
+        .iter()
+        .take(limit)
+        .map(|i| {
+            serde_json::json!({
+                "object": "charge",
+                "id": i.str_attr("video_id").or_else(|| i.str_attr("id")),
+                "type": i.str_attr("type").unwrap_or("video"),
+                "model": i.str_attr("model"),
+                "amount": i.decimal_attr("amount").unwrap_or_default().to_string(),
+                "currency": i.str_attr("currency"),
+                "charged_at": i.i64_attr("charged_at"),
+                "reason": i.str_attr("reason"),
+            })
+        })
+        .collect())
+}
+
 /// A ledger entry as stored, for tests and reports.
 pub async fn ledger_entry(
     cx: Context<'_>,

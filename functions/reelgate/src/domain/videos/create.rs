@@ -299,25 +299,39 @@ async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResu
     Ok(())
 }
 
-/// Admits a job and starts its workflow; returns the job as created.
-pub async fn create(
-    cx: Context<'_>,
-    workflow: Option<&dyn crate::ports::workflow::Workflow>,
-    caller: &Caller,
-    body: &Value,
-) -> ApiResult<Video> {
-    create_with(cx, workflow, caller, body, None).await
+/// A create request validated and priced: what the console shows before submitting, and what
+/// admission reserves.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Quote {
+    pub object: &'static str,
+    pub model: String,
+    pub seconds: u32,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub per_second: Decimal,
+    /// The exact amount reserved at admission and charged on completion.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub amount: Decimal,
+    pub currency: String,
+    /// The organization's available balance (balance minus reservations in flight).
+    #[serde(with = "rust_decimal::serde::str")]
+    pub available: Decimal,
+    #[serde(skip)]
+    engine: Option<String>,
+    #[serde(skip)]
+    plan: String,
 }
 
-/// [`create`] for a request holding an `Idempotency-Key` claim: the admission binds the job to
-/// the claim in the same transaction, so no retry can admit a second job for the key.
-pub async fn create_with(
+/// Validates a create request (every rule but the files, the agreement and admission) and
+/// prices it for the caller's organization.
+pub async fn quote(cx: Context<'_>, caller: &Caller, body: &Value) -> ApiResult<Quote> {
+    Ok(priced(cx, caller, body).await?.1)
+}
+
+async fn priced(
     cx: Context<'_>,
-    workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
     body: &Value,
-    claim: Option<&crate::domain::idempotency::Claim>,
-) -> ApiResult<Video> {
+) -> ApiResult<(CreateRequest, Quote)> {
     let req = parse(body)?;
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
@@ -361,6 +375,40 @@ pub async fn create_with(
                 ),
             )
         })?;
+    let quote = Quote {
+        object: "video.quote",
+        model: model.id.clone(),
+        seconds: req.seconds,
+        per_second: pricing.per_second,
+        amount: pricing.per_second * Decimal::from(req.seconds),
+        currency: pricing.currency.clone(),
+        available: org.available,
+        engine: model.engine.clone(),
+        plan: org.plan.clone(),
+    };
+    Ok((req, quote))
+}
+
+/// Admits a job and starts its workflow; returns the job as created.
+pub async fn create(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    body: &Value,
+) -> ApiResult<Video> {
+    create_with(cx, workflow, caller, body, None).await
+}
+
+/// [`create`] for a request holding an `Idempotency-Key` claim: the admission binds the job to
+/// the claim in the same transaction, so no retry can admit a second job for the key.
+pub async fn create_with(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    body: &Value,
+    claim: Option<&crate::domain::idempotency::Claim>,
+) -> ApiResult<Video> {
+    let (req, priced) = priced(cx, caller, body).await?;
     check_files(cx, &caller.org, &req).await?;
     if !crate::domain::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
@@ -371,10 +419,10 @@ pub async fn create_with(
             ),
         ));
     }
-    let plan = cx.catalog.plan(&org.plan).ok_or_else(|| {
-        ApiError::internal("admitting a video", format!("unknown plan {}", org.plan))
+    let plan = cx.catalog.plan(&priced.plan).ok_or_else(|| {
+        ApiError::internal("admitting a video", format!("unknown plan {}", priced.plan))
     })?;
-    let quote = pricing.per_second * Decimal::from(req.seconds);
+    let quote = priced.amount;
     let id = new_id("video");
     let now = now_secs();
     let mut job = item(&job_key(&caller.org, &id));
@@ -382,15 +430,17 @@ pub async fn create_with(
     job.insert("id".into(), id.clone().into());
     job.insert("org".into(), caller.org.clone().into());
     job.insert("person".into(), caller.person.clone().into());
-    job.insert("model".into(), model.id.clone().into());
-    job.insert("engine".into(), model.engine.clone().into());
+    // The key the job is attributed to (`console` for the console playground).
+    job.insert("key".into(), caller.key_id().into());
+    job.insert("model".into(), priced.model.clone().into());
+    job.insert("engine".into(), priced.engine.clone().into());
     job.insert("prompt".into(), req.prompt.clone().into());
     job.insert("seconds".into(), req.seconds.into());
     job.insert("aspect_ratio".into(), req.aspect_ratio.clone().into());
     job.insert("status".into(), STATUS_MODERATING.into());
     job.insert("progress".into(), 0i64.into());
     job.insert("cost".into(), Attr::N(quote));
-    job.insert("currency".into(), pricing.currency.clone().into());
+    job.insert("currency".into(), priced.currency.clone().into());
     job.insert("created_at".into(), now.into());
     job.insert("completed_at".into(), Attr::Null);
     job.insert("thumbnail".into(), false.into());
@@ -430,7 +480,7 @@ pub async fn create_with(
         if now_org.available < quote {
             return Err(ApiError::insufficient_credits(format!(
                 "This render is quoted at {quote} {}; your available balance is {} {} ({} is reserved for renders in flight).",
-                pricing.currency, now_org.available, org.currency, now_org.reserved
+                priced.currency, now_org.available, now_org.currency, now_org.reserved
             )));
         }
         return Err(ApiError::new(

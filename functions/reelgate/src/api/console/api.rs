@@ -1,0 +1,281 @@
+//! The console's JSON routes under `/console/api/`. Every route takes the signed-in
+//! [`ConsoleSession`] (the cookie; state-changing routes also its CSRF token) and calls the same
+//! domain use cases as the `/v1` routes, as the signed-in person in their organization.
+
+use super::{cleared_cookie, ConsoleSession};
+use crate::api::extract::{ApiJson, ApiQuery};
+use crate::app::App;
+use crate::domain::agreement::{self, AgreementStatus};
+use crate::domain::console::Console;
+use crate::domain::error::ApiResult;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::http::header::SET_COOKIE;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/console/api/session", get(session))
+        .route("/console/api/signout", post(sign_out))
+        .route("/console/api/terms", get(terms))
+        .route("/console/api/terms/agree", post(agree))
+        .route("/console/api/models", get(models))
+        .route("/console/api/chat/models", get(chat_models))
+        .route("/console/api/videos/quote", post(quote))
+        .route("/console/api/videos", get(list_videos).post(create_video))
+        .route(
+            "/console/api/videos/{video_id}",
+            get(get_video).delete(delete_video),
+        )
+        .route("/console/api/videos/{video_id}/media", get(media))
+        .route("/console/api/chat/completions", post(chat))
+        .route("/console/api/keys", get(list_keys).post(create_key))
+        .route("/console/api/keys/{key_id}", delete(revoke_key))
+        .route("/console/api/usage", get(usage))
+}
+
+/// Who is signed in, and the CSRF token the page sends with every state-changing request.
+async fn session(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    let person = app.accounts().person(&s.caller.person).await?;
+    let org = app.accounts().org(&s.caller.org).await?;
+    Ok(Json(json!({
+        "object": "console.session",
+        "user": {"id": person.id, "email": person.email},
+        "organization": {"id": org.id, "name": org.name},
+        "csrf_token": s.csrf_token,
+        "expires_at": s.expires_at,
+    })))
+}
+
+/// Signs out: revokes the session server-side and clears the cookie.
+async fn sign_out(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Response> {
+    Console::new(app.store.as_ref())
+        .revoke_session(&s.session_id)
+        .await?;
+    let mut response =
+        Json(json!({"object": "console.session", "signed_out": true})).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cleared_cookie(&app.settings.public_base_url)) {
+        response.headers_mut().insert(SET_COOKIE, v);
+    }
+    Ok(response)
+}
+
+/// The current terms version, its text (English and Japanese, from the catalog) and whether
+/// this person agreed to it.
+async fn terms(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    let status = agreement::status(app.context(), &s.caller.org, &s.caller.person).await?;
+    let text = app.catalog.terms_text(&status.terms_version);
+    let mut v = serde_json::to_value(&status)
+        .map_err(|e| crate::domain::error::ApiError::internal("terms", e))?;
+    v["text"] = json!({
+        "en": text.map(|t| t.en.as_str()),
+        "ja": text.map(|t| t.ja.as_str()),
+    });
+    Ok(Json(v))
+}
+
+/// Records agreement to the current terms version: the only path that records it.
+async fn agree(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<AgreementStatus>> {
+    Ok(Json(agreement::accept(app.context(), &s.caller).await?))
+}
+
+/// The video models the organization's plan is entitled to, with prices per second.
+/// With the create rules' limits (seconds, aspect ratios, prompt length) for the form.
+async fn models(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    use crate::domain::videos::create::{
+        ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS,
+    };
+    let mut v = crate::api::videos::video_models(&app, &s.caller).await?;
+    v["limits"] = json!({
+        "min_seconds": MIN_SECONDS,
+        "max_seconds": MAX_SECONDS,
+        "aspect_ratios": ASPECT_RATIOS,
+        "max_prompt_chars": MAX_PROMPT_CHARS,
+    });
+    Ok(Json(v))
+}
+
+/// The chat models (as `GET /v1/models` lists them), for the chat page's picker.
+async fn chat_models(State(app): State<App>, ConsoleSession(_): ConsoleSession) -> Json<Value> {
+    let data: Vec<Value> = app
+        .catalog
+        .chat_models
+        .iter()
+        .map(crate::domain::chat::models::model_object)
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}
+
+/// The exact quote of a create request before submitting it (same validation as admission).
+async fn quote(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<crate::domain::videos::create::Quote>> {
+    Ok(Json(
+        crate::domain::videos::create::quote(app.context(), &s.caller, &body).await?,
+    ))
+}
+
+async fn create_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<crate::domain::videos::Video>> {
+    let workflow = app.workflow();
+    Ok(Json(
+        crate::domain::videos::create::create(app.context(), workflow.as_deref(), &s.caller, &body)
+            .await?,
+    ))
+}
+
+async fn list_videos(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiQuery(params): ApiQuery<crate::api::videos::ListParams>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        crate::api::videos::list_videos(&app, &s.caller, &params).await?,
+    ))
+}
+
+async fn get_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<crate::domain::videos::Video>> {
+    Ok(Json(
+        crate::api::videos::find(&app, &s.caller.org, &video_id).await?,
+    ))
+}
+
+async fn delete_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        crate::api::videos::delete_video(&app, &s.caller, &video_id).await?,
+    ))
+}
+
+/// Lifetime of the signed media URLs the console hands to `<video>` and `<img>`.
+const MEDIA_URL_SECS: u64 = 10 * 60;
+
+/// Short-lived signed URLs for a completed video's MP4 and thumbnail, so `<video src>` and a
+/// download link work without headers (the blob store's own signed URLs, ranges included).
+async fn media(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    use crate::domain::videos::{output_blob_key, thumbnail_blob_key};
+    let video = crate::api::videos::find(&app, &s.caller.org, &video_id).await?;
+    crate::api::videos::require_completed(&video, "content")?;
+    let ttl = std::time::Duration::from_secs(MEDIA_URL_SECS).min(app.settings.presign_ttl);
+    let content_url = app
+        .blobs
+        .presign_get(&output_blob_key(&s.caller.org, &video_id), ttl)
+        .await?;
+    let thumbnail_url = if video.thumbnail {
+        Some(
+            app.blobs
+                .presign_get(&thumbnail_blob_key(&s.caller.org, &video_id), ttl)
+                .await?,
+        )
+    } else {
+        None
+    };
+    Ok(Json(json!({
+        "object": "video.media",
+        "id": video_id,
+        "content_url": content_url,
+        "thumbnail_url": thumbnail_url,
+        "expires_in": ttl.as_secs(),
+    })))
+}
+
+/// Chat completions as the signed-in person (streamed as server-sent events when asked).
+async fn chat(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    crate::api::chat::complete(app, s.caller, body).await
+}
+
+async fn list_keys(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    let keys = app
+        .accounts()
+        .list_api_keys(&s.caller.org, &s.caller.person)
+        .await?;
+    Ok(Json(json!({"object": "list", "data": keys})))
+}
+
+/// Creates an API key for the signed-in person; the secret is in this answer only.
+async fn create_key(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    let issued = app.accounts().create_api_key(&s.caller.person).await?;
+    Ok(Json(json!({
+        "object": "api_key",
+        "id": issued.id,
+        "secret": issued.secret,
+        "organization": issued.org,
+    })))
+}
+
+async fn revoke_key(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(key_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    app.accounts()
+        .revoke_own_api_key(&s.caller.org, &s.caller.person, &key_id)
+        .await?;
+    Ok(Json(
+        json!({"object": "api_key", "id": key_id, "revoked": true}),
+    ))
+}
+
+/// Balance, reservations for renders in flight, and recent charges.
+async fn usage(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    let org = app.accounts().org(&s.caller.org).await?;
+    let charges = crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
+    Ok(Json(json!({
+        "object": "console.usage",
+        "organization": org.id,
+        "currency": org.currency,
+        "balance": org.balance.to_string(),
+        "reserved": org.reserved.to_string(),
+        "available": org.available.to_string(),
+        "renders_in_flight": org.renders_in_flight,
+        "recent_charges": charges,
+    })))
+}

@@ -1,0 +1,229 @@
+//! The console playground's HTTP surface under `/console`: sign-in by link, the browser session
+//! cookie (with its CSRF token), and the console's JSON routes under `/console/api/`, which act
+//! as the signed-in person in their organization through the same domain use cases as `/v1`.
+//!
+//! A console session works only here; `/v1` takes API keys only, and an API key in the
+//! `Authorization` header is not a console session.
+
+pub mod api;
+
+use crate::app::App;
+use crate::domain::console::{Console, IssuedSession, Session};
+use crate::domain::error::ApiError;
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+
+/// The session cookie's name.
+pub const COOKIE_NAME: &str = "reelgate_console";
+/// The header that carries the session's CSRF token on every state-changing console request.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/console", get(page))
+        .route("/console/", get(page))
+        .route("/console/signin", get(sign_in))
+        .route("/console/assets/console.css", get(css))
+        .route("/console/assets/console.js", get(js))
+        .merge(api::routes())
+}
+
+/// `Set-Cookie` for a new session: HttpOnly, SameSite=Lax (the sign-in link is opened from
+/// another application, a top-level navigation), Path=/console, a fixed Max-Age, and Secure
+/// whenever the public URL is https.
+pub fn session_cookie(session: &IssuedSession, public_base_url: &str) -> String {
+    let max_age = (session.expires_at - crate::ports::store::now_secs()).max(0);
+    let mut cookie = format!(
+        "{COOKIE_NAME}={}; Path=/console; HttpOnly; SameSite=Lax; Max-Age={max_age}",
+        session.secret
+    );
+    if public_base_url.starts_with("https://") {
+        cookie.push_str("; Secure");
+    }
+    cookie
+}
+
+/// `Set-Cookie` that clears the session cookie.
+pub fn cleared_cookie(public_base_url: &str) -> String {
+    let mut cookie = format!("{COOKIE_NAME}=; Path=/console; HttpOnly; SameSite=Lax; Max-Age=0");
+    if public_base_url.starts_with("https://") {
+        cookie.push_str("; Secure");
+    }
+    cookie
+}
+
+fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+/// The signed-in console session. Rejects a request without a live session cookie (401
+/// `console_login_required`), and a state-changing request (anything but GET/HEAD) whose
+/// `X-CSRF-Token` header is not the session's token (403 `csrf_token_invalid`).
+pub struct ConsoleSession(pub Session);
+
+impl FromRequestParts<App> for ConsoleSession {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        let refused = || {
+            ApiError::unauthorized(
+                "console_login_required",
+                "Sign in to the console first: open the sign-in link `reelgate serve` printed, \
+                 or make one with `reelgate admin console-link`.",
+            )
+        };
+        let secret = cookie_value(&parts.headers, COOKIE_NAME).ok_or_else(refused)?;
+        let session = Console::new(app.store.as_ref())
+            .session(secret)
+            .await?
+            .ok_or_else(refused)?;
+        if parts.method != Method::GET && parts.method != Method::HEAD {
+            let presented = parts
+                .headers
+                .get(CSRF_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            if !session.csrf_matches(presented) {
+                return Err(ApiError::forbidden(
+                    "csrf_token_invalid",
+                    "This console request changes state and needs the session's CSRF token in \
+                     the X-CSRF-Token header.",
+                ));
+            }
+        }
+        Ok(ConsoleSession(session))
+    }
+}
+
+#[derive(Deserialize)]
+struct SignInQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// `GET /console/signin?token=…`: redeems a one-time sign-in link, sets the session cookie and
+/// sends the browser to the console; a used, expired or unknown link gets a page saying so.
+async fn sign_in(
+    State(app): State<App>,
+    axum::extract::Query(q): axum::extract::Query<SignInQuery>,
+) -> Response {
+    match Console::new(app.store.as_ref()).redeem_link(&q.token).await {
+        Ok(session) => {
+            let cookie = session_cookie(&session, &app.settings.public_base_url);
+            let mut response = StatusCode::SEE_OTHER.into_response();
+            let headers = response.headers_mut();
+            headers.insert(LOCATION, HeaderValue::from_static("/console/"));
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                headers.insert(SET_COOKIE, v);
+            }
+            response
+        }
+        Err(error) => {
+            let status = error.status;
+            let body = SIGN_IN_REFUSED.replace("{message}", &html_escape(&error.message));
+            let mut response = (status, body).into_response();
+            response.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            response
+                .headers_mut()
+                .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+    }
+}
+
+const SIGN_IN_REFUSED: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>Sign-in link refused · reelgate console</title></head><body>\
+<main><h1>Sign-in link refused</h1><p id=\"error\">{message}</p>\
+<p><a href=\"/console/\">Back to the console</a></p></main></body></html>";
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The console's own files only: no inline script, no third-party origin; media may come from
+/// the blob store's signed URLs (this origin locally, the bucket's https origin on AWS).
+const CSP: &str = "default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; \
+                   connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    let mut response = body.into_response();
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("content-security-policy", HeaderValue::from_static(CSP));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// `GET /console`: the single-page console (compiled into the binary).
+async fn page() -> Response {
+    asset(INDEX_HTML, "text/html; charset=utf-8")
+}
+async fn css() -> Response {
+    asset(CONSOLE_CSS, "text/css; charset=utf-8")
+}
+async fn js() -> Response {
+    asset(CONSOLE_JS, "text/javascript; charset=utf-8")
+}
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const CONSOLE_CSS: &str = include_str!("assets/console.css");
+const CONSOLE_JS: &str = include_str!("assets/console.js");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_values_are_found_among_others() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; reelgate_console=rgc_x ; b=2"),
+        );
+        assert_eq!(cookie_value(&h, COOKIE_NAME), Some("rgc_x"));
+        assert_eq!(cookie_value(&h, "c"), None);
+    }
+
+    #[test]
+    fn session_cookie_is_secure_only_over_https() {
+        let s = IssuedSession {
+            session_id: "cs_x".into(),
+            secret: "rgc_secret".into(),
+            csrf_token: "t".into(),
+            expires_at: crate::ports::store::now_secs() + 100,
+            user: "user_x".into(),
+            organization: "org_x".into(),
+        };
+        let plain = session_cookie(&s, "http://127.0.0.1:8080");
+        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Lax"));
+        assert!(plain.contains("Path=/console") && plain.contains("Max-Age="));
+        assert!(!plain.contains("Secure"));
+        assert!(session_cookie(&s, "https://reel.example").ends_with("; Secure"));
+    }
+}

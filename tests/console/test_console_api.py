@@ -1,0 +1,239 @@
+"""The console's sign-in and JSON routes against the real `reelgate serve`, over HTTP: one-time
+expiring sign-in links, the session cookie (flags, CSRF, sign-out, never an API key), agreement
+recorded only in the console, and the console's video, key and usage routes."""
+
+import os
+import subprocess
+import tempfile
+import time
+
+import httpx
+import pytest
+
+from harness import BIN, ConsoleClient, LocalServer
+
+JOB = {"model": "reel-1", "prompt": "A paper boat on a calm lake", "seconds": 4, "aspect_ratio": "16:9"}
+
+
+def error_code(r: httpx.Response) -> str:
+    return r.json()["error"]["code"]
+
+
+def test_serve_prints_a_sign_in_link_that_works_once(server):
+    assert server.sign_in_link and server.sign_in_link.startswith(f"{server.base_url}/console/signin?token=rgl_")
+    console = ConsoleClient(server.base_url).sign_in(server.sign_in_link)
+    me = console.get("/console/api/session").json()
+    assert me["user"]["id"] == server.user and me["organization"]["id"] == server.org
+    again = httpx.get(server.sign_in_link, follow_redirects=False)
+    assert again.status_code == 401
+    assert "already used or expired" in again.text
+    assert "set-cookie" not in again.headers
+    console.close()
+
+
+def test_session_cookie_flags(server):
+    with server.console() as console:
+        cookie = console.set_cookie
+        assert cookie.startswith("reelgate_console=rgc_")
+        parts = [p.strip() for p in cookie.split(";")]
+        assert "HttpOnly" in parts
+        assert "SameSite=Lax" in parts
+        assert "Path=/console" in parts
+        max_age = [p for p in parts if p.startswith("Max-Age=")]
+        assert max_age and 0 < int(max_age[0].split("=")[1]) <= 12 * 3600
+        assert "Secure" not in parts, "the public URL is http here"
+
+
+def test_secure_cookie_when_the_public_url_is_https():
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = LocalServer(data_dir, args=["--public-url", "https://reel.example.test"]).start()
+        try:
+            link = srv.sign_in_link.replace("https://reel.example.test", srv.base_url)
+            r = httpx.get(link, follow_redirects=False)
+            assert r.status_code == 303
+            assert "Secure" in [p.strip() for p in r.headers["set-cookie"].split(";")]
+        finally:
+            srv.stop()
+
+
+def test_expired_link_is_refused():
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = LocalServer(data_dir, env={"REELGATE_CONSOLE_LINK_TTL_SECS": "1"}).start()
+        try:
+            time.sleep(2.2)
+            r = httpx.get(srv.sign_in_link, follow_redirects=False)
+            assert r.status_code == 401
+            assert "set-cookie" not in r.headers
+            fresh = srv.console_link(srv.user, srv.org)
+            assert httpx.get(fresh, follow_redirects=False).status_code == 303
+        finally:
+            srv.stop()
+
+
+def test_forged_link_is_refused(server):
+    for token in ["", "rgl_nonsense", server.sign_in_link.split("token=")[1][:-3] + "AAA"]:
+        r = httpx.get(f"{server.base_url}/console/signin", params={"token": token}, follow_redirects=False)
+        assert r.status_code == 401, token
+
+
+def test_state_changing_requests_need_the_csrf_token(server):
+    with server.console() as console:
+        r = console.post("/console/api/terms/agree", csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post("/console/api/terms/agree", headers={"X-CSRF-Token": "wrong"}, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post("/console/api/keys", csrf=False)
+        assert r.status_code == 403
+        r = console.delete("/console/api/keys/key_00000000000000000000000000", csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        assert console.get("/console/api/terms").json()["accepted"] in (True, False)
+
+
+def test_session_cookie_is_not_an_api_key_and_api_key_is_not_a_session(server):
+    with server.console() as console:
+        secret = console.http.cookies.get("reelgate_console")
+        assert secret and secret.startswith("rgc_")
+        r = httpx.get(f"{server.base_url}/v1/videos/models", headers={"Authorization": f"Bearer {secret}"})
+        assert r.status_code == 401 and error_code(r) == "invalid_api_key"
+        r = httpx.get(f"{server.base_url}/v1/videos/models", cookies={"reelgate_console": secret})
+        assert r.status_code == 401
+    r = httpx.get(f"{server.base_url}/console/api/session", headers={"Authorization": f"Bearer {server.api_key}"})
+    assert r.status_code == 401 and error_code(r) == "console_login_required"
+    r = httpx.post(
+        f"{server.base_url}/console/api/terms/agree",
+        headers={"Authorization": f"Bearer {server.api_key}"},
+        cookies={"reelgate_console": server.api_key},
+    )
+    assert r.status_code == 401
+
+
+def test_agreement_is_recorded_only_in_the_console(server):
+    user = server.admin("user", "create", "--org", server.org, "--email", "agree@example.test")
+    key = server.admin("key", "create", "--user", user["id"])["secret"]
+    h = {"Authorization": f"Bearer {key}"}
+    r = httpx.post(f"{server.base_url}/v1/videos/acceptance", headers=h)
+    assert r.status_code == 403 and error_code(r) == "console_login_required"
+    assert httpx.get(f"{server.base_url}/v1/videos/acceptance", headers=h).json()["accepted"] is False
+    with server.console(user["id"], server.org) as console:
+        terms = console.get("/console/api/terms").json()
+        assert terms["accepted"] is False and terms["terms_version"]
+        r = console.post("/console/api/terms/agree")
+        assert r.status_code == 200 and r.json()["accepted"] is True
+    assert httpx.get(f"{server.base_url}/v1/videos/acceptance", headers=h).json()["accepted"] is True
+
+
+def test_sign_out_revokes_the_session(server):
+    console = server.console()
+    secret = console.http.cookies.get("reelgate_console")
+    r = console.post("/console/api/signout")
+    assert r.status_code == 200
+    assert "Max-Age=0" in r.headers["set-cookie"]
+    # The old cookie, replayed, is refused server-side (not only cleared in the browser).
+    r = httpx.get(f"{server.base_url}/console/api/session", cookies={"reelgate_console": secret})
+    assert r.status_code == 401 and error_code(r) == "console_login_required"
+    console.close()
+
+
+def test_create_watch_play_and_delete_a_video(server):
+    with server.console() as console:
+        assert console.post("/console/api/terms/agree").status_code == 200
+        models = console.get("/console/api/models").json()["data"]
+        reel = next(m for m in models if m["id"] == "reel-1")
+        per_second = reel["pricing"][0]["per_second"]
+        q = console.post("/console/api/videos/quote", json=JOB)
+        assert q.status_code == 200, q.text
+        quote = q.json()
+        assert quote["per_second"] == per_second and quote["seconds"] == 4
+        bad = console.post("/console/api/videos/quote", json={**JOB, "seconds": 20})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "seconds"
+        before = console.get("/console/api/usage").json()
+        created = console.post("/console/api/videos", json=JOB)
+        assert created.status_code == 200, created.text
+        video = created.json()
+        assert video["cost"] == quote["amount"]
+        deadline = time.time() + 120
+        while video["status"] not in ("completed", "failed") and time.time() < deadline:
+            time.sleep(1)
+            video = console.get(f"/console/api/videos/{video['id']}").json()
+        assert video["status"] == "completed", video
+        listed = console.get("/console/api/videos").json()["data"]
+        assert listed[0]["id"] == video["id"], "newest first"
+        media = console.get(f"/console/api/videos/{video['id']}/media").json()
+        # The signed URL needs no header or cookie, and serves ranges (seeking).
+        r = httpx.get(media["content_url"], headers={"Range": "bytes=0-99"})
+        assert r.status_code == 206 and len(r.content) == 100
+        assert r.headers["content-type"].startswith("video/mp4")
+        thumb = httpx.get(media["thumbnail_url"])
+        assert thumb.status_code == 200 and thumb.content[:2] == b"\xff\xd8"
+        after = console.get("/console/api/usage").json()
+        assert float(after["balance"]) == pytest.approx(float(before["balance"]) - float(quote["amount"]))
+        assert any(c["id"] == video["id"] for c in after["recent_charges"])
+        # The job is attributed to the console, visible to the organization's API key too.
+        r = httpx.get(f"{server.base_url}/v1/videos/{video['id']}", headers={"Authorization": f"Bearer {server.api_key}"})
+        assert r.status_code == 200
+        assert console.delete(f"/console/api/videos/{video['id']}").status_code == 200
+        assert console.get(f"/console/api/videos/{video['id']}").status_code == 404
+
+
+def test_keys_are_created_once_listed_and_revoked(server):
+    with server.console() as console:
+        created = console.post("/console/api/keys")
+        assert created.status_code == 200
+        key = created.json()
+        assert key["secret"].startswith("rgk_")
+        h = {"Authorization": f"Bearer {key['secret']}"}
+        assert httpx.get(f"{server.base_url}/v1/videos/models", headers=h).status_code == 200
+        listed = console.get("/console/api/keys").json()["data"]
+        assert any(k["id"] == key["id"] and not k["revoked"] for k in listed)
+        assert all("secret" not in k for k in listed)
+        assert console.delete(f"/console/api/keys/{key['id']}").status_code == 200
+        assert httpx.get(f"{server.base_url}/v1/videos/models", headers=h).status_code == 401
+        listed = console.get("/console/api/keys").json()["data"]
+        assert any(k["id"] == key["id"] and k["revoked"] for k in listed)
+    # Another person's key cannot be revoked from this person's console.
+    other = server.admin("user", "create", "--org", server.org, "--email", "other@example.test")
+    other_key = server.admin("key", "create", "--user", other["id"])
+    with server.console() as console:
+        r = console.delete(f"/console/api/keys/{other_key['id']}")
+        assert r.status_code == 404
+
+
+def test_a_new_terms_version_asks_again():
+    catalog_src = os.path.join(
+        os.path.dirname(__file__), "..", "..", "functions", "reelgate", "src", "domain", "catalog.default.toml"
+    )
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = LocalServer(data_dir).start()
+        try:
+            with srv.console() as console:
+                assert console.post("/console/api/terms/agree").json()["accepted"] is True
+        finally:
+            srv.stop()
+        newer = os.path.join(data_dir, "catalog-newer.toml")
+        with open(catalog_src) as f:
+            text = f.read()
+        assert 'terms_version = "2026-11-01"' in text
+        text = text.replace('terms_version = "2026-11-01"', 'terms_version = "2027-01-01"')
+        # A terms version without its text stops start-up with a clear message.
+        with open(newer, "w") as f:
+            f.write(text)
+        out = subprocess.run(
+            [BIN, "serve", "--addr", "127.0.0.1:0", "--data-dir", data_dir],
+            env={**os.environ, "REELGATE_CATALOG": newer},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode != 0
+        assert "the terms version 2027-01-01 has no text" in out.stderr, out.stderr
+        with open(newer, "a") as f:
+            f.write('\n[[terms]]\nversion = "2027-01-01"\nen = "New terms."\nja = "新しい規約。"\n')
+        srv = LocalServer(data_dir, env={"REELGATE_CATALOG": newer})
+        srv.start()
+        try:
+            with srv.console(srv.user, srv.org) as console:
+                terms = console.get("/console/api/terms").json()
+                assert terms["terms_version"] == "2027-01-01" and terms["accepted"] is False
+                assert terms["text"] == {"en": "New terms.", "ja": "新しい規約。"}
+        finally:
+            srv.stop()
