@@ -91,6 +91,7 @@ run_python_suite() { # title, directory
 }
 
 run_python_suite "end-to-end tests (real binary, openai SDK, ffprobe)" tests/e2e
+run_python_suite "security (attacks on the real binary)" tests/security
 
 # infra_status: the "infrastructure checks" step above (one test).
 passed=$((rust_passed + py_passed + 1 - infra_status))

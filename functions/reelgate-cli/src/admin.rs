@@ -70,6 +70,13 @@ enum UserCommand {
         #[arg(long)]
         email: String,
     },
+    /// Takes a person out of an organization; their API keys and console sessions stop working.
+    Remove {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        user: String,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -164,6 +171,10 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
         }
         AdminCommand::User(UserCommand::Create { org, email }) => {
             json!(accounts.create_person(&org, &email).await?)
+        }
+        AdminCommand::User(UserCommand::Remove { org, user }) => {
+            accounts.remove_member(&org, &user).await?;
+            json!({"org": org, "user": user, "removed": true})
         }
         AdminCommand::Key(KeyCommand::Create { user }) => {
             json!(accounts.create_api_key(&user).await?)

@@ -44,6 +44,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "let file_url reach private addresses (on/off)",
     ),
     (
+        "REELGATE_FETCH_ALLOW",
+        "hosts and CIDR ranges server-side fetches may reach although private",
+    ),
+    (
         "REELGATE_REFERENCE_ENGINE_URL",
         "URL of the reference engine",
     ),
@@ -183,6 +187,9 @@ pub struct Settings {
     pub content_redirect: bool,
     /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
     pub allow_private_file_urls: bool,
+    /// `REELGATE_FETCH_ALLOW`: hosts and address ranges (CIDR) the guarded fetcher may reach
+    /// although they are private, one entry per comma.
+    pub fetch_allow: Vec<String>,
 }
 
 impl Default for Settings {
@@ -199,6 +206,7 @@ impl Default for Settings {
             engine_unreachable_attempts: 5,
             content_redirect: false,
             allow_private_file_urls: false,
+            fetch_allow: Vec::new(),
         }
     }
 }
@@ -324,6 +332,15 @@ impl Config {
             settings.max_upload_bytes = v;
         }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
+        settings.fetch_allow = vars
+            .text("REELGATE_FETCH_ALLOW")
+            .map(|v| {
+                v.split(',')
+                    .map(|e| e.trim().to_owned())
+                    .filter(|e| !e.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
         settings.allow_private_file_urls = vars
             .switch("REELGATE_ALLOW_PRIVATE_FILE_URLS")?
             .unwrap_or(false);

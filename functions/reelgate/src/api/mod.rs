@@ -9,6 +9,7 @@ pub mod content;
 pub mod envelope;
 pub mod extract;
 pub mod files;
+pub mod limits;
 pub mod models;
 pub mod responses;
 pub mod uploads;
@@ -63,6 +64,10 @@ pub fn router(app: App) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limits::BodyBudget::new(json_limit),
+            limits::body_budget,
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(app)
 }

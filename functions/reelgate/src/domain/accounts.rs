@@ -276,6 +276,15 @@ impl<'a> Accounts<'a> {
         Ok(())
     }
 
+    /// Takes a person out of an organization: the membership goes, and with it every credential
+    /// the person holds for that organization (API keys and console sessions alike), because
+    /// [`Accounts::authenticate`] checks the membership on every request.
+    pub async fn remove_member(&self, org: &str, person: &str) -> ApiResult<()> {
+        self.require_member(org, person).await?;
+        self.store.delete(&member_key(org, person), None).await?;
+        Ok(())
+    }
+
     /// Issues an API key for a person in their organization.
     pub async fn create_api_key(&self, person: &str) -> ApiResult<IssuedSecret> {
         let p = self.person(person).await?;
@@ -388,6 +397,11 @@ impl<'a> Accounts<'a> {
         let (Some(org), Some(person)) = (record.str_attr("org"), record.str_attr("person")) else {
             return Ok(None);
         };
+        // A credential speaks for a person in an organization only while the person is a member:
+        // leaving the organization ends every key and session at once.
+        if self.store.get(&member_key(org, person)).await?.is_none() {
+            return Ok(None);
+        }
         let credential = match id_field {
             "key_id" => Credential::ApiKey { key_id: id },
             _ => Credential::ConsoleSession { session_id: id },
