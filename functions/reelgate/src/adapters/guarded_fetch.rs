@@ -53,9 +53,9 @@ impl AllowEntry {
                 };
                 Ok(AllowEntry::Range(ip, len))
             }
-            Err(_) if len.is_none() && !s.contains([':', '/', ' ', '@']) => {
-                Ok(AllowEntry::Host(s.to_ascii_lowercase().trim_end_matches('.').to_owned()))
-            }
+            Err(_) if len.is_none() && !s.contains([':', '/', ' ', '@']) => Ok(AllowEntry::Host(
+                s.to_ascii_lowercase().trim_end_matches('.').to_owned(),
+            )),
             Err(_) => Err(format!("{s} is neither a host name nor an address range")),
         }
     }
@@ -232,9 +232,7 @@ impl GuardedFetcher {
                 Some(url::Host::Ipv6(ip)) => ip.to_string(),
                 None => return Err(FetchError::BadUrl),
             };
-            let port = current
-                .port_or_known_default()
-                .ok_or(FetchError::BadUrl)?;
+            let port = current.port_or_known_default().ok_or(FetchError::BadUrl)?;
             let addr = self.checked_address(&host, port).await?;
             let mut builder = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -244,17 +242,13 @@ impl GuardedFetcher {
                 builder = builder.resolve(&host, addr);
             }
             let client = builder.build().map_err(|_| FetchError::Unreachable)?;
-            let response = client
-                .get(current.clone())
-                .send()
-                .await
-                .map_err(|e| {
-                    if e.is_timeout() {
-                        FetchError::Timeout
-                    } else {
-                        FetchError::Unreachable
-                    }
-                })?;
+            let response = client.get(current.clone()).send().await.map_err(|e| {
+                if e.is_timeout() {
+                    FetchError::Timeout
+                } else {
+                    FetchError::Unreachable
+                }
+            })?;
             let status = response.status();
             if status.is_redirection() {
                 let location = response

@@ -33,7 +33,9 @@ pub struct BodyBudget {
 impl BodyBudget {
     pub fn new(max_request_bytes: usize) -> Self {
         let budget = (BUFFERED_BODY_BUDGET / MIB) as usize;
-        let max_request_mib = (max_request_bytes as u64).div_ceil(MIB).clamp(1, budget as u64);
+        let max_request_mib = (max_request_bytes as u64)
+            .div_ceil(MIB)
+            .clamp(1, budget as u64);
         BodyBudget {
             permits: Arc::new(Semaphore::new(budget)),
             max_request_mib: max_request_mib as u32,
@@ -52,8 +54,10 @@ pub async fn body_budget(
     request: Request,
     next: Next,
 ) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS)
-        || streams_its_body(&request)
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS
+    ) || streams_its_body(&request)
     {
         return next.run(request).await;
     }

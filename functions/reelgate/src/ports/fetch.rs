@@ -20,7 +20,9 @@ pub struct Fetched {
 pub enum FetchError {
     #[error("the URL is not an absolute http or https URL")]
     BadUrl,
-    #[error("the URL was refused: it points to a private, loopback, link-local or metadata address")]
+    #[error(
+        "the URL was refused: it points to a private, loopback, link-local or metadata address"
+    )]
     Refused,
     #[error("the URL is unreachable")]
     Unreachable,
