@@ -158,3 +158,45 @@ class ConsoleClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+FAKE_UPSTREAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_upstream.py")
+
+
+class FakeUpstream:
+    """tests/python/fake_upstream.py as a child process (a fake OpenAI-compatible upstream)."""
+
+    def __init__(self, gap_ms: int = 0):
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE_UPSTREAM, "--port", "0", "--gap-ms", str(gap_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        first = self.proc.stdout.readline().strip()
+        if not first.startswith("FAKE_UPSTREAM_URL="):
+            self.stop()
+            raise RuntimeError(f"fake upstream did not start: {first!r}")
+        self.url = first.split("=", 1)[1]
+
+    def requests(self) -> list:
+        return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The process's peak resident set (VmHWM) in KiB, from /proc/<pid>/status."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc status")

@@ -298,7 +298,7 @@ impl Runner {
         };
         self.inner.journal.save(&snapshot).await?;
         self.inner.changes.send_modify(|n| *n += 1);
-        tracing::info!(execution = %id, "execution started");
+        tracing::info!(execution = %log_name(&id), "execution started");
         self.spawn(snapshot);
         Ok(id)
     }
@@ -313,7 +313,7 @@ impl Runner {
             }
             if snapshot.definition_version != self.inner.machine.version() {
                 tracing::warn!(
-                    execution = %snapshot.execution_id,
+                    execution = %log_name(&snapshot.execution_id),
                     "resuming an execution started with another version of the definition"
                 );
             }
@@ -648,7 +648,7 @@ impl Execution {
     async fn run(mut self) {
         let id = self.snap.execution_id.clone();
         if let Err(err) = self.drive().await {
-            tracing::error!(execution = %id, error = %err, "execution stopped");
+            tracing::error!(execution = %log_name(&id), error = %err, "execution stopped");
         }
         if let Some(token) = &self.snap.task_token {
             self.inner.withdraw_token(token);
@@ -757,7 +757,7 @@ impl Execution {
         self.snap.output = output;
         self.snap.error = error;
         self.snap.cause = cause;
-        tracing::info!(execution = %self.snap.execution_id, ?status, "execution finished");
+        tracing::info!(execution = %log_name(&self.snap.execution_id), ?status, "execution finished");
         self.save().await
     }
 
@@ -1027,7 +1027,7 @@ impl Execution {
                 task_token: token.clone(),
                 attempt: self.snap.attempt,
             };
-            tracing::debug!(execution = %call.execution_id, state = %call.state_name,
+            tracing::debug!(execution = %log_name(&call.execution_id), state = %call.state_name,
                 attempt = call.attempt, "dispatching task");
             let dispatcher = self.inner.dispatcher.clone();
             fut = Some(Box::pin(async move { dispatcher.dispatch(call).await }));
@@ -1152,7 +1152,7 @@ impl Execution {
     }
 
     async fn task_error(&mut self, task: &TaskState, err: StatesError) -> Result<(), RunnerError> {
-        tracing::debug!(execution = %self.snap.execution_id, state = %self.snap.current_state,
+        tracing::debug!(execution = %log_name(&self.snap.execution_id), state = %self.snap.current_state,
             error = %err.error, "task failed");
         self.clear_task();
         if err.error == names::RUNTIME || err.error == names::DATA_LIMIT_EXCEEDED {
@@ -1245,4 +1245,10 @@ fn resolve_source(
             "a Fail state's ErrorPath/CausePath must produce a string, got {other}"
         ))),
     }
+}
+
+/// What a log line names an execution by: its name, the last segment of its ARN, so no log line
+/// carries an account id or an ARN.
+pub fn log_name(execution_id: &str) -> &str {
+    execution_id.rsplit(':').next().unwrap_or(execution_id)
 }

@@ -33,7 +33,7 @@ const MAX_MEDIA_BYTES: usize = 50 * 1024 * 1024;
 
 pub struct BedrockUpstream {
     client: aws_sdk_bedrockruntime::Client,
-    http: reqwest::Client,
+    fetcher: reelgate::adapters::guarded_fetch::GuardedFetcher,
 }
 
 impl BedrockUpstream {
@@ -54,14 +54,9 @@ impl BedrockUpstream {
             loader = loader.endpoint_url(url);
         }
         let shared = loader.load().await;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| UpstreamError::Protocol(format!("cannot build an HTTP client: {e}")))?;
         Ok(BedrockUpstream {
             client: aws_sdk_bedrockruntime::Client::new(&shared),
-            http,
+            fetcher: Default::default(),
         })
     }
 }
@@ -154,35 +149,24 @@ impl BedrockUpstream {
                 .map_err(|e| bad(format!("a data URL is not base64: {e}")))?;
             return Ok((bytes, mime));
         }
-        let response = self
-            .http
-            .get(url)
-            .send()
+        // A caller-supplied URL: through the guarded fetcher (public addresses only, pinned,
+        // redirects re-checked, the size cap enforced while streaming).
+        use reelgate::ports::fetch::Fetcher;
+        let fetched = self
+            .fetcher
+            .fetch(url, MAX_MEDIA_BYTES as u64)
             .await
-            .map_err(|e| bad(format!("cannot fetch {url} to pass it to Bedrock: {e}")))?;
-        if !response.status().is_success() {
-            return Err(bad(format!(
-                "fetching {url} answered {}",
-                response.status()
-            )));
-        }
-        let mime = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
+            .map_err(|e| bad(format!("a media URL cannot be passed to Bedrock: {e}")))?;
+        let mime = fetched
+            .content_type
+            .as_deref()
             .unwrap_or("application/octet-stream")
             .split(';')
             .next()
             .unwrap_or_default()
+            .trim()
             .to_owned();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| bad(format!("fetching {url}: {e}")))?;
-        if bytes.len() > MAX_MEDIA_BYTES {
-            return Err(bad(format!("{url} is larger than {MAX_MEDIA_BYTES} bytes")));
-        }
-        Ok((bytes.to_vec(), mime))
+        Ok((fetched.bytes, mime))
     }
 
     async fn user_blocks(&self, content: &Value) -> Result<Vec<bt::ContentBlock>, UpstreamError> {

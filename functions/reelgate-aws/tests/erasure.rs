@@ -33,6 +33,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         blobs: blobs.as_ref(),
         catalog: &catalog,
         settings: &settings,
+        fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
     };
     let accounts = Accounts::new(store.as_ref());
     let org = accounts

@@ -172,11 +172,14 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
     let Stores { store, blobs } = open_stores(&args, config).await?;
     let catalog = reelgate::domain::catalog::Catalog::load(config.catalog_path.as_deref())?;
     let accounts = Accounts::new(store.as_ref());
+    // Admin fetches no caller URL; the context wants a fetcher, and this one is guarded.
+    let fetcher = reelgate::adapters::guarded_fetch::GuardedFetcher::default();
     let cx = Context {
         store: store.as_ref(),
         blobs: blobs.as_ref(),
         catalog: &catalog,
         settings: &config.settings,
+        fetcher: &fetcher,
     };
     let check_plan = |plan: &str| -> anyhow::Result<()> {
         if catalog.plan(plan).is_none() {

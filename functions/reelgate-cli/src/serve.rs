@@ -25,6 +25,7 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
+    return_large_buffers_to_the_os();
     let data_dir = args.data_dir.unwrap_or_else(crate::default_data_dir);
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
@@ -114,5 +115,17 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = term => {},
+    }
+}
+
+/// Buffers of 1 MiB and more are mapped and unmapped on their own (glibc's threshold pinned,
+/// so it stops growing after a large free). Without this a 30 MiB JSON body, once freed, stays
+/// in the arena of whichever worker thread parsed it, and a few such bodies on different
+/// threads add up past the memory bound of docs/security.md.
+fn return_large_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is thread-safe in glibc.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1024 * 1024);
     }
 }

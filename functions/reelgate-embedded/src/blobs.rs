@@ -43,15 +43,21 @@ impl UrlSigner {
     }
 
     /// Loads the signing secret from `path`, creating it on first use.
+    /// Reads the URL-signing key, creating it (owner read/write only, mode 0600) on first use.
+    /// An existing key readable by anyone but its owner is tightened to 0600 before it is used;
+    /// if that fails, start-up stops rather than sign URLs with a key others may have read.
     pub fn load_or_create_secret(path: &Path) -> std::io::Result<Vec<u8>> {
         match std::fs::read(path) {
-            Ok(secret) if secret.len() >= 32 => Ok(secret),
+            Ok(secret) if secret.len() >= 32 => {
+                owner_only(path)?;
+                Ok(secret)
+            }
             _ => {
                 let secret = reelgate::domain::ids::new_secret(48).into_bytes();
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                std::fs::write(path, &secret)?;
+                write_owner_only(path, &secret)?;
                 Ok(secret)
             }
         }
@@ -402,4 +408,48 @@ impl BlobStore for LocalBlobStore {
         self.path_of(key)?;
         Ok(self.signer.sign("PUT", key, ttl, content_type))
     }
+}
+
+/// Writes `bytes` to a new file that only its owner can read (0600 from the moment it exists:
+/// written to a temporary name created with that mode, then renamed into place).
+#[cfg(unix)]
+fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    owner_only(path)
+}
+
+#[cfg(not(unix))]
+fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}
+
+/// Makes `path` readable and writable by its owner only (refusing a key file others can read).
+#[cfg(unix)]
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        tracing::warn!(
+            path = %path.display(),
+            "the URL-signing key was readable by others (mode {mode:o}); it is now 0600"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn owner_only(_path: &Path) -> std::io::Result<()> {
+    Ok(())
 }

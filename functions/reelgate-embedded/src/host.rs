@@ -24,6 +24,9 @@ pub struct LocalBackend {
     pub blobs: Arc<LocalBlobStore>,
     pub render_queue: Arc<SqliteQueue>,
     pub data_dir: PathBuf,
+    /// The bearer key of the in-process reference engine, new each process: the engine is
+    /// mounted on the public listener, and without this key it answers 401 to everyone.
+    pub engine_key: String,
 }
 
 impl LocalBackend {
@@ -42,6 +45,7 @@ impl LocalBackend {
             )),
             db,
             data_dir: data_dir.to_owned(),
+            engine_key: reelgate::domain::ids::new_secret(40),
         })
     }
 
@@ -163,6 +167,7 @@ pub async fn assemble(
         fallback_url: public_base_url.to_owned(),
         content_redirect_default: false,
         in_process_engine_url: Some(reference_engine_url(public_base_url)),
+        in_process_engine_key: Some(backend.engine_key.clone()),
         connector,
         extra_engines: None,
         strict_upstreams: true,
@@ -182,6 +187,7 @@ pub async fn start_services(
         public_base_url: reference_engine_url(&app.settings.public_base_url),
         max_parallel: options.engine_parallel.max(1),
         fault_injection: options.engine_fault_injection,
+        api_key: Some(backend.engine_key.clone()),
         ..Default::default()
     });
     let workflow = crate::workflow::start(app, backend, options.workflow).await?;

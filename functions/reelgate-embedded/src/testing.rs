@@ -103,9 +103,10 @@ impl TestServer {
         // The harness builds its App by hand (its settings, fakes through `configure`); the
         // catalog's engines point at the in-process reference engine, as `assemble` does.
         app.engines = Arc::new(
-            reelgate::adapters::engines_from_catalog(
+            reelgate::adapters::engines_from_catalog_with_key(
                 &catalog,
                 Some(&crate::host::reference_engine_url(&base_url)),
+                Some(&backend.engine_key),
             )
             .expect("engines"),
         );

@@ -416,7 +416,7 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
             continue;
         };
         if reelgate::domain::jobs::fail_if_running(app.context(), org, video_id).await? {
-            tracing::warn!(execution = %execution.execution_id, "reconciled a job its execution left running");
+            tracing::warn!(execution = %reelgate_asl::runner::log_name(&execution.execution_id), "reconciled a job its execution left running");
             failed += 1;
         }
     }

@@ -89,6 +89,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         blobs: backend.blobs.as_ref(),
         catalog: &catalog,
         settings: &settings,
+        fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
     };
     let org = Accounts::new(store.as_ref())
         .create_org("Retry", "free", "usd", dec!(10))
@@ -168,12 +169,14 @@ async fn concurrent_charges_against_one_org_all_land() {
         .expect("org");
     let model = model();
     let refs: Vec<String> = (0..20).map(|i| format!("chatcmpl-{i}")).collect();
+    let fetcher = reelgate::adapters::guarded_fetch::GuardedFetcher::default();
     let charges = refs.iter().map(|r| {
         let cx = Context {
             store: store.as_ref(),
             blobs: backend.blobs.as_ref(),
             catalog: &catalog,
             settings: &settings,
+            fetcher: &fetcher,
         };
         let c = Charge {
             org: &org.id,

@@ -1144,7 +1144,7 @@ async fn invalid_requests_name_their_parameter() {
             {"type": "input_file", "file_url": "http://127.0.0.1:9/doc.pdf"}
         ]}]}),
         400,
-        "invalid_request_error",
+        "url_refused",
         Some("file_url"),
     ));
     for (body, status, code, param) in cases {

@@ -591,7 +591,7 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     assert_eq!(failed["status"], "failed");
     assert_eq!(
         failed["error"],
-        json!({"code": "moderation_blocked", "message": "blocked"})
+        json!({"code": "moderation_blocked", "message": reelgate::domain::jobs::failure_message("moderation_blocked")})
     );
     assert_eq!(failed["cost"], "0.50");
     let org = server.app.accounts().org(&t.org).await.expect("org");

@@ -113,6 +113,7 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
         fallback_url: Settings::default().public_base_url,
         content_redirect_default: true,
         in_process_engine_url: None,
+        in_process_engine_key: None,
         connector: reelgate_aws::upstream_connector(),
         extra_engines: Some(Box::new(move |catalog, engines| {
             reelgate_aws::bedrock_video::register_bedrock_engines(&sdk_config, catalog, engines)
@@ -227,7 +228,14 @@ pub async fn handle_execution_ended(
     if !matches!(status, "FAILED" | "TIMED_OUT" | "ABORTED") {
         return Ok(false);
     }
-    let execution = detail.execution_arn.as_deref().unwrap_or_default();
+    // The execution's name only: its ARN carries the account id, which no log line shows.
+    let execution = detail
+        .execution_arn
+        .as_deref()
+        .unwrap_or_default()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default();
     let Some(job) = detail
         .input
         .as_deref()

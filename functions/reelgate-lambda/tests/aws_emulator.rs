@@ -580,6 +580,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             blobs: backend.blobs.as_ref(),
             catalog: &catalog,
             settings: &settings,
+            fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
         },
         &org.id,
         &person.id,

@@ -32,6 +32,8 @@ pub struct App {
     pub moderator: Arc<dyn crate::ports::moderator::Moderator>,
     /// An explicit translator; otherwise `settings.translation_model` through its upstream.
     pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
+    /// The guarded fetcher every caller-influenced URL goes through.
+    pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
 }
 
 impl App {
@@ -47,7 +49,6 @@ impl App {
             blobs,
             render_queue,
             catalog,
-            settings: Arc::new(settings),
             workflow: Arc::new(OnceLock::new()),
             upstreams: Arc::new(crate::domain::registry::Upstreams::with_connector(
                 Arc::new(crate::adapters::CatalogConnector::new()),
@@ -55,6 +56,8 @@ impl App {
             engines: Arc::new(crate::domain::registry::Engines::default()),
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
+            fetcher: Arc::new(guarded_fetcher(&settings)),
+            settings: Arc::new(settings),
         }
     }
 
@@ -95,6 +98,7 @@ impl App {
             blobs: self.blobs.as_ref(),
             catalog: &self.catalog,
             settings: &self.settings,
+            fetcher: self.fetcher.as_ref(),
         }
     }
 
@@ -110,6 +114,7 @@ impl App {
             moderator: self.moderator.clone(),
             translator: self.translator(),
             workflow: self.workflow(),
+            fetcher: self.fetcher.clone(),
         }
     }
 }
@@ -122,6 +127,21 @@ pub struct Ports {
     /// The workflow, when the host has one already (Step Functions); the local runner is set
     /// later with [`App::set_workflow`], as it dispatches steps to the App it belongs to.
     pub workflow: Option<Arc<dyn Workflow>>,
+}
+
+/// The guarded fetcher of `settings`: `REELGATE_FETCH_ALLOW` (checked by [`assemble`]) and
+/// `REELGATE_ALLOW_PRIVATE_FILE_URLS`.
+pub fn guarded_fetcher(settings: &Settings) -> crate::adapters::guarded_fetch::GuardedFetcher {
+    use crate::adapters::guarded_fetch::{AllowEntry, FetchPolicy, GuardedFetcher};
+    GuardedFetcher::new(FetchPolicy {
+        allow: settings
+            .fetch_allow
+            .iter()
+            .filter_map(|e| AllowEntry::parse(e).ok())
+            .collect(),
+        allow_all: settings.allow_private_file_urls,
+        timeout: None,
+    })
 }
 
 /// Registers engines a host's own crates provide (Bedrock on AWS) after the catalog's.
@@ -137,6 +157,8 @@ pub struct Host {
     /// Where the reference engine is served in-process, if it is (the local host); the
     /// configured `REELGATE_REFERENCE_ENGINE_URL` wins.
     pub in_process_engine_url: Option<String>,
+    /// The bearer key the in-process reference engine requires (used only with its URL).
+    pub in_process_engine_key: Option<String>,
     /// The chat-upstream kinds this host links (`openai`, plus `bedrock` where reelgate-aws is).
     pub connector: CatalogConnector,
     pub extra_engines: Option<EngineRegistrar>,
@@ -169,6 +191,10 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
     }
     let catalog = Arc::new(catalog);
     let settings = config.settings_for_host(&host.fallback_url, host.content_redirect_default);
+    for entry in &settings.fetch_allow {
+        crate::adapters::guarded_fetch::AllowEntry::parse(entry)
+            .map_err(|e| anyhow::anyhow!("REELGATE_FETCH_ALLOW: {e}"))?;
+    }
     let mut app = App::new(
         ports.store,
         ports.blobs,
@@ -176,11 +202,14 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
         catalog.clone(),
         settings,
     );
-    let engine_url = config
-        .reference_engine_url
-        .as_deref()
-        .or(host.in_process_engine_url.as_deref());
-    let engines = crate::adapters::engines_from_catalog(&catalog, engine_url)
+    let (engine_url, engine_key) = match config.reference_engine_url.as_deref() {
+        Some(url) => (Some(url), None),
+        None => (
+            host.in_process_engine_url.as_deref(),
+            host.in_process_engine_key.as_deref(),
+        ),
+    };
+    let engines = crate::adapters::engines_from_catalog_with_key(&catalog, engine_url, engine_key)
         .context("configuring the video engines")?;
     if let Some(register) = host.extra_engines {
         register(&catalog, &engines)?;

@@ -48,6 +48,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "let file_url reach private addresses (on/off)",
     ),
     (
+        "REELGATE_FETCH_ALLOW",
+        "hosts and CIDR ranges server-side fetches may reach although private",
+    ),
+    (
         "REELGATE_REFERENCE_ENGINE_URL",
         "URL of the reference engine",
     ),
@@ -211,6 +215,9 @@ pub struct Settings {
     pub idempotency_ttl: Duration,
     /// How long a console sign-in link stays valid (it also works only once).
     pub console_link_ttl: Duration,
+    /// `REELGATE_FETCH_ALLOW`: hosts and address ranges (CIDR) the guarded fetcher may reach
+    /// although they are private, one entry per comma.
+    pub fetch_allow: Vec<String>,
 }
 
 /// The values of the front door's origin header the service accepts (one, or two during a
@@ -253,6 +260,7 @@ impl Default for Settings {
             allow_private_file_urls: false,
             origin_secrets: None,
             console_link_ttl: Duration::from_secs(15 * 60),
+            fetch_allow: Vec::new(),
         }
     }
 }
@@ -387,6 +395,15 @@ impl Config {
         }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
         settings.origin_secrets = origin_secrets(&vars)?;
+        settings.fetch_allow = vars
+            .text("REELGATE_FETCH_ALLOW")
+            .map(|v| {
+                v.split(',')
+                    .map(|e| e.trim().to_owned())
+                    .filter(|e| !e.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
         settings.allow_private_file_urls = vars
             .switch("REELGATE_ALLOW_PRIVATE_FILE_URLS")?
             .unwrap_or(false);

@@ -4,6 +4,7 @@
 //! `reelgate-embedded`. This module also builds them from the catalog and the configuration.
 
 pub mod chat_translator;
+pub mod guarded_fetch;
 pub mod http_engine;
 pub mod openai_moderator;
 pub mod openai_upstream;
@@ -65,9 +66,24 @@ pub fn engines_from_catalog(
     catalog: &Catalog,
     reference_url: Option<&str>,
 ) -> anyhow::Result<Engines> {
+    engines_from_catalog_with_key(catalog, reference_url, None)
+}
+
+/// As [`engines_from_catalog`]; `reference_key` is the bearer key of the reference engine at
+/// `reference_url` when the catalog names none (the local host's in-process engine, whose key
+/// is made per process so nothing reaches it through the public listener without it).
+pub fn engines_from_catalog_with_key(
+    catalog: &Catalog,
+    reference_url: Option<&str>,
+    reference_key: Option<&str>,
+) -> anyhow::Result<Engines> {
     let engines = Engines::default();
     for e in &catalog.engines {
         let key = e.api_key_env.as_deref().and_then(|n| std::env::var(n).ok());
+        let key = match (key, e.kind.as_str()) {
+            (None, "reference") => reference_key.map(str::to_owned),
+            (key, _) => key,
+        };
         let engine: Arc<dyn VideoEngine> = match e.kind.as_str() {
             "http" => {
                 let url = e

@@ -163,6 +163,8 @@ impl OpenAiUpstream {
 /// answers `upstream_timeout`; everything else means the upstream could not be reached or the
 /// connection broke.
 fn transport_error(e: reqwest::Error) -> UpstreamError {
+    // Without the URL: the upstream's address is the operator's, not the caller's to see.
+    let e = e.without_url();
     if e.is_timeout() {
         UpstreamError::Rejected {
             status: 504,

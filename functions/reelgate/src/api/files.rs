@@ -42,14 +42,7 @@ pub async fn upload(
         while let Some(field) = form.next_field().await.map_err(multipart_error)? {
             match field.name() {
                 Some("purpose") => {
-                    purpose = Some(
-                        field
-                            .text()
-                            .await
-                            .map_err(multipart_error)?
-                            .trim()
-                            .to_owned(),
-                    );
+                    purpose = Some(small_field(field, "purpose").await?);
                 }
                 Some("file") => {
                     if stored.is_some() {
@@ -157,6 +150,30 @@ pub async fn upload(
 
 fn to_json(file: &FileObject) -> ApiResult<serde_json::Value> {
     serde_json::to_value(file).map_err(|e| ApiError::internal("answering a file", e))
+}
+
+/// Longest text field of an upload form (`purpose`); read chunk by chunk and refused as soon as
+/// it passes this, so a huge field never sits in memory.
+pub const MAX_FORM_TEXT_BYTES: usize = 1024;
+
+/// Reads a short text field, refusing it once it passes [`MAX_FORM_TEXT_BYTES`].
+async fn small_field(
+    mut field: axum::extract::multipart::Field<'_>,
+    name: &str,
+) -> ApiResult<String> {
+    let mut text = Vec::new();
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        if text.len() + chunk.len() > MAX_FORM_TEXT_BYTES {
+            return Err(ApiError::invalid(
+                name,
+                format!("The form field '{name}' is longer than {MAX_FORM_TEXT_BYTES} bytes."),
+            ));
+        }
+        text.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(text)
+        .map_err(|_| ApiError::invalid(name, format!("The form field '{name}' is not UTF-8.")))?;
+    Ok(text.trim().to_owned())
 }
 
 /// Streams one multipart field into the blob store. The field borrows the form, so a channel

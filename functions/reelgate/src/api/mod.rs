@@ -10,6 +10,7 @@ pub mod content;
 pub mod envelope;
 pub mod extract;
 pub mod files;
+pub mod limits;
 pub mod models;
 pub mod origin;
 pub mod responses;
@@ -67,6 +68,12 @@ pub fn router(app: App) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limits::BodyBudget::new(json_limit),
+            limits::body_budget,
+        ))
+        // Outermost: a request that did not come through the front door is refused before
+        // anything reads its body.
         .layer(axum::middleware::from_fn_with_state(
             origin_secrets,
             origin::guard,

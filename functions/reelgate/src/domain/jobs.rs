@@ -13,15 +13,40 @@ fn running() -> Condition {
     )
 }
 
+/// The job failure codes of docs/errors.md; anything else a step reports is `engine_unavailable`.
+pub fn failure_code(code: &str) -> &'static str {
+    match code {
+        "moderation_blocked" => "moderation_blocked",
+        "moderation_unavailable" => "moderation_unavailable",
+        "translation_unavailable" => "translation_unavailable",
+        _ => "engine_unavailable",
+    }
+}
+
+/// The one sentence a failed job's `error.message` carries for its code (docs/security.md):
+/// never a workflow cause, an engine's answer or anything else raw.
+pub fn failure_message(code: &str) -> &'static str {
+    match failure_code(code) {
+        "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
+        "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
+        "translation_unavailable" => "The Japanese prompt could not be translated. You were not charged; resubmit later.",
+        _ => "The video engine was unavailable or failed during the render. You were not charged; resubmit later.",
+    }
+}
+
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
-/// already terminal is left as it is.
+/// already terminal is left as it is. The stored code is one of [`failure_code`]'s and the
+/// stored message is [`failure_message`]'s sentence for it: `_detail` (a step's own words, a
+/// workflow cause) is never shown to the caller nor logged.
 pub async fn fail(
     cx: Context<'_>,
     org: &str,
     video_id: &str,
     code: &str,
-    message: &str,
+    _detail: &str,
 ) -> ApiResult<()> {
+    let code = failure_code(code);
+    let message = failure_message(code);
     let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
         return Ok(());
     };
@@ -161,7 +186,9 @@ pub async fn start_job(
     let input = serde_json::json!({"org": org, "video_id": video_id});
     match workflow.start(video_id, input).await {
         Ok(execution) => {
-            tracing::info!(%video_id, %execution, "workflow started");
+            // The execution's name, not its ARN (no account id in a log line).
+            let execution = execution.rsplit(':').next().unwrap_or_default();
+            tracing::info!(%video_id, execution, "workflow started");
             clear_marker(cx, video_id).await;
             Ok(())
         }

@@ -40,6 +40,8 @@ pub struct Context<'a> {
     pub blobs: &'a dyn BlobStore,
     pub catalog: &'a Catalog,
     pub settings: &'a Settings,
+    /// The one way to GET a URL a caller can influence (`file_url`).
+    pub fetcher: &'a dyn crate::ports::fetch::Fetcher,
 }
 
 impl<'a> Context<'a> {

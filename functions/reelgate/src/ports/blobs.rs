@@ -92,6 +92,27 @@ pub async fn read_all(store: &dyn BlobStore, key: &str) -> Result<Bytes, BlobErr
     Ok(Bytes::from(chunks.concat()))
 }
 
+/// Reads a whole blob, refusing it (`TooLarge`) as soon as more than `max_bytes` have arrived:
+/// the read of a stored item on a request path never grows past its limit, whatever the store
+/// holds.
+pub async fn read_limited(
+    store: &dyn BlobStore,
+    key: &str,
+    max_bytes: u64,
+) -> Result<Bytes, BlobError> {
+    use futures::StreamExt;
+    let mut read = store.get(key, None).await?;
+    let mut out = bytes::BytesMut::new();
+    while let Some(chunk) = read.body.next().await {
+        let chunk = chunk.map_err(|e| BlobError::Unavailable(e.to_string()))?;
+        if (out.len() + chunk.len()) as u64 > max_bytes {
+            return Err(BlobError::TooLarge { limit: max_bytes });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out.freeze())
+}
+
 /// Turns a byte vector into a one-chunk stream.
 pub fn stream_of(bytes: Bytes) -> ByteStream {
     Box::pin(futures::stream::once(async move { Ok(bytes) }))

@@ -5,6 +5,7 @@
 
 pub mod blobs;
 pub mod engine;
+pub mod fetch;
 pub mod moderator;
 pub mod queue;
 pub mod store;

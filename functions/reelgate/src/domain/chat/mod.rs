@@ -106,7 +106,9 @@ pub async fn resolve_files(
                         format!("File {} is larger than the {MAX_INLINE_FILE_BYTES} bytes a document part may have.", file.id),
                     ));
                 }
-                let bytes = crate::ports::blobs::read_all(cx.blobs, &key).await?;
+                let bytes =
+                    crate::ports::blobs::read_limited(cx.blobs, &key, MAX_INLINE_FILE_BYTES)
+                        .await?;
                 use base64::Engine;
                 let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
                 json!({"type": "file", "file": {"file_data": format!("data:{mime};base64,{data}"), "filename": file.filename}})

@@ -499,7 +499,7 @@ async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Ve
                 ),
             ));
         }
-        let bytes = crate::ports::blobs::read_all(cx.blobs, &key).await?;
+        let bytes = crate::ports::blobs::read_limited(cx.blobs, &key, MAX_FILE_BYTES).await?;
         return bytes_parts(bytes.to_vec(), Some(&file.filename), "file_id").await;
     }
     if let Some(data) = p.get("file_data").and_then(Value::as_str) {
@@ -524,7 +524,7 @@ async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Ve
         return bytes_parts(bytes, filename, "file_data").await;
     }
     if let Some(url) = p.get("file_url").and_then(Value::as_str) {
-        let bytes = fetch::fetch(url, "file_url", cx.settings.allow_private_file_urls).await?;
+        let bytes = fetch::fetch(cx.fetcher, url, "file_url").await?;
         return bytes_parts(bytes, filename, "file_url").await;
     }
     Ok(Vec::new())

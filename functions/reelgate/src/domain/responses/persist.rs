@@ -90,11 +90,15 @@ async fn put_json(
     Ok(())
 }
 
+/// Largest stored response body read back (a request is at most 32 MiB of JSON; its output and
+/// stored items stay well inside this).
+pub const MAX_STORED_BYTES: u64 = 64 * 1024 * 1024;
+
 async fn read_json(cx: Context<'_>, it: &Item) -> ApiResult<Option<Value>> {
     let text = if let Some(text) = it.str_attr("body") {
         text.to_owned()
     } else if let Some(blob) = it.str_attr("body_blob") {
-        match crate::ports::blobs::read_all(cx.blobs, blob).await {
+        match crate::ports::blobs::read_limited(cx.blobs, blob, MAX_STORED_BYTES).await {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             // The blob expired or was removed with its record: the record is gone too.
             Err(crate::ports::blobs::BlobError::NotFound) => return Ok(None),

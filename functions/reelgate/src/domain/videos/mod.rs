@@ -54,13 +54,14 @@ pub struct Video {
 
 impl Video {
     pub fn from_item(it: &Item) -> Option<Video> {
-        let error = match (it.str_attr("error_code"), it.str_attr("error_message")) {
-            (Some(code), message) => Some(JobError {
+        // The documented sentence for the code, whatever a writer stored (docs/security.md).
+        let error = it.str_attr("error_code").map(|code| {
+            let code = crate::domain::jobs::failure_code(code);
+            JobError {
                 code: code.to_owned(),
-                message: message.unwrap_or_default().to_owned(),
-            }),
-            _ => None,
-        };
+                message: crate::domain::jobs::failure_message(code).to_owned(),
+            }
+        });
         Some(Video {
             id: it.str_attr("id")?.to_owned(),
             object: "video",

@@ -33,6 +33,7 @@ pub struct Pipeline {
     pub translator: Option<Arc<dyn Translator>>,
     /// The workflow whose tasks the render worker completes.
     pub workflow: Option<Arc<dyn Workflow>>,
+    pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
 }
 
 impl Pipeline {
@@ -42,6 +43,7 @@ impl Pipeline {
             blobs: self.blobs.as_ref(),
             catalog: &self.catalog,
             settings: &self.settings,
+            fetcher: self.fetcher.as_ref(),
         }
     }
 }

@@ -423,26 +423,12 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
     Ok(json!({"charged": charged}))
 }
 
-fn failure_message(code: &str) -> &'static str {
-    match code {
-        "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
-        "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
-        "translation_unavailable" => "The Japanese prompt could not be translated. You were not charged; resubmit later.",
-        _ => "The video engine was unavailable or failed during the render. You were not charged; resubmit later.",
-    }
-}
-
 async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<Value, StepError> {
     let code = payload["code"].as_str().unwrap_or("engine_unavailable");
-    let detail = payload["cause"].as_str().unwrap_or_default();
-    // The caller sees the stable message; moderation details are the caller's own request, so
-    // the categories are included for a blocked job.
-    let message = if code == "moderation_blocked" && !detail.is_empty() {
-        detail.to_owned()
-    } else {
-        failure_message(code).to_owned()
-    };
-    tracing::warn!(video_id = %job.video_id, code, error = payload["error"].as_str().unwrap_or_default(), detail, "failing job");
-    crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, &message).await?;
+    // The caller sees the documented sentence for the code; the workflow's raw cause (which on
+    // AWS can carry ARNs, task tokens or a Lambda's stack) is neither stored nor logged.
+    let code = crate::domain::jobs::failure_code(code);
+    tracing::warn!(video_id = %job.video_id, code, "failing job");
+    crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, "").await?;
     Ok(json!({"failed": code}))
 }
