@@ -650,7 +650,7 @@ mod tests {
         let other = "b".repeat(ORIGIN_SECRET_MIN_LEN + 8);
         let c = config(&[("REELGATE_ORIGIN_SECRET", &long)]).expect("one");
         let secrets = c.settings.origin_secrets.expect("set");
-        assert_eq!(secrets.values(), [long.clone()]);
+        assert_eq!(secrets.values(), std::slice::from_ref(&long));
         assert!(
             !format!("{secrets:?}").contains(&long),
             "Debug hides the value"
