@@ -17,15 +17,17 @@ def whoami(server, key):
 def test_api_keys_and_console_sessions_stop_when_the_person_leaves(server, tenant):
     other = server.admin("user", "create", "--org", tenant["org"], "--email", "leaver@example.test")
     key = server.admin("key", "create", "--user", other["id"])["secret"]
-    session = server.admin("console-session", "create", "--user", other["id"], "--org", tenant["org"])["secret"]
+    console = server.console(other["id"], tenant["org"])
     assert whoami(server, key).status_code == 200
-    assert whoami(server, session).status_code == 200
+    assert console.get("/console/api/session").status_code == 200
     removed = server.admin("user", "remove", "--org", tenant["org"], "--user", other["id"])
     assert removed["records_deleted"] >= 1, removed
-    for credential in (key, session):
-        r = whoami(server, credential)
-        assert r.status_code == 401, r.text
-        assert r.json()["error"]["type"] == "authentication_error"
+    r = whoami(server, key)
+    assert r.status_code == 401, r.text
+    assert r.json()["error"]["type"] == "authentication_error"
+    # The browser session signed in before the removal is refused on its next request.
+    r = console.get("/console/api/session")
+    assert r.status_code == 401, r.text
     # The organization's other member is unaffected.
     assert whoami(server, tenant["key"]).status_code == 200
 

@@ -77,7 +77,9 @@ def test_reference_audio_must_decode_and_fit_its_limits(tenant):
     )
     assert v["status"] == "failed", v
     assert v["error"]["code"] == "moderation_blocked", v
-    assert "audio" in v["error"]["message"], v
+    # The message is the documented sentence for the code (docs/errors.md), never the rule that
+    # matched: the reason (audio out of limits) stays in the moderation record.
+    assert v["error"]["message"] == "The prompt or a reference was blocked by moderation. You were not charged.", v
 
     truncated = wav(3.0)[:4000]
     broken = upload(tenant, truncated, "audio", "broken.wav")

@@ -63,6 +63,17 @@ async fn delete_record(cx: Context<'_>, item: &Item, report: &mut ErasureReport)
     let (Some(pk), Some(sk)) = (item.str_attr(PK), item.str_attr(SK)) else {
         return Ok(());
     };
+    // A key's listing in its organization (`APIKEY#<person>#<key id>`) names the key record,
+    // which goes with it: the secret's hash outlives nobody.
+    if let Some(key_id) = sk
+        .strip_prefix("APIKEY#")
+        .and_then(|rest| rest.rsplit('#').next())
+    {
+        let record = Key::new(format!("APIKEY#{key_id}"), "APIKEY");
+        if cx.store.delete(&record, None).await?.is_some() {
+            report.records_deleted += 1;
+        }
+    }
     cx.store.delete(&Key::new(pk, sk), None).await?;
     report.records_deleted += 1;
     Ok(())
@@ -179,8 +190,8 @@ pub async fn remove_person(
     Ok(report)
 }
 
-/// A person's own records within `org`: membership, agreements, their stored-response partition
-/// with its blobs, and the person record.
+/// A person's own records within `org`: membership, agreements, API keys, their stored-response
+/// partition with its blobs, and the person record.
 async fn erase_person_data(
     cx: Context<'_>,
     org: &str,
@@ -191,14 +202,10 @@ async fn erase_person_data(
         delete_record(cx, &item, report).await?;
     }
     delete_blobs_under(cx, &format!("{org}/responses/{person}/"), report).await?;
-    let own = partition_items(
-        cx,
-        &format!("ORG#{org}"),
-        Some(&format!("AGREEMENT#{person}#")),
-    )
-    .await?;
-    for item in &own {
-        delete_record(cx, item, report).await?;
+    for prefix in [format!("AGREEMENT#{person}#"), format!("APIKEY#{person}#")] {
+        for item in partition_items(cx, &format!("ORG#{org}"), Some(&prefix)).await? {
+            delete_record(cx, &item, report).await?;
+        }
     }
     for key in [
         Key::new(format!("ORG#{org}"), format!("MEMBER#{person}")),

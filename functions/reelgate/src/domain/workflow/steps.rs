@@ -136,7 +136,7 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
         images.extend(sampled_frames(pipeline, &job.org, file_id).await?);
     }
     // Reference audio: it must decode and last as long as the engine accepts. No configured
-    // moderator classifies audio content (see docs/security-jobs.md).
+    // moderator classifies audio content (see docs/security.md).
     let mut audio_categories = Vec::new();
     for file_id in &inputs.reference_audio {
         if let Some(category) = check_reference_audio(pipeline, &job.org, file_id).await? {

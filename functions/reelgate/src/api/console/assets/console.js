@@ -498,7 +498,8 @@ async function start() {
     $("who").textContent = `${state.session.user.email} · ${state.session.organization.name}`;
     if (!location.hash) {
       const terms = await api("GET", "/console/api/terms");
-      location.hash = terms.accepted ? "#new" : "#terms";
+      // A page the person chose while this loaded wins over the default landing page.
+      if (!location.hash) location.hash = terms.accepted ? "#new" : "#terms";
       return; // hashchange routes
     }
   } catch (_) { state.session = null; }
