@@ -79,7 +79,7 @@ def sign_in(page, site, user=None):
     page.goto(site.console_link(user or site.user, site.org))
     expect(page.locator("#nav")).to_be_visible()
     # Signed in and landed (on the terms or the new-video page), as a person sees it.
-    page.wait_for_function("location.hash !== ''")
+    expect(page).to_have_url(re.compile(r"#(new|terms)$"))
 
 
 def test_sign_in_agree_create_watch_play_delete(site, browser):

@@ -756,3 +756,41 @@ fn the_payload_hash_function_is_the_same_in_both_templates() {
         );
     }
 }
+
+#[test]
+fn the_front_door_options_are_optional_and_complete() {
+    let t = template();
+    let d = distribution(&t);
+    // A custom domain: aliases and an ACM certificate, only when a domain is given.
+    let aliases = text(&d["Aliases"]);
+    assert!(
+        aliases.contains("HasCustomDomain") && aliases.contains("DomainName"),
+        "{aliases}"
+    );
+    let cert = text(&d["ViewerCertificate"]);
+    assert!(
+        cert.contains("CertificateArn") && cert.contains("sni-only"),
+        "{cert}"
+    );
+    let base = text(&t["Outputs"]["BaseUrl"]["Value"]);
+    assert!(
+        base.contains("${DomainName}"),
+        "BaseUrl follows the custom domain: {base}"
+    );
+    // WAF: conditional, a rate-based rule per client IP and the AWS managed common rule set.
+    let acl = resource(&t, "FrontDoorWebAcl");
+    assert_eq!(acl["Condition"].as_str(), Some("HasWebAcl"));
+    assert_eq!(acl["Properties"]["Scope"].as_str(), Some("CLOUDFRONT"));
+    let rules = text(&acl["Properties"]["Rules"]);
+    assert!(
+        rules.contains("RateBasedStatement") && rules.contains("AggregateKeyType: IP"),
+        "{rules}"
+    );
+    assert!(rules.contains("AWSManagedRulesCommonRuleSet"), "{rules}");
+    assert!(text(&d["WebACLId"]).contains("FrontDoorWebAcl"));
+    // Access logs: their own bucket, with their own retention.
+    let logs = resource(&t, "AccessLogBucket");
+    assert_eq!(logs["Condition"].as_str(), Some("HasAccessLogs"));
+    assert!(text(&logs["Properties"]["LifecycleConfiguration"]).contains("AccessLogRetentionDays"));
+    assert!(text(&d["Logging"]).contains("AccessLogBucket"));
+}
