@@ -6,16 +6,41 @@ Environment:
   REELGATE_BIN   path of the built `reelgate` binary (scripts/test.sh sets it)
 """
 
+import contextlib
 import json
 import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 
 import httpx
 
 BIN = os.environ.get("REELGATE_BIN", "")
+
+
+def stop_process(proc):
+    """Ends a child process: politely, then by force after 10 s."""
+    if proc:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def serving(args=(), env=None):
+    """`reelgate serve` on a fresh data directory for the length of a `with` block."""
+    if not BIN:
+        raise RuntimeError("REELGATE_BIN must name the built reelgate binary (run scripts/test.sh)")
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = LocalServer(data_dir, args=args, env=env).start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 def free_port() -> int:
@@ -81,13 +106,8 @@ class LocalServer:
         raise RuntimeError(f"reelgate serve did not become ready: {''.join(lines)}")
 
     def stop(self):
-        if self.proc:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.proc = None
+        stop_process(self.proc)
+        self.proc = None
 
     def admin(self, *args) -> dict:
         out = subprocess.run(
@@ -184,13 +204,8 @@ class FakeUpstream:
         return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
 
     def stop(self):
-        if self.proc:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.proc = None
+        stop_process(self.proc)
+        self.proc = None
 
 
 def peak_rss_kib(pid: int) -> int:

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from harness import BIN, ConsoleClient, LocalServer
+from harness import BIN, ConsoleClient, LocalServer, serving
 
 JOB = {"model": "reel-1", "prompt": "A paper boat on a calm lake", "seconds": 4, "aspect_ratio": "16:9"}
 
@@ -45,29 +45,21 @@ def test_session_cookie_flags(server):
 
 
 def test_secure_cookie_when_the_public_url_is_https():
-    with tempfile.TemporaryDirectory() as data_dir:
-        srv = LocalServer(data_dir, args=["--public-url", "https://reel.example.test"]).start()
-        try:
-            link = srv.sign_in_link.replace("https://reel.example.test", srv.base_url)
-            r = httpx.get(link, follow_redirects=False)
-            assert r.status_code == 303
-            assert "Secure" in [p.strip() for p in r.headers["set-cookie"].split(";")]
-        finally:
-            srv.stop()
+    with serving(args=["--public-url", "https://reel.example.test"]) as srv:
+        link = srv.sign_in_link.replace("https://reel.example.test", srv.base_url)
+        r = httpx.get(link, follow_redirects=False)
+        assert r.status_code == 303
+        assert "Secure" in [p.strip() for p in r.headers["set-cookie"].split(";")]
 
 
 def test_expired_link_is_refused():
-    with tempfile.TemporaryDirectory() as data_dir:
-        srv = LocalServer(data_dir, env={"REELGATE_CONSOLE_LINK_TTL_SECS": "1"}).start()
-        try:
-            time.sleep(2.2)
-            r = httpx.get(srv.sign_in_link, follow_redirects=False)
-            assert r.status_code == 401
-            assert "set-cookie" not in r.headers
-            fresh = srv.console_link(srv.user, srv.org)
-            assert httpx.get(fresh, follow_redirects=False).status_code == 303
-        finally:
-            srv.stop()
+    with serving(env={"REELGATE_CONSOLE_LINK_TTL_SECS": "1"}) as srv:
+        time.sleep(2.2)
+        r = httpx.get(srv.sign_in_link, follow_redirects=False)
+        assert r.status_code == 401
+        assert "set-cookie" not in r.headers
+        fresh = srv.console_link(srv.user, srv.org)
+        assert httpx.get(fresh, follow_redirects=False).status_code == 303
 
 
 def test_forged_link_is_refused(server):

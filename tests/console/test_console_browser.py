@@ -6,19 +6,15 @@ and the agree and create flows by keyboard alone. Screenshots go to docs/console
 
 import os
 import re
-import subprocess
-import sys
-import tempfile
 import time
 
 import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from harness import LocalServer
+from harness import FakeUpstream, serving
 
 HERE = os.path.dirname(__file__)
-FAKE = os.path.join(HERE, "..", "python", "fake_upstream.py")
 SHOTS = os.path.join(HERE, "..", "..", "docs", "console")
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -29,20 +25,13 @@ PAGES = ["terms", "new", "videos", "chat", "keys", "usage"]
 @pytest.fixture(scope="module")
 def site():
     """`reelgate serve` with the fake chat upstream (streams its reply in chunks 50 ms apart)."""
-    fake = subprocess.Popen([sys.executable, FAKE, "--port", "0", "--gap-ms", "50"], stdout=subprocess.PIPE, text=True)
+    fake = FakeUpstream(gap_ms=50)
     try:
-        first = fake.stdout.readline().strip()
-        assert first.startswith("FAKE_UPSTREAM_URL="), first
-        env = {"REELGATE_UPSTREAM_BASE_URL": first.split("=", 1)[1], "REELGATE_UPSTREAM_CAPABILITIES": "text"}
-        with tempfile.TemporaryDirectory() as data_dir:
-            server = LocalServer(data_dir, env=env).start()
-            try:
-                yield server
-            finally:
-                server.stop()
+        env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
+        with serving(env=env) as server:
+            yield server
     finally:
-        fake.terminate()
-        fake.wait(timeout=10)
+        fake.stop()
 
 
 @pytest.fixture(scope="module")

@@ -4,21 +4,14 @@ directory (tests/harness.py), driven by real clients (the official `openai` SDK,
 
 import os
 import sys
-import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from harness import BIN, LocalServer  # noqa: E402
+from harness import serving  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def server():
-    if not BIN:
-        pytest.fail("REELGATE_BIN must name the built reelgate binary (run scripts/test.sh)")
-    with tempfile.TemporaryDirectory() as data_dir:
-        srv = LocalServer(data_dir).start()
-        try:
-            yield srv
-        finally:
-            srv.stop()
+    with serving() as srv:
+        yield srv

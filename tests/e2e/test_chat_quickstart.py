@@ -2,36 +2,21 @@
 REELGATE_UPSTREAM_BASE_URL offers every model that upstream lists, and the official SDK talks
 to them (tests/python/fake_upstream.py plays the upstream, as a fake)."""
 
-import os
-import subprocess
-import sys
-import tempfile
-
 import openai
 import pytest
 
-from harness import LocalServer
-
-FAKE = os.path.join(os.path.dirname(__file__), "..", "python", "fake_upstream.py")
+from harness import FakeUpstream, serving
 
 
 @pytest.fixture(scope="module")
 def quickstart():
-    fake = subprocess.Popen([sys.executable, FAKE, "--port", "0", "--gap-ms", "50"], stdout=subprocess.PIPE, text=True)
+    fake = FakeUpstream(gap_ms=50)
     try:
-        first = fake.stdout.readline().strip()
-        assert first.startswith("FAKE_UPSTREAM_URL="), first
-        url = first.split("=", 1)[1]
-        env = {"REELGATE_UPSTREAM_BASE_URL": url, "REELGATE_UPSTREAM_CAPABILITIES": "text,tools,vision"}
-        with tempfile.TemporaryDirectory() as data_dir:
-            server = LocalServer(data_dir, env=env).start()
-            try:
-                yield server
-            finally:
-                server.stop()
+        env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text,tools,vision"}
+        with serving(env=env) as server:
+            yield server
     finally:
-        fake.terminate()
-        fake.wait(timeout=10)
+        fake.stop()
 
 
 def test_upstream_models_are_offered_and_answer(quickstart):
