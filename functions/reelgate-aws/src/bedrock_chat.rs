@@ -76,6 +76,7 @@ fn bad(message: impl Into<String>) -> UpstreamError {
         status: 400,
         code: Some("unsupported_by_upstream".into()),
         message: message.into(),
+        retry_after: None,
     }
 }
 
@@ -499,12 +500,14 @@ fn sdk_error<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
             status: 504,
             code: Some("timeout".into()),
             message: format!("{d:?}"),
+            retry_after: None,
         },
         SdkError::DispatchFailure(d) => UpstreamError::Unreachable(format!("{d:?}")),
         SdkError::TimeoutError(_) => UpstreamError::Rejected {
             status: 504,
             code: Some("timeout".into()),
             message: "Bedrock timed out".into(),
+            retry_after: None,
         },
         SdkError::ServiceError(_) => {
             let code = e.code().unwrap_or("Unknown").to_owned();
@@ -522,6 +525,7 @@ fn sdk_error<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
                 status,
                 code: Some(code),
                 message: e.message().unwrap_or_default().to_owned(),
+                retry_after: None,
             }
         }
         _ => UpstreamError::Protocol(format!("{e:?}")),

@@ -19,6 +19,7 @@ fn chat_model(id: &str, upstream: &str) -> ChatModel {
         id: id.into(),
         upstream: upstream.into(),
         upstream_model: Some("anthropic.claude-3-haiku-20240307-v1:0".into()),
+        deployments: Vec::new(),
         capabilities: vec!["text".into(), "tools".into()],
         reasoning_efforts: vec!["low".into()],
         context_window: 8192,

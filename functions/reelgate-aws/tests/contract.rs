@@ -50,3 +50,17 @@ mod admission {
         reelgate_embedded::testing::admission_contract(store).await;
     }
 }
+
+/// Rate limits are one conditional write per scope on DynamoDB too: 200 concurrent requests on a
+/// 50-per-minute key admit exactly 50.
+mod rate_limits {
+    use super::support;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn rate_limits_are_exact_under_200_concurrent_requests() {
+        let Some(store) = support::dynamo().await else {
+            return;
+        };
+        reelgate_embedded::testing::rate_limit_contract(store).await;
+    }
+}

@@ -58,6 +58,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         credential: Credential::ConsoleSession {
             session_id: "cs_test".into(),
         },
+        limits: Default::default(),
     };
     reelgate::domain::agreement::accept(cx, &caller)
         .await

@@ -4,6 +4,7 @@
 use anyhow::Context as _;
 use reelgate::config::Config;
 use reelgate::domain::accounts::Accounts;
+use reelgate::domain::catalog::RateLimits;
 use reelgate::domain::{erasure, Context};
 use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::ItemStore;
@@ -117,6 +118,29 @@ enum KeyCommand {
         #[arg(long = "key-id")]
         key_id: String,
     },
+    /// A key's own rate limits, over its plan's per-key limits (docs/traffic-control.md).
+    #[command(subcommand)]
+    Limits(KeyLimitsCommand),
+}
+
+#[derive(clap::Subcommand)]
+enum KeyLimitsCommand {
+    /// Sets the key's overrides; a limit not given falls back to the plan's.
+    Set {
+        #[arg(long = "key-id")]
+        key_id: String,
+        #[arg(long)]
+        requests_per_minute: Option<u64>,
+        #[arg(long)]
+        tokens_per_minute: Option<u64>,
+        #[arg(long)]
+        video_creates_per_minute: Option<u64>,
+    },
+    /// The key's overrides and the limits that apply to it with its plan's.
+    Show {
+        #[arg(long = "key-id")]
+        key_id: String,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -137,6 +161,8 @@ enum PlanCommand {
         #[arg(long)]
         plan: String,
     },
+    /// Every plan's rate limits, per key and per organization, from the catalog.
+    Limits,
 }
 
 /// The stores the admin command works on: the local data directory's, or the deployed ones.
@@ -225,6 +251,34 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
         AdminCommand::Key(KeyCommand::Revoke { key_id }) => {
             accounts.revoke_api_key(&key_id).await?;
             json!({"id": key_id, "revoked": true})
+        }
+        AdminCommand::Key(KeyCommand::Limits(KeyLimitsCommand::Set {
+            key_id,
+            requests_per_minute,
+            tokens_per_minute,
+            video_creates_per_minute,
+        })) => {
+            let limits = RateLimits {
+                requests_per_minute,
+                tokens_per_minute,
+                video_creates_per_minute,
+            };
+            json!({"id": key_id, "limits": accounts.set_key_limits(&key_id, &limits).await?})
+        }
+        AdminCommand::Key(KeyCommand::Limits(KeyLimitsCommand::Show { key_id })) => {
+            let holder = accounts.api_key_holder(&key_id).await?;
+            let plan = accounts.org(&holder.org).await?.plan;
+            let (key, org_limits) =
+                reelgate::domain::rate_limits::limits_for(&holder, catalog.plan(&plan));
+            json!({"id": key_id, "org": holder.org, "plan": plan, "own": holder.limits,
+                   "effective": key, "organization": org_limits})
+        }
+        AdminCommand::Plan(PlanCommand::Limits) => {
+            json!(catalog
+                .plans
+                .iter()
+                .map(|p| json!({"plan": p.id, "per_key": p.key_limits, "per_organization": p.org_limits}))
+                .collect::<Vec<_>>())
         }
         AdminCommand::Credits(CreditsCommand::Add { org, amount }) => {
             json!(accounts.add_credits(&org, amount).await?)

@@ -203,6 +203,7 @@ async fn main() -> anyhow::Result<()> {
         id: "bench-model".into(),
         upstream: "fast".into(),
         upstream_model: Some("fast-model".into()),
+        deployments: Vec::new(),
         capabilities: vec!["text".into(), "tools".into()],
         reasoning_efforts: vec![],
         context_window: 8192,

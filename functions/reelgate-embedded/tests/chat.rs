@@ -255,6 +255,7 @@ fn chat_model(id: &str, upstream: &str, capabilities: &[&str], efforts: &[&str])
         id: id.into(),
         upstream: upstream.into(),
         upstream_model: Some("fake-model-v1".into()),
+        deployments: Vec::new(),
         capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
         reasoning_efforts: efforts.iter().map(|c| c.to_string()).collect(),
         context_window: 8192,

@@ -35,3 +35,15 @@ mod sqlite_queue {
     }
     reelgate::queue_contract_tests!(make());
 }
+
+mod rate_limits {
+    /// 200 concurrent requests on a 50-per-minute key admit exactly 50 (and the rest of the
+    /// rate-limit contract) on the SQLite store; `reelgate-aws` runs it on DynamoDB.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn rate_limits_are_exact_under_200_concurrent_requests() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = reelgate_embedded::db::Database::open(&dir.path().join("r.sqlite3")).expect("db");
+        let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
+        reelgate_embedded::testing::rate_limit_contract(store).await;
+    }
+}

@@ -178,6 +178,7 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
         credential: Credential::ApiKey {
             key_id: "key_test".into(),
         },
+        limits: Default::default(),
     };
     let stored = |id: &str, text: String| Stored {
         response: json!({"id": id, "object": "response", "output": []}),
@@ -361,6 +362,7 @@ async fn populated() -> Populated {
             credential: Credential::ApiKey {
                 key_id: "key_test".into(),
             },
+            limits: Default::default(),
         };
         let stored = Stored {
             response: json!({"id": id, "object": "response", "output": []}),

@@ -77,13 +77,10 @@ impl App {
         let model = self
             .catalog
             .chat_model(self.settings.translation_model.as_deref()?)?;
-        let upstream = self.upstreams.get(&model.upstream)?;
-        let name = model
-            .upstream_model
-            .clone()
-            .unwrap_or_else(|| model.id.clone());
+        // The routed upstream sets each deployment's own model name.
+        let upstream = self.upstreams.for_model(&self.catalog, model);
         Some(Arc::new(
-            crate::adapters::chat_translator::ChatTranslator::new(upstream, &name),
+            crate::adapters::chat_translator::ChatTranslator::new(upstream, &model.id),
         ))
     }
 

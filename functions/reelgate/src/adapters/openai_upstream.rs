@@ -154,8 +154,26 @@ impl OpenAiUpstream {
             return Ok(response);
         }
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(retry_after_secs);
         let text = response.text().await.unwrap_or_default();
-        Err(rejected(status, &text))
+        Err(match rejected(status, &text) {
+            UpstreamError::Rejected {
+                status,
+                code,
+                message,
+                ..
+            } => UpstreamError::Rejected {
+                status,
+                code,
+                message,
+                retry_after,
+            },
+            other => other,
+        })
     }
 }
 
@@ -170,10 +188,24 @@ fn transport_error(e: reqwest::Error) -> UpstreamError {
             status: 504,
             code: Some("timeout".into()),
             message: e.to_string(),
+            retry_after: None,
         }
     } else {
         UpstreamError::Unreachable(e.to_string())
     }
+}
+
+/// `Retry-After` as seconds from now: either delay-seconds or an HTTP date (RFC 9110).
+fn retry_after_secs(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(secs);
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .map_or(0, |d| d.as_secs()),
+    )
 }
 
 /// An error status with OpenAI's envelope when the upstream sends one, else its text.
@@ -197,6 +229,7 @@ fn rejected(status: u16, text: &str) -> UpstreamError {
         status,
         code,
         message,
+        retry_after: None,
     }
 }
 
@@ -309,6 +342,7 @@ where
                         status: 504,
                         code: Some("timeout".into()),
                         message: "the stream went silent".into(),
+                        retry_after: None,
                     };
                     return Some((Err(e), st));
                 }

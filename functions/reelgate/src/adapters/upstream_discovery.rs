@@ -49,6 +49,7 @@ pub async fn discover_upstream_models(
             id: id.clone(),
             upstream: ENV_UPSTREAM_ID.into(),
             upstream_model: Some(id),
+            deployments: Vec::new(),
             capabilities: capabilities.clone(),
             reasoning_efforts: Vec::new(),
             context_window: 32_768,

@@ -14,6 +14,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::{message_chars, new_completion_id, resolve_files, validate};
 use crate::domain::error::ApiResult;
+use crate::domain::rate_limits::{self, Grant, Kind};
 use crate::domain::usage::{self, TokenUsage};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -44,33 +45,49 @@ async fn completions(
 }
 
 /// A chat completion (streamed when asked) for the caller; shared by `/v1/chat/completions`
-/// and the console's chat.
+/// and the console's chat. Every answer after admission carries the rate-limit headers.
 pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
-    usage::admit(app.context(), &caller.org).await?;
+    let org = usage::admit(app.context(), &caller.org).await?;
+    let max_completion = ["max_completion_tokens", "max_tokens"]
+        .iter()
+        .find_map(|k| v.upstream_body.get(*k).and_then(Value::as_u64));
+    let estimate = usage::admission_estimate(
+        TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
+        max_completion,
+    );
+    let grant = match crate::api::rate_limits::acquire(
+        app.store.as_ref(),
+        &caller,
+        app.catalog.plan(&org.plan),
+        Kind::Text,
+        estimate,
+    )
+    .await
+    {
+        Ok(grant) => grant,
+        Err(refused) => return Ok(refused),
+    };
+    let status = grant.status.clone();
+    let mut response = answer(app, caller, v, grant).await.into_response();
+    crate::api::rate_limits::apply(&status, response.headers_mut());
+    Ok(response)
+}
+
+async fn answer(app: App, caller: Caller, v: validate::Validated, grant: Grant) -> ApiResult<Response> {
     let mut request = v.upstream_body;
     resolve_files(app.context(), &caller, &v.model, &mut request, &v.files).await?;
-    request.insert(
-        "model".into(),
-        Value::String(
-            v.model
-                .upstream_model
-                .clone()
-                .unwrap_or_else(|| v.model.id.clone()),
-        ),
-    );
-    let upstream = app
-        .upstreams
-        .get_or_connect(&app.catalog, &v.model.upstream)
-        .await
-        .map_err(|e| crate::api::upstream_error(&e))?;
+    let upstream = app.upstreams.for_model(&app.catalog, &v.model);
     let id = new_completion_id();
     let created = crate::ports::store::now_secs();
     if v.stream {
-        let chunks = upstream
-            .stream(Value::Object(request))
-            .await
-            .map_err(|e| crate::api::upstream_error(&e))?;
+        let chunks = match upstream.stream(Value::Object(request)).await {
+            Ok(chunks) => chunks,
+            Err(e) => {
+                rate_limits::settle(app.store.as_ref(), &grant, 0).await;
+                return Err(crate::api::upstream_error(&e));
+            }
+        };
         let ctx = stream::StreamContext {
             app: app.clone(),
             org: caller.org,
@@ -80,16 +97,21 @@ pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Respon
             created,
             include_usage: v.include_usage,
             prompt_chars: v.prompt_chars,
+            grant,
         };
         return Ok(stream::respond(ctx, chunks));
     }
-    let reply = upstream
-        .complete(Value::Object(request))
-        .await
-        .map_err(|e| crate::api::upstream_error(&e))?;
+    let reply = match upstream.complete(Value::Object(request)).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            // Nothing was generated: the reservation goes back.
+            rate_limits::settle(app.store.as_ref(), &grant, 0).await;
+            return Err(crate::api::upstream_error(&e));
+        }
+    };
     let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     // Its own task: a client leaving now cannot cancel the charge halfway.
-    let charge = stream::charge(app.clone(), caller.org, caller.person, v.model, id, used);
+    let charge = stream::charge(app.clone(), caller.org, caller.person, v.model, id, used, grant);
     let _ = tokio::spawn(charge).await;
     Ok(Json(completion).into_response())
 }

@@ -14,6 +14,7 @@ use crate::app::App;
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::message_chars;
 use crate::domain::usage::{self, TokenUsage};
+use crate::domain::rate_limits::Grant;
 use crate::ports::upstream::{self, ChunkStream};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -31,6 +32,8 @@ pub struct StreamContext {
     pub created: i64,
     pub include_usage: bool,
     pub prompt_chars: usize,
+    /// The rate-limit reservation, settled with the real token count at the charge.
+    pub grant: Grant,
 }
 
 /// Tracks what was generated and charges it exactly once, also when dropped mid-stream.
@@ -52,7 +55,7 @@ impl Meter {
     fn charge_spec(
         &self,
         used: TokenUsage,
-    ) -> (App, String, String, ChatModel, String, TokenUsage) {
+    ) -> (App, String, String, ChatModel, String, TokenUsage, Grant) {
         (
             self.ctx.app.clone(),
             self.ctx.org.clone(),
@@ -60,22 +63,24 @@ impl Meter {
             self.ctx.model.clone(),
             self.ctx.id.clone(),
             used,
+            self.ctx.grant.clone(),
         )
     }
 
     async fn settle(&mut self) -> TokenUsage {
         let used = self.usage();
         self.settled = true;
-        let (app, org, person, model, id, used) = self.charge_spec(used);
+        let (app, org, person, model, id, used, grant) = self.charge_spec(used);
         // A task of its own, so that a client leaving while the charge is written cannot cancel
         // it halfway; the stream still waits for it, so `[DONE]` follows the charge.
-        let _ = tokio::spawn(charge(app, org, person, model, id, used)).await;
+        let _ = tokio::spawn(charge(app, org, person, model, id, used, grant)).await;
         used
     }
 }
 
-/// Charges a completion's usage. A failure to charge is logged loudly but does not take the
-/// answer away from a caller whose completion was produced (and paid for upstream).
+/// Charges a completion's usage and settles its tokens-per-minute reservation. A failure to
+/// charge is logged loudly but does not take the answer away from a caller whose completion was
+/// produced (and paid for upstream).
 pub(crate) async fn charge(
     app: App,
     org: String,
@@ -83,7 +88,14 @@ pub(crate) async fn charge(
     model: ChatModel,
     id: String,
     used: TokenUsage,
+    grant: Grant,
 ) {
+    crate::domain::rate_limits::settle(
+        app.store.as_ref(),
+        &grant,
+        used.prompt_tokens + used.completion_tokens,
+    )
+    .await;
     let c = usage::Charge {
         org: &org,
         person: &person,
@@ -106,9 +118,9 @@ impl Drop for Meter {
         // it generated — its own count if its usage chunk already came, else an estimate.
         let used = self.usage();
         tracing::info!(completion = %self.ctx.id, "client left mid-stream; upstream cancelled");
-        let (app, org, person, model, id, used) = self.charge_spec(used);
+        let (app, org, person, model, id, used, grant) = self.charge_spec(used);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(charge(app, org, person, model, id, used));
+            handle.spawn(charge(app, org, person, model, id, used, grant));
         }
     }
 }

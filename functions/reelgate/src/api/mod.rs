@@ -13,6 +13,7 @@ pub mod files;
 pub mod limits;
 pub mod models;
 pub mod origin;
+pub mod rate_limits;
 pub mod responses;
 pub mod uploads;
 pub mod videos;
@@ -137,6 +138,7 @@ pub fn upstream_error(error: &UpstreamError) -> ApiError {
             status,
             code,
             message,
+            ..
         } => {
             if *status == 504 || *status == 408 || code.as_deref() == Some("timeout") {
                 ApiError::new(

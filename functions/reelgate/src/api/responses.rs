@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::rate_limits::{Grant, Kind};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
 use crate::domain::responses::request::CreateRequest;
 use crate::domain::responses::{convert, persist};
@@ -74,6 +75,8 @@ struct Turn {
     input_items: Vec<Value>,
     own_ids: Vec<String>,
     prompt_estimate: u64,
+    /// The rate-limit reservation, settled with what is charged.
+    grant: Grant,
 }
 
 impl Turn {
@@ -86,6 +89,13 @@ impl Turn {
         charge: bool,
         keep: bool,
     ) -> ApiResult<()> {
+        let charged = if charge {
+            TokenUsage::from_json(&usage.json)
+                .map_or(0, |t| t.prompt_tokens + t.completion_tokens)
+        } else {
+            0
+        };
+        crate::domain::rate_limits::settle(self.app.store.as_ref(), &self.grant, charged).await;
         if charge {
             let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
             // The ledger records whether the counts came from the upstream or our estimate.
@@ -151,7 +161,7 @@ async fn create(
     let req = CreateRequest::parse(body)?;
     let model = chat_model(&app, &req.model)?;
     req.check_model(&model)?;
-    crate::domain::usage::admit(app.context(), &caller.org).await?;
+    let org = crate::domain::usage::admit(app.context(), &caller.org).await?;
 
     let mut context = match &req.previous_response_id {
         Some(previous) => persist::history(app.context(), &caller, previous).await?,
@@ -171,12 +181,21 @@ async fn create(
     let prompt_estimate = convert::estimate_tokens(&messages);
     let chat = convert::chat_request(&req, &model, messages, req.stream);
 
-    let upstream = app
-        .upstreams
-        .get_or_connect(&app.catalog, &model.upstream)
-        .await
-        .map_err(|e| crate::api::upstream_error(&e))?;
-    let stream = req.stream;
+    let estimate = crate::domain::usage::admission_estimate(prompt_estimate, req.max_output_tokens);
+    let grant = match crate::api::rate_limits::acquire(
+        app.store.as_ref(),
+        &caller,
+        app.catalog.plan(&org.plan),
+        Kind::Text,
+        estimate,
+    )
+    .await
+    {
+        Ok(grant) => grant,
+        Err(refused) => return Ok(refused),
+    };
+    let status = grant.status.clone();
+    let upstream = app.upstreams.for_model(&app.catalog, &model);
     let turn = Turn {
         draft: Draft::new(&model.id, req),
         app,
@@ -185,14 +204,25 @@ async fn create(
         input_items: normalized.items,
         own_ids: normalized.own_ids,
         prompt_estimate,
+        grant,
     };
-    if stream {
+    let mut response = answer(turn, upstream, chat).await.into_response();
+    crate::api::rate_limits::apply(&status, response.headers_mut());
+    Ok(response)
+}
+
+/// Answers an admitted turn, streamed or whole.
+async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Response> {
+    if turn.draft.req.stream {
         return stream_turn(turn, upstream, chat).await;
     }
-    let completion = upstream
-        .complete(chat)
-        .await
-        .map_err(|e| crate::api::upstream_error(&e))?;
+    let completion = match upstream.complete(chat).await {
+        Ok(completion) => completion,
+        Err(e) => {
+            crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
+            return Err(crate::api::upstream_error(&e));
+        }
+    };
     let (outcome, output, reported) = output::from_completion(&completion);
     let usage = turn.usage(reported.as_ref(), &output);
     let response = turn
@@ -209,10 +239,13 @@ async fn stream_turn(
     upstream: Arc<dyn ChatUpstream>,
     chat: Value,
 ) -> ApiResult<Response> {
-    let chunks = upstream
-        .stream(chat)
-        .await
-        .map_err(|e| crate::api::upstream_error(&e))?;
+    let chunks = match upstream.stream(chat).await {
+        Ok(chunks) => chunks,
+        Err(e) => {
+            crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
+            return Err(crate::api::upstream_error(&e));
+        }
+    };
     // A small buffer: events leave as soon as the client reads them, and a slow client slows
     // the upstream read rather than piling events up in memory.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Event>(16);

@@ -89,6 +89,22 @@ async fn create(
             return Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
         }
     };
+    let plan = app.accounts().org(&caller.org).await?.plan;
+    let grant = match crate::api::rate_limits::acquire(
+        app.store.as_ref(),
+        &caller,
+        app.catalog.plan(&plan),
+        crate::domain::rate_limits::Kind::VideoCreate,
+        0,
+    )
+    .await
+    {
+        Ok(grant) => grant,
+        Err(refused) => {
+            idem::release(app.context(), claim).await;
+            return Ok(refused);
+        }
+    };
     let workflow = app.workflow();
     let created = crate::domain::videos::create::create_with(
         app.context(),
@@ -103,11 +119,15 @@ async fn create(
             let first = serde_json::to_value(&video)
                 .map_err(|e| ApiError::internal("recording an idempotent answer", e))?;
             idem::finish(app.context(), claim, &first).await?;
-            Ok(with_poll_hint(video))
+            let mut response = with_poll_hint(video);
+            crate::api::rate_limits::apply(&grant.status, response.headers_mut());
+            Ok(response)
         }
         Err(e) => {
             idem::release(app.context(), claim).await;
-            Err(e)
+            let mut response = e.into_response();
+            crate::api::rate_limits::apply(&grant.status, response.headers_mut());
+            Ok(response)
         }
     }
 }

@@ -5,6 +5,7 @@
 //! single conditional write without arithmetic in the condition (DynamoDB allows none).
 //! Secrets (API keys) are shown once and stored only as SHA-256 hashes.
 
+use crate::domain::catalog::RateLimits;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id, new_secret};
 use crate::ports::store::{
@@ -105,6 +106,8 @@ pub struct Caller {
     pub org: String,
     pub person: String,
     pub credential: Credential,
+    /// The API key's own rate-limit overrides (none for the console); they win over the plan's.
+    pub limits: RateLimits,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +129,28 @@ impl Caller {
             Credential::ApiKey { key_id } => key_id,
             Credential::ConsoleSession { .. } => CONSOLE_KEY_ID,
         }
+    }
+}
+
+/// The key record's attributes holding its rate-limit overrides.
+fn limit_attrs(limits: &RateLimits) -> [(&'static str, Option<u64>); 3] {
+    [
+        ("limit_requests_per_minute", limits.requests_per_minute),
+        ("limit_tokens_per_minute", limits.tokens_per_minute),
+        ("limit_video_creates_per_minute", limits.video_creates_per_minute),
+    ]
+}
+
+fn key_limits_of(record: &crate::ports::store::Item) -> RateLimits {
+    let read = |name: &str| {
+        record
+            .i64_attr(name)
+            .and_then(|v| u64::try_from(v).ok())
+    };
+    RateLimits {
+        requests_per_minute: read("limit_requests_per_minute"),
+        tokens_per_minute: read("limit_tokens_per_minute"),
+        video_creates_per_minute: read("limit_video_creates_per_minute"),
     }
 }
 
@@ -389,6 +414,50 @@ impl<'a> Accounts<'a> {
         Ok(())
     }
 
+    /// Sets an API key's own rate limits (an absent one falls back to the plan's).
+    pub async fn set_key_limits(&self, key_id: &str, limits: &RateLimits) -> ApiResult<RateLimits> {
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        if !is_valid(key_id, "key") {
+            return Err(not_found());
+        }
+        let mut update = Update::new();
+        for (name, value) in limit_attrs(limits) {
+            update = match value {
+                Some(v) => update.set(name, Decimal::from(v)),
+                None => update.remove(name),
+            };
+        }
+        match self
+            .store
+            .update(&api_key_key(key_id), update, Some(Condition::Exists))
+            .await
+        {
+            Ok(item) => Ok(key_limits_of(&item)),
+            Err(crate::ports::store::StoreError::ConditionFailed) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// An API key as the limiter sees it: its holder, organization and own rate limits.
+    pub async fn api_key_holder(&self, key_id: &str) -> ApiResult<Caller> {
+        let found = if is_valid(key_id, "key") {
+            self.store.get(&api_key_key(key_id)).await?
+        } else {
+            None
+        };
+        let not_found = || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        let item = found.ok_or_else(not_found)?;
+        Ok(Caller {
+            org: item.str_attr("org").ok_or_else(not_found)?.to_owned(),
+            person: item.str_attr("person").ok_or_else(not_found)?.to_owned(),
+            credential: Credential::ApiKey {
+                key_id: key_id.to_owned(),
+            },
+            limits: key_limits_of(&item),
+        })
+    }
+
     /// The keys `person` holds in `org`, newest first.
     pub async fn list_api_keys(&self, org: &str, person: &str) -> ApiResult<Vec<ApiKeyInfo>> {
         let page = self
@@ -474,6 +543,7 @@ impl<'a> Accounts<'a> {
             org: org.to_owned(),
             person: person.to_owned(),
             credential: Credential::ApiKey { key_id: id },
+            limits: key_limits_of(&record),
         }))
     }
 

@@ -27,6 +27,32 @@ pub struct Catalog {
     /// The terms text per version, in English and Japanese (the console shows it).
     #[serde(default)]
     pub terms: Vec<TermsText>,
+    /// How requests move between a chat model's deployments.
+    #[serde(default)]
+    pub routing: RoutingPolicy,
+}
+
+/// When a deployment is skipped and for how long (docs/traffic-control.md).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingPolicy {
+    /// Failures in a row (5xx, timeouts, unreachable) that take a deployment out.
+    pub failures_before_cooldown: u32,
+    /// How long a deployment stays out after that (a 429 takes it out at once, for its
+    /// `Retry-After` when it gives one, else for this long).
+    pub cooldown_secs: u64,
+    /// Longest wait for a stream's first chunk before the next deployment is tried.
+    pub first_byte_timeout_secs: u64,
+}
+
+impl Default for RoutingPolicy {
+    fn default() -> Self {
+        RoutingPolicy {
+            failures_before_cooldown: 3,
+            cooldown_secs: 30,
+            first_byte_timeout_secs: 60,
+        }
+    }
 }
 
 /// One version of the Video Service Terms, in the console's two languages.
@@ -44,6 +70,24 @@ pub struct Plan {
     pub id: String,
     /// Renders admitted and not yet finished, at most.
     pub max_concurrent_renders: u32,
+    /// Rate limits of each API key of an organization on this plan (a key's own overrides win).
+    #[serde(default)]
+    pub key_limits: RateLimits,
+    /// Rate limits of the whole organization, all keys and the console together.
+    #[serde(default)]
+    pub org_limits: RateLimits,
+}
+
+/// Per-minute limits (docs/traffic-control.md); an absent one is unlimited.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_minute: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_creates_per_minute: Option<u64>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -94,11 +138,17 @@ pub struct EngineConfig {
 #[serde(deny_unknown_fields)]
 pub struct ChatModel {
     pub id: String,
-    /// The upstream id serving it.
+    /// The upstream id serving it (one deployment); a model with several deployments lists
+    /// them in `deployments` instead and leaves this empty.
+    #[serde(default)]
     pub upstream: String,
     /// The model name the upstream knows it by (defaults to `id`).
     #[serde(default)]
     pub upstream_model: Option<String>,
+    /// Several deployments serving the model, spread by weight with fallback
+    /// (docs/traffic-control.md).
+    #[serde(default)]
+    pub deployments: Vec<Deployment>,
     /// `text`, `vision`, `audio`, `video`, `tools`, `json_schema`, `file`.
     #[serde(default = "default_capabilities")]
     pub capabilities: Vec<String>,
@@ -118,6 +168,62 @@ pub struct ChatModel {
     pub currency: String,
     #[serde(default)]
     pub owned_by: Option<String>,
+}
+
+/// One place a chat model is served: an upstream and the name it knows the model by.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Deployment {
+    pub upstream: String,
+    /// The model name the upstream knows it by (defaults to the chat model's id).
+    #[serde(default)]
+    pub upstream_model: Option<String>,
+    /// Relative share of requests; 0 means a fallback only, tried after every weighted one.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// What this deployment offers, when narrower than "everything the model declares" (a
+    /// provider without vision, say); start-up refuses a deployment that lacks any of the
+    /// model's capabilities or reasoning efforts.
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(default)]
+    pub reasoning_efforts: Option<Vec<String>>,
+}
+
+impl Deployment {
+    /// The upstream-model pair that identifies it in logs and in the health table.
+    pub fn label(&self, model_id: &str) -> String {
+        format!(
+            "{}/{}",
+            self.upstream,
+            self.upstream_model.as_deref().unwrap_or(model_id)
+        )
+    }
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+impl ChatModel {
+    /// The model's deployments: its `deployments`, or the one its `upstream` names.
+    pub fn deployments(&self) -> Vec<Deployment> {
+        if !self.deployments.is_empty() {
+            return self.deployments.clone();
+        }
+        vec![Deployment {
+            upstream: self.upstream.clone(),
+            upstream_model: self.upstream_model.clone(),
+            weight: 1,
+            capabilities: None,
+            reasoning_efforts: None,
+        }]
+    }
+
+    /// The upstream and model name of its first deployment (the translator's upstream).
+    pub fn primary(&self) -> Deployment {
+        self.deployments().swap_remove(0)
+    }
 }
 
 fn default_capabilities() -> Vec<String> {
@@ -215,11 +321,55 @@ impl Catalog {
             if self.video_models.iter().any(|v| v.id == c.id) {
                 return bad(format!("{} is both a chat and a video model", c.id));
             }
-            if !self.upstreams.iter().any(|u| u.id == c.upstream) {
+            match (c.upstream.is_empty(), c.deployments.is_empty()) {
+                (true, true) => {
+                    return bad(format!(
+                        "chat model {} has neither an upstream nor deployments",
+                        c.id
+                    ))
+                }
+                (false, false) => {
+                    return bad(format!(
+                        "chat model {} has both an upstream and deployments: list the upstream \
+                         as one of its deployments",
+                        c.id
+                    ))
+                }
+                _ => {}
+            }
+            let deployments = c.deployments();
+            if deployments.iter().all(|d| d.weight == 0) {
                 return bad(format!(
-                    "chat model {} names unknown upstream {}",
-                    c.id, c.upstream
+                    "chat model {}: at least one deployment needs a weight above 0",
+                    c.id
                 ));
+            }
+            for d in &deployments {
+                if !self.upstreams.iter().any(|u| u.id == d.upstream) {
+                    return bad(format!(
+                        "chat model {} names unknown upstream {}",
+                        c.id, d.upstream
+                    ));
+                }
+                let lacking = |offered: &Option<Vec<String>>, declared: &[String]| {
+                    offered.as_ref().and_then(|offered| {
+                        declared
+                            .iter()
+                            .find(|x| !offered.contains(x))
+                            .cloned()
+                    })
+                };
+                if let Some(missing) = lacking(&d.capabilities, &c.capabilities)
+                    .or_else(|| lacking(&d.reasoning_efforts, &c.reasoning_efforts))
+                {
+                    return bad(format!(
+                        "chat model {}: deployment {} does not offer {missing}, which the model \
+                         declares; every deployment must offer all of the model's capabilities \
+                         and reasoning efforts",
+                        c.id,
+                        d.label(&c.id)
+                    ));
+                }
             }
         }
         Ok(())
@@ -277,6 +427,78 @@ mod tests {
         let c = Catalog::parse(DEFAULT_CATALOG).expect("default catalog");
         let t = c.terms_text(&c.terms_version).expect("current text");
         assert!(!t.en.is_empty() && !t.ja.is_empty());
+    }
+
+    const TWO_UPSTREAMS: &str = r#"
+[[upstreams]]
+id = "a"
+kind = "openai"
+base_url = "http://a.invalid/v1"
+[[upstreams]]
+id = "b"
+kind = "openai"
+base_url = "http://b.invalid/v1"
+"#;
+
+    fn with_chat(model: &str) -> String {
+        format!("{DEFAULT_CATALOG}\n{TWO_UPSTREAMS}\n{model}")
+    }
+
+    #[test]
+    fn deployments_are_checked_against_the_models_declarations() {
+        let ok = with_chat(
+            r#"[[chat_models]]
+id = "m"
+capabilities = ["text", "vision"]
+reasoning_efforts = ["low"]
+deployments = [
+  { upstream = "a", weight = 3 },
+  { upstream = "b", upstream_model = "m-b", weight = 0, capabilities = ["text", "vision", "tools"] },
+]"#,
+        );
+        let c = Catalog::parse(&ok).expect("valid deployments");
+        let d = c.chat_model("m").expect("m").deployments();
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[1].label("m"), "b/m-b");
+
+        let lacking = with_chat(
+            r#"[[chat_models]]
+id = "m"
+capabilities = ["text", "vision"]
+deployments = [{ upstream = "a" }, { upstream = "b", capabilities = ["text"] }]"#,
+        );
+        let err = Catalog::parse(&lacking).expect_err("b lacks vision");
+        assert!(err.to_string().contains("does not offer vision"), "{err}");
+
+        let effort = with_chat(
+            r#"[[chat_models]]
+id = "m"
+reasoning_efforts = ["high"]
+deployments = [{ upstream = "a", reasoning_efforts = ["low"] }]"#,
+        );
+        assert!(Catalog::parse(&effort).is_err());
+
+        let both = with_chat(
+            r#"[[chat_models]]
+id = "m"
+upstream = "a"
+deployments = [{ upstream = "b" }]"#,
+        );
+        assert!(Catalog::parse(&both).is_err());
+
+        let fallback_only = with_chat(
+            r#"[[chat_models]]
+id = "m"
+deployments = [{ upstream = "a", weight = 0 }]"#,
+        );
+        assert!(Catalog::parse(&fallback_only).is_err());
+
+        let unknown = with_chat(
+            r#"[[chat_models]]
+id = "m"
+deployments = [{ upstream = "a" }, { upstream = "nope" }]"#,
+        );
+        assert!(Catalog::parse(&unknown).is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod ids;
 pub mod jobs;
 pub mod keys;
 pub mod moderation;
+pub mod rate_limits;
 pub mod registry;
 pub mod responses;
 pub mod retention;

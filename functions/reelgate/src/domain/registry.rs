@@ -4,12 +4,16 @@
 //! first use through the [`UpstreamConnector`] the host supplies, so one broken provider does
 //! not take the other routes down.
 
-use crate::domain::catalog::{Catalog, UpstreamConfig};
+use crate::domain::catalog::{Catalog, ChatModel, Deployment, UpstreamConfig};
+use crate::domain::chat::routing::DeploymentHealth;
 use crate::ports::engine::VideoEngine;
-use crate::ports::upstream::{ChatUpstream, UpstreamError};
+use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// Builds the chat-upstream adapter a catalog entry names by its `kind` (the assembly supplies
 /// one that knows every kind the host links).
@@ -26,6 +30,8 @@ pub trait UpstreamConnector: Send + Sync + 'static {
 pub struct Upstreams {
     by_id: RwLock<HashMap<String, Arc<dyn ChatUpstream>>>,
     connector: Option<Arc<dyn UpstreamConnector>>,
+    /// Which deployments are failing or cooling down (this process's view).
+    pub health: DeploymentHealth,
 }
 
 impl Upstreams {
@@ -34,6 +40,7 @@ impl Upstreams {
         Upstreams {
             by_id: RwLock::default(),
             connector: Some(connector),
+            health: DeploymentHealth::default(),
         }
     }
 
@@ -85,6 +92,139 @@ impl Upstreams {
         // insert wins, which is harmless.
         self.insert(id, upstream.clone());
         Ok(upstream)
+    }
+}
+
+impl Upstreams {
+    /// The upstream a request for `model` goes to: its deployments, tried in the order
+    /// [`DeploymentHealth::order`] draws, each under its own model name.
+    pub fn for_model(
+        self: &Arc<Self>,
+        catalog: &Arc<Catalog>,
+        model: &ChatModel,
+    ) -> Arc<dyn ChatUpstream> {
+        Arc::new(RoutedUpstream {
+            upstreams: self.clone(),
+            catalog: catalog.clone(),
+            model_id: model.id.clone(),
+            deployments: model.deployments(),
+        })
+    }
+}
+
+/// A chat model's deployments behind one [`ChatUpstream`]: a request that fails on one
+/// deployment before any output (429, 5xx, timeout, unreachable) moves to the next; a stream is
+/// committed to a deployment once its first chunk has arrived and is never switched after that.
+struct RoutedUpstream {
+    upstreams: Arc<Upstreams>,
+    catalog: Arc<Catalog>,
+    model_id: String,
+    deployments: Vec<Deployment>,
+}
+
+impl RoutedUpstream {
+    async fn attempt<T, F, Fut>(&self, request: Value, call: F) -> Result<T, UpstreamError>
+    where
+        F: Fn(Arc<dyn ChatUpstream>, Value) -> Fut,
+        Fut: std::future::Future<Output = Result<T, UpstreamError>>,
+    {
+        let policy = &self.catalog.routing;
+        let order = self.upstreams.health.order(
+            &self.model_id,
+            &self.deployments,
+            Instant::now(),
+            &mut rand::thread_rng(),
+        );
+        let mut last = None;
+        for i in order {
+            let deployment = &self.deployments[i];
+            let label = deployment.label(&self.model_id);
+            let result = match self
+                .upstreams
+                .get_or_connect(&self.catalog, &deployment.upstream)
+                .await
+            {
+                Ok(upstream) => {
+                    let mut request = request.clone();
+                    if let Some(obj) = request.as_object_mut() {
+                        let name = deployment
+                            .upstream_model
+                            .clone()
+                            .unwrap_or_else(|| self.model_id.clone());
+                        obj.insert("model".into(), Value::String(name));
+                    }
+                    call(upstream, request).await
+                }
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(value) => {
+                    self.upstreams.health.succeeded(&label);
+                    tracing::info!(model = %self.model_id, deployment = %label, "deployment served the request");
+                    return Ok(value);
+                }
+                Err(e) => {
+                    let out = self
+                        .upstreams
+                        .health
+                        .failed(&label, &e, policy, Instant::now());
+                    tracing::warn!(model = %self.model_id, deployment = %label, error = %e, cooldown_secs = out.map(|d| d.as_secs()), "deployment failed");
+                    if !e.is_retryable() {
+                        return Err(e);
+                    }
+                    last = Some(e);
+                }
+            }
+        }
+        let last = last.unwrap_or_else(|| {
+            UpstreamError::Unreachable(format!("model {} has no deployment", self.model_id))
+        });
+        // One deployment keeps its own error (a timeout stays a timeout); when several all
+        // failed, the caller gets what an unavailable upstream gives.
+        Err(if self.deployments.len() > 1 {
+            UpstreamError::Unreachable(format!(
+                "all {} deployments failed; the last: {last}",
+                self.deployments.len()
+            ))
+        } else {
+            last
+        })
+    }
+}
+
+#[async_trait]
+impl ChatUpstream for RoutedUpstream {
+    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+        self.attempt(request, |upstream, request| async move {
+            upstream.complete(request).await
+        })
+        .await
+    }
+
+    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+        let first_byte = Duration::from_secs(self.catalog.routing.first_byte_timeout_secs.max(1));
+        self.attempt(request, move |upstream, request| async move {
+            let mut chunks = upstream.stream(request).await?;
+            match tokio::time::timeout(first_byte, chunks.next()).await {
+                Ok(Some(Ok(first))) => {
+                    Ok(futures::stream::once(async move { Ok(first) })
+                        .chain(chunks)
+                        .boxed())
+                }
+                Ok(Some(Err(e))) => Err(e),
+                Ok(None) => Ok(futures::stream::empty().boxed()),
+                Err(_) => Err(UpstreamError::Rejected {
+                    status: 504,
+                    code: Some("timeout".into()),
+                    message: format!(
+                        "no first chunk within {} s",
+                        first_byte.as_secs()
+                    ),
+                    retry_after: None,
+                }),
+            }
+        })
+        .await
     }
 }
 

@@ -72,15 +72,27 @@ pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
         / million
 }
 
-/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero.
-pub async fn admit(cx: Context<'_>, org: &str) -> ApiResult<()> {
+/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero;
+/// returns the organization (its plan sets the rate limits).
+pub async fn admit(
+    cx: Context<'_>,
+    org: &str,
+) -> ApiResult<crate::domain::accounts::Organization> {
     let found = cx.accounts().org(org).await?;
     if found.balance <= Decimal::ZERO {
         return Err(ApiError::insufficient_credits(
             "The organization's credit balance is used up. Add credits to continue.",
         ));
     }
-    Ok(())
+    Ok(found)
+}
+
+/// Tokens a text request is expected to use, for the tokens-per-minute limit: the prompt's
+/// estimate plus the completion's maximum, or
+/// [`crate::domain::rate_limits::DEFAULT_COMPLETION_ESTIMATE`] when it sets none.
+pub fn admission_estimate(prompt_tokens: u64, max_completion: Option<u64>) -> u64 {
+    prompt_tokens
+        + max_completion.unwrap_or(crate::domain::rate_limits::DEFAULT_COMPLETION_ESTIMATE)
 }
 
 /// What a charge is for.

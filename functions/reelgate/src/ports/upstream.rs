@@ -21,10 +21,24 @@ pub enum UpstreamError {
         status: u16,
         code: Option<String>,
         message: String,
+        /// Seconds the upstream asked us to wait (`Retry-After`), when it said.
+        retry_after: Option<u64>,
     },
     /// The upstream answered something that is not the protocol.
     #[error("the upstream answered outside the protocol: {0}")]
     Protocol(String),
+}
+
+impl UpstreamError {
+    /// Whether another deployment of the same model may succeed where this one failed: it could
+    /// not be reached, was rate limited, failed on its side (5xx) or timed out.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            UpstreamError::Unreachable(_) => true,
+            UpstreamError::Rejected { status, .. } => matches!(status, 408 | 429) || *status >= 500,
+            UpstreamError::Protocol(_) => false,
+        }
+    }
 }
 
 #[async_trait]

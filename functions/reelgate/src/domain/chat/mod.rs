@@ -3,6 +3,7 @@
 //! upstream can use.
 
 pub mod models;
+pub mod routing;
 pub mod validate;
 
 use crate::domain::accounts::Caller;

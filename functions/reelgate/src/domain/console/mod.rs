@@ -246,6 +246,7 @@ impl<'a> Console<'a> {
                 credential: Credential::ConsoleSession {
                     session_id: session_id.clone(),
                 },
+                limits: Default::default(),
             },
             session_id,
             csrf_token: record.str_attr("csrf").unwrap_or_default().to_owned(),
@@ -298,6 +299,7 @@ mod tests {
                 credential: Credential::ConsoleSession {
                     session_id: "cs_x".into(),
                 },
+                limits: Default::default(),
             },
             session_id: "cs_x".into(),
             csrf_token: "abc".into(),

@@ -1,0 +1,62 @@
+//! Rate limits at the HTTP edge: the 429 `rate_limit_exceeded` answer with `Retry-After`, and
+//! OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers on every answer of a
+//! limited route (docs/traffic-control.md). The rule itself is `domain::rate_limits`.
+
+use crate::domain::accounts::Caller;
+use crate::domain::catalog::Plan;
+use crate::domain::error::ApiError;
+use crate::domain::rate_limits::{self, AcquireError, Grant, Kind, RateStatus};
+use crate::ports::store::ItemStore;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// Admits the request or answers the refusal (429 with its headers, or the store's failure).
+pub async fn acquire(
+    store: &dyn ItemStore,
+    caller: &Caller,
+    plan: Option<&Plan>,
+    kind: Kind,
+    tokens: u64,
+) -> Result<Grant, Response> {
+    match rate_limits::acquire(store, caller, plan, kind, tokens).await {
+        Ok(grant) => Ok(grant),
+        Err(AcquireError::Limited(limited)) => {
+            let mut response = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "rate_limit_exceeded",
+                limited.message,
+            )
+            .into_response();
+            let headers = response.headers_mut();
+            insert(headers, "retry-after", limited.retry_after_secs.to_string());
+            apply(&limited.status, headers);
+            Err(response)
+        }
+        Err(AcquireError::Store(e)) => Err(ApiError::from(e).into_response()),
+    }
+}
+
+/// Adds the `x-ratelimit-*` headers of `status` (those of the limits that are set).
+pub fn apply(status: &RateStatus, headers: &mut HeaderMap) {
+    for (what, remaining) in [("requests", status.requests), ("tokens", status.tokens)] {
+        if let Some(r) = remaining {
+            insert(headers, &format!("x-ratelimit-limit-{what}"), r.limit.to_string());
+            insert(
+                headers,
+                &format!("x-ratelimit-remaining-{what}"),
+                r.remaining.to_string(),
+            );
+            insert(headers, &format!("x-ratelimit-reset-{what}"), format!("{}s", r.reset_secs));
+        }
+    }
+}
+
+fn insert(headers: &mut HeaderMap, name: &str, value: String) {
+    if let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(&value),
+    ) {
+        headers.insert(name, value);
+    }
+}
