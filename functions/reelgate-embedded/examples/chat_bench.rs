@@ -1,7 +1,7 @@
 //! Benchmark: the chat gateway's added latency over calling the same upstream directly.
 //!
-//!     cargo run --release -p reelgate --example chat_bench --features contract -- \
-//!         [--rates 50,100,200,400,800] [--seconds 3]
+//!     cargo run --release -p reelgate-embedded --example chat_bench --features testing -- \
+//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000]
 //!
 //! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
 //! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
@@ -13,6 +13,10 @@
 //! Load generator, gateway and upstream share this machine's cores, so the figures are an
 //! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
 //! TCP_NODELAY (see the note at the end of the output).
+//!
+//! A last section measures the rate limiter (docs/traffic-control.md): the same gateway at
+//! `--limiter-rate` requests per second for a key whose plan sets no limits and for one whose
+//! plan sets limits it never reaches, so every request pays the limiter's conditional write.
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -212,8 +216,40 @@ async fn main() -> anyhow::Result<()> {
         currency: "usd".into(),
         owned_by: None,
     });
+    let limiter_rate: u32 = arg("--limiter-rate")
+        .unwrap_or_else(|| "1000".into())
+        .parse()?;
+    // A plan whose limits are never reached, so the limiter's write is measured, not refusals.
+    catalog.plans.push(reelgate::domain::catalog::Plan {
+        id: "bench-limited".into(),
+        max_concurrent_renders: 1,
+        key_limits: reelgate::domain::catalog::RateLimits {
+            requests_per_minute: Some(100_000_000),
+            tokens_per_minute: Some(100_000_000_000),
+            video_creates_per_minute: None,
+        },
+        org_limits: reelgate::domain::catalog::RateLimits {
+            requests_per_minute: Some(100_000_000),
+            tokens_per_minute: Some(100_000_000_000),
+            video_creates_per_minute: None,
+        },
+    });
     let server = TestServer::start_with(catalog, |_| {}).await;
-    let tenant = server.tenant("1000000").await;
+    // The enterprise plan sets no rate limits: the main table measures the gateway without them.
+    let unlimited = server
+        .app
+        .accounts()
+        .create_org("bench", "enterprise", "usd", "1000000".parse()?)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let tenant = server.member(&unlimited.id).await;
+    let limited = server
+        .app
+        .accounts()
+        .create_org("bench-limited", "bench-limited", "usd", "1000000".parse()?)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let limited_tenant = server.member(&limited.id).await;
     // The same app behind a listener that sets TCP_NODELAY on every connection, as a production
     // server should: without it, each SSE event after the first waits for the client's delayed
     // ACK (Nagle), about 40 ms. The table measures this one; one line at the end shows the
@@ -236,6 +272,11 @@ async fn main() -> anyhow::Result<()> {
     let gateway = Target {
         url: gateway_url,
         key: Some(tenant.key.clone()),
+        model: "bench-model",
+    };
+    let gateway_limited = Target {
+        url: gateway.url.clone(),
+        key: Some(limited_tenant.key.clone()),
         model: "bench-model",
     };
     let plain_listener = Target {
@@ -300,6 +341,25 @@ async fn main() -> anyhow::Result<()> {
         "\nfor comparison, streamed at {rate}/s through a listener without TCP_NODELAY: added p50 {:.2}ms, p99 {:.2}ms",
         ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
         ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
+    );
+
+    run(&client, &gateway_limited, false, 100, 1.0).await;
+    let without = run(&client, &gateway, false, limiter_rate, seconds).await;
+    let with = run(&client, &gateway_limited, false, limiter_rate, seconds).await;
+    println!(
+        "\nrate limiter at {limiter_rate}/s (plain): without limits p50 {:.2}ms p99 {:.2}ms ({:.0} req/s, {} errors); \
+         with key + organization limits p50 {:.2}ms p99 {:.2}ms ({:.0} req/s, {} errors); \
+         added by the limiter: p50 {:+.3}ms, p99 {:+.3}ms",
+        ms(without.percentile(50.0)),
+        ms(without.percentile(99.0)),
+        without.rate(),
+        without.errors,
+        ms(with.percentile(50.0)),
+        ms(with.percentile(99.0)),
+        with.rate(),
+        with.errors,
+        ms(with.percentile(50.0)) - ms(without.percentile(50.0)),
+        ms(with.percentile(99.0)) - ms(without.percentile(99.0)),
     );
     Ok(())
 }
