@@ -59,6 +59,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
             session_id: "cs_test".into(),
         },
         limits: Default::default(),
+        budget: None,
     };
     reelgate::domain::agreement::accept(cx, &caller)
         .await

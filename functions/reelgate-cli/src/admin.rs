@@ -121,6 +121,16 @@ enum KeyCommand {
     /// A key's own rate limits, over its plan's per-key limits (docs/traffic-control.md).
     #[command(subcommand)]
     Limits(KeyLimitsCommand),
+    /// A key's monthly spending cap (UTC calendar month, the organization's currency): shows
+    /// it, sets it with `--monthly`, removes it with `--clear`.
+    Budget {
+        #[arg(long = "key-id")]
+        key_id: String,
+        #[arg(long, conflicts_with = "clear")]
+        monthly: Option<Decimal>,
+        #[arg(long)]
+        clear: bool,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -272,6 +282,22 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
                 reelgate::domain::rate_limits::limits_for(&holder, catalog.plan(&plan));
             json!({"id": key_id, "org": holder.org, "plan": plan, "own": holder.limits,
                    "effective": key, "organization": org_limits})
+        }
+        AdminCommand::Key(KeyCommand::Budget {
+            key_id,
+            monthly,
+            clear,
+        }) => {
+            let holder = if clear || monthly.is_some() {
+                accounts.set_key_budget(&key_id, monthly).await?
+            } else {
+                accounts.api_key_holder(&key_id).await?
+            };
+            match holder.budget {
+                Some(b) => json!({"id": key_id, "monthly_budget": b.monthly.to_string(),
+                                  "month": b.month, "committed": b.committed.to_string()}),
+                None => json!({"id": key_id, "monthly_budget": null}),
+            }
         }
         AdminCommand::Plan(PlanCommand::Limits) => {
             json!(catalog

@@ -277,6 +277,7 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
             key_id: "key_test".into(),
         },
         limits: Default::default(),
+        budget: None,
     };
     let (admitted, codes) = fire(&app, &caller, &body, 50).await;
     assert_eq!(admitted, 7, "credits cover exactly 7: {codes:?}");
@@ -305,6 +306,7 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
         person: person.id.clone(),
         credential: caller.credential.clone(),
         limits: Default::default(),
+        budget: None,
     };
     let (admitted, codes) = fire(&app, &caller, &body, 50).await;
     assert_eq!(admitted, 2, "{codes:?}");
@@ -340,6 +342,7 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
             key_id: format!("key_{key}_{}", reelgate::domain::ids::new_id("k")),
         },
         limits,
+        budget: None,
     };
 
     let fifty = caller(
@@ -369,7 +372,11 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
         }
     }
     remaining.sort_unstable();
-    assert_eq!(remaining, (0..50).collect::<Vec<u64>>(), "exactly 50 admitted");
+    assert_eq!(
+        remaining,
+        (0..50).collect::<Vec<u64>>(),
+        "exactly 50 admitted"
+    );
     assert_eq!(refused, 150);
 
     // Tokens: a reservation of 60 of 100, settled at 10, leaves room for another 60.
@@ -423,7 +430,10 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
             admitted += 1;
         }
     }
-    assert_eq!(admitted, 3, "the organization's 3 per minute bind across keys");
+    assert_eq!(
+        admitted, 3,
+        "the organization's 3 per minute bind across keys"
+    );
     // Key a admitted twice and was refused once by the organization: its refused unit went
     // back, so a has 3 of its 5 left — seen through another organization-free acquire: with the
     // organization full, a's own window must read 2 requests.
@@ -436,7 +446,10 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
                 _ => unreachable!(),
             }
         ),
-        format!("VIDEO#{}", reelgate::ports::store::now_secs().div_euclid(60)),
+        format!(
+            "VIDEO#{}",
+            reelgate::ports::store::now_secs().div_euclid(60)
+        ),
     );
     let item = store.get(&window).await.expect("get").expect("a's window");
     use reelgate::ports::store::ItemExt;

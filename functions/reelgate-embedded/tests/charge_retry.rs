@@ -107,6 +107,8 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
             completion_tokens: 500,
             estimated: false,
         },
+        key: "console",
+        budget_month: None,
     };
     // 1000 × 1000 / 1e6 + 500 × 2000 / 1e6 = 1 + 1 = 2.
     store.conflicts.store(3, Ordering::SeqCst);
@@ -189,6 +191,8 @@ async fn concurrent_charges_against_one_org_all_land() {
                 completion_tokens: 0,
                 estimated: false,
             },
+            key: "console",
+            budget_month: None,
         };
         async move { usage::charge(cx, c).await }
     });

@@ -179,6 +179,7 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
             key_id: "key_test".into(),
         },
         limits: Default::default(),
+        budget: None,
     };
     let stored = |id: &str, text: String| Stored {
         response: json!({"id": id, "object": "response", "output": []}),
@@ -363,6 +364,7 @@ async fn populated() -> Populated {
                 key_id: "key_test".into(),
             },
             limits: Default::default(),
+            budget: None,
         };
         let stored = Stored {
             response: json!({"id": id, "object": "response", "output": []}),

@@ -199,7 +199,11 @@ async fn a_rate_limited_deployment_is_cooled_down_and_every_request_succeeds() {
         assert!(text.contains("good"), "request {i}: {text}");
     }
     // After its first 429 (Retry-After: 60) the busy deployment is out: at most one try.
-    assert!(busy.requests() <= 1, "busy got {} requests", busy.requests());
+    assert!(
+        busy.requests() <= 1,
+        "busy got {} requests",
+        busy.requests()
+    );
     assert_eq!(good.requests(), 30);
 }
 
@@ -215,7 +219,10 @@ async fn a_failing_deployment_falls_through_to_the_next_and_all_failing_is_unava
         assert_eq!(r.status(), 200);
         let v: Value = r.json().await.expect("json");
         assert_eq!(v["choices"][0]["message"]["content"], "from spare");
-        assert_eq!(v["model"], "routed", "the caller sees the model it asked for");
+        assert_eq!(
+            v["model"], "routed",
+            "the caller sees the model it asked for"
+        );
     }
     // Three failures in a row took `broken` out: requests 4 and 5 went straight to the spare.
     assert_eq!(broken.requests(), 3);
@@ -312,7 +319,11 @@ async fn a_keys_limit_answers_429_with_openais_headers() {
     // Another key of the same organization has its own allowance.
     let other = server.member(&tenant.org).await;
     assert_eq!(chat(&server, &other, body).await.status(), 200);
-    assert_eq!(good.requests(), 4, "the refused request never reached a provider");
+    assert_eq!(
+        good.requests(),
+        4,
+        "the refused request never reached a provider"
+    );
 }
 
 #[tokio::test]
@@ -351,7 +362,10 @@ async fn tokens_per_minute_reserve_the_maximum_and_settle_with_the_real_count() 
             .parse()
             .expect("n");
         let first = *first_left.get_or_insert(left);
-        assert!(first < 400, "the reservation includes the 600 maximum: {first}");
+        assert!(
+            first < 400,
+            "the reservation includes the 600 maximum: {first}"
+        );
         assert_eq!(left, first - 8 * i, "request {i}");
     }
     // One request larger than the whole allowance is refused outright.
@@ -416,5 +430,97 @@ async fn video_creates_per_minute_are_limited_per_key() {
     let v: Value = second.json().await.expect("json");
     assert_eq!(v["error"]["code"], "rate_limit_exceeded");
     let org = server.app.accounts().org(&tenant.org).await.expect("org");
-    assert_eq!(org.renders_in_flight, 1, "the refused create reserved nothing");
+    assert_eq!(
+        org.renders_in_flight, 1,
+        "the refused create reserved nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_keys_monthly_budget_is_never_overshot_by_renders_and_refuses_text_once_reached() {
+    let good = FakeProvider::start("good", Behaviour::Answer).await;
+    let mut catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
+    catalog.upstreams.push(upstream("good", &good.base_url));
+    let mut model: ChatModel =
+        serde_json::from_value(json!({"id": "priced", "upstream": "good"})).expect("model");
+    // 0.10 a token: the fake's 5 + 3 tokens cost 0.80.
+    model.input_per_million = "100000".parse().expect("d");
+    model.output_per_million = "100000".parse().expect("d");
+    catalog.chat_models.push(model);
+    let server = TestServer::start_with(catalog, |_| {}).await;
+    let accounts = server.app.accounts();
+    // Enterprise: 32 renders may run at once, so only the budget binds.
+    let org = accounts
+        .create_org("budgeted", "enterprise", "usd", "100".parse().expect("d"))
+        .await
+        .expect("org");
+    let tenant = server.member(&org.id).await;
+    reelgate_embedded::testing::agree(&server.app, &tenant.org, &tenant.person).await;
+    let key = keys_of(&server, &tenant).await;
+    accounts
+        .set_key_budget(&key, Some("1.00".parse().expect("d")))
+        .await
+        .expect("budget");
+
+    // Ten concurrent 4-second renders at 0.40: exactly two fit in 1.00.
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (client, url, secret) = (client.clone(), server.url("/v1/videos"), tenant.key.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(url)
+                .bearer_auth(secret)
+                .json(&json!({"model": "reel-1", "prompt": "waves", "seconds": 4, "aspect_ratio": "16:9"}))
+                .send()
+                .await
+                .expect("request");
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.expect("json"))
+        }));
+    }
+    let mut admitted = Vec::new();
+    for t in tasks {
+        let (status, v) = t.await.expect("join");
+        if status == 200 {
+            admitted.push(v["id"].as_str().expect("id").to_owned());
+        } else {
+            assert_eq!(status, 402, "{v}");
+            assert_eq!(v["error"]["code"], "key_budget_exceeded", "{v}");
+        }
+    }
+    assert_eq!(admitted.len(), 2);
+    let holder = accounts.api_key_holder(&key).await.expect("key");
+    assert_eq!(
+        holder.budget.expect("budget").committed,
+        "0.80".parse().expect("d")
+    );
+
+    // A render that ends unbilled gives its quote back to the month.
+    let cx = server.app.context();
+    assert!(
+        reelgate::domain::jobs::cancel(cx, &tenant.org, &admitted[0])
+            .await
+            .expect("cancel")
+    );
+    let holder = accounts.api_key_holder(&key).await.expect("key");
+    assert_eq!(
+        holder.budget.expect("budget").committed,
+        "0.40".parse().expect("d")
+    );
+
+    // Text: admitted while below the budget, charged into it, refused once it is reached.
+    let body = json!({"model": "priced", "messages": [{"role": "user", "content": "hi"}]});
+    assert_eq!(chat(&server, &tenant, body.clone()).await.status(), 200); // 0.40 → 1.20
+    let r = chat(&server, &tenant, body.clone()).await;
+    assert_eq!(r.status(), 402);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], "key_budget_exceeded");
+    let holder = accounts.api_key_holder(&key).await.expect("key");
+    let committed = holder.budget.expect("budget").committed;
+    // The overshoot is at most the one request that was in flight when the budget was reached.
+    assert_eq!(committed, "1.20".parse().expect("d"));
+    // Another key of the organization has no budget and is unaffected.
+    let other = server.member(&tenant.org).await;
+    assert_eq!(chat(&server, &other, body).await.status(), 200);
 }

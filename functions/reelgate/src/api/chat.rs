@@ -48,7 +48,7 @@ async fn completions(
 /// and the console's chat. Every answer after admission carries the rate-limit headers.
 pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
-    let org = usage::admit(app.context(), &caller.org).await?;
+    let org = usage::admit(app.context(), &caller).await?;
     let max_completion = ["max_completion_tokens", "max_tokens"]
         .iter()
         .find_map(|k| v.upstream_body.get(*k).and_then(Value::as_u64));
@@ -74,7 +74,12 @@ pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Respon
     Ok(response)
 }
 
-async fn answer(app: App, caller: Caller, v: validate::Validated, grant: Grant) -> ApiResult<Response> {
+async fn answer(
+    app: App,
+    caller: Caller,
+    v: validate::Validated,
+    grant: Grant,
+) -> ApiResult<Response> {
     let mut request = v.upstream_body;
     resolve_files(app.context(), &caller, &v.model, &mut request, &v.files).await?;
     let upstream = app.upstreams.for_model(&app.catalog, &v.model);
@@ -90,8 +95,7 @@ async fn answer(app: App, caller: Caller, v: validate::Validated, grant: Grant) 
         };
         let ctx = stream::StreamContext {
             app: app.clone(),
-            org: caller.org,
-            person: caller.person,
+            caller,
             model: v.model,
             id,
             created,
@@ -111,8 +115,14 @@ async fn answer(app: App, caller: Caller, v: validate::Validated, grant: Grant) 
     };
     let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     // Its own task: a client leaving now cannot cancel the charge halfway.
-    let charge = stream::charge(app.clone(), caller.org, caller.person, v.model, id, used, grant);
-    let _ = tokio::spawn(charge).await;
+    let spec = stream::ChargeSpec {
+        app: app.clone(),
+        caller,
+        model: v.model,
+        id,
+        grant,
+    };
+    let _ = tokio::spawn(stream::charge(spec, used)).await;
     Ok(Json(completion).into_response())
 }
 

@@ -11,10 +11,11 @@
 //! upstream breaks is not charged: a failure is never billed.
 
 use crate::app::App;
+use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::message_chars;
-use crate::domain::usage::{self, TokenUsage};
 use crate::domain::rate_limits::Grant;
+use crate::domain::usage::{self, TokenUsage};
 use crate::ports::upstream::{self, ChunkStream};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -25,14 +26,23 @@ use std::collections::VecDeque;
 
 pub struct StreamContext {
     pub app: App,
-    pub org: String,
-    pub person: String,
+    pub caller: Caller,
     pub model: ChatModel,
     pub id: String,
     pub created: i64,
     pub include_usage: bool,
     pub prompt_chars: usize,
     /// The rate-limit reservation, settled with the real token count at the charge.
+    pub grant: Grant,
+}
+
+/// Everything a completion's charge needs, owned, so the charge can run as a task of its own.
+#[derive(Clone)]
+pub(crate) struct ChargeSpec {
+    pub app: App,
+    pub caller: Caller,
+    pub model: ChatModel,
+    pub id: String,
     pub grant: Grant,
 }
 
@@ -52,28 +62,22 @@ impl Meter {
             .unwrap_or_else(|| TokenUsage::estimate(self.ctx.prompt_chars, self.completion_chars))
     }
 
-    fn charge_spec(
-        &self,
-        used: TokenUsage,
-    ) -> (App, String, String, ChatModel, String, TokenUsage, Grant) {
-        (
-            self.ctx.app.clone(),
-            self.ctx.org.clone(),
-            self.ctx.person.clone(),
-            self.ctx.model.clone(),
-            self.ctx.id.clone(),
-            used,
-            self.ctx.grant.clone(),
-        )
+    fn charge_spec(&self) -> ChargeSpec {
+        ChargeSpec {
+            app: self.ctx.app.clone(),
+            caller: self.ctx.caller.clone(),
+            model: self.ctx.model.clone(),
+            id: self.ctx.id.clone(),
+            grant: self.ctx.grant.clone(),
+        }
     }
 
     async fn settle(&mut self) -> TokenUsage {
         let used = self.usage();
         self.settled = true;
-        let (app, org, person, model, id, used, grant) = self.charge_spec(used);
         // A task of its own, so that a client leaving while the charge is written cannot cancel
         // it halfway; the stream still waits for it, so `[DONE]` follows the charge.
-        let _ = tokio::spawn(charge(app, org, person, model, id, used, grant)).await;
+        let _ = tokio::spawn(charge(self.charge_spec(), used)).await;
         used
     }
 }
@@ -81,15 +85,14 @@ impl Meter {
 /// Charges a completion's usage and settles its tokens-per-minute reservation. A failure to
 /// charge is logged loudly but does not take the answer away from a caller whose completion was
 /// produced (and paid for upstream).
-pub(crate) async fn charge(
-    app: App,
-    org: String,
-    person: String,
-    model: ChatModel,
-    id: String,
-    used: TokenUsage,
-    grant: Grant,
-) {
+pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
+    let ChargeSpec {
+        app,
+        caller,
+        model,
+        id,
+        grant,
+    } = spec;
     crate::domain::rate_limits::settle(
         app.store.as_ref(),
         &grant,
@@ -97,15 +100,17 @@ pub(crate) async fn charge(
     )
     .await;
     let c = usage::Charge {
-        org: &org,
-        person: &person,
+        org: &caller.org,
+        person: &caller.person,
         model: &model,
         kind: "chat.completion",
         reference: &id,
         usage: used,
+        key: caller.key_id(),
+        budget_month: caller.budget.as_ref().map(|b| b.month.as_str()),
     };
     if let Err(e) = usage::charge(app.context(), c).await {
-        tracing::error!(completion = %id, %org, error = %e, "charging chat usage failed");
+        tracing::error!(completion = %id, org = %caller.org, error = %e, "charging chat usage failed");
     }
 }
 
@@ -118,9 +123,9 @@ impl Drop for Meter {
         // it generated — its own count if its usage chunk already came, else an estimate.
         let used = self.usage();
         tracing::info!(completion = %self.ctx.id, "client left mid-stream; upstream cancelled");
-        let (app, org, person, model, id, used, grant) = self.charge_spec(used);
+        let spec = self.charge_spec();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(charge(app, org, person, model, id, used, grant));
+            handle.spawn(charge(spec, used));
         }
     }
 }

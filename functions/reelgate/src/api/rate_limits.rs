@@ -41,13 +41,21 @@ pub async fn acquire(
 pub fn apply(status: &RateStatus, headers: &mut HeaderMap) {
     for (what, remaining) in [("requests", status.requests), ("tokens", status.tokens)] {
         if let Some(r) = remaining {
-            insert(headers, &format!("x-ratelimit-limit-{what}"), r.limit.to_string());
+            insert(
+                headers,
+                &format!("x-ratelimit-limit-{what}"),
+                r.limit.to_string(),
+            );
             insert(
                 headers,
                 &format!("x-ratelimit-remaining-{what}"),
                 r.remaining.to_string(),
             );
-            insert(headers, &format!("x-ratelimit-reset-{what}"), format!("{}s", r.reset_secs));
+            insert(
+                headers,
+                &format!("x-ratelimit-reset-{what}"),
+                format!("{}s", r.reset_secs),
+            );
         }
     }
 }

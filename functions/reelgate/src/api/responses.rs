@@ -90,8 +90,7 @@ impl Turn {
         keep: bool,
     ) -> ApiResult<()> {
         let charged = if charge {
-            TokenUsage::from_json(&usage.json)
-                .map_or(0, |t| t.prompt_tokens + t.completion_tokens)
+            TokenUsage::from_json(&usage.json).map_or(0, |t| t.prompt_tokens + t.completion_tokens)
         } else {
             0
         };
@@ -109,6 +108,8 @@ impl Turn {
                     kind: "response",
                     reference: &self.draft.id,
                     usage: tokens,
+                    key: self.caller.key_id(),
+                    budget_month: self.caller.budget.as_ref().map(|b| b.month.as_str()),
                 },
             )
             .await?;
@@ -161,7 +162,7 @@ async fn create(
     let req = CreateRequest::parse(body)?;
     let model = chat_model(&app, &req.model)?;
     req.check_model(&model)?;
-    let org = crate::domain::usage::admit(app.context(), &caller.org).await?;
+    let org = crate::domain::usage::admit(app.context(), &caller).await?;
 
     let mut context = match &req.previous_response_id {
         Some(previous) => persist::history(app.context(), &caller, previous).await?,

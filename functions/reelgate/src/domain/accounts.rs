@@ -29,7 +29,7 @@ fn person_key(person: &str) -> Key {
 fn member_key(org: &str, person: &str) -> Key {
     Key::new(format!("ORG#{org}"), format!("MEMBER#{person}"))
 }
-fn api_key_key(key_id: &str) -> Key {
+pub fn api_key_key(key_id: &str) -> Key {
     Key::new(format!("APIKEY#{key_id}"), "APIKEY")
 }
 /// A person's key as listed in their organization's partition (the key record itself lives
@@ -108,6 +108,8 @@ pub struct Caller {
     pub credential: Credential,
     /// The API key's own rate-limit overrides (none for the console); they win over the plan's.
     pub limits: RateLimits,
+    /// The API key's monthly spending cap and what counts against it (none for the console).
+    pub budget: Option<crate::domain::key_budgets::KeyBudget>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -137,16 +139,15 @@ fn limit_attrs(limits: &RateLimits) -> [(&'static str, Option<u64>); 3] {
     [
         ("limit_requests_per_minute", limits.requests_per_minute),
         ("limit_tokens_per_minute", limits.tokens_per_minute),
-        ("limit_video_creates_per_minute", limits.video_creates_per_minute),
+        (
+            "limit_video_creates_per_minute",
+            limits.video_creates_per_minute,
+        ),
     ]
 }
 
 fn key_limits_of(record: &crate::ports::store::Item) -> RateLimits {
-    let read = |name: &str| {
-        record
-            .i64_attr(name)
-            .and_then(|v| u64::try_from(v).ok())
-    };
+    let read = |name: &str| record.i64_attr(name).and_then(|v| u64::try_from(v).ok());
     RateLimits {
         requests_per_minute: read("limit_requests_per_minute"),
         tokens_per_minute: read("limit_tokens_per_minute"),
@@ -446,7 +447,8 @@ impl<'a> Accounts<'a> {
         } else {
             None
         };
-        let not_found = || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
         let item = found.ok_or_else(not_found)?;
         Ok(Caller {
             org: item.str_attr("org").ok_or_else(not_found)?.to_owned(),
@@ -455,7 +457,37 @@ impl<'a> Accounts<'a> {
                 key_id: key_id.to_owned(),
             },
             limits: key_limits_of(&item),
+            budget: crate::domain::key_budgets::from_record(&item, now_secs()),
         })
+    }
+
+    /// Sets (or, with None, removes) an API key's monthly budget, in its organization's currency.
+    pub async fn set_key_budget(
+        &self,
+        key_id: &str,
+        monthly: Option<Decimal>,
+    ) -> ApiResult<Caller> {
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        if !is_valid(key_id, "key") {
+            return Err(not_found());
+        }
+        let update = match monthly {
+            Some(amount) => {
+                validate_money(amount, "the budget")?;
+                Update::new().set(crate::domain::key_budgets::BUDGET_ATTR, amount)
+            }
+            None => Update::new().remove(crate::domain::key_budgets::BUDGET_ATTR),
+        };
+        match self
+            .store
+            .update(&api_key_key(key_id), update, Some(Condition::Exists))
+            .await
+        {
+            Ok(_) => self.api_key_holder(key_id).await,
+            Err(crate::ports::store::StoreError::ConditionFailed) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The keys `person` holds in `org`, newest first.
@@ -544,6 +576,7 @@ impl<'a> Accounts<'a> {
             person: person.to_owned(),
             credential: Credential::ApiKey { key_id: id },
             limits: key_limits_of(&record),
+            budget: crate::domain::key_budgets::from_record(&record, now_secs()),
         }))
     }
 

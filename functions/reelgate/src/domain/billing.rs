@@ -89,7 +89,7 @@ pub async fn release(
     quote: Decimal,
     job_update: Update,
 ) -> Result<Settlement, StoreError> {
-    let ops = vec![
+    let mut ops = vec![
         TransactOp::Update {
             key: job_key(org, video_id),
             update: job_update.set("reservation", RESERVATION_RELEASED),
@@ -104,7 +104,32 @@ pub async fn release(
             condition: Some(Condition::Exists),
         },
     ];
-    settle(store, ops).await
+    // A job admitted under a key's monthly budget gives its quote back to that month.
+    let job = store.get(&job_key(org, video_id)).await?;
+    let budgeted = job.as_ref().and_then(|j| {
+        use crate::ports::store::ItemExt;
+        Some((
+            j.str_attr("key")?.to_owned(),
+            j.str_attr("budget_month")?.to_owned(),
+        ))
+    });
+    if let Some((key, month)) = &budgeted {
+        ops.push(crate::domain::key_budgets::commit_op(
+            crate::domain::accounts::api_key_key(key),
+            month,
+            -quote,
+        ));
+    }
+    match store.transact(ops.clone()).await {
+        // The key is gone (revoked and erased): release the rest without it.
+        Err(e) if budgeted.is_some() && e.failed_at(2) && !e.failed_at(0) => {
+            ops.truncate(2);
+            settle(store, ops).await
+        }
+        Ok(()) => Ok(Settlement::Settled),
+        Err(e) if e.failed_at(0) => Ok(Settlement::AlreadySettled),
+        Err(e) => Err(e),
+    }
 }
 
 async fn settle(store: &dyn ItemStore, ops: Vec<TransactOp>) -> Result<Settlement, StoreError> {

@@ -352,12 +352,9 @@ impl Catalog {
                     ));
                 }
                 let lacking = |offered: &Option<Vec<String>>, declared: &[String]| {
-                    offered.as_ref().and_then(|offered| {
-                        declared
-                            .iter()
-                            .find(|x| !offered.contains(x))
-                            .cloned()
-                    })
+                    offered
+                        .as_ref()
+                        .and_then(|offered| declared.iter().find(|x| !offered.contains(x)).cloned())
                 };
                 if let Some(missing) = lacking(&d.capabilities, &c.capabilities)
                     .or_else(|| lacking(&d.reasoning_efforts, &c.reasoning_efforts))

@@ -16,6 +16,7 @@ pub mod files;
 pub mod idempotency;
 pub mod ids;
 pub mod jobs;
+pub mod key_budgets;
 pub mod keys;
 pub mod moderation;
 pub mod rate_limits;

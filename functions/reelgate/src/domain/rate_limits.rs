@@ -120,8 +120,14 @@ pub struct Grant {
 pub fn limits_for(caller: &Caller, plan: Option<&Plan>) -> (RateLimits, RateLimits) {
     let plan_key = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
     let key = RateLimits {
-        requests_per_minute: caller.limits.requests_per_minute.or(plan_key.requests_per_minute),
-        tokens_per_minute: caller.limits.tokens_per_minute.or(plan_key.tokens_per_minute),
+        requests_per_minute: caller
+            .limits
+            .requests_per_minute
+            .or(plan_key.requests_per_minute),
+        tokens_per_minute: caller
+            .limits
+            .tokens_per_minute
+            .or(plan_key.tokens_per_minute),
         video_creates_per_minute: caller
             .limits
             .video_creates_per_minute
@@ -202,7 +208,14 @@ pub async fn acquire(
         }
     }
     let attempts = scopes.iter().map(|(pk, limits)| {
-        admit_one(store, window_key(pk, kind, minute), *limits, tokens, minute, reset_secs)
+        admit_one(
+            store,
+            window_key(pk, kind, minute),
+            *limits,
+            tokens,
+            minute,
+            reset_secs,
+        )
     });
     let results = futures::future::join_all(attempts).await;
     let mut status = RateStatus::default();
@@ -247,9 +260,7 @@ pub async fn acquire(
         return Err(AcquireError::Limited(RateLimited {
             status,
             retry_after_secs: reset_secs,
-            message: format!(
-                "Rate limit reached for {scope}: {what}. Retry after {reset_secs} s."
-            ),
+            message: format!("Rate limit reached for {scope}: {what}. Retry after {reset_secs} s."),
         }));
     }
     Ok(Grant {

@@ -206,20 +206,15 @@ impl ChatUpstream for RoutedUpstream {
         self.attempt(request, move |upstream, request| async move {
             let mut chunks = upstream.stream(request).await?;
             match tokio::time::timeout(first_byte, chunks.next()).await {
-                Ok(Some(Ok(first))) => {
-                    Ok(futures::stream::once(async move { Ok(first) })
-                        .chain(chunks)
-                        .boxed())
-                }
+                Ok(Some(Ok(first))) => Ok(futures::stream::once(async move { Ok(first) })
+                    .chain(chunks)
+                    .boxed()),
                 Ok(Some(Err(e))) => Err(e),
                 Ok(None) => Ok(futures::stream::empty().boxed()),
                 Err(_) => Err(UpstreamError::Rejected {
                     status: 504,
                     code: Some("timeout".into()),
-                    message: format!(
-                        "no first chunk within {} s",
-                        first_byte.as_secs()
-                    ),
+                    message: format!("no first chunk within {} s", first_byte.as_secs()),
                     retry_after: None,
                 }),
             }

@@ -72,13 +72,15 @@ pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
         / million
 }
 
-/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero;
-/// returns the organization (its plan sets the rate limits).
+/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero, and
+/// with 402 `key_budget_exceeded` once the key's monthly budget is used up; returns the
+/// organization (its plan sets the rate limits).
 pub async fn admit(
     cx: Context<'_>,
-    org: &str,
+    caller: &crate::domain::accounts::Caller,
 ) -> ApiResult<crate::domain::accounts::Organization> {
-    let found = cx.accounts().org(org).await?;
+    crate::domain::key_budgets::admit_text(caller.budget.as_ref())?;
+    let found = cx.accounts().org(&caller.org).await?;
     if found.balance <= Decimal::ZERO {
         return Err(ApiError::insufficient_credits(
             "The organization's credit balance is used up. Add credits to continue.",
@@ -106,6 +108,10 @@ pub struct Charge<'a> {
     /// The completion's (or response's) id; one ledger entry per id.
     pub reference: &'a str,
     pub usage: TokenUsage,
+    /// The key the usage is attributed to (`console` for the console).
+    pub key: &'a str,
+    /// The month of the key's budget the cost counts against, when the key has a budget.
+    pub budget_month: Option<&'a str>,
 }
 
 /// The ledger item's sort key for a completion id (stable, so a retry cannot charge twice).
@@ -127,6 +133,7 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     ledger.insert("id".into(), c.reference.into());
     ledger.insert("type".into(), c.kind.into());
     ledger.insert("person".into(), c.person.into());
+    ledger.insert("key".into(), c.key.into());
     ledger.insert("model".into(), c.model.id.clone().into());
     ledger.insert(
         "prompt_tokens".into(),
@@ -141,7 +148,7 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     ledger.insert("currency".into(), c.model.currency.clone().into());
     ledger.insert("charged_at".into(), now_secs().into());
     ledger.insert("reason".into(), format!("{} token usage", c.kind).into());
-    let ops = vec![
+    let mut ops = vec![
         TransactOp::Update {
             key: org_key(c.org),
             update: Update::new()
@@ -154,6 +161,13 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
             condition: Some(Condition::NotExists),
         },
     ];
+    if let Some(month) = c.budget_month {
+        ops.push(crate::domain::key_budgets::commit_op(
+            crate::domain::accounts::api_key_key(c.key),
+            month,
+            amount,
+        ));
+    }
     // A transaction that conflicts with a concurrent write to the organization (DynamoDB's
     // TransactionConflict, throttling, a busy database) wrote nothing: try again with backoff.
     // The ledger item's `NotExists` makes a retry after an unseen success a no-op, so retrying
@@ -162,6 +176,10 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     loop {
         match cx.store.transact(ops.clone()).await {
             Ok(()) => return Ok(amount),
+            // The key was revoked and erased meanwhile: the usage is still charged.
+            Err(e @ StoreError::TransactionCanceled { .. }) if ops.len() == 3 && e.failed_at(2) => {
+                ops.truncate(2);
+            }
             Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
                 tracing::warn!(
                     reference = c.reference,

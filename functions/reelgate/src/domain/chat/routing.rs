@@ -108,9 +108,9 @@ impl DeploymentHealth {
                 status: 429,
                 retry_after,
                 ..
-            } => Some(retry_after.map_or(cooldown, |s| {
-                Duration::from_secs(s).min(MAX_RETRY_AFTER)
-            })),
+            } => {
+                Some(retry_after.map_or(cooldown, |s| Duration::from_secs(s).min(MAX_RETRY_AFTER)))
+            }
             UpstreamError::Rejected {
                 retry_after: Some(s),
                 ..

@@ -446,6 +446,16 @@ pub async fn create_with(
     job.insert("thumbnail".into(), false.into());
     job.insert("reservation".into(), RESERVATION_HELD.into());
     job.insert("inputs".into(), req.inputs.to_attr());
+    // A key with a monthly budget commits the quote now; an unbilled end gives it back.
+    let budget = match &caller.credential {
+        crate::domain::accounts::Credential::ApiKey { key_id } => {
+            caller.budget.as_ref().map(|b| (key_id.clone(), b))
+        }
+        _ => None,
+    };
+    if let Some((_, b)) = &budget {
+        job.insert("budget_month".into(), b.month.clone().into());
+    }
     let video = Video::from_item(&job)
         .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
     let mut ops = vec![
@@ -463,9 +473,22 @@ pub async fn create_with(
     if let Some(claim) = claim {
         ops.push(claim.bind_op(&id));
     }
+    let budget_at = budget.map(|(key_id, b)| {
+        ops.push(crate::domain::key_budgets::reserve_op(
+            crate::domain::accounts::api_key_key(&key_id),
+            b,
+            quote,
+        ));
+        (ops.len() - 1, b)
+    });
     let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
-        if e.failed_at(3) {
+        if let Some((at, b)) = budget_at {
+            if e.failed_at(at) && !e.failed_at(0) {
+                return Err(crate::domain::key_budgets::exceeded(b));
+            }
+        }
+        if claim.is_some() && e.failed_at(3) {
             return Err(ApiError::new(
                 axum::http::StatusCode::CONFLICT,
                 "conflict_error",

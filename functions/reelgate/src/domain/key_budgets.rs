@@ -1,0 +1,132 @@
+//! Spending caps per API key per calendar month (UTC).
+//!
+//! A key with a `monthly_budget` keeps `committed_<YYYY_MM>` on its record: what it has spent
+//! that month plus what its renders in flight have reserved. A video create adds its quote to it
+//! in the admission transaction, under the condition that it stays within the budget, so renders
+//! never overshoot; a render that ends unbilled gives its quote back. A chat or responses charge
+//! adds its cost in the charge transaction. Text requests are admitted while the committed amount
+//! is below the budget, read with the key at authentication: requests already in flight when the
+//! budget is reached still finish and are charged, so text spend can pass the budget by at most
+//! the cost of the key's requests in flight at that moment (bounded by its requests-per-minute
+//! limit times the most one request can cost). See docs/traffic-control.md.
+
+use crate::domain::error::ApiError;
+use crate::ports::store::{Attr, Condition, Item, ItemExt, Key, TransactOp, Update};
+use rust_decimal::Decimal;
+
+/// A key's cap and what counts against it this month.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyBudget {
+    pub monthly: Decimal,
+    pub committed: Decimal,
+    /// `YYYY_MM` of the month `committed` is for.
+    pub month: String,
+}
+
+pub const BUDGET_ATTR: &str = "monthly_budget";
+
+/// `YYYY_MM` (UTC) of a Unix time.
+pub fn month_of(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    // Civil-from-days (proleptic Gregorian), as in Howard Hinnant's date algorithms.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}_{month:02}")
+}
+
+pub fn committed_attr(month: &str) -> String {
+    format!("committed_{month}")
+}
+
+/// The budget on a key record, with this month's committed amount.
+pub fn from_record(record: &Item, now: i64) -> Option<KeyBudget> {
+    let monthly = record.decimal_attr(BUDGET_ATTR)?;
+    let month = month_of(now);
+    let committed = record
+        .decimal_attr(&committed_attr(&month))
+        .unwrap_or_default();
+    Some(KeyBudget {
+        monthly,
+        committed,
+        month,
+    })
+}
+
+pub fn exceeded(budget: &KeyBudget) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::PAYMENT_REQUIRED,
+        "insufficient_quota",
+        "key_budget_exceeded",
+        format!(
+            "This API key's monthly budget of {} is used up ({} spent or reserved this month). \
+             It resets on the first of the month (UTC), or an admin can raise it.",
+            budget.monthly, budget.committed
+        ),
+    )
+}
+
+/// Refuses a text request once the key's committed amount has reached its budget.
+pub fn admit_text(budget: Option<&KeyBudget>) -> Result<(), ApiError> {
+    match budget {
+        Some(b) if b.committed >= b.monthly => Err(exceeded(b)),
+        _ => Ok(()),
+    }
+}
+
+/// The admission transaction's update of the key: commits `quote`, refused past the budget.
+pub fn reserve_op(key: Key, budget: &KeyBudget, quote: Decimal) -> TransactOp {
+    let attr = committed_attr(&budget.month);
+    TransactOp::Update {
+        key,
+        update: Update::new().add(&attr, quote),
+        condition: Some(Condition::AttrExists("hash".into()).and(Condition::Or(vec![
+            Condition::AttrNotExists(attr.clone()),
+            Condition::Le(attr, Attr::N(budget.monthly - quote)),
+        ]))),
+    }
+}
+
+/// Adds `amount` to the key's committed amount for `month` (a charge, or a release when
+/// negative); only on a key that still exists.
+pub fn commit_op(key: Key, month: &str, amount: Decimal) -> TransactOp {
+    TransactOp::Update {
+        key,
+        update: Update::new().add(&committed_attr(month), amount),
+        condition: Some(Condition::AttrExists("hash".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn months_are_utc_calendar_months() {
+        assert_eq!(month_of(0), "1970_01");
+        assert_eq!(month_of(1_795_000_000), "2026_11"); // 2026-11-18
+        assert_eq!(month_of(1_796_083_199), "2026_11"); // 2026-11-30T23:59:59Z
+        assert_eq!(month_of(1_796_083_200), "2026_12"); // 2026-12-01T00:00:00Z
+        assert_eq!(month_of(951_782_400), "2000_02"); // 2000-02-29
+        assert_eq!(month_of(1_709_251_199), "2024_02"); // 2024-02-29T23:59:59Z
+    }
+
+    #[test]
+    fn text_is_refused_once_the_budget_is_reached() {
+        let b = |committed: &str| KeyBudget {
+            monthly: "5.00".parse().expect("d"),
+            committed: committed.parse().expect("d"),
+            month: "2026_11".into(),
+        };
+        assert!(admit_text(Some(&b("4.99"))).is_ok());
+        let e = admit_text(Some(&b("5.00"))).expect_err("at the budget");
+        assert_eq!(e.code, "key_budget_exceeded");
+        assert_eq!(e.status, 402);
+        assert!(admit_text(None).is_ok());
+    }
+}
