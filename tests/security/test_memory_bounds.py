@@ -33,6 +33,9 @@ def mem_server(upstream):
                 "REELGATE_LOG": "warn",
             },
         )
+        # The abuse below sends a thousand responses in seconds: far past the starter plan's
+        # per-key rate limit, which would refuse most of them before they touch memory.
+        srv.admin("plan", "set", "--org", srv.org, "--plan", "enterprise")
         try:
             yield srv
         finally:
