@@ -424,4 +424,131 @@ mod tests {
             EngineError::Rejected(m) if m.contains("bad size")
         ));
     }
+
+    /// What the fake servers below saw: method, path, Authorization header.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, Option<String>)>>>;
+
+    /// A fake target in the OpenAI Videos API's shape whose content answer redirects to
+    /// `storage` (another origin, as a blob store would be); it records every request.
+    async fn fake_target(storage: String, seen: Seen) -> String {
+        use axum::extract::Request;
+        use axum::response::{IntoResponse, Redirect, Response};
+        let app = axum::Router::new().fallback(move |req: Request| {
+            let seen = seen.clone();
+            let storage = storage.clone();
+            async move {
+                let auth = req
+                    .headers()
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let path = req.uri().path().to_owned();
+                seen.lock()
+                    .expect("lock")
+                    .push((req.method().to_string(), path.clone(), auth));
+                let r: Response = if path.ends_with("/content") {
+                    Redirect::temporary(&format!("{storage}/blob.mp4")).into_response()
+                } else if path.ends_with("/v1/videos/video_busy") {
+                    (axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy").into_response()
+                } else {
+                    axum::Json(json!({"id": "video_1", "status": "canceled"})).into_response()
+                };
+                r
+            }
+        });
+        serve(app).await
+    }
+
+    async fn serve(app: axum::Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn cancel_is_forwarded_as_configured_and_the_key_never_follows_a_redirect() {
+        let seen: Seen = Default::default();
+        let storage_seen: Seen = Default::default();
+        let storage = {
+            let storage_seen = storage_seen.clone();
+            serve(
+                axum::Router::new().fallback(move |req: axum::extract::Request| {
+                    let storage_seen = storage_seen.clone();
+                    async move {
+                        let auth = req
+                            .headers()
+                            .get("authorization")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        storage_seen.lock().expect("lock").push((
+                            req.method().to_string(),
+                            req.uri().path().to_owned(),
+                            auth,
+                        ));
+                        "mp4 bytes"
+                    }
+                }),
+            )
+            .await
+        };
+        let target = fake_target(storage, seen.clone()).await;
+        let engine = |cancel| {
+            OpenAiVideosEngine::new(
+                &format!("{target}/v1"),
+                Some("sk-target".into()),
+                BTreeMap::new(),
+                RequestShape::OpenAi,
+                cancel,
+            )
+            .expect("engine")
+        };
+        engine(CancelStyle::Delete)
+            .cancel("video_1")
+            .await
+            .expect("delete");
+        engine(CancelStyle::CancelRoute)
+            .cancel("video_1")
+            .await
+            .expect("cancel");
+        let bytes = engine(CancelStyle::Delete)
+            .fetch_result(
+                &render_of(&json!({"id": "video_1", "status": "completed"}), |_| {
+                    String::new()
+                })
+                .expect("render"),
+            )
+            .await
+            .expect("content");
+        assert_eq!(&bytes[..], b"mp4 bytes");
+        assert!(matches!(
+            engine(CancelStyle::Delete).status("video_busy").await,
+            Err(EngineError::Unreachable(_))
+        ));
+        let seen = seen.lock().expect("lock").clone();
+        let key = Some("Bearer sk-target".to_owned());
+        assert_eq!(
+            seen[0],
+            ("DELETE".into(), "/v1/videos/video_1".into(), key.clone())
+        );
+        assert_eq!(
+            seen[1],
+            (
+                "POST".into(),
+                "/v1/videos/video_1/cancel".into(),
+                key.clone()
+            )
+        );
+        assert_eq!(
+            seen[2],
+            ("GET".into(), "/v1/videos/video_1/content".into(), key)
+        );
+        // The blob store behind the redirect got the download without the target's key.
+        let storage_seen = storage_seen.lock().expect("lock").clone();
+        assert_eq!(storage_seen, vec![("GET".into(), "/blob.mp4".into(), None)]);
+    }
 }
