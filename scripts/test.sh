@@ -93,6 +93,7 @@ run_python_suite() { # title, directory
 run_python_suite "end-to-end tests (real binary, openai SDK, ffprobe)" tests/e2e
 run_python_suite "front door origin check (real binary, openai SDK)" tests/frontdoor
 run_python_suite "security: jobs, retries and crashes (real binary)" tests/security_jobs
+run_python_suite "engines: capabilities, reference engine inputs, openai_videos (real binary, ffmpeg)" tests/engines
 run_python_suite "console (headless Chromium)" tests/console
 run_python_suite "security (attacks on the real binary)" tests/security
 

@@ -350,6 +350,8 @@ async fn model_engine_credits_and_concurrency_errors() {
             engine: None,
             plans: vec!["starter".into()],
             pricing: catalog.video_models[0].pricing.clone(),
+            inputs: None,
+            aspect_ratios: None,
         });
     let server = TestServer::start_with(catalog, |_| {}).await;
     let c = Client::new(&server);

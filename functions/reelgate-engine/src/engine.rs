@@ -344,6 +344,11 @@ impl ReferenceEngine {
         spec.first_frame = fetched.first_frame;
         spec.last_frame = fetched.last_frame;
         spec.audio_bed = fetched.audio_bed;
+        spec.reference_images = fetched.pictures;
+        spec.captions = reelgate_media::timed_captions(
+            &reelgate_media::dialogue(&req.prompt),
+            f64::from(req.seconds),
+        );
         let engine = self.clone();
         let render_id = id.clone();
         let joined = tokio::task::spawn_blocking(move || {

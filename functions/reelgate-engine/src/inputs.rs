@@ -23,6 +23,8 @@ pub(crate) struct FetchedInputs {
     pub first_frame: Option<RgbImage>,
     pub last_frame: Option<RgbImage>,
     pub audio_bed: Option<AudioBed>,
+    /// Reference images, then a still from each reference video, shown in the clip in turn.
+    pub pictures: Vec<RgbImage>,
 }
 
 fn unreadable(what: &str, detail: impl std::fmt::Display) -> RenderError {
@@ -142,7 +144,14 @@ fn wav_duration(bytes: &[u8]) -> Option<f64> {
     None
 }
 
-async fn check_video(http: &reqwest::Client, what: &str, url: &str) -> Result<(), RenderError> {
+/// Width of the still taken from a reference video.
+const STILL_WIDTH: u32 = 640;
+
+async fn check_video(
+    http: &reqwest::Client,
+    what: &str,
+    url: &str,
+) -> Result<Option<RgbImage>, RenderError> {
     let bytes = download(http, what, url, MAX_MEDIA_BYTES).await?;
     let kind = sniff(&bytes[..bytes.len().min(512)]);
     if kind.kind != MediaKind::Video {
@@ -161,8 +170,18 @@ async fn check_video(http: &reqwest::Client, what: &str, url: &str) -> Result<()
             .as_ref()
             .map_or(probe.duration_secs, |v| v.duration_secs);
         check_duration(what, secs)?;
+        // A still from the middle of the clip is what the render shows of it.
+        let still = tokio::task::spawn_blocking(move || {
+            reelgate_media::sample_frames_jpeg(&bytes, STILL_WIDTH, 1)
+                .ok()
+                .and_then(|mut f| f.pop())
+                .and_then(|jpeg| decode_image(&jpeg).ok())
+        })
+        .await
+        .map_err(|e| unreadable(what, format!("decoder crashed: {e}")))?;
+        return Ok(still);
     }
-    Ok(())
+    Ok(None)
 }
 
 async fn check_audio(
@@ -193,10 +212,11 @@ async fn check_audio(
     }
 }
 
-/// Downloads and checks every input. First/last frames are decoded for use;
-/// reference images are decoded to check them; MP4/MOV video and M4A/MP4/WAV
-/// audio references must last 2–15 s; the first 16-bit PCM WAV reference
-/// becomes the audio bed.
+/// Downloads and checks every input. First/last frames and reference images
+/// are decoded for use; MP4/MOV video and M4A/MP4/WAV audio references must
+/// last 2–15 s; a still from the middle of each H.264 reference video joins
+/// the reference pictures; the first 16-bit PCM WAV reference becomes the
+/// audio bed.
 pub(crate) async fn fetch_all(
     http: &reqwest::Client,
     inputs: &RenderInputs,
@@ -209,10 +229,13 @@ pub(crate) async fn fetch_all(
         out.last_frame = Some(fetch_image(http, "last_frame_url", url).await?);
     }
     for (i, url) in inputs.reference_image_urls.iter().enumerate() {
-        fetch_image(http, &format!("reference_image_urls[{i}]"), url).await?;
+        let picture = fetch_image(http, &format!("reference_image_urls[{i}]"), url).await?;
+        out.pictures.push(picture);
     }
     for (i, url) in inputs.reference_video_urls.iter().enumerate() {
-        check_video(http, &format!("reference_video_urls[{i}]"), url).await?;
+        if let Some(still) = check_video(http, &format!("reference_video_urls[{i}]"), url).await? {
+            out.pictures.push(still);
+        }
     }
     for (i, url) in inputs.reference_audio_urls.iter().enumerate() {
         let bed = check_audio(http, &format!("reference_audio_urls[{i}]"), url).await?;

@@ -3,7 +3,8 @@
 //!
 //! * [`render_mp4`] synthesises a deterministic clip (H.264 via openh264, AAC-LC
 //!   via fdk-aac, muxed with the `mp4` crate, `moov` first) from a prompt and
-//!   optional first/last frame images.
+//!   optional first/last frame images (a pan and zoom over the first, cross-fading into the
+//!   last), reference pictures as inset cards, captions and an audio bed.
 //! * [`probe_mp4`] reads container metadata only.
 //! * [`thumbnail_jpeg`] decodes a frame near the start of an H.264 MP4.
 //! * [`sniff`] classifies uploads by their magic bytes.
@@ -11,6 +12,7 @@
 
 mod aspect;
 mod audio_probe;
+mod captions;
 mod faststart;
 mod image_io;
 mod probe;
@@ -20,6 +22,7 @@ mod thumbnail;
 
 pub use aspect::{output_dimensions, AspectRatio, SHORT_SIDE};
 pub use audio_probe::audio_duration_secs;
+pub use captions::{dialogue, timed as timed_captions, Caption};
 pub use image_io::decode_image;
 pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
 pub use render::{render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};

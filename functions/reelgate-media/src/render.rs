@@ -20,6 +20,7 @@ use openh264::encoder::{
 use openh264::formats::YUVSlices;
 use openh264::{OpenH264API, Timestamp};
 
+use crate::captions::{self as text, Caption};
 use crate::faststart::{self, AudioEdit};
 use crate::MediaError;
 
@@ -135,14 +136,20 @@ pub struct RenderSpec {
     pub seconds: u32,
     /// Frames per second (24 by default); must divide 48000 and be at most 60.
     pub fps: u32,
-    /// The (English) prompt: colours, motion and the tone pattern derive from its hash.
+    /// The (English) prompt: colours, motion and the tone pattern derive from its hash (the
+    /// picture from the prompt without its `<d>…</d>` dialogue).
     pub prompt: String,
-    /// Shown at the start, cross-fading to `last_frame` (or to a tinted copy of itself).
+    /// Shown at the start, then zoomed into and panned across (cross-fading to `last_frame`
+    /// over the second half when there is one).
     pub first_frame: Option<RgbImage>,
     /// Shown at the end, cross-faded from `first_frame` (or from a flat prompt colour).
     pub last_frame: Option<RgbImage>,
     /// Optional PCM mixed under the tone pattern.
     pub audio_bed: Option<AudioBed>,
+    /// Pictures shown in turn as an inset card (reference images, stills of reference videos).
+    pub reference_images: Vec<RgbImage>,
+    /// Text burned in at the bottom of the picture while each caption is on.
+    pub captions: Vec<Caption>,
 }
 
 impl RenderSpec {
@@ -157,6 +164,8 @@ impl RenderSpec {
             first_frame: None,
             last_frame: None,
             audio_bed: None,
+            reference_images: Vec::new(),
+            captions: Vec::new(),
         }
     }
 
@@ -201,9 +210,11 @@ impl RenderSpec {
 /// encoder delay is hidden with an edit list.
 ///
 /// The picture is deterministic for a given spec: a moving diagonal gradient
-/// and shapes in colours taken from a hash of the prompt, or, with images, a
-/// cross-fade from `first_frame` to `last_frame`; a thin progress bar runs
-/// along the bottom. The audio is a prompt-derived pentatonic tone pattern
+/// and shapes in colours taken from a hash of the prompt, or, with a first
+/// frame, a slow zoom and pan over it that cross-fades into `last_frame`;
+/// reference pictures appear in turn as an inset card, captions are burned in
+/// at the bottom while each is on, and a thin progress bar runs along the
+/// bottom edge. The audio is a prompt-derived pentatonic tone pattern
 /// over a drone, plus the optional audio bed.
 ///
 /// `progress` receives increasing values from 0 to 100 (100 once, at the
@@ -323,7 +334,6 @@ struct Look {
     shape: Yuv,
     accent: Yuv,
     flat: Yuv,
-    tint: Yuv,
     stripe_speed: usize,
     descending: bool,
     phase: f64,
@@ -340,7 +350,6 @@ impl Look {
             shape: hsv(hue + 0.5, 0.8, 0.95),
             accent: hsv(hue + 0.15, 0.5, 1.0),
             flat: hsv(hue, 0.5, 0.5),
-            tint: hsv(hue + 0.5, 0.6, 0.7),
             stripe_speed: 2 + rng.below(5) as usize,
             descending: rng.below(2) == 1,
             phase: rng.unit() * std::f64::consts::TAU,
@@ -453,6 +462,46 @@ impl Planes {
         }
     }
 
+    /// Copies `src` with its top-left corner at (`x`, `y`), clipped to the frame (`x`, `y` even).
+    fn blit(&mut self, src: &Planes, x: usize, y: usize) {
+        let (x, y) = (x & !1, y & !1);
+        if x >= self.w || y >= self.h {
+            return;
+        }
+        let cols = src.w.min(self.w - x);
+        for row in 0..src.h.min(self.h - y) {
+            let d = (y + row) * self.w + x;
+            self.y[d..d + cols].copy_from_slice(&src.y[row * src.w..row * src.w + cols]);
+        }
+        let (cw, scw) = (self.w / 2, src.w / 2);
+        let ccols = (cols / 2).min(scw);
+        for crow in 0..(src.h / 2).min(self.h / 2 - y / 2) {
+            let d = (y / 2 + crow) * cw + x / 2;
+            self.u[d..d + ccols].copy_from_slice(&src.u[crow * scw..crow * scw + ccols]);
+            self.v[d..d + ccols].copy_from_slice(&src.v[crow * scw..crow * scw + ccols]);
+        }
+    }
+
+    /// Halves the brightness and the colour of `[x0, x1) x [y0, y1)` (a caption band).
+    fn darken_rect(&mut self, x0: usize, y0: usize, x1: usize, y1: usize) {
+        let (x1, y1) = (x1.min(self.w), y1.min(self.h));
+        if x0 >= x1 || y0 >= y1 {
+            return;
+        }
+        for y in y0..y1 {
+            for p in &mut self.y[y * self.w + x0..y * self.w + x1] {
+                *p = 16 + (*p).saturating_sub(16) / 3;
+            }
+        }
+        let cw = self.w / 2;
+        for cy in y0 / 2..(y1 / 2).min(self.h / 2) {
+            for i in cy * cw + x0 / 2..cy * cw + (x1 / 2).min(cw) {
+                self.u[i] = ((i32::from(self.u[i]) - 128) / 2 + 128) as u8;
+                self.v[i] = ((i32::from(self.v[i]) - 128) / 2 + 128) as u8;
+            }
+        }
+    }
+
     fn fill_circle(&mut self, cx: i64, cy: i64, r: i64, c: Yuv) {
         for dy in -r..=r {
             let half = isqrt(r * r - dy * dy);
@@ -528,6 +577,9 @@ impl Gradient {
 
 enum Background {
     Animated(Box<Gradient>),
+    /// The first frame, slowly zooming in and panning (a Ken Burns move), cross-fading into the
+    /// last frame over the second half when there is one.
+    Motion(Box<Motion>),
     /// Cross-fade between two fixed pictures, recomputed only when the blend step changes.
     Fade {
         from: Box<Planes>,
@@ -536,6 +588,184 @@ enum Background {
         cached_step: Option<u32>,
         cached: Box<Planes>,
     },
+}
+
+/// How far the first frame zooms in over the clip (1.0 + this).
+const MOTION_ZOOM: f64 = 0.18;
+/// Zoom levels computed up front; each frame crops one of them (row copies, no per-frame resize).
+const MOTION_LEVELS: usize = 24;
+
+struct Motion {
+    w: usize,
+    h: usize,
+    /// The first frame scaled to cover `w×h` at zoom 1.0 … 1.0 + [`MOTION_ZOOM`].
+    levels: Vec<Planes>,
+    /// Where the window drifts to, as fractions of the free margin (0 = left/top).
+    pan: (f64, f64),
+    last: Option<Planes>,
+    window: Planes,
+}
+
+impl Motion {
+    fn new(first: &RgbImage, last: Option<&RgbImage>, w: usize, h: usize, prompt: &str) -> Self {
+        let mut rng = Rng(fnv1a(prompt.trim().as_bytes()) ^ 0x6b65_6e62_7572_6e73);
+        let pan = (rng.unit(), rng.unit());
+        let levels = (0..MOTION_LEVELS)
+            .map(|i| {
+                let z = 1.0 + MOTION_ZOOM * i as f64 / (MOTION_LEVELS - 1) as f64;
+                let lw = ((w as f64 * z / 2.0).round() as usize * 2).max(w);
+                let lh = ((h as f64 * z / 2.0).round() as usize * 2).max(h);
+                Planes::from_image(first, lw, lh)
+            })
+            .collect();
+        Motion {
+            w,
+            h,
+            levels,
+            pan,
+            last: last.map(|img| Planes::from_image(img, w, h)),
+            window: Planes::new(w, h),
+        }
+    }
+
+    /// The picture at `frac` (0 at the first frame, 1 at the last) into `out`.
+    fn draw(&mut self, frac: f64, out: &mut Planes) {
+        let (w, h) = (self.w, self.h);
+        let index = ((frac * (MOTION_LEVELS - 1) as f64).round() as usize).min(MOTION_LEVELS - 1);
+        let level = &self.levels[index];
+        let (lw, lh) = (level.w, level.h);
+        // Even offsets keep the chroma planes aligned.
+        let ox = (((lw - w) as f64 * self.pan.0 * frac) as usize) & !1;
+        let oy = (((lh - h) as f64 * self.pan.1 * frac) as usize) & !1;
+        let target = if self.last.is_some() {
+            &mut self.window
+        } else {
+            &mut *out
+        };
+        for row in 0..h {
+            let src = (oy + row) * lw + ox;
+            target.y[row * w..(row + 1) * w].copy_from_slice(&level.y[src..src + w]);
+        }
+        let (cw, lcw) = (w / 2, lw / 2);
+        for crow in 0..h / 2 {
+            let src = (oy / 2 + crow) * lcw + ox / 2;
+            target.u[crow * cw..(crow + 1) * cw].copy_from_slice(&level.u[src..src + cw]);
+            target.v[crow * cw..(crow + 1) * cw].copy_from_slice(&level.v[src..src + cw]);
+        }
+        if let Some(last) = &self.last {
+            // Cross-fade over the second half, eased, in 64 steps.
+            let x = ((frac - 0.5) * 2.0).clamp(0.0, 1.0);
+            let eased = x * x * (3.0 - 2.0 * x);
+            let k = (eased * 64.0).round() as u32;
+            Planes::blend(&self.window, last, k, 64, out);
+        }
+    }
+}
+
+/// Reference pictures shown in turn as an inset card in the top-left corner with a white frame.
+struct Cards {
+    cards: Vec<Planes>,
+    x: usize,
+    y: usize,
+}
+
+const CARD_BORDER: usize = 4;
+
+impl Cards {
+    fn new(images: &[RgbImage], w: usize, h: usize) -> Self {
+        let margin = ((w.min(h) / 24) & !1).max(2);
+        let cards = images
+            .iter()
+            .filter(|img| img.width() > 0 && img.height() > 0)
+            .map(|img| {
+                // A third of the frame's height, keeping the picture's shape, at most half as wide.
+                let ch = ((h / 3) & !1).max(2);
+                let ratio = f64::from(img.width()) / f64::from(img.height());
+                let cw = (((ch as f64 * ratio) as usize) & !1).clamp(2, ((w / 2) & !1).max(2));
+                Planes::from_image(img, cw, ch)
+            })
+            .collect();
+        Cards {
+            cards,
+            x: margin,
+            y: margin,
+        }
+    }
+
+    fn draw(&self, t: f64, seconds: f64, frame: &mut Planes) {
+        if self.cards.is_empty() {
+            return;
+        }
+        let slot = seconds / self.cards.len() as f64;
+        let i = ((t / slot) as usize).min(self.cards.len() - 1);
+        let card = &self.cards[i];
+        let white = rgb_to_yuv(255, 255, 255);
+        let (x, y, b) = (self.x as i64, self.y as i64, CARD_BORDER as i64);
+        frame.fill_rect(
+            x - b,
+            y - b,
+            x + card.w as i64 + b,
+            y + card.h as i64 + b,
+            white,
+        );
+        frame.blit(card, self.x, self.y);
+    }
+}
+
+/// Captions drawn at the bottom centre on a dark band, glyphs scaled by whole pixels.
+struct CaptionLayer {
+    /// Each caption: its time span and its wrapped lines.
+    items: Vec<(f64, f64, Vec<String>)>,
+    scale: usize,
+    w: usize,
+    h: usize,
+}
+
+impl CaptionLayer {
+    fn new(captions: &[Caption], w: usize, h: usize) -> Self {
+        // 48 px tall text at 768p; never under 2x (32 px).
+        let scale = (w.min(h) / 256).max(2);
+        let max_px = (w * 9 / 10) / scale;
+        let items = captions
+            .iter()
+            .map(|c| {
+                let mut lines = text::wrap(&c.text, max_px);
+                lines.truncate(3);
+                (c.start, c.end, lines)
+            })
+            .collect();
+        CaptionLayer { items, scale, w, h }
+    }
+
+    fn draw(&self, t: f64, frame: &mut Planes) {
+        let Some((_, _, lines)) = self.items.iter().find(|(s, e, _)| t >= *s && t < *e) else {
+            return;
+        };
+        let s = self.scale;
+        let line_h = 18 * s;
+        let block_h = line_h * lines.len() + 2 * s;
+        let bottom = self.h.saturating_sub(self.h / 12);
+        let top = bottom.saturating_sub(block_h);
+        let widest = lines.iter().map(|l| text::text_width(l)).max().unwrap_or(0) * s;
+        let band_l = self.w.saturating_sub(widest) / 2;
+        let pad = 4 * s;
+        frame.darken_rect(
+            band_l.saturating_sub(pad),
+            top.saturating_sub(pad),
+            (band_l + widest + pad).min(self.w),
+            (bottom + pad).min(self.h),
+        );
+        let white = rgb_to_yuv(255, 255, 255);
+        for (n, line) in lines.iter().enumerate() {
+            let lw = text::text_width(line) * s;
+            let x0 = (self.w.saturating_sub(lw) / 2) as i64;
+            let y0 = (top + s + n * line_h) as i64;
+            text::for_each_pixel(line, |x, y| {
+                let (px, py) = (x0 + (x * s) as i64, y0 + (y * s) as i64);
+                frame.fill_rect(px, py, px + s as i64, py + s as i64, white);
+            });
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -572,34 +802,25 @@ fn encode_video(
     let (w, h) = (spec.width as usize, spec.height as usize);
     let fps = spec.fps;
     let total = spec.seconds * fps;
-    let look = Look::from_prompt(&spec.prompt);
+    let scene = text::without_dialogue(&spec.prompt);
+    let look = Look::from_prompt(&scene);
 
     let mut background = match (&spec.first_frame, &spec.last_frame) {
         (None, None) => Background::Animated(Box::new(Gradient::new(&look, w, h))),
-        (first, last) => {
-            let from = match first {
-                Some(img) => Planes::from_image(img, w, h),
-                None => Planes::filled(w, h, look.flat),
-            };
-            let to = match last {
-                Some(img) => Planes::from_image(img, w, h),
-                None => {
-                    // Only a first frame: drift towards a tinted copy of it.
-                    let tint = Planes::filled(w, h, look.tint);
-                    let mut out = Planes::new(w, h);
-                    Planes::blend(&from, &tint, 2, 5, &mut out);
-                    out
-                }
-            };
-            Background::Fade {
-                from: Box::new(from),
-                to: Box::new(to),
-                steps: total.clamp(1, 48),
-                cached_step: None,
-                cached: Box::new(Planes::new(w, h)),
-            }
+        (Some(first), last) => {
+            Background::Motion(Box::new(Motion::new(first, last.as_ref(), w, h, &scene)))
         }
+        (None, Some(last)) => Background::Fade {
+            // Only a last frame: fade in from a flat prompt colour.
+            from: Box::new(Planes::filled(w, h, look.flat)),
+            to: Box::new(Planes::from_image(last, w, h)),
+            steps: total.clamp(1, 48),
+            cached_step: None,
+            cached: Box::new(Planes::new(w, h)),
+        },
     };
+    let cards = Cards::new(&spec.reference_images, w, h);
+    let captions = CaptionLayer::new(&spec.captions, w, h);
 
     let bitrate = ((w * h) as u64 * u64::from(fps) / 10).clamp(300_000, 8_000_000) as u32;
     let config = EncoderConfig::new()
@@ -669,7 +890,10 @@ fn encode_video(
                 }
                 frame.copy_from(cached);
             }
+            Background::Motion(m) => m.draw(frac, &mut frame),
         }
+        cards.draw(t, f64::from(spec.seconds), &mut frame);
+        captions.draw(t, &mut frame);
         // Progress bar along the bottom edge.
         let bar_len = ((w as f64) * f64::from(i + 1) / f64::from(total)).round() as i64;
         frame.fill_rect(0, h as i64 - 4, bar_len, h as i64, look.accent);

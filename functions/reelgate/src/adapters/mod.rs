@@ -1,6 +1,6 @@
 //! Adapters that need neither AWS nor SQLite, so every host links them: the OpenAI-compatible
 //! chat upstream and moderator, the rule moderator, the chat-model translator and the client of
-//! the HTTP engine protocol. The AWS adapters live in `reelgate-aws`, the embedded ones in
+//! the HTTP engine protocol and of the OpenAI Videos API. The AWS adapters live in `reelgate-aws`, the embedded ones in
 //! `reelgate-embedded`. This module also builds them from the catalog and the configuration.
 
 pub mod chat_translator;
@@ -8,6 +8,7 @@ pub mod guarded_fetch;
 pub mod http_engine;
 pub mod openai_moderator;
 pub mod openai_upstream;
+pub mod openai_videos;
 pub mod rules_moderator;
 pub mod upstream_discovery;
 
@@ -107,6 +108,7 @@ pub fn engines_from_catalog_with_key(
                     }
                 }
             }
+            "openai_videos" => Arc::new(openai_videos::OpenAiVideosEngine::from_config(e, key)?),
             // Registered by the AWS hosts (reelgate-aws), which have S3 for its output.
             "bedrock" => continue,
             other => anyhow::bail!("engine {}: unknown kind {other}", e.id),

@@ -222,11 +222,15 @@ pub async fn video_models(app: &App, caller: &Caller) -> ApiResult<Value> {
         .catalog
         .video_models_for_plan(&org.plan)
         .map(|m| {
+            let caps = app.catalog.capabilities(m);
             json!({
                 "id": m.id,
                 "object": "video_model",
                 "name": m.name,
                 "description": m.description,
+                // Beyond the spec's fields (clients ignore unknown fields): what a create may send.
+                "inputs": caps.inputs,
+                "aspect_ratios": caps.aspect_ratios,
                 "pricing": m.pricing.iter().map(|p| json!({
                     "resolution": p.resolution,
                     "per_second": p.per_second.to_string(),

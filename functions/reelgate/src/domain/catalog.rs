@@ -102,6 +102,60 @@ pub struct VideoModel {
     /// Plans entitled to the model.
     pub plans: Vec<String>,
     pub pricing: Vec<PricingRow>,
+    /// Inputs the model's engine honours ([`INPUTS`]); absent means every input its engine kind
+    /// can honour ([`kind_inputs`]). A create sending any other input is refused before anything
+    /// is reserved, so no job is charged for an input an engine would ignore.
+    #[serde(default)]
+    pub inputs: Option<Vec<String>>,
+    /// Aspect ratios the engine renders at 768p (`Auto` included when it may follow the first
+    /// frame); absent means all of them.
+    #[serde(default)]
+    pub aspect_ratios: Option<Vec<String>>,
+}
+
+/// The inputs a video model may honour, by the create parameter that carries each.
+pub const INPUTS: &[(&str, &str)] = &[
+    ("first_frame", "image_reference"),
+    ("last_frame", "image_reference"),
+    ("reference_images", "references.images"),
+    ("reference_videos", "references.videos"),
+    ("reference_audio", "references.audio"),
+];
+
+/// Every aspect ratio the API accepts.
+pub const ASPECT_RATIOS: &[&str] = &["Auto", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
+
+/// The inputs an engine kind can pass on at most: the reference engine and the engine protocol
+/// carry all five; Bedrock's asynchronous invoke takes one image as the first frame; the OpenAI
+/// Videos API adapter sends the prompt alone.
+pub fn kind_inputs(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "reference" | "http" => &[
+            "first_frame",
+            "last_frame",
+            "reference_images",
+            "reference_videos",
+            "reference_audio",
+        ],
+        "bedrock" => &["first_frame"],
+        _ => &[],
+    }
+}
+
+/// The input and aspect-ratio capabilities of a video model, as the catalog resolves them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    pub inputs: Vec<String>,
+    pub aspect_ratios: Vec<String>,
+}
+
+impl Capabilities {
+    pub fn honours(&self, input: &str) -> bool {
+        self.inputs.iter().any(|i| i == input)
+    }
+    pub fn renders(&self, aspect_ratio: &str) -> bool {
+        self.aspect_ratios.iter().any(|a| a == aspect_ratio)
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -132,6 +186,31 @@ pub struct EngineConfig {
     /// For `bedrock`: where the engine writes its output, `s3://bucket/prefix`.
     #[serde(default)]
     pub output_s3_uri: Option<String>,
+    /// For `openai_videos`: the target's model name for each catalog video model id
+    /// (a model not listed is sent under its own id).
+    #[serde(default)]
+    pub models: BTreeMap<String, String>,
+    /// For `openai_videos`: how the create request is shaped, `openai` (`seconds` as a string,
+    /// `size` as `WIDTHxHEIGHT`) or `reelgate` (`seconds` as a number and `aspect_ratio`).
+    #[serde(default)]
+    pub request_shape: Option<String>,
+    /// For `openai_videos`: how a render is canceled at the target, `cancel`
+    /// (`POST /v1/videos/{id}/cancel`) or `delete` (`DELETE /v1/videos/{id}`).
+    #[serde(default)]
+    pub cancel: Option<String>,
+    /// Whether the engine's progress moves while it renders. When it does (the default except
+    /// for `bedrock`), a render whose progress stops is failed once it misses the workflow's
+    /// heartbeat; when it does not, the worker heartbeats on every poll that finds the render
+    /// running, and only the render's overall timeout bounds it.
+    #[serde(default)]
+    pub progress_observable: Option<bool>,
+}
+
+impl EngineConfig {
+    /// See [`EngineConfig::progress_observable`].
+    pub fn progress_is_observable(&self) -> bool {
+        self.progress_observable.unwrap_or(self.kind != "bedrock")
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -301,6 +380,37 @@ impl Catalog {
             if m.pricing.is_empty() {
                 return bad(format!("video model {} has no pricing row", m.id));
             }
+            if let Some(inputs) = &m.inputs {
+                for i in inputs {
+                    if !INPUTS.iter().any(|(name, _)| name == i) {
+                        return bad(format!(
+                            "video model {} names unknown input {i} (known: first_frame, \
+                             last_frame, reference_images, reference_videos, reference_audio)",
+                            m.id
+                        ));
+                    }
+                    if let Some(engine) = m.engine.as_deref().and_then(|e| self.engine(e)) {
+                        if !kind_inputs(&engine.kind).contains(&i.as_str()) {
+                            return bad(format!(
+                                "video model {} claims input {i}, which a {} engine cannot pass on",
+                                m.id, engine.kind
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(ratios) = &m.aspect_ratios {
+                if ratios.is_empty() {
+                    return bad(format!("video model {} renders no aspect ratio", m.id));
+                }
+                if let Some(r) = ratios.iter().find(|r| !ASPECT_RATIOS.contains(&r.as_str())) {
+                    return bad(format!(
+                        "video model {} names unknown aspect ratio {r} (known: {})",
+                        m.id,
+                        ASPECT_RATIOS.join(", ")
+                    ));
+                }
+            }
             for p in &m.plans {
                 if self.plan(p).is_none() {
                     return bad(format!("video model {} names unknown plan {p}", m.id));
@@ -313,6 +423,31 @@ impl Catalog {
                     return bad(format!(
                         "video model {}: prices are non-negative, currencies lower case",
                         m.id
+                    ));
+                }
+            }
+        }
+        for e in &self.engines {
+            if !["reference", "http", "bedrock", "openai_videos"].contains(&e.kind.as_str()) {
+                return bad(format!(
+                    "engine {} has unknown kind {} (expected reference, http, bedrock or \
+                     openai_videos)",
+                    e.id, e.kind
+                ));
+            }
+            if let Some(shape) = e.request_shape.as_deref() {
+                if !["openai", "reelgate"].contains(&shape) {
+                    return bad(format!(
+                        "engine {}: request_shape is openai or reelgate, not {shape}",
+                        e.id
+                    ));
+                }
+            }
+            if let Some(cancel) = e.cancel.as_deref() {
+                if !["cancel", "delete"].contains(&cancel) {
+                    return bad(format!(
+                        "engine {}: cancel is cancel or delete, not {cancel}",
+                        e.id
                     ));
                 }
             }
@@ -384,6 +519,37 @@ impl Catalog {
     }
     pub fn engine(&self, id: &str) -> Option<&EngineConfig> {
         self.engines.iter().find(|e| e.id == id)
+    }
+    /// What a video model's engine honours: the model's own lists, else every input its engine
+    /// kind can pass on and every aspect ratio.
+    pub fn capabilities(&self, model: &VideoModel) -> Capabilities {
+        let kind = model
+            .engine
+            .as_deref()
+            .and_then(|e| self.engine(e))
+            .map(|e| e.kind.as_str())
+            .unwrap_or_default();
+        let inputs = match &model.inputs {
+            Some(list) => INPUTS
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| list.iter().any(|i| i == name))
+                .map(str::to_owned)
+                .collect(),
+            None => kind_inputs(kind).iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let aspect_ratios = match &model.aspect_ratios {
+            Some(list) => ASPECT_RATIOS
+                .iter()
+                .filter(|a| list.iter().any(|r| r == *a))
+                .map(|a| (*a).to_owned())
+                .collect(),
+            None => ASPECT_RATIOS.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        Capabilities {
+            inputs,
+            aspect_ratios,
+        }
     }
     pub fn chat_model(&self, id: &str) -> Option<&ChatModel> {
         self.chat_models.iter().find(|m| m.id == id)
@@ -496,6 +662,53 @@ id = "m"
 deployments = [{ upstream = "a" }, { upstream = "nope" }]"#,
         );
         assert!(Catalog::parse(&unknown).is_err());
+    }
+
+    #[test]
+    fn capabilities_default_to_the_engine_kind_and_refuse_more() {
+        let c = Catalog::parse(DEFAULT_CATALOG).expect("default catalog");
+        let reel = c.video_model("reel-1").expect("reel-1");
+        let caps = c.capabilities(reel);
+        assert_eq!(caps.inputs.len(), 5, "{caps:?}");
+        assert!(caps.renders("Auto") && caps.renders("9:16"));
+        let extra = r#"
+[[engines]]
+id = "far"
+kind = "openai_videos"
+base_url = "http://127.0.0.1:1"
+
+[[video_models]]
+id = "far-1"
+name = "Far"
+description = "d"
+engine = "far"
+plans = ["starter"]
+pricing = [{ resolution = "768p", per_second = "0.10", currency = "usd" }]
+aspect_ratios = ["16:9", "9:16"]
+"#;
+        let text = format!("{DEFAULT_CATALOG}\n{extra}");
+        let c = Catalog::parse(&text).expect("catalog with an openai_videos engine");
+        let caps = c.capabilities(c.video_model("far-1").expect("far-1"));
+        assert!(caps.inputs.is_empty(), "{caps:?}");
+        assert_eq!(caps.aspect_ratios, vec!["16:9", "9:16"]);
+        let claims = text.replace(
+            "aspect_ratios = [\"16:9\", \"9:16\"]",
+            "inputs = [\"first_frame\"]",
+        );
+        let err = Catalog::parse(&claims).expect_err("openai_videos cannot pass a first frame");
+        assert!(err.to_string().contains("cannot pass on"), "{err}");
+        let unknown = text.replace(
+            "aspect_ratios = [\"16:9\", \"9:16\"]",
+            "inputs = [\"smell\"]",
+        );
+        assert!(Catalog::parse(&unknown).is_err());
+        let ratio = text.replace("\"9:16\"]", "\"5:4\"]");
+        assert!(Catalog::parse(&ratio).is_err());
+        let shape = text.replace(
+            "kind = \"openai_videos\"",
+            "kind = \"openai_videos\"\nrequest_shape = \"sora\"",
+        );
+        assert!(Catalog::parse(&shape).is_err());
     }
 
     #[test]

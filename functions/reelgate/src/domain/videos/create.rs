@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 pub const MAX_PROMPT_CHARS: usize = 7000;
 pub const MIN_SECONDS: i64 = 4;
 pub const MAX_SECONDS: i64 = 15;
-pub const ASPECT_RATIOS: &[&str] = &["Auto", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
+pub use crate::domain::catalog::ASPECT_RATIOS;
 /// The resolution every render is priced and produced at.
 pub const RESOLUTION: &str = "768p";
 
@@ -299,6 +299,55 @@ async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResu
     Ok(())
 }
 
+/// Refuses a request whose inputs or aspect ratio the model's engine would not honour (checked
+/// before files, agreement and admission, so nothing is reserved for it).
+pub fn check_capabilities(
+    caps: &crate::domain::catalog::Capabilities,
+    model: &str,
+    req: &CreateRequest,
+) -> ApiResult<()> {
+    let i = &req.inputs;
+    let sent = [
+        ("first_frame", i.first_frame.is_some()),
+        ("last_frame", i.last_frame.is_some()),
+        ("reference_images", !i.reference_images.is_empty()),
+        ("reference_videos", !i.reference_videos.is_empty()),
+        ("reference_audio", !i.reference_audio.is_empty()),
+    ];
+    for (input, present) in sent {
+        if present && !caps.honours(input) {
+            let param = crate::domain::catalog::INPUTS
+                .iter()
+                .find(|(name, _)| *name == input)
+                .map_or("model", |(_, param)| *param);
+            let honoured = if caps.inputs.is_empty() {
+                "none (text to video only)".to_owned()
+            } else {
+                caps.inputs.join(", ")
+            };
+            return Err(ApiError::invalid(
+                param,
+                format!(
+                    "The video model '{model}' does not use a {} input; it honours: {honoured}. \
+                     Remove it or choose another model.",
+                    input.replace('_', " ")
+                ),
+            ));
+        }
+    }
+    if !caps.renders(&req.aspect_ratio) {
+        return Err(ApiError::invalid(
+            "aspect_ratio",
+            format!(
+                "The video model '{model}' renders at {}; it cannot render {}.",
+                caps.aspect_ratios.join(", "),
+                req.aspect_ratio
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A create request validated and priced: what the console shows before submitting, and what
 /// admission reserves.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -362,6 +411,7 @@ async fn priced(
             ),
         ));
     }
+    check_capabilities(&cx.catalog.capabilities(model), &model.id, &req)?;
     let pricing = model
         .pricing
         .iter()

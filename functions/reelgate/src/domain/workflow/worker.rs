@@ -12,7 +12,7 @@ use crate::domain::videos::{self, job_key, JobInputs};
 use crate::ports::engine::{
     EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
 };
-use crate::ports::store::{ItemExt, Update};
+use crate::ports::store::{now_secs, ItemExt, Update};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +37,16 @@ pub enum RenderMessage {
         /// Consecutive engine calls that found it unreachable.
         #[serde(default)]
         unreachable: u32,
+        /// Unix time of the last heartbeat sent while the engine's progress cannot be observed.
+        #[serde(default)]
+        last_beat: i64,
     },
+}
+
+/// How often the worker heartbeats a render whose engine does not report progress, while the
+/// engine says it is running: ten polls, at most 30 s (well inside the Render state's 300 s).
+fn opaque_beat_interval(poll: Duration) -> i64 {
+    (poll.as_secs_f64() * 10.0).clamp(1.0, 30.0) as i64
 }
 
 /// The message that follows `render_id` for the job, carrying what the last poll saw.
@@ -48,6 +57,7 @@ fn poll_message(
     render_id: &str,
     last_progress: u32,
     unreachable: u32,
+    last_beat: i64,
 ) -> RenderMessage {
     RenderMessage::Poll {
         task_token: token.to_owned(),
@@ -56,6 +66,7 @@ fn poll_message(
         render_id: render_id.to_owned(),
         last_progress,
         unreachable,
+        last_beat,
     }
 }
 
@@ -90,17 +101,14 @@ pub async fn handle(pipeline: &Pipeline, body: &str) -> Disposition {
             render_id,
             last_progress,
             unreachable,
+            last_beat,
         } => {
-            poll(
-                pipeline,
-                &task_token,
-                &org,
-                &video_id,
-                &render_id,
+            let seen = Seen {
                 last_progress,
                 unreachable,
-            )
-            .await
+                last_beat,
+            };
+            poll(pipeline, &task_token, &org, &video_id, &render_id, seen).await
         }
     };
     match outcome {
@@ -257,6 +265,7 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
             render_id,
             job.i64_attr("progress").unwrap_or_default() as u32,
             0,
+            now_secs(),
         );
         return enqueue(pipeline, &next, Duration::ZERO).await;
     }
@@ -341,8 +350,17 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         &render.id,
         u32::from(render.progress),
         0,
+        now_secs(),
     );
     enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await
+}
+
+/// What the previous polls of a render saw.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    last_progress: u32,
+    unreachable: u32,
+    last_beat: i64,
 }
 
 async fn poll(
@@ -351,9 +369,13 @@ async fn poll(
     org: &str,
     video_id: &str,
     render_id: &str,
-    last_progress: u32,
-    unreachable: u32,
+    seen: Seen,
 ) -> WorkerResult {
+    let Seen {
+        last_progress,
+        unreachable,
+        last_beat,
+    } = seen;
     let (job, engine) = match job_and_engine(pipeline, org, video_id).await? {
         Ok(found) => found,
         Err((error, cause)) => return fail_task(pipeline, token, video_id, error, &cause).await,
@@ -386,7 +408,15 @@ async fn poll(
                 .await;
             }
             tracing::warn!(%video_id, unreachable, error = %e, "engine unreachable while rendering");
-            let next = poll_message(token, org, video_id, render_id, last_progress, unreachable);
+            let next = poll_message(
+                token,
+                org,
+                video_id,
+                render_id,
+                last_progress,
+                unreachable,
+                last_beat,
+            );
             return enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await;
         }
         Err(e) => {
@@ -454,8 +484,19 @@ async fn poll(
         }
         _ => {
             let progress = u32::from(render.progress.min(99));
-            // Heartbeats mean "the engine is working": queued, or progress moved.
-            if render.status == RenderStatus::Queued || progress != last_progress {
+            // Heartbeats mean "the engine is working": queued, or progress moved; for an engine
+            // whose progress cannot be observed, running is all it can say, so the worker
+            // heartbeats on a schedule while it says so (the overall timeout still bounds it).
+            let observable = job
+                .str_attr("engine")
+                .and_then(|e| pipeline.catalog.engine(e))
+                .is_none_or(|e| e.progress_is_observable());
+            let now = now_secs();
+            let scheduled = !observable
+                && now - last_beat >= opaque_beat_interval(pipeline.settings.render_poll_interval);
+            let mut beat = last_beat;
+            if render.status == RenderStatus::Queued || progress != last_progress || scheduled {
+                beat = now;
                 if let Some(workflow) = pipeline.workflow.clone() {
                     if let Err(crate::ports::workflow::WorkflowError::InvalidToken) =
                         workflow.task_heartbeat(token).await
@@ -473,7 +514,7 @@ async fn poll(
                 )
                 .await;
             }
-            let next = poll_message(token, org, video_id, render_id, progress, 0);
+            let next = poll_message(token, org, video_id, render_id, progress, 0, beat);
             enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await
         }
     }

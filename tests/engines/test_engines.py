@@ -1,0 +1,250 @@
+"""Per-model input capabilities, a reference engine that shows what the caller sent (first frame,
+dialogue captions), and the `openai_videos` engine kind against a fake OpenAI-shaped server and
+against a second reelgate."""
+
+import json
+import os
+import struct
+import subprocess
+import zlib
+
+import httpx
+import pytest
+from conftest import auth, content, create, org_state, upload, wait_terminal
+
+W, H = 1366, 768
+
+
+def png(width: int, height: int, pixel) -> bytes:
+    """A PNG whose pixel (x, y) is pixel(x, y) -> (r, g, b)."""
+    rows = b"".join(b"\x00" + b"".join(bytes(pixel(x, y)) for x in range(width)) for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def first_frame_picture(x, y):
+    """Large shapes a video codec keeps: quadrants of colour, a diagonal band, a soft gradient."""
+    r = 200 if x < W // 2 else 40
+    g = 180 if y < H // 2 else 60
+    b = (x * 255) // W
+    if abs(x - y * W // H) < 80:
+        r, g, b = 250, 250, 250
+    return (r, g, b)
+
+
+def frames(mp4: bytes, tmp_path, times, name="clip"):
+    """Decoded frames (raw RGB24 bytes) at the given frame indices, by ffmpeg."""
+    path = tmp_path / f"{name}.mp4"
+    path.write_bytes(mp4)
+    out = []
+    for index in times:
+        raw = subprocess.run(
+            [
+                "ffmpeg", "-v", "error", "-i", str(path), "-vf", f"select=eq(n\\,{index})", "-vframes", "1",
+                "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
+            ],
+            check=True,
+            capture_output=True,
+        ).stdout
+        assert len(raw) == W * H * 3, len(raw)
+        out.append(raw)
+    return out
+
+
+def mean_abs_diff(a: bytes, b: bytes, rows=range(H)) -> float:
+    """Mean absolute difference per channel over the given rows (every 3rd pixel)."""
+    total = n = 0
+    for y in rows:
+        start = y * W * 3
+        ra, rb = a[start:start + W * 3], b[start:start + W * 3]
+        for i in range(0, W * 3, 9):
+            total += abs(ra[i] - rb[i]) + abs(ra[i + 1] - rb[i + 1]) + abs(ra[i + 2] - rb[i + 2])
+            n += 3
+    return total / n
+
+
+def save_png(raw: bytes, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png(W, H, lambda x, y: raw[(y * W + x) * 3:(y * W + x) * 3 + 3]))
+
+
+def probe(mp4: bytes, tmp_path) -> dict:
+    path = tmp_path / "probe.mp4"
+    path.write_bytes(mp4)
+    return json.loads(
+        subprocess.run(
+            ["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", "-show_format", str(path)],
+            check=True, capture_output=True, text=True,
+        ).stdout
+    )
+
+
+def assert_768p_with_audio(mp4: bytes, tmp_path, seconds: int, size=(W, H)):
+    p = probe(mp4, tmp_path)
+    streams = {s["codec_type"]: s for s in p["streams"]}
+    assert (streams["video"]["width"], streams["video"]["height"]) == size
+    assert streams["audio"]["codec_name"] == "aac"
+    assert abs(float(p["format"]["duration"]) - seconds) < 0.5
+
+
+# --- capabilities -------------------------------------------------------------------------------
+
+
+def test_the_models_list_says_what_each_model_honours(server):
+    r = httpx.get(f"{server.base_url}/v1/videos/models", headers=auth(server.api_key))
+    models = {m["id"]: m for m in r.json()["data"]}
+    assert models["reel-text"]["inputs"] == []
+    assert models["reel-text"]["aspect_ratios"] == ["16:9", "9:16"]
+    assert models["far-openai"]["inputs"] == []
+    assert set(models["reel-1"]["inputs"]) == {
+        "first_frame", "last_frame", "reference_images", "reference_videos", "reference_audio"
+    }
+    assert "Auto" in models["reel-1"]["aspect_ratios"]
+
+
+@pytest.mark.parametrize(
+    "model,extra,param",
+    [
+        ("reel-text", "frame", "image_reference"),
+        ("reel-text", "refs", "references.images"),
+        ("reel-text", "ratio", "aspect_ratio"),
+        ("far-openai", "frame", "image_reference"),
+    ],
+)
+def test_an_input_the_model_does_not_honour_is_refused_before_anything_is_reserved(server, model, extra, param):
+    image = upload(server, png(8, 8, lambda x, y: (x * 30, y * 30, 90)), "vision", "f.png")
+    body = {"model": model, "prompt": "a quiet pier", "seconds": 4, "aspect_ratio": "16:9"}
+    if extra == "frame":
+        body["image_reference"] = [{"file_id": image, "role": "first_frame"}]
+    elif extra == "refs":
+        body["references"] = {"images": [{"file_id": image}]}
+    else:
+        body["aspect_ratio"] = "1:1"
+    before = org_state(server)
+    listed = httpx.get(f"{server.base_url}/v1/videos", headers=auth(server.api_key)).json()["data"]
+    r = create(server, body)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["param"] == param, err
+    assert model in err["message"]
+    after = org_state(server)
+    assert (after["balance"], after["reserved"]) == (before["balance"], before["reserved"])
+    assert httpx.get(f"{server.base_url}/v1/videos", headers=auth(server.api_key)).json()["data"] == listed
+
+
+# --- the reference engine shows its inputs ------------------------------------------------------
+
+DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "engine")
+
+
+def test_a_first_frame_starts_the_clip_and_dialogue_is_captioned(server, tmp_path):
+    from pathlib import Path
+
+    picture = png(W, H, first_frame_picture)
+    expected = b"".join(bytes(first_frame_picture(x, y)) for y in range(H) for x in range(W))
+    image = upload(server, picture, "vision", "first.png")
+    base = {"model": "reel-1", "seconds": 4, "aspect_ratio": "16:9",
+            "image_reference": [{"file_id": image, "role": "first_frame"}]}
+    plain = create(server, {**base, "prompt": "a harbour at dusk, slow camera"}).json()
+    talk = create(
+        server, {**base, "prompt": "a harbour at dusk, slow camera <d>We sail at dawn.</d> <d>明日の朝、出航する。</d>"}
+    ).json()
+    plain, talk = wait_terminal(server, plain["id"]), wait_terminal(server, talk["id"])
+    assert plain["status"] == "completed" and talk["status"] == "completed", (plain, talk)
+    plain_mp4, talk_mp4 = content(server, plain["id"]), content(server, talk["id"])
+    assert_768p_with_audio(plain_mp4, tmp_path, 4)
+
+    # The first decoded frame is the first-frame image (H.264 loses a little).
+    first, late = frames(plain_mp4, tmp_path, [0, 90], "plain")
+    start_diff = mean_abs_diff(first, expected, range(0, H - 8))
+    assert start_diff < 6.0, start_diff
+    # It moves: later frames are zoomed and panned away from it.
+    assert mean_abs_diff(late, expected, range(0, H - 8)) > 2 * start_diff + 3
+
+    # Captions: the lower band differs between the two renders while a line is on screen,
+    # the upper part of the picture does not.
+    cap_frames = [12, 72]  # 0.5 s (first line) and 3 s (the Japanese line)
+    plain_f = frames(plain_mp4, tmp_path, cap_frames, "plain")
+    talk_f = frames(talk_mp4, tmp_path, cap_frames, "talk")
+    if os.environ.get("SAVE_ENGINE_FRAMES"):
+        docs = Path(DOCS)
+        save_png(first, docs / "first-frame-t0.png")
+        save_png(late, docs / "first-frame-t3.75.png")
+        save_png(talk_f[0], docs / "caption-en.png")
+        save_png(talk_f[1], docs / "caption-ja.png")
+    # The caption band: above the bottom twelfth, up to two lines of 48 px text.
+    band = range(H - H // 12 - 110, H - H // 12)
+    for a, b in zip(plain_f, talk_f):
+        in_band, above = mean_abs_diff(a, b, band), mean_abs_diff(a, b, range(0, H // 2))
+        assert in_band > 8 and in_band > 5 * above, (in_band, above)
+
+
+def test_reference_images_appear_and_a_last_frame_ends_the_clip(server, tmp_path):
+    red = upload(server, png(64, 64, lambda x, y: (230, 20, 20)), "vision", "red.png")
+    first = upload(server, png(W, H, first_frame_picture), "vision", "first.png")
+    last_picture = lambda x, y: (20, 40 + (y * 150) // H, 200)  # noqa: E731
+    last = upload(server, png(W, H, last_picture), "vision", "last.png")
+    refs = create(server, {"model": "reel-1", "prompt": "a red kite", "seconds": 4, "aspect_ratio": "16:9",
+                           "references": {"images": [{"file_id": red}]}}).json()
+    fade = create(server, {"model": "reel-1", "prompt": "a long day", "seconds": 4, "aspect_ratio": "16:9",
+                           "image_reference": [{"file_id": first, "role": "first_frame"},
+                                               {"file_id": last, "role": "last_frame"}]}).json()
+    refs, fade = wait_terminal(server, refs["id"]), wait_terminal(server, fade["id"])
+    assert refs["status"] == "completed" and fade["status"] == "completed", (refs, fade)
+    (card,) = frames(content(server, refs["id"]), tmp_path, [24], "refs")
+    # The card sits in the top-left corner: its centre is the reference's red.
+    cx, cy = 32 + 100, 32 + 120
+    r, g, b = card[(cy * W + cx) * 3:(cy * W + cx) * 3 + 3]
+    assert r > 180 and g < 80 and b < 80, (r, g, b)
+    (end,) = frames(content(server, fade["id"]), tmp_path, [95], "fade")
+    expected_end = b"".join(bytes(last_picture(x, y)) for y in range(H) for x in range(W))
+    assert mean_abs_diff(end, expected_end, range(0, H - 8)) < 6.0
+    if os.environ.get("SAVE_ENGINE_FRAMES"):
+        from pathlib import Path
+
+        save_png(card, Path(DOCS) / "reference-image-card.png")
+
+
+# --- openai_videos ------------------------------------------------------------------------------
+
+
+def test_a_job_renders_through_a_fake_openai_shaped_server(server, fake_videos, tmp_path):
+    before = org_state(server)
+    job = create(server, {"model": "far-openai", "prompt": "a paper boat", "seconds": 4, "aspect_ratio": "9:16"}).json()
+    progress = set()
+    while True:
+        v = httpx.get(f"{server.base_url}/v1/videos/{job['id']}", headers=auth(server.api_key)).json()
+        progress.add(v["progress"])
+        if v["status"] in ("completed", "failed", "canceled"):
+            break
+    assert v["status"] == "completed", v
+    # The request took OpenAI's shape, with the catalog's model name and the job id as the key.
+    posts = [s for s in fake_videos.seen if s[0] == "POST"]
+    body = json.loads(posts[-1][3])
+    assert body == {"model": "sora-2", "prompt": "a paper boat", "seconds": "4", "size": "768x1366"}
+    assert posts[-1][2].get("Idempotency-Key", posts[-1][2].get("idempotency-key")) == job["id"]
+    # Progress passed through (the fake reports 33 and 66 before completing).
+    assert progress & {33, 66}, progress
+    assert_768p_with_audio(content(server, job["id"]), tmp_path, 4, size=(768, 1366))
+    after = org_state(server)
+    from decimal import Decimal
+
+    assert Decimal(after["balance"]) == Decimal(before["balance"]) - Decimal("0.80")
+
+
+def test_a_job_renders_through_a_second_reelgate(server, upstream, tmp_path):
+    job = create(server, {"model": "far-reelgate", "prompt": "a tram in the rain", "seconds": 4, "aspect_ratio": "16:9"}).json()
+    v = wait_terminal(server, job["id"])
+    assert v["status"] == "completed", v
+    assert_768p_with_audio(content(server, job["id"]), tmp_path, 4)
+    # The upstream rendered it as one of its own jobs, on its own model.
+    theirs = httpx.get(f"{upstream.base_url}/v1/videos", headers=auth(upstream.api_key)).json()["data"]
+    assert any(x["prompt"] == "a tram in the rain" and x["model"] == "reel-1" and x["status"] == "completed" for x in theirs)
