@@ -581,6 +581,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             catalog: &catalog,
             settings: &settings,
             fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
+            webhooks: None,
         },
         &org.id,
         &person.id,

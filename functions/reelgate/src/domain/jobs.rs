@@ -64,6 +64,7 @@ pub async fn fail(
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
+            crate::domain::webhooks::emit(cx, org, video_id).await;
         }
         crate::domain::billing::Settlement::AlreadySettled => {
             tracing::info!(%video_id, %code, "video already settled; failure not applied");
@@ -88,10 +89,14 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
             crate::ports::store::EXPIRES_AT,
             now + cx.settings.job_retention.as_secs() as i64,
         );
-    Ok(matches!(
+    let settled = matches!(
         crate::domain::billing::release(cx.store, org, video_id, quote, update).await?,
         crate::domain::billing::Settlement::Settled
-    ))
+    );
+    if settled {
+        crate::domain::webhooks::emit(cx, org, video_id).await;
+    }
+    Ok(settled)
 }
 
 /// What a job whose pipeline stopped without settling it tells the caller.

@@ -25,6 +25,7 @@ pub mod translation;
 pub mod uploads;
 pub mod usage;
 pub mod videos;
+pub mod webhooks;
 pub mod workflow;
 
 use crate::config::Settings;
@@ -42,6 +43,8 @@ pub struct Context<'a> {
     pub settings: &'a Settings,
     /// The one way to GET a URL a caller can influence (`file_url`).
     pub fetcher: &'a dyn crate::ports::fetch::Fetcher,
+    /// The webhook delivery queue; None on a host that sends no webhooks.
+    pub webhooks: Option<&'a dyn crate::ports::queue::MessageQueue>,
 }
 
 impl<'a> Context<'a> {

@@ -1,6 +1,7 @@
 //! Video jobs: the `video` resource, its storage, and its HTTP surface. Rendering itself is the
 //! workflow's (`crate::ports::workflow`); this module admits jobs and serves their results.
 
+pub mod cancel;
 pub mod create;
 
 use crate::ports::store::{Attr, Item, ItemExt};
