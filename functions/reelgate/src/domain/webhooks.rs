@@ -286,26 +286,8 @@ fn parse(body: &Value) -> ApiResult<NewEndpoint> {
 /// it); every delivery checks it again.
 pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpoint> {
     let new = parse(body)?;
-    match cx.fetcher.check(&new.url).await {
-        Ok(()) => {}
-        Err(FetchError::Refused) => {
-            return Err(ApiError::invalid(
-                "url",
-                "The URL was refused: it points to a private, loopback, link-local or metadata address.",
-            ))
-        }
-        Err(FetchError::BadUrl) => {
-            return Err(ApiError::invalid(
-                "url",
-                "url must be an absolute http or https URL.",
-            ))
-        }
-        Err(_) => {
-            return Err(ApiError::invalid(
-                "url",
-                "The URL's host does not resolve.",
-            ))
-        }
+    if let Err(e) = cx.fetcher.check(&new.url).await {
+        return Err(crate::domain::responses::fetch::fetch_refusal("url", &e));
     }
     let existing = cx
         .store
