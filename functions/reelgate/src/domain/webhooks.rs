@@ -554,7 +554,7 @@ pub async fn deliver(cx: Context<'_>, queue: &dyn MessageQueue, body: &str) -> R
     };
     tracing::warn!(webhook = %delivery.endpoint_id, event = %delivery.event_id, attempt = delivery.attempt, answer = %what, "webhook delivery failed");
     let waits = &cx.settings.webhook_retry_schedule;
-    match waits.get(delivery.attempt as usize - 1) {
+    match waits.get((delivery.attempt as usize).saturating_sub(1)) {
         Some(wait) => {
             let next = Delivery {
                 attempt: delivery.attempt + 1,
