@@ -28,9 +28,6 @@ impl Gate {
     fn open(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
-    fn close(&self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
     async fn pass(&self) {
         while !self.0.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -414,8 +411,10 @@ async fn cancel_and_completion_races_settle_each_job_once() {
         for (i, id) in ids.iter().enumerate() {
             let (base, key, id) = (server.base_url.clone(), t.key.clone(), id.clone());
             tasks.push(tokio::spawn(async move {
-                // Staggered across the worker's poll interval (200 ms) and the finalize step.
-                tokio::time::sleep(Duration::from_millis(i as u64 * 25)).await;
+                // Staggered over the ~6 s in which the two render workers pick up the finished
+                // renders (200 ms poll interval) and finalize checks and charges them, so some
+                // cancels land before a job's charge, some during, some after.
+                tokio::time::sleep(Duration::from_millis(i as u64 * 250)).await;
                 let res = reqwest::Client::new()
                     .post(format!("{base}/v1/videos/{id}/cancel"))
                     .bearer_auth(&key)
