@@ -68,11 +68,12 @@ class Receiver:
         with self.lock:
             return [(h, b, s) for p, h, b, s in self.requests if p == path]
 
-    def events(self, path: str, secret: str):
-        """The events `path` accepted, each verified and deduplicated by webhook-id, in order."""
+    def events(self, path: str, *secrets: str):
+        """The events `path` accepted, each verified (with one of `secrets`, the endpoint's
+        secrets over time) and deduplicated by webhook-id, in order."""
         seen, out = set(), []
         for headers, body, status in self.received(path):
-            if not verify(secret, headers, body):
+            if not any(verify(secret, headers, body) for secret in secrets):
                 raise AssertionError(f"a delivery to {path} failed signature verification: {headers}")
             if status >= 300 or headers["webhook-id"] in seen:
                 continue
