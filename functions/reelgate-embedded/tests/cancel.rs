@@ -6,9 +6,7 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use reelgate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine,
-};
+use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
 use reelgate::ports::moderator::{ModerationError, ModerationInput, Moderator, Verdict};
 use reelgate::ports::store::Key;
 use reelgate::ports::translator::{TranslationError, Translator};
@@ -82,7 +80,11 @@ impl VideoEngine for FakeEngine {
     async fn submit(&self, _: &RenderRequest) -> Result<Render, EngineError> {
         self.submit_gate.pass().await;
         let n = self.next.fetch_add(1, Ordering::SeqCst);
-        Ok(render(&format!("rnd_{n:024x}"), RenderStatus::Rendering, 10))
+        Ok(render(
+            &format!("rnd_{n:024x}"),
+            RenderStatus::Rendering,
+            10,
+        ))
     }
     async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
         if self.canceled().iter().any(|c| c == render_id) {
@@ -94,7 +96,10 @@ impl VideoEngine for FakeEngine {
         Ok(render(render_id, RenderStatus::Rendering, 10))
     }
     async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
-        self.canceled.lock().expect("lock").push(render_id.to_owned());
+        self.canceled
+            .lock()
+            .expect("lock")
+            .push(render_id.to_owned());
         Ok(())
     }
     async fn fetch_result(&self, _: &Render) -> Result<Bytes, EngineError> {
@@ -302,7 +307,10 @@ async fn a_job_canceled_in_each_running_status_ends_canceled_unbilled() {
     rig.engine.submit_gate.open();
     let start = Instant::now();
     while rig.engine.canceled().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the late render is canceled");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the late render is canceled"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -315,9 +323,7 @@ async fn a_job_canceled_in_each_running_status_ends_canceled_unbilled() {
         .get(&reelgate::domain::videos::job_key(&t.org, &id))
         .await
         .expect("get")
-        .and_then(|i| {
-            reelgate::ports::store::ItemExt::str_attr(&i, "render_id").map(str::to_owned)
-        })
+        .and_then(|i| reelgate::ports::store::ItemExt::str_attr(&i, "render_id").map(str::to_owned))
         .expect("render id");
     cancel_and_check(&rig, &t, &id, "in_progress", "5.00").await;
     assert!(rig.engine.canceled().contains(&render_id));
@@ -447,7 +453,10 @@ async fn cancel_and_completion_races_settle_each_job_once() {
     assert_eq!(completed + canceled, 50);
     let org = server.app.accounts().org(&t.org).await.expect("org");
     let spent = rust_decimal::Decimal::new(40, 2) * rust_decimal::Decimal::from(completed as u64);
-    assert_eq!(org.balance, "100.00".parse::<rust_decimal::Decimal>().expect("d") - spent);
+    assert_eq!(
+        org.balance,
+        "100.00".parse::<rust_decimal::Decimal>().expect("d") - spent
+    );
     assert_eq!(org.available, org.balance);
     assert_eq!(org.reserved.to_string(), "0.00");
     assert_eq!(org.renders_in_flight, 0);

@@ -122,7 +122,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("REELGATE_TABLE", "DynamoDB table"),
     ("REELGATE_BUCKET", "S3 bucket"),
     ("REELGATE_RENDER_QUEUE_URL", "SQS render queue URL"),
-    ("REELGATE_WEBHOOK_QUEUE_URL", "SQS webhook delivery queue URL"),
+    (
+        "REELGATE_WEBHOOK_QUEUE_URL",
+        "SQS webhook delivery queue URL",
+    ),
     (
         "REELGATE_STATE_MACHINE_ARN",
         "Step Functions state machine ARN",

@@ -141,7 +141,9 @@ async fn cancel(
     caller: Caller,
     Path(video_id): Path<String>,
 ) -> ApiResult<Response> {
-    Ok(with_poll_hint(cancel_video(&app, &caller, &video_id).await?))
+    Ok(with_poll_hint(
+        cancel_video(&app, &caller, &video_id).await?,
+    ))
 }
 
 /// Cancels a running job of the caller's organization (`POST /v1/videos/{id}/cancel` and the
@@ -149,7 +151,7 @@ async fn cancel(
 pub async fn cancel_video(app: &App, caller: &Caller, video_id: &str) -> ApiResult<Video> {
     find(app, &caller.org, video_id).await?;
     let workflow = app.workflow();
-    let canceled = crate::domain::videos::cancel::cancel(
+    let canceled = crate::domain::cancel::cancel(
         app.context(),
         workflow.as_deref(),
         &app.engines,

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod agreement;
 pub mod billing;
+pub mod cancel;
 pub mod catalog;
 pub mod chat;
 pub mod console;
@@ -24,6 +25,7 @@ pub mod retention;
 pub mod translation;
 pub mod uploads;
 pub mod usage;
+pub mod video_object;
 pub mod videos;
 pub mod webhooks;
 pub mod workflow;

@@ -18,7 +18,7 @@
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
 use crate::domain::keys::{job_key, STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
-use crate::domain::videos::Video;
+use crate::domain::video_object::Video;
 use crate::domain::Context;
 use crate::ports::fetch::FetchError;
 use crate::ports::queue::MessageQueue;
@@ -257,10 +257,7 @@ fn parse(body: &Value) -> ApiResult<NewEndpoint> {
         Some(_) => {
             return Err(ApiError::invalid(
                 "events",
-                format!(
-                    "events must be a non-empty array of {}.",
-                    EVENTS.join(", ")
-                ),
+                format!("events must be a non-empty array of {}.", EVENTS.join(", ")),
             ))
         }
     };
@@ -270,7 +267,9 @@ fn parse(body: &Value) -> ApiResult<NewEndpoint> {
         Some(_) => {
             return Err(ApiError::invalid(
                 "description",
-                format!("description must be a string of at most {MAX_DESCRIPTION_CHARS} characters."),
+                format!(
+                    "description must be a string of at most {MAX_DESCRIPTION_CHARS} characters."
+                ),
             ))
         }
     };
@@ -287,7 +286,18 @@ fn parse(body: &Value) -> ApiResult<NewEndpoint> {
 pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpoint> {
     let new = parse(body)?;
     if let Err(e) = cx.fetcher.check(&new.url).await {
-        return Err(crate::domain::responses::fetch::fetch_refusal("url", &e));
+        // The codes of docs/errors.md for a URL the service will not reach.
+        let code = match e {
+            FetchError::Refused | FetchError::BadUrl => "url_refused",
+            _ => "url_unreachable",
+        };
+        return Err(ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            code,
+            format!("url: {e}."),
+        )
+        .with_param("url"));
     }
     let existing = cx
         .store
@@ -502,14 +512,24 @@ pub async fn deliver(cx: Context<'_>, queue: &dyn MessageQueue, body: &str) -> R
     let url = endpoint.str_attr("url").unwrap_or_default().to_owned();
     let mut signatures = Vec::new();
     if let Some(s) = endpoint.str_attr("secret") {
-        signatures.extend(sign(s, &delivery.event_id, now, delivery.payload.as_bytes()));
+        signatures.extend(sign(
+            s,
+            &delivery.event_id,
+            now,
+            delivery.payload.as_bytes(),
+        ));
     }
     if let (Some(s), Some(until)) = (
         endpoint.str_attr("previous_secret"),
         endpoint.i64_attr("previous_secret_until"),
     ) {
         if until > now {
-            signatures.extend(sign(s, &delivery.event_id, now, delivery.payload.as_bytes()));
+            signatures.extend(sign(
+                s,
+                &delivery.event_id,
+                now,
+                delivery.payload.as_bytes(),
+            ));
         }
     }
     let headers = [

@@ -6,10 +6,12 @@
 //! then is the workflow execution stopped (a reconciler that sees the stopped execution finds the
 //! job already terminal) and a render already submitted canceled at its engine. Both are best
 //! effort: a workflow step or render poll that still runs finds the job terminal and stops.
+//! (`jobs::cancel` emits the job's `video.canceled` webhook event.)
 
-use super::{job_key, Video};
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::keys::job_key;
 use crate::domain::registry::Engines;
+use crate::domain::videos::Video;
 use crate::domain::Context;
 use crate::ports::store::ItemExt;
 use crate::ports::workflow::Workflow;
@@ -66,7 +68,9 @@ pub async fn cancel(
                     tracing::warn!(%video_id, %render_id, error = %e, "the engine did not cancel the render");
                 }
             }
-            None => tracing::warn!(%video_id, engine = %engine_id, "no such engine to cancel the render at"),
+            None => {
+                tracing::warn!(%video_id, engine = %engine_id, "no such engine to cancel the render at")
+            }
         }
     }
     Ok(Video::from_item(&after))
