@@ -160,7 +160,9 @@ def test_cancel_a_video_that_is_rendering(browser):
             assert r.json()["status"] == "canceled"
             org = srv.admin("org", "show", "--org", srv.org)
             assert org["reserved"] == "0.00" and org["balance"] == "25.00", org
-            assert len(engine.canceled) == 1
+            # Canceled at the engine (by the cancel, and maybe again by the worker's next poll:
+            # the protocol's cancel is idempotent).
+            assert len(set(engine.canceled)) == 1, engine.canceled
             context.close()
     finally:
         engine.stop()
