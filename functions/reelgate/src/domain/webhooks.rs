@@ -1,9 +1,9 @@
 //! Webhooks: an organization's endpoints for `video.completed`, `video.failed` and
 //! `video.canceled`, their events, and delivery (docs/webhooks.md).
 //!
-//! - **Endpoints** (`ORG#<org>` / `WEBHOOK#<id>`) hold the URL, the events, a secret (`whsec_`
-//!   + base64, shown once; after a rotation the previous one keeps signing for a day), the
-//!   status (`enabled`, or `disabled` with its reason) and the last delivery attempts.
+//! - **Endpoints** (`ORG#<org>` / `WEBHOOK#<id>`) hold the URL, the events, a secret
+//!   (`whsec_` and base64, shown once; after a rotation the previous one keeps signing for a
+//!   day), the status (`enabled`, or `disabled` with its reason) and the last delivery attempts.
 //! - **Events** are emitted by the terminal transition of a job ([`emit`], called after the
 //!   settlement that ended it): one queue message per subscribed endpoint, carrying the payload
 //!   (`type`, `timestamp`, `data` = the video object as `GET` returns it) and the event's
