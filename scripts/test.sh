@@ -95,6 +95,7 @@ run_python_suite "front door origin check (real binary, openai SDK)" tests/front
 run_python_suite "security: jobs, retries and crashes (real binary)" tests/security_jobs
 run_python_suite "engines: capabilities, reference engine inputs, openai_videos (real binary, ffmpeg)" tests/engines
 run_python_suite "console (headless Chromium)" tests/console
+run_python_suite "webhooks (real binary, a signature-checking receiver)" tests/webhooks
 run_python_suite "security (attacks on the real binary)" tests/security
 
 # infra_status: the "infrastructure checks" step above (one test).

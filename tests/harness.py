@@ -208,6 +208,64 @@ class FakeUpstream:
         self.proc = None
 
 
+class FakeHangingEngine:
+    """A fake video engine (reelgate's engine protocol, docs/engine-protocol.md) on a thread:
+    every render it accepts stays `rendering` at progress 5 until it is canceled, so a job
+    stays running as long as a test needs. Point the service at it with
+    REELGATE_REFERENCE_ENGINE_URL. `canceled` lists the renders canceled through it."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        self.lock = threading.Lock()
+        self.renders = {}
+        self.canceled = []
+        engine = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                with engine.lock:
+                    if self.path == "/v1/renders":
+                        rid = "rnd_%024x" % (len(engine.renders) + 1)
+                        engine.renders[rid] = {"id": rid, "status": "rendering", "progress": 5,
+                                               "error": None, "result_url": None, "created_at": int(time.time())}
+                        return self.answer(202, engine.renders[rid])
+                    parts = self.path.strip("/").split("/")
+                    if len(parts) == 4 and parts[3] == "cancel" and parts[2] in engine.renders:
+                        engine.renders[parts[2]]["status"] = "canceled"
+                        engine.canceled.append(parts[2])
+                        return self.answer(200, engine.renders[parts[2]])
+                self.answer(404, {"error": {"code": "render_not_found", "message": "unknown"}})
+
+            def do_GET(self):
+                rid = self.path.rstrip("/").rsplit("/", 1)[-1]
+                with engine.lock:
+                    if rid in engine.renders:
+                        return self.answer(200, engine.renders[rid])
+                self.answer(404, {"error": {"code": "render_not_found", "message": "unknown"}})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def peak_rss_kib(pid: int) -> int:
     """The process's peak resident set (VmHWM) in KiB, from /proc/<pid>/status."""
     with open(f"/proc/{pid}/status") as f:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from harness import FakeUpstream, serving
+from harness import FakeHangingEngine, FakeUpstream, serving
 
 HERE = os.path.dirname(__file__)
 SHOTS = os.path.join(HERE, "..", "..", "docs", "console")
@@ -128,6 +128,44 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
     expect(page.locator("#u-charges")).to_contain_text("video render completed")
     shot(page, "usage.png")
     context.close()
+
+
+def test_cancel_a_video_that_is_rendering(browser):
+    """A job on a fake engine that never finishes (named so): the Videos page offers Cancel
+    while it renders; cancelling shows it canceled, offers Delete, charges nothing, and the
+    render is canceled at the engine."""
+    engine = FakeHangingEngine()
+    try:
+        with serving(env={"REELGATE_REFERENCE_ENGINE_URL": engine.url}) as srv:
+            srv.agree(srv.user, srv.org)
+            body = {"model": "reel-1", "prompt": "A slow pan over a harbour", "seconds": 4, "aspect_ratio": "16:9"}
+            r = httpx.post(f"{srv.base_url}/v1/videos", json=body, headers={"Authorization": f"Bearer {srv.api_key}"})
+            assert r.status_code == 200, r.text
+            video_id = r.json()["id"]
+            context, page = new_page(browser)
+            sign_in(page, srv)
+            page.click("nav a[href='#videos']")
+            card = page.locator(f"#video-{video_id}")
+            expect(card.locator(".badge")).to_have_text("in progress", timeout=60000)
+            expect(card.get_by_role("button", name=f"Delete {video_id}")).to_have_count(0)
+            shot(page, "videos-rendering.png")
+            card.get_by_role("button", name=f"Cancel {video_id}").click()
+            card = page.locator(f"#video-{video_id}")
+            expect(card.locator(".badge")).to_have_text("canceled")
+            expect(card.get_by_role("button", name=f"Cancel {video_id}")).to_have_count(0)
+            expect(card.get_by_role("button", name=f"Delete {video_id}")).to_be_visible()
+            expect(page.locator("#flash")).to_contain_text("You were not charged")
+            shot(page, "videos-canceled.png")
+            r = httpx.get(f"{srv.base_url}/v1/videos/{video_id}", headers={"Authorization": f"Bearer {srv.api_key}"})
+            assert r.json()["status"] == "canceled"
+            org = srv.admin("org", "show", "--org", srv.org)
+            assert org["reserved"] == "0.00" and org["balance"] == "25.00", org
+            # Canceled at the engine (by the cancel, and maybe again by the worker's next poll:
+            # the protocol's cancel is idempotent).
+            assert len(set(engine.canceled)) == 1, engine.canceled
+            context.close()
+    finally:
+        engine.stop()
 
 
 def test_chat_streams_its_reply(site, browser):

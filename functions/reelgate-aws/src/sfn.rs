@@ -150,6 +150,29 @@ impl Workflow for StepFunctionsWorkflow {
             .map_err(token_error)?;
         Ok(())
     }
+
+    async fn stop(&self, name: &str, cause: &str) -> Result<(), WorkflowError> {
+        let arn = self.execution_arn(name).ok_or_else(|| {
+            WorkflowError::Unavailable(format!(
+                "{} is not a state machine ARN",
+                self.state_machine_arn
+            ))
+        })?;
+        match self
+            .client
+            .stop_execution()
+            .execution_arn(&arn)
+            .error("JobCanceled")
+            .cause(cause)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Never started, or already ended: nothing to stop.
+            Err(e) if service_code(&e) == Some("ExecutionDoesNotExist") => Ok(()),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! What the AWS adapters do beyond the shared port contracts, on the local emulator: expired
 //! items that TTL has not deleted yet, multipart uploads, stale receipts, Step Functions task
-//! tokens, provisioning twice, and `connect`. Run as `tests/contract.rs` says.
+//! tokens and StopExecution, provisioning twice, and `connect`. Run as `tests/contract.rs` says.
 
 mod support;
 
@@ -529,6 +529,44 @@ async fn step_functions_callbacks() {
         workflow.task_heartbeat("no-such-token").await,
         Err(WorkflowError::InvalidToken)
     ));
+
+    // A canceled job: its execution, waiting for the render's callback, is stopped; stopping it
+    // again, or stopping an execution that never started, is not an error.
+    let canceled = reelgate::domain::ids::new_id("job");
+    let arn = workflow
+        .start(&canceled, serde_json::json!({ "job": canceled }))
+        .await
+        .expect("start");
+    let message = queue
+        .receive(1, Duration::from_secs(30), Duration::from_secs(10))
+        .await
+        .expect("receive")
+        .into_iter()
+        .next()
+        .expect("the task message");
+    let body: serde_json::Value = serde_json::from_str(&message.body).expect("json body");
+    let token = body["token"].as_str().expect("token").to_owned();
+    queue.delete(&message.receipt).await.expect("delete");
+    workflow
+        .stop(&canceled, "The job was canceled by its organization.")
+        .await
+        .expect("stop");
+    let (status, _) = execution_status(&sfn, &arn).await;
+    assert_eq!(status, "ABORTED");
+    workflow
+        .stop(&canceled, "again")
+        .await
+        .expect("stopping a stopped execution");
+    workflow
+        .stop(&reelgate::domain::ids::new_id("job"), "never started")
+        .await
+        .expect("stopping an execution that never started");
+    // A render that finishes afterwards may still report to the stopped execution's token:
+    // Step Functions answers TaskTimedOut (InvalidToken), the emulator accepts it; either way
+    // the execution stays ABORTED and the worker carries on.
+    let _ = workflow.task_success(&token, serde_json::json!({})).await;
+    let (status, _) = execution_status(&sfn, &arn).await;
+    assert_eq!(status, "ABORTED");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,6 +34,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         catalog: &catalog,
         settings: &settings,
         fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
+        webhooks: None,
     };
     let accounts = Accounts::new(store.as_ref());
     let org = accounts

@@ -216,6 +216,7 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
         catalog: &catalog,
         settings: &config.settings,
         fetcher: &fetcher,
+        webhooks: None,
     };
     let check_plan = |plan: &str| -> anyhow::Result<()> {
         if catalog.plan(plan).is_none() {

@@ -16,6 +16,9 @@ use std::sync::Arc;
 
 /// Receives before a render message goes to the dead-letter side.
 pub const RENDER_QUEUE_MAX_RECEIVES: u32 = 5;
+/// Receives before a webhook message goes to the dead-letter side (a failed attempt is a new
+/// message; only a store or queue fault makes one come back).
+pub const WEBHOOK_QUEUE_MAX_RECEIVES: u32 = 10;
 
 #[derive(Clone)]
 pub struct LocalBackend {
@@ -23,6 +26,8 @@ pub struct LocalBackend {
     pub store: Arc<SqliteItemStore>,
     pub blobs: Arc<LocalBlobStore>,
     pub render_queue: Arc<SqliteQueue>,
+    /// Webhook deliveries (`reelgate::domain::webhooks`), consumed by the workflow host.
+    pub webhook_queue: Arc<SqliteQueue>,
     pub data_dir: PathBuf,
     /// The bearer key of the in-process reference engine, new each process: the engine is
     /// mounted on the public listener, and without this key it answers 401 to everyone.
@@ -43,6 +48,11 @@ impl LocalBackend {
                 "render",
                 RENDER_QUEUE_MAX_RECEIVES,
             )),
+            webhook_queue: Arc::new(SqliteQueue::new(
+                db.clone(),
+                "webhooks",
+                WEBHOOK_QUEUE_MAX_RECEIVES,
+            )),
             db,
             data_dir: data_dir.to_owned(),
             engine_key: reelgate::domain::ids::new_secret(40),
@@ -50,13 +60,15 @@ impl LocalBackend {
     }
 
     pub fn app(&self, catalog: Arc<Catalog>, settings: Settings) -> App {
-        App::new(
+        let mut app = App::new(
             self.store.clone(),
             self.blobs.clone(),
             self.render_queue.clone(),
             catalog,
             settings,
-        )
+        );
+        app.webhook_queue = Some(self.webhook_queue.clone());
+        app
     }
 }
 
@@ -172,7 +184,9 @@ pub async fn assemble(
         extra_engines: None,
         strict_upstreams: true,
     };
-    reelgate::app::assemble(config, ports, host).await
+    let mut app = reelgate::app::assemble(config, ports, host).await?;
+    app.webhook_queue = Some(backend.webhook_queue.clone());
+    Ok(app)
 }
 
 /// Starts the local services of `app`: the in-process reference engine and the workflow host

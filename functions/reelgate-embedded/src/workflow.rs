@@ -244,6 +244,17 @@ impl Workflow for LocalWorkflow {
             .await
             .map_err(map_runner)
     }
+    async fn stop(&self, name: &str, cause: &str) -> Result<(), WorkflowError> {
+        let id = self.runner.execution_id(name);
+        match self
+            .runner
+            .stop_execution(&id, Some("JobCanceled"), Some(cause))
+            .await
+        {
+            Ok(()) | Err(RunnerError::ExecutionDoesNotExist(_)) => Ok(()),
+            Err(e) => Err(map_runner(e)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -352,6 +363,8 @@ pub async fn start(
         let app = app.clone();
         tasks.push(tokio::spawn(async move { worker_loop(app, n).await }));
     }
+    let webhook_app = app.clone();
+    tasks.push(tokio::spawn(async move { webhook_loop(webhook_app).await }));
     let (sweep_app, interval) = (app.clone(), options.sweep_interval);
     let journal = SqliteJournal::new(db.clone());
     tasks.push(tokio::spawn(async move {
@@ -396,6 +409,55 @@ async fn worker_loop(app: App, n: usize) {
                     let _ = app
                         .render_queue
                         .change_visibility(&message.receipt, app.settings.render_poll_interval)
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// The local webhook delivery worker: the stand-in for the SQS-triggered webhook Lambda.
+async fn webhook_loop(app: App) {
+    let Some(queue) = app.webhook_queue.clone() else {
+        return;
+    };
+    loop {
+        let batch = match queue
+            .receive(4, Duration::from_secs(60), Duration::from_secs(2))
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhook queue receive failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        // Deliveries of one batch go out together: a slow endpoint does not hold the others.
+        let handled = futures::future::join_all(batch.into_iter().map(|message| {
+            let (app, queue) = (app.clone(), queue.clone());
+            async move {
+                let outcome = reelgate::domain::webhooks::deliver(
+                    app.context(),
+                    queue.as_ref(),
+                    &message.body,
+                )
+                .await;
+                (message, outcome)
+            }
+        }))
+        .await;
+        for (message, outcome) in handled {
+            match outcome {
+                Ok(()) => {
+                    if let Err(e) = queue.delete(&message.receipt).await {
+                        tracing::warn!(error = %e, "could not delete a handled webhook message");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook message will be retried");
+                    let _ = queue
+                        .change_visibility(&message.receipt, Duration::from_secs(5))
                         .await;
                 }
             }

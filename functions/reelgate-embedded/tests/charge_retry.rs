@@ -90,6 +90,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         catalog: &catalog,
         settings: &settings,
         fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
+        webhooks: None,
     };
     let org = Accounts::new(store.as_ref())
         .create_org("Retry", "free", "usd", dec!(10))
@@ -179,6 +180,7 @@ async fn concurrent_charges_against_one_org_all_land() {
             catalog: &catalog,
             settings: &settings,
             fetcher: &fetcher,
+            webhooks: None,
         };
         let c = Charge {
             org: &org.id,

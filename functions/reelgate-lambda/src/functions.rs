@@ -18,6 +18,8 @@ pub enum Serves {
     },
     /// The render queue's consumer.
     RenderWorker,
+    /// The webhook queue's consumer (`reelgate::domain::webhooks::deliver`).
+    WebhookWorker,
     /// EventBridge's "execution status change" of the state machine (failed, timed out,
     /// aborted): fails a job its execution left running, unbilled.
     ExecutionEnded,
@@ -116,6 +118,22 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         "ApiVideoThumbnailFunction",
         "/v1/videos/{video_id}/thumbnail",
     ),
+    http(
+        "api-video-cancel",
+        "ApiVideoCancelFunction",
+        "/v1/videos/{video_id}/cancel",
+    ),
+    http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks"),
+    http(
+        "api-webhook-item",
+        "ApiWebhookItemFunction",
+        "/v1/webhooks/{webhook_id}",
+    ),
+    http(
+        "api-webhook-rotate-secret",
+        "ApiWebhookRotateSecretFunction",
+        "/v1/webhooks/{webhook_id}/rotate_secret",
+    ),
     http("api-models", "ApiModelsFunction", "/v1/models"),
     http(
         "api-model-item",
@@ -166,6 +184,11 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         binary: "render-worker",
         logical_id: "RenderWorkerFunction",
         serves: Serves::RenderWorker,
+    },
+    LambdaFunction {
+        binary: "webhook-worker",
+        logical_id: "WebhookWorkerFunction",
+        serves: Serves::WebhookWorker,
     },
     LambdaFunction {
         binary: "execution-ended",

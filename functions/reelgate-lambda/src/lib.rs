@@ -103,6 +103,7 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
         );
     }
     let sdk_config = backend.sdk_config.clone();
+    let webhook_sdk_config = backend.sdk_config.clone();
     let ports = Ports {
         store: backend.store,
         blobs: backend.blobs,
@@ -121,7 +122,13 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
         })),
         strict_upstreams: false,
     };
-    let app = reelgate::app::assemble(&config, ports, host).await?;
+    let mut app = reelgate::app::assemble(&config, ports, host).await?;
+    if let Some(url) = &config.aws.webhook_queue_url {
+        app.webhook_queue = Some(std::sync::Arc::new(reelgate_aws::sqs::SqsQueue::new(
+            &webhook_sdk_config,
+            url,
+        )));
+    }
     Ok((app, config))
 }
 
@@ -208,6 +215,49 @@ pub async fn run_worker() -> Result<(), Error> {
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<SqsEvent>| async move {
             Ok::<SqsBatchResponse, Error>(handle_sqs_batch(app, &event.payload).await)
+        },
+    ))
+    .await
+}
+
+/// Handles one SQS batch of webhook deliveries (`reelgate::domain::webhooks::deliver`), each
+/// record at once: a failed delivery is not a failed record (its retry is a new, delayed
+/// message); only a store or queue fault reports the record as a batch item failure.
+pub async fn handle_webhook_batch(app: &App, event: &SqsEvent) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    let Some(queue) = app.webhook_queue.clone() else {
+        tracing::error!("REELGATE_WEBHOOK_QUEUE_URL is not set on the webhook worker");
+        for record in &event.records {
+            response.add_failure(record.message_id.clone().unwrap_or_default());
+        }
+        return response;
+    };
+    let handled = futures::future::join_all(event.records.iter().map(|record| {
+        let queue = queue.clone();
+        async move {
+            let body = record.body.as_deref().unwrap_or_default();
+            let outcome =
+                reelgate::domain::webhooks::deliver(app.context(), queue.as_ref(), body).await;
+            (record.message_id.clone().unwrap_or_default(), outcome)
+        }
+    }))
+    .await;
+    for (id, outcome) in handled {
+        if let Err(e) = outcome {
+            tracing::warn!(error = %e, message_id = %id, "webhook message will be retried");
+            response.add_failure(id);
+        }
+    }
+    response
+}
+
+/// The SQS-triggered webhook delivery worker.
+pub async fn run_webhook_worker() -> Result<(), Error> {
+    let (app, _) = app_or_exit("webhook-worker").await;
+    let app = &app;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<SqsEvent>| async move {
+            Ok::<SqsBatchResponse, Error>(handle_webhook_batch(app, &event.payload).await)
         },
     ))
     .await

@@ -7,7 +7,8 @@
 //! routes the template gives those functions; the render queue triggers the worker through an
 //! event source mapping with batch item failures. Then one job goes from `POST /v1/videos`
 //! through the real state machine, step functions, worker and the reference engine
-//! (`reelgate engine serve`) to `completed`, billed once, and one fails in moderation, unbilled.
+//! (`reelgate engine serve`) to `completed`, billed once, one fails in moderation, unbilled, and
+//! one is canceled through the deployed cancel function (its execution stopped), unbilled.
 //!
 //! Needs `AWS_ENDPOINT_URL` (from `scripts/aws-emulator.sh env`); without it the test fails with
 //! a message saying so, unless `REELGATE_SKIP_AWS_TESTS=1`.
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 const DEPLOYED: &[&str] = &[
     "api-videos",
     "api-video-item",
+    "api-video-cancel",
     "api-video-content",
     "api-video-acceptance",
     "step-moderate",
@@ -45,6 +47,7 @@ fn bootstrap_path(binary: &str) -> PathBuf {
     let path = match binary {
         "api-videos" => env!("CARGO_BIN_EXE_api-videos"),
         "api-video-item" => env!("CARGO_BIN_EXE_api-video-item"),
+        "api-video-cancel" => env!("CARGO_BIN_EXE_api-video-cancel"),
         "api-video-content" => env!("CARGO_BIN_EXE_api-video-content"),
         "api-video-acceptance" => env!("CARGO_BIN_EXE_api-video-acceptance"),
         "step-moderate" => env!("CARGO_BIN_EXE_step-moderate"),
@@ -411,7 +414,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             env.insert(reelgate_lambda::RESPONSE_STREAM_ENV.into(), "1".into());
             env.insert("REELGATE_UPSTREAM_BASE_URL".into(), upstream.url.clone());
         }
-        if matches!(*binary, "api-videos" | "render-worker") {
+        if matches!(*binary, "api-videos" | "api-video-cancel" | "render-worker") {
             env.insert(
                 "REELGATE_STATE_MACHINE_ARN".into(),
                 state_machine_arn.clone(),
@@ -581,6 +584,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             catalog: &catalog,
             settings: &settings,
             fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
+            webhooks: None,
         },
         &org.id,
         &person.id,
@@ -697,6 +701,74 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .expect("job")
         .expect("job item");
     assert_eq!(job.str_attr("reservation"), Some("released"));
+
+    // Cancel through the deployed function: a 15-second job canceled while it runs ends
+    // `canceled`, its execution is stopped (StopExecution), nothing stays reserved or is charged,
+    // and a second cancel is a conflict.
+    let (status, _, long) = api
+        .send(
+            reqwest::Method::POST,
+            "/v1/videos",
+            &key,
+            Some(json!({"model": "reel-1", "prompt": "A long slow pan over a harbour", "seconds": 15, "aspect_ratio": "16:9"})),
+        )
+        .await;
+    assert_eq!(status, 200, "create: {long}");
+    let long_id = long["id"].as_str().expect("id").to_owned();
+    let (status, _, canceled) = api
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/videos/{long_id}/cancel"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "cancel: {canceled}");
+    assert_eq!(canceled["status"], "canceled", "{canceled}");
+    let execution_arn =
+        format!("arn:aws:states:{region}:{account}:execution:{state_machine_name}:{long_id}");
+    let stop_deadline = Instant::now() + Duration::from_secs(30);
+    let execution_status = loop {
+        let described = sfn
+            .describe_execution()
+            .execution_arn(&execution_arn)
+            .send()
+            .await
+            .expect("describe the canceled job's execution");
+        let status = described.status().as_str().to_owned();
+        if status != "RUNNING" || Instant::now() > stop_deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(execution_status, "ABORTED");
+    let (status, _, again) = api
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/videos/{long_id}/cancel"),
+            &key,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "cancel again: {again}");
+    assert_eq!(again["error"]["code"], "conflict");
+    let after_cancel = accounts.org(&org.id).await.expect("org");
+    assert_eq!(
+        after_cancel.balance,
+        decimal("10.00") - quote,
+        "{after_cancel:?}"
+    );
+    assert_eq!(after_cancel.reserved, Decimal::ZERO, "{after_cancel:?}");
+    assert_eq!(after_cancel.renders_in_flight, 0, "{after_cancel:?}");
+    assert!(
+        backend
+            .store
+            .get(&charge(&long_id))
+            .await
+            .expect("charge")
+            .is_none(),
+        "the canceled job is never charged"
+    );
 
     // The executions ended as the state machine says: succeeded, and failed with the code.
     let execution =

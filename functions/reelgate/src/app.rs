@@ -34,6 +34,9 @@ pub struct App {
     pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
     /// The guarded fetcher every caller-influenced URL goes through.
     pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
+    /// The webhook delivery queue (`domain::webhooks`); None sends no webhooks. Hosts set it
+    /// after assembly: the local host its embedded queue, Lambda `REELGATE_WEBHOOK_QUEUE_URL`.
+    pub webhook_queue: Option<Arc<dyn MessageQueue>>,
 }
 
 impl App {
@@ -57,6 +60,7 @@ impl App {
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
             fetcher: Arc::new(guarded_fetcher(&settings)),
+            webhook_queue: None,
             settings: Arc::new(settings),
         }
     }
@@ -96,6 +100,7 @@ impl App {
             catalog: &self.catalog,
             settings: &self.settings,
             fetcher: self.fetcher.as_ref(),
+            webhooks: self.webhook_queue.as_deref(),
         }
     }
 
@@ -112,6 +117,7 @@ impl App {
             translator: self.translator(),
             workflow: self.workflow(),
             fetcher: self.fetcher.clone(),
+            webhook_queue: self.webhook_queue.clone(),
         }
     }
 }

@@ -56,6 +56,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "URL of the reference engine",
     ),
     (
+        "REELGATE_WEBHOOK_RETRY_SECS",
+        "waits between webhook delivery attempts, in seconds, comma-separated",
+    ),
+    (
         "REELGATE_CONSOLE_LINK_TTL_SECS",
         "how long a console sign-in link stays valid, in seconds",
     ),
@@ -118,6 +122,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("REELGATE_TABLE", "DynamoDB table"),
     ("REELGATE_BUCKET", "S3 bucket"),
     ("REELGATE_RENDER_QUEUE_URL", "SQS render queue URL"),
+    (
+        "REELGATE_WEBHOOK_QUEUE_URL",
+        "SQS webhook delivery queue URL",
+    ),
     (
         "REELGATE_STATE_MACHINE_ARN",
         "Step Functions state machine ARN",
@@ -218,7 +226,15 @@ pub struct Settings {
     /// `REELGATE_FETCH_ALLOW`: hosts and address ranges (CIDR) the guarded fetcher may reach
     /// although they are private, one entry per comma.
     pub fetch_allow: Vec<String>,
+    /// Waits between a webhook event's delivery attempts (`REELGATE_WEBHOOK_RETRY_SECS`): one
+    /// attempt, then one more after each wait; an event whose last attempt fails disables its
+    /// endpoint. The default spans about 27 hours.
+    pub webhook_retry_schedule: Vec<Duration>,
 }
+
+/// The default waits between webhook delivery attempts: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+/// 10 h (eight attempts over about 27.6 hours).
+pub const WEBHOOK_RETRY_SECS: &[u64] = &[5, 300, 1800, 7200, 18000, 36000, 36000];
 
 /// The values of the front door's origin header the service accepts (one, or two during a
 /// rotation). Its `Debug` never shows them.
@@ -261,6 +277,10 @@ impl Default for Settings {
             origin_secrets: None,
             console_link_ttl: Duration::from_secs(15 * 60),
             fetch_allow: Vec::new(),
+            webhook_retry_schedule: WEBHOOK_RETRY_SECS
+                .iter()
+                .map(|s| Duration::from_secs(*s))
+                .collect(),
         }
     }
 }
@@ -293,6 +313,8 @@ pub struct AwsResources {
     pub table: Option<String>,
     pub bucket: Option<String>,
     pub render_queue_url: Option<String>,
+    /// `REELGATE_WEBHOOK_QUEUE_URL`: the webhook delivery queue (none: no webhooks are sent).
+    pub webhook_queue_url: Option<String>,
     pub state_machine_arn: Option<String>,
     pub secrets_arn: Option<String>,
     /// `REELGATE_ORIGIN_SECRET_ARN`: read like `secrets_arn`, for the origin secret.
@@ -393,6 +415,18 @@ impl Config {
         if let Some(v) = vars.number("REELGATE_MAX_UPLOAD_BYTES", "a byte count")? {
             settings.max_upload_bytes = v;
         }
+        if let Some(list) = vars.text("REELGATE_WEBHOOK_RETRY_SECS") {
+            settings.webhook_retry_schedule = list
+                .split(',')
+                .map(|s| s.trim().parse::<u64>().map(Duration::from_secs))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    ConfigError::new(
+                        "REELGATE_WEBHOOK_RETRY_SECS",
+                        "must be whole seconds separated by commas, e.g. 5,300,1800",
+                    )
+                })?;
+        }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
         settings.origin_secrets = origin_secrets(&vars)?;
         settings.fetch_allow = vars
@@ -470,6 +504,7 @@ impl Config {
                 table: vars.text("REELGATE_TABLE"),
                 bucket: vars.text("REELGATE_BUCKET"),
                 render_queue_url: vars.text("REELGATE_RENDER_QUEUE_URL"),
+                webhook_queue_url: vars.text("REELGATE_WEBHOOK_QUEUE_URL"),
                 state_machine_arn: vars.text("REELGATE_STATE_MACHINE_ARN"),
                 secrets_arn: vars.text("REELGATE_SECRETS_ARN"),
                 origin_secret_arn: vars.text("REELGATE_ORIGIN_SECRET_ARN"),

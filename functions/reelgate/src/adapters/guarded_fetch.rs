@@ -1,4 +1,5 @@
-//! The guarded fetcher: the one way the service GETs a URL a caller can influence.
+//! The guarded fetcher: the one way the service GETs a URL a caller can influence, or POSTs
+//! to one (webhook deliveries).
 //!
 //! Per hop: only `http`/`https`; the host is resolved once by us, every candidate address is
 //! checked against the refused ranges (loopback, private, link-local, unique-local, CGNAT,
@@ -220,28 +221,62 @@ impl GuardedFetcher {
         }
     }
 
+    /// The URL's host and the checked address to connect to.
+    async fn checked_url(&self, url: &url::Url) -> Result<(String, SocketAddr), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(FetchError::BadUrl);
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_owned(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(FetchError::BadUrl),
+        };
+        let port = url.port_or_known_default().ok_or(FetchError::BadUrl)?;
+        let addr = self.checked_address(&host, port).await?;
+        Ok((host, addr))
+    }
+
+    /// A client that connects only to `addr` for `host` and follows no redirect.
+    fn pinned_client(host: &str, addr: SocketAddr) -> Result<reqwest::Client, FetchError> {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(10));
+        if host.parse::<IpAddr>().is_err() {
+            builder = builder.resolve(host, addr);
+        }
+        builder.build().map_err(|_| FetchError::Unreachable)
+    }
+
+    async fn post_once(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, FetchError> {
+        let url = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
+        let (host, addr) = self.checked_url(&url).await?;
+        let client = Self::pinned_client(&host, addr)?;
+        let mut request = client.post(url).body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_timeout() {
+                FetchError::Timeout
+            } else {
+                FetchError::Unreachable
+            }
+        })?;
+        Ok(response.status().as_u16())
+    }
+
     async fn fetch_hops(&self, url: &str, max_bytes: u64) -> Result<Fetched, FetchError> {
         let mut current = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
         for _ in 0..=MAX_REDIRECTS {
-            if !matches!(current.scheme(), "http" | "https") {
-                return Err(FetchError::BadUrl);
-            }
-            let host = match current.host() {
-                Some(url::Host::Domain(d)) => d.to_owned(),
-                Some(url::Host::Ipv4(ip)) => ip.to_string(),
-                Some(url::Host::Ipv6(ip)) => ip.to_string(),
-                None => return Err(FetchError::BadUrl),
-            };
-            let port = current.port_or_known_default().ok_or(FetchError::BadUrl)?;
-            let addr = self.checked_address(&host, port).await?;
-            let mut builder = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .connect_timeout(Duration::from_secs(10));
-            if host.parse::<IpAddr>().is_err() {
-                builder = builder.resolve(&host, addr);
-            }
-            let client = builder.build().map_err(|_| FetchError::Unreachable)?;
+            let (host, addr) = self.checked_url(&current).await?;
+            let client = Self::pinned_client(&host, addr)?;
             let response = client.get(current.clone()).send().await.map_err(|e| {
                 if e.is_timeout() {
                     FetchError::Timeout
@@ -296,6 +331,24 @@ impl Fetcher for GuardedFetcher {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout),
         }
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, FetchError> {
+        let timeout = self.policy.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        match tokio::time::timeout(timeout, self.post_once(url, headers, body)).await {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Timeout),
+        }
+    }
+
+    async fn check(&self, url: &str) -> Result<(), FetchError> {
+        let url = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
+        self.checked_url(&url).await.map(|_| ())
     }
 }
 

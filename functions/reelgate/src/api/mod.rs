@@ -17,6 +17,7 @@ pub mod rate_limits;
 pub mod responses;
 pub mod uploads;
 pub mod videos;
+pub mod webhooks;
 
 use crate::app::App;
 use crate::domain::error::ApiError;
@@ -45,6 +46,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/v1/videos/{video_id}"),
     ("GET", "/v1/videos/{video_id}/content"),
     ("GET", "/v1/videos/{video_id}/thumbnail"),
+    ("POST", "/v1/videos/{video_id}/cancel"),
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model}"),
     ("POST", "/v1/chat/completions"),
@@ -52,6 +54,11 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/responses/{response_id}"),
     ("DELETE", "/v1/responses/{response_id}"),
     ("GET", "/v1/responses/{response_id}/input_items"),
+    ("POST", "/v1/webhooks"),
+    ("GET", "/v1/webhooks"),
+    ("GET", "/v1/webhooks/{webhook_id}"),
+    ("DELETE", "/v1/webhooks/{webhook_id}"),
+    ("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
 ];
 
 /// The whole service.
@@ -65,6 +72,7 @@ pub fn router(app: App) -> Router {
         .merge(videos::routes())
         .merge(chat::routes())
         .merge(responses::routes())
+        .merge(webhooks::routes())
         .merge(console::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

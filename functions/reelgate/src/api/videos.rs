@@ -10,7 +10,7 @@ use crate::ports::store::{Condition, Query};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -29,6 +29,7 @@ pub fn routes() -> Router<App> {
         .route("/v1/videos/{video_id}", get(retrieve).delete(delete))
         .route("/v1/videos/{video_id}/content", get(content))
         .route("/v1/videos/{video_id}/thumbnail", get(thumbnail))
+        .route("/v1/videos/{video_id}/cancel", post(cancel))
 }
 
 fn with_poll_hint(video: Video) -> Response {
@@ -153,6 +154,34 @@ async fn retrieve(
     Path(video_id): Path<String>,
 ) -> ApiResult<Response> {
     Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
+}
+
+async fn cancel(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(with_poll_hint(
+        cancel_video(&app, &caller, &video_id).await?,
+    ))
+}
+
+/// Cancels a running job of the caller's organization (`POST /v1/videos/{id}/cancel` and the
+/// console): 404 for another organization's or an unknown job, 409 for a terminal one.
+pub async fn cancel_video(app: &App, caller: &Caller, video_id: &str) -> ApiResult<Video> {
+    find(app, &caller.org, video_id).await?;
+    let workflow = app.workflow();
+    let canceled = crate::domain::cancel::cancel(
+        app.context(),
+        workflow.as_deref(),
+        &app.engines,
+        &caller.org,
+        video_id,
+    )
+    .await?;
+    let video = canceled.ok_or_else(|| not_found(video_id))?;
+    tracing::info!(%video_id, org = %caller.org, key = %caller.key_id(), "video canceled");
+    Ok(video)
 }
 
 #[derive(Deserialize)]

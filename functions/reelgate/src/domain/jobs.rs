@@ -13,29 +13,11 @@ fn running() -> Condition {
     )
 }
 
-/// The job failure codes of docs/errors.md; anything else a step reports is `engine_unavailable`.
-pub fn failure_code(code: &str) -> &'static str {
-    match code {
-        "moderation_blocked" => "moderation_blocked",
-        "moderation_unavailable" => "moderation_unavailable",
-        "translation_unavailable" => "translation_unavailable",
-        _ => "engine_unavailable",
-    }
-}
-
-/// The one sentence a failed job's `error.message` carries for its code (docs/security.md):
-/// never a workflow cause, an engine's answer or anything else raw.
-pub fn failure_message(code: &str) -> &'static str {
-    match failure_code(code) {
-        "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
-        "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
-        "translation_unavailable" => "The Japanese prompt could not be translated. You were not charged; resubmit later.",
-        _ => "The video engine was unavailable or failed during the render. You were not charged; resubmit later.",
-    }
-}
+pub use crate::domain::video_object::{failure_code, failure_message};
 
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
-/// already terminal is left as it is. The stored code is one of [`failure_code`]'s and the
+/// already terminal is left as it is; true when this call ended it (and emitted the job's
+/// `video.failed` webhook event). The stored code is one of [`failure_code`]'s and the
 /// stored message is [`failure_message`]'s sentence for it: `_detail` (a step's own words, a
 /// workflow cause) is never shown to the caller nor logged.
 pub async fn fail(
@@ -44,11 +26,11 @@ pub async fn fail(
     video_id: &str,
     code: &str,
     _detail: &str,
-) -> ApiResult<()> {
+) -> ApiResult<bool> {
     let code = failure_code(code);
     let message = failure_message(code);
     let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
-        return Ok(());
+        return Ok(false);
     };
     let quote = job.decimal_attr("cost").unwrap_or_default();
     let now = now_secs();
@@ -64,12 +46,14 @@ pub async fn fail(
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
+            crate::domain::webhooks::emit(cx, org, video_id).await;
+            Ok(true)
         }
         crate::domain::billing::Settlement::AlreadySettled => {
             tracing::info!(%video_id, %code, "video already settled; failure not applied");
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 /// Ends a running job as `canceled`, releasing its reservation (never billed); false when it was
@@ -88,10 +72,14 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
             crate::ports::store::EXPIRES_AT,
             now + cx.settings.job_retention.as_secs() as i64,
         );
-    Ok(matches!(
+    let settled = matches!(
         crate::domain::billing::release(cx.store, org, video_id, quote, update).await?,
         crate::domain::billing::Settlement::Settled
-    ))
+    );
+    if settled {
+        crate::domain::webhooks::emit(cx, org, video_id).await;
+    }
+    Ok(settled)
 }
 
 /// What a job whose pipeline stopped without settling it tells the caller.
@@ -108,8 +96,7 @@ pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiR
         return Ok(false);
     }
     tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
-    fail(cx, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await?;
-    Ok(true)
+    fail(cx, org, video_id, "engine_unavailable", PIPELINE_STOPPED).await
 }
 
 /// Moves a running job to `status` (and sets more attributes); false when it is no longer running.

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod agreement;
 pub mod billing;
+pub mod cancel;
 pub mod catalog;
 pub mod chat;
 pub mod console;
@@ -26,7 +27,9 @@ pub mod retention;
 pub mod translation;
 pub mod uploads;
 pub mod usage;
+pub mod video_object;
 pub mod videos;
+pub mod webhooks;
 pub mod workflow;
 
 use crate::config::Settings;
@@ -44,6 +47,8 @@ pub struct Context<'a> {
     pub settings: &'a Settings,
     /// The one way to GET a URL a caller can influence (`file_url`).
     pub fetcher: &'a dyn crate::ports::fetch::Fetcher,
+    /// The webhook delivery queue; None on a host that sends no webhooks.
+    pub webhooks: Option<&'a dyn crate::ports::queue::MessageQueue>,
 }
 
 impl<'a> Context<'a> {

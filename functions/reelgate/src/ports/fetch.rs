@@ -1,5 +1,5 @@
 //! Fetching a URL a caller can influence (a `file_url`, an image or video part the upstream
-//! cannot take by URL). Every such fetch in the service goes through one [`Fetcher`]; the guarded
+//! cannot take by URL) and posting to one (a webhook endpoint). Every such fetch in the service goes through one [`Fetcher`]; the guarded
 //! implementation (`crate::adapters::guarded_fetch`) refuses private, loopback, link-local and
 //! metadata addresses, pins the connection to the address it checked, follows redirects only
 //! through the same check, and stops at a byte limit while streaming.
@@ -40,4 +40,16 @@ pub enum FetchError {
 pub trait Fetcher: Send + Sync {
     /// GETs `url` (following redirects through the same checks), reading at most `max_bytes`.
     async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Fetched, FetchError>;
+    /// POSTs `body` with `headers` to `url` (a webhook delivery) through the same address
+    /// checks and returns the answer's status. Redirects are not followed: the 3xx status is
+    /// the answer. The answer's body is not read.
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<u16, FetchError>;
+    /// Whether `url` may be reached now (an http or https URL whose host resolves only to
+    /// permitted addresses), without requesting it: endpoints are checked when registered.
+    async fn check(&self, url: &str) -> Result<(), FetchError>;
 }

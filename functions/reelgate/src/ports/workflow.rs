@@ -1,5 +1,5 @@
-//! The workflow port: starting the video state machine for an admitted job and resuming a task
-//! that waits for a callback. Step Functions on AWS; the embedded ASL runner locally.
+//! The workflow port: starting the video state machine for an admitted job, resuming a task
+//! that waits for a callback, and stopping the execution of a canceled job. Step Functions on AWS; the embedded ASL runner locally.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -27,4 +27,7 @@ pub trait Workflow: Send + Sync + 'static {
         cause: &str,
     ) -> Result<(), WorkflowError>;
     async fn task_heartbeat(&self, token: &str) -> Result<(), WorkflowError>;
+    /// Stops the execution named `name` (a canceled job): a running execution ends `Aborted`
+    /// with `cause`; one that already ended, or never started, is left as it is (not an error).
+    async fn stop(&self, name: &str, cause: &str) -> Result<(), WorkflowError>;
 }

@@ -32,6 +32,7 @@ pub fn routes() -> Router<App> {
             get(get_video).delete(delete_video),
         )
         .route("/console/api/videos/{video_id}/media", get(media))
+        .route("/console/api/videos/{video_id}/cancel", post(cancel_video))
         .route("/console/api/chat/completions", post(chat))
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{key_id}", delete(revoke_key))
@@ -175,6 +176,16 @@ async fn delete_video(
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
         crate::api::videos::delete_video(&app, &s.caller, &video_id).await?,
+    ))
+}
+
+async fn cancel_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+) -> ApiResult<Json<crate::domain::videos::Video>> {
+    Ok(Json(
+        crate::api::videos::cancel_video(&app, &s.caller, &video_id).await?,
     ))
 }
 

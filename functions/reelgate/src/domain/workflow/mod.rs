@@ -34,6 +34,8 @@ pub struct Pipeline {
     /// The workflow whose tasks the render worker completes.
     pub workflow: Option<Arc<dyn Workflow>>,
     pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
+    /// Where terminal jobs' webhook events go (`domain::webhooks::emit`).
+    pub webhook_queue: Option<Arc<dyn MessageQueue>>,
 }
 
 impl Pipeline {
@@ -44,6 +46,7 @@ impl Pipeline {
             catalog: &self.catalog,
             settings: &self.settings,
             fetcher: self.fetcher.as_ref(),
+            webhooks: self.webhook_queue.as_deref(),
         }
     }
 }

@@ -420,6 +420,9 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
     .await?;
     let charged = settled == crate::domain::billing::Settlement::Settled;
     tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
+    if charged {
+        crate::domain::webhooks::emit(pipeline.context(), &job.org, &job.video_id).await;
+    }
     Ok(json!({"charged": charged}))
 }
 

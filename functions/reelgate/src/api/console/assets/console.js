@@ -19,6 +19,8 @@ const TEXT = {
     videos_title: "Videos", videos_hint: "Newest first. The list refreshes every 2 seconds while a video is rendering.",
     videos_empty: "No videos yet.", play: "Play", download: "Download", delete: "Delete",
     confirm_delete: "Delete this video and its files?", deleted: "Video deleted.",
+    cancel: "Cancel", confirm_cancel: "Cancel this video? It will not be rendered or charged.",
+    canceled: "Video canceled. You were not charged.",
     status_moderating: "moderating", status_translating: "translating", status_queued: "queued",
     status_in_progress: "in progress", status_completed: "completed", status_failed: "failed",
     status_canceled: "canceled", progress: "Progress", thumbnail: "Thumbnail of",
@@ -47,6 +49,8 @@ const TEXT = {
     videos_title: "動画", videos_hint: "新しい順。レンダリング中は2秒ごとに更新されます。",
     videos_empty: "動画はまだありません。", play: "再生", download: "ダウンロード", delete: "削除",
     confirm_delete: "この動画とそのファイルを削除しますか?", deleted: "動画を削除しました。",
+    cancel: "キャンセル", confirm_cancel: "この動画をキャンセルしますか?レンダリングされず、請求もされません。",
+    canceled: "動画をキャンセルしました。請求はありません。",
     status_moderating: "審査中", status_translating: "翻訳中", status_queued: "待機中",
     status_in_progress: "レンダリング中", status_completed: "完了", status_failed: "失敗",
     status_canceled: "キャンセル", progress: "進捗", thumbnail: "サムネイル:",
@@ -280,6 +284,12 @@ function videoCard(v) {
     play.addEventListener("click", () => playVideo(v, li, play));
     actions.appendChild(play);
   }
+  if (!["completed", "failed", "canceled"].includes(v.status)) {
+    const cancel = document.createElement("button"); cancel.type = "button"; cancel.textContent = t("cancel");
+    cancel.setAttribute("aria-label", `${t("cancel")} ${v.id}`);
+    cancel.addEventListener("click", () => cancelVideo(v));
+    actions.appendChild(cancel);
+  }
   if (["completed", "failed", "canceled"].includes(v.status)) {
     const del = document.createElement("button"); del.type = "button"; del.className = "danger"; del.textContent = t("delete");
     del.setAttribute("aria-label", `${t("delete")} ${v.id}`);
@@ -326,6 +336,15 @@ async function deleteVideo(v) {
     flash(t("deleted"));
     await loadVideos();
   } catch (err) { flash(err.message, true); }
+}
+
+async function cancelVideo(v) {
+  if (!window.confirm(t("confirm_cancel"))) return;
+  try {
+    await api("POST", `/console/api/videos/${v.id}/cancel`);
+    flash(t("canceled"));
+  } catch (err) { flash(err.message, true); }
+  await loadVideos();
 }
 
 async function loadVideos() {

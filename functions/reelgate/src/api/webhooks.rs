@@ -1,0 +1,71 @@
+//! The `/v1/webhooks` routes: an organization's webhook endpoints (create — the secret is in
+//! that answer only — list, retrieve, delete, rotate the secret). Events and delivery are
+//! `domain::webhooks`'.
+
+use crate::api::extract::ApiJson;
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::error::ApiResult;
+use crate::domain::webhooks::{self, Endpoint};
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/v1/webhooks", get(list).post(create))
+        .route("/v1/webhooks/{webhook_id}", get(retrieve).delete(delete))
+        .route(
+            "/v1/webhooks/{webhook_id}/rotate_secret",
+            post(rotate_secret),
+        )
+}
+
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Endpoint>> {
+    Ok(Json(
+        webhooks::create(app.context(), &caller.org, &body).await?,
+    ))
+}
+
+async fn list(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
+    let data = webhooks::list(app.context(), &caller.org).await?;
+    Ok(Json(crate::api::envelope::list_envelope(
+        &data,
+        |e| e.id.clone(),
+        false,
+    )))
+}
+
+async fn retrieve(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Endpoint>> {
+    Ok(Json(webhooks::get(app.context(), &caller.org, &id).await?))
+}
+
+async fn delete(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    webhooks::delete(app.context(), &caller.org, &id).await?;
+    Ok(Json(
+        json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
+    ))
+}
+
+async fn rotate_secret(
+    State(app): State<App>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Endpoint>> {
+    Ok(Json(
+        webhooks::rotate_secret(app.context(), &caller.org, &id).await?,
+    ))
+}

@@ -1,0 +1,95 @@
+//! The `video` object as the API returns it (`GET /v1/videos/{id}`, webhook payloads) and the
+//! documented failure codes and sentences it shows. A leaf: `videos` (the routes' use cases),
+//! `jobs` (state changes) and `webhooks` (events) all read it, and it reads none of them.
+
+use crate::domain::keys::TERMINAL;
+use crate::ports::store::{Item, ItemExt};
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+/// The job failure codes of docs/errors.md; anything else a step reports is `engine_unavailable`.
+pub fn failure_code(code: &str) -> &'static str {
+    match code {
+        "moderation_blocked" => "moderation_blocked",
+        "moderation_unavailable" => "moderation_unavailable",
+        "translation_unavailable" => "translation_unavailable",
+        _ => "engine_unavailable",
+    }
+}
+
+/// The one sentence a failed job's `error.message` carries for its code (docs/security.md):
+/// never a workflow cause, an engine's answer or anything else raw.
+pub fn failure_message(code: &str) -> &'static str {
+    match failure_code(code) {
+        "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
+        "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
+        "translation_unavailable" => "The Japanese prompt could not be translated. You were not charged; resubmit later.",
+        _ => "The video engine was unavailable or failed during the render. You were not charged; resubmit later.",
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct JobError {
+    pub code: String,
+    pub message: String,
+}
+
+/// The `video` object exactly as the API returns it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Video {
+    pub id: String,
+    pub object: &'static str,
+    pub model: String,
+    pub prompt: String,
+    pub seconds: u32,
+    pub aspect_ratio: String,
+    pub status: String,
+    /// Render progress 0–100 while rendering, 100 when completed (as OpenAI's video object).
+    pub progress: u32,
+    pub error: Option<JobError>,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub cost: Decimal,
+    pub currency: String,
+    pub created_at: i64,
+    pub completed_at: Option<i64>,
+    /// When the finished job and its outputs are deleted.
+    pub expires_at: Option<i64>,
+    pub thumbnail: bool,
+    /// Output size, e.g. `1366x768`, once known.
+    pub size: Option<String>,
+}
+
+impl Video {
+    pub fn from_item(it: &Item) -> Option<Video> {
+        // The documented sentence for the code, whatever a writer stored (docs/security.md).
+        let error = it.str_attr("error_code").map(|code| {
+            let code = failure_code(code);
+            JobError {
+                code: code.to_owned(),
+                message: failure_message(code).to_owned(),
+            }
+        });
+        Some(Video {
+            id: it.str_attr("id")?.to_owned(),
+            object: "video",
+            model: it.str_attr("model")?.to_owned(),
+            prompt: it.str_attr("prompt").unwrap_or_default().to_owned(),
+            seconds: it.i64_attr("seconds").unwrap_or_default() as u32,
+            aspect_ratio: it.str_attr("aspect_ratio").unwrap_or_default().to_owned(),
+            status: it.str_attr("status")?.to_owned(),
+            progress: it.i64_attr("progress").unwrap_or_default().clamp(0, 100) as u32,
+            error,
+            cost: it.decimal_attr("cost").unwrap_or_default(),
+            currency: it.str_attr("currency").unwrap_or("usd").to_owned(),
+            created_at: it.i64_attr("created_at").unwrap_or_default(),
+            completed_at: it.i64_attr("completed_at"),
+            expires_at: it.i64_attr(crate::ports::store::EXPIRES_AT),
+            thumbnail: it.bool_attr("thumbnail").unwrap_or(false),
+            size: it.str_attr("size").map(str::to_owned),
+        })
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        TERMINAL.contains(&self.status.as_str())
+    }
+}
