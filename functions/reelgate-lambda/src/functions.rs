@@ -117,6 +117,7 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         "/v1/videos/{video_id}/thumbnail",
     ),
     http("api-models", "ApiModelsFunction", "/v1/models"),
+    http("api-openapi", "ApiOpenApiFunction", "/openapi.json"),
     http(
         "api-model-item",
         "ApiModelItemFunction",

@@ -12,7 +12,9 @@ pub mod extract;
 pub mod files;
 pub mod limits;
 pub mod models;
+pub mod openapi;
 pub mod origin;
+pub mod request_id;
 pub mod responses;
 pub mod uploads;
 pub mod videos;
@@ -51,6 +53,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/responses/{response_id}"),
     ("DELETE", "/v1/responses/{response_id}"),
     ("GET", "/v1/responses/{response_id}/input_items"),
+    ("GET", "/openapi.json"),
 ];
 
 /// The whole service.
@@ -65,6 +68,7 @@ pub fn router(app: App) -> Router {
         .merge(chat::routes())
         .merge(responses::routes())
         .merge(console::routes())
+        .merge(openapi::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
@@ -79,6 +83,9 @@ pub fn router(app: App) -> Router {
             origin::guard,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Outermost of all: every answer, a refusal at the front door included, carries the
+        // request's id, and everything logged while serving it names that id.
+        .layer(axum::middleware::from_fn(request_id::tag))
         .with_state(app)
 }
 
