@@ -50,6 +50,15 @@ fn it_is_openapi_3_1_with_unique_operation_ids() {
         let name = part.split('"').next().unwrap_or_default();
         assert!(schemas.contains_key(name), "dangling $ref to {name}");
     }
+    // Links are spelled as OpenAPI spells them.
+    assert!(
+        !text.contains("\"operation_id\""),
+        "a link with operation_id"
+    );
+    assert_eq!(
+        d["paths"]["/v1/videos"]["post"]["responses"]["200"]["links"]["GetVideo"]["operationId"],
+        "RetrieveVideo"
+    );
     // Every link names an operation that exists.
     for op in OPERATIONS {
         for l in op.links {

@@ -1086,7 +1086,38 @@ pub fn document() -> OpenApi {
 
 /// The document as served and committed: pretty JSON with a final newline.
 pub fn document_json() -> String {
-    let mut s = serde_json::to_string_pretty(&document()).unwrap_or_else(|_| "{}".into());
+    let mut doc = serde_json::to_value(document()).unwrap_or_default();
+    spell_links(&mut doc);
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
+}
+
+/// utoipa 5 writes a link's `operationId` as `operation_id`; OpenAPI spells it in camel case.
+fn spell_links(doc: &mut serde_json::Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
+        for op in item.values_mut() {
+            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else {
+                continue;
+            };
+            for response in responses.values_mut() {
+                let Some(links) = response.get_mut("links").and_then(|l| l.as_object_mut()) else {
+                    continue;
+                };
+                for link in links.values_mut().filter_map(|l| l.as_object_mut()) {
+                    for (snake, camel) in [
+                        ("operation_id", "operationId"),
+                        ("operation_ref", "operationRef"),
+                    ] {
+                        if let Some(v) = link.remove(snake) {
+                            link.insert(camel.to_owned(), v);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -8,8 +8,26 @@
 
 #![allow(dead_code)] // Read by the `ToSchema` derives only.
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::ToSchema;
+
+/// An integer from 4 to 15, or the same number as a string.
+fn seconds_schema() -> Schema {
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(4))
+                .maximum(Some(15)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^([4-9]|1[0-5])$")),
+        )
+        .into()
+}
 
 /// OpenAI's error envelope, the body of every non-2xx answer.
 #[derive(ToSchema)]
@@ -87,6 +105,7 @@ pub struct Deleted {
 /// `POST /v1/videos` (and the console's create and quote). Either `image_reference` (frames)
 /// or `references`, not both.
 #[derive(ToSchema)]
+#[schema(example = json!({"model": "reel-1", "prompt": "a paper boat on a rainy street", "seconds": 4, "aspect_ratio": "16:9"}))]
 pub struct VideoCreateRequest {
     /// A video model id of `GET /v1/videos/models`.
     #[schema(min_length = 1)]
@@ -95,7 +114,7 @@ pub struct VideoCreateRequest {
     #[schema(min_length = 1, max_length = 7000)]
     pub prompt: String,
     /// 4 to 15; OpenAI's SDK sends it as a string (`"8"`), which is accepted too.
-    #[schema(value_type = Object, example = 8)]
+    #[schema(schema_with = seconds_schema)]
     pub seconds: Value,
     pub aspect_ratio: AspectRatio,
     /// OpenAI's SDK parameter. Optional; when given it must be the 768p size of
@@ -158,6 +177,7 @@ pub struct FileRef {
 #[derive(ToSchema)]
 pub struct FileUploadForm {
     /// `vision`, `video`, `audio` or `user_data`.
+    #[schema(example = "vision")]
     pub purpose: String,
     #[schema(value_type = String, format = Binary)]
     pub file: Vec<u8>,
@@ -165,7 +185,9 @@ pub struct FileUploadForm {
 
 /// `POST /v1/uploads`: reserves a direct upload to a presigned URL.
 #[derive(ToSchema)]
+#[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]
 pub struct UploadCreateRequest {
+    /// `vision`, `video`, `audio` or `user_data`.
     pub purpose: String,
     #[schema(min_length = 1, max_length = 512)]
     pub filename: String,
@@ -201,6 +223,7 @@ pub struct Model {
 
 /// `POST /v1/chat/completions`: OpenAI's request; `model` and `messages` are required.
 #[derive(ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hello"}]}))]
 pub struct ChatCompletionRequest {
     pub model: String,
     #[schema(min_items = 1)]
@@ -268,6 +291,7 @@ pub struct ChatCompletion {
 
 /// `POST /v1/responses`: OpenAI's Responses request.
 #[derive(ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "input": "Hello"}))]
 pub struct ResponseCreateRequest {
     pub model: String,
     /// A string or an array of input items.
