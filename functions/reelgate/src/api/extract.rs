@@ -193,7 +193,10 @@ pub fn insert_form_value(
     value: String,
 ) -> Result<(), ApiError> {
     use serde_json::Value;
-    let (head, rest) = name.split_once('[').unwrap_or((name, ""));
+    let (head, rest) = match name.split_once('[') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (name, None),
+    };
     let bad = || {
         ApiError::invalid(
             head,
@@ -204,7 +207,7 @@ pub fn insert_form_value(
         return Err(bad());
     }
     let mut segments = vec![head.to_owned()];
-    if !rest.is_empty() {
+    if let Some(rest) = rest {
         let inner = rest.strip_suffix(']').ok_or_else(bad)?;
         segments.extend(inner.split("][").map(str::to_owned));
     }
