@@ -9,14 +9,17 @@ its deletion.
 
 CI runs a bounded run (FUZZ_MAX_EXAMPLES per operation, default 8). The full run (≥ 5,000 cases):
 
-    FUZZ_MAX_EXAMPLES=150 REELGATE_BIN=... python -m pytest -q tests/fuzz -s
+    FUZZ_MAX_EXAMPLES=100 FUZZ_MIN_CASES=5000 REELGATE_BIN=<target>/debug/reelgate \
+        ~/.cache/reelgate/tools/python/bin/python -m pytest -q -s tests/fuzz/test_schemathesis.py
 
 The fake upstream and the engine are healthy here, so no 502/503/504 is legitimately due: those
 statuses are declared for the routes that can answer them, and the check below also fails on
 any of them.
 """
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -68,16 +71,23 @@ def test_fuzzing_every_operation_finds_no_server_error_and_no_contract_breach(tm
                 "--report", "junit",
                 "--report-dir", str(tmp_path),
             ]
-            run = subprocess.run(args, capture_output=True, text=True, timeout=3000)
+            # Schemathesis keeps a cache directory in its working directory: not in the clone.
+            run = subprocess.run(args, capture_output=True, text=True, timeout=3000, cwd=tmp_path)
             out = run.stdout + run.stderr
             print(out[-4000:])
             assert run.returncode == 0, out[-8000:]
+            cases = int((re.findall(r"(\d+) generated", out) or ["0"])[-1])
+            with open(DOCUMENT) as f:
+                paths = json.load(f)["paths"]
+            operations = sum(len(item) for item in paths.values())
+            print(f"schemathesis: {cases} cases, {operations} operations (ConsoleSignOut in its own run)")
+            assert cases >= int(os.environ.get("FUZZ_MIN_CASES", "500")), f"only {cases} cases ran"
             # The sign-out route alone, last (it ends the session).
             run2 = subprocess.run(
                 [*args[:args.index("--exclude-operation-id")], "--include-operation-id", "ConsoleSignOut",
                  "--phases", "examples,coverage,fuzzing",
                  "--report", "junit", "--report-dir", str(tmp_path / "signout")],
-                capture_output=True, text=True, timeout=600,
+                capture_output=True, text=True, timeout=600, cwd=tmp_path,
             )
             assert run2.returncode == 0, (run2.stdout + run2.stderr)[-4000:]
             log = open(server.log_path).read()
