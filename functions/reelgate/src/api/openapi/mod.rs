@@ -1026,7 +1026,8 @@ pub fn document() -> OpenApi {
              OpenAI's envelope `{\"error\": {message, type, param, code}}`; every answer carries \
              `x-request-id`. Routes under /v1 take `Authorization: Bearer <API key>`; routes under \
              /console/api take the console's session cookie, and the state-changing ones its \
-             `X-CSRF-Token`.",
+             `X-CSRF-Token`. On AWS, a request that did not come through the service's public \
+             base URL is refused before routing with 403 `origin_forbidden`.",
         ))
         .build();
     doc.servers = Some(vec![ServerBuilder::new().url("/").build()]);
