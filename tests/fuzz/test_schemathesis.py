@@ -96,5 +96,6 @@ def test_fuzzing_every_operation_finds_no_server_error_and_no_contract_breach(tm
             assert run2.returncode == 0, (run2.stdout + run2.stderr)[-4000:]
             log = open(server.log_path).read()
             assert "status=5" not in log, "the server logged a 5xx answer"
+            assert "panicked" not in log, "a handler panicked (its connection closed unanswered)"
     finally:
         fake.stop()

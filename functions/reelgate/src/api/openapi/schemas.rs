@@ -8,7 +8,7 @@
 
 #![allow(dead_code)] // Read by the `ToSchema` derives only.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::ToSchema;
 
