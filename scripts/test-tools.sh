@@ -11,7 +11,11 @@ set -euo pipefail
 TOOLS_DIR="${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}"
 VENV="$TOOLS_DIR/python"
 # Pinned so a new release cannot change what the tests assert.
-PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "httpx==0.28.1" "playwright==1.65.0")
+PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "httpx==0.28.1" "playwright==1.65.0"
+  "jsonschema==4.26.0" "schemathesis==4.32.5")
+# The official Node SDK for the Node conformance suite (tests/sdk/node), installed with the
+# machine's npm into $TOOLS_DIR/node (6.x: the 7.x line needs Node 22).
+NODE_PACKAGES=("openai@6.49.0")
 
 mkdir -p "$TOOLS_DIR"
 
@@ -46,5 +50,17 @@ need_apt() {
 need_apt ffprobe ffmpeg
 # The console's browser tests drive Debian's Chromium through Playwright (Japanese UI: CJK fonts).
 need_apt chromium chromium fonts-noto-cjk
+
+# The Node SDK suite needs node and npm (the machine image has them; Debian has them too).
+need_apt node nodejs
+need_apt npm npm
+NODE_DIR="$TOOLS_DIR/node"
+NODE_STAMP="$NODE_DIR/.reelgate-packages"
+if command -v npm >/dev/null 2>&1 && [[ "$(cat "$NODE_STAMP" 2>/dev/null)" != "${NODE_PACKAGES[*]}" ]]; then
+  echo "test-tools: installing the Node test packages into $NODE_DIR"
+  mkdir -p "$NODE_DIR"
+  npm install --prefix "$NODE_DIR" --no-audit --no-fund --silent "${NODE_PACKAGES[@]}"
+  printf '%s' "${NODE_PACKAGES[*]}" >"$NODE_STAMP"
+fi
 
 echo "test-tools: python $("$VENV/bin/python" -c 'import openai,pytest;print(f"openai {openai.__version__}, pytest {pytest.__version__}")'), $(ffprobe -version | head -1 | cut -d' ' -f1-3)"

@@ -5,7 +5,8 @@
 #   2. starts the AWS emulator on 127.0.0.1 so the AWS adapters' contract suite runs;
 #   3. builds the workspace once (dev profile, all features) and runs every Rust test with
 #      nextest — the adapter contract suites against both the embedded adapters and the emulator;
-#   4. runs the end-to-end tests (tests/e2e) against the real `reelgate` binary of that build;
+#   4. runs the Python suites (tests/e2e, ..., tests/sdk, tests/fuzz) against the real `reelgate`
+#      binary of that build; every answer they receive is checked against docs/openapi.json;
 #   5. prints one closing line: "tests: N passed, N failed".
 #
 # Environment: CARGO_TARGET_DIR (default: a cache outside the clone, shared with scripts/reelgate
@@ -97,6 +98,8 @@ run_python_suite "engines: capabilities, reference engine inputs, openai_videos 
 run_python_suite "console (headless Chromium)" tests/console
 run_python_suite "webhooks (real binary, a signature-checking receiver)" tests/webhooks
 run_python_suite "security (attacks on the real binary)" tests/security
+run_python_suite "SDK conformance (official openai Python and Node SDKs)" tests/sdk
+run_python_suite "fuzzing (Schemathesis, bounded run) and what it found" tests/fuzz
 
 # infra_status: the "infrastructure checks" step above (one test).
 passed=$((rust_passed + py_passed + 1 - infra_status))

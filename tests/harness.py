@@ -17,6 +17,8 @@ import time
 
 import httpx
 
+import openapi_check
+
 BIN = os.environ.get("REELGATE_BIN", "")
 
 
@@ -35,12 +37,19 @@ def serving(args=(), env=None):
     """`reelgate serve` on a fresh data directory for the length of a `with` block."""
     if not BIN:
         raise RuntimeError("REELGATE_BIN must name the built reelgate binary (run scripts/test.sh)")
+    checker = openapi_check.install()
     with tempfile.TemporaryDirectory() as data_dir:
         server = LocalServer(data_dir, args=args, env=env).start()
+        # Every answer this server gives a test is checked against docs/openapi.json.
+        openapi_check.watch(server.base_url)
+        before = len(checker.violations)
         try:
             yield server
         finally:
+            openapi_check.unwatch(server.base_url)
             server.stop()
+        missed = checker.violations[before:]
+        assert not missed, "answers that do not match docs/openapi.json:\n  " + "\n  ".join(missed)
 
 
 def free_port() -> int:

@@ -355,7 +355,44 @@ async fn every_listed_route_is_routed() {
         let body: Value = res.json().await.unwrap_or(Value::Null);
         assert_ne!(status, 405, "{method} {path}: {body}");
         assert_ne!(body["error"]["code"], "unknown_url", "{method} {path}");
+        if *path == reelgate::api::openapi::PATH {
+            assert_eq!(status, 200, "the OpenAPI document needs no key: {body}");
+            assert_eq!(body["openapi"], "3.1.0", "{body}");
+            continue;
+        }
         assert_eq!(status, 401, "{method} {path} must require a key: {body}");
+    }
+}
+
+/// Every console route is served by the router, and refuses a caller without a session (the
+/// pages, assets and sign-in link excepted).
+#[tokio::test]
+async fn every_console_route_is_routed() {
+    let server = TestServer::start().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    for (method, path) in reelgate::api::console::ROUTES {
+        let concrete = path
+            .replace("{video_id}", "video_00000000000000000000000000")
+            .replace("{key_id}", "key_00000000000000000000000000");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let res = http
+            .request(method.clone(), server.url(&concrete))
+            .send()
+            .await
+            .expect("request");
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        assert_ne!(status, 405, "{method} {path}: {body}");
+        assert_ne!(body["error"]["code"], "unknown_url", "{method} {path}");
+        if path.starts_with("/console/api/") {
+            assert_eq!(
+                status, 401,
+                "{method} {path} must require a session: {body}"
+            );
+        }
     }
 }
 

@@ -135,6 +135,7 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         "/v1/webhooks/{webhook_id}/rotate_secret",
     ),
     http("api-models", "ApiModelsFunction", "/v1/models"),
+    http("api-openapi", "ApiOpenApiFunction", "/openapi.json"),
     http(
         "api-model-item",
         "ApiModelItemFunction",

@@ -116,3 +116,207 @@ impl ApiError {
         self
     }
 }
+
+/// A JSON body, or the same object sent as `multipart/form-data` (OpenAI's Python SDK sends
+/// `videos.create` that way, files or not). Form fields become the object's members: a field
+/// `a` is `"a"`, `a[b]` is `{"a": {"b": …}}`, and `a[0][b]` / `a[][b]` fill arrays, as the SDKs
+/// spell nested values; every value is a string, which the domain's rules accept where the SDK
+/// sends strings (`seconds: "8"`). A file part is refused naming its field: the service takes
+/// files through `/v1/files`, by id.
+pub struct JsonOrForm(pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let multipart = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("multipart/form-data")
+            });
+        if !multipart {
+            let ApiJson(v) = ApiJson::<serde_json::Value>::from_request(req, state).await?;
+            return Ok(JsonOrForm(v));
+        }
+        let mut form = axum::extract::Multipart::from_request(req, state)
+            .await
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "The multipart form could not be read: {}",
+                    e.body_text()
+                ))
+            })?;
+        let mut object = serde_json::Value::Object(Default::default());
+        while let Some(field) = form.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request_error",
+                    "payload_too_large",
+                    "The request body is larger than this endpoint accepts.",
+                )
+            } else {
+                ApiError::bad_request(format!(
+                    "The multipart form could not be read: {}",
+                    e.body_text()
+                ))
+            }
+        })? {
+            let name = field.name().unwrap_or_default().to_owned();
+            let top = name.split('[').next().unwrap_or_default().to_owned();
+            if field.file_name().is_some() {
+                return Err(ApiError::invalid(
+                    &top,
+                    format!(
+                        "{top} cannot be a file here: upload it with POST /v1/files and refer to \
+                         it by file_id (image_reference or references)."
+                    ),
+                ));
+            }
+            let text = field.text().await.map_err(|e| {
+                ApiError::invalid(&top, format!("{top} could not be read: {}", e.body_text()))
+            })?;
+            insert_form_value(&mut object, &name, text)?;
+        }
+        Ok(JsonOrForm(object))
+    }
+}
+
+/// Puts one form field into the object at the path its name spells (`a[b][0][c]`).
+pub fn insert_form_value(
+    root: &mut serde_json::Value,
+    name: &str,
+    value: String,
+) -> Result<(), ApiError> {
+    use serde_json::Value;
+    let (head, rest) = match name.split_once('[') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (name, None),
+    };
+    let bad = || {
+        ApiError::invalid(
+            head,
+            format!("The form field name '{name}' is not understood."),
+        )
+    };
+    if head.is_empty() || head.contains(']') {
+        return Err(bad());
+    }
+    let mut segments = vec![head.to_owned()];
+    if let Some(rest) = rest {
+        let inner = rest.strip_suffix(']').ok_or_else(bad)?;
+        segments.extend(inner.split("][").map(str::to_owned));
+    }
+    if segments.len() > 8 || segments.iter().skip(1).any(|s| s.contains(['[', ']'])) {
+        return Err(bad());
+    }
+    let mut at = root;
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        let next_is_index = segments
+            .get(i + 1)
+            .is_some_and(|s| s.is_empty() || s.parse::<usize>().is_ok());
+        let fresh = || {
+            if last {
+                Value::String(value.clone())
+            } else if next_is_index {
+                Value::Array(Vec::new())
+            } else {
+                Value::Object(Default::default())
+            }
+        };
+        at = match at {
+            Value::Object(map) => {
+                if last && map.contains_key(seg.as_str()) {
+                    return Err(ApiError::invalid(
+                        head,
+                        format!("The form field '{name}' is given twice."),
+                    ));
+                }
+                map.entry(seg.clone()).or_insert_with(fresh)
+            }
+            Value::Array(list) => {
+                let index = if seg.is_empty() {
+                    // `a[][b]`: a new element unless the last one still lacks this member.
+                    let member = segments.get(i + 1).cloned().unwrap_or_default();
+                    match list.last() {
+                        Some(Value::Object(m))
+                            if !member.is_empty() && !m.contains_key(&member) =>
+                        {
+                            list.len() - 1
+                        }
+                        _ => list.len(),
+                    }
+                } else {
+                    seg.parse::<usize>().map_err(|_| bad())?
+                };
+                if index > list.len() || index >= 64 {
+                    return Err(bad());
+                }
+                if index == list.len() {
+                    list.push(fresh());
+                } else if last {
+                    return Err(ApiError::invalid(
+                        head,
+                        format!("The form field '{name}' is given twice."),
+                    ));
+                }
+                &mut list[index]
+            }
+            _ => return Err(bad()),
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod form_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form(fields: &[(&str, &str)]) -> Result<serde_json::Value, ApiError> {
+        let mut v = json!({});
+        for (k, val) in fields {
+            insert_form_value(&mut v, k, (*val).to_owned())?;
+        }
+        Ok(v)
+    }
+
+    #[test]
+    fn form_fields_become_the_json_object() {
+        let v = form(&[
+            ("model", "reel-1"),
+            ("seconds", "4"),
+            ("image_reference[0][file_id]", "file-a"),
+            ("image_reference[0][role]", "first_frame"),
+            ("references[images][][file_id]", "file-b"),
+            ("references[images][][file_id]", "file-c"),
+        ])
+        .expect("parses");
+        assert_eq!(
+            v,
+            json!({
+                "model": "reel-1",
+                "seconds": "4",
+                "image_reference": [{"file_id": "file-a", "role": "first_frame"}],
+                "references": {"images": [{"file_id": "file-b"}, {"file_id": "file-c"}]},
+            })
+        );
+    }
+
+    #[test]
+    fn odd_names_are_refused_naming_the_field() {
+        for bad in ["a[", "a]b", "[x]", "a[0][", "a[5]", "a[x]]"] {
+            let e = form(&[(bad, "1")]).expect_err(bad);
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        let e = form(&[("model", "a"), ("model", "b")]).expect_err("twice");
+        assert_eq!(e.param.as_deref(), Some("model"));
+        let e = form(&[("model", "a"), ("model[x]", "b")]).expect_err("scalar then object");
+        assert_eq!(e.param.as_deref(), Some("model"));
+    }
+}

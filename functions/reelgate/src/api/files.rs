@@ -31,8 +31,17 @@ pub async fn upload(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    mut form: Multipart,
+    form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> ApiResult<Json<serde_json::Value>> {
+    // A body that is not a readable multipart form (no boundary, another content type) is a
+    // 400 in the error envelope like every other refusal, not axum's plain-text rejection.
+    let mut form = form.map_err(|e| {
+        ApiError::bad_request(format!(
+            "The upload must be a multipart/form-data body with a boundary, a 'purpose' field \
+             and a 'file' part: {}",
+            e.body_text()
+        ))
+    })?;
     let idempotency_key = crate::domain::idempotency::key_from(&headers)?;
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);

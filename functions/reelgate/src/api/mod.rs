@@ -12,8 +12,10 @@ pub mod extract;
 pub mod files;
 pub mod limits;
 pub mod models;
+pub mod openapi;
 pub mod origin;
 pub mod rate_limits;
+pub mod request_id;
 pub mod responses;
 pub mod uploads;
 pub mod videos;
@@ -59,6 +61,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/webhooks/{webhook_id}"),
     ("DELETE", "/v1/webhooks/{webhook_id}"),
     ("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
+    ("GET", "/openapi.json"),
 ];
 
 /// The whole service.
@@ -74,6 +77,7 @@ pub fn router(app: App) -> Router {
         .merge(responses::routes())
         .merge(webhooks::routes())
         .merge(console::routes())
+        .merge(openapi::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
@@ -88,6 +92,9 @@ pub fn router(app: App) -> Router {
             origin::guard,
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Outermost of all: every answer, a refusal at the front door included, carries the
+        // request's id, and everything logged while serving it names that id.
+        .layer(axum::middleware::from_fn(request_id::tag))
         .with_state(app)
 }
 

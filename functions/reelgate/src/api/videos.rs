@@ -1,6 +1,6 @@
 //! The `/v1/videos` routes.
 
-use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::extract::{ApiQuery, JsonOrForm};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -15,8 +15,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// How long an SDK poller should wait between reads (OpenAI's SDK honours this header).
-const POLL_AFTER_MS: &str = "2000";
+/// How long an SDK poller should wait between reads (OpenAI's SDK honours this header): the
+/// spec recommends 10 to 30 seconds, since polling faster does not render faster.
+pub const POLL_AFTER_MS: &str = "10000";
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -67,7 +68,7 @@ async fn create(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<Value>,
+    JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
     use crate::domain::idempotency::{self as idem, Begin};
     let key = idem::key_from(&headers)?;

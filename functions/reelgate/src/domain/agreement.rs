@@ -14,8 +14,9 @@ fn agreement_key(org: &str, person: &str, version: &str) -> Key {
     )
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct AgreementStatus {
+    #[schema(value_type = String)]
     pub object: &'static str,
     pub terms_version: String,
     pub accepted: bool,

@@ -6,6 +6,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+tokio::task_local! {
+    /// The id of the request being served (set by the API's request-id middleware), written
+    /// into every error body so a caller can quote it and an operator find it in the log.
+    pub static REQUEST_ID: String;
+}
+
+/// The id of the request this task serves, if any.
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -111,14 +122,18 @@ impl ApiError {
     }
 
     pub fn body(&self) -> serde_json::Value {
-        json!({
+        let mut body = json!({
             "error": {
                 "message": self.message,
                 "type": self.kind,
                 "param": self.param,
                 "code": self.code,
             }
-        })
+        });
+        if let Some(id) = current_request_id() {
+            body["error"]["request_id"] = id.into();
+        }
+        body
     }
 }
 

@@ -42,11 +42,12 @@ pub fn blob_key(org: &str, file_id: &str) -> String {
     format!("{org}/files/{file_id}")
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct FileObject {
     pub id: String,
     /// Same as `id`; the video API's documentation calls it `file_id`.
     pub file_id: String,
+    #[schema(value_type = String, pattern = "^file$")]
     pub object: &'static str,
     pub bytes: u64,
     pub created_at: i64,
@@ -55,6 +56,7 @@ pub struct FileObject {
     pub purpose: String,
     /// Detected MIME type of the content.
     pub mime_type: String,
+    #[schema(value_type = String)]
     pub status: &'static str,
 }
 

@@ -28,26 +28,31 @@ pub fn failure_message(code: &str) -> &'static str {
     }
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct JobError {
     pub code: String,
     pub message: String,
 }
 
 /// The `video` object exactly as the API returns it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Video {
     pub id: String,
+    #[schema(value_type = String, pattern = "^video$")]
     pub object: &'static str,
     pub model: String,
     pub prompt: String,
     pub seconds: u32,
     pub aspect_ratio: String,
+    /// `queued`, `moderating`, `translating`, `in_progress`, `completed`, `failed`, `canceled`
+    /// (docs/table-design.md); only the terminal ones stop a poller.
     pub status: String,
     /// Render progress 0–100 while rendering, 100 when completed (as OpenAI's video object).
     pub progress: u32,
     pub error: Option<JobError>,
+    /// A decimal string in `currency`.
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String, example = "0.40")]
     pub cost: Decimal,
     pub currency: String,
     pub created_at: i64,

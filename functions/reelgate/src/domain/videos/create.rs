@@ -60,6 +60,43 @@ fn file_id_of(entry: &Value, param: &str) -> ApiResult<String> {
     }
 }
 
+/// `size` (OpenAI's SDK parameter) is honoured only as what it means here: the 768p size of the
+/// requested aspect ratio (`1366x768` for `16:9`, ...). Any other size, or a size with `Auto`
+/// (whose size follows the first frame), is refused naming `size` rather than ignored.
+fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<()> {
+    let size = match size {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(s)) => s.trim(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "size",
+                "size must be a string such as 1366x768.",
+            ))
+        }
+    };
+    let ratio = reelgate_media::AspectRatio::parse(aspect_ratio)
+        .unwrap_or(reelgate_media::AspectRatio::Auto);
+    if ratio == reelgate_media::AspectRatio::Auto {
+        return Err(ApiError::invalid(
+            "size",
+            "size cannot be combined with aspect_ratio Auto (its size follows the first frame); \
+             leave size out or give a fixed aspect_ratio.",
+        ));
+    }
+    let (w, h) = reelgate_media::output_dimensions(ratio, None);
+    let expected = format!("{w}x{h}");
+    if size != expected {
+        return Err(ApiError::invalid(
+            "size",
+            format!(
+                "Videos render at 768p: with aspect_ratio {ratio} the size is {expected}; \
+                 '{size}' is not available. Leave size out or send {expected}."
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the body's shape and every rule that needs no lookup.
 pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     let obj = body
@@ -74,6 +111,13 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
         "references",
         "size",
     ];
+    if obj.contains_key("input_reference") {
+        return Err(ApiError::invalid(
+            "input_reference",
+            "input_reference is not supported: upload the image with POST /v1/files \
+             (purpose vision) and send image_reference: [{file_id, role: first_frame}].",
+        ));
+    }
     if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             unknown,
@@ -136,6 +180,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
             ))
         }
     };
+    check_size(obj.get("size"), &aspect_ratio)?;
     let has_frames = obj.get("image_reference").is_some_and(|v| !v.is_null());
     let has_refs = obj.get("references").is_some_and(|v| !v.is_null());
     if has_frames && has_refs {
@@ -636,6 +681,45 @@ mod tests {
         let mut b = base();
         b["references"] = json!({"images": [{"file_id": "a"}], "audio": [{"file_id": "1"}, {"file_id": "2"}, {"file_id": "3"}, {"file_id": "4"}]});
         assert_eq!(param_of(b), Some("references.audio".into()));
+    }
+
+    #[test]
+    fn size_is_the_768p_size_of_the_aspect_ratio_or_refused() {
+        for (ratio, size) in [
+            ("16:9", "1366x768"),
+            ("9:16", "768x1366"),
+            ("21:9", "1792x768"),
+            ("4:3", "1024x768"),
+            ("1:1", "768x768"),
+            ("3:4", "768x1024"),
+        ] {
+            let mut b = base();
+            b["aspect_ratio"] = json!(ratio);
+            b["size"] = json!(size);
+            assert!(parse(&b).is_ok(), "{ratio} with {size}");
+            b["size"] = json!("1280x720");
+            assert_eq!(param_of(b), Some("size".into()), "{ratio} with 1280x720");
+        }
+        let mut b = base();
+        b["size"] = json!("768x1366");
+        assert_eq!(param_of(b), Some("size".into()), "a size of another ratio");
+        let mut b = base();
+        b["aspect_ratio"] = json!("Auto");
+        b["size"] = json!("1366x768");
+        assert_eq!(param_of(b), Some("size".into()), "Auto has no fixed size");
+        let mut b = base();
+        b["size"] = json!(1366);
+        assert_eq!(param_of(b), Some("size".into()));
+        let mut b = base();
+        b["size"] = Value::Null;
+        assert!(parse(&b).is_ok(), "size: null is no size");
+        let mut b = base();
+        b["input_reference"] = json!("file_abc");
+        assert_eq!(
+            param_of(b),
+            Some("input_reference".into()),
+            "OpenAI's input_reference is refused by name (use image_reference)"
+        );
     }
 
     #[test]

@@ -1,0 +1,359 @@
+//! Wire shapes for the OpenAPI document that no single Rust type carries: request bodies the
+//! handlers read as JSON values (validated field by field in the domain, which names the
+//! offending `param`), and answers they build with `json!`. The typed answers (`Video`,
+//! `FileObject`, `AgreementStatus`) derive their schemas on the domain types themselves.
+//!
+//! Response shapes list the fields every answer carries and leave room for more (clients must
+//! ignore unknown fields); request shapes list every parameter the service reads.
+
+#![allow(dead_code)] // Read by the `ToSchema` derives only.
+
+use serde_json::Value;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::ToSchema;
+
+/// An integer from 4 to 15, or the same number as a string.
+fn seconds_schema() -> Schema {
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(4))
+                .maximum(Some(15)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^([4-9]|1[0-5])$")),
+        )
+        .into()
+}
+
+/// OpenAI's error envelope, the body of every non-2xx answer.
+#[derive(ToSchema)]
+pub struct ErrorResponse {
+    pub error: ErrorBody,
+}
+
+#[derive(ToSchema)]
+pub struct ErrorBody {
+    /// For people; may change.
+    pub message: String,
+    /// `invalid_request_error`, `authentication_error`, `permission_error`, `not_found_error`,
+    /// `conflict_error`, `rate_limit_error`, `insufficient_quota`, `server_error`,
+    /// `upstream_error`.
+    #[schema(rename = "type")]
+    pub kind: String,
+    /// The offending parameter, when one is to blame.
+    #[schema(required = true)]
+    pub param: Option<String>,
+    /// Stable: branch on it (docs/errors.md lists them all).
+    pub code: String,
+    /// The request's id (also in the `x-request-id` header and the service's log).
+    pub request_id: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct Health {
+    pub status: String,
+}
+
+/// `{object: "list", data, first_id, last_id, has_more}` of videos.
+#[derive(ToSchema)]
+pub struct VideoList {
+    #[schema(pattern = "^list$")]
+    pub object: String,
+    pub data: Vec<crate::domain::videos::Video>,
+    #[schema(required = true)]
+    pub first_id: Option<String>,
+    #[schema(required = true)]
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+/// `{object: "list", data, first_id, last_id, has_more}` of files.
+#[derive(ToSchema)]
+pub struct FileList {
+    #[schema(pattern = "^list$")]
+    pub object: String,
+    pub data: Vec<crate::domain::files::FileObject>,
+    #[schema(required = true)]
+    pub first_id: Option<String>,
+    #[schema(required = true)]
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+/// A list envelope whose items are free-form objects (models, input items, ...).
+#[derive(ToSchema)]
+pub struct ObjectList {
+    #[schema(pattern = "^list$")]
+    pub object: String,
+    pub data: Vec<Value>,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+    pub has_more: Option<bool>,
+}
+
+#[derive(ToSchema)]
+pub struct Deleted {
+    pub id: String,
+    pub object: String,
+    pub deleted: bool,
+}
+
+/// `POST /v1/videos` (and the console's create and quote). Either `image_reference` (frames)
+/// or `references`, not both.
+#[derive(ToSchema)]
+#[schema(example = json!({"model": "reel-1", "prompt": "a paper boat on a rainy street", "seconds": 4, "aspect_ratio": "16:9"}))]
+pub struct VideoCreateRequest {
+    /// A video model id of `GET /v1/videos/models`.
+    #[schema(min_length = 1)]
+    pub model: String,
+    /// At most 7000 characters.
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+    /// 4 to 15; OpenAI's SDK sends it as a string (`"8"`), which is accepted too.
+    #[schema(schema_with = seconds_schema)]
+    pub seconds: Value,
+    pub aspect_ratio: AspectRatio,
+    /// OpenAI's SDK parameter. Optional; when given it must be the 768p size of
+    /// `aspect_ratio` (`16:9` → `1366x768`, `9:16` → `768x1366`, `21:9` → `1792x768`,
+    /// `4:3` → `1024x768`, `1:1` → `768x768`, `3:4` → `768x1024`); with `Auto` it is refused.
+    pub size: Option<String>,
+    /// Image-to-video: one or two frames.
+    #[schema(min_items = 1, max_items = 2)]
+    pub image_reference: Option<Vec<FrameReference>>,
+    /// Reference-to-video.
+    pub references: Option<References>,
+}
+
+#[derive(ToSchema)]
+pub enum AspectRatio {
+    Auto,
+    #[schema(rename = "21:9")]
+    R21x9,
+    #[schema(rename = "16:9")]
+    R16x9,
+    #[schema(rename = "4:3")]
+    R4x3,
+    #[schema(rename = "1:1")]
+    R1x1,
+    #[schema(rename = "3:4")]
+    R3x4,
+    #[schema(rename = "9:16")]
+    R9x16,
+}
+
+#[derive(ToSchema)]
+pub struct FrameReference {
+    pub file_id: String,
+    pub role: FrameRole,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum FrameRole {
+    FirstFrame,
+    LastFrame,
+}
+
+#[derive(ToSchema)]
+pub struct References {
+    #[schema(max_items = 8)]
+    pub images: Option<Vec<FileRef>>,
+    #[schema(max_items = 2)]
+    pub videos: Option<Vec<FileRef>>,
+    #[schema(max_items = 3)]
+    pub audio: Option<Vec<FileRef>>,
+}
+
+#[derive(ToSchema)]
+pub struct FileRef {
+    pub file_id: String,
+}
+
+/// `POST /v1/files`: a multipart form.
+#[derive(ToSchema)]
+pub struct FileUploadForm {
+    /// `vision`, `video`, `audio` or `user_data`.
+    #[schema(example = "vision")]
+    pub purpose: String,
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
+/// `POST /v1/uploads`: reserves a direct upload to a presigned URL.
+#[derive(ToSchema)]
+#[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]
+pub struct UploadCreateRequest {
+    /// `vision`, `video`, `audio` or `user_data`.
+    pub purpose: String,
+    #[schema(min_length = 1, max_length = 512)]
+    pub filename: String,
+    #[schema(minimum = 1)]
+    pub bytes: u64,
+    pub mime_type: Option<String>,
+}
+
+/// An upload: PUT the bytes to `upload_url` with `upload_headers`, then complete it.
+#[derive(ToSchema)]
+pub struct Upload {
+    pub id: String,
+    pub object: String,
+    pub status: String,
+    pub purpose: String,
+    pub filename: String,
+    pub bytes: u64,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub upload_url: String,
+    pub upload_method: String,
+    pub upload_headers: std::collections::BTreeMap<String, String>,
+}
+
+/// A chat model (`GET /v1/models`).
+#[derive(ToSchema)]
+pub struct Model {
+    pub id: String,
+    pub object: String,
+    pub created: Option<i64>,
+    pub owned_by: Option<String>,
+}
+
+/// `POST /v1/chat/completions`: OpenAI's request; `model` and `messages` are required.
+#[derive(ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hello"}]}))]
+pub struct ChatCompletionRequest {
+    pub model: String,
+    #[schema(min_items = 1)]
+    pub messages: Vec<ChatMessage>,
+    /// `true` answers `text/event-stream` of `chat.completion.chunk` objects.
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub tools: Option<Vec<Value>>,
+    #[schema(value_type = Object)]
+    pub tool_choice: Option<Value>,
+    pub response_format: Option<Value>,
+    pub reasoning_effort: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub max_completion_tokens: Option<u32>,
+    #[schema(value_type = Object)]
+    pub stop: Option<Value>,
+    pub user: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct ChatMessage {
+    /// `system`, `developer`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// A string or an array of content parts.
+    #[schema(value_type = Object)]
+    pub content: Option<Value>,
+    pub name: Option<String>,
+    pub tool_calls: Option<Vec<Value>>,
+    pub tool_call_id: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct StreamOptions {
+    pub include_usage: Option<bool>,
+}
+
+/// `GET /v1/models`: the chat models.
+#[derive(ToSchema)]
+pub struct ModelList {
+    #[schema(pattern = "^list$")]
+    pub object: String,
+    pub data: Vec<Model>,
+}
+
+/// This document (an OpenAPI 3.1 object).
+#[derive(ToSchema)]
+pub struct OpenApiJson {
+    pub openapi: String,
+    pub info: Value,
+    pub paths: Value,
+}
+
+/// A `chat.completion` object.
+#[derive(ToSchema)]
+pub struct ChatCompletion {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub model: String,
+    pub choices: Vec<Value>,
+    pub usage: Option<Value>,
+}
+
+/// `POST /v1/responses`: OpenAI's Responses request.
+#[derive(ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "input": "Hello"}))]
+pub struct ResponseCreateRequest {
+    pub model: String,
+    /// A string or an array of input items.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    pub instructions: Option<String>,
+    pub previous_response_id: Option<String>,
+    /// `true` answers `text/event-stream` of typed events (`response.created`, ...).
+    pub stream: Option<bool>,
+    pub store: Option<bool>,
+    pub tools: Option<Vec<Value>>,
+    pub reasoning: Option<Value>,
+    pub text: Option<Value>,
+    pub truncation: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub metadata: Option<Value>,
+}
+
+/// A `response` object.
+#[derive(ToSchema)]
+pub struct ResponseObject {
+    pub id: String,
+    pub object: String,
+    pub created_at: i64,
+    pub status: String,
+    pub model: String,
+    pub output: Vec<Value>,
+    pub usage: Option<Value>,
+}
+
+/// Server-sent events: `data: {json}` lines separated by blank lines (chat completions end
+/// with `data: [DONE]`; the responses stream names each event with `event:`).
+#[derive(ToSchema)]
+#[schema(value_type = String)]
+pub struct EventStream(String);
+
+/// The video models the caller's plan is entitled to, with prices per second.
+#[derive(ToSchema)]
+pub struct VideoModelList {
+    pub object: String,
+    pub data: Vec<Value>,
+}
+
+/// A console session (`GET /console/api/session`).
+#[derive(ToSchema)]
+pub struct ConsoleSessionInfo {
+    pub csrf_token: String,
+}
+
+/// What the console's JSON routes answer: an object (each route's own fields).
+#[derive(ToSchema)]
+pub struct ConsoleObject {
+    pub object: Option<String>,
+}
+
+/// `POST /console/api/keys`: the new key; the secret is shown in this answer only.
+#[derive(ToSchema)]
+pub struct ApiKeyCreated {
+    pub object: String,
+    pub id: String,
+    pub secret: String,
+    pub organization: String,
+}
