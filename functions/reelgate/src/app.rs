@@ -34,6 +34,8 @@ pub struct App {
     pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
     /// The guarded fetcher every caller-influenced URL goes through.
     pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
+    /// Console sign-in through the configured OpenID Connect issuer, if any.
+    pub oidc: Option<Arc<crate::domain::console::oidc::Oidc>>,
 }
 
 impl App {
@@ -57,6 +59,12 @@ impl App {
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
             fetcher: Arc::new(guarded_fetcher(&settings)),
+            oidc: settings.oidc.clone().map(|oidc| {
+                Arc::new(crate::domain::console::oidc::Oidc::new(
+                    oidc,
+                    Arc::new(crate::adapters::issuer_http::IssuerHttpClient::default()),
+                ))
+            }),
             settings: Arc::new(settings),
         }
     }

@@ -14,6 +14,7 @@ pub mod erasure;
 pub mod error;
 pub mod files;
 pub mod idempotency;
+pub mod identities;
 pub mod ids;
 pub mod jobs;
 pub mod keys;
