@@ -226,7 +226,8 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
 
     let t0 = now_secs();
     // What must stay whatever happens: the organization, its members, the agreement and the
-    // render charges (the operator's ledger).
+    // render charges (the operator's ledger), and each person's back-reference to the index
+    // entries that find them (email, sign-in subject), which only erasure removes.
     let permanent: BTreeSet<String> = records(&server, &org)
         .await
         .into_iter()
@@ -241,9 +242,18 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
             ]
             .iter()
             .any(|p| sk == "ORG" || (p.ends_with('#') && sk.starts_with(p)))
+                || sk.contains("/IDENTITY#EMAIL#")
         })
         .collect();
     assert!(permanent.contains("ORG"));
+    assert_eq!(
+        permanent
+            .iter()
+            .filter(|s| s.contains("/IDENTITY#EMAIL#"))
+            .count(),
+        2,
+        "both people are indexed by email: {permanent:?}"
+    );
     assert_eq!(
         permanent
             .iter()

@@ -23,7 +23,13 @@ pub enum Serves {
     /// EventBridge's "execution status change" of the state machine (failed, timed out,
     /// aborted): fails a job its execution left running, unbilled.
     ExecutionEnded,
+    /// The console playground: every method of [`CONSOLE_PATHS`] (pages, JSON routes, sign-in).
+    Console,
 }
+
+/// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
+/// and route under `/console/`).
+pub const CONSOLE_PATHS: &[&str] = &["/console", "/console/{proxy+}"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LambdaFunction {
@@ -190,6 +196,11 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         binary: "webhook-worker",
         logical_id: "WebhookWorkerFunction",
         serves: Serves::WebhookWorker,
+    },
+    LambdaFunction {
+        binary: "console",
+        logical_id: "ConsoleFunction",
+        serves: Serves::Console,
     },
     LambdaFunction {
         binary: "execution-ended",

@@ -184,6 +184,34 @@ fn api_events(t: &Value) -> Vec<(String, String, String)> {
 fn every_route_has_an_api_event_and_every_event_a_route() {
     let t = template();
     let events = api_events(&t);
+    // The console function takes every method of the console's paths, and only it does.
+    let console = FUNCTIONS
+        .iter()
+        .find(|f| f.serves == Serves::Console)
+        .expect("the manifest has the console function");
+    let console_events: BTreeSet<(String, String)> = events
+        .iter()
+        .filter(|(_, p, _)| p == "/console" || p.starts_with("/console/"))
+        .map(|(m, p, id)| {
+            assert_eq!(
+                id, console.logical_id,
+                "{m} {p} must go to the console function"
+            );
+            (m.clone(), p.clone())
+        })
+        .collect();
+    let expected_console: BTreeSet<(String, String)> = reelgate_lambda::functions::CONSOLE_PATHS
+        .iter()
+        .map(|p| ("ANY".to_owned(), p.to_string()))
+        .collect();
+    assert_eq!(
+        console_events, expected_console,
+        "the console's HttpApi events: ANY on each of CONSOLE_PATHS"
+    );
+    let events: Vec<(String, String, String)> = events
+        .into_iter()
+        .filter(|(_, p, _)| p != "/console" && !p.starts_with("/console/"))
+        .collect();
     let event_routes: BTreeSet<(String, String)> = events
         .iter()
         .map(|(m, p, _)| (m.clone(), p.clone()))
@@ -707,7 +735,7 @@ fn every_origin_gets_the_origin_secret_from_secrets_manager_and_every_api_functi
         );
     }
     for (id, r) in functions(&t) {
-        let is_api = binary_of(r).is_some_and(|b| b.starts_with("api-"));
+        let is_api = binary_of(r).is_some_and(|b| b.starts_with("api-") || b == "console");
         let env = &r["Properties"]["Environment"]["Variables"]["REELGATE_ORIGIN_SECRET_ARN"];
         let policies = text(&r["Properties"]["Policies"]);
         if is_api {
@@ -793,4 +821,59 @@ fn the_front_door_options_are_optional_and_complete() {
     assert_eq!(logs["Condition"].as_str(), Some("HasAccessLogs"));
     assert!(text(&logs["Properties"]["LifecycleConfiguration"]).contains("AccessLogRetentionDays"));
     assert!(text(&d["Logging"]).contains("AccessLogBucket"));
+}
+
+#[test]
+fn the_console_signs_in_through_the_user_pool_hosted_ui() {
+    let t = template();
+    let console = resource(&t, "ConsoleFunction");
+    let env = &console["Properties"]["Environment"]["Variables"];
+    let issuer = text(&env["REELGATE_OIDC_ISSUER"]);
+    assert!(
+        issuer.contains("https://cognito-idp.${AWS::Region}.amazonaws.com/${ConsoleUserPool}"),
+        "the issuer is the user pool's: {issuer}"
+    );
+    assert_eq!(
+        tagged(&env["REELGATE_OIDC_CLIENT_ID"])
+            .map(|(tag, v)| (tag, v.as_str().map(str::to_owned))),
+        Some(("!Ref".to_owned(), Some("ConsoleUserPoolClient".to_owned()))),
+        "the client id is the user pool client's"
+    );
+    let client = &resource(&t, "ConsoleUserPoolClient")["Properties"];
+    assert_eq!(
+        text(&client["AllowedOAuthFlows"]),
+        text(&serde_yaml::from_str::<Value>("[code]").unwrap())
+    );
+    let scopes = text(&client["AllowedOAuthScopes"]);
+    assert!(
+        scopes.contains("openid") && scopes.contains("email"),
+        "{scopes}"
+    );
+    assert_eq!(
+        client["GenerateSecret"].as_bool(),
+        Some(false),
+        "a public client: PKCE, no secret in the function"
+    );
+    assert!(
+        text(&client["CallbackURLs"]).contains("/console/oidc/callback"),
+        "the callback is the console's"
+    );
+    let domain = &resource(&t, "ConsoleUserPoolDomain")["Properties"];
+    assert!(text(&domain["UserPoolId"]).contains("ConsoleUserPool"));
+    // Every REELGATE_* variable a function is given is one the service knows.
+    for (id, r) in functions(&t) {
+        if let Some(vars) = r["Properties"]["Environment"]["Variables"].as_mapping() {
+            for (name, _) in vars {
+                let name = name.as_str().unwrap_or_default();
+                if name.starts_with("REELGATE_") {
+                    assert!(
+                        reelgate::config::VARIABLES
+                            .iter()
+                            .any(|(known, _)| *known == name),
+                        "{id}: {name} is not a variable the service reads"
+                    );
+                }
+            }
+        }
+    }
 }

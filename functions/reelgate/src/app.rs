@@ -37,6 +37,8 @@ pub struct App {
     /// The webhook delivery queue (`domain::webhooks`); None sends no webhooks. Hosts set it
     /// after assembly: the local host its embedded queue, Lambda `REELGATE_WEBHOOK_QUEUE_URL`.
     pub webhook_queue: Option<Arc<dyn MessageQueue>>,
+    /// Console sign-in through the configured OpenID Connect issuer, if any.
+    pub oidc: Option<Arc<crate::domain::console::oidc::Oidc>>,
 }
 
 impl App {
@@ -61,6 +63,12 @@ impl App {
             translator: None,
             fetcher: Arc::new(guarded_fetcher(&settings)),
             webhook_queue: None,
+            oidc: settings.oidc.clone().map(|oidc| {
+                Arc::new(crate::domain::console::oidc::Oidc::new(
+                    oidc,
+                    Arc::new(crate::adapters::issuer_http::IssuerHttpClient::default()),
+                ))
+            }),
             settings: Arc::new(settings),
         }
     }

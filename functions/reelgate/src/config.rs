@@ -151,6 +151,23 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_ORIGIN_SECRET_ARN",
         "Secrets Manager secret holding the origin secret(s)",
     ),
+    // Console sign-in through OpenID Connect (docs/console.md).
+    (
+        "REELGATE_OIDC_ISSUER",
+        "OpenID Connect issuer URL for console sign-in",
+    ),
+    (
+        "REELGATE_OIDC_CLIENT_ID",
+        "the console's client id at the OpenID Connect issuer",
+    ),
+    (
+        "REELGATE_OIDC_CLIENT_SECRET",
+        "the console's client secret at the issuer (confidential clients)",
+    ),
+    (
+        "REELGATE_OIDC_NAME",
+        "the issuer's name on the console's sign-in button",
+    ),
 ];
 
 /// Names the project's scripts and tests export (test.sh, the e2e harness, the emulator
@@ -230,6 +247,103 @@ pub struct Settings {
     /// attempt, then one more after each wait; an event whose last attempt fails disables its
     /// endpoint. The default spans about 27 hours.
     pub webhook_retry_schedule: Vec<Duration>,
+    /// Console sign-in through an OpenID Connect issuer, when configured.
+    pub oidc: Option<OidcSettings>,
+}
+
+/// The OpenID Connect issuer the console signs people in with (`REELGATE_OIDC_*`). Its `Debug`
+/// never shows the client secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OidcSettings {
+    /// The issuer URL exactly as the ID tokens name it (`iss`), without a trailing slash.
+    pub issuer: String,
+    pub client_id: String,
+    /// The client secret of a confidential client (sent with HTTP Basic); None for a public
+    /// client, which PKCE alone protects.
+    pub client_secret: Option<String>,
+    /// What the sign-in button calls the issuer ("Sign in with …").
+    pub name: String,
+}
+
+impl std::fmt::Debug for OidcSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcSettings")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// True for an `https` URL with a host, or an `http` one whose host is a loopback address or
+/// `localhost` (a development or test issuer). The OpenID Connect issuer and every endpoint it
+/// names must pass.
+pub fn is_https_or_loopback(url: &str) -> bool {
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
+    };
+    match (u.scheme(), u.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(d))) => d.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        _ => false,
+    }
+}
+
+fn oidc_settings(vars: &Vars) -> Result<Option<OidcSettings>, ConfigError> {
+    let issuer = vars.text("REELGATE_OIDC_ISSUER");
+    let client_id = vars.text("REELGATE_OIDC_CLIENT_ID");
+    let (issuer, client_id) = match (issuer, client_id) {
+        (None, None) => {
+            for name in ["REELGATE_OIDC_CLIENT_SECRET", "REELGATE_OIDC_NAME"] {
+                if vars.text(name).is_some() {
+                    return Err(ConfigError::new(
+                        name,
+                        "needs REELGATE_OIDC_ISSUER and REELGATE_OIDC_CLIENT_ID as well",
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        (Some(_), None) => {
+            return Err(ConfigError::new(
+                "REELGATE_OIDC_CLIENT_ID",
+                "REELGATE_OIDC_ISSUER needs the console's client id at that issuer",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ConfigError::new(
+                "REELGATE_OIDC_ISSUER",
+                "REELGATE_OIDC_CLIENT_ID needs the issuer URL",
+            ))
+        }
+        (Some(i), Some(c)) => (i.trim_end_matches('/').to_owned(), c),
+    };
+    if !is_https_or_loopback(&issuer) {
+        return Err(ConfigError::new(
+            "REELGATE_OIDC_ISSUER",
+            format!(
+                "'{issuer}' must be an https URL (plain http only on a loopback address, for tests)"
+            ),
+        ));
+    }
+    let name = vars.text("REELGATE_OIDC_NAME").unwrap_or_else(|| {
+        url::Url::parse(&issuer)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| issuer.clone())
+    });
+    Ok(Some(OidcSettings {
+        issuer,
+        client_id,
+        client_secret: vars.text("REELGATE_OIDC_CLIENT_SECRET"),
+        name,
+    }))
 }
 
 /// The default waits between webhook delivery attempts: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
@@ -281,6 +395,7 @@ impl Default for Settings {
                 .iter()
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
+            oidc: None,
         }
     }
 }
@@ -429,6 +544,7 @@ impl Config {
         }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
         settings.origin_secrets = origin_secrets(&vars)?;
+        settings.oidc = oidc_settings(&vars)?;
         settings.fetch_allow = vars
             .text("REELGATE_FETCH_ALLOW")
             .map(|v| {
@@ -632,6 +748,40 @@ mod tests {
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         Config::from_vars(vars.iter().map(|(n, v)| (n.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn oidc_needs_issuer_and_client_id_and_an_https_issuer() {
+        assert!(config(&[]).expect("none").settings.oidc.is_none());
+        let c = config(&[
+            ("REELGATE_OIDC_ISSUER", "https://id.example.com/realms/r/"),
+            ("REELGATE_OIDC_CLIENT_ID", "console"),
+            ("REELGATE_OIDC_CLIENT_SECRET", "s3cret-value"),
+        ])
+        .expect("valid");
+        let oidc = c.settings.oidc.expect("set");
+        assert_eq!(oidc.issuer, "https://id.example.com/realms/r");
+        assert_eq!(oidc.name, "id.example.com");
+        assert!(!format!("{oidc:?}").contains("s3cret-value"));
+        let err = config(&[("REELGATE_OIDC_ISSUER", "https://id.example.com")]).unwrap_err();
+        assert_eq!(err.variable, "REELGATE_OIDC_CLIENT_ID");
+        let err = config(&[("REELGATE_OIDC_CLIENT_ID", "console")]).unwrap_err();
+        assert_eq!(err.variable, "REELGATE_OIDC_ISSUER");
+        let err = config(&[
+            ("REELGATE_OIDC_ISSUER", "http://id.example.com"),
+            ("REELGATE_OIDC_CLIENT_ID", "console"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.variable, "REELGATE_OIDC_ISSUER");
+        let local = config(&[
+            ("REELGATE_OIDC_ISSUER", "http://127.0.0.1:9000"),
+            ("REELGATE_OIDC_CLIENT_ID", "console"),
+            ("REELGATE_OIDC_NAME", "Test issuer"),
+        ])
+        .expect("loopback http is fine");
+        assert_eq!(local.settings.oidc.expect("set").name, "Test issuer");
+        let err = config(&[("REELGATE_OIDC_CLIENT_SECRET", "x")]).unwrap_err();
+        assert_eq!(err.variable, "REELGATE_OIDC_CLIENT_SECRET");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod chat_translator;
 pub mod guarded_fetch;
 pub mod http_engine;
+pub mod issuer_http;
 pub mod openai_moderator;
 pub mod openai_upstream;
 pub mod openai_videos;

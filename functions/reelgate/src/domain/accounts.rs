@@ -280,18 +280,18 @@ impl<'a> Accounts<'a> {
         m.insert("person".into(), id.clone().into());
         m.insert("email".into(), email.into());
         m.insert("created_at".into(), now.into());
-        self.store
-            .transact(vec![
-                TransactOp::Put {
-                    item: p,
-                    condition: Some(Condition::NotExists),
-                },
-                TransactOp::Put {
-                    item: m,
-                    condition: Some(Condition::NotExists),
-                },
-            ])
-            .await?;
+        let mut ops = vec![
+            TransactOp::Put {
+                item: p,
+                condition: Some(Condition::NotExists),
+            },
+            TransactOp::Put {
+                item: m,
+                condition: Some(Condition::NotExists),
+            },
+        ];
+        ops.extend(crate::domain::identities::email_index_ops(email, &id, org));
+        self.store.transact(ops).await?;
         Ok(Person {
             id,
             email: email.to_owned(),

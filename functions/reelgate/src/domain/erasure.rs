@@ -63,6 +63,12 @@ async fn delete_record(cx: Context<'_>, item: &Item, report: &mut ErasureReport)
     let (Some(pk), Some(sk)) = (item.str_attr(PK), item.str_attr(SK)) else {
         return Ok(());
     };
+    // A person's back-reference names an index entry (email, sign-in subject) that goes with it.
+    if let Some(entry) = crate::domain::identities::referenced_entry(item) {
+        if cx.store.delete(&entry, None).await?.is_some() {
+            report.records_deleted += 1;
+        }
+    }
     // A key's listing in its organization (`APIKEY#<person>#<key id>`) names the key record,
     // which goes with it: the secret's hash outlives nobody.
     if let Some(key_id) = sk

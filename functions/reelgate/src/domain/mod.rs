@@ -15,6 +15,7 @@ pub mod erasure;
 pub mod error;
 pub mod files;
 pub mod idempotency;
+pub mod identities;
 pub mod ids;
 pub mod jobs;
 pub mod key_budgets;

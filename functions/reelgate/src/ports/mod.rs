@@ -6,6 +6,7 @@
 pub mod blobs;
 pub mod engine;
 pub mod fetch;
+pub mod issuer;
 pub mod moderator;
 pub mod queue;
 pub mod store;

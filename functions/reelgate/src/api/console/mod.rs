@@ -6,6 +6,7 @@
 //! `Authorization` header is not a console session.
 
 pub mod api;
+pub mod oidc;
 
 use crate::app::App;
 use crate::domain::console::{Console, IssuedSession, Session};
@@ -59,6 +60,7 @@ pub fn routes() -> Router<App> {
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
         .merge(api::routes())
+        .merge(oidc::routes())
 }
 
 /// `Set-Cookie` for a new session: HttpOnly, SameSite=Lax (the sign-in link is opened from
@@ -85,7 +87,7 @@ pub fn cleared_cookie(public_base_url: &str) -> String {
     cookie
 }
 
-fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(crate) fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -159,33 +161,52 @@ async fn sign_in(
             }
             response
         }
-        Err(error) => {
-            let status = error.status;
-            let body = SIGN_IN_REFUSED.replace("{message}", &html_escape(&error.message));
-            let mut response = (status, body).into_response();
-            response.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            response
-                .headers_mut()
-                .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
-        }
+        Err(error) => no_store_html(html_page(
+            error.status,
+            "Sign-in link refused",
+            &format!(
+                "<p id=\"error\">{}</p><p><a href=\"/console/\">Back to the console</a></p>",
+                html_escape(&error.message)
+            ),
+        )),
     }
 }
 
-const SIGN_IN_REFUSED: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>Sign-in link refused · reelgate console</title></head><body>\
-<main><h1>Sign-in link refused</h1><p id=\"error\">{message}</p>\
-<p><a href=\"/console/\">Back to the console</a></p></main></body></html>";
+fn no_store_html(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
 
-fn html_escape(s: &str) -> String {
+/// A small server-rendered page (sign-in refusals, the organization choice), styled by the
+/// console's stylesheet, under the console's content security policy.
+pub(crate) fn html_page(status: StatusCode, title: &str, body_html: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"stylesheet\" href=\"/console/assets/console.css\">\
+         <title>{title} · reelgate console</title></head><body>\
+         <main class=\"standalone\"><h1>{title}</h1>{body_html}</main></body></html>",
+        title = html_escape(title),
+    );
+    let mut response = (status, html).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert("content-security-policy", HeaderValue::from_static(CSP));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    response
+}
+
+pub(crate) fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// The console's own files only: no inline script, no third-party origin; media may come from
@@ -193,7 +214,7 @@ fn html_escape(s: &str) -> String {
 const CSP: &str = "default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; \
                    connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-fn asset(body: &'static str, content_type: &'static str) -> Response {
+fn asset(body: impl IntoResponse, content_type: &'static str) -> Response {
     let mut response = body.into_response();
     let h = response.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -207,10 +228,27 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
     response
 }
 
-/// `GET /console`: the single-page console (compiled into the binary).
-async fn page() -> Response {
-    asset(INDEX_HTML, "text/html; charset=utf-8")
+/// `GET /console`: the single-page console (compiled into the binary), with a "Sign in with …"
+/// button on its sign-in page when an OpenID Connect issuer is configured.
+async fn page(State(app): State<App>) -> Response {
+    match &app.oidc {
+        None => asset(INDEX_HTML, "text/html; charset=utf-8"),
+        Some(oidc) => {
+            let name = html_escape(oidc.name());
+            let button = format!(
+                "<p><a class=\"button primary\" id=\"oidc-signin\" \
+                 href=\"/console/oidc/start\" data-name=\"{name}\">Sign in with {name}</a></p>"
+            );
+            asset(
+                INDEX_HTML.replacen(OIDC_SLOT, &button, 1),
+                "text/html; charset=utf-8",
+            )
+        }
+    }
 }
+
+/// Where the sign-in page's OpenID Connect button goes (index.html).
+const OIDC_SLOT: &str = "<!-- oidc sign-in -->";
 async fn css() -> Response {
     asset(CONSOLE_CSS, "text/css; charset=utf-8")
 }

@@ -7,6 +7,8 @@
 //! a session checks that the person is still a member of the organization. Secrets are stored
 //! only as SHA-256 hashes; the CSRF token is not a credential on its own and is stored as is.
 
+pub mod oidc;
+
 use crate::domain::accounts::{Accounts, Caller, Credential};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id, new_secret};

@@ -6,7 +6,7 @@ const TEXT = {
   en: {
     skip: "Skip to content", console: "console", nav_terms: "Terms", nav_new: "New video",
     nav_videos: "Videos", nav_chat: "Chat", nav_keys: "API keys", nav_usage: "Usage",
-    sign_out: "Sign out", signin_title: "Sign in",
+    sign_out: "Sign out", signin_title: "Sign in", signin_oidc: "Sign in with {name}",
     signin_body: "Open the one-time sign-in link that `reelgate serve` printed when it started. Links expire and work once.",
     signin_more: "To make a link for someone else, an operator runs:",
     terms_title: "Video Service Terms", terms_version: "Version", agree: "I agree",
@@ -36,7 +36,7 @@ const TEXT = {
   ja: {
     skip: "本文へ移動", console: "コンソール", nav_terms: "規約", nav_new: "新しい動画",
     nav_videos: "動画", nav_chat: "チャット", nav_keys: "APIキー", nav_usage: "利用状況",
-    sign_out: "サインアウト", signin_title: "サインイン",
+    sign_out: "サインアウト", signin_title: "サインイン", signin_oidc: "{name} でサインイン",
     signin_body: "`reelgate serve` の起動時に表示された一回限りのサインインリンクを開いてください。リンクには有効期限があり、一度しか使えません。",
     signin_more: "他の人のリンクは、運用者が次のコマンドで作成します:",
     terms_title: "動画サービス利用規約", terms_version: "版", agree: "同意する",
@@ -79,6 +79,8 @@ function chooseLanguage() {
 function applyLanguage() {
   document.documentElement.lang = state.lang;
   document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
+  const sso = $("oidc-signin");
+  if (sso) sso.textContent = t("signin_oidc").replace("{name}", sso.dataset.name);
   const other = state.lang === "ja" ? "English" : "日本語";
   $("lang").textContent = other;
   $("lang").setAttribute("aria-label", state.lang === "ja" ? "Switch to English" : "日本語に切り替える");
