@@ -34,3 +34,16 @@ def test_a_video_form_without_a_boundary_is_a_400_in_the_envelope(server):
     )
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == "invalid_request_error"
+
+
+def test_an_organization_choice_that_is_not_a_form_gets_a_page_not_a_415(server):
+    # Found by Schemathesis: axum's form rejection answered a plain-text 415 outside the
+    # contract. The choice now reads its form itself; with no issuer configured it is the
+    # "not configured" page, and with one, the refusal page.
+    r = httpx.post(
+        f"{server.base_url}/console/oidc/choose",
+        headers={"Content-Type": "application/json"},
+        content=b'{"token": "x", "org": "y"}',
+    )
+    assert r.status_code == 404, r.text
+    assert r.headers["content-type"].startswith("text/html")

@@ -53,7 +53,8 @@ pub fn endpoint_key(org: &str, id: &str) -> Key {
 }
 
 /// One delivery attempt as the endpoint records it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = WebhookAttempt)]
 pub struct Attempt {
     /// The event's `webhook-id`.
     pub event_id: String,
@@ -71,9 +72,11 @@ pub struct Attempt {
 
 /// An endpoint as the API returns it. `secret` is present only in the answer that created or
 /// rotated it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = WebhookEndpoint)]
 pub struct Endpoint {
     pub id: String,
+    #[schema(value_type = String, pattern = "^webhook_endpoint$")]
     pub object: &'static str,
     pub url: String,
     pub events: Vec<String>,
@@ -86,7 +89,8 @@ pub struct Endpoint {
     pub delivery: DeliveryRecord,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = WebhookDeliveryRecord)]
 pub struct DeliveryRecord {
     /// Failed attempts since the last success.
     pub consecutive_failures: u32,

@@ -172,12 +172,20 @@ struct ChooseForm {
 async fn choose(
     State(app): State<App>,
     headers: HeaderMap,
-    Form(form): Form<ChooseForm>,
+    form: Result<Form<ChooseForm>, axum::extract::rejection::FormRejection>,
 ) -> Response {
     let Some(oidc) = app.oidc.clone() else {
         return not_configured();
     };
     let base = &app.settings.public_base_url;
+    // A body that is not the choice page's form (wrong type, unreadable) gets the same page as
+    // every other refusal, not the framework's plain-text answer.
+    let Ok(Form(form)) = form else {
+        let refused = ApiError::bad_request(
+            "The organization choice could not be read; sign in again and choose from the page.",
+        );
+        return refusal(&refused, base, false);
+    };
     let secret = super::cookie_value(&headers, FLOW_COOKIE);
     match oidc
         .choose(app.store.as_ref(), secret, &form.token, &form.org)

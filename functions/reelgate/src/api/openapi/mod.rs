@@ -135,6 +135,8 @@ pub enum Body {
     Multipart(&'static str),
     /// JSON, or the same object as `multipart/form-data` fields (as OpenAI's Python SDK sends).
     JsonOrForm(&'static str),
+    /// An HTML form (`application/x-www-form-urlencoded`).
+    Form(&'static str),
 }
 
 /// One successful answer.
@@ -225,6 +227,11 @@ const RESPONSE_LINKS: &[Link] = &[
         "response_id",
     ),
     link("DeleteResponse", "DeleteResponse", "response_id"),
+];
+const WEBHOOK_LINKS: &[Link] = &[
+    link("GetWebhook", "RetrieveWebhook", "webhook_id"),
+    link("RotateWebhookSecret", "RotateWebhookSecret", "webhook_id"),
+    link("DeleteWebhook", "DeleteWebhook", "webhook_id"),
 ];
 const CONSOLE_VIDEO_LINKS: &[Link] = &[
     link("GetConsoleVideo", "ConsoleRetrieveVideo", "video_id"),
@@ -454,6 +461,71 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[400, 401, 404, 416],
         ..DEFAULT
     },
+    Operation {
+        method: "POST",
+        path: "/v1/videos/{video_id}/cancel",
+        id: "CancelVideo",
+        tag: "videos",
+        summary: "Cancel a running job: unbilled, its reservation released",
+        params: &[path("video_id", "A video id (`video_…`).")],
+        ok: &[(200, Answer::Json("Video"))],
+        errors: &[401, 404, 409],
+        ..DEFAULT
+    },
+    // ---- webhooks
+    Operation {
+        method: "POST",
+        path: "/v1/webhooks",
+        id: "CreateWebhook",
+        tag: "webhooks",
+        summary:
+            "Register an endpoint for video events (its signing secret is in this answer only)",
+        body: Body::Json("WebhookCreateRequest"),
+        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        errors: &[400, 401],
+        links: WEBHOOK_LINKS,
+        ..DEFAULT
+    },
+    Operation {
+        path: "/v1/webhooks",
+        id: "ListWebhooks",
+        tag: "webhooks",
+        summary: "The organization's webhook endpoints with their delivery records",
+        ok: &[(200, Answer::Json("WebhookList"))],
+        ..DEFAULT
+    },
+    Operation {
+        path: "/v1/webhooks/{webhook_id}",
+        id: "RetrieveWebhook",
+        tag: "webhooks",
+        summary: "A webhook endpoint, its status and last delivery attempts",
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
+    Operation {
+        method: "DELETE",
+        path: "/v1/webhooks/{webhook_id}",
+        id: "DeleteWebhook",
+        tag: "webhooks",
+        summary: "Delete a webhook endpoint",
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("Deleted"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/webhooks/{webhook_id}/rotate_secret",
+        id: "RotateWebhookSecret",
+        tag: "webhooks",
+        summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
     // ---- text models
     Operation {
         path: "/v1/models",
@@ -481,7 +553,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A chat completion (server-sent events with `stream: true`)",
         body: Body::Json("ChatCompletionRequest"),
         ok: &[(200, Answer::JsonOrStream("ChatCompletion"))],
-        errors: &[400, 401, 402, 404, 413, 502, 503, 504],
+        errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
         ..DEFAULT
     },
     Operation {
@@ -492,7 +564,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A model response (typed server-sent events with `stream: true`)",
         body: Body::Json("ResponseCreateRequest"),
         ok: &[(200, Answer::JsonOrStream("ResponseObject"))],
-        errors: &[400, 401, 402, 404, 413, 502, 503, 504],
+        errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
         links: RESPONSE_LINKS,
         ..DEFAULT
     },
@@ -564,6 +636,71 @@ pub const OPERATIONS: &[Operation] = &[
         params: &[query("token", Kind::Str, "The link's one-time token.")],
         // A used, expired or unknown link gets a page saying so (a browser opened it).
         ok: &[(303, Answer::Redirect), (401, Answer::Html)],
+        errors: &[],
+        ..DEFAULT
+    },
+    Operation {
+        path: "/console/oidc/start",
+        id: "ConsoleOidcStart",
+        tag: "console",
+        summary: "Single sign-on: to the OpenID Connect issuer (authorization code with PKCE)",
+        auth: Auth::None,
+        // A browser opened it: refusals are pages (404 when no issuer is configured).
+        ok: &[
+            (303, Answer::Redirect),
+            (404, Answer::Html),
+            (502, Answer::Html),
+            (503, Answer::Html),
+        ],
+        errors: &[],
+        ..DEFAULT
+    },
+    Operation {
+        path: "/console/oidc/callback",
+        id: "ConsoleOidcCallback",
+        tag: "console",
+        summary: "The issuer's return: signs the person in (or asks which organization)",
+        auth: Auth::None,
+        params: &[
+            query("code", Kind::Str, "The authorization code."),
+            query("state", Kind::Str, "The flow's state."),
+            query("error", Kind::Str, "The issuer's refusal, if it refused."),
+            query(
+                "error_description",
+                Kind::Str,
+                "What the issuer said about it.",
+            ),
+        ],
+        ok: &[
+            (303, Answer::Redirect),
+            (200, Answer::Html),
+            (400, Answer::Html),
+            (401, Answer::Html),
+            (403, Answer::Html),
+            (404, Answer::Html),
+            (409, Answer::Html),
+            (502, Answer::Html),
+            (503, Answer::Html),
+        ],
+        errors: &[],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/oidc/choose",
+        id: "ConsoleOidcChoose",
+        tag: "console",
+        summary: "Choose the organization to sign in to (form: `token`, `org`)",
+        auth: Auth::None,
+        body: Body::Form("OidcChooseForm"),
+        ok: &[
+            (303, Answer::Redirect),
+            (400, Answer::Html),
+            (401, Answer::Html),
+            (403, Answer::Html),
+            (404, Answer::Html),
+            (409, Answer::Html),
+        ],
         errors: &[],
         ..DEFAULT
     },
@@ -721,6 +858,18 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "POST",
+        path: "/console/api/videos/{video_id}/cancel",
+        id: "ConsoleCancelVideo",
+        tag: "console",
+        summary: "Cancel a running job: unbilled, its reservation released",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("video_id", "A video id (`video_…`).")],
+        ok: &[(200, Answer::Json("Video"))],
+        errors: &[401, 403, 404, 409],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
         path: "/console/api/chat/completions",
         id: "ConsoleChatCompletion",
         tag: "console",
@@ -803,6 +952,12 @@ pub const OPERATIONS: &[Operation] = &[
     ConsoleObject,
     ApiKeyCreated,
     OpenApiJson,
+    WebhookCreateRequest,
+    crate::domain::webhooks::Endpoint,
+    crate::domain::webhooks::DeliveryRecord,
+    crate::domain::webhooks::Attempt,
+    WebhookList,
+    OidcChooseForm,
 )))]
 struct Components;
 
@@ -833,13 +988,13 @@ fn error_response(status: u16) -> utoipa::openapi::Response {
     let about = match status {
         400 => "The request is invalid; `param` names the offending parameter.",
         401 => "No valid credential (API key, or console session on console routes).",
-        402 => "The organization's balance does not cover the request.",
+        402 => "The organization's balance, or the API key's monthly budget, does not cover the request.",
         403 => "Not permitted (agreement missing, console-only action, CSRF token missing).",
         404 => "No such resource in the caller's organization (or no such model).",
         409 => "Conflicts with the resource's state or with an earlier Idempotency-Key.",
         413 => "The body is larger than this endpoint accepts.",
         416 => "The Range is outside the content.",
-        429 => "The plan's concurrent renders are all in use.",
+        429 => "A rate limit of the key or the organization is reached (`rate_limit_exceeded`, with `Retry-After`), or the plan's concurrent renders are all in use.",
         502 => "The model provider refused the request or broke the protocol.",
         503 => "A provider (video engine or model upstream) is unavailable.",
         504 => "The model provider did not answer in time.",
@@ -983,6 +1138,17 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                     .build(),
             ))
         }
+        Body::Form(name) => {
+            b = b.request_body(Some(
+                RequestBodyBuilder::new()
+                    .required(Some(Required::True))
+                    .content(
+                        "application/x-www-form-urlencoded",
+                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
+                    )
+                    .build(),
+            ))
+        }
         Body::Multipart(name) => {
             b = b.request_body(Some(
                 RequestBodyBuilder::new()
@@ -1076,6 +1242,7 @@ pub fn document() -> OpenApi {
             "models",
             "chat",
             "responses",
+            "webhooks",
             "console",
         ]
         .iter()

@@ -357,3 +357,36 @@ pub struct ApiKeyCreated {
     pub secret: String,
     pub organization: String,
 }
+
+/// `POST /v1/webhooks`.
+#[derive(ToSchema)]
+#[schema(example = json!({"url": "https://example.com/hooks/reelgate", "events": ["video.completed"]}))]
+pub struct WebhookCreateRequest {
+    /// An https (or http) URL on a public address; private, loopback and link-local addresses
+    /// are refused (`url_refused`).
+    #[schema(min_length = 1)]
+    pub url: String,
+    /// Any of `video.completed`, `video.failed`, `video.canceled` (default: all three).
+    pub events: Option<Vec<String>>,
+    pub description: Option<String>,
+}
+
+/// `{object: "list", data, first_id, last_id, has_more}` of webhook endpoints.
+#[derive(ToSchema)]
+pub struct WebhookList {
+    #[schema(pattern = "^list$")]
+    pub object: String,
+    pub data: Vec<crate::domain::webhooks::Endpoint>,
+    #[schema(required = true)]
+    pub first_id: Option<String>,
+    #[schema(required = true)]
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+/// `POST /console/oidc/choose`: the choice page's form.
+#[derive(ToSchema)]
+pub struct OidcChooseForm {
+    pub token: String,
+    pub org: String,
+}
