@@ -264,25 +264,17 @@ async fn a_keys_limit_answers_429_with_openais_headers() {
     let good = FakeProvider::start("good", Behaviour::Answer).await;
     let server = server_with(&[(&good, 1)]).await;
     let tenant = server.tenant("10.00").await;
-    // Stay inside one minute's window.
-    let into_minute = reelgate::ports::store::now_secs().rem_euclid(60);
-    if into_minute > 50 {
-        tokio::time::sleep(Duration::from_secs((61 - into_minute) as u64)).await;
-    }
-    let holder = keys_of(&server, &tenant).await;
-    server
-        .app
-        .accounts()
-        .set_key_limits(
-            &holder,
-            &RateLimits {
-                requests_per_minute: Some(3),
-                tokens_per_minute: Some(5000),
-                video_creates_per_minute: None,
-            },
-        )
-        .await
-        .expect("limits");
+    stay_inside_one_minute().await;
+    limit_key(
+        &server,
+        &tenant,
+        RateLimits {
+            requests_per_minute: Some(3),
+            tokens_per_minute: Some(5000),
+            video_creates_per_minute: None,
+        },
+    )
+    .await;
     let body = json!({"model": "routed", "max_completion_tokens": 100,
                       "messages": [{"role": "user", "content": "hi"}]});
     let mut remaining = Vec::new();
@@ -331,23 +323,16 @@ async fn tokens_per_minute_reserve_the_maximum_and_settle_with_the_real_count() 
     let good = FakeProvider::start("good", Behaviour::Answer).await;
     let server = server_with(&[(&good, 1)]).await;
     let tenant = server.tenant("10.00").await;
-    let into_minute = reelgate::ports::store::now_secs().rem_euclid(60);
-    if into_minute > 50 {
-        tokio::time::sleep(Duration::from_secs((61 - into_minute) as u64)).await;
-    }
-    let key = keys_of(&server, &tenant).await;
-    server
-        .app
-        .accounts()
-        .set_key_limits(
-            &key,
-            &RateLimits {
-                tokens_per_minute: Some(1000),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("limits");
+    stay_inside_one_minute().await;
+    limit_key(
+        &server,
+        &tenant,
+        RateLimits {
+            tokens_per_minute: Some(1000),
+            ..Default::default()
+        },
+    )
+    .await;
     // Each request reserves its prompt estimate + 600 and uses 8 (the fake's usage): after
     // settling, the window holds 8 per request, so many fit although two reservations would not.
     let body = json!({"model": "routed", "max_completion_tokens": 600,
@@ -380,6 +365,26 @@ async fn tokens_per_minute_reserve_the_maximum_and_settle_with_the_real_count() 
         .contains("tokens per minute"));
 }
 
+/// Waits for the next minute when less than 10 s of this one are left, so a test's requests
+/// share one rate-limit window.
+async fn stay_inside_one_minute() {
+    let into_minute = reelgate::ports::store::now_secs().rem_euclid(60);
+    if into_minute > 50 {
+        tokio::time::sleep(Duration::from_secs((61 - into_minute) as u64)).await;
+    }
+}
+
+/// Sets the tenant's key's own limits.
+async fn limit_key(server: &TestServer, tenant: &Tenant, limits: RateLimits) {
+    let key = keys_of(server, tenant).await;
+    server
+        .app
+        .accounts()
+        .set_key_limits(&key, &limits)
+        .await
+        .expect("limits");
+}
+
 /// The id of the tenant's (only) API key.
 async fn keys_of(server: &TestServer, tenant: &Tenant) -> String {
     let keys = server
@@ -396,23 +401,16 @@ async fn video_creates_per_minute_are_limited_per_key() {
     let server = TestServer::start().await;
     let tenant = server.tenant("100.00").await;
     reelgate_embedded::testing::agree(&server.app, &tenant.org, &tenant.person).await;
-    let into_minute = reelgate::ports::store::now_secs().rem_euclid(60);
-    if into_minute > 50 {
-        tokio::time::sleep(Duration::from_secs((61 - into_minute) as u64)).await;
-    }
-    let key = keys_of(&server, &tenant).await;
-    server
-        .app
-        .accounts()
-        .set_key_limits(
-            &key,
-            &RateLimits {
-                video_creates_per_minute: Some(1),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("limits");
+    stay_inside_one_minute().await;
+    limit_key(
+        &server,
+        &tenant,
+        RateLimits {
+            video_creates_per_minute: Some(1),
+            ..Default::default()
+        },
+    )
+    .await;
     let create = || async {
         reqwest::Client::new()
             .post(server.url("/v1/videos"))

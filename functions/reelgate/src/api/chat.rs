@@ -57,9 +57,9 @@ pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Respon
         max_completion,
     );
     let grant = match crate::api::rate_limits::acquire(
-        app.store.as_ref(),
+        &app,
         &caller,
-        app.catalog.plan(&org.plan),
+        &org.plan,
         Kind::Text,
         estimate,
     )

@@ -2,23 +2,24 @@
 //! OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers on every answer of a
 //! limited route (docs/traffic-control.md). The rule itself is `domain::rate_limits`.
 
+use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::catalog::Plan;
 use crate::domain::error::ApiError;
 use crate::domain::rate_limits::{self, AcquireError, Grant, Kind, RateStatus};
-use crate::ports::store::ItemStore;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-/// Admits the request or answers the refusal (429 with its headers, or the store's failure).
+/// Admits the request under the limits of the caller's key and of its organization's plan
+/// (`plan`, the plan id), or answers the refusal (429 with its headers, or the store's failure).
 pub async fn acquire(
-    store: &dyn ItemStore,
+    app: &App,
     caller: &Caller,
-    plan: Option<&Plan>,
+    plan: &str,
     kind: Kind,
     tokens: u64,
 ) -> Result<Grant, Response> {
-    match rate_limits::acquire(store, caller, plan, kind, tokens).await {
+    let plan = app.catalog.plan(plan);
+    match rate_limits::acquire(app.store.as_ref(), caller, plan, kind, tokens).await {
         Ok(grant) => Ok(grant),
         Err(AcquireError::Limited(limited)) => {
             let mut response = ApiError::new(

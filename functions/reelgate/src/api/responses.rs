@@ -184,9 +184,9 @@ async fn create(
 
     let estimate = crate::domain::usage::admission_estimate(prompt_estimate, req.max_output_tokens);
     let grant = match crate::api::rate_limits::acquire(
-        app.store.as_ref(),
+        &app,
         &caller,
-        app.catalog.plan(&org.plan),
+        &org.plan,
         Kind::Text,
         estimate,
     )

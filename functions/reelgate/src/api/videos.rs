@@ -93,9 +93,9 @@ async fn create(
     };
     let plan = app.accounts().org(&caller.org).await?.plan;
     let grant = match crate::api::rate_limits::acquire(
-        app.store.as_ref(),
+        &app,
         &caller,
-        app.catalog.plan(&plan),
+        &plan,
         crate::domain::rate_limits::Kind::VideoCreate,
         0,
     )
