@@ -1110,56 +1110,22 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .schema(Some(param_schema(p.kind))),
         );
     }
-    match op.body {
-        Body::None => {}
-        Body::Json(name) => {
-            b = b.request_body(Some(
-                RequestBodyBuilder::new()
-                    .required(Some(Required::True))
-                    .content(
-                        "application/json",
-                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
-                    )
-                    .build(),
-            ))
+    let body: Option<(&[&str], &str)> = match op.body {
+        Body::None => None,
+        Body::Json(name) => Some((&["application/json"], name)),
+        Body::JsonOrForm(name) => Some((&["application/json", "multipart/form-data"], name)),
+        Body::Form(name) => Some((&["application/x-www-form-urlencoded"], name)),
+        Body::Multipart(name) => Some((&["multipart/form-data"], name)),
+    };
+    if let Some((media_types, name)) = body {
+        let mut request = RequestBodyBuilder::new().required(Some(Required::True));
+        for media_type in media_types {
+            request = request.content(
+                *media_type,
+                ContentBuilder::new().schema(Some(schema_ref(name))).build(),
+            );
         }
-        Body::JsonOrForm(name) => {
-            b = b.request_body(Some(
-                RequestBodyBuilder::new()
-                    .required(Some(Required::True))
-                    .content(
-                        "application/json",
-                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
-                    )
-                    .content(
-                        "multipart/form-data",
-                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
-                    )
-                    .build(),
-            ))
-        }
-        Body::Form(name) => {
-            b = b.request_body(Some(
-                RequestBodyBuilder::new()
-                    .required(Some(Required::True))
-                    .content(
-                        "application/x-www-form-urlencoded",
-                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
-                    )
-                    .build(),
-            ))
-        }
-        Body::Multipart(name) => {
-            b = b.request_body(Some(
-                RequestBodyBuilder::new()
-                    .required(Some(Required::True))
-                    .content(
-                        "multipart/form-data",
-                        ContentBuilder::new().schema(Some(schema_ref(name))).build(),
-                    )
-                    .build(),
-            ))
-        }
+        b = b.request_body(Some(request.build()));
     }
     let mut responses = ResponsesBuilder::new();
     for (status, answer) in op.ok {
