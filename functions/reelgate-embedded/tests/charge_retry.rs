@@ -110,6 +110,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         },
         key: "console",
         budget_month: None,
+        rate_settlement: Vec::new(),
     };
     // 1000 × 1000 / 1e6 + 500 × 2000 / 1e6 = 1 + 1 = 2.
     store.conflicts.store(3, Ordering::SeqCst);
@@ -195,6 +196,7 @@ async fn concurrent_charges_against_one_org_all_land() {
             },
             key: "console",
             budget_month: None,
+            rate_settlement: Vec::new(),
         };
         async move { usage::charge(cx, c).await }
     });

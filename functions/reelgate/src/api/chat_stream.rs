@@ -82,7 +82,8 @@ impl Meter {
     }
 }
 
-/// Charges a completion's usage and settles its tokens-per-minute reservation. A failure to
+/// Charges a completion's usage and, in the same transaction, settles its tokens-per-minute
+/// reservation. A failure to
 /// charge is logged loudly but does not take the answer away from a caller whose completion was
 /// produced (and paid for upstream).
 pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
@@ -93,12 +94,6 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
         id,
         grant,
     } = spec;
-    crate::domain::rate_limits::settle(
-        app.store.as_ref(),
-        &grant,
-        used.prompt_tokens + used.completion_tokens,
-    )
-    .await;
     let c = usage::Charge {
         org: &caller.org,
         person: &caller.person,
@@ -108,6 +103,10 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
         usage: used,
         key: caller.key_id(),
         budget_month: caller.budget.as_ref().map(|b| b.month.as_str()),
+        rate_settlement: crate::domain::rate_limits::settlement_ops(
+            &grant,
+            used.prompt_tokens + used.completion_tokens,
+        ),
     };
     if let Err(e) = usage::charge(app.context(), c).await {
         tracing::error!(completion = %id, org = %caller.org, error = %e, "charging chat usage failed");

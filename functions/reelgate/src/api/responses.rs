@@ -89,14 +89,11 @@ impl Turn {
         charge: bool,
         keep: bool,
     ) -> ApiResult<()> {
-        let charged = if charge {
-            TokenUsage::from_json(&usage.json).map_or(0, |t| t.prompt_tokens + t.completion_tokens)
+        if !charge {
+            crate::domain::rate_limits::settle(self.app.store.as_ref(), &self.grant, 0).await;
         } else {
-            0
-        };
-        crate::domain::rate_limits::settle(self.app.store.as_ref(), &self.grant, charged).await;
-        if charge {
             let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
+            let charged = tokens.prompt_tokens + tokens.completion_tokens;
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
             crate::domain::usage::charge(
@@ -110,6 +107,10 @@ impl Turn {
                     usage: tokens,
                     key: self.caller.key_id(),
                     budget_month: self.caller.budget.as_ref().map(|b| b.month.as_str()),
+                    rate_settlement: crate::domain::rate_limits::settlement_ops(
+                        &self.grant,
+                        charged,
+                    ),
                 },
             )
             .await?;

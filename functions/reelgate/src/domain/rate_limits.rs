@@ -17,7 +17,9 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::{Plan, RateLimits};
-use crate::ports::store::{now_secs, Attr, Condition, ItemExt, ItemStore, Key, StoreError, Update};
+use crate::ports::store::{
+    now_secs, Attr, Condition, ItemExt, ItemStore, Key, StoreError, TransactOp, Update,
+};
 use rust_decimal::Decimal;
 
 /// Completion tokens reserved for a request that sets no maximum.
@@ -112,6 +114,8 @@ pub struct RateLimited {
 pub struct Grant {
     windows: Vec<Key>,
     reserved_tokens: u64,
+    /// When the windows' items expire (kept on a settlement, see [`settlement_ops`]).
+    expires_at: i64,
     pub status: RateStatus,
 }
 
@@ -135,6 +139,12 @@ pub fn limits_for(caller: &Caller, plan: Option<&Plan>) -> (RateLimits, RateLimi
     };
     let org = plan.map(|p| p.org_limits.clone()).unwrap_or_default();
     (key, org)
+}
+
+/// A window's item is kept a minute past its window, so a late settlement still finds it; then
+/// TTL removes it.
+fn window_expiry(minute: i64) -> i64 {
+    (minute + 2) * WINDOW_SECS + WINDOW_SECS
 }
 
 fn window_key(scope_pk: &str, kind: Kind, minute: i64) -> Key {
@@ -266,11 +276,13 @@ pub async fn acquire(
     Ok(Grant {
         windows: admitted,
         reserved_tokens: tokens,
+        expires_at: window_expiry(minute),
         status,
     })
 }
 
-/// Replaces a grant's token estimate with the real count, in the window it was taken from.
+/// Replaces a grant's token estimate with the real count, in the window it was taken from; for
+/// a request that ends without a charge (the charge carries [`settlement_ops`] instead).
 pub async fn settle(store: &dyn ItemStore, grant: &Grant, used_tokens: u64) {
     if grant.windows.is_empty() || used_tokens == grant.reserved_tokens {
         return;
@@ -287,6 +299,28 @@ pub async fn settle(store: &dyn ItemStore, grant: &Grant, used_tokens: u64) {
             Err(e) => tracing::warn!(error = %e, "settling rate-limit tokens failed"),
         }
     }
+}
+
+/// The settlement of a grant as writes to join a charge's transaction, so that settling costs
+/// no round trip of its own. They carry no condition (a condition failing would cancel the
+/// charge): a window that already expired is recreated with the same past expiry and is never
+/// read again, since only the current minute's window admits.
+pub fn settlement_ops(grant: &Grant, used_tokens: u64) -> Vec<TransactOp> {
+    if used_tokens == grant.reserved_tokens {
+        return Vec::new();
+    }
+    let delta = Decimal::from(used_tokens) - Decimal::from(grant.reserved_tokens);
+    grant
+        .windows
+        .iter()
+        .map(|key| TransactOp::Update {
+            key: key.clone(),
+            update: Update::new()
+                .add("tokens", delta)
+                .set(crate::ports::store::EXPIRES_AT, grant.expires_at),
+            condition: None,
+        })
+        .collect()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -326,11 +360,7 @@ async fn admit_one(
     let update = Update::new()
         .add("requests", Decimal::ONE)
         .add("tokens", Decimal::from(tokens))
-        // Kept a minute past its window so a late settle still finds it; then TTL removes it.
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            (minute + 2) * WINDOW_SECS + WINDOW_SECS,
-        );
+        .set(crate::ports::store::EXPIRES_AT, window_expiry(minute));
     let status_of = |requests: u64, used_tokens: u64| RateStatus {
         requests: limits.requests.map(|limit| Remaining {
             limit,

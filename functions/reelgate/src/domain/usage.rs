@@ -112,6 +112,9 @@ pub struct Charge<'a> {
     pub key: &'a str,
     /// The month of the key's budget the cost counts against, when the key has a budget.
     pub budget_month: Option<&'a str>,
+    /// The rate-limit settlement written with the charge
+    /// ([`crate::domain::rate_limits::settlement_ops`]).
+    pub rate_settlement: Vec<TransactOp>,
 }
 
 /// The ledger item's sort key for a completion id (stable, so a retry cannot charge twice).
@@ -161,6 +164,9 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
             condition: Some(Condition::NotExists),
         },
     ];
+    // The key's budget, when it has one, is the third write: a refusal names it by that index.
+    const BUDGET_AT: usize = 2;
+    let mut budget = c.budget_month.is_some();
     if let Some(month) = c.budget_month {
         ops.push(crate::domain::key_budgets::commit_op(
             crate::domain::accounts::api_key_key(c.key),
@@ -168,6 +174,7 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
             amount,
         ));
     }
+    ops.extend(c.rate_settlement.iter().cloned());
     // A transaction that conflicts with a concurrent write to the organization (DynamoDB's
     // TransactionConflict, throttling, a busy database) wrote nothing: try again with backoff.
     // The ledger item's `NotExists` makes a retry after an unseen success a no-op, so retrying
@@ -177,8 +184,9 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
         match cx.store.transact(ops.clone()).await {
             Ok(()) => return Ok(amount),
             // The key was revoked and erased meanwhile: the usage is still charged.
-            Err(e @ StoreError::TransactionCanceled { .. }) if ops.len() == 3 && e.failed_at(2) => {
-                ops.truncate(2);
+            Err(e @ StoreError::TransactionCanceled { .. }) if budget && e.failed_at(BUDGET_AT) => {
+                ops.remove(BUDGET_AT);
+                budget = false;
             }
             Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
                 tracing::warn!(
