@@ -81,12 +81,10 @@ fn decode(text: &str) -> Result<Item, rusqlite::Error> {
 }
 
 fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, rusqlite::Error> {
+    // Cached statements: the hot path's few statements are parsed once per connection.
     let text: Option<String> = tx
-        .query_row(
-            "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
-            params![key.pk, key.sk],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT data FROM items WHERE pk = ?1 AND sk = ?2")?
+        .query_row(params![key.pk, key.sk], |r| r.get(0))
         .optional()?;
     match text {
         Some(t) => {
@@ -102,19 +100,17 @@ fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
         (Some(pk), Some(sk)) => (pk, sk),
         _ => return Err(rusqlite::Error::InvalidQuery),
     };
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
-        params![pk, sk, encode(item)?, item.i64_attr(EXPIRES_AT)],
-    )?;
+    )?
+    .execute(params![pk, sk, encode(item)?, item.i64_attr(EXPIRES_AT)])?;
     Ok(())
 }
 
 fn remove(tx: &rusqlite::Connection, key: &Key) -> Result<(), rusqlite::Error> {
-    tx.execute(
-        "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
-        params![key.pk, key.sk],
-    )?;
+    tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?
+        .execute(params![key.pk, key.sk])?;
     Ok(())
 }
 
@@ -171,7 +167,7 @@ impl ItemStore for SqliteItemStore {
         let key = key.clone();
         let now = now_secs();
         self.db
-            .read(move |c| load(c, &key, now))
+            .read_point(move |c| load(c, &key, now))
             .await
             .map_err(store_err)
     }
