@@ -3,14 +3,20 @@ deleted per organization; `video.completed`, `video.failed` and `video.canceled`
 receiver inside the tests, signed per Standard Webhooks (checked by the receiver's own HMAC
 code); a first delivery that fails is retried with the same webhook-id, so the receiver sees
 exactly one event per job; private addresses are refused; an endpoint that keeps failing ends
-disabled with its reason."""
+disabled with its reason; an event whose process died between the job's end and its queueing is
+sent after a restart."""
 
+import json
+import os
+import signal
+import sqlite3
+import tempfile
 import time
 
 import httpx
 import pytest
 
-from harness import serving
+from harness import LocalServer, serving
 from receiver import verify
 
 TERMINAL = ("completed", "failed", "canceled")
@@ -226,3 +232,58 @@ def private_server():
     """A server with the default guard: no private address allowed."""
     with serving() as srv:
         yield srv
+
+
+def unsent_markers(data_dir):
+    with sqlite3.connect(os.path.join(data_dir, "reelgate.sqlite3")) as db:
+        return [sk for (sk,) in db.execute("SELECT sk FROM items WHERE pk = 'UNSENT_EVENTS'")]
+
+
+def test_an_event_never_queued_before_a_crash_is_sent_after_the_restart(receiver):
+    """The settlement that ends a job writes an unsent-event marker in its own transaction and
+    the emission deletes it once queued. A process killed between the two leaves the job ended
+    and the marker in place; here that state is made by killing the server (SIGKILL) and
+    putting back the marker the crash would have left. The restarted server's recovery pass
+    sends the event again, with the same webhook-id."""
+    env = {"REELGATE_FETCH_ALLOW": "127.0.0.1", "REELGATE_WEBHOOK_RETRY_SECS": "1,1,1"}
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = LocalServer(data_dir, env=env).start()
+        try:
+            server.agree(server.user, server.org)
+            path = "/crash/completed"
+            secret = create_endpoint(server, f"{receiver.url}{path}", ["video.completed"])["secret"]
+            job = create_video(server, "a paper boat on a pond")
+            assert wait_terminal(server, job)["status"] == "completed"
+            first = wait_for(lambda: receiver.events(path, secret), what="the completed event")
+            # Queued, so the marker is gone.
+            wait_for(lambda: unsent_markers(data_dir) == [], what="the marker to be cleared")
+
+            server.proc.send_signal(signal.SIGKILL)
+            server.proc.wait()
+            with sqlite3.connect(os.path.join(data_dir, "reelgate.sqlite3")) as db:
+                marker = {
+                    "pk": {"S": "UNSENT_EVENTS"},
+                    "sk": {"S": f"VIDEO#{job}"},
+                    "kind": {"S": "unsent_event"},
+                    "org": {"S": server.org},
+                    "video_id": {"S": job},
+                    "created_at": {"N": str(int(time.time()) - 3600)},
+                }
+                db.execute(
+                    "INSERT INTO items (pk, sk, data) VALUES ('UNSENT_EVENTS', ?, ?)",
+                    (f"VIDEO#{job}", json.dumps(marker)),
+                )
+            api_key, org = server.api_key, server.org
+            server.start()
+            server.api_key, server.org = api_key, org
+
+            def resent():
+                attempts = [h for h, _, s in receiver.received(path) if s == 204]
+                return len(attempts) == 2 and attempts
+
+            attempts = wait_for(resent, what="the event sent again after the restart")
+            assert attempts[0]["webhook-id"] == attempts[1]["webhook-id"] == first[0][0]
+            assert len(receiver.events(path, secret)) == 1  # one event once deduplicated
+            wait_for(lambda: unsent_markers(data_dir) == [], what="the marker to be cleared")
+        finally:
+            server.stop()

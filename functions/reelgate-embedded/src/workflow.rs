@@ -339,6 +339,10 @@ pub async fn start(
             "failed admitted jobs whose workflow never started"
         );
     }
+    // A job that ended in a process that died before queueing its webhook event.
+    reelgate::domain::webhooks::recover_unsent(app.context(), Duration::ZERO)
+        .await
+        .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;
     let mut tasks = Vec::new();
     let (recovery_app, every, grace) = (
         app.clone(),
@@ -356,6 +360,11 @@ pub async fn start(
             .await
             {
                 tracing::warn!(error = %e.message, "recovering unstarted jobs failed");
+            }
+            if let Err(e) =
+                reelgate::domain::webhooks::recover_unsent(recovery_app.context(), grace).await
+            {
+                tracing::warn!(error = %e.message, "recovering unsent webhook events failed");
             }
         }
     }));

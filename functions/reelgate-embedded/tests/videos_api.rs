@@ -510,6 +510,16 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
     .await
     .expect("charge");
     assert_eq!(settled, reelgate::domain::billing::Settlement::Settled);
+    // The settlement wrote the job's unsent-event marker; nothing queued the event here (as if
+    // the process had died), so the recovery pass emits it and the marker goes.
+    let marker = reelgate::domain::webhooks::unsent_key(&id);
+    assert!(server.app.store.get(&marker).await.expect("get").is_some());
+    let emitted =
+        reelgate::domain::webhooks::recover_unsent(server.app.context(), std::time::Duration::ZERO)
+            .await
+            .expect("recover");
+    assert!(emitted >= 1);
+    assert!(server.app.store.get(&marker).await.expect("get").is_none());
     let full = c
         .http
         .get(format!("{}/v1/videos/{id}/content", c.base))

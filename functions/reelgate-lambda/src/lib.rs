@@ -329,14 +329,19 @@ pub const RECOVERY_GRACE: std::time::Duration = std::time::Duration::from_secs(3
 /// The scheduled recovery pass (an EventBridge schedule on the reconciler): fails every job
 /// admitted more than [`RECOVERY_GRACE`] ago whose execution was never started (the API function
 /// died or timed out between admission and `StartExecution`) as `moderation_unavailable`,
-/// releasing its reservation. Returns how many jobs it failed.
+/// releasing its reservation, and emits the webhook events of jobs that ended without their
+/// event being queued. Returns how many jobs it failed.
 pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::Result<usize> {
     let workflow = app
         .workflow()
         .ok_or_else(|| anyhow::anyhow!("REELGATE_STATE_MACHINE_ARN is not set"))?;
-    reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
+    let failed = reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
         .await
-        .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))
+        .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
+    reelgate::domain::webhooks::recover_unsent(app.context(), grace)
+        .await
+        .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;
+    Ok(failed)
 }
 
 /// The EventBridge-triggered reconciler: ended executions ("Step Functions Execution Status

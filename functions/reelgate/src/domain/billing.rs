@@ -2,6 +2,8 @@
 //! render charges it exactly once (the job's `reservation` attribute moves `held → charged` under
 //! a condition, and a `CHARGE#<job>` ledger item can be written only once); every other terminal
 //! path releases it. The organization's `available = balance − reserved` moves with each step.
+//! Every settlement also writes the job's unsent-event marker (`domain::webhooks`), so a process
+//! that dies right after it still has its webhook event sent by the recovery pass.
 
 use crate::domain::accounts::org_key;
 use crate::domain::keys::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
@@ -77,6 +79,7 @@ pub async fn charge(
             item: ledger,
             condition: Some(Condition::NotExists),
         },
+        crate::domain::webhooks::unsent_event_op(org, video_id, now),
     ];
     settle(store, ops).await
 }
@@ -103,8 +106,10 @@ pub async fn release(
                 .add("in_flight", -Decimal::ONE),
             condition: Some(Condition::Exists),
         },
+        crate::domain::webhooks::unsent_event_op(org, video_id, now_secs()),
     ];
     // A job admitted under a key's monthly budget gives its quote back to that month.
+    const BUDGET_AT: usize = 3;
     let job = store.get(&job_key(org, video_id)).await?;
     let budgeted = job.as_ref().and_then(|j| {
         use crate::ports::store::ItemExt;
@@ -122,8 +127,8 @@ pub async fn release(
     }
     match store.transact(ops.clone()).await {
         // The key is gone (revoked and erased): release the rest without it.
-        Err(e) if budgeted.is_some() && e.failed_at(2) && !e.failed_at(0) => {
-            ops.truncate(2);
+        Err(e) if budgeted.is_some() && e.failed_at(BUDGET_AT) && !e.failed_at(0) => {
+            ops.truncate(BUDGET_AT);
             settle(store, ops).await
         }
         Ok(()) => Ok(Settlement::Settled),

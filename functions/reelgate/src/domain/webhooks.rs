@@ -9,6 +9,11 @@
 //!   (`type`, `timestamp`, `data` = the video object as `GET` returns it) and the event's
 //!   `webhook-id`, derived from the job and its terminal status so it is the same on every
 //!   attempt. Emitting never fails the caller: a queue that cannot take the message is logged.
+//! - **Nothing lost in a crash.** The settlement that ends a job writes an unsent-event marker
+//!   (`UNSENT_EVENTS` / `VIDEO#<id>`, [`unsent_event_op`]) in its own transaction; [`emit`]
+//!   deletes it once every message is queued. A process that dies in between leaves the marker,
+//!   and the recovery pass ([`recover_unsent`], at start-up and on a schedule on both hosts)
+//!   emits the event again: at least once, with the same `webhook-id`.
 //! - **Delivery** ([`deliver`], the webhook queue's consumer) signs per Standard Webhooks and
 //!   POSTs through the guarded fetcher (private addresses refused). A failed attempt is retried
 //!   through the queue after the next wait of `Settings::webhook_retry_schedule` (hops of at most
@@ -22,7 +27,9 @@ use crate::domain::video_object::Video;
 use crate::domain::Context;
 use crate::ports::fetch::FetchError;
 use crate::ports::queue::MessageQueue;
-use crate::ports::store::{item, now_secs, Attr, Condition, Item, ItemExt, Key, Query, Update};
+use crate::ports::store::{
+    item, now_secs, Attr, Condition, Item, ItemExt, Key, Query, TransactOp, Update,
+};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -421,12 +428,90 @@ pub struct Delivery {
 /// delivery per enabled endpoint of `org` subscribed to it. Never fails: without a webhook
 /// queue nothing is sent, and a failure to read or enqueue is logged.
 pub async fn emit(cx: Context<'_>, org: &str, video_id: &str) {
+    // Without a queue the marker stays for a host that has one (its recovery pass sends it).
     let Some(queue) = cx.webhooks else {
         return;
     };
-    if let Err(e) = emit_to(cx, queue, org, video_id).await {
-        tracing::error!(%video_id, error = %e, "could not emit the job's webhook event");
+    match emit_to(cx, queue, org, video_id).await {
+        Ok(()) => {
+            if let Err(e) = cx.store.delete(&unsent_key(video_id), None).await {
+                // The recovery pass emits it again: a duplicate with the same webhook-id.
+                tracing::warn!(%video_id, error = %e, "could not clear the unsent-event marker");
+            }
+        }
+        Err(e) => {
+            tracing::error!(%video_id, error = %e, "could not emit the job's webhook event; the recovery pass retries it")
+        }
     }
+}
+
+/// The partition of unsent-event markers: jobs that ended and whose webhook event is not yet
+/// known to be queued. Operational, not tenant data: only [`recover_unsent`] reads it, and each
+/// marker names its organization.
+pub const UNSENT_PK: &str = "UNSENT_EVENTS";
+
+/// How long a marker is kept if no recovery pass ever sends it (then TTL removes it).
+const UNSENT_KEPT_SECS: i64 = 7 * 24 * 3600;
+
+pub fn unsent_key(video_id: &str) -> Key {
+    Key::new(UNSENT_PK, format!("VIDEO#{video_id}"))
+}
+
+/// The marker a job's settlement writes in its own transaction (see the module's comment).
+pub fn unsent_event_op(org: &str, video_id: &str, now: i64) -> TransactOp {
+    let mut marker = item(&unsent_key(video_id));
+    marker.insert("kind".into(), "unsent_event".into());
+    marker.insert("org".into(), org.into());
+    marker.insert("video_id".into(), video_id.into());
+    marker.insert("created_at".into(), now.into());
+    marker.insert(
+        crate::ports::store::EXPIRES_AT.into(),
+        (now + UNSENT_KEPT_SECS).into(),
+    );
+    TransactOp::Put {
+        item: marker,
+        condition: None,
+    }
+}
+
+/// The recovery pass of webhook events: emits the event of every job whose marker is at least
+/// `grace` old (its settling process died before queueing it, or the queue refused). Returns how
+/// many it emitted again. A host without a webhook queue does nothing.
+pub async fn recover_unsent(cx: Context<'_>, grace: Duration) -> ApiResult<usize> {
+    if cx.webhooks.is_none() {
+        return Ok(0);
+    }
+    let cutoff = now_secs() - grace.as_secs() as i64;
+    let mut emitted = 0;
+    let mut after = None;
+    loop {
+        let page = cx
+            .store
+            .query(
+                Query::partition(UNSENT_PK)
+                    .prefix("VIDEO#")
+                    .limit(100)
+                    .after(after.take()),
+            )
+            .await?;
+        for marker in &page.items {
+            let (Some(org), Some(video_id)) = (marker.str_attr("org"), marker.str_attr("video_id"))
+            else {
+                continue;
+            };
+            if marker.i64_attr("created_at").unwrap_or(0) > cutoff {
+                continue;
+            }
+            tracing::warn!(%video_id, %org, "a job's webhook event was never queued; emitting it");
+            emit(cx, org, video_id).await;
+            emitted += 1;
+        }
+        match page.last_sk {
+            Some(sk) => after = Some(sk),
+            None => break,
+        }
+    }
+    Ok(emitted)
 }
 
 async fn emit_to(
