@@ -22,8 +22,13 @@ pub struct Database {
     writes: Arc<mpsc::Sender<Box<dyn PendingWrite>>>,
     readers: Arc<Vec<Mutex<Connection>>>,
     commits: Arc<AtomicU64>,
+    /// Held by every handle; the checkpointer stops once the last one is gone.
+    _checkpointer_alive: Arc<()>,
     path: PathBuf,
 }
+
+/// How often the checkpointer folds the write-ahead log back into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Writes waiting when the writer takes a batch, at most, committed together.
 const MAX_BATCH: usize = 128;
@@ -118,6 +123,11 @@ impl Database {
         }
         let writer = open_connection(path)?;
         writer.execute_batch(SCHEMA)?;
+        // The writer never checkpoints: SQLite's automatic checkpoint runs inside the commit that
+        // crosses the threshold, copying pages and syncing the file while every queued write
+        // waits. A thread of its own does it instead, passively (it never blocks the writer).
+        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let checkpointer = open_connection(path)?;
         let readers = (0..READERS)
             .map(|_| open_connection(path).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
@@ -128,10 +138,17 @@ impl Database {
             .name("reelgate-sqlite-writer".into())
             .spawn(move || write_batches(writer, queue, &counted))
             .map_err(|e| DbError::Worker(e.to_string()))?;
+        let alive = Arc::new(());
+        let watched = Arc::downgrade(&alive);
+        std::thread::Builder::new()
+            .name("reelgate-sqlite-checkpoint".into())
+            .spawn(move || checkpoint_while(checkpointer, watched))
+            .map_err(|e| DbError::Worker(e.to_string()))?;
         Ok(Database {
             writes: Arc::new(writes),
             readers: Arc::new(readers),
             commits,
+            _checkpointer_alive: alive,
             path: path.to_owned(),
         })
     }
@@ -215,6 +232,18 @@ fn free_reader(readers: &[Mutex<Connection>]) -> Result<MutexGuard<'_, Connectio
     readers[0]
         .lock()
         .map_err(|e| DbError::Worker(e.to_string()))
+}
+
+/// The checkpointer thread: while a handle of the database lives, folds the write-ahead log into
+/// the database file every [`CHECKPOINT_EVERY`] (passive: pages a reader still needs stay in the
+/// log until the next pass), so the log stays small without a commit ever paying for it.
+fn checkpoint_while(conn: Connection, alive: std::sync::Weak<()>) {
+    while alive.strong_count() > 0 {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "checkpointing the embedded database failed");
+        }
+    }
 }
 
 /// The writer thread: until every `Database` handle is gone, takes the writes waiting, runs
@@ -335,5 +364,41 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(db.write(count).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_log_is_folded_into_the_database_file_without_a_commit_doing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("db.sqlite");
+        let db = Database::open(&file).unwrap();
+        let writes = (0..2000).map(|i| {
+            let db = db.clone();
+            async move {
+                db.write(move |tx| {
+                    tx.execute(
+                        "INSERT INTO items (pk, sk, data) VALUES (?1, 'x', ?2)",
+                        rusqlite::params![format!("P{i}"), "d".repeat(1000)],
+                    )
+                })
+                .await
+            }
+        });
+        for result in futures::future::join_all(writes).await {
+            result.unwrap();
+        }
+        // About 2 MB written; the writer never checkpoints, so only the checkpointer can have
+        // moved it from the log into the file.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let size = std::fs::metadata(&file).unwrap().len();
+            if size >= 2_000_000 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the file stayed at {size} bytes"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 }
