@@ -255,6 +255,14 @@ def test_japanese_ui(site, browser):
     expect(page.locator("#terms-text")).to_contain_text("動画サービスは")
     expect(page.locator("#agree")).to_have_text("同意する")
     shot(page, "terms-ja.png")
+    # The new pages and inputs are in Japanese too.
+    page.click("nav a[href='#webhooks']")
+    expect(page.locator("#page-webhooks h1")).to_have_text("Webhook")
+    expect(page.locator("#wh-create")).to_have_text("エンドポイントを追加")
+    page.click("nav a[href='#new']")
+    expect(page.locator("#inputs legend")).to_have_text("画像と参照(任意)")
+    expect(page.locator("label[for=u-first_frame]")).to_have_text("最初のフレーム")
+    page.click("nav a[href='#terms']")
     page.click("#lang")
     expect(page.locator("nav a[href='#terms']")).to_have_text("Terms")
     expect(page.locator("html")).to_have_attribute("lang", "en")
@@ -427,6 +435,50 @@ def test_new_video_offers_the_models_inputs_and_uploads_a_first_frame_with_progr
         got = raw[(y * 16 + x) * 3:(y * 16 + x) * 3 + 3]
         want = quadrants(x * W // 16, y * H // 9)
         assert max(abs(a - b) for a, b in zip(got, want)) < 30, (x, y, tuple(got), want)
+    context.close()
+
+
+def noise_png(width, height):
+    """An incompressible PNG (random pixels), so its upload takes a while on a slowed link."""
+    rows = b"".join(b"\x00" + os.urandom(width * 3) for _ in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b""))
+
+
+def test_upload_progress_moves_as_the_bytes_go_out(frames_site, browser, tmp_path):
+    """On a link slowed to 1 MB/s (Chromium's network emulation), a 2 MB reference image's bar
+    shows intermediate percentages from the upload's progress events before it reaches 100 %."""
+    big = tmp_path / "noise.png"
+    big.write_bytes(noise_png(820, 820))
+    assert big.stat().st_size > 2_000_000
+    context, page = new_page(browser)
+    sign_in(page, frames_site)
+    page.click("nav a[href='#new']")
+    page.select_option("#f-model", "reel-1")
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 20, "downloadThroughput": 1_000_000, "uploadThroughput": 1_000_000,
+    })
+    page.evaluate("""() => {
+        window.__percents = [];
+        const list = document.getElementById('list-reference_images');
+        new MutationObserver(() => {
+            const bar = list.querySelector('progress');
+            if (bar) window.__percents.push(bar.value);
+        }).observe(list, {childList: true, subtree: true, attributes: true, characterData: true});
+    }""")
+    page.set_input_files("#u-reference_images", str(big))
+    item = page.locator("#list-reference_images li")
+    expect(item).to_have_attribute("data-status", "done", timeout=60000)
+    expect(item.locator(".upload-status")).to_have_text("Uploaded · 100 %")
+    percents = page.evaluate("window.__percents")
+    assert any(0 < p < 100 for p in percents), percents
+    assert percents[-1] == 100, percents
     context.close()
 
 
