@@ -336,12 +336,9 @@ async fn list_webhooks(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<Value>> {
-    let data = webhooks::list(app.context(), &s.caller.org).await?;
-    Ok(Json(crate::api::envelope::list_envelope(
-        &data,
-        |e| e.id.clone(),
-        false,
-    )))
+    Ok(Json(
+        crate::api::webhooks::list_page(&app, &s.caller.org).await?,
+    ))
 }
 
 /// Registers an endpoint (the URL goes through the guarded fetcher's check); the signing
@@ -361,9 +358,8 @@ async fn delete_webhook(
     ConsoleSession(s): ConsoleSession,
     Path(webhook_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    webhooks::delete(app.context(), &s.caller.org, &webhook_id).await?;
     Ok(Json(
-        json!({"id": webhook_id, "object": "webhook_endpoint", "deleted": true}),
+        crate::api::webhooks::delete_endpoint(&app, &s.caller.org, &webhook_id).await?,
     ))
 }
 
