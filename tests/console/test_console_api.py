@@ -229,3 +229,95 @@ def test_a_new_terms_version_asks_again():
                 assert terms["text"] == {"en": "New terms.", "ja": "新しい規約。"}
         finally:
             srv.stop()
+
+
+def test_console_uploads_and_webhooks_need_the_csrf_token(server):
+    with server.console() as console:
+        body = {"purpose": "vision", "filename": "a.png", "bytes": 10, "mime_type": "image/png"}
+        r = console.post("/console/api/uploads", json=body, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post("/console/api/uploads/upload_00000000000000000000000000/complete", csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post("/console/api/webhooks", json={"url": "https://example.com/h"}, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post("/console/api/webhooks/wh_00000000000000000000000000/rotate_secret", csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.delete("/console/api/webhooks/wh_00000000000000000000000000", csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+    # Without a session at all, and with an API key instead of one: refused.
+    for h in ({}, {"Authorization": f"Bearer {server.api_key}"}):
+        r = httpx.get(f"{server.base_url}/console/api/webhooks", headers=h)
+        assert r.status_code == 401 and error_code(r) == "console_login_required"
+
+
+def test_a_console_upload_is_the_organizations_file_and_nobody_elses(server):
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8  # sniffed as PNG by its signature
+    other_org = server.admin("org", "create", "--name", "Elsewhere", "--credits", "1.00")
+    other_user = server.admin("user", "create", "--org", other_org["id"], "--email", "up@example.test")
+    other_key = server.admin("key", "create", "--user", other_user["id"])["secret"]
+    with server.console() as console:
+        r = console.post("/console/api/uploads", json={"purpose": "vision", "filename": "f.png", "bytes": len(png),
+                                                        "mime_type": "image/png"})
+        assert r.status_code == 200, r.text
+        up = r.json()
+        assert up["object"] == "upload" and up["upload_method"] == "PUT"
+        # Not yet uploaded: completing says so, next to upload_id.
+        r = console.post(f"/console/api/uploads/{up['id']}/complete")
+        assert r.status_code == 400 and r.json()["error"]["param"] == "upload_id"
+        put = httpx.put(up["upload_url"], content=png, headers=up["upload_headers"])
+        assert put.status_code in (200, 201, 204), put.text
+        # Another organization cannot complete (or learn about) this upload.
+        r = httpx.post(f"{server.base_url}/v1/uploads/{up['id']}/complete",
+                       headers={"Authorization": f"Bearer {other_key}"})
+        assert r.status_code == 404
+        r = console.post(f"/console/api/uploads/{up['id']}/complete")
+        assert r.status_code == 200, r.text
+        f = r.json()
+        assert f["purpose"] == "vision" and f["bytes"] == len(png)
+        # The same file through the API, for this organization only.
+        h = {"Authorization": f"Bearer {server.api_key}"}
+        assert httpx.get(f"{server.base_url}/v1/files/{f['id']}", headers=h).status_code == 200
+        r = httpx.get(f"{server.base_url}/v1/files/{f['id']}", headers={"Authorization": f"Bearer {other_key}"})
+        assert r.status_code == 404
+        # A purpose the bytes do not match is refused at completion (the server sniffs them).
+        r = console.post("/console/api/uploads", json={"purpose": "audio", "filename": "f.mp3", "bytes": len(png),
+                                                        "mime_type": "audio/mpeg"})
+        up = r.json()
+        assert httpx.put(up["upload_url"], content=png, headers=up["upload_headers"]).status_code in (200, 201, 204)
+        r = console.post(f"/console/api/uploads/{up['id']}/complete")
+        assert r.status_code == 400, r.text
+
+
+def test_console_webhooks_are_the_organizations():
+    # Loopback is allowed so an endpoint can be registered without any network; every other
+    # private address is still refused.
+    with serving(env={"REELGATE_FETCH_ALLOW": "127.0.0.1"}) as server:
+        console_webhooks_are_the_organizations(server)
+
+
+def console_webhooks_are_the_organizations(server):
+    other_org = server.admin("org", "create", "--name", "Hooks elsewhere", "--credits", "1.00")
+    other_user = server.admin("user", "create", "--org", other_org["id"], "--email", "hooks@example.test")
+    with server.console() as console, server.console(other_user["id"], other_org["id"]) as other:
+        r = console.post("/console/api/webhooks", json={"url": "http://127.0.0.1:9/hooks", "events": ["video.failed"]})
+        assert r.status_code == 200, r.text
+        endpoint = r.json()
+        assert endpoint["secret"].startswith("whsec_") and endpoint["events"] == ["video.failed"]
+        listed = console.get("/console/api/webhooks").json()
+        assert [e["id"] for e in listed["data"]] == [endpoint["id"]] and "secret" not in listed["data"][0]
+        # The API key of the same organization sees it; the other organization's console does not,
+        # and cannot rotate or delete it.
+        h = {"Authorization": f"Bearer {server.api_key}"}
+        assert httpx.get(f"{server.base_url}/v1/webhooks/{endpoint['id']}", headers=h).status_code == 200
+        assert other.get("/console/api/webhooks").json()["data"] == []
+        r = other.post(f"/console/api/webhooks/{endpoint['id']}/rotate_secret")
+        assert r.status_code == 404 and error_code(r) == "webhook_not_found"
+        assert other.delete(f"/console/api/webhooks/{endpoint['id']}").status_code == 404
+        # Private addresses are refused, naming the url.
+        r = console.post("/console/api/webhooks", json={"url": "http://169.254.169.254/latest/meta-data"})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "url"
+        rotated = console.post(f"/console/api/webhooks/{endpoint['id']}/rotate_secret").json()
+        assert rotated["secret"].startswith("whsec_") and rotated["secret"] != endpoint["secret"]
+        r = console.delete(f"/console/api/webhooks/{endpoint['id']}")
+        assert r.status_code == 200 and r.json()["deleted"] is True
+        assert console.get("/console/api/webhooks").json()["data"] == []

@@ -1,6 +1,7 @@
 //! The manifest of the Lambda binaries: which route path, workflow step or queue each one serves.
-//! `infra/template.yaml` declares one function per entry (chat and responses have a second,
-//! streaming function from the same binary); `tests/infra_consistency.rs` keeps the manifest, the
+//! `infra/template.yaml` declares one function per entry (chat, responses and the console have a
+//! second, streaming function from the same binary); `tests/infra_consistency.rs` keeps the
+//! manifest, the
 //! template, `src/bin/` and `reelgate::api::API_ROUTES` in agreement, and the emulator test
 //! deploys from it.
 
@@ -30,6 +31,11 @@ pub enum Serves {
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
 /// and route under `/console/`).
 pub const CONSOLE_PATHS: &[&str] = &["/console", "/console/{proxy+}"];
+
+/// The console route whose answers may be SSE streams (the chat page): the template gives the
+/// console binary a streaming twin for it, as for the streamed API paths, and the distribution
+/// sends this path to the twin's function URL.
+pub const CONSOLE_STREAM_PATH: &str = "/console/api/chat/completions";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LambdaFunction {
@@ -209,10 +215,11 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
     },
 ];
 
-/// The logical id of the streaming twin of a streamed HTTP function.
+/// The logical id of the streaming twin of a streamed HTTP function and of the console
+/// function (for [`CONSOLE_STREAM_PATH`]).
 pub fn stream_logical_id(f: &LambdaFunction) -> Option<String> {
     match f.serves {
-        Serves::Http { stream: true, .. } => {
+        Serves::Http { stream: true, .. } | Serves::Console => {
             Some(f.logical_id.replace("Function", "StreamFunction"))
         }
         _ => None,

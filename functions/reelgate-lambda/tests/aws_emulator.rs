@@ -9,6 +9,11 @@
 //! through the real state machine, step functions, worker and the reference engine
 //! (`reelgate engine serve`) to `completed`, billed once, one fails in moderation, unbilled, and
 //! one is canceled through the deployed cancel function (its execution stopped), unbilled.
+//! The console function is deployed behind the same HTTP API (its `ANY /console` and
+//! `ANY /console/{proxy+}` routes): a one-time sign-in link gives the session cookie, agreement
+//! is recorded through it (with its CSRF token; without, refused), a console upload goes to S3
+//! through its presigned PUT; and the console's streaming twin answers the chat page as SSE
+//! through its function URL.
 //!
 //! Needs `AWS_ENDPOINT_URL` (from `scripts/aws-emulator.sh env`); without it the test fails with
 //! a message saying so, unless `REELGATE_SKIP_AWS_TESTS=1`.
@@ -40,6 +45,9 @@ const DEPLOYED: &[&str] = &[
     // The direct-to-S3 upload flow for files over Lambda's 6 MB request limit.
     "api-uploads",
     "api-upload-complete",
+    // The console behind the HTTP API (sign-in link, agreement, uploads), and its streaming twin
+    // (deployed as `console-stream`) for the chat page.
+    "console",
 ];
 
 /// The test build's bootstrap of `binary` (Cargo builds a package's binaries for its tests).
@@ -58,6 +66,7 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "api-chat-completions" => env!("CARGO_BIN_EXE_api-chat-completions"),
         "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
         "api-upload-complete" => env!("CARGO_BIN_EXE_api-upload-complete"),
+        "console" => env!("CARGO_BIN_EXE_console"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)
@@ -325,6 +334,58 @@ impl Api {
     }
 }
 
+/// A console browser session against a deployed console function: the session cookie, and the
+/// CSRF token on state-changing requests.
+#[derive(Clone)]
+struct Console {
+    base: String,
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+impl Console {
+    fn without_csrf(&self) -> Console {
+        Console {
+            csrf: String::new(),
+            ..self.clone()
+        }
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", &self.cookie);
+        if !self.csrf.is_empty() {
+            request = request.header("x-csrf-token", &self.csrf);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let response = self
+            .request(method.clone(), path, body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+}
+
 fn decimal(v: &str) -> Decimal {
     v.parse().expect("decimal")
 }
@@ -408,26 +469,42 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     // Packaging (strip + zip) and uploading overlap: while the emulator unpacks one function the
     // next one is being zipped. Deploying one by one took ~60 s.
     let mut deploys = tokio::task::JoinSet::new();
-    for binary in DEPLOYED {
+    // (deployed name, binary): every binary once, and the console's streaming twin.
+    let deployments = DEPLOYED
+        .iter()
+        .map(|b| (*b, *b))
+        .chain([("console-stream", "console")]);
+    for (deployed, binary) in deployments {
         let mut env = common.clone();
-        if *binary == "api-chat-completions" {
+        if matches!(deployed, "api-chat-completions" | "console-stream") {
             env.insert(reelgate_lambda::RESPONSE_STREAM_ENV.into(), "1".into());
+        }
+        if matches!(binary, "api-chat-completions" | "console") {
             env.insert("REELGATE_UPSTREAM_BASE_URL".into(), upstream.url.clone());
         }
-        if matches!(*binary, "api-videos" | "api-video-cancel" | "render-worker") {
+        if matches!(
+            binary,
+            "api-videos" | "api-video-cancel" | "render-worker" | "console"
+        ) {
             env.insert(
                 "REELGATE_STATE_MACHINE_ARN".into(),
                 state_machine_arn.clone(),
             );
         }
-        let timeout = if binary.starts_with("api-") { 29 } else { 120 };
-        let (emulator, work, name) = (emulator.clone(), work.clone(), names(binary));
+        let timeout = if binary.starts_with("api-") || binary == "console" {
+            29
+        } else {
+            120
+        };
+        let (emulator, work, name) = (emulator.clone(), work.clone(), names(deployed));
         deploys.spawn(async move {
-            let zip = tokio::task::spawn_blocking(move || package(binary, &work))
+            // Each deployment packages in a directory of its own.
+            let dir = work.join(deployed);
+            let zip = tokio::task::spawn_blocking(move || package(binary, &dir))
                 .await
                 .expect("packaging");
             (
-                *binary,
+                deployed,
                 emulator.create_function(&name, &zip, &env, timeout).await,
             )
         });
@@ -440,7 +517,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     let _ = std::fs::remove_dir_all(&work);
     eprintln!(
         "deployed {} functions in {:.1}s",
-        DEPLOYED.len(),
+        arns.len(),
         started.elapsed().as_secs_f64()
     );
 
@@ -504,10 +581,9 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
             json!({"stageName": "$default", "autoDeploy": true}),
         )
         .await;
-    for f in FUNCTIONS
-        .iter()
-        .filter(|f| DEPLOYED.contains(&f.binary) && matches!(f.serves, Serves::Http { .. }))
-    {
+    for f in FUNCTIONS.iter().filter(|f| {
+        DEPLOYED.contains(&f.binary) && matches!(f.serves, Serves::Http { .. } | Serves::Console)
+    }) {
         let integration = emulator
             .call(
                 reqwest::Method::POST,
@@ -575,21 +651,69 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .await;
     assert_eq!(status, 403, "acceptance: {body}");
     assert_eq!(body["error"]["code"], "console_login_required", "{body}");
-    let catalog = reelgate::domain::catalog::Catalog::load(None).expect("catalog");
-    let settings = reelgate::config::Settings::default();
-    reelgate_embedded::testing::agree_in(
-        reelgate::domain::Context {
-            store: backend.store.as_ref(),
-            blobs: backend.blobs.as_ref(),
-            catalog: &catalog,
-            settings: &settings,
-            fetcher: &reelgate::adapters::guarded_fetch::GuardedFetcher::default(),
-            webhooks: None,
-        },
-        &org.id,
-        &person.id,
-    )
-    .await;
+    // Agreement through the deployed console function, the only path that records it: a
+    // one-time sign-in link, redeemed through the HTTP API, gives the session cookie; the CSRF
+    // token comes from the session route; a second redemption is refused.
+    let link = reelgate::domain::console::Console::new(backend.store.as_ref())
+        .create_link(&person.id, &org.id, 300)
+        .await
+        .expect("a sign-in link");
+    let signin = api
+        .http
+        .get(format!("{}/console/signin?token={}", api.base, link.token))
+        .send()
+        .await
+        .expect("GET the sign-in link");
+    assert_eq!(signin.status().as_u16(), 303, "sign-in");
+    let set_cookie = signin
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("Set-Cookie")
+        .to_owned();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie
+        .split(';')
+        .next()
+        .expect("the cookie pair")
+        .to_owned();
+    let again = api
+        .http
+        .get(format!("{}/console/signin?token={}", api.base, link.token))
+        .send()
+        .await
+        .expect("GET the link again");
+    assert_eq!(again.status().as_u16(), 401, "a used link");
+    let console = Console {
+        base: api.base.clone(),
+        http: api.http.clone(),
+        cookie,
+        csrf: String::new(),
+    };
+    let (status, session) = console
+        .send(reqwest::Method::GET, "/console/api/session", None)
+        .await;
+    assert_eq!(status, 200, "session: {session}");
+    let console = Console {
+        csrf: session["csrf_token"]
+            .as_str()
+            .expect("csrf_token")
+            .to_owned(),
+        ..console
+    };
+    let (status, body) = console
+        .without_csrf()
+        .send(reqwest::Method::POST, "/console/api/terms/agree", None)
+        .await;
+    assert_eq!(status, 403, "agree without the CSRF token: {body}");
+    let (status, agreed) = console
+        .send(reqwest::Method::POST, "/console/api/terms/agree", None)
+        .await;
+    assert_eq!(status, 200, "agree: {agreed}");
+    assert_eq!(agreed["accepted"], true, "{agreed}");
 
     // One job that renders and one that moderation blocks.
     let create = |prompt: &str| json!({"model": "reel-1", "prompt": prompt, "seconds": 4, "aspect_ratio": "16:9"});
@@ -949,6 +1073,117 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     assert_eq!(file["bytes"].as_u64(), Some(large.len() as u64), "{file}");
     assert_eq!(file["purpose"], "vision", "{file}");
 
+    // The console's chat through the console's streaming twin (RESPONSE_STREAM function URL),
+    // with the session cookie and CSRF token, as the distribution routes it.
+    let url_config = emulator
+        .call(
+            reqwest::Method::POST,
+            &format!("/2021-10-31/functions/{}/url", names("console-stream")),
+            json!({"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM"}),
+        )
+        .await;
+    let function_url = url_config["FunctionUrl"].as_str().expect("FunctionUrl");
+    let url_id = function_url
+        .split("://")
+        .nth(1)
+        .and_then(|h| h.split('.').next())
+        .expect("URL id");
+    let streamed = Console {
+        base: format!("{endpoint}/_aws/lambda-url/{url_id}"),
+        ..console.clone()
+    };
+    let chat_body = json!({
+        "model": FakeUpstream::MODEL,
+        "stream": true,
+        "messages": [{"role": "user", "content": "Say hello"}],
+    });
+    let (status, refused) = streamed
+        .without_csrf()
+        .send(
+            reqwest::Method::POST,
+            "/console/api/chat/completions",
+            Some(chat_body.clone()),
+        )
+        .await;
+    assert_eq!(
+        status, 403,
+        "console chat without the CSRF token: {refused}"
+    );
+    let chat = streamed
+        .request(
+            reqwest::Method::POST,
+            "/console/api/chat/completions",
+            Some(chat_body),
+        )
+        .send()
+        .await
+        .expect("POST the console's function URL");
+    assert_eq!(chat.status().as_u16(), 200);
+    let content_type = chat
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "content-type {content_type}"
+    );
+    let sse = chat.text().await.expect("the SSE body");
+    let text: String = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "Hello from the fake upstream", "{sse}");
+    assert!(sse.trim_end().ends_with("data: [DONE]"), "{sse}");
+
+    // A console upload (the New video page's first frame): the console function presigns the S3
+    // PUT, the bytes go straight to the bucket, and completing registers the organization's file.
+    let frame = thumbnail.to_vec();
+    let (status, upload) = console
+        .send(
+            reqwest::Method::POST,
+            "/console/api/uploads",
+            Some(json!({"purpose": "vision", "filename": "first.jpg", "bytes": frame.len(), "mime_type": "image/jpeg"})),
+        )
+        .await;
+    assert_eq!(status, 200, "console upload: {upload}");
+    let upload_url = upload["upload_url"].as_str().expect("upload_url");
+    assert!(upload_url.contains("X-Amz-Signature="), "{upload_url}");
+    let mut put = reqwest::Client::new().put(upload_url).body(frame.clone());
+    for (name, value) in upload["upload_headers"].as_object().into_iter().flatten() {
+        put = put.header(name.as_str(), value.as_str().unwrap_or_default());
+    }
+    let put = put.send().await.expect("PUT to the presigned URL");
+    assert!(put.status().is_success(), "PUT: {}", put.status());
+    let (status, file) = console
+        .send(
+            reqwest::Method::POST,
+            &format!(
+                "/console/api/uploads/{}/complete",
+                upload["id"].as_str().expect("upload id")
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "console complete: {file}");
+    assert_eq!(file["purpose"], "vision", "{file}");
+    assert_eq!(file["bytes"].as_u64(), Some(frame.len() as u64), "{file}");
+    // The organization's file: its blob holds the uploaded bytes.
+    let stored = reelgate::ports::blobs::read_all(
+        backend.blobs.as_ref(),
+        &reelgate::domain::files::blob_key(&org.id, file["id"].as_str().expect("file id")),
+    )
+    .await
+    .expect("the file's blob");
+    assert_eq!(stored.as_ref(), frame.as_slice());
+
     // Nothing reached the dead-letter queue.
     assert_eq!(
         backend
@@ -964,8 +1199,8 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         let _ = emulator.http.delete(url).send().await;
     }
     // The emulator keeps a warm process per function; free them (best effort).
-    for binary in DEPLOYED {
-        let url = format!("{endpoint}/2015-03-31/functions/{}", names(binary));
+    for deployed in arns.keys() {
+        let url = format!("{endpoint}/2015-03-31/functions/{}", names(deployed));
         let _ = emulator.http.delete(url).send().await;
     }
     eprintln!("the AWS path took {:.1}s", started.elapsed().as_secs_f64());

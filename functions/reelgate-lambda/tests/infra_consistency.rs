@@ -497,6 +497,35 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
             );
         }
     }
+    // The console's chat goes to the console's streaming twin; the rest of the console (its
+    // other JSON routes included) to the HTTP API.
+    let console = FUNCTIONS
+        .iter()
+        .find(|f| f.serves == Serves::Console)
+        .expect("the console function");
+    let stream_path = reelgate_lambda::functions::CONSOLE_STREAM_PATH;
+    assert!(
+        reelgate::api::console::ROUTES.contains(&("POST", stream_path)),
+        "{stream_path} is a console route"
+    );
+    let b = behaviour_for(d, stream_path);
+    assert_eq!(b["PathPattern"].as_str(), Some(stream_path));
+    assert_eq!(
+        origin_target(origin(d, b["TargetOriginId"].as_str().unwrap())),
+        stream_logical_id(console)
+    );
+    for path in [
+        "/console/api/chat/models",
+        "/console/api/videos",
+        "/console/api/session",
+    ] {
+        let b = behaviour_for(d, path);
+        assert_eq!(
+            origin_target(origin(d, b["TargetOriginId"].as_str().unwrap())),
+            None,
+            "{path}"
+        );
+    }
     // Paths outside the API (the console, the health check) reach the HTTP API.
     for path in ["/console", "/console/login", "/health", "/v1/unknown"] {
         let b = behaviour_for(d, path);

@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::domain::agreement::{self, AgreementStatus};
 use crate::domain::console::Console;
 use crate::domain::error::ApiResult;
+use crate::domain::webhooks;
 use axum::extract::Path;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
@@ -37,6 +38,20 @@ pub fn routes() -> Router<App> {
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{key_id}", delete(revoke_key))
         .route("/console/api/usage", get(usage))
+        .route("/console/api/uploads", post(create_upload))
+        .route(
+            "/console/api/uploads/{upload_id}/complete",
+            post(complete_upload),
+        )
+        .route(
+            "/console/api/webhooks",
+            get(list_webhooks).post(create_webhook),
+        )
+        .route("/console/api/webhooks/{webhook_id}", delete(delete_webhook))
+        .route(
+            "/console/api/webhooks/{webhook_id}/rotate_secret",
+            post(rotate_webhook_secret),
+        )
 }
 
 /// Who is signed in, and the CSRF token the page sends with every state-changing request.
@@ -289,4 +304,72 @@ async fn usage(
         "renders_in_flight": org.renders_in_flight,
         "recent_charges": charges,
     })))
+}
+
+/// Starts a direct upload (a first or last frame, a reference) for the New video page: the
+/// same use case as `POST /v1/uploads`, so the page PUTs the bytes to the answer's `upload_url`
+/// (this server's signed URL locally, the bucket's presigned URL on AWS) with progress events.
+async fn create_upload(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        crate::domain::uploads::create(app.context(), &s.caller, body).await?,
+    ))
+}
+
+/// Registers the uploaded bytes as a file (sniffed and checked against the purpose, as
+/// `POST /v1/uploads/{id}/complete` does); the page puts its `id` in the create request.
+async fn complete_upload(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(upload_id): Path<String>,
+) -> ApiResult<Json<crate::domain::files::FileObject>> {
+    Ok(Json(
+        crate::domain::uploads::complete(app.context(), &s.caller, &upload_id).await?,
+    ))
+}
+
+/// The organization's webhook endpoints with their last attempts, status and disabled reason.
+async fn list_webhooks(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        crate::api::webhooks::list_page(&app, &s.caller.org).await?,
+    ))
+}
+
+/// Registers an endpoint (the URL goes through the guarded fetcher's check); the signing
+/// secret is in this answer only.
+async fn create_webhook(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<webhooks::Endpoint>> {
+    Ok(Json(
+        webhooks::create(app.context(), &s.caller.org, &body).await?,
+    ))
+}
+
+async fn delete_webhook(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(webhook_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        crate::api::webhooks::delete_endpoint(&app, &s.caller.org, &webhook_id).await?,
+    ))
+}
+
+/// A new signing secret, shown once; the previous one keeps signing for a day.
+async fn rotate_webhook_secret(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(webhook_id): Path<String>,
+) -> ApiResult<Json<webhooks::Endpoint>> {
+    Ok(Json(
+        webhooks::rotate_secret(app.context(), &s.caller.org, &webhook_id).await?,
+    ))
 }

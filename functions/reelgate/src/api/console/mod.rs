@@ -54,6 +54,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/console/api/keys"),
     ("DELETE", "/console/api/keys/{key_id}"),
     ("GET", "/console/api/usage"),
+    ("POST", "/console/api/uploads"),
+    ("POST", "/console/api/uploads/{upload_id}/complete"),
+    ("GET", "/console/api/webhooks"),
+    ("POST", "/console/api/webhooks"),
+    ("DELETE", "/console/api/webhooks/{webhook_id}"),
+    ("POST", "/console/api/webhooks/{webhook_id}/rotate_secret"),
 ];
 
 pub fn routes() -> Router<App> {
@@ -214,9 +220,12 @@ pub(crate) fn html_escape(s: &str) -> String {
 }
 
 /// The console's own files only: no inline script, no third-party origin; media may come from
-/// the blob store's signed URLs (this origin locally, the bucket's https origin on AWS).
+/// the blob store's signed URLs (this origin locally, the bucket's https origin on AWS), and the
+/// New video page PUTs uploads to such a presigned URL (so `connect-src` allows https too; the
+/// signature in the URL is the only authority it carries, and no cookie goes with it).
 const CSP: &str = "default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; \
-                   connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+                   connect-src 'self' https:; frame-ancestors 'none'; base-uri 'none'; \
+                   form-action 'self'";
 
 fn asset(body: impl IntoResponse, content_type: &'static str) -> Response {
     let mut response = body.into_response();

@@ -922,6 +922,86 @@ pub const OPERATIONS: &[Operation] = &[
         ok: &[(200, Answer::Json("ConsoleObject"))],
         ..DEFAULT
     },
+    Operation {
+        method: "POST",
+        path: "/console/api/uploads",
+        id: "ConsoleCreateUpload",
+        tag: "console",
+        summary: "Reserve a direct upload (a frame or a reference for a new video): PUT the bytes \
+                  to `upload_url`, then complete it",
+        auth: Auth::ConsoleCsrf,
+        body: Body::Json("UploadCreateRequest"),
+        ok: &[(200, Answer::Json("Upload"))],
+        errors: &[400, 401, 403, 413],
+        links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/api/uploads/{upload_id}/complete",
+        id: "ConsoleCompleteUpload",
+        tag: "console",
+        summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("upload_id", "An upload id (`upload_…`).")],
+        ok: &[(200, Answer::Json("FileObject"))],
+        errors: &[400, 401, 403, 404, 409, 413],
+        ..DEFAULT
+    },
+    Operation {
+        path: "/console/api/webhooks",
+        id: "ConsoleListWebhooks",
+        tag: "console",
+        summary: "The organization's webhook endpoints with their delivery records",
+        auth: Auth::Console,
+        ok: &[(200, Answer::Json("WebhookList"))],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/api/webhooks",
+        id: "ConsoleCreateWebhook",
+        tag: "console",
+        summary:
+            "Register an endpoint for video events (its signing secret is in this answer only)",
+        auth: Auth::ConsoleCsrf,
+        body: Body::Json("WebhookCreateRequest"),
+        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        errors: &[400, 401, 403],
+        links: &[
+            link(
+                "RotateWebhookSecret",
+                "ConsoleRotateWebhookSecret",
+                "webhook_id",
+            ),
+            link("DeleteWebhook", "ConsoleDeleteWebhook", "webhook_id"),
+        ],
+        ..DEFAULT
+    },
+    Operation {
+        method: "DELETE",
+        path: "/console/api/webhooks/{webhook_id}",
+        id: "ConsoleDeleteWebhook",
+        tag: "console",
+        summary: "Delete a webhook endpoint",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("Deleted"))],
+        errors: &[401, 403, 404],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/api/webhooks/{webhook_id}/rotate_secret",
+        id: "ConsoleRotateWebhookSecret",
+        tag: "console",
+        summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        errors: &[401, 403, 404],
+        ..DEFAULT
+    },
 ];
 
 /// The component schemas, collected with everything they refer to.

@@ -32,6 +32,34 @@ const TEXT = {
     usage_title: "Usage", balance: "Balance", reserved: "Reserved for renders in flight",
     recent: "Recent charges", when: "When", what: "What", amount: "Amount", none: "No charges yet.",
     signed_out: "You are signed out.", session_ended: "Your session has ended. Sign in again with a new link.",
+    nav_webhooks: "Webhooks",
+    inputs_title: "Images and references (optional)",
+    inputs_hint: "This model uses the inputs below. Each file is uploaded as soon as you choose it.",
+    in_first_frame: "First frame", in_last_frame: "Last frame", in_reference_images: "Reference images",
+    in_reference_videos: "Reference videos", in_reference_audio: "Reference audio",
+    hint_first_frame: "An image the video starts from (PNG, JPEG or WebP, under 30 MiB).",
+    hint_last_frame: "An image the video ends on (PNG, JPEG or WebP, under 30 MiB).",
+    hint_reference_images: "Up to 8 images that should appear in the video (not together with frames).",
+    hint_reference_videos: "Up to 2 clips to take motion or style from (MP4, up to 50 MiB each).",
+    hint_reference_audio: "Up to 3 audio files mixed under the soundtrack (needs a reference image or video).",
+    uploading: "Uploading", uploaded: "Uploaded", remove: "Remove", upload_failed: "The upload failed",
+    upload_network: "The upload did not reach the server. Check the connection and choose the file again.",
+    too_many: "Too many files for this input; the limit is {n}.",
+    wait_uploads: "Wait until every upload has finished.",
+    attach_image: "Attach an image", attach_hint: "This model can see images. The image is sent with your message.",
+    remove_image: "Remove image",
+    webhooks_title: "Webhooks",
+    webhooks_hint: "Your organization's endpoints receive video.completed, video.failed and video.canceled events, signed per Standard Webhooks. A new or rotated secret is shown once; copy it now.",
+    wh_url: "Endpoint URL", wh_events: "Events", wh_description: "Description (optional)", wh_create: "Add endpoint",
+    wh_secret: "Signing secret (shown once)", wh_endpoints: "Endpoints", wh_empty: "No endpoints yet.", refresh: "Refresh",
+    wh_rotate: "Rotate secret", wh_delete: "Delete", wh_enabled: "enabled", wh_disabled: "disabled",
+    wh_disabled_reason: "Reason", wh_failures: "failures in a row", wh_last_success: "last success",
+    wh_never: "never", wh_attempts: "Last attempts", wh_no_attempts: "No deliveries yet.",
+    wh_attempt: "Attempt", wh_event: "Event", wh_result: "Result", wh_ok: "delivered", wh_failed: "failed",
+    wh_created: "Endpoint added. Copy its signing secret now: it is not shown again.",
+    wh_rotated: "New signing secret below; the previous one keeps signing for 24 hours.",
+    wh_deleted: "Endpoint deleted.", confirm_wh_delete: "Delete this endpoint? It receives no more events.",
+    confirm_wh_rotate: "Make a new signing secret for this endpoint?",
   },
   ja: {
     skip: "本文へ移動", console: "コンソール", nav_terms: "規約", nav_new: "新しい動画",
@@ -62,10 +90,39 @@ const TEXT = {
     usage_title: "利用状況", balance: "残高", reserved: "レンダリング中の予約額",
     recent: "最近の請求", when: "日時", what: "内容", amount: "金額", none: "請求はまだありません。",
     signed_out: "サインアウトしました。", session_ended: "セッションが終了しました。新しいリンクでもう一度サインインしてください。",
+    nav_webhooks: "Webhook",
+    inputs_title: "画像と参照(任意)",
+    inputs_hint: "このモデルは次の入力を使います。ファイルは選んだ時点でアップロードされます。",
+    in_first_frame: "最初のフレーム", in_last_frame: "最後のフレーム", in_reference_images: "参照画像",
+    in_reference_videos: "参照動画", in_reference_audio: "参照音声",
+    hint_first_frame: "動画の始まりの画像(PNG・JPEG・WebP、30 MiB 未満)。",
+    hint_last_frame: "動画の終わりの画像(PNG・JPEG・WebP、30 MiB 未満)。",
+    hint_reference_images: "動画に登場させたい画像を最大8枚(フレームとは併用できません)。",
+    hint_reference_videos: "動きや作風の参考にする動画を最大2本(MP4、各 50 MiB まで)。",
+    hint_reference_audio: "サウンドトラックに重ねる音声を最大3つ(参照画像か参照動画が必要です)。",
+    uploading: "アップロード中", uploaded: "アップロード済み", remove: "削除", upload_failed: "アップロードに失敗しました",
+    upload_network: "アップロードがサーバーに届きませんでした。接続を確認して、もう一度ファイルを選んでください。",
+    too_many: "この入力にはファイルが多すぎます。上限は {n} です。",
+    wait_uploads: "すべてのアップロードが終わるまでお待ちください。",
+    attach_image: "画像を添付", attach_hint: "このモデルは画像を理解できます。画像はメッセージと一緒に送られます。",
+    remove_image: "画像を外す",
+    webhooks_title: "Webhook",
+    webhooks_hint: "組織のエンドポイントは video.completed・video.failed・video.canceled イベントを Standard Webhooks の署名付きで受け取ります。新しい(またはローテーションした)シークレットは一度だけ表示されます。今すぐコピーしてください。",
+    wh_url: "エンドポイントURL", wh_events: "イベント", wh_description: "説明(任意)", wh_create: "エンドポイントを追加",
+    wh_secret: "署名シークレット(一度だけ表示)", wh_endpoints: "エンドポイント", wh_empty: "エンドポイントはまだありません。", refresh: "更新",
+    wh_rotate: "シークレットを更新", wh_delete: "削除", wh_enabled: "有効", wh_disabled: "無効",
+    wh_disabled_reason: "理由", wh_failures: "回連続で失敗", wh_last_success: "最後の成功",
+    wh_never: "なし", wh_attempts: "最近の配信", wh_no_attempts: "配信はまだありません。",
+    wh_attempt: "試行", wh_event: "イベント", wh_result: "結果", wh_ok: "配信済み", wh_failed: "失敗",
+    wh_created: "エンドポイントを追加しました。署名シークレットを今すぐコピーしてください。再表示されません。",
+    wh_rotated: "新しい署名シークレットを下に表示しました。以前のものも24時間は署名に使われます。",
+    wh_deleted: "エンドポイントを削除しました。", confirm_wh_delete: "このエンドポイントを削除しますか?以後イベントは届きません。",
+    confirm_wh_rotate: "このエンドポイントの署名シークレットを新しくしますか?",
   },
 };
 
-const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {} };
+const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {},
+  uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null };
 const $ = (id) => document.getElementById(id);
 const t = (key) => (TEXT[state.lang] && TEXT[state.lang][key]) || TEXT.en[key] || key;
 
@@ -145,7 +202,7 @@ function showSignedOut() {
   show("signin");
 }
 
-const PAGES = ["signin", "terms", "new", "videos", "chat", "keys", "usage"];
+const PAGES = ["signin", "terms", "new", "videos", "chat", "keys", "webhooks", "usage"];
 function show(name) {
   PAGES.forEach((p) => { $("page-" + p).hidden = p !== name; });
   document.querySelectorAll("nav a").forEach((a) => {
@@ -165,6 +222,7 @@ async function route() {
     if (page === "videos") await loadVideos();
     if (page === "chat") await loadChat();
     if (page === "keys") await loadKeys();
+    if (page === "webhooks") await loadWebhooks();
     if (page === "usage") await loadUsage();
   } catch (err) {
     if (err.status !== 401) flash(err.message, true);
@@ -207,28 +265,202 @@ async function loadNew() {
     o.textContent = `${m.name} — ${money(p.per_second, p.currency)} ${t("per_second")}`;
     sel.appendChild(o);
   });
-  if (current) sel.value = current;
+  if (current && models.data.some((m) => m.id === current)) sel.value = current;
   const lim = models.limits || {};
   const secs = $("f-seconds"); secs.min = lim.min_seconds || 4; secs.max = lim.max_seconds || 15;
+  if (lim.max_prompt_chars) $("f-prompt").maxLength = lim.max_prompt_chars;
+  showModelInputs();
+  await updateQuote();
+}
+
+// The inputs a model's engine honours (catalog capabilities): only those are offered, with the
+// request field each fills, the file purpose its upload needs, and how many files it takes.
+const SLOTS = {
+  first_frame: { purpose: "vision", max: 1 },
+  last_frame: { purpose: "vision", max: 1 },
+  reference_images: { purpose: "vision", max: 8 },
+  reference_videos: { purpose: "video", max: 2 },
+  reference_audio: { purpose: "audio", max: 3 },
+};
+Object.keys(SLOTS).forEach((name) => { state.uploads[name] = []; });
+let uploadSeq = 0;
+
+function currentModel() {
+  return (state.models ? state.models.data : []).find((m) => m.id === $("f-model").value);
+}
+
+function showModelInputs() {
+  const m = currentModel();
+  const honoured = (m && m.inputs) || [];
+  Object.keys(SLOTS).forEach((name) => { $("slot-" + name).hidden = !honoured.includes(name); });
+  $("inputs").hidden = honoured.length === 0;
+  const lim = (state.models && state.models.limits) || {};
+  const ratios = (m && m.aspect_ratios && m.aspect_ratios.length ? m.aspect_ratios : lim.aspect_ratios) || ["16:9"];
   const asp = $("f-aspect"); const a0 = asp.value || "16:9";
   asp.textContent = "";
-  (lim.aspect_ratios || ["16:9"]).forEach((r) => { const o = document.createElement("option"); o.value = r; o.textContent = r; asp.appendChild(o); });
-  asp.value = a0;
-  if (lim.max_prompt_chars) $("f-prompt").maxLength = lim.max_prompt_chars;
+  ratios.forEach((r) => { const o = document.createElement("option"); o.value = r; o.textContent = r; asp.appendChild(o); });
+  asp.value = ratios.includes(a0) ? a0 : (ratios.includes("16:9") ? "16:9" : ratios[0]);
+}
+
+function slotOffered(name) { return !$("slot-" + name).hidden; }
+
+function setUploadError(name, message) {
+  state.uploadErrors[name] = message || "";
+  $("err-" + name).textContent = message || "";
+  if (message) $("u-" + name).setAttribute("aria-invalid", "true"); else $("u-" + name).removeAttribute("aria-invalid");
+}
+
+// Upload failures stay next to their input until the person chooses files for it again.
+function restoreUploadErrors() {
+  Object.keys(SLOTS).forEach((name) => { if (state.uploadErrors[name]) setUploadError(name, state.uploadErrors[name]); });
+}
+
+function uploadStatusText(item) {
+  return item.status === "done" ? `${t("uploaded")} · 100 %` : `${t("uploading")} · ${item.percent} %`;
+}
+
+function renderSlot(name) {
+  const ul = $("list-" + name); ul.textContent = "";
+  state.uploads[name].forEach((item) => {
+    const li = document.createElement("li"); li.className = "upload-item"; li.id = "upload-" + item.key;
+    li.dataset.status = item.status;
+    const label = document.createElement("label"); label.textContent = item.name;
+    const bar = document.createElement("progress"); bar.max = 100; bar.value = item.percent; bar.id = "bar-" + item.key;
+    label.htmlFor = bar.id;
+    const status = document.createElement("span"); status.className = "upload-status"; status.id = "status-" + item.key;
+    status.textContent = uploadStatusText(item);
+    const rm = document.createElement("button"); rm.type = "button"; rm.className = "link"; rm.textContent = t("remove");
+    rm.setAttribute("aria-label", `${t("remove")} ${item.name}`);
+    rm.addEventListener("click", () => removeUpload(name, item));
+    li.append(label, bar, status, rm);
+    ul.appendChild(li);
+  });
+}
+
+function setProgress(item, percent) {
+  item.percent = Math.max(item.percent, Math.min(100, percent));
+  const bar = $("bar-" + item.key); if (bar) bar.value = item.percent;
+  const status = $("status-" + item.key); if (status) status.textContent = uploadStatusText(item);
+}
+
+function removeUpload(name, item) {
+  item.removed = true;
+  if (item.xhr) item.xhr.abort();
+  state.uploads[name] = state.uploads[name].filter((i) => i !== item);
+  renderSlot(name);
+  setUploadError(name, "");
+  updateQuote();
+}
+
+// PUTs the bytes to the upload's URL (this server's signed URL locally, the bucket's presigned
+// URL on AWS) with the headers the upload names, reporting progress as the bytes go out.
+function putWithProgress(item, up, file) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest(); item.xhr = xhr;
+    xhr.open(up.upload_method || "PUT", up.upload_url);
+    Object.entries(up.upload_headers || {}).forEach(([k, v]) => xhr.setRequestHeader(k, v));
+    xhr.upload.addEventListener("progress", (e) => {
+      if (e.lengthComputable && e.total > 0) setProgress(item, Math.floor((e.loaded * 100) / e.total));
+    });
+    xhr.addEventListener("load", () => {
+      item.xhr = null;
+      if (xhr.status >= 200 && xhr.status < 300) { setProgress(item, 100); resolve(); return; }
+      let message = `${t("upload_failed")} (HTTP ${xhr.status})`;
+      try { const b = JSON.parse(xhr.responseText); if (b && b.error && b.error.message) message = b.error.message; } catch (_) { /* not JSON */ }
+      reject(new Error(message));
+    });
+    xhr.addEventListener("error", () => { item.xhr = null; reject(new Error(t("upload_network"))); });
+    xhr.addEventListener("abort", () => { item.xhr = null; reject(new Error(t("upload_failed"))); });
+    xhr.send(file);
+  });
+}
+
+// One file through the direct upload flow: create the upload, PUT the bytes, complete it into a
+// file (sniffed and checked against the purpose by the server).
+async function uploadOne(name, file) {
+  const item = { key: "u" + (++uploadSeq), name: file.name, status: "uploading", percent: 0, file_id: null, xhr: null };
+  state.uploads[name].push(item); renderSlot(name);
+  try {
+    const up = await api("POST", "/console/api/uploads", {
+      purpose: SLOTS[name].purpose, filename: file.name, bytes: file.size, mime_type: file.type || "application/octet-stream",
+    });
+    if (item.removed) return;
+    await putWithProgress(item, up, file);
+    if (item.removed) return;
+    const f = await api("POST", `/console/api/uploads/${encodeURIComponent(up.id)}/complete`);
+    item.file_id = f.id; item.status = "done"; setProgress(item, 100);
+    const li = $("upload-" + item.key); if (li) li.dataset.status = "done";
+  } catch (err) {
+    if (item.removed) return;
+    state.uploads[name] = state.uploads[name].filter((i) => i !== item);
+    renderSlot(name);
+    if (err.status !== 401) setUploadError(name, `${file.name}: ${err.message}`);
+  }
+}
+
+async function chooseFiles(name) {
+  const input = $("u-" + name);
+  let files = Array.from(input.files || []);
+  input.value = "";
+  if (!files.length) return;
+  setUploadError(name, "");
+  const max = SLOTS[name].max;
+  if (max === 1) state.uploads[name].slice().forEach((item) => removeUpload(name, item));
+  const room = max - state.uploads[name].length;
+  if (files.length > room) { setUploadError(name, t("too_many").replace("{n}", max)); files = files.slice(0, room); }
+  await Promise.all(files.map((f) => uploadOne(name, f)));
   await updateQuote();
+}
+
+// The uploaded files of the offered inputs, as the create request names them.
+function addInputs(body) {
+  const done = (name) => (slotOffered(name) ? state.uploads[name].filter((i) => i.status === "done") : []);
+  const frames = []; state.frameOrder = [];
+  ["first_frame", "last_frame"].forEach((name) => done(name).forEach((i) => {
+    frames.push({ file_id: i.file_id, role: name }); state.frameOrder.push(name);
+  }));
+  if (frames.length) body.image_reference = frames;
+  const refs = {};
+  [["reference_images", "images"], ["reference_videos", "videos"], ["reference_audio", "audio"]].forEach(([name, key]) => {
+    const list = done(name);
+    if (list.length) refs[key] = list.map((i) => ({ file_id: i.file_id }));
+  });
+  if (Object.keys(refs).length) body.references = refs;
+  return body;
+}
+
+// Which field of the New video page an API error's `param` concerns.
+function newVideoField(param) {
+  const p = String(param || "");
+  const m = p.match(/^image_reference\[(\d+)\]/);
+  if (m) return state.frameOrder[Number(m[1])] || "first_frame";
+  if (p.startsWith("image_reference")) return state.frameOrder[0] || (slotOffered("first_frame") ? "first_frame" : "last_frame");
+  if (p.startsWith("references.videos")) return "reference_videos";
+  if (p.startsWith("references.audio")) return "reference_audio";
+  if (p.startsWith("references")) return "reference_images";
+  return p.split(/[.[]/)[0];
+}
+
+function showNewVideoError(err) {
+  const name = newVideoField(err.param);
+  let el = name ? $("err-" + name) : null;
+  if (el && el.closest("[hidden]")) el = null;
+  (el || $("err-form")).textContent = err.message;
+  const input = !el ? null : SLOTS[name] ? $("u-" + name) : $("new-form").querySelector(`[name="${name}"]`);
+  if (input) input.setAttribute("aria-invalid", "true");
 }
 
 function formBody() {
   const seconds = parseInt($("f-seconds").value, 10);
-  return { model: $("f-model").value, seconds: Number.isNaN(seconds) ? $("f-seconds").value : seconds,
-    aspect_ratio: $("f-aspect").value, prompt: $("f-prompt").value };
+  return addInputs({ model: $("f-model").value, seconds: Number.isNaN(seconds) ? $("f-seconds").value : seconds,
+    aspect_ratio: $("f-aspect").value, prompt: $("f-prompt").value });
 }
 
 let quoteSeq = 0;
 async function updateQuote() {
   const seq = ++quoteSeq;
   const form = $("new-form");
-  clearErrors(form);
+  clearErrors(form); restoreUploadErrors();
   const body = formBody();
   if (!body.prompt.trim()) body.prompt = "-"; // the quote does not depend on the prompt's words
   try {
@@ -239,22 +471,27 @@ async function updateQuote() {
   } catch (err) {
     if (seq !== quoteSeq) return;
     $("quote-amount").textContent = "—";
-    if (err.status !== 401) showError(err, "err-", "err-form");
+    if (err.status !== 401) showNewVideoError(err);
   }
 }
 
 async function createVideo(ev) {
   ev.preventDefault();
   const form = $("new-form");
-  clearErrors(form);
+  clearErrors(form); restoreUploadErrors();
+  if (Object.keys(SLOTS).some((name) => slotOffered(name) && state.uploads[name].some((i) => i.status !== "done"))) {
+    $("err-form").textContent = t("wait_uploads");
+    return;
+  }
   const button = $("create"); button.disabled = true;
   try {
     await api("POST", "/console/api/videos", formBody());
     flash(t("created"));
+    Object.keys(SLOTS).forEach((name) => { state.uploads[name] = []; renderSlot(name); setUploadError(name, ""); });
     location.hash = "#videos";
   } catch (err) {
     if (err.code === "agreement_required") { $("new-needs-terms").hidden = false; }
-    showError(err, "err-", "err-form");
+    showNewVideoError(err);
     const firstBad = form.querySelector("[aria-invalid]");
     if (firstBad) firstBad.focus();
   } finally { button.disabled = false; }
@@ -385,16 +622,53 @@ function updateEffort() {
   const m = (state.chatModels ? state.chatModels.data : []).find((x) => x.id === $("c-model").value);
   const efforts = (m && m.reasoning_efforts) || [];
   $("c-effort-field").hidden = efforts.length === 0;
+  // Image attachments only where the model has vision.
+  const vision = !!m && (m.capabilities || []).includes("vision");
+  $("c-image-field").hidden = !vision;
+  if (!vision) clearChatImage();
   const sel = $("c-effort"); sel.textContent = "";
   const d = document.createElement("option"); d.value = ""; d.textContent = t("default_effort"); sel.appendChild(d);
   efforts.forEach((e) => { const o = document.createElement("option"); o.value = e; o.textContent = e; sel.appendChild(o); });
+}
+
+function clearChatImage() {
+  state.chatImage = null;
+  $("c-image").value = "";
+  $("c-image-preview").removeAttribute("src");
+  $("c-image-chosen").hidden = true;
+}
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.addEventListener("load", () => resolve(String(r.result)));
+    r.addEventListener("error", () => reject(r.error));
+    r.readAsDataURL(file);
+  });
+}
+
+// The chosen image goes with the next message as an `image_url` part (a base64 data URL).
+async function chooseChatImage() {
+  $("err-c-image").textContent = "";
+  const file = ($("c-image").files || [])[0];
+  if (!file) { clearChatImage(); return; }
+  try {
+    const url = await readAsDataUrl(file);
+    state.chatImage = { url, name: file.name };
+    const img = $("c-image-preview"); img.src = url; img.alt = file.name;
+    $("c-image-chosen").hidden = false;
+  } catch (err) { clearChatImage(); $("err-c-image").textContent = String(err && err.message ? err.message : err); }
 }
 
 async function sendChat(ev) {
   ev.preventDefault();
   const form = $("chat-form"); clearErrors(form);
   const out = $("c-output"); out.textContent = "";
-  const body = { model: $("c-model").value, stream: true, messages: [{ role: "user", content: $("c-message").value }] };
+  const image = !$("c-image-field").hidden && state.chatImage;
+  const content = image
+    ? [{ type: "text", text: $("c-message").value }, { type: "image_url", image_url: { url: image.url } }]
+    : $("c-message").value;
+  const body = { model: $("c-model").value, stream: true, messages: [{ role: "user", content }] };
   if ($("c-effort").value) body.reasoning_effort = $("c-effort").value;
   const button = $("c-send"); button.disabled = true;
   try {
@@ -431,8 +705,10 @@ async function sendChat(ev) {
     }
   } catch (err) {
     const map = { model: "err-chat-model", messages: "err-messages" };
-    const param = err.param ? String(err.param).split(/[.[]/)[0] : "";
-    ($(map[param]) || $("err-messages")).textContent = err.message;
+    const full = String(err.param || "");
+    const param = full.split(/[.[]/)[0];
+    const aboutImage = image && (full.includes("image_url") || /^messages\[0\]\.content\[1\]/.test(full) || err.status === 413);
+    ($(aboutImage ? "err-c-image" : map[param]) || $("err-messages")).textContent = err.message;
   } finally { button.disabled = false; }
 }
 
@@ -471,6 +747,119 @@ async function revokeKey(id) {
   try { await api("DELETE", `/console/api/keys/${id}`); await loadKeys(); } catch (err) { $("err-keys").textContent = err.message; }
 }
 
+// Webhooks
+function when(secs) { return new Date(secs * 1000).toLocaleString(state.lang); }
+
+function webhookCard(e) {
+  const li = document.createElement("li"); li.className = "card"; li.id = "wh-" + e.id;
+  const head = document.createElement("div");
+  const badge = document.createElement("span"); badge.className = "badge " + (e.status === "enabled" ? "completed" : "failed");
+  badge.textContent = e.status === "enabled" ? t("wh_enabled") : t("wh_disabled");
+  const url = document.createElement("span"); url.className = "url"; url.textContent = " " + e.url;
+  head.append(badge, url); li.appendChild(head);
+  const meta = document.createElement("p"); meta.className = "meta";
+  meta.textContent = [e.id, e.events.join(", "), e.description || ""].filter(Boolean).join(" · ");
+  li.appendChild(meta);
+  if (e.disabled_reason) {
+    const why = document.createElement("p"); why.className = "field-error reason";
+    why.textContent = `${t("wh_disabled_reason")}: ${e.disabled_reason}`; li.appendChild(why);
+  }
+  const d = e.delivery || { consecutive_failures: 0, last_attempts: [] };
+  const rec = document.createElement("p"); rec.className = "meta";
+  rec.textContent = `${d.consecutive_failures} ${t("wh_failures")} · ${t("wh_last_success")}: ${d.last_success_at ? when(d.last_success_at) : t("wh_never")}`;
+  li.appendChild(rec);
+  if (!d.last_attempts.length) {
+    const none = document.createElement("p"); none.className = "hint"; none.textContent = t("wh_no_attempts"); li.appendChild(none);
+  } else {
+    const wrap = document.createElement("div"); wrap.className = "table-wrap";
+    const table = document.createElement("table"); table.className = "attempts";
+    const cap = document.createElement("caption"); cap.textContent = t("wh_attempts"); table.appendChild(cap);
+    const thead = document.createElement("thead"); const hr = document.createElement("tr");
+    [t("when"), t("wh_event"), t("wh_attempt"), t("wh_result")].forEach((h) => {
+      const th = document.createElement("th"); th.textContent = h; hr.appendChild(th);
+    });
+    thead.appendChild(hr); table.appendChild(thead);
+    const tb = document.createElement("tbody");
+    d.last_attempts.forEach((a) => {
+      const tr = document.createElement("tr");
+      const result = a.succeeded ? `${t("wh_ok")} (HTTP ${a.status_code})`
+        : `${t("wh_failed")}${a.status_code ? " (HTTP " + a.status_code + ")" : ""}${a.error ? ": " + a.error : ""}`;
+      [when(a.attempted_at), a.type, String(a.attempt), result].forEach((text) => {
+        const td = document.createElement("td"); td.textContent = text; tr.appendChild(td);
+      });
+      tb.appendChild(tr);
+    });
+    table.appendChild(tb); wrap.appendChild(table); li.appendChild(wrap);
+  }
+  const actions = document.createElement("div"); actions.className = "actions";
+  const rotate = document.createElement("button"); rotate.type = "button"; rotate.textContent = t("wh_rotate");
+  rotate.setAttribute("aria-label", `${t("wh_rotate")} ${e.id}`);
+  rotate.addEventListener("click", () => rotateWebhook(e.id));
+  const del = document.createElement("button"); del.type = "button"; del.className = "danger"; del.textContent = t("wh_delete");
+  del.setAttribute("aria-label", `${t("wh_delete")} ${e.id}`);
+  del.addEventListener("click", () => deleteWebhook(e.id));
+  actions.append(rotate, del); li.appendChild(actions);
+  return li;
+}
+
+async function loadWebhooks() {
+  const list = await api("GET", "/console/api/webhooks");
+  const ul = $("wh-list"); ul.textContent = "";
+  list.data.forEach((e) => ul.appendChild(webhookCard(e)));
+  $("wh-empty").hidden = list.data.length > 0;
+}
+
+function showWebhookSecret(endpoint) {
+  $("wh-secret").hidden = false; $("wh-secret").dataset.endpoint = endpoint.id;
+  const input = $("wh-secret-value"); input.value = endpoint.secret || ""; input.focus(); input.select();
+}
+
+async function createWebhook(ev) {
+  ev.preventDefault();
+  const form = $("wh-form"); clearErrors(form);
+  const body = {
+    url: $("wh-url").value.trim(),
+    events: Array.from(form.querySelectorAll("input[name=events]:checked")).map((c) => c.value),
+  };
+  if ($("wh-description").value.trim()) body.description = $("wh-description").value.trim();
+  const button = $("wh-create"); button.disabled = true;
+  try {
+    const e = await api("POST", "/console/api/webhooks", body);
+    form.reset();
+    await loadWebhooks();
+    flash(t("wh_created"));
+    showWebhookSecret(e);
+  } catch (err) {
+    const param = err.param ? String(err.param).split(/[.[]/)[0] : "";
+    const target = ["url", "events", "description"].includes(param) ? param : "";
+    ($(target ? "err-" + target : "err-wh-form")).textContent = err.message;
+    const input = target === "url" ? $("wh-url") : target === "description" ? $("wh-description") : null;
+    if (input) { input.setAttribute("aria-invalid", "true"); input.focus(); }
+  } finally { button.disabled = false; }
+}
+
+async function rotateWebhook(id) {
+  if (!window.confirm(t("confirm_wh_rotate"))) return;
+  $("err-webhooks").textContent = "";
+  try {
+    const e = await api("POST", `/console/api/webhooks/${encodeURIComponent(id)}/rotate_secret`);
+    await loadWebhooks();
+    flash(t("wh_rotated"));
+    showWebhookSecret(e);
+  } catch (err) { $("err-webhooks").textContent = err.message; }
+}
+
+async function deleteWebhook(id) {
+  if (!window.confirm(t("confirm_wh_delete"))) return;
+  $("err-webhooks").textContent = "";
+  try {
+    await api("DELETE", `/console/api/webhooks/${encodeURIComponent(id)}`);
+    if ($("wh-secret").dataset.endpoint === id) { $("wh-secret").hidden = true; $("wh-secret-value").value = ""; }
+    flash(t("wh_deleted"));
+    await loadWebhooks();
+  } catch (err) { $("err-webhooks").textContent = err.message; }
+}
+
 // Usage
 async function loadUsage() {
   const u = await api("GET", "/console/api/usage");
@@ -507,10 +896,16 @@ async function start() {
   $("signout").addEventListener("click", signOut);
   $("agree").addEventListener("click", agree);
   $("new-form").addEventListener("submit", createVideo);
-  ["f-model", "f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
+  ["f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
   $("f-seconds").addEventListener("input", updateQuote);
   $("chat-form").addEventListener("submit", sendChat);
   $("c-model").addEventListener("change", updateEffort);
+  $("c-image").addEventListener("change", chooseChatImage);
+  $("c-image-remove").addEventListener("click", () => { clearChatImage(); $("c-image").focus(); });
+  $("f-model").addEventListener("change", () => { showModelInputs(); updateQuote(); });
+  Object.keys(SLOTS).forEach((name) => $("u-" + name).addEventListener("change", () => chooseFiles(name)));
+  $("wh-form").addEventListener("submit", createWebhook);
+  $("wh-refresh").addEventListener("click", () => loadWebhooks().catch((err) => { $("err-webhooks").textContent = err.message; }));
   $("key-create").addEventListener("click", createKey);
   window.addEventListener("hashchange", () => { flash(""); route(); });
   try {
