@@ -213,6 +213,7 @@ async fn main() -> anyhow::Result<()> {
         context_window: 8192,
         input_per_million: "0.15".parse()?,
         output_per_million: "0.60".parse()?,
+        cached_input_per_million: None,
         currency: "usd".into(),
         owned_by: None,
     });
