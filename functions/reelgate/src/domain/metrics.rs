@@ -1,7 +1,9 @@
 //! The service's metrics: one process-wide registry of counters, gauges and histograms that the
 //! hot path updates with atomics (a read lock to find a labelled series, taken for writing only
 //! the first time a label set is seen), exposed as Prometheus text (`GET /metrics`,
-//! `api/metrics.rs`) and, on Lambda, as CloudWatch Embedded Metric Format lines (`emf_lines`).
+//! `api/metrics.rs`). On Lambda (`set_emf`), where nothing scrapes a process, every recording
+//! also writes one CloudWatch Embedded Metric Format line to stdout, which CloudWatch turns into
+//! metrics in the namespace [`EMF_NAMESPACE`] (the template's dashboard shows them).
 //! The series are listed in docs/observability.md.
 
 use rust_decimal::Decimal;
@@ -9,6 +11,55 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
+
+/// The CloudWatch namespace of the EMF lines.
+pub const EMF_NAMESPACE: &str = "reelgate";
+
+static EMF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns the EMF lines on (the Lambda hosts, once at start).
+pub fn set_emf(on: bool) {
+    EMF.store(on, Ordering::Relaxed);
+}
+
+fn emf_on() -> bool {
+    EMF.load(Ordering::Relaxed)
+}
+
+/// The EMF document of one observation: `dimensions` (name, value) form the one dimension set
+/// of every metric in `values` (name, CloudWatch unit, value).
+pub fn emf_line(dimensions: &[(&str, &str)], values: &[(&str, &str, f64)]) -> String {
+    let mut doc = serde_json::Map::new();
+    let names: Vec<&str> = dimensions.iter().map(|(n, _)| *n).collect();
+    let metrics: Vec<serde_json::Value> = values
+        .iter()
+        .map(|(name, unit, _)| serde_json::json!({"Name": name, "Unit": unit}))
+        .collect();
+    doc.insert(
+        "_aws".into(),
+        serde_json::json!({
+            "Timestamp": now_millis(),
+            "CloudWatchMetrics": [{
+                "Namespace": EMF_NAMESPACE,
+                "Dimensions": [names],
+                "Metrics": metrics,
+            }],
+        }),
+    );
+    for (name, value) in dimensions {
+        doc.insert((*name).into(), serde_json::Value::from(*value));
+    }
+    for (name, _, value) in values {
+        doc.insert((*name).into(), serde_json::Value::from(*value));
+    }
+    serde_json::Value::Object(doc).to_string()
+}
+
+fn emf(dimensions: &[(&str, &str)], values: &[(&str, &str, f64)]) {
+    if emf_on() {
+        println!("{}", emf_line(dimensions, values));
+    }
+}
 
 /// Upper bounds (seconds) of the latency histograms' buckets.
 const BUCKETS: [f64; 14] = [
@@ -53,9 +104,12 @@ impl Histogram {
     }
 }
 
+/// One series: its label values and its value.
+type Series<V> = (Box<[String]>, Arc<V>);
+
 /// Series of one family by label values (few: routes × statuses, models × kinds).
 struct Family<V> {
-    series: RwLock<Vec<(Box<[String]>, Arc<V>)>>,
+    series: RwLock<Vec<Series<V>>>,
     make: fn() -> V,
 }
 
@@ -83,7 +137,7 @@ impl<V> Family<V> {
         v
     }
 
-    fn snapshot(&self) -> Vec<(Box<[String]>, Arc<V>)> {
+    fn snapshot(&self) -> Vec<Series<V>> {
         self.series.read().map(|s| s.clone()).unwrap_or_default()
     }
 }
@@ -136,10 +190,28 @@ pub fn request(route: &str, status: u16, took: Duration, upstream: Option<(&str,
     let mut code = [0u8; 3];
     let status = status_text(status, &mut code);
     r.requests.get(&[route, status]).observe(took);
+    emf(
+        &[("route", route), ("status", status)],
+        &[
+            ("Requests", "Count", 1.0),
+            (
+                "RequestDuration",
+                "Milliseconds",
+                took.as_secs_f64() * 1000.0,
+            ),
+        ],
+    );
     if let Some((model, upstream)) = upstream {
-        r.overhead
-            .get(&[model])
-            .observe(took.saturating_sub(upstream));
+        let overhead = took.saturating_sub(upstream);
+        r.overhead.get(&[model]).observe(overhead);
+        emf(
+            &[("model", model)],
+            &[(
+                "GatewayOverhead",
+                "Milliseconds",
+                overhead.as_secs_f64() * 1000.0,
+            )],
+        );
     }
 }
 
@@ -158,6 +230,10 @@ pub fn upstream_error(model: &str, kind: &str) {
         .upstream_errors
         .get(&[model, kind])
         .fetch_add(1, Ordering::Relaxed);
+    emf(
+        &[("model", model), ("kind", kind)],
+        &[("UpstreamErrors", "Count", 1.0)],
+    );
 }
 
 /// Tokens charged: `kind` is `input`, `cached_input` or `output`.
@@ -167,6 +243,10 @@ pub fn tokens(model: &str, kind: &str, n: u64) {
             .tokens
             .get(&[model, kind])
             .fetch_add(n, Ordering::Relaxed);
+        emf(
+            &[("model", model), ("kind", kind)],
+            &[("Tokens", "Count", n as f64)],
+        );
     }
 }
 
@@ -175,6 +255,14 @@ pub fn spend(model: &str, currency: &str, amount: Decimal) {
     let cell = registry().spend.get(&[model, currency]);
     let mut total = cell.lock().unwrap_or_else(|e| e.into_inner());
     *total += amount;
+    drop(total);
+    if emf_on() {
+        use rust_decimal::prelude::ToPrimitive;
+        emf(
+            &[("model", model), ("currency", currency)],
+            &[("Spend", "None", amount.to_f64().unwrap_or_default())],
+        );
+    }
 }
 
 /// A video job reached a terminal status (`completed`, `failed`, `canceled`); `code` is the
@@ -184,22 +272,36 @@ pub fn video_job(status: &str, code: &str) {
         .video_jobs
         .get(&[status, code])
         .fetch_add(1, Ordering::Relaxed);
+    emf(
+        &[("status", status), ("code", code)],
+        &[("VideoJobs", "Count", 1.0)],
+    );
 }
 
 pub fn render_duration(d: Duration) {
     registry().render.observe(d);
+    emf(&[], &[("RenderDuration", "Seconds", d.as_secs_f64())]);
 }
 
 /// Time a render waited between admission and the start of its render.
 pub fn queue_wait(d: Duration) {
     registry().queue_wait.observe(d);
+    emf(&[], &[("QueueWait", "Seconds", d.as_secs_f64())]);
 }
 
-/// A render reservation was taken (+1) or settled (−1) by this process.
+/// A render reservation was taken (+1) or settled (−1) by this process. A process's gauge means
+/// nothing across Lambda functions, so EMF gets the changes (`ReservationsTaken`,
+/// `ReservationsSettled`) and the dashboard shows both.
 pub fn reservations_held(delta: i64) {
     registry()
         .reservations_held
         .fetch_add(delta, Ordering::Relaxed);
+    let name = if delta > 0 {
+        "ReservationsTaken"
+    } else {
+        "ReservationsSettled"
+    };
+    emf(&[], &[(name, "Count", delta.unsigned_abs() as f64)]);
 }
 
 fn escape(v: &str) -> String {
@@ -321,6 +423,26 @@ pub fn prometheus_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emf_lines_name_their_dimensions_and_metrics() {
+        let line = emf_line(
+            &[("route", "/v1/models"), ("status", "200")],
+            &[
+                ("Requests", "Count", 1.0),
+                ("RequestDuration", "Milliseconds", 2.5),
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        let cw = &v["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(cw["Namespace"], "reelgate");
+        assert_eq!(cw["Dimensions"], serde_json::json!([["route", "status"]]));
+        assert_eq!(cw["Metrics"][1]["Name"], "RequestDuration");
+        assert_eq!(cw["Metrics"][1]["Unit"], "Milliseconds");
+        assert_eq!(v["route"], "/v1/models");
+        assert_eq!(v["RequestDuration"], 2.5);
+        assert!(v["_aws"]["Timestamp"].as_i64().expect("ms") > 1_700_000_000_000);
+    }
 
     #[test]
     fn statuses_are_three_digits() {
