@@ -171,11 +171,17 @@ def test_usage_totals_equal_the_quotes_and_the_upstreams_token_counts(world):
     expected.text("plain-chat", "b", *chat(server, key_b, "plain-chat", stream=True))
     expected.text("cached-chat", "b", *respond(server, key_b, "cached-chat"))
     expected.text("plain-chat", "b", *respond(server, key_b, "plain-chat", stream=True))
+    # The console's own traffic counts under the key `console`.
+    with server.console() as console:
+        r = console.post("/console/api/chat/completions", json={"model": "cached-chat", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+        u = r.json()["usage"]
+        expected.text("cached-chat", "console", u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"])
     for key, name, job in ((key_a, "a", job_a), (key_b, "b", job_b)):
         done = wait_completed(server, key, job)
         expected.video("reel-1", name, int(done["seconds"]), done["cost"])
     # The fake upstream's cached count reached the bill (else this test would not test it).
-    assert expected.quantity(kind="cached_input_tokens") == 6 * CACHED
+    assert expected.quantity(kind="cached_input_tokens") == 7 * CACHED
     # Streams are charged after the last byte; give the charges a moment.
     time.sleep(1)
 
@@ -186,16 +192,17 @@ def test_usage_totals_equal_the_quotes_and_the_upstreams_token_counts(world):
         got = sum((Decimal(r["amount"]) for r in rows(report)), Decimal(0))
         assert got == expected.total(), (got, expected.total(), report)
         assert {r["currency"] for r in rows(report)} == {"usd"}
-        assert sum(r["requests"] for r in rows(report)) == 8
+        assert sum(r["requests"] for r in rows(report)) == 9
         assert sum(r["video_seconds"] for r in rows(report)) == expected.quantity(kind="video_seconds")
     balance_after = Decimal(server.admin("org", "show", "--org", server.org)["balance"])
     assert balance_before - balance_after == expected.total(), "the report is the ledger"
 
     by_key = {r["api_key_id"]: Decimal(r["amount"]) for r in rows(usage(server, key_b, start_time=start, group_by="api_key"))}
-    assert len(by_key) == 2 and by_key[key_b_id] == expected.total(key="b"), by_key
-    (key_a_id,) = [k for k in by_key if k != key_b_id]
+    assert len(by_key) == 3 and by_key[key_b_id] == expected.total(key="b"), by_key
+    assert by_key["console"] == expected.total(key="console")
+    (key_a_id,) = [k for k in by_key if k not in (key_b_id, "console")]
     assert key_a_id.startswith("key_") and by_key[key_a_id] == expected.total(key="a")
-    keys = {"a": key_a_id, "b": key_b_id}
+    keys = {"a": key_a_id, "b": key_b_id, "console": "console"}
 
     by_model = {r["model"]: Decimal(r["amount"]) for r in rows(usage(server, key_a, start_time=start, group_by="model"))}
     assert by_model == {m: expected.total(model=m) for m in ("cached-chat", "plain-chat", "reel-1")}
@@ -223,6 +230,14 @@ def test_usage_totals_equal_the_quotes_and_the_upstreams_token_counts(world):
     assert [b["results"] for b in admin["data"] if b["results"]] == [b["results"] for b in api["data"] if b["results"]]
     assert [Decimal(t["amount"]) for t in admin["totals"]] == [expected.total()]
 
+    # The console's usage page shows the same by model and key.
+    with server.console() as console:
+        page = console.get("/console/api/usage").json()
+    shown = {(r["model"], name_of[r["api_key_id"]]): Decimal(r["amount"]) for r in page["last_30_days"]}
+    assert shown == {
+        (m, k): expected.total(model=m, key=k) for m, k, _, q, a in expected.rows if q or a
+    }
+
 
 def test_days_page_and_bad_parameters_name_the_parameter(world):
     server = world
@@ -242,6 +257,8 @@ def test_days_page_and_bad_parameters_name_the_parameter(world):
     for query, param in (
         ({}, "start_time"),
         ({"start_time": "yesterday"}, "start_time"),
+        ({"start_time": 2**63 - 1}, "start_time"),
+        ({"start_time": 100, "end_time": 2**63 - 1}, "end_time"),
         ({"start_time": 100, "end_time": 50}, "end_time"),
         ({"start_time": 100, "group_by": "person"}, "group_by"),
         ({"start_time": 100, "limit": 32}, "limit"),

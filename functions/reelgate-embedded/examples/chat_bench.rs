@@ -1,7 +1,7 @@
 //! Benchmark: the chat gateway's added latency over calling the same upstream directly.
 //!
 //!     cargo run --release -p reelgate-embedded --example chat_bench --features testing -- \
-//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json]
+//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json] [--no-metrics]
 //!
 //! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
 //! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
@@ -14,7 +14,8 @@
 //! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
 //! TCP_NODELAY (see the note at the end of the output).
 //!
-//! Metrics (`domain::metrics`) are always recorded. `--log-json` also installs the JSON log
+//! Metrics (`domain::metrics`) are recorded unless `--no-metrics` (the baseline that isolates
+//! their cost). `--log-json` also installs the JSON log
 //! subscriber the servers use (`REELGATE_LOG_FORMAT=json`, level info) writing to a sink, so
 //! every request's log line is formatted as in production; without it no subscriber is
 //! installed and log events cost only their level check (docs/observability.md has figures).
@@ -188,6 +189,10 @@ async fn main() -> anyhow::Result<()> {
         .map(|r| r.trim().parse())
         .collect::<Result<_, _>>()?;
     let seconds: f64 = arg("--seconds").unwrap_or_else(|| "3".into()).parse()?;
+    if std::env::args().any(|a| a == "--no-metrics") {
+        reelgate::domain::metrics::set_enabled(false);
+        println!("metrics: off");
+    }
     if std::env::args().any(|a| a == "--log-json") {
         tracing_subscriber::fmt()
             .json()

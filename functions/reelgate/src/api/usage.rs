@@ -81,6 +81,12 @@ pub fn parse(query: &str, now: i64) -> ApiResult<ReportRequest> {
         }
     }
     let start = start.ok_or_else(|| ApiError::invalid("start_time", "start_time is required."))?;
+    if !(0..=usage_report::MAX_TIME).contains(&start) {
+        return Err(ApiError::invalid(
+            "start_time",
+            "start_time must be a Unix time in seconds (at most year 9999).",
+        ));
+    }
     let req = ReportRequest {
         start,
         end: end.unwrap_or(now.max(start + 1)),
@@ -139,5 +145,13 @@ mod tests {
                 .as_deref(),
             Some("start_time")
         );
+        // Past year 9999 (and near i64::MAX, where day arithmetic would overflow).
+        for q in [
+            "start_time=9223372036854775807",
+            "start_time=-1",
+            "start_time=1&end_time=9223372036854775807",
+        ] {
+            assert!(parse(q, 100).is_err(), "{q}");
+        }
     }
 }

@@ -22,6 +22,17 @@ pub fn set_emf(on: bool) {
     EMF.store(on, Ordering::Relaxed);
 }
 
+static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns recording off (and on): for the benchmark's baseline only; the services always record.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
 fn emf_on() -> bool {
     EMF.load(Ordering::Relaxed)
 }
@@ -186,6 +197,9 @@ pub fn registry() -> &'static Registry {
 /// One answered request: its route template and status, how long it took, and — for a
 /// text-model request — its model and upstream time (the gateway's overhead is the difference).
 pub fn request(route: &str, status: u16, took: Duration, upstream: Option<(&str, Duration)>) {
+    if !enabled() {
+        return;
+    }
     let r = registry();
     let mut code = [0u8; 3];
     let status = status_text(status, &mut code);
@@ -226,6 +240,9 @@ fn status_text(status: u16, buf: &mut [u8; 3]) -> &str {
 /// A failed upstream call (one deployment's attempt): `kind` is `unreachable`, `timeout`,
 /// `rate_limited`, `server_error`, `rejected` or `protocol`.
 pub fn upstream_error(model: &str, kind: &str) {
+    if !enabled() {
+        return;
+    }
     registry()
         .upstream_errors
         .get(&[model, kind])
@@ -238,7 +255,7 @@ pub fn upstream_error(model: &str, kind: &str) {
 
 /// Tokens charged: `kind` is `input`, `cached_input` or `output`.
 pub fn tokens(model: &str, kind: &str, n: u64) {
-    if n > 0 {
+    if n > 0 && enabled() {
         registry()
             .tokens
             .get(&[model, kind])
@@ -252,6 +269,9 @@ pub fn tokens(model: &str, kind: &str, n: u64) {
 
 /// An amount charged (tokens or a render), exact.
 pub fn spend(model: &str, currency: &str, amount: Decimal) {
+    if !enabled() {
+        return;
+    }
     let cell = registry().spend.get(&[model, currency]);
     let mut total = cell.lock().unwrap_or_else(|e| e.into_inner());
     *total += amount;

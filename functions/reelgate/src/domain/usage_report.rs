@@ -25,6 +25,9 @@ pub const DAY: i64 = 86_400;
 pub const DEFAULT_DAYS: usize = 7;
 pub const MAX_DAYS: usize = 31;
 
+/// The last second of year 9999: times past it are refused (and day arithmetic cannot overflow).
+pub const MAX_TIME: i64 = 253_402_300_799;
+
 /// Amounts of one charge by kind, in the billing currency; they add up to the charge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Amounts {
@@ -170,10 +173,16 @@ pub struct ReportRequest {
 impl ReportRequest {
     /// Checks the request's values, naming the parameter at fault.
     pub fn validate(&self) -> ApiResult<()> {
-        if self.start < 0 {
+        if !(0..=MAX_TIME).contains(&self.start) {
             return Err(ApiError::invalid(
                 "start_time",
-                "start_time must be a Unix time in seconds.",
+                "start_time must be a Unix time in seconds (at most year 9999).",
+            ));
+        }
+        if self.end > MAX_TIME {
+            return Err(ApiError::invalid(
+                "end_time",
+                "end_time must be a Unix time in seconds (at most year 9999).",
             ));
         }
         if self.end <= self.start {
@@ -370,6 +379,55 @@ fn result_json(k: &RowKey, t: &Totals) -> Value {
         "output_tokens": int(t.output_tokens),
         "video_seconds": int(t.video_seconds),
     })
+}
+
+/// A report's results summed over its days, one per group (the console's breakdown).
+pub fn sum_days(report: &Value) -> Vec<Value> {
+    let mut sums: BTreeMap<(String, String, String, String), Value> = BTreeMap::new();
+    let key = |r: &Value, f: &str| r[f].as_str().unwrap_or_default().to_owned();
+    for bucket in report["data"].as_array().into_iter().flatten() {
+        for r in bucket["results"].as_array().into_iter().flatten() {
+            let k = (
+                key(r, "model"),
+                key(r, "api_key_id"),
+                key(r, "kind"),
+                key(r, "currency"),
+            );
+            let entry = sums.entry(k).or_insert_with(|| {
+                let mut zero = r.clone();
+                for f in [
+                    "requests",
+                    "input_tokens",
+                    "cached_input_tokens",
+                    "output_tokens",
+                    "video_seconds",
+                ] {
+                    zero[f] = json!(0);
+                }
+                zero["amount"] = json!("0");
+                zero
+            });
+            for f in [
+                "requests",
+                "input_tokens",
+                "cached_input_tokens",
+                "output_tokens",
+                "video_seconds",
+            ] {
+                entry[f] = json!(entry[f].as_i64().unwrap_or(0) + r[f].as_i64().unwrap_or(0));
+            }
+            let amount = |v: &Value| {
+                v.as_str()
+                    .unwrap_or("0")
+                    .parse::<Decimal>()
+                    .unwrap_or_default()
+            };
+            entry["amount"] = json!((amount(&entry["amount"]) + amount(&r["amount"]))
+                .normalize()
+                .to_string());
+        }
+    }
+    sums.into_values().collect()
 }
 
 /// A plain-text sum over a report's buckets, for the admin command's footer.
