@@ -427,7 +427,6 @@ async fn priced(
     body: &Value,
 ) -> ApiResult<(CreateRequest, Quote)> {
     let req = parse(body)?;
-    crate::domain::telemetry::note_model(&req.model);
     crate::domain::telemetry::note_prompt(|| req.prompt.clone());
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
@@ -444,6 +443,8 @@ async fn priced(
             )
             .with_param("model")
         })?;
+    // Only a catalog id reaches the log line (never a caller's arbitrary string).
+    crate::domain::telemetry::note_model(&model.id);
     if model
         .engine
         .as_deref()
