@@ -195,11 +195,12 @@ FAKE_UPSTREAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python
 class FakeUpstream:
     """tests/python/fake_upstream.py as a child process (a fake OpenAI-compatible upstream)."""
 
-    def __init__(self, gap_ms: int = 0):
+    def __init__(self, gap_ms: int = 0, cached_tokens: int = 0):
         import sys
 
         self.proc = subprocess.Popen(
-            [sys.executable, FAKE_UPSTREAM, "--port", "0", "--gap-ms", str(gap_ms)],
+            [sys.executable, FAKE_UPSTREAM, "--port", "0", "--gap-ms", str(gap_ms),
+             "--cached-tokens", str(cached_tokens)],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -17,7 +17,9 @@ picks a free port). Behaviour of POST /v1/chat/completions, by the request:
 
 With `stream: true` the answer goes out as SSE, one chunk per word, `--gap-ms` apart (default
 200), then a finish chunk, a usage chunk when `stream_options.include_usage` is set, and
-`data: [DONE]`. Usage is always prompt_tokens=10, completion_tokens=<words>.
+`data: [DONE]`. Usage is always prompt_tokens=10, completion_tokens=<words>; with
+`--cached-tokens N` (N > 0) it also reports `prompt_tokens_details.cached_tokens = N`, as an
+upstream with a prompt cache does.
 
 GET /v1/models lists `fake-model-v1`; GET /_fake/requests returns every chat request body
 received, in order (the tests inspect what reelgate forwarded); GET /_fake/fetched lists the
@@ -36,6 +38,7 @@ REQUESTS = []
 FETCHED = []
 LOCK = threading.Lock()
 GAP_SECONDS = 0.2
+CACHED_TOKENS = 0
 
 
 def _answer(body):
@@ -108,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
         words = text.split(" ") if text else []
         usage = {"prompt_tokens": 10, "completion_tokens": max(len(words), len(calls or [])),
                  "total_tokens": 10 + max(len(words), len(calls or []))}
+        if CACHED_TOKENS:
+            usage["prompt_tokens_details"] = {"cached_tokens": CACHED_TOKENS}
         base = {"id": "fake-upstream-id", "created": int(time.time()), "model": body.get("model")}
         if not body.get("stream"):
             message = {"role": "assistant", "content": text}
@@ -151,12 +156,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global GAP_SECONDS
+    global GAP_SECONDS, CACHED_TOKENS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--gap-ms", type=int, default=200)
+    parser.add_argument("--cached-tokens", type=int, default=0)
     args = parser.parse_args()
     GAP_SECONDS = args.gap_ms / 1000
+    CACHED_TOKENS = args.cached_tokens
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"FAKE_UPSTREAM_URL=http://127.0.0.1:{server.server_address[1]}", flush=True)

@@ -1,7 +1,7 @@
 //! Benchmark: the chat gateway's added latency over calling the same upstream directly.
 //!
 //!     cargo run --release -p reelgate-embedded --example chat_bench --features testing -- \
-//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000]
+//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json] [--no-metrics]
 //!
 //! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
 //! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
@@ -13,6 +13,12 @@
 //! Load generator, gateway and upstream share this machine's cores, so the figures are an
 //! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
 //! TCP_NODELAY (see the note at the end of the output).
+//!
+//! Metrics (`domain::metrics`) are recorded unless `--no-metrics` (the baseline that isolates
+//! their cost). `--log-json` also installs the JSON log
+//! subscriber the servers use (`REELGATE_LOG_FORMAT=json`, level info) writing to a sink, so
+//! every request's log line is formatted as in production; without it no subscriber is
+//! installed and log events cost only their level check (docs/observability.md has figures).
 //!
 //! A last section measures the rate limiter (docs/traffic-control.md): the same gateway at
 //! `--limiter-rate` requests per second for a key whose plan sets no limits and for one whose
@@ -183,6 +189,18 @@ async fn main() -> anyhow::Result<()> {
         .map(|r| r.trim().parse())
         .collect::<Result<_, _>>()?;
     let seconds: f64 = arg("--seconds").unwrap_or_else(|| "3".into()).parse()?;
+    if std::env::args().any(|a| a == "--no-metrics") {
+        reelgate::domain::metrics::set_enabled(false);
+        println!("metrics: off");
+    }
+    if std::env::args().any(|a| a == "--log-json") {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info,hyper=warn"))
+            .with_writer(std::io::sink)
+            .init();
+        println!("log lines: JSON, info, to a sink");
+    }
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let upstream_url = format!("http://{}", listener.local_addr()?);
@@ -213,6 +231,7 @@ async fn main() -> anyhow::Result<()> {
         context_window: 8192,
         input_per_million: "0.15".parse()?,
         output_per_million: "0.60".parse()?,
+        cached_input_per_million: None,
         currency: "usd".into(),
         owned_by: None,
     });

@@ -106,6 +106,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         usage: TokenUsage {
             prompt_tokens: 1000,
             completion_tokens: 500,
+            cached_tokens: 0,
             estimated: false,
         },
         key: "console",
@@ -192,6 +193,7 @@ async fn concurrent_charges_against_one_org_all_land() {
             usage: TokenUsage {
                 prompt_tokens: 1000,
                 completion_tokens: 0,
+                cached_tokens: 0,
                 estimated: false,
             },
             key: "console",

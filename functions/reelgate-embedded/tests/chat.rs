@@ -261,6 +261,7 @@ fn chat_model(id: &str, upstream: &str, capabilities: &[&str], efforts: &[&str])
         context_window: 8192,
         input_per_million: Decimal::from_str(INPUT_PRICE).expect("price"),
         output_per_million: Decimal::from_str(OUTPUT_PRICE).expect("price"),
+        cached_input_per_million: None,
         currency: "usd".into(),
         owned_by: None,
     }

@@ -239,6 +239,7 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
                 "APIKEY#",
                 "CHARGE#",
                 "LEDGER#",
+                "USAGE#",
             ]
             .iter()
             .any(|p| sk == "ORG" || (p.ends_with('#') && sk.starts_with(p)))
@@ -474,7 +475,12 @@ async fn erasing_an_organization_leaves_only_what_the_operator_keeps() {
     ]
     .into_iter()
     .collect();
+    // The ledger's daily usage rollup of that charge stays with it (amounts, model, key id).
+    let (usage, left): (BTreeSet<String>, BTreeSet<String>) =
+        left.into_iter().partition(|sk| sk.starts_with("USAGE#"));
     assert_eq!(left, expected);
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert!(usage.iter().all(|sk| sk.contains("#video#")), "{usage:?}");
     assert_eq!(blob_files(server, &org).await, BTreeSet::new());
     let account = server.app.accounts().org(&org).await.expect("org");
     assert_eq!(account.renders_in_flight, 0);

@@ -194,6 +194,11 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
         "0.40".parse().expect("d"),
         "usd",
         reelgate::ports::store::Update::new(),
+        reelgate::domain::billing::RenderUsage {
+            model: "test-video",
+            key: "console",
+            seconds: 4,
+        },
     )
     .await
     .expect("charge");

@@ -506,6 +506,11 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
         "0.40".parse().expect("d"),
         "usd",
         done,
+        reelgate::domain::billing::RenderUsage {
+            model: "test-video",
+            key: "console",
+            seconds: 4,
+        },
     )
     .await
     .expect("charge");
@@ -644,6 +649,11 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
         "0.40".parse().expect("d"),
         "usd",
         done,
+        reelgate::domain::billing::RenderUsage {
+            model: "test-video",
+            key: "console",
+            seconds: 4,
+        },
     )
     .await
     .expect("charge");
@@ -683,6 +693,11 @@ async fn content_can_redirect_to_a_short_lived_url() {
         "0.40".parse().expect("d"),
         "usd",
         done,
+        reelgate::domain::billing::RenderUsage {
+            model: "test-video",
+            key: "console",
+            seconds: 4,
+        },
     )
     .await
     .expect("charge");

@@ -146,6 +146,7 @@ pub const FUNCTIONS: &[LambdaFunction] = &[
         "ApiWebhookRotateSecretFunction",
         "/v1/webhooks/{webhook_id}/rotate_secret",
     ),
+    http("api-usage", "ApiUsageFunction", "/v1/usage"),
     http("api-models", "ApiModelsFunction", "/v1/models"),
     http("api-openapi", "ApiOpenApiFunction", "/openapi.json"),
     http(

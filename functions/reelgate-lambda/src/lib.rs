@@ -134,6 +134,8 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
 
 async fn app_or_exit(function: &str) -> (App, Config) {
     init_tracing();
+    // Nothing scrapes a Lambda: metrics leave as CloudWatch EMF lines on stdout.
+    reelgate::domain::metrics::set_emf(true);
     match aws_app().await {
         Ok(assembled) => assembled,
         Err(e) => {

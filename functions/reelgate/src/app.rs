@@ -183,6 +183,7 @@ pub struct Host {
 /// upstream's models), the settings, the video engines, the moderator, the chat upstreams and
 /// the host's ports.
 pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Result<App> {
+    crate::domain::telemetry::set_log_prompts(config.log_prompts);
     let mut catalog =
         Catalog::load(config.catalog_path.as_deref()).context("loading the catalog")?;
     if let Some(discovery) = &config.upstream_discovery {

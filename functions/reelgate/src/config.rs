@@ -97,6 +97,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_LOG_FORMAT",
         "json for JSON log lines (local server)",
     ),
+    (
+        "REELGATE_METRICS_TOKEN",
+        "bearer token of GET /metrics (unset: the route is off)",
+    ),
+    (
+        "REELGATE_LOG_PROMPTS",
+        "debugging only: request log lines carry prompt text",
+    ),
     // The local server and the `reelgate` command (read by its argument parser).
     ("REELGATE_ADDR", "address the local server listens on"),
     ("REELGATE_DATA_DIR", "the local server's data directory"),
@@ -236,6 +244,8 @@ pub struct Settings {
     /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
     /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
     pub origin_secrets: Option<OriginSecrets>,
+    /// `REELGATE_METRICS_TOKEN`: the bearer token `GET /metrics` wants; None turns the route off.
+    pub metrics_token: Option<MetricsToken>,
     /// How long an `Idempotency-Key` and the first result it answered are remembered.
     pub idempotency_ttl: Duration,
     /// How long a console sign-in link stays valid (it also works only once).
@@ -350,6 +360,28 @@ fn oidc_settings(vars: &Vars) -> Result<Option<OidcSettings>, ConfigError> {
 /// 10 h (eight attempts over about 27.6 hours).
 pub const WEBHOOK_RETRY_SECS: &[u64] = &[5, 300, 1800, 7200, 18000, 36000, 36000];
 
+/// The shortest `REELGATE_METRICS_TOKEN` accepted.
+pub const METRICS_TOKEN_MIN_LEN: usize = 16;
+
+/// The bearer token of `GET /metrics`. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetricsToken(String);
+
+impl MetricsToken {
+    pub fn new(value: impl Into<String>) -> MetricsToken {
+        MetricsToken(value.into())
+    }
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(…)")
+    }
+}
+
 /// The values of the front door's origin header the service accepts (one, or two during a
 /// rotation). Its `Debug` never shows them.
 #[derive(Clone, PartialEq, Eq)]
@@ -389,6 +421,7 @@ impl Default for Settings {
             content_redirect: false,
             allow_private_file_urls: false,
             origin_secrets: None,
+            metrics_token: None,
             console_link_ttl: Duration::from_secs(15 * 60),
             fetch_allow: Vec::new(),
             webhook_retry_schedule: WEBHOOK_RETRY_SECS
@@ -455,6 +488,8 @@ pub struct Config {
     pub response_stream: bool,
     pub log_filter: Option<String>,
     pub log_json: bool,
+    /// `REELGATE_LOG_PROMPTS`: request log lines carry the prompt text (a debugging aid; off).
+    pub log_prompts: bool,
 }
 
 impl Default for Config {
@@ -471,6 +506,7 @@ impl Default for Config {
             response_stream: false,
             log_filter: None,
             log_json: false,
+            log_prompts: false,
         }
     }
 }
@@ -544,6 +580,20 @@ impl Config {
         }
         settings.translation_model = vars.text("REELGATE_TRANSLATION_MODEL");
         settings.origin_secrets = origin_secrets(&vars)?;
+        settings.metrics_token = match vars.text("REELGATE_METRICS_TOKEN") {
+            None => None,
+            Some(v) if v.len() >= METRICS_TOKEN_MIN_LEN && v.bytes().all(|b| b.is_ascii_graphic()) => {
+                Some(MetricsToken(v))
+            }
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "REELGATE_METRICS_TOKEN",
+                    format!(
+                        "the metrics token needs at least {METRICS_TOKEN_MIN_LEN} printable ASCII characters without spaces"
+                    ),
+                ))
+            }
+        };
         settings.oidc = oidc_settings(&vars)?;
         settings.fetch_allow = vars
             .text("REELGATE_FETCH_ALLOW")
@@ -628,6 +678,7 @@ impl Config {
             response_stream: vars.switch("REELGATE_RESPONSE_STREAM")?.unwrap_or(false),
             log_filter: vars.text("REELGATE_LOG"),
             log_json,
+            log_prompts: vars.switch("REELGATE_LOG_PROMPTS")?.unwrap_or(false),
         })
     }
 

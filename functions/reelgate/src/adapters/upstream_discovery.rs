@@ -55,6 +55,7 @@ pub async fn discover_upstream_models(
             context_window: 32_768,
             input_per_million: Decimal::ZERO,
             output_per_million: Decimal::ZERO,
+            cached_input_per_million: None,
             currency: "usd".into(),
             owned_by: Some("upstream".into()),
         });

@@ -48,6 +48,13 @@ async fn completions(
 /// and the console's chat. Every answer after admission carries the rate-limit headers.
 pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
+    crate::domain::telemetry::note_model(&v.model.id);
+    crate::domain::telemetry::note_prompt(|| {
+        v.upstream_body
+            .get("messages")
+            .map(Value::to_string)
+            .unwrap_or_default()
+    });
     let org = usage::admit(app.context(), &caller).await?;
     let max_completion = ["max_completion_tokens", "max_tokens"]
         .iter()

@@ -30,7 +30,10 @@ impl FromRequestParts<App> for Caller {
             .map(str::trim)
             .unwrap_or_default();
         match app.accounts().authenticate(token).await? {
-            Some(caller) => Ok(caller),
+            Some(caller) => {
+                crate::domain::telemetry::note_caller(&caller.org, caller.key_id());
+                Ok(caller)
+            }
             None => Err(ApiError::unauthorized(
                 "invalid_api_key",
                 "The API key is unknown, revoked or expired.",

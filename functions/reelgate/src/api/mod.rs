@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod extract;
 pub mod files;
 pub mod limits;
+pub mod metrics;
 pub mod models;
 pub mod openapi;
 pub mod origin;
@@ -18,6 +19,7 @@ pub mod rate_limits;
 pub mod request_id;
 pub mod responses;
 pub mod uploads;
+pub mod usage;
 pub mod videos;
 pub mod webhooks;
 
@@ -61,6 +63,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/webhooks/{webhook_id}"),
     ("DELETE", "/v1/webhooks/{webhook_id}"),
     ("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
+    ("GET", "/v1/usage"),
     ("GET", "/openapi.json"),
 ];
 
@@ -76,8 +79,12 @@ pub fn router(app: App) -> Router {
         .merge(chat::routes())
         .merge(responses::routes())
         .merge(webhooks::routes())
+        .merge(usage::routes())
+        .merge(metrics::routes())
         .merge(console::routes())
         .merge(openapi::routes())
+        // The matched route's template, for the request's log line (`request_id::tag`).
+        .route_layer(axum::middleware::from_fn(request_id::note_route))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
@@ -103,14 +110,16 @@ async fn health() -> axum::Json<serde_json::Value> {
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {
+    not_found_path(uri.path())
+}
+
+/// The answer to an unknown URL (also `GET /metrics` while it is off).
+pub fn not_found_path(path: &str) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         "unknown_url",
-        format!(
-            "Unknown request URL: {}. Check the path and the method.",
-            uri.path()
-        ),
+        format!("Unknown request URL: {path}. Check the path and the method."),
     )
 }
 

@@ -2,12 +2,22 @@
 //! around everything that serves it) and in error bodies (`error.request_id`). A caller's own id
 //! is echoed when it is 1 to 128 characters of `A-Z a-z 0-9 - _ . :`; anything else (or none)
 //! gets a fresh `req_<32 hex>` so nobody can write arbitrary text into the log or the headers.
+//!
+//! The same middleware writes the request's **one log line** (target `reelgate::request`):
+//! request id, method, route template, status, duration, upstream time, organization, key id,
+//! model — the facts the domain noted on the way (`domain::telemetry`). A streamed answer's line
+//! is written when its body ends (or the client leaves), so its duration covers the stream.
+//! Prompt text is in the line only while `REELGATE_LOG_PROMPTS` is on; secrets never are.
 
 use crate::domain::error::REQUEST_ID;
-use axum::extract::Request;
+use crate::domain::telemetry::{self, RequestFacts};
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use std::sync::Arc;
+use std::time::Instant;
 use tracing::Instrument;
 
 pub const HEADER: &str = "x-request-id";
@@ -43,21 +53,131 @@ pub async fn tag(mut req: Request, next: Next) -> Response {
         method = %req.method(),
         path = %req.uri().path()
     );
+    let started = Instant::now();
+    let method = req.method().clone();
+    let facts = Arc::new(RequestFacts::default());
     let mut response = REQUEST_ID
-        .scope(id.clone(), next.run(req).instrument(span.clone()))
+        .scope(
+            id.clone(),
+            telemetry::scope(facts.clone(), next.run(req).instrument(span)),
+        )
         .await;
-    let status = response.status().as_u16();
-    span.in_scope(|| {
-        if status >= 500 {
-            tracing::warn!(status, "answered");
-        } else {
-            tracing::info!(status, "answered");
-        }
-    });
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, v);
     }
+    let line = RequestLine {
+        id,
+        method,
+        route: response.extensions().get::<MatchedPath>().cloned(),
+        status: response.status().as_u16(),
+        started,
+        facts,
+    };
+    // A body of known length is as good as sent: log now. A stream: log when it ends.
+    if http_body::Body::size_hint(response.body())
+        .exact()
+        .is_some()
+    {
+        line.write();
+        response
+    } else {
+        response.map(|body| {
+            Body::new(LoggedBody {
+                inner: body,
+                line: Some(line),
+            })
+        })
+    }
+}
+
+/// The route layer (inside the router, where the matched route is known): hands the route
+/// template to the outer middleware through the response.
+pub async fn note_route(req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let mut response = next.run(req).await;
+    if let Some(route) = route {
+        response.extensions_mut().insert(route);
+    }
     response
+}
+
+/// Everything one request's log line says.
+struct RequestLine {
+    id: String,
+    method: axum::http::Method,
+    route: Option<MatchedPath>,
+    status: u16,
+    started: Instant,
+    facts: Arc<RequestFacts>,
+}
+
+impl RequestLine {
+    fn write(self) {
+        let f = &self.facts;
+        let took = self.started.elapsed();
+        let duration_ms = took.as_secs_f64() * 1000.0;
+        let route = self.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        let upstream = f.model().zip(f.upstream_time());
+        crate::domain::metrics::request(route, self.status, took, upstream);
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "reelgate::request",
+                    request_id = %self.id,
+                    method = %self.method,
+                    route,
+                    status = self.status,
+                    duration_ms,
+                    upstream_ms = f.upstream_ms(),
+                    org = f.org(),
+                    key = f.key(),
+                    model = f.model(),
+                    prompt = f.prompt(),
+                    "request"
+                )
+            };
+        }
+        if self.status >= 500 {
+            line!(warn);
+        } else {
+            line!(info);
+        }
+    }
+}
+
+/// A streamed body that writes its request's line when it is dropped: finished, or abandoned
+/// by the client.
+struct LoggedBody {
+    inner: Body,
+    line: Option<RequestLine>,
+}
+
+impl http_body::Body for LoggedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for LoggedBody {
+    fn drop(&mut self) {
+        if let Some(line) = self.line.take() {
+            line.write();
+        }
+    }
 }
 
 #[cfg(test)]

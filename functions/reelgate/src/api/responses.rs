@@ -160,8 +160,12 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    crate::domain::telemetry::note_prompt(|| {
+        body.get("input").map(Value::to_string).unwrap_or_default()
+    });
     let req = CreateRequest::parse(body)?;
     let model = chat_model(&app, &req.model)?;
+    crate::domain::telemetry::note_model(&model.id);
     req.check_model(&model)?;
     let org = crate::domain::usage::admit(app.context(), &caller).await?;
 

@@ -40,8 +40,33 @@ pub fn reserve_op(org: &str, quote: Decimal, max_concurrent: u32) -> TransactOp 
     }
 }
 
+/// What a render charge is for, as the usage report counts it.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderUsage<'a> {
+    pub model: &'a str,
+    /// The API key the job was created with (`console` for the console).
+    pub key: &'a str,
+    pub seconds: u64,
+}
+
+impl<'a> RenderUsage<'a> {
+    /// Read from the job item (`model`, `key`, `seconds`).
+    pub fn of_job(job: &'a crate::ports::store::Item) -> RenderUsage<'a> {
+        use crate::ports::store::ItemExt;
+        RenderUsage {
+            model: job.str_attr("model").unwrap_or_default(),
+            key: job.str_attr("key").unwrap_or("unknown"),
+            seconds: job
+                .i64_attr("seconds")
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(0),
+        }
+    }
+}
+
 /// Ends a job with a charge of its quote. `job_update` carries the job's final attributes
-/// (status completed, outputs, times).
+/// (status completed, outputs, times); `usage` is added to the day's usage rollup in the same
+/// transaction (`usage_report`).
 pub async fn charge(
     store: &dyn ItemStore,
     org: &str,
@@ -49,6 +74,7 @@ pub async fn charge(
     quote: Decimal,
     currency: &str,
     job_update: Update,
+    usage: RenderUsage<'_>,
 ) -> Result<Settlement, StoreError> {
     let now = now_secs();
     let mut ledger = item(&crate::ports::store::Key::new(
@@ -61,6 +87,27 @@ pub async fn charge(
     ledger.insert("currency".into(), currency.into());
     ledger.insert("charged_at".into(), now.into());
     ledger.insert("reason".into(), "video render completed".into());
+    ledger.insert("type".into(), "video".into());
+    ledger.insert("model".into(), usage.model.into());
+    ledger.insert("key".into(), usage.key.into());
+    ledger.insert(
+        "video_seconds".into(),
+        Attr::N(Decimal::from(usage.seconds)),
+    );
+    let line = crate::domain::usage_report::Line {
+        charge_type: "video",
+        model: usage.model,
+        key: usage.key,
+        currency,
+        input_tokens: 0,
+        cached_input_tokens: 0,
+        output_tokens: 0,
+        video_seconds: usage.seconds,
+        amounts: crate::domain::usage_report::Amounts {
+            video: quote,
+            ..Default::default()
+        },
+    };
     let ops = vec![
         TransactOp::Update {
             key: job_key(org, video_id),
@@ -80,8 +127,15 @@ pub async fn charge(
             condition: Some(Condition::NotExists),
         },
         crate::domain::webhooks::unsent_event_op(org, video_id, now),
+        crate::domain::usage_report::rollup_op(org, now, &line),
     ];
-    settle(store, ops).await
+    let settled = settle(store, ops).await?;
+    if settled == Settlement::Settled {
+        crate::domain::metrics::reservations_held(-1);
+        crate::domain::metrics::video_job("completed", "");
+        crate::domain::metrics::spend(usage.model, currency, quote);
+    }
+    Ok(settled)
 }
 
 /// Ends a job without a charge, giving its reservation back.
@@ -125,7 +179,7 @@ pub async fn release(
             -quote,
         ));
     }
-    match store.transact(ops.clone()).await {
+    let settled = match store.transact(ops.clone()).await {
         // The key is gone (revoked and erased): release the rest without it.
         Err(e) if budgeted.is_some() && e.failed_at(BUDGET_AT) && !e.failed_at(0) => {
             ops.truncate(BUDGET_AT);
@@ -134,7 +188,11 @@ pub async fn release(
         Ok(()) => Ok(Settlement::Settled),
         Err(e) if e.failed_at(0) => Ok(Settlement::AlreadySettled),
         Err(e) => Err(e),
+    }?;
+    if settled == Settlement::Settled {
+        crate::domain::metrics::reservations_held(-1);
     }
+    Ok(settled)
 }
 
 async fn settle(store: &dyn ItemStore, ops: Vec<TransactOp>) -> Result<Settlement, StoreError> {

@@ -243,6 +243,10 @@ pub struct ChatModel {
     /// Price per million output tokens.
     #[serde(default, with = "rust_decimal::serde::str")]
     pub output_per_million: Decimal,
+    /// Price per million input tokens the upstream reports as read from its prompt cache; unset,
+    /// cached tokens cost the input price.
+    #[serde(default, with = "rust_decimal::serde::str_option")]
+    pub cached_input_per_million: Option<Decimal>,
     #[serde(default = "default_currency")]
     pub currency: String,
     #[serde(default)]

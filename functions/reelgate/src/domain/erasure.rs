@@ -24,12 +24,14 @@ pub struct ErasureReport {
     pub kept: Vec<&'static str>,
 }
 
-/// Records an erasure keeps: the ledger (render charges and token usage entries) and the
-/// moderation records, which expire on their own 30-day schedule.
+/// Records an erasure keeps: the ledger (render charges and token usage entries, with their
+/// daily usage rollups `USAGE#`, which hold amounts, model and key ids only) and the moderation
+/// records, which expire on their own 30-day schedule.
 fn operator_keeps(sk: &str) -> bool {
     sk == "ORG"
         || sk.starts_with("CHARGE#")
         || sk.starts_with("LEDGER#")
+        || sk.starts_with("USAGE#")
         || sk.starts_with("MODERATION#")
 }
 

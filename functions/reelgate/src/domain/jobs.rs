@@ -46,6 +46,7 @@ pub async fn fail(
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
+            crate::domain::metrics::video_job(crate::domain::keys::STATUS_FAILED, code);
             crate::domain::webhooks::emit(cx, org, video_id).await;
             Ok(true)
         }
@@ -77,6 +78,7 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
         crate::domain::billing::Settlement::Settled
     );
     if settled {
+        crate::domain::metrics::video_job(crate::domain::keys::STATUS_CANCELED, "");
         crate::domain::webhooks::emit(cx, org, video_id).await;
     }
     Ok(settled)

@@ -164,6 +164,7 @@ impl RoutedUpstream {
                     return Ok(value);
                 }
                 Err(e) => {
+                    crate::domain::metrics::upstream_error(&self.model_id, error_kind(&e));
                     let out = self
                         .upstreams
                         .health
@@ -192,9 +193,26 @@ impl RoutedUpstream {
     }
 }
 
+/// The `kind` label of a failed upstream call in the metrics.
+fn error_kind(e: &UpstreamError) -> &'static str {
+    match e {
+        UpstreamError::Unreachable(_) => "unreachable",
+        UpstreamError::Rejected { status, code, .. }
+            if *status == 504 || *status == 408 || code.as_deref() == Some("timeout") =>
+        {
+            "timeout"
+        }
+        UpstreamError::Rejected { status: 429, .. } => "rate_limited",
+        UpstreamError::Rejected { status, .. } if *status >= 500 => "server_error",
+        UpstreamError::Rejected { .. } => "rejected",
+        UpstreamError::Protocol(_) => "protocol",
+    }
+}
+
 #[async_trait]
 impl ChatUpstream for RoutedUpstream {
     async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+        let _timer = crate::domain::telemetry::upstream_timer();
         self.attempt(request, |upstream, request| async move {
             upstream.complete(request).await
         })
@@ -203,23 +221,32 @@ impl ChatUpstream for RoutedUpstream {
 
     async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
         let first_byte = Duration::from_secs(self.catalog.routing.first_byte_timeout_secs.max(1));
-        self.attempt(request, move |upstream, request| async move {
-            let mut chunks = upstream.stream(request).await?;
-            match tokio::time::timeout(first_byte, chunks.next()).await {
-                Ok(Some(Ok(first))) => Ok(futures::stream::once(async move { Ok(first) })
-                    .chain(chunks)
-                    .boxed()),
-                Ok(Some(Err(e))) => Err(e),
-                Ok(None) => Ok(futures::stream::empty().boxed()),
-                Err(_) => Err(UpstreamError::Rejected {
-                    status: 504,
-                    code: Some("timeout".into()),
-                    message: format!("no first chunk within {} s", first_byte.as_secs()),
-                    retry_after: None,
-                }),
-            }
-        })
-        .await
+        // The request's upstream time runs until the stream ends or is dropped.
+        let timer = crate::domain::telemetry::upstream_timer();
+        let chunks = self
+            .attempt(request, move |upstream, request| async move {
+                let mut chunks = upstream.stream(request).await?;
+                match tokio::time::timeout(first_byte, chunks.next()).await {
+                    Ok(Some(Ok(first))) => Ok(futures::stream::once(async move { Ok(first) })
+                        .chain(chunks)
+                        .boxed()),
+                    Ok(Some(Err(e))) => Err(e),
+                    Ok(None) => Ok(futures::stream::empty().boxed()),
+                    Err(_) => Err(UpstreamError::Rejected {
+                        status: 504,
+                        code: Some("timeout".into()),
+                        message: format!("no first chunk within {} s", first_byte.as_secs()),
+                        retry_after: None,
+                    }),
+                }
+            })
+            .await?;
+        Ok(chunks
+            .map(move |chunk| {
+                let _ = &timer;
+                chunk
+            })
+            .boxed())
     }
 }
 

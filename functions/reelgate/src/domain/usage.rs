@@ -13,6 +13,7 @@
 use crate::domain::accounts::org_key;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::usage_report::Amounts;
 use crate::domain::Context;
 use crate::ports::store::{
     item, now_secs, Attr, Condition, ItemExt, StoreError, TransactOp, Update,
@@ -25,13 +26,17 @@ use serde_json::Value;
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the upstream reported as read from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens`).
+    pub cached_tokens: u64,
     /// True when the upstream reported no usage and the counts were estimated from text length.
     pub estimated: bool,
 }
 
 impl TokenUsage {
-    /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`) or the responses API's
-    /// (`input_tokens`/`output_tokens`).
+    /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`,
+    /// `prompt_tokens_details.cached_tokens`) or the responses API's (`input_tokens`/
+    /// `output_tokens`, `input_tokens_details.cached_tokens`).
     pub fn from_json(usage: &Value) -> Option<TokenUsage> {
         let n = |a: &str, b: &str| {
             usage
@@ -39,9 +44,18 @@ impl TokenUsage {
                 .or_else(|| usage.get(b))
                 .and_then(Value::as_u64)
         };
+        let prompt_tokens = n("prompt_tokens", "input_tokens")?;
+        let cached = usage
+            .get("prompt_tokens_details")
+            .or_else(|| usage.get("input_tokens_details"))
+            .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         Some(TokenUsage {
-            prompt_tokens: n("prompt_tokens", "input_tokens")?,
+            prompt_tokens,
             completion_tokens: n("completion_tokens", "output_tokens").unwrap_or(0),
+            // Cached tokens are a part of the prompt's; an upstream claiming more is clamped.
+            cached_tokens: cached.min(prompt_tokens),
             estimated: false,
         })
     }
@@ -51,6 +65,7 @@ impl TokenUsage {
         TokenUsage {
             prompt_tokens: prompt_chars.div_ceil(4) as u64,
             completion_tokens: completion_chars.div_ceil(4) as u64,
+            cached_tokens: 0,
             estimated: true,
         }
     }
@@ -64,12 +79,26 @@ impl TokenUsage {
     }
 }
 
+/// The price of `usage` at the model's prices, exact, by kind: uncached input tokens at the input
+/// price, cached ones at the cached-input price when the catalog sets one (else the input price),
+/// output tokens at the output price.
+pub fn priced(model: &ChatModel, usage: TokenUsage) -> Amounts {
+    let million = Decimal::from(1_000_000u32);
+    let cached = usage.cached_tokens.min(usage.prompt_tokens);
+    let cached_price = model
+        .cached_input_per_million
+        .unwrap_or(model.input_per_million);
+    Amounts {
+        input: Decimal::from(usage.prompt_tokens - cached) * model.input_per_million / million,
+        cached_input: Decimal::from(cached) * cached_price / million,
+        output: Decimal::from(usage.completion_tokens) * model.output_per_million / million,
+        video: Decimal::ZERO,
+    }
+}
+
 /// The price of `usage` at the model's prices, exact.
 pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
-    let million = Decimal::from(1_000_000u32);
-    (Decimal::from(usage.prompt_tokens) * model.input_per_million
-        + Decimal::from(usage.completion_tokens) * model.output_per_million)
-        / million
+    priced(model, usage).total()
 }
 
 /// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero, and
@@ -125,7 +154,9 @@ pub fn ledger_sk(reference: &str) -> String {
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
 /// Charging the same reference twice is a no-op that returns zero.
 pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
-    let amount = cost(c.model, c.usage);
+    let amounts = priced(c.model, c.usage);
+    let amount = amounts.total();
+    let now = now_secs();
     let mut ledger = item(&crate::ports::store::Key::new(
         format!("ORG#{}", c.org),
         ledger_sk(c.reference),
@@ -146,11 +177,27 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
         "completion_tokens".into(),
         Attr::N(Decimal::from(c.usage.completion_tokens)),
     );
+    ledger.insert(
+        "cached_tokens".into(),
+        Attr::N(Decimal::from(c.usage.cached_tokens)),
+    );
     ledger.insert("estimated".into(), c.usage.estimated.into());
     ledger.insert("amount".into(), Attr::N(amount));
     ledger.insert("currency".into(), c.model.currency.clone().into());
-    ledger.insert("charged_at".into(), now_secs().into());
+    ledger.insert("charged_at".into(), now.into());
     ledger.insert("reason".into(), format!("{} token usage", c.kind).into());
+    let cached = c.usage.cached_tokens.min(c.usage.prompt_tokens);
+    let line = crate::domain::usage_report::Line {
+        charge_type: c.kind,
+        model: &c.model.id,
+        key: c.key,
+        currency: &c.model.currency,
+        input_tokens: c.usage.prompt_tokens - cached,
+        cached_input_tokens: cached,
+        output_tokens: c.usage.completion_tokens,
+        video_seconds: 0,
+        amounts,
+    };
     let mut ops = vec![
         TransactOp::Update {
             key: org_key(c.org),
@@ -163,9 +210,11 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
             item: ledger,
             condition: Some(Condition::NotExists),
         },
+        // The day's usage rollup (the customer's usage report); counted once, with the ledger.
+        crate::domain::usage_report::rollup_op(c.org, now, &line),
     ];
-    // The key's budget, when it has one, is the third write: a refusal names it by that index.
-    const BUDGET_AT: usize = 2;
+    // The key's budget, when it has one, is the fourth write: a refusal names it by that index.
+    const BUDGET_AT: usize = 3;
     let mut budget = c.budget_month.is_some();
     if let Some(month) = c.budget_month {
         ops.push(crate::domain::key_budgets::commit_op(
@@ -182,7 +231,14 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     let mut attempt = 0u32;
     loop {
         match cx.store.transact(ops.clone()).await {
-            Ok(()) => return Ok(amount),
+            Ok(()) => {
+                let m = &c.model.id;
+                crate::domain::metrics::tokens(m, "input", line.input_tokens);
+                crate::domain::metrics::tokens(m, "cached_input", line.cached_input_tokens);
+                crate::domain::metrics::tokens(m, "output", line.output_tokens);
+                crate::domain::metrics::spend(m, &c.model.currency, amount);
+                return Ok(amount);
+            }
             // The key was revoked and erased meanwhile: the usage is still charged.
             Err(e @ StoreError::TransactionCanceled { .. }) if budget && e.failed_at(BUDGET_AT) => {
                 ops.remove(BUDGET_AT);
@@ -282,9 +338,38 @@ mod tests {
         let usage = TokenUsage {
             prompt_tokens: 1234,
             completion_tokens: 56,
+            cached_tokens: 0,
             estimated: false,
         };
         // 1234 × 0.15 / 1e6 + 56 × 0.60 / 1e6 = 0.0001851 + 0.0000336
         assert_eq!(cost(&model, usage), dec!(0.0002187));
+    }
+
+    #[test]
+    fn cached_tokens_are_priced_at_the_cached_price_when_the_catalog_sets_one() {
+        let mut model: ChatModel = toml::from_str("id = \"m\"\nupstream = \"u\"").expect("model");
+        model.input_per_million = dec!(2.50);
+        model.output_per_million = dec!(10);
+        let usage = TokenUsage::from_json(&serde_json::json!({
+            "prompt_tokens": 1000, "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 600}
+        }))
+        .expect("usage");
+        assert_eq!(usage.cached_tokens, 600);
+        // Without a cached price every input token costs the input price.
+        assert_eq!(cost(&model, usage), dec!(0.0026));
+        model.cached_input_per_million = Some(dec!(1.25));
+        // 400 × 2.50 + 600 × 1.25 + 10 × 10, per million.
+        let p = priced(&model, usage);
+        assert_eq!(p.input, dec!(0.001));
+        assert_eq!(p.cached_input, dec!(0.00075));
+        assert_eq!(p.output, dec!(0.0001));
+        assert_eq!(cost(&model, usage), dec!(0.00185));
+        // The responses API's spelling, and a claim above the prompt clamped to it.
+        let r = TokenUsage::from_json(&serde_json::json!({
+            "input_tokens": 5, "output_tokens": 1, "input_tokens_details": {"cached_tokens": 9}
+        }))
+        .expect("usage");
+        assert_eq!(r.cached_tokens, 5);
     }
 }

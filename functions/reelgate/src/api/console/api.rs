@@ -294,6 +294,21 @@ async fn usage(
 ) -> ApiResult<Json<Value>> {
     let org = app.accounts().org(&s.caller.org).await?;
     let charges = crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
+    // The last 30 UTC days by model and key (the report `GET /v1/usage` answers, summed).
+    use crate::domain::usage_report::{self, GroupBy, ReportRequest, DAY};
+    let now = crate::ports::store::now_secs();
+    let month = usage_report::report(
+        app.store.as_ref(),
+        &s.caller.org,
+        &ReportRequest {
+            start: now - 29 * DAY,
+            end: now + 1,
+            group_by: vec![GroupBy::Model, GroupBy::ApiKey],
+            limit: 30,
+            page: None,
+        },
+    )
+    .await?;
     Ok(Json(json!({
         "object": "console.usage",
         "organization": org.id,
@@ -303,6 +318,7 @@ async fn usage(
         "available": org.available.to_string(),
         "renders_in_flight": org.renders_in_flight,
         "recent_charges": charges,
+        "last_30_days": usage_report::sum_days(&month),
     })))
 }
 

@@ -143,6 +143,7 @@ impl FromRequestParts<App> for ConsoleSession {
                 ));
             }
         }
+        crate::domain::telemetry::note_caller(&session.caller.org, session.caller.key_id());
         Ok(ConsoleSession(session))
     }
 }

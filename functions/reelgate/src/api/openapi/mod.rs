@@ -251,6 +251,16 @@ pub const OPERATIONS: &[Operation] = &[
         ..DEFAULT
     },
     Operation {
+        path: "/metrics",
+        id: "Metrics",
+        tag: "service",
+        summary: "Prometheus metrics for the operator (`Authorization: Bearer <REELGATE_METRICS_TOKEN>`; 404 while unset)",
+        auth: Auth::None,
+        ok: &[(200, Answer::Text("text/plain; version=0.0.4; charset=utf-8"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
+    Operation {
         path: PATH,
         id: "OpenApiDocument",
         tag: "service",
@@ -524,6 +534,37 @@ pub const OPERATIONS: &[Operation] = &[
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
         ok: &[(200, Answer::Json("WebhookEndpoint"))],
         errors: &[401, 404],
+        ..DEFAULT
+    },
+    // ---- usage
+    Operation {
+        path: "/v1/usage",
+        id: "GetUsage",
+        tag: "usage",
+        summary: "The organization's spend in daily UTC buckets (any member's key)",
+        params: &[
+            Param {
+                name: "start_time",
+                at: In::Query,
+                kind: Kind::Int(0, 253_402_300_799),
+                required: true,
+                about: "Unix seconds; the report starts at the UTC midnight on or before it.",
+            },
+            query(
+                "end_time",
+                Kind::Int(0, 253_402_300_799),
+                "Unix seconds (default now, exclusive); the report ends at the UTC midnight on or after it.",
+            ),
+            query(
+                "group_by",
+                Kind::Str,
+                "`model`, `api_key`, `kind` (repeat it, or a comma-separated list).",
+            ),
+            query("limit", Kind::Int(1, 31), "Days per page (default 7)."),
+            query("page", Kind::Str, "A previous answer's `next_page`."),
+        ],
+        ok: &[(200, Answer::Json("UsagePage"))],
+        errors: &[400, 401],
         ..DEFAULT
     },
     // ---- text models
@@ -1038,6 +1079,9 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::webhooks::Attempt,
     WebhookList,
     OidcChooseForm,
+    UsagePage,
+    UsageBucket,
+    UsageResult,
 )))]
 struct Components;
 
@@ -1289,6 +1333,7 @@ pub fn document() -> OpenApi {
             "chat",
             "responses",
             "webhooks",
+            "usage",
             "console",
         ]
         .iter()

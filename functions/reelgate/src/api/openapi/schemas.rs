@@ -270,6 +270,57 @@ pub struct ModelList {
     pub data: Vec<Model>,
 }
 
+/// `GET /v1/usage`: a page of daily buckets.
+#[derive(ToSchema)]
+pub struct UsagePage {
+    #[schema(pattern = "^page$")]
+    pub object: String,
+    pub data: Vec<UsageBucket>,
+    pub has_more: bool,
+    /// Pass as `page` for the next days; null on the last page.
+    pub next_page: Option<String>,
+}
+
+/// One UTC day.
+#[derive(ToSchema)]
+pub struct UsageBucket {
+    #[schema(pattern = "^bucket$")]
+    pub object: String,
+    /// The day's UTC midnight (Unix seconds).
+    pub start_time: i64,
+    /// The next day's UTC midnight.
+    pub end_time: i64,
+    pub results: Vec<UsageResult>,
+}
+
+/// The day's usage of one group (one row per currency when nothing is grouped by).
+#[derive(ToSchema)]
+pub struct UsageResult {
+    #[schema(pattern = "^organization\\.usage\\.result$")]
+    pub object: String,
+    /// The model, when grouped by `model`.
+    pub model: Option<String>,
+    /// The API key id (`console` for the console), when grouped by `api_key`.
+    pub api_key_id: Option<String>,
+    /// `input_tokens`, `cached_input_tokens`, `output_tokens` or `video_seconds`, when grouped
+    /// by `kind`.
+    pub kind: Option<String>,
+    /// The billing currency.
+    pub currency: String,
+    /// What was charged, an exact decimal string.
+    #[schema(pattern = "^-?[0-9]+(\\.[0-9]+)?$")]
+    pub amount: String,
+    /// Charges counted (requests and renders).
+    pub requests: i64,
+    /// Input tokens at the input price (cached ones not included).
+    pub input_tokens: i64,
+    /// Input tokens the upstream read from its prompt cache.
+    pub cached_input_tokens: i64,
+    pub output_tokens: i64,
+    /// Seconds of completed renders.
+    pub video_seconds: i64,
+}
+
 /// This document (an OpenAPI 3.1 object).
 #[derive(ToSchema)]
 pub struct OpenApiJson {

@@ -15,6 +15,14 @@ pub fn model_object(model: &ChatModel) -> Value {
     // for the process's life, which is all clients use it for.
     static LISTED_AT: OnceLock<i64> = OnceLock::new();
     let created = *LISTED_AT.get_or_init(crate::ports::store::now_secs);
+    let mut pricing = json!({
+        "input_per_million": model.input_per_million.to_string(),
+        "output_per_million": model.output_per_million.to_string(),
+        "currency": model.currency,
+    });
+    if let Some(cached) = model.cached_input_per_million {
+        pricing["cached_input_per_million"] = json!(cached.to_string());
+    }
     json!({
         "id": model.id,
         "object": "model",
@@ -23,10 +31,6 @@ pub fn model_object(model: &ChatModel) -> Value {
         "capabilities": model.capabilities,
         "reasoning_efforts": model.reasoning_efforts,
         "context_window": model.context_window,
-        "pricing": {
-            "input_per_million": model.input_per_million.to_string(),
-            "output_per_million": model.output_per_million.to_string(),
-            "currency": model.currency,
-        },
+        "pricing": pricing,
     })
 }

@@ -427,6 +427,7 @@ async fn priced(
     body: &Value,
 ) -> ApiResult<(CreateRequest, Quote)> {
     let req = parse(body)?;
+    crate::domain::telemetry::note_prompt(|| req.prompt.clone());
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
         .catalog
@@ -442,6 +443,8 @@ async fn priced(
             )
             .with_param("model")
         })?;
+    // Only a catalog id reaches the log line (never a caller's arbitrary string).
+    crate::domain::telemetry::note_model(&model.id);
     if model
         .engine
         .as_deref()
@@ -612,6 +615,7 @@ pub async fn create_with(
         ));
     }
     tracing::info!(video_id = %id, org = %caller.org, %quote, "video admitted");
+    crate::domain::metrics::reservations_held(1);
     crate::domain::jobs::start_job(cx, workflow, &caller.org, &id).await?;
     Ok(video)
 }

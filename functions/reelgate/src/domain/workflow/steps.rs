@@ -416,10 +416,18 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         quote,
         &currency,
         update,
+        crate::domain::billing::RenderUsage::of_job(&item),
     )
     .await?;
     let charged = settled == crate::domain::billing::Settlement::Settled;
     tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
+    if charged {
+        if let Some(started) = item.i64_attr("render_started_ms") {
+            crate::domain::metrics::render_duration(std::time::Duration::from_millis(
+                u64::try_from(crate::domain::metrics::now_millis() - started).unwrap_or(0),
+            ));
+        }
+    }
     if charged {
         crate::domain::webhooks::emit(pipeline.context(), &job.org, &job.video_id).await;
     }

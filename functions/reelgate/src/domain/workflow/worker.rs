@@ -317,8 +317,15 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         }
     };
     tracing::info!(%video_id, render_id = %render.id, "render submitted");
+    let started_ms = crate::domain::metrics::now_millis();
+    if let Some(created) = job.i64_attr("created_at") {
+        crate::domain::metrics::queue_wait(std::time::Duration::from_millis(
+            u64::try_from(started_ms - created * 1000).unwrap_or(0),
+        ));
+    }
     let update = Update::new()
         .set("render_id", render.id.clone())
+        .set("render_started_ms", started_ms)
         .set("progress", render.progress as i64);
     if !crate::domain::jobs::advance(
         pipeline.context(),

@@ -31,6 +31,7 @@ const TEXT = {
     active: "active", created_at: "created", confirm_revoke: "Revoke this key? Programs using it stop working.",
     usage_title: "Usage", balance: "Balance", reserved: "Reserved for renders in flight",
     recent: "Recent charges", when: "When", what: "What", amount: "Amount", none: "No charges yet.",
+    by_model_key: "Last 30 days by model and key", key: "Key",
     signed_out: "You are signed out.", session_ended: "Your session has ended. Sign in again with a new link.",
     nav_webhooks: "Webhooks",
     inputs_title: "Images and references (optional)",
@@ -89,6 +90,7 @@ const TEXT = {
     active: "有効", created_at: "作成", confirm_revoke: "このキーを無効にしますか?使用中のプログラムは動かなくなります。",
     usage_title: "利用状況", balance: "残高", reserved: "レンダリング中の予約額",
     recent: "最近の請求", when: "日時", what: "内容", amount: "金額", none: "請求はまだありません。",
+    by_model_key: "過去30日間(モデル・キー別)", key: "キー",
     signed_out: "サインアウトしました。", session_ended: "セッションが終了しました。新しいリンクでもう一度サインインしてください。",
     nav_webhooks: "Webhook",
     inputs_title: "画像と参照(任意)",
@@ -875,6 +877,13 @@ async function loadUsage() {
     [new Date((c.charged_at || 0) * 1000).toLocaleString(state.lang), `${c.reason || c.type}${c.model ? " · " + c.model : ""} · ${c.id || ""}`, money(c.amount, c.currency)]
       .forEach((text) => { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); });
     tb.appendChild(tr);
+  });
+  const bd = $("u-breakdown"); bd.textContent = "";
+  (u.last_30_days || []).forEach((r) => {
+    const tr = document.createElement("tr");
+    [r.model, r.api_key_id, money(r.amount, r.currency)]
+      .forEach((text) => { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); });
+    bd.appendChild(tr);
   });
 }
 

@@ -1,0 +1,6 @@
+//! Lambda function for every method of `/v1/usage` (see `reelgate_lambda::functions`).
+
+#[tokio::main]
+async fn main() -> Result<(), reelgate_lambda::Error> {
+    reelgate_lambda::run_http("api-usage").await
+}

@@ -1,0 +1,61 @@
+//! `GET /metrics`: the service's metrics in the Prometheus text format (`domain::metrics`), for
+//! the operator's scraper. Off (404, like any unknown URL) unless `REELGATE_METRICS_TOKEN` is
+//! set; then only `Authorization: Bearer <that token>` is answered (compared in constant time),
+//! anything else is 401. Not an API-key route: customers' keys never open it.
+
+use crate::app::App;
+use crate::domain::error::ApiError;
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub fn routes() -> Router<App> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
+    let Some(token) = app.settings.metrics_token.as_ref() else {
+        return crate::api::not_found_path("/metrics").into_response();
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !token_matches(token.value(), presented) {
+        return ApiError::unauthorized(
+            "invalid_metrics_token",
+            "GET /metrics needs `Authorization: Bearer <REELGATE_METRICS_TOKEN>`.",
+        )
+        .into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, CONTENT_TYPE)],
+        crate::domain::metrics::prometheus_text(),
+    )
+        .into_response()
+}
+
+/// Constant time in the presented value's contents (its length may leak, not the token's bytes).
+fn token_matches(expected: &str, presented: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    expected.len() == presented.len() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_match_exactly() {
+        assert!(super::token_matches("0123456789abcdef", "0123456789abcdef"));
+        assert!(!super::token_matches(
+            "0123456789abcdef",
+            "0123456789abcdeF"
+        ));
+        assert!(!super::token_matches("0123456789abcdef", "0123456789abcde"));
+        assert!(!super::token_matches("0123456789abcdef", ""));
+    }
+}
