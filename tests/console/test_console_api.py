@@ -321,3 +321,86 @@ def console_webhooks_are_the_organizations(server):
         r = console.delete(f"/console/api/webhooks/{endpoint['id']}")
         assert r.status_code == 200 and r.json()["deleted"] is True
         assert console.get("/console/api/webhooks").json()["data"] == []
+
+
+def test_a_person_sets_and_clears_their_own_keys_limits_and_budget(server):
+    with server.console() as console:
+        key = console.post("/console/api/keys").json()
+        path = f"/console/api/keys/{key['id']}/limits"
+        shown = console.get(path).json()
+        # Nothing set: every limit is the plan's (starter: 600 requests, 2,000,000 tokens, 30 videos).
+        assert shown["plan"] == "starter" and shown["currency"] == "usd"
+        assert shown["requests_per_minute"] == {"effective": 600, "source": "plan", "key": None, "plan": 600}
+        assert shown["tokens_per_minute"]["effective"] == 2000000
+        assert shown["monthly_budget"] is None and shown["committed"] == "0"
+        r = console.post(path, json={"requests_per_minute": 2, "tokens_per_minute": None,
+                                     "video_creates_per_minute": 30, "monthly_budget": "12.50"})
+        assert r.status_code == 200, r.text
+        c = r.json()
+        assert c["requests_per_minute"] == {"effective": 2, "source": "key", "key": 2, "plan": 600}
+        assert c["tokens_per_minute"]["source"] == "plan"
+        assert c["video_creates_per_minute"] == {"effective": 30, "source": "key", "key": 30, "plan": 30}
+        assert c["monthly_budget"] == "12.50" and c["committed"] == "0"
+        assert console.get(path).json() == c
+        # The operator's view of the same key agrees: the console wrote the key record itself.
+        admin = server.admin("key", "limits", "show", "--key-id", key["id"])
+        assert admin["own"] == {"requests_per_minute": 2, "video_creates_per_minute": 30}
+        assert server.admin("key", "budget", "--key-id", key["id"])["monthly_budget"] == "12.50"
+        # Clearing: an empty body puts every limit back to the plan's and removes the budget.
+        c = console.post(path, json={}).json()
+        assert all(c[f]["source"] == "plan" and c[f]["key"] is None
+                   for f in ["requests_per_minute", "tokens_per_minute", "video_creates_per_minute"])
+        assert c["monthly_budget"] is None
+        assert server.admin("key", "limits", "show", "--key-id", key["id"])["own"] == {}
+
+
+def test_key_limits_refusals(server):
+    other = server.admin("user", "create", "--org", server.org, "--email", "limits-other@example.test")
+    other_key = server.admin("key", "create", "--user", other["id"])
+    elsewhere = server.admin("org", "create", "--name", "Limits elsewhere", "--credits", "1.00")
+    far_user = server.admin("user", "create", "--org", elsewhere["id"], "--email", "far@example.test")
+    far_key = server.admin("key", "create", "--user", far_user["id"])
+    with server.console() as console:
+        key = console.post("/console/api/keys").json()
+        path = f"/console/api/keys/{key['id']}/limits"
+        # Another person's key, in this organization or another, does not exist to this person:
+        # neither shown nor changed, and left as it was.
+        for k in (other_key, far_key):
+            r = console.get(f"/console/api/keys/{k['id']}/limits")
+            assert r.status_code == 404 and error_code(r) == "api_key_not_found"
+            r = console.post(f"/console/api/keys/{k['id']}/limits", json={"requests_per_minute": 1})
+            assert r.status_code == 404 and error_code(r) == "api_key_not_found"
+            assert server.admin("key", "limits", "show", "--key-id", k["id"])["own"] == {}
+        r = console.get("/console/api/keys/not-a-key/limits")
+        assert r.status_code == 404
+        # Above the plan's per-key limit: refused, naming the field, nothing written.
+        r = console.post(path, json={"requests_per_minute": 601, "monthly_budget": "5"})
+        assert r.status_code == 400 and error_code(r) == "above_plan_limit"
+        assert r.json()["error"]["param"] == "requests_per_minute"
+        assert "600" in r.json()["error"]["message"]
+        r = console.post(path, json={"video_creates_per_minute": 31})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "video_creates_per_minute"
+        assert console.get(path).json()["monthly_budget"] is None
+        # Malformed numbers, each named.
+        for field, bad in [("requests_per_minute", 0), ("requests_per_minute", -5), ("tokens_per_minute", 1.5),
+                           ("tokens_per_minute", "100"), ("video_creates_per_minute", True),
+                           ("requests_per_minute", 10 ** 30), ("monthly_budget", 12.5),
+                           ("monthly_budget", "-1"), ("monthly_budget", "ten"), ("monthly_budget", "0.1234567"),
+                           ("burst", 3)]:
+            r = console.post(path, json={field: bad})
+            assert r.status_code == 400, (field, bad, r.text)
+            assert r.json()["error"]["param"] == field, (field, bad)
+        r = console.post(path, json=[1, 2])
+        assert r.status_code == 400
+        # No CSRF token (or a wrong one): refused before anything is read or written.
+        r = console.post(path, json={"requests_per_minute": 1}, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post(path, json={"requests_per_minute": 1}, headers={"X-CSRF-Token": "wrong"}, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        assert console.get(path).json()["requests_per_minute"]["source"] == "plan"
+        # A revoked key's limits are gone with it.
+        assert console.delete(f"/console/api/keys/{key['id']}").status_code == 200
+        assert console.post(path, json={"requests_per_minute": 1}).status_code == 404
+    # An API key is not a console session.
+    r = httpx.get(f"{server.base_url}{path}", headers={"Authorization": f"Bearer {server.api_key}"})
+    assert r.status_code == 401

@@ -212,10 +212,71 @@ def test_create_and_revoke_a_key(site, browser):
     assert httpx.get(f"{site.base_url}/v1/videos/models", headers=h).status_code == 200
     key_id = "key_" + secret[4:30]
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_be_visible()
-    shot(page, "keys.png")
     page.get_by_role("button", name=f"Revoke {key_id}").click()
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_have_count(0)
     assert httpx.get(f"{site.base_url}/v1/videos/models", headers=h).status_code == 401
+    context.close()
+
+
+def test_a_key_limited_to_2_requests_per_minute_refuses_the_third_chat(site, browser):
+    context, page = new_page(browser)
+    sign_in(page, site, person(site, "limits@example.test"))
+    page.goto(f"{site.base_url}/console/#keys")
+    page.click("#key-create")
+    expect(page.locator("#key-secret-value")).to_have_value(re.compile(r"^rgk_"))
+    secret = page.locator("#key-secret-value").input_value()
+    key_id = "key_" + secret[4:30]
+    box = page.locator(f"#lim-{key_id}")
+    # Before: the plan's limits, said to be the plan's.
+    expect(box.locator("dd[data-limit=requests_per_minute]")).to_have_text("600 · plan's limit")
+    expect(box.locator("dd[data-limit=monthly_budget]")).to_have_text("no budget")
+    box.get_by_text("Change limits").click()
+    # Above the plan: refused next to the field.
+    page.fill(f"#lim-{key_id}-requests_per_minute", "601")
+    page.get_by_role("button", name=f"Save limits {key_id}").click()
+    expect(page.locator(f"#err-lim-{key_id}-requests_per_minute")).to_contain_text("per-key limit of 600")
+    expect(page.locator(f"#lim-{key_id}-requests_per_minute")).to_have_attribute("aria-invalid", "true")
+    page.fill(f"#lim-{key_id}-requests_per_minute", "2")
+    page.fill(f"#lim-{key_id}-monthly_budget", "5.00")
+    page.get_by_role("button", name=f"Save limits {key_id}").click()
+    expect(page.locator("#flash")).to_have_text("Limits saved.")
+    expect(box.locator("dd[data-limit=requests_per_minute]")).to_have_text("2 · set on this key (plan's limit: 600)")
+    expect(box.locator("dd[data-limit=monthly_budget]")).to_have_text("5.00 USD · committed this month: 0 USD")
+    shot(page, "keys.png")
+    # The limit holds on /v1: two chats pass, the third in the same minute is refused.
+    h = {"Authorization": f"Bearer {secret}"}
+    body = {"model": "fake-model-v1", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(base_url=site.base_url, headers=h, timeout=30) as client:
+        answers = [client.post("/v1/chat/completions", json=body) for _ in range(3)]
+    assert [a.status_code for a in answers[:2]] == [200, 200], [a.text for a in answers]
+    third = answers[2]
+    for _ in range(2):
+        if third.status_code == 429:
+            break
+        # The three straddled a minute boundary (the window is a fixed minute): at most two more
+        # requests fill the new minute's window.
+        third = httpx.post(f"{site.base_url}/v1/chat/completions", json=body, headers=h, timeout=30)
+    assert third.status_code == 429, third.text
+    assert third.json()["error"]["code"] == "rate_limit_exceeded"
+    assert third.headers["x-ratelimit-limit-requests"] == "2"
+    assert int(third.headers["retry-after"]) >= 1
+    # The same page in Japanese, and at 375 px without horizontal scrolling.
+    page.click("#lang")
+    expect(box.locator("dd[data-limit=requests_per_minute]")).to_have_text(re.compile(r"^2 · このキーに設定"))
+    expect(box.locator("dd[data-limit=monthly_budget]")).to_contain_text("今月の使用額")
+    page.click("#lang")
+    expect(box.locator("dd[data-limit=requests_per_minute]")).to_contain_text("set on this key")
+    context.close()
+    context, page = new_page(browser, width=375, height=800)
+    sign_in(page, site, person(site, "limits-375@example.test"))
+    page.goto(f"{site.base_url}/console/#keys")
+    page.click("#key-create")
+    expect(page.locator("#key-list dl.limit-list")).to_have_count(1)
+    page.locator("#key-list summary").first.click()
+    expect(page.locator("#key-list form").first).to_be_visible()
+    overflow = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    assert page.evaluate(overflow) <= 0
+    shot(page, "keys-limits-375.png")
     context.close()
 
 

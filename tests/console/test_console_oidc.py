@@ -3,6 +3,8 @@ a FakeOidcIssuer (tests/console/fake_oidc_issuer.py, a real HTTP issuer signing 
 tokens) as its issuer. The browser's part is played over HTTP, following each redirect by hand
 with one cookie jar: start → the issuer's authorization endpoint → the callback."""
 
+import os
+import sqlite3
 import time
 import uuid
 from urllib.parse import parse_qs, urlparse
@@ -277,3 +279,45 @@ def test_an_issuer_error_is_refused(sso, issuer, browser):
     state = parse_qs(url.query)["state"][0]
     r = browser.callback(f"{url.scheme}://{url.netloc}{url.path}?error=access_denied&state={state}")
     refused(r, 401, "did not sign you in")
+
+
+def forget_email_index(server, email):
+    """Puts a person back in the state of people created before the email index existed: no
+    `EMAIL#…` entry and no back-reference to it (written straight into the embedded store)."""
+    pk = f"EMAIL#{email.strip().lower()}"
+    db = sqlite3.connect(os.path.join(server.data_dir, "reelgate.sqlite3"), timeout=10)
+    try:
+        with db:
+            gone = db.execute("DELETE FROM items WHERE pk = ?", (pk,)).rowcount
+            gone += db.execute("DELETE FROM items WHERE sk = ?", (f"IDENTITY#{pk}",)).rowcount
+    finally:
+        db.close()
+    assert gone == 2, gone
+
+
+def test_a_person_without_the_email_index_signs_in_by_email_after_the_backfill(sso, issuer, browser):
+    user, org, email = new_person(sso)
+    indexed, _, indexed_email = new_person(sso, org=org)
+    forget_email_index(sso, email)
+    issuer.reset({"sub": f"sub-{uuid.uuid4().hex[:8]}", "email": email, "email_verified": True})
+    refused(browser.sign_in(), 403, "no organization on this service has you as a member")
+
+    report = sso.admin("user", "backfill-email", "--org", org)
+    assert report == {"org": org, "members": 2, "written": 1, "present": 1, "without_email": 0}
+    r = browser.sign_in()
+    assert r.status_code == 303, r.text
+    assert browser.session().json()["user"]["id"] == user
+    # Idempotent: a second run writes nothing, and both people still sign in.
+    assert sso.admin("user", "backfill-email", "--org", org)["written"] == 0
+    other = Browser(sso)
+    issuer.reset({"sub": f"sub-{uuid.uuid4().hex[:8]}", "email": indexed_email, "email_verified": True})
+    r = other.sign_in()
+    assert r.status_code == 303, r.text
+    assert other.session().json()["user"]["id"] == indexed
+    other.close()
+    # Removing the person afterwards removes the backfilled entry too (through its back-reference).
+    sso.admin("user", "remove", "--org", org, "--user", user)
+    issuer.reset({"sub": f"sub-{uuid.uuid4().hex[:8]}", "email": email, "email_verified": True})
+    again = Browser(sso)
+    refused(again.sign_in(), 403, "no organization on this service has you as a member")
+    again.close()

@@ -121,6 +121,14 @@ enum UserCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Writes the email index entries missing for an organization's members (people created
+    /// before the index existed), so OpenID Connect sign-in finds them by verified email.
+    /// Idempotent; run it once per organization.
+    #[command(name = "backfill-email")]
+    BackfillEmail {
+        #[arg(long)]
+        org: String,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -267,6 +275,10 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
         }
         AdminCommand::User(UserCommand::Remove { org, user, force }) => {
             json!(erasure::remove_person(cx, &org, &user, force).await?)
+        }
+        AdminCommand::User(UserCommand::BackfillEmail { org }) => {
+            accounts.org(&org).await?;
+            json!(reelgate::domain::identities::backfill_email(store.as_ref(), &org).await?)
         }
         AdminCommand::User(UserCommand::Create { org, email }) => {
             json!(accounts.create_person(&org, &email).await?)

@@ -522,3 +522,58 @@ async fn a_keys_monthly_budget_is_never_overshot_by_renders_and_refuses_text_onc
     let other = server.member(&tenant.org).await;
     assert_eq!(chat(&server, &other, body).await.status(), 200);
 }
+
+/// The console's write of a holder's own key controls is conditional on the key record itself:
+/// another person's key (same organization) or a key revoked in the meantime is not written,
+/// even when the caller skips the ownership read before it.
+#[tokio::test]
+async fn a_holders_key_controls_write_only_their_own_unrevoked_key() {
+    let server = TestServer::start().await;
+    let ana = server.tenant("10").await;
+    let bo = server.member(&ana.org).await;
+    let accounts = server.app.accounts();
+    let ana_key = keys_of(&server, &ana).await;
+    let bo_key = keys_of(&server, &bo).await;
+    let two = RateLimits {
+        requests_per_minute: Some(2),
+        ..RateLimits::default()
+    };
+    let budget = Some("5.00".parse().expect("decimal"));
+    let err = accounts
+        .set_own_key_controls(&ana.org, &ana.person, &bo_key, &two, budget)
+        .await
+        .expect_err("another person's key");
+    assert_eq!(err.code, "api_key_not_found");
+    let untouched = accounts.api_key_holder(&bo_key).await.expect("holder");
+    assert_eq!(untouched.limits, RateLimits::default());
+    assert!(untouched.budget.is_none());
+
+    let set = accounts
+        .set_own_key_controls(&ana.org, &ana.person, &ana_key, &two, budget)
+        .await
+        .expect("own key");
+    assert_eq!(set.limits.requests_per_minute, Some(2));
+    assert_eq!(
+        set.budget.expect("budget").monthly,
+        "5.00".parse().expect("d")
+    );
+
+    accounts.revoke_api_key(&ana_key).await.expect("revoke");
+    let err = accounts
+        .set_own_key_controls(
+            &ana.org,
+            &ana.person,
+            &ana_key,
+            &RateLimits::default(),
+            None,
+        )
+        .await
+        .expect_err("revoked key");
+    assert_eq!(err.code, "api_key_not_found");
+    let kept = accounts.api_key_holder(&ana_key).await.expect("holder");
+    assert_eq!(
+        kept.limits.requests_per_minute,
+        Some(2),
+        "the revoked key was not written"
+    );
+}

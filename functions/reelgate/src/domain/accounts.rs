@@ -490,6 +490,77 @@ impl<'a> Accounts<'a> {
         }
     }
 
+    /// One of the person's own keys in `org` as the limiter sees it; anyone else's key (or a
+    /// revoked one) does not exist.
+    pub async fn own_api_key_holder(
+        &self,
+        org: &str,
+        person: &str,
+        key_id: &str,
+    ) -> ApiResult<Caller> {
+        let holder = self.api_key_holder(key_id).await?;
+        let record = self.store.get(&api_key_key(key_id)).await?;
+        let revoked = record
+            .as_ref()
+            .and_then(|r| r.bool_attr("revoked"))
+            .unwrap_or(false);
+        if holder.org != org || holder.person != person || revoked {
+            return Err(ApiError::not_found(
+                "api_key_not_found",
+                format!("No API key {key_id}."),
+            ));
+        }
+        Ok(holder)
+    }
+
+    /// Replaces the rate-limit overrides and the monthly budget of one of the person's own keys
+    /// in `org`, in one conditional write: the key must still be theirs and not revoked. An
+    /// absent limit falls back to the plan's; no budget removes the cap.
+    pub async fn set_own_key_controls(
+        &self,
+        org: &str,
+        person: &str,
+        key_id: &str,
+        limits: &RateLimits,
+        monthly_budget: Option<Decimal>,
+    ) -> ApiResult<Caller> {
+        let not_found =
+            || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
+        if !is_valid(key_id, "key") {
+            return Err(not_found());
+        }
+        let mut update = Update::new();
+        for (name, value) in limit_attrs(limits) {
+            update = match value {
+                Some(v) => update.set(name, Decimal::from(v)),
+                None => update.remove(name),
+            };
+        }
+        update = match monthly_budget {
+            Some(amount) => update.set(
+                crate::domain::key_budgets::BUDGET_ATTR,
+                validate_money(amount, "monthly_budget")?,
+            ),
+            None => update.remove(crate::domain::key_budgets::BUDGET_ATTR),
+        };
+        let owned = Condition::Exists
+            .and(Condition::Eq("org".into(), Attr::from(org)))
+            .and(Condition::Eq("person".into(), Attr::from(person)))
+            .and(Condition::Not(Box::new(Condition::Eq(
+                "revoked".into(),
+                Attr::from(true),
+            ))));
+        match self
+            .store
+            .update(&api_key_key(key_id), update, Some(owned))
+            .await
+        {
+            Ok(_) => self.api_key_holder(key_id).await,
+            Err(crate::ports::store::StoreError::ConditionFailed) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The keys `person` holds in `org`, newest first.
     pub async fn list_api_keys(&self, org: &str, person: &str) -> ApiResult<Vec<ApiKeyInfo>> {
         let page = self

@@ -129,6 +129,83 @@ pub async fn link_subject(
         .await
 }
 
+/// What [`backfill_email`] found and wrote for one organization.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EmailBackfill {
+    pub org: String,
+    /// Members seen.
+    pub members: u64,
+    /// Index entries written (members that had none).
+    pub written: u64,
+    /// Members already indexed.
+    pub present: u64,
+    /// Members with no email on record.
+    pub without_email: u64,
+}
+
+/// Writes the email index entry (and its back-reference) of every member of `org` who has none:
+/// people created before the index existed are otherwise found by OpenID Connect only through a
+/// linked subject. Idempotent: an entry already there is kept as it is (a conditional put), and
+/// the back-reference is the same item each time. The store has no scan, so this walks one
+/// organization's memberships.
+pub async fn backfill_email(
+    store: &dyn ItemStore,
+    org: &str,
+) -> Result<EmailBackfill, crate::ports::store::StoreError> {
+    let mut report = EmailBackfill {
+        org: org.to_owned(),
+        ..EmailBackfill::default()
+    };
+    let mut after = None;
+    loop {
+        let page = store
+            .query(
+                Query::partition(format!("ORG#{org}"))
+                    .prefix("MEMBER#")
+                    .limit(100)
+                    .after(after.clone()),
+            )
+            .await?;
+        for member in &page.items {
+            let Some(person) = member.str_attr("person") else {
+                continue;
+            };
+            report.members += 1;
+            let email = match member.str_attr("email") {
+                Some(e) if !e.trim().is_empty() => Some(e.to_owned()),
+                _ => store
+                    .get(&Key::new(format!("PERSON#{person}"), "PERSON"))
+                    .await?
+                    .and_then(|p| p.str_attr("email").map(str::to_owned))
+                    .filter(|e| !e.trim().is_empty()),
+            };
+            let Some(email) = email else {
+                report.without_email += 1;
+                continue;
+            };
+            let pk = email_pk(&email);
+            match store
+                .put(
+                    entry(&pk, "email_index", person, org),
+                    Some(Condition::NotExists),
+                )
+                .await
+            {
+                Ok(()) => report.written += 1,
+                Err(crate::ports::store::StoreError::ConditionFailed) => report.present += 1,
+                Err(e) => return Err(e),
+            }
+            // Written every time, so an entry left without one (a run cut short) gets it too.
+            store.put(backref(&pk, person, org), None).await?;
+        }
+        match page.last_sk {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    Ok(report)
+}
+
 /// The index entry a back-reference names (for erasure).
 pub fn referenced_entry(backref: &Item) -> Option<Key> {
     Some(Key::new(

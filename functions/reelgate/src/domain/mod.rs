@@ -19,6 +19,7 @@ pub mod identities;
 pub mod ids;
 pub mod jobs;
 pub mod key_budgets;
+pub mod key_controls;
 pub mod keys;
 pub mod metrics;
 pub mod moderation;

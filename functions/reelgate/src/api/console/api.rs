@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::domain::agreement::{self, AgreementStatus};
 use crate::domain::console::Console;
 use crate::domain::error::ApiResult;
+use crate::domain::key_controls;
 use crate::domain::webhooks;
 use axum::extract::Path;
 use axum::extract::State;
@@ -37,6 +38,10 @@ pub fn routes() -> Router<App> {
         .route("/console/api/chat/completions", post(chat))
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{key_id}", delete(revoke_key))
+        .route(
+            "/console/api/keys/{key_id}/limits",
+            get(key_limits).post(set_key_limits),
+        )
         .route("/console/api/usage", get(usage))
         .route("/console/api/uploads", post(create_upload))
         .route(
@@ -285,6 +290,43 @@ async fn revoke_key(
     Ok(Json(
         json!({"object": "api_key", "id": key_id, "revoked": true}),
     ))
+}
+
+/// One of the person's own keys: its effective limits (its overrides over the plan's per-key
+/// limits) and its monthly budget with what is committed this month.
+async fn key_limits(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(key_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let controls = key_controls::show_own(
+        &app.accounts(),
+        app.context().catalog,
+        &s.caller.org,
+        &s.caller.person,
+        &key_id,
+    )
+    .await?;
+    Ok(Json(json!(controls)))
+}
+
+/// Replaces the overrides and the budget of one of the person's own keys, within the plan.
+async fn set_key_limits(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(key_id): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    let controls = key_controls::set_own(
+        &app.accounts(),
+        app.context().catalog,
+        &s.caller.org,
+        &s.caller.person,
+        &key_id,
+        &body,
+    )
+    .await?;
+    Ok(Json(json!(controls)))
 }
 
 /// Balance, reservations for renders in flight, and recent charges.

@@ -53,6 +53,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/console/api/keys"),
     ("POST", "/console/api/keys"),
     ("DELETE", "/console/api/keys/{key_id}"),
+    ("GET", "/console/api/keys/{key_id}/limits"),
+    ("POST", "/console/api/keys/{key_id}/limits"),
     ("GET", "/console/api/usage"),
     ("POST", "/console/api/uploads"),
     ("POST", "/console/api/uploads/{upload_id}/complete"),

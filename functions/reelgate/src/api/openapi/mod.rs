@@ -955,6 +955,32 @@ pub const OPERATIONS: &[Operation] = &[
         ..DEFAULT
     },
     Operation {
+        path: "/console/api/keys/{key_id}/limits",
+        id: "ConsoleKeyLimits",
+        tag: "console",
+        summary: "One of the signed-in person's keys: its effective rate limits (overrides over \
+                  the plan's per-key limits) and its monthly budget with this month's committed amount",
+        auth: Auth::Console,
+        params: &[path("key_id", "An API key id.")],
+        ok: &[(200, Answer::Json("KeyLimits"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/api/keys/{key_id}/limits",
+        id: "ConsoleSetKeyLimits",
+        tag: "console",
+        summary: "Set or clear one of the signed-in person's keys' rate-limit overrides and monthly \
+                  budget, never above the plan's per-key limits",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("key_id", "An API key id.")],
+        body: Body::Json("KeyLimitsRequest"),
+        ok: &[(200, Answer::Json("KeyLimits"))],
+        errors: &[400, 401, 403, 404],
+        ..DEFAULT
+    },
+    Operation {
         path: "/console/api/usage",
         id: "ConsoleUsage",
         tag: "console",
@@ -1072,6 +1098,9 @@ pub const OPERATIONS: &[Operation] = &[
     ConsoleSessionInfo,
     ConsoleObject,
     ApiKeyCreated,
+    KeyLimit,
+    KeyLimits,
+    KeyLimitsRequest,
     OpenApiJson,
     WebhookCreateRequest,
     crate::domain::webhooks::Endpoint,

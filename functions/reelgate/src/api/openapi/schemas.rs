@@ -409,6 +409,52 @@ pub struct ApiKeyCreated {
     pub organization: String,
 }
 
+/// One limit of a key: its override (`key`), its plan's per-key limit (`plan`), and the one
+/// that applies (`effective`, from `source`); null is unlimited.
+#[derive(ToSchema)]
+pub struct KeyLimit {
+    pub effective: Option<u64>,
+    /// `key` or `plan`.
+    pub source: String,
+    pub key: Option<u64>,
+    pub plan: Option<u64>,
+}
+
+/// `GET|POST /console/api/keys/{key_id}/limits`: a key's limits and monthly budget.
+#[derive(ToSchema)]
+pub struct KeyLimits {
+    /// `api_key.limits`.
+    pub object: String,
+    pub id: String,
+    pub plan: String,
+    pub currency: String,
+    pub requests_per_minute: KeyLimit,
+    pub tokens_per_minute: KeyLimit,
+    pub video_creates_per_minute: KeyLimit,
+    /// Decimal string in `currency`; null is no budget.
+    pub monthly_budget: Option<String>,
+    /// Spent plus reserved this month (UTC), a decimal string.
+    pub committed: String,
+    /// `YYYY_MM`.
+    pub month: String,
+}
+
+/// `POST /console/api/keys/{key_id}/limits`: replaces every override and the budget; an absent
+/// or null limit falls back to the plan's, an absent or null budget removes it. A limit above the
+/// plan's per-key limit is refused (`above_plan_limit`, naming the field).
+#[derive(ToSchema)]
+#[schema(example = json!({"requests_per_minute": 60, "tokens_per_minute": null, "video_creates_per_minute": null, "monthly_budget": "25.00"}))]
+pub struct KeyLimitsRequest {
+    #[schema(minimum = 1)]
+    pub requests_per_minute: Option<u64>,
+    #[schema(minimum = 1)]
+    pub tokens_per_minute: Option<u64>,
+    #[schema(minimum = 1)]
+    pub video_creates_per_minute: Option<u64>,
+    /// A non-negative decimal string with at most 6 places.
+    pub monthly_budget: Option<String>,
+}
+
 /// `POST /v1/webhooks`.
 #[derive(ToSchema)]
 #[schema(example = json!({"url": "https://example.com/hooks/reelgate", "events": ["video.completed"]}))]
