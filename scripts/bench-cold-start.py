@@ -376,10 +376,11 @@ def events_for(binary, key, org):
                            "error": {"Error": "States.TaskFailed", "Cause": "bench"}}),
         "render-worker": ("SQS batch of 1 poll message, unknown job",
                           sqs_event({"kind": "poll", "task_token": "t", "org": org, "video_id": missing_video,
-                                     "render_id": "r"})),
-        "webhook-worker": ("SQS batch of 1 webhook message, unknown webhook",
-                           sqs_event({"org": org, "webhook_id": "wh_bench", "event_id": "evt_bench",
-                                      "attempt": 1})),
+                                     "render_id": "r", "last_progress": 0})),
+        "webhook-worker": ("SQS batch of 1 webhook delivery, unknown endpoint",
+                           sqs_event({"org": org, "endpoint_id": "wh_bench", "event_id": "evt_bench",
+                                      "event_type": "video.completed", "payload": "{}",
+                                      "attempt": 1, "due_at": 0})),
         "execution-ended": ("EventBridge execution FAILED, job not running",
                             {"version": "0", "id": str(uuid.uuid4()),
                              "detail-type": "Step Functions Execution Status Change",
@@ -576,6 +577,10 @@ def main():
     print(f"{'function':28} {'init ms':>8} {'1st ms':>8} {'warm p50':>9} {'warm p99':>9} {'RSS MB':>7}  event -> status")
     for binary in binaries:
         bootstrap = release / binary
+        if not bootstrap.exists():
+            print(f"{binary:28} not built ({bootstrap})")
+            results.append({"binary": binary, "error": "not built"})
+            continue
         description, event = events_for(binary, secret, org_id)
         r = run_function(binary, bootstrap, fn_env, event, args.warm, args.cold_runs)
         r["event"] = description

@@ -6,14 +6,14 @@
 #
 # Builds the release bootstraps and the release CLI (`reelgate admin --backend aws` creates the
 # bench's organization and key), installs boto3 (pinned) into a venv outside the clone
-# ($REELGATE_BENCH_DIR, default ~/.cache/reelgate/bench), starts the local AWS emulator
+# ($BENCH_CACHE_DIR, default ~/.cache/reelgate/bench), starts the local AWS emulator
 # (scripts/aws-emulator.sh) and runs scripts/bench-cold-start.py, which writes
 # docs/bench/cold-start.json. Uses CARGO_TARGET_DIR when set (else ./target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BOTO3_VERSION="1.44.5"
-BENCH_DIR="${REELGATE_BENCH_DIR:-$HOME/.cache/reelgate/bench}"
+BENCH_DIR="${BENCH_CACHE_DIR:-$HOME/.cache/reelgate/bench}"
 BUILD=1
 if [[ "${1:-}" == "--no-build" ]]; then
   BUILD=0

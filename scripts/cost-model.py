@@ -94,8 +94,8 @@ def money(x, places=4):
 
 def memory_for(rss_kb, media):
     """The memory size: at least twice the measured peak RSS (headroom for bigger requests and
-    the allocator), a multiple of 64 MB from 128 MB; a media function gets 1,769 MB (one full
-    vCPU: rendering and probing are CPU-bound, and Lambda gives CPU in proportion to memory)."""
+    the allocator), from 128 MB; the finalize step gets 1,769 MB (one full vCPU: probing and
+    decoding are CPU-bound, and Lambda gives CPU in proportion to memory)."""
     if media:
         return 1769
     need = max(128, 2 * (rss_kb or 0) / 1024)
@@ -185,7 +185,7 @@ def main():
           f"{', '.join(f['media_crates']) or 'none'} |")
     w("")
     if artifacts["target_misses"]:
-        w("Targets missed (HTTP functions under 12 MiB bootstrap and 5 MiB zip, without media code):")
+        w("Targets missed (HTTP functions under 12 MiB bootstrap and 5 MiB zip, without video codecs):")
         w("")
         for m in artifacts["target_misses"]:
             w(f"- {m}")
@@ -209,7 +209,7 @@ def main():
         if "error" in f:
             w(f"| {f['binary']} | {f.get('event','')} | failed | | | | | | {f['error'][:120]!r} |")
             continue
-        media = bool(sizes.get(f["binary"], {}).get("media_crates")) and f["binary"] in ("render-worker", "step-finalize")
+        media = f["binary"] == "step-finalize"
         memory[f["binary"]] = memory_for(f.get("peak_rss_kb"), media)
         aws = f.get("aws_per_invocation", {})
         summary = ", ".join(f"{service_of(k)} {op_of(k)} {v:g}" for k, v in aws.items() if k.endswith(":calls"))
@@ -219,9 +219,10 @@ def main():
           f"{(f.get('peak_rss_kb') or 0)/1024:.1f} | {memory[f['binary']]} | {summary or 'none'} |")
     w("")
     w("Memory size rule (the `memory MB` column): the smallest Lambda size of at least twice the "
-      "measured peak RSS and at least 128 MB; the render worker and the finalize step get 1,769 MB "
-      "(one full vCPU) because their real work (rendering, probing, thumbnails) is CPU-bound, which "
-      "these events do not exercise.")
+      "measured peak RSS and at least 128 MB; the finalize step gets 1,769 MB (one full vCPU) because "
+      "its real work (probing the MP4, decoding a frame for the thumbnail) is CPU-bound, which this "
+      "event does not exercise. The render worker only talks to the engine (the engine renders), so "
+      "it is sized like the others.")
     w("")
 
     # --------------------------------------------------------------------- chat

@@ -55,8 +55,11 @@ OTHER_MEDIA = {
 }
 MEDIA = {**VIDEO, **OTHER_MEDIA}
 rows = []
+missing = [b for b in bins if not (release / b).exists()]
 for b in bins:
     path = release / b
+    if not path.exists():
+        continue
     data = path.read_bytes()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
@@ -92,6 +95,9 @@ for line in Path("Cargo.toml").read_text().splitlines():
     elif in_release and "=" in line:
         k, v = line.split("=", 1)
         profile[k.strip()] = v.strip().strip('"')
+if missing:
+    print(f"not built (not measured): {', '.join(missing)}")
+    misses.append(f"not built: {', '.join(missing)}")
 report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": os.uname().machine,
           "release_profile": profile, "functions": rows, "target_misses": misses}
 out.parent.mkdir(parents=True, exist_ok=True)
