@@ -50,6 +50,9 @@ FAKE_MODEL = "fake-chat-model"
 def quiet_server(handler_cls, port=0):
     server = ThreadingHTTPServer(("127.0.0.1", port), handler_cls)
     server.daemon_threads = True
+    # A function process killed at the end of its run drops its keep-alive connections; that
+    # is expected, not an error to print.
+    server.handle_error = lambda request, client_address: None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -370,7 +373,7 @@ def events_for(binary, key, org):
         "step-translate": ("translate task input, unknown job",
                            {"org": org, "video_id": missing_video}),
         "step-finalize": ("finalize task input, unknown job",
-                          {"org": org, "video_id": missing_video, "render": {"render_id": "r"}}),
+                          {"org": org, "video_id": missing_video, "render": {"render_id": "r", "output_key": "videos/bench.mp4"}}),
         "step-fail-job": ("fail_job task input, unknown job",
                           {"org": org, "video_id": missing_video,
                            "error": {"Error": "States.TaskFailed", "Cause": "bench"}}),
