@@ -20,6 +20,12 @@
 //! every request's log line is formatted as in production; without it no subscriber is
 //! installed and log events cost only their level check (docs/observability.md has figures).
 //!
+//! Gateway-neutral mode (scripts/bench-vs-litellm.sh): `--serve-upstream 127.0.0.1:PORT` serves only
+//! the fast upstream until killed; `--upstream URL --gateways "name|url|key|model;…"` sends the same
+//! open-loop load to the upstream directly and to each gateway in turn at each rate, plain and
+//! streamed, and prints one JSON line per (mode, rate, target) with total-time and
+//! time-to-first-byte percentiles, the completed rate and the errors.
+//!
 //! A last section measures the rate limiter (docs/traffic-control.md): the same gateway at
 //! `--limiter-rate` requests per second for a key whose plan sets no limits and for one whose
 //! plan sets limits it never reaches, so every request pays the limiter's conditional write.
@@ -79,32 +85,46 @@ async fn fast_upstream(Json(body): Json<Value>) -> Response {
 struct Target {
     url: String,
     key: Option<String>,
-    model: &'static str,
+    model: String,
 }
 
 #[derive(Default)]
 struct Stats {
     latencies: Vec<Duration>,
+    /// Time to the first byte of the body (for a stream: the first event).
+    first_bytes: Vec<Duration>,
     errors: usize,
     elapsed: Duration,
 }
 
+fn percentile_of(values: &[Duration], p: f64) -> Duration {
+    if values.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
 impl Stats {
     fn percentile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let mut sorted = self.latencies.clone();
-        sorted.sort();
-        let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
-        sorted[rank.min(sorted.len() - 1)]
+        percentile_of(&self.latencies, p)
+    }
+    fn first_byte_percentile(&self, p: f64) -> Duration {
+        percentile_of(&self.first_bytes, p)
     }
     fn rate(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
 
-async fn one(client: &reqwest::Client, target: &Target, stream: bool) -> Result<Duration, String> {
+/// One request read to the end: (time to the last byte, time to the first byte of the body).
+async fn one(
+    client: &reqwest::Client,
+    target: &Target,
+    stream: bool,
+) -> Result<(Duration, Duration), String> {
     let mut body =
         json!({"model": target.model, "messages": [{"role": "user", "content": "Say hello"}]});
     if stream {
@@ -123,14 +143,19 @@ async fn one(client: &reqwest::Client, target: &Target, stream: bool) -> Result<
     // Read to the end: for a stream that is `[DONE]`.
     let mut body = response.bytes_stream();
     let mut tail = Vec::new();
+    let mut first_byte = None;
     while let Some(piece) = body.next().await {
         let piece = piece.map_err(|e| e.to_string())?;
+        if first_byte.is_none() && !piece.is_empty() {
+            first_byte = Some(started.elapsed());
+        }
         tail = piece.to_vec();
     }
     if stream && !String::from_utf8_lossy(&tail).contains("[DONE]") {
         return Err("the stream did not end with [DONE]".into());
     }
-    Ok(started.elapsed())
+    let total = started.elapsed();
+    Ok((total, first_byte.unwrap_or(total)))
 }
 
 /// Sends `rate` requests a second for `seconds`, each at its scheduled time whatever the
@@ -153,7 +178,7 @@ async fn run(
         let target = Target {
             url: target.url.clone(),
             key: target.key.clone(),
-            model: target.model,
+            model: target.model.clone(),
         };
         tasks.push(tokio::spawn(
             async move { one(&client, &target, stream).await },
@@ -162,7 +187,10 @@ async fn run(
     let mut stats = Stats::default();
     for task in tasks {
         match task.await {
-            Ok(Ok(latency)) => stats.latencies.push(latency),
+            Ok(Ok((latency, first_byte))) => {
+                stats.latencies.push(latency);
+                stats.first_bytes.push(first_byte);
+            }
             _ => stats.errors += 1,
         }
     }
@@ -189,6 +217,12 @@ async fn main() -> anyhow::Result<()> {
         .map(|r| r.trim().parse())
         .collect::<Result<_, _>>()?;
     let seconds: f64 = arg("--seconds").unwrap_or_else(|| "3".into()).parse()?;
+    if let Some(addr) = arg("--serve-upstream") {
+        return serve_upstream(&addr).await;
+    }
+    if let (Some(upstream), Some(gateways)) = (arg("--upstream"), arg("--gateways")) {
+        return compare(&upstream, &gateways, &rates, seconds).await;
+    }
     if std::env::args().any(|a| a == "--no-metrics") {
         reelgate::domain::metrics::set_enabled(false);
         println!("metrics: off");
@@ -286,22 +320,22 @@ async fn main() -> anyhow::Result<()> {
     let direct = Target {
         url: format!("{upstream_url}/v1/chat/completions"),
         key: None,
-        model: "fast-model",
+        model: "fast-model".into(),
     };
     let gateway = Target {
         url: gateway_url,
         key: Some(tenant.key.clone()),
-        model: "bench-model",
+        model: "bench-model".into(),
     };
     let gateway_limited = Target {
         url: gateway.url.clone(),
         key: Some(limited_tenant.key.clone()),
-        model: "bench-model",
+        model: "bench-model".into(),
     };
     let plain_listener = Target {
         url: server.url("/v1/chat/completions"),
         key: Some(tenant.key.clone()),
-        model: "bench-model",
+        model: "bench-model".into(),
     };
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(4096)
@@ -380,5 +414,86 @@ async fn main() -> anyhow::Result<()> {
         ms(with.percentile(50.0)) - ms(without.percentile(50.0)),
         ms(with.percentile(99.0)) - ms(without.percentile(99.0)),
     );
+    Ok(())
+}
+
+/// `--serve-upstream ADDR`: only the fast upstream, until the process is killed.
+async fn serve_upstream(addr: &str) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    eprintln!("fast upstream on http://{}", listener.local_addr()?);
+    axum::serve(
+        listener,
+        Router::new().route("/v1/chat/completions", post(fast_upstream)),
+    )
+    .await?;
+    Ok(())
+}
+
+/// `--upstream URL --gateways "name|url|key|model;…"`: the same open-loop load against the
+/// upstream directly (`direct`, model `fast-model`) and each gateway, one after the other at each
+/// rate, plain then streamed. One JSON line per (mode, rate, target) on stdout.
+async fn compare(
+    upstream: &str,
+    gateways: &str,
+    rates: &[u32],
+    seconds: f64,
+) -> anyhow::Result<()> {
+    let mut targets = vec![(
+        "direct".to_owned(),
+        Target {
+            url: format!("{}/v1/chat/completions", upstream.trim_end_matches('/')),
+            key: None,
+            model: "fast-model".into(),
+        },
+    )];
+    for spec in gateways.split(';').filter(|s| !s.trim().is_empty()) {
+        let parts: Vec<&str> = spec.split('|').collect();
+        let [name, url, key, model] = parts[..] else {
+            anyhow::bail!("a gateway is name|base url|key|model, not {spec}");
+        };
+        targets.push((
+            name.to_owned(),
+            Target {
+                url: format!("{}/v1/chat/completions", url.trim_end_matches('/')),
+                key: Some(key.to_owned()),
+                model: model.to_owned(),
+            },
+        ));
+    }
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    for stream in [false, true] {
+        for (_, target) in &targets {
+            run(&client, target, stream, 50, 1.0).await;
+        }
+    }
+    for stream in [false, true] {
+        for &rate in rates {
+            for (name, target) in &targets {
+                let s = run(&client, target, stream, rate, seconds).await;
+                println!(
+                    "{}",
+                    json!({
+                        "mode": if stream { "streamed" } else { "plain" },
+                        "rate": rate,
+                        "target": name,
+                        "seconds": seconds,
+                        "completed": s.latencies.len(),
+                        "errors": s.errors,
+                        "achieved_rps": s.rate(),
+                        "p50_ms": ms(s.percentile(50.0)),
+                        "p99_ms": ms(s.percentile(99.0)),
+                        "ttfb_p50_ms": ms(s.first_byte_percentile(50.0)),
+                        "ttfb_p99_ms": ms(s.first_byte_percentile(99.0)),
+                    })
+                );
+                // Let a backlog drain before the next target starts.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! reelgate on AWS Lambda. The binaries in `src/bin/` are one line each: an HTTP function per
-//! route path ([`run_http`]), one per workflow step ([`run_step`]) and the SQS render worker
+//! route path ([`run_http`]), one per workflow step ([`run_moderate_step`], ...) and the SQS render worker
 //! ([`run_worker`]). Every piece of behaviour lives in the `reelgate` library; this crate only
 //! builds the [`App`] over the AWS adapters ([`aws_app`]) and adapts Lambda events to it.
 //!
@@ -168,17 +168,60 @@ fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnosti
     }
 }
 
-/// Runs one workflow step (`moderate`, `translate`, `finalize`, `fail_job`) per invocation.
-pub async fn run_step(step: &'static str) -> Result<(), Error> {
+/// Runs one workflow step per invocation: `handler` is that step's own entry point
+/// (`reelgate::domain::workflow::steps::run_moderate`, ...), so the binary links only that
+/// step's code.
+async fn run_step<F, Fut>(step: &'static str, handler: F) -> Result<(), Error>
+where
+    F: Fn(reelgate::domain::workflow::Pipeline, Value) -> Fut + Sync,
+    Fut: std::future::Future<Output = Result<Value, reelgate::domain::workflow::steps::StepError>>
+        + Send,
+{
     let (app, _) = app_or_exit(step).await;
-    let app = &app;
+    let (app, handler) = (&app, &handler);
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            reelgate::domain::workflow::steps::run_step(&app.pipeline(), step, event.payload)
+            handler(app.pipeline(), event.payload)
                 .await
                 .map_err(step_diagnostic)
         },
     ))
+    .await
+}
+
+/// The `moderate` step's function.
+pub async fn run_moderate_step() -> Result<(), Error> {
+    use reelgate::domain::workflow::steps::run_moderate;
+    run_step("moderate", |p, payload| async move {
+        run_moderate(&p, payload).await
+    })
+    .await
+}
+
+/// The `translate` step's function.
+pub async fn run_translate_step() -> Result<(), Error> {
+    use reelgate::domain::workflow::steps::run_translate;
+    run_step("translate", |p, payload| async move {
+        run_translate(&p, payload).await
+    })
+    .await
+}
+
+/// The `finalize` step's function.
+pub async fn run_finalize_step() -> Result<(), Error> {
+    use reelgate::domain::workflow::steps::run_finalize;
+    run_step("finalize", |p, payload| async move {
+        run_finalize(&p, payload).await
+    })
+    .await
+}
+
+/// The `fail_job` step's function.
+pub async fn run_fail_job_step() -> Result<(), Error> {
+    use reelgate::domain::workflow::steps::run_fail_job;
+    run_step("fail_job", |p, payload| async move {
+        run_fail_job(&p, payload).await
+    })
     .await
 }
 

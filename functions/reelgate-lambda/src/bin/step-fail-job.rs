@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_step("fail_job").await
+    reelgate_lambda::run_fail_job_step().await
 }

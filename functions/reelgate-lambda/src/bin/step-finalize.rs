@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_step("finalize").await
+    reelgate_lambda::run_finalize_step().await
 }

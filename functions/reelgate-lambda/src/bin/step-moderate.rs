@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_step("moderate").await
+    reelgate_lambda::run_moderate_step().await
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_step("translate").await
+    reelgate_lambda::run_translate_step().await
 }

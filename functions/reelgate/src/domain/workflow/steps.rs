@@ -65,23 +65,79 @@ struct JobRef {
     video_id: String,
 }
 
-/// Runs one step with its Lambda payload.
+/// Runs one step, named, with its Lambda payload (the local runner's dispatcher). A host that
+/// runs one step per process calls that step's own `run_*` function instead, so its binary links
+/// only that step's code: the finalize step's MP4 probe and H.264 decoder stay out of the
+/// translate and fail-job functions.
 pub async fn run_step(pipeline: &Pipeline, step: &str, payload: Value) -> Result<Value, StepError> {
-    let job: JobRef = serde_json::from_value(payload.clone())
-        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("{step}: {e}")))?;
-    let outcome = match step {
-        "moderate" => moderate(pipeline, &job).await,
-        "translate" => translate(pipeline, &job).await,
-        "finalize" => finalize(pipeline, &job, &payload["render"]).await,
-        "fail_job" => fail_job(pipeline, &job, &payload).await,
+    match step {
+        "moderate" => run_moderate(pipeline, payload).await,
+        "translate" => run_translate(pipeline, payload).await,
+        "finalize" => run_finalize(pipeline, payload).await,
+        "fail_job" => run_fail_job(pipeline, payload).await,
         other => Err(StepError::new(
             errors::BAD_INPUT,
             format!("unknown step {other}"),
         )),
-    };
+    }
+}
+
+/// The `moderate` step with its Lambda payload.
+pub async fn run_moderate(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
+    run_with(pipeline, "moderate", payload, |p, job, _| async move {
+        moderate(p, &job).await
+    })
+    .await
+}
+
+/// The `translate` step with its Lambda payload.
+pub async fn run_translate(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
+    run_with(pipeline, "translate", payload, |p, job, _| async move {
+        translate(p, &job).await
+    })
+    .await
+}
+
+/// The `finalize` step with its Lambda payload.
+pub async fn run_finalize(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
+    run_with(
+        pipeline,
+        "finalize",
+        payload,
+        |p, job, payload| async move { finalize(p, &job, &payload["render"]).await },
+    )
+    .await
+}
+
+/// The `fail_job` step with its Lambda payload.
+pub async fn run_fail_job(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
+    run_with(
+        pipeline,
+        "fail_job",
+        payload,
+        |p, job, payload| async move { fail_job(p, &job, &payload).await },
+    )
+    .await
+}
+
+/// Reads the job reference from the payload, runs `handler` and logs the outcome.
+async fn run_with<'a, F, Fut>(
+    pipeline: &'a Pipeline,
+    step: &str,
+    payload: Value,
+    handler: F,
+) -> Result<Value, StepError>
+where
+    F: FnOnce(&'a Pipeline, JobRef, Value) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, StepError>> + 'a,
+{
+    let job: JobRef = serde_json::from_value(payload.clone())
+        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("{step}: {e}")))?;
+    let video_id = job.video_id.clone();
+    let outcome = handler(pipeline, job, payload).await;
     match &outcome {
-        Ok(_) => tracing::info!(step, video_id = %job.video_id, "step done"),
-        Err(e) => tracing::warn!(step, video_id = %job.video_id, error = %e, "step failed"),
+        Ok(_) => tracing::info!(step, video_id = %video_id, "step done"),
+        Err(e) => tracing::warn!(step, video_id = %video_id, error = %e, "step failed"),
     }
     outcome
 }

@@ -1,0 +1,102 @@
+//! Which Lambda binaries carry video codec code (issue #16: HTTP functions carry no video codecs).
+//!
+//! Every binary links the same library, and the linker keeps only what the binary's entry point
+//! reaches, so the split is a property of each built binary, not of the dependency tree (which
+//! is the same for all). This reads the binaries of this build: with a symbol table (the dev
+//! profile) it looks for the codecs' entry points with `nm`; stripped (the release profile) it
+//! looks for the H.264 decoder's C++ type name, which stays in the binary's read-only data.
+//! A control checks that the finalize step, which probes MP4s and decodes a frame for the
+//! thumbnail, does carry the decoder, so the check cannot pass for want of a marker.
+
+use reelgate_lambda::functions::{Serves, FUNCTIONS};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The codecs' C entry points (openh264's decoder and encoder, fdk-aac's encoder).
+const CODEC_SYMBOLS: &[&str] = &["WelsCreateDecoder", "WelsCreateSVCEncoder", "aacEncOpen"];
+/// In a stripped binary: the decoder's RTTI type name (`WelsDec::CWelsDecoder`).
+const STRIPPED_MARKER: &[u8] = b"CWelsDecoder";
+
+/// The functions whose work is media: finalize (probe, thumbnail) and moderate (frames of
+/// reference videos). The render worker only talks to the engine, so it carries no codec.
+const MAY_CARRY_CODECS: &[&str] = &["step-finalize", "step-moderate"];
+
+fn binary(name: &str) -> PathBuf {
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let exe = std::env::current_exe().expect("test exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
+    dir.join(name)
+}
+
+/// The codec markers found in `path`.
+fn codec_markers(path: &Path) -> Vec<String> {
+    let out = Command::new("nm")
+        .arg("--defined-only")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("running nm (binutils) on {}: {e}", path.display()));
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && !symbols.trim().is_empty() {
+        return CODEC_SYMBOLS
+            .iter()
+            .filter(|s| symbols.lines().any(|l| l.ends_with(&format!(" {s}"))))
+            .map(|s| s.to_string())
+            .collect();
+    }
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if bytes
+        .windows(STRIPPED_MARKER.len())
+        .any(|w| w == STRIPPED_MARKER)
+    {
+        vec![String::from_utf8_lossy(STRIPPED_MARKER).into_owned()]
+    } else {
+        Vec::new()
+    }
+}
+
+#[test]
+fn only_the_media_steps_link_video_codecs() {
+    let finalize = binary("step-finalize");
+    assert!(
+        finalize.exists(),
+        "{} is missing: the package's binaries are built for its tests",
+        finalize.display()
+    );
+    assert!(
+        !codec_markers(&finalize).is_empty(),
+        "the control failed: step-finalize should carry the H.264 decoder, so the markers are wrong"
+    );
+    let checked: Vec<&str> = FUNCTIONS
+        .iter()
+        .map(|f| f.binary)
+        .filter(|b| !MAY_CARRY_CODECS.contains(b))
+        .collect();
+    let handles: Vec<_> = checked
+        .iter()
+        .map(|b| {
+            let (name, path) = (b.to_string(), binary(b));
+            std::thread::spawn(move || (name, codec_markers(&path)))
+        })
+        .collect();
+    let mut carrying = Vec::new();
+    for h in handles {
+        let (name, markers) = h.join().expect("checking a binary");
+        if !markers.is_empty() {
+            carrying.push(format!("{name}: {}", markers.join(", ")));
+        }
+    }
+    assert!(
+        carrying.is_empty(),
+        "these functions link video codec code they never run:\n  {}",
+        carrying.join("\n  ")
+    );
+    // Every HTTP function is among the checked ones.
+    for f in FUNCTIONS {
+        if matches!(f.serves, Serves::Http { .. } | Serves::Console) {
+            assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
+        }
+    }
+}
