@@ -8,7 +8,7 @@
 # bench's organization and key), installs boto3 (pinned) into a venv outside the clone
 # ($BENCH_CACHE_DIR, default ~/.cache/reelgate/bench), starts the local AWS emulator
 # (scripts/aws-emulator.sh) and runs scripts/bench-cold-start.py, which writes
-# docs/bench/cold-start.json. Uses CARGO_TARGET_DIR when set (else ./target).
+# docs/bench/cold-start.json. Uses CARGO_TARGET_DIR when set (else the shared cache of scripts/cargo-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,9 @@ if [[ "${1:-}" == "--no-build" ]]; then
   BUILD=0
   shift
 fi
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# The build directory the README's commands share (scripts/cargo-env.sh).
+# shellcheck source=scripts/cargo-env.sh
+source scripts/cargo-env.sh
 if [[ "$BUILD" == 1 ]]; then
   cargo build --release --locked -p reelgate-lambda --bins
   cargo build --release --locked -p reelgate-cli

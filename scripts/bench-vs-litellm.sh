@@ -17,7 +17,7 @@
 # processes) and the reelgate/LiteLLM ratios. Writes docs/bench/vs-litellm.json.
 #
 # Load generator, upstream and both gateways share the machine's cores; the load average is
-# printed with the results. Uses CARGO_TARGET_DIR when set (else ./target).
+# printed with the results. Uses CARGO_TARGET_DIR when set (else the shared cache of scripts/cargo-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +39,9 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# The build directory the README's commands share (scripts/cargo-env.sh).
+# shellcheck source=scripts/cargo-env.sh
+source scripts/cargo-env.sh
 if [[ "$BUILD" == 1 ]]; then
   cargo build --release --locked -p reelgate-cli
   cargo build --release --locked -p reelgate-embedded --example chat_bench --features testing
@@ -273,7 +275,7 @@ md.append("Reading the table: a negative added latency means the gateway's perce
           "with `--num_workers 2` its workers died at start on this machine), reelgate's runtime uses every "
           "core, so the throughput ratio compares the two as each ships by default.")
 md.append("")
-md.append("Reproduce: `CARGO_TARGET_DIR=$PWD/target scripts/bench-vs-litellm.sh "
+md.append("Reproduce: `scripts/bench-vs-litellm.sh "
           f"--rates {rates} --seconds {seconds}` (builds `reelgate` and `chat_bench` in release, installs "
           "LiteLLM into `~/.cache/reelgate/litellm`).")
 Path(doc).write_text("\n".join(md) + "\n")

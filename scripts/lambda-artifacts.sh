@@ -17,7 +17,7 @@
 # 12 MiB bootstrap and 5 MiB zip and free of video codecs (H.264, AAC, MP4). Exit status 1 when
 # a target is missed.
 #
-# Uses CARGO_TARGET_DIR when set (else ./target). x86_64 only: see docs/cost.md for arm64.
+# Uses CARGO_TARGET_DIR when set (else the shared cache of scripts/cargo-env.sh). x86_64 only: see docs/cost.md for arm64.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +32,9 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# shellcheck source=scripts/cargo-env.sh
+source scripts/cargo-env.sh
+TARGET_DIR="$CARGO_TARGET_DIR"
 if [[ "$BUILD" == 1 ]]; then
   cargo build --release --locked -p reelgate-lambda --bins
 fi
