@@ -202,44 +202,24 @@ pub async fn recover_unstarted(
 ) -> crate::domain::error::ApiResult<usize> {
     let cutoff = now_secs() - grace.as_secs() as i64;
     let mut failed = 0;
-    let mut after = None;
-    loop {
-        let page = cx
-            .store
-            .query(
-                crate::ports::store::Query::partition(UNSTARTED_PK)
-                    .prefix("VIDEO#")
-                    .limit(100)
-                    .after(after.take()),
-            )
-            .await?;
-        for marker in &page.items {
-            let (Some(org), Some(video_id)) = (marker.str_attr("org"), marker.str_attr("video_id"))
-            else {
-                continue;
-            };
-            if marker.i64_attr("created_at").unwrap_or(0) > cutoff {
-                continue;
-            }
-            let running = match cx.store.get(&job_key(org, video_id)).await? {
-                Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
-                None => false,
-            };
-            if running
-                && !workflow.exists(video_id).await.map_err(|e| {
-                    crate::domain::error::ApiError::internal("recovering unstarted jobs", e)
-                })?
-            {
-                tracing::warn!(%video_id, %org, "admitted job whose workflow never started; failing it");
-                fail(cx, org, video_id, "moderation_unavailable", NEVER_STARTED).await?;
-                failed += 1;
-            }
-            clear_marker(cx, video_id).await;
+    for (org, video_id) in
+        crate::domain::keys::markers_written_by(cx.store, UNSTARTED_PK, cutoff).await?
+    {
+        let (org, video_id) = (org.as_str(), video_id.as_str());
+        let running = match cx.store.get(&job_key(org, video_id)).await? {
+            Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
+            None => false,
+        };
+        if running
+            && !workflow.exists(video_id).await.map_err(|e| {
+                crate::domain::error::ApiError::internal("recovering unstarted jobs", e)
+            })?
+        {
+            tracing::warn!(%video_id, %org, "admitted job whose workflow never started; failing it");
+            fail(cx, org, video_id, "moderation_unavailable", NEVER_STARTED).await?;
+            failed += 1;
         }
-        match page.last_sk {
-            Some(sk) => after = Some(sk),
-            None => break,
-        }
+        clear_marker(cx, video_id).await;
     }
     Ok(failed)
 }

@@ -482,36 +482,12 @@ pub async fn recover_unsent(cx: Context<'_>, grace: Duration) -> ApiResult<usize
         return Ok(0);
     }
     let cutoff = now_secs() - grace.as_secs() as i64;
-    let mut emitted = 0;
-    let mut after = None;
-    loop {
-        let page = cx
-            .store
-            .query(
-                Query::partition(UNSENT_PK)
-                    .prefix("VIDEO#")
-                    .limit(100)
-                    .after(after.take()),
-            )
-            .await?;
-        for marker in &page.items {
-            let (Some(org), Some(video_id)) = (marker.str_attr("org"), marker.str_attr("video_id"))
-            else {
-                continue;
-            };
-            if marker.i64_attr("created_at").unwrap_or(0) > cutoff {
-                continue;
-            }
-            tracing::warn!(%video_id, %org, "a job's webhook event was never queued; emitting it");
-            emit(cx, org, video_id).await;
-            emitted += 1;
-        }
-        match page.last_sk {
-            Some(sk) => after = Some(sk),
-            None => break,
-        }
+    let markers = crate::domain::keys::markers_written_by(cx.store, UNSENT_PK, cutoff).await?;
+    for (org, video_id) in &markers {
+        tracing::warn!(%video_id, %org, "a job's webhook event was never queued; emitting it");
+        emit(cx, org, video_id).await;
     }
-    Ok(emitted)
+    Ok(markers.len())
 }
 
 async fn emit_to(
