@@ -135,6 +135,16 @@ impl Caller {
 }
 
 /// The key record's attributes holding its rate-limit overrides.
+/// The update that sets a key's limit overrides (an absent one is removed: the plan's applies).
+fn limits_update(limits: &RateLimits) -> Update {
+    limit_attrs(limits)
+        .into_iter()
+        .fold(Update::new(), |update, (name, value)| match value {
+            Some(v) => update.set(name, Decimal::from(v)),
+            None => update.remove(name),
+        })
+}
+
 fn limit_attrs(limits: &RateLimits) -> [(&'static str, Option<u64>); 3] {
     [
         ("limit_requests_per_minute", limits.requests_per_minute),
@@ -422,13 +432,7 @@ impl<'a> Accounts<'a> {
         if !is_valid(key_id, "key") {
             return Err(not_found());
         }
-        let mut update = Update::new();
-        for (name, value) in limit_attrs(limits) {
-            update = match value {
-                Some(v) => update.set(name, Decimal::from(v)),
-                None => update.remove(name),
-            };
-        }
+        let update = limits_update(limits);
         match self
             .store
             .update(&api_key_key(key_id), update, Some(Condition::Exists))
@@ -529,13 +533,7 @@ impl<'a> Accounts<'a> {
         if !is_valid(key_id, "key") {
             return Err(not_found());
         }
-        let mut update = Update::new();
-        for (name, value) in limit_attrs(limits) {
-            update = match value {
-                Some(v) => update.set(name, Decimal::from(v)),
-                None => update.remove(name),
-            };
-        }
+        let mut update = limits_update(limits);
         update = match monthly_budget {
             Some(amount) => update.set(
                 crate::domain::key_budgets::BUDGET_ATTR,

@@ -187,20 +187,10 @@ pub fn event_id(video_id: &str, event_type: &str) -> String {
 
 /// `2026-11-23T18:30:00Z` for unix seconds (UTC, no leap seconds, as RFC 3339 wants).
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        "{}T{:02}:{:02}:{:02}Z",
+        crate::domain::usage_report::day_label(secs),
         rem / 3600,
         rem / 60 % 60,
         rem % 60
