@@ -75,6 +75,10 @@ start() {
     return
   fi
   install
+  # ministack keeps every Lambda code zip it was given under its TMPDIR and never deletes
+  # them; each test run deploys fresh zips, so a developer machine would grow by gigabytes
+  # a day. Nothing is running on this port, so none of them is in use.
+  rm -rf "$EMU_TMP/ministack-provided-code-$PORT"
   echo "aws-emulator: starting ministack on $ENDPOINT (log: $LOG)" >&2
   run_ministack -d >"$LOG" 2>&1 || {
     show_logs
