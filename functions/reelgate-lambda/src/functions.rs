@@ -5,13 +5,19 @@
 //! template, `src/bin/` and `reelgate::api::API_ROUTES` in agreement, and the emulator test
 //! deploys from it.
 
+use reelgate::api::PathRoutes;
+
 /// What a binary serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Serves {
-    /// Every method of one API path (API Gateway routes each method here). `stream` marks the
-    /// paths whose answers may be SSE streams: the template also gives their binary a function
-    /// URL in `RESPONSE_STREAM` mode.
-    Http { path: &'static str, stream: bool },
+    /// Every method of one API path (API Gateway routes each method here), through `routes`:
+    /// that path's handlers only. `stream` marks the paths whose answers may be SSE streams: the
+    /// template also gives their binary a function URL in `RESPONSE_STREAM` mode.
+    Http {
+        path: &'static str,
+        stream: bool,
+        routes: PathRoutes,
+    },
     /// One state of `statemachine/video.asl.json`, by its `ReelgateStep` name.
     Step {
         step: &'static str,
@@ -25,7 +31,7 @@ pub enum Serves {
     /// aborted): fails a job its execution left running, unbilled.
     ExecutionEnded,
     /// The console playground: every method of [`CONSOLE_PATHS`] (pages, JSON routes, sign-in).
-    Console,
+    Console { routes: PathRoutes },
 }
 
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
@@ -37,7 +43,7 @@ pub const CONSOLE_PATHS: &[&str] = &["/console", "/console/{proxy+}"];
 /// sends this path to the twin's function URL.
 pub const CONSOLE_STREAM_PATH: &str = "/console/api/chat/completions";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct LambdaFunction {
     /// The binary (`src/bin/<binary>.rs`), also the `BuildProperties.Binary` in the template.
     pub binary: &'static str,
@@ -50,6 +56,7 @@ const fn http(
     binary: &'static str,
     logical_id: &'static str,
     path: &'static str,
+    routes: PathRoutes,
 ) -> LambdaFunction {
     LambdaFunction {
         binary,
@@ -57,6 +64,7 @@ const fn http(
         serves: Serves::Http {
             path,
             stream: false,
+            routes,
         },
     }
 }
@@ -65,11 +73,16 @@ const fn streamed(
     binary: &'static str,
     logical_id: &'static str,
     path: &'static str,
+    routes: PathRoutes,
 ) -> LambdaFunction {
     LambdaFunction {
         binary,
         logical_id,
-        serves: Serves::Http { path, stream: true },
+        serves: Serves::Http {
+            path,
+            stream: true,
+            routes,
+        },
     }
 }
 
@@ -86,141 +99,159 @@ const fn step(
     }
 }
 
-pub const FUNCTIONS: &[LambdaFunction] = &[
-    http("api-files", "ApiFilesFunction", "/v1/files"),
-    http(
+const fn other(binary: &'static str, logical_id: &'static str, serves: Serves) -> LambdaFunction {
+    LambdaFunction {
+        binary,
+        logical_id,
+        serves,
+    }
+}
+
+/// One constant per function, named after its binary (`api-video-item` → `API_VIDEO_ITEM`),
+/// which the binary passes to its runner: a binary reads only its own entry, so it links only
+/// its own routes. [`FUNCTIONS`] lists them all for the tests and the tools, and
+/// [`BY_CONSTANT`] pairs each with its constant's name so `tests/infra_consistency.rs` can
+/// check that every binary names its own.
+macro_rules! manifest {
+    ($($name:ident = $function:expr;)*) => {
+        $(pub const $name: LambdaFunction = $function;)*
+        pub const FUNCTIONS: &[LambdaFunction] = &[$($name),*];
+        pub const BY_CONSTANT: &[(&str, LambdaFunction)] = &[$((stringify!($name), $name)),*];
+    };
+}
+
+use reelgate::api::{chat, console, files, openapi, responses, uploads, usage, videos, webhooks};
+
+manifest! {
+    API_FILES = http("api-files", "ApiFilesFunction", "/v1/files", files::collection_route);
+    API_FILE_ITEM = http(
         "api-file-item",
         "ApiFileItemFunction",
         "/v1/files/{file_id}",
-    ),
-    http(
+        files::item_route,
+    );
+    API_FILE_CONTENT = http(
         "api-file-content",
         "ApiFileContentFunction",
         "/v1/files/{file_id}/content",
-    ),
-    http("api-uploads", "ApiUploadsFunction", "/v1/uploads"),
-    http(
+        files::content_route,
+    );
+    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route);
+    API_UPLOAD_COMPLETE = http(
         "api-upload-complete",
         "ApiUploadCompleteFunction",
         "/v1/uploads/{upload_id}/complete",
-    ),
-    http("api-videos", "ApiVideosFunction", "/v1/videos"),
-    http(
+        uploads::complete_route,
+    );
+    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route);
+    API_VIDEO_MODELS = http(
         "api-video-models",
         "ApiVideoModelsFunction",
         "/v1/videos/models",
-    ),
-    http(
+        videos::models_route,
+    );
+    API_VIDEO_ACCEPTANCE = http(
         "api-video-acceptance",
         "ApiVideoAcceptanceFunction",
         "/v1/videos/acceptance",
-    ),
-    http(
+        videos::acceptance_route,
+    );
+    API_VIDEO_ITEM = http(
         "api-video-item",
         "ApiVideoItemFunction",
         "/v1/videos/{video_id}",
-    ),
-    http(
+        videos::item_route,
+    );
+    API_VIDEO_CONTENT = http(
         "api-video-content",
         "ApiVideoContentFunction",
         "/v1/videos/{video_id}/content",
-    ),
-    http(
+        videos::content_route,
+    );
+    API_VIDEO_THUMBNAIL = http(
         "api-video-thumbnail",
         "ApiVideoThumbnailFunction",
         "/v1/videos/{video_id}/thumbnail",
-    ),
-    http(
+        videos::thumbnail_route,
+    );
+    API_VIDEO_CANCEL = http(
         "api-video-cancel",
         "ApiVideoCancelFunction",
         "/v1/videos/{video_id}/cancel",
-    ),
-    http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks"),
-    http(
+        videos::cancel_route,
+    );
+    API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks", webhooks::collection_route);
+    API_WEBHOOK_ITEM = http(
         "api-webhook-item",
         "ApiWebhookItemFunction",
         "/v1/webhooks/{webhook_id}",
-    ),
-    http(
+        webhooks::item_route,
+    );
+    API_WEBHOOK_ROTATE_SECRET = http(
         "api-webhook-rotate-secret",
         "ApiWebhookRotateSecretFunction",
         "/v1/webhooks/{webhook_id}/rotate_secret",
-    ),
-    http("api-usage", "ApiUsageFunction", "/v1/usage"),
-    http("api-models", "ApiModelsFunction", "/v1/models"),
-    http("api-openapi", "ApiOpenApiFunction", "/openapi.json"),
-    http(
+        webhooks::rotate_secret_route,
+    );
+    API_USAGE = http("api-usage", "ApiUsageFunction", "/v1/usage", usage::routes);
+    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", chat::models_route);
+    API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", "/openapi.json", openapi::routes);
+    API_MODEL_ITEM = http(
         "api-model-item",
         "ApiModelItemFunction",
         "/v1/models/{model}",
-    ),
-    streamed(
+        chat::model_item_route,
+    );
+    API_CHAT_COMPLETIONS = streamed(
         "api-chat-completions",
         "ApiChatCompletionsFunction",
         "/v1/chat/completions",
-    ),
-    streamed("api-responses", "ApiResponsesFunction", "/v1/responses"),
-    http(
+        chat::completions_route,
+    );
+    API_RESPONSES = streamed(
+        "api-responses",
+        "ApiResponsesFunction",
+        "/v1/responses",
+        responses::collection_route,
+    );
+    API_RESPONSE_ITEM = http(
         "api-response-item",
         "ApiResponseItemFunction",
         "/v1/responses/{response_id}",
-    ),
-    http(
+        responses::item_route,
+    );
+    API_RESPONSE_INPUT_ITEMS = http(
         "api-response-input-items",
         "ApiResponseInputItemsFunction",
         "/v1/responses/{response_id}/input_items",
-    ),
-    step(
-        "step-moderate",
-        "StepModerateFunction",
-        "moderate",
-        "ModerateFunctionArn",
-    ),
-    step(
+        responses::input_items_route,
+    );
+    STEP_MODERATE = step("step-moderate", "StepModerateFunction", "moderate", "ModerateFunctionArn");
+    STEP_TRANSLATE = step(
         "step-translate",
         "StepTranslateFunction",
         "translate",
         "TranslateFunctionArn",
-    ),
-    step(
-        "step-finalize",
-        "StepFinalizeFunction",
-        "finalize",
-        "FinalizeFunctionArn",
-    ),
-    step(
-        "step-fail-job",
-        "StepFailJobFunction",
-        "fail_job",
-        "FailJobFunctionArn",
-    ),
-    LambdaFunction {
-        binary: "render-worker",
-        logical_id: "RenderWorkerFunction",
-        serves: Serves::RenderWorker,
-    },
-    LambdaFunction {
-        binary: "webhook-worker",
-        logical_id: "WebhookWorkerFunction",
-        serves: Serves::WebhookWorker,
-    },
-    LambdaFunction {
-        binary: "console",
-        logical_id: "ConsoleFunction",
-        serves: Serves::Console,
-    },
-    LambdaFunction {
-        binary: "execution-ended",
-        logical_id: "ExecutionEndedFunction",
-        serves: Serves::ExecutionEnded,
-    },
-];
+    );
+    STEP_FINALIZE = step("step-finalize", "StepFinalizeFunction", "finalize", "FinalizeFunctionArn");
+    STEP_FAIL_JOB = step("step-fail-job", "StepFailJobFunction", "fail_job", "FailJobFunctionArn");
+    RENDER_WORKER = other("render-worker", "RenderWorkerFunction", Serves::RenderWorker);
+    WEBHOOK_WORKER = other("webhook-worker", "WebhookWorkerFunction", Serves::WebhookWorker);
+    CONSOLE = other(
+        "console",
+        "ConsoleFunction",
+        Serves::Console {
+            routes: console::routes,
+        },
+    );
+    EXECUTION_ENDED = other("execution-ended", "ExecutionEndedFunction", Serves::ExecutionEnded);
+}
 
 /// The logical id of the streaming twin of a streamed HTTP function and of the console
 /// function (for [`CONSOLE_STREAM_PATH`]).
 pub fn stream_logical_id(f: &LambdaFunction) -> Option<String> {
     match f.serves {
-        Serves::Http { stream: true, .. } | Serves::Console => {
+        Serves::Http { stream: true, .. } | Serves::Console { .. } => {
             Some(f.logical_id.replace("Function", "StreamFunction"))
         }
         _ => None,

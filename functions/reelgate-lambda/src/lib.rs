@@ -147,11 +147,21 @@ async fn app_or_exit(function: &str) -> (App, Config) {
     }
 }
 
-/// Serves the API router through `lambda_http` (API Gateway HTTP API payload 2.0, or a function
-/// URL). Buffered by default; streamed when [`RESPONSE_STREAM_ENV`] is on.
-pub async fn run_http(function: &str) -> Result<(), Error> {
-    let (app, config) = app_or_exit(function).await;
-    let router = reelgate::api::router(app);
+/// Serves one HTTP function's routes (one API path, or the console) through `lambda_http` (API
+/// Gateway HTTP API payload 2.0, or a function URL). Buffered by default; streamed when
+/// [`RESPONSE_STREAM_ENV`] is on. The binary passes its own manifest entry
+/// ([`functions::API_MODELS`], ...), so it links that path's handlers and no others.
+pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error> {
+    let routes = match function.serves {
+        functions::Serves::Http { routes, .. } | functions::Serves::Console { routes } => routes,
+        other => {
+            // A programming error in a binary's one line; say which, at init.
+            eprintln!("{} is not an HTTP function: {other:?}", function.binary);
+            std::process::exit(1);
+        }
+    };
+    let (app, config) = app_or_exit(function.binary).await;
+    let router = reelgate::api::serve(app, routes());
     if config.response_stream {
         lambda_http::run_with_streaming_response(router).await
     } else {

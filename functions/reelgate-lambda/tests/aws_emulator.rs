@@ -582,7 +582,8 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         )
         .await;
     for f in FUNCTIONS.iter().filter(|f| {
-        DEPLOYED.contains(&f.binary) && matches!(f.serves, Serves::Http { .. } | Serves::Console)
+        DEPLOYED.contains(&f.binary)
+            && matches!(f.serves, Serves::Http { .. } | Serves::Console { .. })
     }) {
         let integration = emulator
             .call(

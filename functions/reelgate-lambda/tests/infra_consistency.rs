@@ -187,7 +187,7 @@ fn every_route_has_an_api_event_and_every_event_a_route() {
     // The console function takes every method of the console's paths, and only it does.
     let console = FUNCTIONS
         .iter()
-        .find(|f| f.serves == Serves::Console)
+        .find(|f| matches!(f.serves, Serves::Console { .. }))
         .expect("the manifest has the console function");
     let console_events: BTreeSet<(String, String)> = events
         .iter()
@@ -483,7 +483,12 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
     assert_eq!(checked, reelgate::api::API_ROUTES.len());
     // Every streaming path has a behaviour of its own, on its twin's URL.
     for f in FUNCTIONS {
-        if let (Serves::Http { path, stream: true }, Some(twin)) = (f.serves, stream_logical_id(f))
+        if let (
+            Serves::Http {
+                path, stream: true, ..
+            },
+            Some(twin),
+        ) = (f.serves, stream_logical_id(f))
         {
             let b = behaviour_for(d, path);
             assert_eq!(
@@ -501,7 +506,7 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
     // other JSON routes included) to the HTTP API.
     let console = FUNCTIONS
         .iter()
-        .find(|f| f.serves == Serves::Console)
+        .find(|f| matches!(f.serves, Serves::Console { .. }))
         .expect("the console function");
     let stream_path = reelgate_lambda::functions::CONSOLE_STREAM_PATH;
     assert!(

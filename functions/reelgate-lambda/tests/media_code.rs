@@ -95,7 +95,7 @@ fn only_the_media_steps_link_video_codecs() {
     );
     // Every HTTP function is among the checked ones.
     for f in FUNCTIONS {
-        if matches!(f.serves, Serves::Http { .. } | Serves::Console) {
+        if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. }) {
             assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
         }
     }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http("api-file-content").await
+    reelgate_lambda::run_http(&reelgate_lambda::functions::API_FILE_CONTENT).await
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http("api-openapi").await
+    reelgate_lambda::run_http(&reelgate_lambda::functions::API_OPENAPI).await
 }

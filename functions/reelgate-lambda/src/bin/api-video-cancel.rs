@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http("api-video-cancel").await
+    reelgate_lambda::run_http(&reelgate_lambda::functions::API_VIDEO_CANCEL).await
 }

@@ -3,5 +3,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http("console").await
+    reelgate_lambda::run_http(&reelgate_lambda::functions::CONSOLE).await
 }

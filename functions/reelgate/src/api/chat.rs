@@ -24,9 +24,23 @@ use serde_json::{Map, Value};
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/v1/models", get(crate::api::models::list))
-        .route("/v1/models/{model}", get(crate::api::models::retrieve))
-        .route("/v1/chat/completions", post(completions))
+        .merge(models_route())
+        .merge(model_item_route())
+        .merge(completions_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn models_route() -> Router<App> {
+    Router::new().route("/v1/models", get(crate::api::models::list))
+}
+
+pub fn model_item_route() -> Router<App> {
+    Router::new().route("/v1/models/{model}", get(crate::api::models::retrieve))
+}
+
+pub fn completions_route() -> Router<App> {
+    Router::new().route("/v1/chat/completions", post(completions))
 }
 
 /// The routes this module serves, for `http::API_ROUTES`.

@@ -19,12 +19,26 @@ use serde::Deserialize;
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route(
-            "/v1/files",
-            get(list).post(upload).layer(DefaultBodyLimit::disable()),
-        )
-        .route("/v1/files/{file_id}", get(retrieve).delete(delete))
-        .route("/v1/files/{file_id}/content", get(content))
+        .merge(collection_route())
+        .merge(item_route())
+        .merge(content_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn collection_route() -> Router<App> {
+    Router::new().route(
+        "/v1/files",
+        get(list).post(upload).layer(DefaultBodyLimit::disable()),
+    )
+}
+
+pub fn item_route() -> Router<App> {
+    Router::new().route("/v1/files/{file_id}", get(retrieve).delete(delete))
+}
+
+pub fn content_route() -> Router<App> {
+    Router::new().route("/v1/files/{file_id}/content", get(content))
 }
 
 pub async fn upload(

@@ -67,11 +67,14 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/openapi.json"),
 ];
 
-/// The whole service.
+/// The routes of one path of the public API (every method it accepts), or the console's: the
+/// unit one Lambda function serves (`reelgate_lambda::functions`). A binary that names one of
+/// these links only that path's handlers, not the whole service (issue #16's artifact sizes).
+pub type PathRoutes = fn() -> Router<App>;
+
+/// The whole service, as the local server mounts it.
 pub fn router(app: App) -> Router {
-    let json_limit = app.settings.max_json_bytes;
-    let origin_secrets = app.settings.origin_secrets.clone();
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(health))
         .merge(files::routes())
         .merge(uploads::routes())
@@ -82,7 +85,17 @@ pub fn router(app: App) -> Router {
         .merge(usage::routes())
         .merge(metrics::routes())
         .merge(console::routes())
-        .merge(openapi::routes())
+        .merge(openapi::routes());
+    serve(app, routes)
+}
+
+/// `routes` behind the layers every answer goes through (request id and log line, the front
+/// door's origin check, the body budget) with the API's 404 and 405 answers: the whole service
+/// locally ([`router`]), one path per Lambda function.
+pub fn serve(app: App, routes: Router<App>) -> Router {
+    let json_limit = app.settings.max_json_bytes;
+    let origin_secrets = app.settings.origin_secrets.clone();
+    routes
         // The matched route's template, for the request's log line (`request_id::tag`).
         .route_layer(axum::middleware::from_fn(request_id::note_route))
         .fallback(not_found)

@@ -34,9 +34,23 @@ pub const ROUTES: &[(&str, &str)] = &[
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/v1/responses", post(create))
-        .route("/v1/responses/{response_id}", get(retrieve).delete(remove))
-        .route("/v1/responses/{response_id}/input_items", get(input_items))
+        .merge(collection_route())
+        .merge(item_route())
+        .merge(input_items_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn collection_route() -> Router<App> {
+    Router::new().route("/v1/responses", post(create))
+}
+
+pub fn item_route() -> Router<App> {
+    Router::new().route("/v1/responses/{response_id}", get(retrieve).delete(remove))
+}
+
+pub fn input_items_route() -> Router<App> {
+    Router::new().route("/v1/responses/{response_id}/input_items", get(input_items))
 }
 
 fn response_not_found(id: &str) -> ApiError {

@@ -13,8 +13,18 @@ use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/v1/uploads", post(create))
-        .route("/v1/uploads/{upload_id}/complete", post(complete))
+        .merge(collection_route())
+        .merge(complete_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn collection_route() -> Router<App> {
+    Router::new().route("/v1/uploads", post(create))
+}
+
+pub fn complete_route() -> Router<App> {
+    Router::new().route("/v1/uploads/{upload_id}/complete", post(complete))
 }
 
 async fn create(

@@ -21,16 +21,46 @@ pub const POLL_AFTER_MS: &str = "10000";
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/v1/videos", get(list).post(create))
-        .route("/v1/videos/models", get(models))
-        .route(
-            "/v1/videos/acceptance",
-            get(crate::api::agreement::get_status).post(crate::api::agreement::accept),
-        )
-        .route("/v1/videos/{video_id}", get(retrieve).delete(delete))
-        .route("/v1/videos/{video_id}/content", get(content))
-        .route("/v1/videos/{video_id}/thumbnail", get(thumbnail))
-        .route("/v1/videos/{video_id}/cancel", post(cancel))
+        .merge(collection_route())
+        .merge(models_route())
+        .merge(acceptance_route())
+        .merge(item_route())
+        .merge(content_route())
+        .merge(thumbnail_route())
+        .merge(cancel_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn collection_route() -> Router<App> {
+    Router::new().route("/v1/videos", get(list).post(create))
+}
+
+pub fn models_route() -> Router<App> {
+    Router::new().route("/v1/videos/models", get(models))
+}
+
+pub fn acceptance_route() -> Router<App> {
+    Router::new().route(
+        "/v1/videos/acceptance",
+        get(crate::api::agreement::get_status).post(crate::api::agreement::accept),
+    )
+}
+
+pub fn item_route() -> Router<App> {
+    Router::new().route("/v1/videos/{video_id}", get(retrieve).delete(delete))
+}
+
+pub fn content_route() -> Router<App> {
+    Router::new().route("/v1/videos/{video_id}/content", get(content))
+}
+
+pub fn thumbnail_route() -> Router<App> {
+    Router::new().route("/v1/videos/{video_id}/thumbnail", get(thumbnail))
+}
+
+pub fn cancel_route() -> Router<App> {
+    Router::new().route("/v1/videos/{video_id}/cancel", post(cancel))
 }
 
 fn with_poll_hint(video: Video) -> Response {

@@ -14,12 +14,26 @@ use serde_json::{json, Value};
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/v1/webhooks", get(list).post(create))
-        .route("/v1/webhooks/{webhook_id}", get(retrieve).delete(delete))
-        .route(
-            "/v1/webhooks/{webhook_id}/rotate_secret",
-            post(rotate_secret),
-        )
+        .merge(collection_route())
+        .merge(item_route())
+        .merge(rotate_secret_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn collection_route() -> Router<App> {
+    Router::new().route("/v1/webhooks", get(list).post(create))
+}
+
+pub fn item_route() -> Router<App> {
+    Router::new().route("/v1/webhooks/{webhook_id}", get(retrieve).delete(delete))
+}
+
+pub fn rotate_secret_route() -> Router<App> {
+    Router::new().route(
+        "/v1/webhooks/{webhook_id}/rotate_secret",
+        post(rotate_secret),
+    )
 }
 
 async fn create(

@@ -1,0 +1,136 @@
+//! Each HTTP function answers exactly its own path (issue #16: a binary links only its path's
+//! handlers). Every binary passes its own manifest constant to its runner; each function's
+//! routes, behind the service's common layers, serve every method `API_ROUTES` lists for its
+//! path and no other function's path, as API Gateway would route them.
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use reelgate::config::Settings;
+use reelgate::domain::catalog::Catalog;
+use reelgate_embedded::host::LocalBackend;
+use reelgate_lambda::functions::{Serves, BY_CONSTANT, FUNCTIONS};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+#[test]
+fn every_binary_runs_its_own_manifest_entry() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+    for f in FUNCTIONS {
+        let source = std::fs::read_to_string(dir.join(format!("{}.rs", f.binary)))
+            .unwrap_or_else(|e| panic!("{}: {e}", f.binary));
+        if !matches!(f.serves, Serves::Http { .. } | Serves::Console { .. }) {
+            continue;
+        }
+        let named = source
+            .split("reelgate_lambda::functions::")
+            .nth(1)
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect::<String>()
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} does not name its reelgate_lambda::functions entry",
+                    f.binary
+                )
+            });
+        let (_, entry) = BY_CONSTANT
+            .iter()
+            .find(|(name, _)| *name == named)
+            .unwrap_or_else(|| panic!("{}: no manifest constant {named}", f.binary));
+        assert_eq!(
+            entry.binary, f.binary,
+            "src/bin/{}.rs runs the manifest entry of another binary ({named})",
+            f.binary
+        );
+        assert!(
+            source.contains("run_http("),
+            "{} is an HTTP function and must call run_http",
+            f.binary
+        );
+    }
+}
+
+/// A concrete URL of a path template (`{video_id}` → an id that does not exist).
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|part| {
+            if part.starts_with('{') {
+                "x_missing"
+            } else {
+                part
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Whether a request to `url` matches the path template `template` (`/v1/videos/models` also
+/// matches `/v1/videos/{video_id}`; API Gateway sends it to the more specific path's function).
+fn matches_template(template: &str, url: &str) -> bool {
+    let (t, u): (Vec<_>, Vec<_>) = (template.split('/').collect(), url.split('/').collect());
+    t.len() == u.len() && t.iter().zip(&u).all(|(t, u)| t.starts_with('{') || t == u)
+}
+
+/// The body's `error.code`, if it is the error envelope.
+async fn error_code(response: axum::response::Response) -> Option<String> {
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .ok()?;
+    let body: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    body["error"]["code"].as_str().map(str::to_owned)
+}
+
+#[tokio::test]
+async fn each_http_function_serves_its_own_path_and_no_other() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("local backend");
+    let catalog = Arc::new(Catalog::load(None).expect("catalog"));
+    let app = backend.app(catalog, Settings::default());
+    let http: Vec<_> = FUNCTIONS
+        .iter()
+        .filter_map(|f| match f.serves {
+            Serves::Http { path, routes, .. } => Some((f.binary, path, routes)),
+            _ => None,
+        })
+        .collect();
+    for (binary, path, routes) in &http {
+        let router = reelgate::api::serve(app.clone(), routes());
+        for (method, _) in reelgate::api::API_ROUTES.iter().filter(|(_, p)| p == path) {
+            let request = Request::builder()
+                .method(Method::from_bytes(method.as_bytes()).expect("method"))
+                .uri(concrete(path))
+                .body(Body::empty())
+                .expect("request");
+            let response = router.clone().oneshot(request).await.expect("answer");
+            let status = response.status();
+            let code = error_code(response).await;
+            assert!(
+                status != StatusCode::NOT_FOUND || code.as_deref() != Some("unknown_url"),
+                "{binary} does not serve {method} {path}"
+            );
+            assert_ne!(
+                status,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{binary} refuses {method} {path}"
+            );
+        }
+        for (other, other_path, _) in http
+            .iter()
+            .filter(|(b, p, _)| b != binary && !matches_template(path, &concrete(p)))
+        {
+            let request = Request::builder()
+                .uri(concrete(other_path))
+                .body(Body::empty())
+                .expect("request");
+            let response = router.clone().oneshot(request).await.expect("answer");
+            assert_eq!(
+                (response.status(), error_code(response).await.as_deref()),
+                (StatusCode::NOT_FOUND, Some("unknown_url")),
+                "{binary} also answers {other_path}, the path of {other}"
+            );
+        }
+    }
+}
