@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # The Lambda deployment artifacts, measured (docs/cost.md, "Artifact sizes").
 #
-#   scripts/lambda-artifacts.sh [--no-build] [--out docs/bench/artifacts.json]
+#   scripts/lambda-artifacts.sh [--no-build] [--arch x86_64|arm64] [--functions a,b] [--out FILE]
+#
+#   --arch arm64   cross-builds for Graviton (aarch64-unknown-linux-gnu, the template's
+#                  Architectures) the way cargo-lambda does: `rustup target add` and zig as the
+#                  C compiler and linker (`ziglang` and `cargo-zigbuild` from PyPI, pinned, in a
+#                  venv under the tools cache); default out docs/bench/artifacts-arm64.json
+#   --functions    build and measure only these binaries (default: every src/bin/*.rs)
 #
 # Builds every reelgate-lambda bootstrap with the workspace's release profile (stripped; see
 # Cargo.toml's [profile.release]), zips each one as Lambda ships it (`bootstrap` at the zip's
@@ -17,15 +23,21 @@
 # 12 MiB bootstrap and 5 MiB zip and free of video codecs (H.264, AAC, MP4). Exit status 1 when
 # a target is missed.
 #
-# Uses CARGO_TARGET_DIR when set (else the shared cache of scripts/cargo-env.sh). x86_64 only: see docs/cost.md for arm64.
+# Uses CARGO_TARGET_DIR when set (else the shared cache of scripts/cargo-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=1
-OUT="docs/bench/artifacts.json"
+ARCH=x86_64
+OUT=""
+FUNCTIONS=""
+ZIG_VERSION="0.17.0"
+ZIGBUILD_VERSION="0.24.0"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-build) BUILD=0 ;;
+    --arch) ARCH="$2"; shift ;;
+    --functions) FUNCTIONS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -35,16 +47,49 @@ done
 # shellcheck source=scripts/cargo-env.sh
 source scripts/cargo-env.sh
 TARGET_DIR="$CARGO_TARGET_DIR"
-if [[ "$BUILD" == 1 ]]; then
-  cargo build --release --locked -p reelgate-lambda --bins
+BIN_ARGS=(--bins)
+if [[ -n "$FUNCTIONS" ]]; then
+  BIN_ARGS=()
+  IFS=, read -ra names <<<"$FUNCTIONS"
+  for name in "${names[@]}"; do BIN_ARGS+=(--bin "$name"); done
 fi
+case "$ARCH" in
+  x86_64)
+    RELEASE_DIR="$TARGET_DIR/release"
+    OUT="${OUT:-docs/bench/artifacts.json}"
+    if [[ "$BUILD" == 1 ]]; then
+      cargo build --release --locked -p reelgate-lambda "${BIN_ARGS[@]}"
+    fi
+    ;;
+  arm64)
+    TRIPLE=aarch64-unknown-linux-gnu
+    RELEASE_DIR="$TARGET_DIR/$TRIPLE/release"
+    OUT="${OUT:-docs/bench/artifacts-arm64.json}"
+    if [[ "$BUILD" == 1 ]]; then
+      ZIG_VENV="$REELGATE_TOOLS_DIR/zig-$ZIG_VERSION"
+      if [[ ! -f "$ZIG_VENV/.installed" ]]; then
+        python3 -m venv "$ZIG_VENV"
+        "$ZIG_VENV/bin/pip" install --quiet --disable-pip-version-check \
+          "ziglang==$ZIG_VERSION" "cargo-zigbuild==$ZIGBUILD_VERSION"
+        touch "$ZIG_VENV/.installed"
+      fi
+      rustup target add "$TRIPLE" >/dev/null
+      # `.2.17`: link against glibc 2.17 symbols, which every Lambda runtime has (docs/deploy.md).
+      PATH="$ZIG_VENV/bin:$PATH" cargo zigbuild --release --locked --target "$TRIPLE.2.17" \
+        -p reelgate-lambda "${BIN_ARGS[@]}"
+    fi
+    ;;
+  *) echo "--arch is x86_64 or arm64, not $ARCH" >&2; exit 2 ;;
+esac
 
-python3 - "$TARGET_DIR/release" "$OUT" <<'PY'
+python3 - "$RELEASE_DIR" "$OUT" "$ARCH" "$FUNCTIONS" <<'PY'
 import io, json, os, re, sys, time, zipfile
 from pathlib import Path
 
-release, out = Path(sys.argv[1]), Path(sys.argv[2])
+release, out, arch, only = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 bins = sorted(p.stem for p in Path("functions/reelgate-lambda/src/bin").glob("*.rs"))
+if only:
+    bins = [b for b in bins if b in only.split(",")]
 # Source-path markers of the media crates (see the header).
 VIDEO = {
     "openh264": rb"CWelsDecoder|WelsEnc|openh264-[0-9.]+/src",
@@ -100,7 +145,7 @@ for line in Path("Cargo.toml").read_text().splitlines():
 if missing:
     print(f"not built (not measured): {', '.join(missing)}")
     misses.append(f"not built: {', '.join(missing)}")
-report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": os.uname().machine,
+report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch,
           "release_profile": profile, "functions": rows, "target_misses": misses}
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(json.dumps(report, indent=1) + "\n")
