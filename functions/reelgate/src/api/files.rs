@@ -279,7 +279,7 @@ async fn list(
         Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
     };
     let after = match params.after {
-        Some(id) if is_valid(&id, "file") => Some(format!("FILE#{id}")),
+        Some(id) if is_valid(&id, "file") => Some(crate::domain::keys::file_sk(&id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a file id.")),
         None => None,
     };
@@ -288,8 +288,8 @@ async fn list(
     let mut has_more;
     // A purpose filter may skip items, so keep reading pages until the page is full.
     loop {
-        let mut q = Query::partition(format!("ORG#{}", caller.org))
-            .prefix("FILE#")
+        let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
+            .prefix(crate::domain::keys::FILE_PREFIX)
             .limit(limit)
             .after(cursor);
         if !ascending {

@@ -58,7 +58,10 @@ pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
     if !is_valid(video_id, "video") {
         return Err(not_found(video_id));
     }
-    let it = app.store.get(&job_key(org, video_id)).await?;
+    let it = app
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?;
     it.as_ref()
         .and_then(Video::from_item)
         .ok_or_else(|| not_found(video_id))
@@ -222,11 +225,11 @@ pub async fn list_videos(app: &App, caller: &Caller, params: &ListParams) -> Api
     };
     let after = match params.after.as_deref() {
         None | Some("") => None,
-        Some(id) if is_valid(id, "video") => Some(format!("VIDEO#{id}")),
+        Some(id) if is_valid(id, "video") => Some(crate::domain::keys::video_sk(id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a video id.")),
     };
-    let mut q = Query::partition(format!("ORG#{}", caller.org))
-        .prefix("VIDEO#")
+    let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
+        .prefix(crate::domain::keys::VIDEO_PREFIX)
         .limit(limit)
         .after(after);
     if descending {
@@ -294,7 +297,7 @@ pub async fn delete_video(app: &App, caller: &Caller, video_id: &str) -> ApiResu
     match app
         .store
         .delete(
-            &job_key(&caller.org, &video_id),
+            &crate::domain::keys::job(&caller.org, &video_id),
             Some(Condition::In("status".into(), terminal)),
         )
         .await

@@ -6,7 +6,7 @@
 //! that dies right after it still has its webhook event sent by the recovery pass.
 
 use crate::domain::accounts::org_key;
-use crate::domain::keys::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
+use crate::domain::keys::{RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
 use crate::ports::store::{
     item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
 };
@@ -77,10 +77,7 @@ pub async fn charge(
     usage: RenderUsage<'_>,
 ) -> Result<Settlement, StoreError> {
     let now = now_secs();
-    let mut ledger = item(&crate::ports::store::Key::new(
-        format!("ORG#{org}"),
-        format!("CHARGE#{video_id}"),
-    ));
+    let mut ledger = item(&crate::domain::keys::charge(org, video_id));
     ledger.insert("kind".into(), "ledger_charge".into());
     ledger.insert("video_id".into(), video_id.into());
     ledger.insert("amount".into(), Attr::N(quote));
@@ -110,7 +107,7 @@ pub async fn charge(
     };
     let ops = vec![
         TransactOp::Update {
-            key: job_key(org, video_id),
+            key: crate::domain::keys::job(org, video_id),
             update: job_update.set("reservation", RESERVATION_CHARGED),
             condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
         },
@@ -148,7 +145,7 @@ pub async fn release(
 ) -> Result<Settlement, StoreError> {
     let mut ops = vec![
         TransactOp::Update {
-            key: job_key(org, video_id),
+            key: crate::domain::keys::job(org, video_id),
             update: job_update.set("reservation", RESERVATION_RELEASED),
             condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
         },
@@ -164,7 +161,7 @@ pub async fn release(
     ];
     // A job admitted under a key's monthly budget gives its quote back to that month.
     const BUDGET_AT: usize = 3;
-    let job = store.get(&job_key(org, video_id)).await?;
+    let job = store.get(&crate::domain::keys::job(org, video_id)).await?;
     let budgeted = job.as_ref().and_then(|j| {
         use crate::ports::store::ItemExt;
         Some((

@@ -9,7 +9,6 @@
 //! (`jobs::cancel` emits the job's `video.canceled` webhook event.)
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::keys::job_key;
 use crate::domain::registry::Engines;
 use crate::domain::videos::Video;
 use crate::domain::Context;
@@ -29,7 +28,11 @@ pub async fn cancel(
     org: &str,
     video_id: &str,
 ) -> ApiResult<Option<Video>> {
-    let Some(before) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(before) = cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+    else {
         return Ok(None);
     };
     let status = before.str_attr("status").unwrap_or_default().to_owned();
@@ -38,7 +41,10 @@ pub async fn cancel(
     }
     if !crate::domain::jobs::cancel(cx, org, video_id).await? {
         // Settled by someone else in between (a completion, a failure): report what it is now.
-        let now = cx.store.get(&job_key(org, video_id)).await?;
+        let now = cx
+            .store
+            .get(&crate::domain::keys::job(org, video_id))
+            .await?;
         let status = now
             .as_ref()
             .and_then(|i| i.str_attr("status"))
@@ -53,7 +59,10 @@ pub async fn cancel(
             tracing::warn!(%video_id, error = %e, "could not stop the workflow execution");
         }
     }
-    let after = cx.store.get(&job_key(org, video_id)).await?;
+    let after = cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?;
     let Some(after) = after else {
         return Ok(None);
     };

@@ -35,7 +35,7 @@ fn purpose_description(purpose: &str) -> &'static str {
 }
 
 pub fn file_key(org: &str, file_id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("FILE#{file_id}"))
+    crate::domain::keys::file(org, file_id)
 }
 
 pub fn blob_key(org: &str, file_id: &str) -> String {

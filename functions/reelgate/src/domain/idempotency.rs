@@ -141,10 +141,7 @@ pub enum Begin {
 
 fn record_key(org: &str, route: &str, key: &str) -> Key {
     let digest = hex::encode(Sha256::digest(key.as_bytes()));
-    Key::new(
-        format!("ORG#{org}"),
-        format!("IDEMPOTENCY#{route}#{digest}"),
-    )
+    crate::domain::keys::idempotency(org, route, &digest)
 }
 
 fn reused() -> ApiError {

@@ -2,7 +2,7 @@
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
 use crate::domain::error::ApiResult;
-use crate::domain::keys::{job_key, RUNNING};
+use crate::domain::keys::RUNNING;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
 
@@ -29,7 +29,11 @@ pub async fn fail(
 ) -> ApiResult<bool> {
     let code = failure_code(code);
     let message = failure_message(code);
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+    else {
         return Ok(false);
     };
     let quote = job.decimal_attr("cost").unwrap_or_default();
@@ -61,7 +65,11 @@ pub async fn fail(
 /// no longer running (a completion that won the race keeps its charge). Erasure with `--force`
 /// uses it; the workflow's next step finds the job terminal and stops.
 pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+    else {
         return Ok(false);
     };
     let quote = job.decimal_attr("cost").unwrap_or_default();
@@ -91,7 +99,11 @@ pub const PIPELINE_STOPPED: &str =
 /// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
 /// settling it); true when it did. The reconcilers of ended executions call this.
 pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+    else {
         return Ok(false);
     };
     if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
@@ -112,7 +124,7 @@ pub async fn advance(
     match cx
         .store
         .update(
-            &job_key(org, video_id),
+            &crate::domain::keys::job(org, video_id),
             extra.set("status", status),
             Some(running()),
         )
@@ -129,20 +141,16 @@ pub async fn advance(
 pub const NEVER_STARTED: &str =
     "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.";
 
-/// The partition of the "admitted, workflow start not yet confirmed" markers. Admission writes a
-/// marker in the same transaction as the job; a confirmed start (or the job's failure) deletes
-/// it. A marker that outlives its start — the process died between admission and start — is how
-/// [`recover_unstarted`] finds the job, on a host with no secondary index. Operational, not
-/// tenant data: only the recovery pass reads this partition, and each marker names its org.
-pub const UNSTARTED_PK: &str = "UNSTARTED";
-
-pub fn unstarted_key(video_id: &str) -> crate::ports::store::Key {
-    crate::ports::store::Key::new(UNSTARTED_PK, format!("VIDEO#{video_id}"))
-}
+// The partition of the "admitted, workflow start not yet confirmed" markers. Admission writes a
+// marker in the same transaction as the job; a confirmed start (or the job's failure) deletes
+// it. A marker that outlives its start — the process died between admission and start — is how
+// [`recover_unstarted`] finds the job, on a host with no secondary index. Operational, not
+// tenant data: only the recovery pass reads this partition, and each marker names its org.
+use crate::domain::keys::UNSTARTED_PK;
 
 /// The marker admission puts (with `NotExists`) beside the job.
 pub fn unstarted_marker(org: &str, video_id: &str, now: i64) -> crate::ports::store::Item {
-    let mut m = crate::ports::store::item(&unstarted_key(video_id));
+    let mut m = crate::ports::store::item(&crate::domain::keys::unstarted_marker(video_id));
     m.insert("kind".into(), "unstarted_job".into());
     m.insert("org".into(), org.into());
     m.insert("video_id".into(), video_id.into());
@@ -151,7 +159,11 @@ pub fn unstarted_marker(org: &str, video_id: &str, now: i64) -> crate::ports::st
 }
 
 async fn clear_marker(cx: Context<'_>, video_id: &str) {
-    if let Err(e) = cx.store.delete(&unstarted_key(video_id), None).await {
+    if let Err(e) = cx
+        .store
+        .delete(&crate::domain::keys::unstarted_marker(video_id), None)
+        .await
+    {
         // The recovery pass finds the execution and deletes the marker later.
         tracing::warn!(%video_id, error = %e, "could not clear the start marker");
     }
@@ -206,7 +218,11 @@ pub async fn recover_unstarted(
         crate::domain::keys::markers_written_by(cx.store, UNSTARTED_PK, cutoff).await?
     {
         let (org, video_id) = (org.as_str(), video_id.as_str());
-        let running = match cx.store.get(&job_key(org, video_id)).await? {
+        let running = match cx
+            .store
+            .get(&crate::domain::keys::job(org, video_id))
+            .await?
+        {
             Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
             None => false,
         };

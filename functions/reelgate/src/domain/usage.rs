@@ -146,21 +146,13 @@ pub struct Charge<'a> {
     pub rate_settlement: Vec<TransactOp>,
 }
 
-/// The ledger item's sort key for a completion id (stable, so a retry cannot charge twice).
-pub fn ledger_sk(reference: &str) -> String {
-    format!("LEDGER#{reference}")
-}
-
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
 /// Charging the same reference twice is a no-op that returns zero.
 pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     let amounts = priced(c.model, c.usage);
     let amount = amounts.total();
     let now = now_secs();
-    let mut ledger = item(&crate::ports::store::Key::new(
-        format!("ORG#{}", c.org),
-        ledger_sk(c.reference),
-    ));
+    let mut ledger = item(&crate::domain::keys::ledger(c.org, c.reference));
     // Same shape as the video charges' ledger items (`billing.rs`): kind, positive amount,
     // currency, charged_at, reason.
     ledger.insert("kind".into(), "ledger_charge".into());
@@ -277,11 +269,14 @@ fn charge_backoff(attempt: u32) -> std::time::Duration {
 /// The organization's most recent charges (video renders and token usage), newest first.
 pub async fn recent_charges(cx: Context<'_>, org: &str, limit: usize) -> ApiResult<Vec<Value>> {
     let mut items = Vec::new();
-    for prefix in ["CHARGE#", "LEDGER#"] {
+    for prefix in [
+        crate::domain::keys::CHARGE_PREFIX,
+        crate::domain::keys::LEDGER_PREFIX,
+    ] {
         let page = cx
             .store
             .query(
-                crate::ports::store::Query::partition(format!("ORG#{org}"))
+                crate::ports::store::Query::partition(crate::domain::keys::org_pk(org))
                     .prefix(prefix)
                     .limit(1000),
             )
@@ -317,7 +312,7 @@ pub async fn ledger_entry(
     org: &str,
     reference: &str,
 ) -> ApiResult<Option<crate::ports::store::Item>> {
-    let key = crate::ports::store::Key::new(format!("ORG#{org}"), ledger_sk(reference));
+    let key = crate::domain::keys::ledger(org, reference);
     Ok(cx
         .store
         .get(&key)

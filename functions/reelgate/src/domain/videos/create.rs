@@ -523,7 +523,7 @@ pub async fn create_with(
     let quote = priced.amount;
     let id = new_id("video");
     let now = now_secs();
-    let mut job = item(&job_key(&caller.org, &id));
+    let mut job = item(&crate::domain::keys::job(&caller.org, &id));
     job.insert("kind".into(), "video".into());
     job.insert("id".into(), id.clone().into());
     job.insert("org".into(), caller.org.clone().into());

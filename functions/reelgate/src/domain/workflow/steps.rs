@@ -3,7 +3,7 @@
 //! Failures carry Step Functions error names that the definition's `Retry`/`Catch` match.
 
 use super::Pipeline;
-use crate::domain::videos::{self, job_key, JobInputs};
+use crate::domain::videos::{self, JobInputs};
 use crate::ports::blobs::read_all;
 use crate::ports::store::{now_secs, ItemExt, Update};
 use serde::{Deserialize, Serialize};
@@ -148,7 +148,7 @@ async fn load_running(
 ) -> Result<crate::ports::store::Item, StepError> {
     let item = pipeline
         .store
-        .get(&job_key(&job.org, &job.video_id))
+        .get(&crate::domain::keys::job(&job.org, &job.video_id))
         .await?
         .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
     let status = item.str_attr("status").unwrap_or_default();
@@ -367,7 +367,7 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         Err(e) => {
             let charged = pipeline
                 .store
-                .get(&job_key(&job.org, &job.video_id))
+                .get(&crate::domain::keys::job(&job.org, &job.video_id))
                 .await?
                 .and_then(|i| {
                     i.str_attr("reservation")

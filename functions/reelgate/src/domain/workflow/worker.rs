@@ -8,7 +8,7 @@
 
 use super::steps::{errors, RenderResult};
 use super::Pipeline;
-use crate::domain::videos::{self, job_key, JobInputs};
+use crate::domain::videos::{self, JobInputs};
 use crate::ports::engine::{
     EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
 };
@@ -221,7 +221,7 @@ async fn job_and_engine(
 ) -> Result<JobAndEngine, String> {
     let job = pipeline
         .store
-        .get(&job_key(org, video_id))
+        .get(&crate::domain::keys::job(org, video_id))
         .await
         .map_err(|e| e.to_string())?;
     let Some(job) = job else {
