@@ -369,6 +369,49 @@ fn the_checker_sees_imports_of_every_form() {
     assert!(!allowed("ports").contains(&"domain"));
 }
 
+/// The HTTP crates `code` names as paths (`axum::…`, `http::…`).
+fn http_paths(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for root in ["axum::", "http::", "tower_http::"] {
+        for (start, _) in code.match_indices(root) {
+            let before = code[..start].chars().next_back();
+            if before.is_some_and(|c| is_ident(c) || c == ':') {
+                continue;
+            }
+            found.push(root.to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_domain_knows_no_http() {
+    // The domain's errors carry a kind, not a status: `api/envelope.rs` maps them to HTTP.
+    let mut files = Vec::new();
+    rust_files(&src_dir().join("domain"), &mut files);
+    rust_files(&src_dir().join("ports"), &mut files);
+    let mut violations = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = code_of(&text);
+        for path in http_paths(&code) {
+            violations.push(format!("{}: {path}", module_of(file).join("::")));
+        }
+        if code.contains("use axum") {
+            violations.push(format!("{}: use axum", module_of(file).join("::")));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "the domain and the ports use HTTP types (map in api/ instead):\n  {}",
+        violations.join("\n  ")
+    );
+    assert_eq!(
+        http_paths("use axum::http::StatusCode; let u = \"https://x\"; reqwest::http::M; (http::Method::GET)"),
+        ["axum::", "http::"]
+    );
+}
+
 /// The key prefix literals (`"ORG#`, `"VIDEO#`, `"RATE#`, …: a quote, two or more capitals or
 /// underscores, then `#`) in `code`.
 fn key_prefix_literals(code: &str) -> Vec<String> {

@@ -42,7 +42,11 @@ pub async fn upload(
             e.body_text()
         ))
     })?;
-    let idempotency_key = crate::domain::idempotency::key_from(&headers)?;
+    let idempotency_key = crate::domain::idempotency::key_from(
+        headers
+            .get(crate::domain::idempotency::HEADER)
+            .map(|v| v.as_bytes()),
+    )?;
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);
     let mut purpose: Option<String> = None;
@@ -222,8 +226,7 @@ async fn store_field(
             .await
             .map_err(|e| match e {
                 crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::new(
-                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
+                    crate::domain::error::ErrorKind::TooLarge,
                     "file_too_large",
                     format!("Files are accepted up to {limit} bytes; larger ones use the direct upload flow."),
                 )
@@ -241,8 +244,7 @@ async fn store_field(
 fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
     if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::new(
-            e.status(),
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::TooLarge,
             "file_too_large",
             "The upload is larger than this endpoint accepts.",
         );

@@ -74,7 +74,7 @@ async fn create(
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
     use crate::domain::idempotency::{self as idem, Begin};
-    let key = idem::key_from(&headers)?;
+    let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
     let fingerprint = idem::Fingerprint::new("videos")
         .json(&body)
         .clone()

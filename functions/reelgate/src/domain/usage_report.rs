@@ -14,7 +14,7 @@
 //! number of days × models × keys, not with the number of requests.
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::ports::store::{ItemExt, ItemStore, Key, Query, TransactOp, Update};
+use crate::ports::store::{ItemExt, ItemStore, Query, TransactOp, Update};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

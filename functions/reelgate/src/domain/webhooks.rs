@@ -293,8 +293,7 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
             _ => "url_unreachable",
         };
         return Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::InvalidRequest,
             code,
             format!("url: {e}."),
         )

@@ -5,7 +5,6 @@
 
 use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::error::{ApiError, ApiResult};
-use axum::http::StatusCode;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -71,8 +70,7 @@ pub struct Validated {
 /// 400 `model_capability_mismatch` naming the part that needs `capability`.
 pub fn capability_mismatch(model: &ChatModel, capability: &str, param: &str) -> ApiError {
     ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::InvalidRequest,
         "model_capability_mismatch",
         format!(
             "The model '{}' does not support {capability} input; this content needs a model with the '{capability}' capability.",
@@ -108,8 +106,7 @@ pub fn chat_model<'a>(catalog: &'a Catalog, body: &Value) -> ApiResult<&'a ChatM
     }
     if catalog.video_model(id).is_some() {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::InvalidRequest,
             "model_not_chat_capable",
             format!("'{id}' is a video model; use it with /v1/videos. GET /v1/models lists the chat models."),
         )
@@ -602,8 +599,7 @@ impl<'a> V<'a> {
                 format!("it accepts {}", self.model.reasoning_efforts.join(", "))
             };
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+                crate::domain::error::ErrorKind::InvalidRequest,
                 "unsupported_reasoning_effort",
                 format!(
                     "The model '{}' does not accept reasoning_effort '{effort}'; {accepted}.",

@@ -610,7 +610,7 @@ mod tests {
         ];
         for (body, param) in cases {
             let e = err(body.clone());
-            assert_eq!(e.status.as_u16(), 400, "{body}");
+            assert_eq!(crate::api::envelope::status(e.kind).as_u16(), 400, "{body}");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

@@ -306,7 +306,7 @@ async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResu
     for (param, id, purpose) in &req.file_params {
         let file: FileObject = match crate::domain::files::find(cx, org, id).await {
             Ok(f) => f,
-            Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
+            Err(e) if e.kind == crate::domain::error::ErrorKind::NotFound => {
                 return Err(ApiError::invalid(
                     param,
                     format!("No file {id} exists in your organization."),
@@ -588,8 +588,7 @@ pub async fn create_with(
         }
         if claim.is_some() && e.failed_at(3) {
             return Err(ApiError::new(
-                axum::http::StatusCode::CONFLICT,
-                "conflict_error",
+                crate::domain::error::ErrorKind::Conflict,
                 "idempotency_key_in_use",
                 "Another request took over this Idempotency-Key. Retry it later.",
             ));
@@ -605,8 +604,9 @@ pub async fn create_with(
             )));
         }
         return Err(ApiError::new(
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
+            crate::domain::error::ErrorKind::RateLimited {
+                retry_after_secs: None,
+            },
             "concurrency_limit_exceeded",
             format!(
                 "Your plan allows {} renders in progress at once; wait for one to finish.",

@@ -47,9 +47,19 @@ impl std::fmt::Display for StepError {
 
 impl std::error::Error for StepError {}
 
+/// The one mapping of the domain's errors to the state machine's error names: a job that is
+/// gone or no longer in a state to continue is `JobNotRunning` (the definition abandons the run),
+/// bad input is `BadStepInput`; everything else (the store's failures among them) is
+/// `StoreUnavailable`, which the definition retries.
 impl From<crate::domain::error::ApiError> for StepError {
     fn from(e: crate::domain::error::ApiError) -> Self {
-        StepError::new(errors::STORE_UNAVAILABLE, e.message)
+        use crate::domain::error::ErrorKind;
+        let name = match e.kind {
+            ErrorKind::NotFound | ErrorKind::Conflict => errors::JOB_NOT_RUNNING,
+            ErrorKind::InvalidRequest => errors::BAD_INPUT,
+            _ => errors::STORE_UNAVAILABLE,
+        };
+        StepError::new(name, e.message)
     }
 }
 
@@ -498,4 +508,31 @@ async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<
     tracing::warn!(video_id = %job.video_id, code, "failing job");
     crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, "").await?;
     Ok(json!({"failed": code}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::error::ApiError;
+
+    #[test]
+    fn domain_errors_map_to_the_state_machines_names() {
+        let name = |e: ApiError| StepError::from(e).error;
+        assert_eq!(
+            name(ApiError::internal("using the store", "down")),
+            errors::STORE_UNAVAILABLE
+        );
+        assert_eq!(
+            name(ApiError::unavailable("x", "later")),
+            errors::STORE_UNAVAILABLE
+        );
+        assert_eq!(
+            name(ApiError::not_found("video_not_found", "gone")),
+            errors::JOB_NOT_RUNNING
+        );
+        assert_eq!(name(ApiError::conflict("ended")), errors::JOB_NOT_RUNNING);
+        assert_eq!(name(ApiError::invalid("org", "bad")), errors::BAD_INPUT);
+        let e = StepError::from(ApiError::not_found("video_not_found", "the job is gone"));
+        assert_eq!(e.cause, "the job is gone");
+    }
 }
