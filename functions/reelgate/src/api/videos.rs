@@ -141,7 +141,7 @@ async fn create(
 fn replayed(first: Value) -> Response {
     let running = first["status"]
         .as_str()
-        .is_some_and(|s| crate::domain::keys::RUNNING.contains(&s));
+        .is_some_and(|s| crate::domain::records::job::RUNNING.contains(&s));
     let mut response = Json(first).into_response();
     if running {
         response.headers_mut().insert(

@@ -6,7 +6,7 @@
 //! that dies right after it still has its webhook event sent by the recovery pass.
 
 use crate::domain::accounts::org_key;
-use crate::domain::keys::{RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
+use crate::domain::records::job::{self as job_record, JobRecord, Reservation};
 use crate::ports::store::{
     item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
 };
@@ -50,16 +50,16 @@ pub struct RenderUsage<'a> {
 }
 
 impl<'a> RenderUsage<'a> {
-    /// Read from the job item (`model`, `key`, `seconds`).
-    pub fn of_job(job: &'a crate::ports::store::Item) -> RenderUsage<'a> {
-        use crate::ports::store::ItemExt;
+    /// Read from the job (`model`, `key`, `seconds`).
+    pub fn of_job(job: &'a JobRecord) -> RenderUsage<'a> {
         RenderUsage {
-            model: job.str_attr("model").unwrap_or_default(),
-            key: job.str_attr("key").unwrap_or("unknown"),
-            seconds: job
-                .i64_attr("seconds")
-                .and_then(|s| u64::try_from(s).ok())
-                .unwrap_or(0),
+            model: &job.model,
+            key: if job.key.is_empty() {
+                "unknown"
+            } else {
+                &job.key
+            },
+            seconds: u64::try_from(job.seconds).unwrap_or(0),
         }
     }
 }
@@ -108,8 +108,8 @@ pub async fn charge(
     let ops = vec![
         TransactOp::Update {
             key: crate::domain::keys::job(org, video_id),
-            update: job_update.set("reservation", RESERVATION_CHARGED),
-            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+            update: job_record::set_reservation(job_update, Reservation::Charged),
+            condition: Some(job_record::reservation_is(Reservation::Held)),
         },
         TransactOp::Update {
             key: org_key(org),
@@ -146,8 +146,8 @@ pub async fn release(
     let mut ops = vec![
         TransactOp::Update {
             key: crate::domain::keys::job(org, video_id),
-            update: job_update.set("reservation", RESERVATION_RELEASED),
-            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+            update: job_record::set_reservation(job_update, Reservation::Released),
+            condition: Some(job_record::reservation_is(Reservation::Held)),
         },
         TransactOp::Update {
             key: org_key(org),
@@ -162,13 +162,10 @@ pub async fn release(
     // A job admitted under a key's monthly budget gives its quote back to that month.
     const BUDGET_AT: usize = 3;
     let job = store.get(&crate::domain::keys::job(org, video_id)).await?;
-    let budgeted = job.as_ref().and_then(|j| {
-        use crate::ports::store::ItemExt;
-        Some((
-            j.str_attr("key")?.to_owned(),
-            j.str_attr("budget_month")?.to_owned(),
-        ))
-    });
+    let budgeted = job
+        .as_ref()
+        .and_then(JobRecord::from_item)
+        .and_then(|j| Some((j.key, j.budget_month?)));
     if let Some((key, month)) = &budgeted {
         ops.push(crate::domain::key_budgets::commit_op(
             crate::domain::accounts::api_key_key(key),

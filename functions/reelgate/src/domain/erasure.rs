@@ -5,7 +5,7 @@
 //! storage report of `reelgate admin org show`. The inventory is docs/data.md.
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::keys::RUNNING;
+use crate::domain::records::job::JobRecord;
 use crate::domain::retention::{blob_kind, owned_blobs};
 use crate::domain::Context;
 use crate::ports::store::{Item, ItemExt, Key, Query, Update, PK, SK};
@@ -114,9 +114,10 @@ async fn stop_running_jobs(
     )
     .await?
     .iter()
-    .filter(|job| RUNNING.contains(&job.str_attr("status").unwrap_or_default()))
-    .filter(|job| started_by.is_none_or(|p| job.str_attr("person") == Some(p)))
-    .filter_map(|job| job.str_attr("id").map(str::to_owned))
+    .filter_map(JobRecord::from_item)
+    .filter(|job| job.status.is_running())
+    .filter(|job| started_by.is_none_or(|p| job.person == p))
+    .map(|job| job.id)
     .collect();
     if running.is_empty() {
         return Ok(());

@@ -2,18 +2,26 @@
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
 use crate::domain::error::ApiResult;
-use crate::domain::keys::RUNNING;
+use crate::domain::records::job::{self as job_record, JobRecord, JobStatus};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
-
-fn running() -> Condition {
-    Condition::In(
-        "status".into(),
-        RUNNING.iter().map(|s| Attr::from(*s)).collect(),
-    )
-}
+use crate::ports::store::{now_secs, StoreError, Update};
 
 pub use crate::domain::video_object::{failure_code, failure_message};
+
+/// The job `video_id` of `org`, if it exists.
+pub async fn load(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<Option<JobRecord>> {
+    Ok(cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+        .as_ref()
+        .and_then(JobRecord::from_item))
+}
+
+/// When a job that ends now is deleted.
+fn expiry(cx: Context<'_>, now: i64) -> i64 {
+    now + cx.settings.job_retention.as_secs() as i64
+}
 
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
 /// already terminal is left as it is; true when this call ended it (and emitted the job's
@@ -29,28 +37,16 @@ pub async fn fail(
 ) -> ApiResult<bool> {
     let code = failure_code(code);
     let message = failure_message(code);
-    let Some(job) = cx
-        .store
-        .get(&crate::domain::keys::job(org, video_id))
-        .await?
-    else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let quote = job.cost;
     let now = now_secs();
-    let update = Update::new()
-        .set("status", crate::domain::keys::STATUS_FAILED)
-        .set("error_code", code)
-        .set("error_message", message)
-        .set("completed_at", now)
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            now + cx.settings.job_retention.as_secs() as i64,
-        );
+    let update = job_record::failed(code, message, now, expiry(cx, now));
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
-            crate::domain::metrics::video_job(crate::domain::keys::STATUS_FAILED, code);
+            crate::domain::metrics::video_job(job_record::STATUS_FAILED, code);
             crate::domain::webhooks::emit(cx, org, video_id).await;
             Ok(true)
         }
@@ -65,28 +61,18 @@ pub async fn fail(
 /// no longer running (a completion that won the race keeps its charge). Erasure with `--force`
 /// uses it; the workflow's next step finds the job terminal and stops.
 pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx
-        .store
-        .get(&crate::domain::keys::job(org, video_id))
-        .await?
-    else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let quote = job.cost;
     let now = now_secs();
-    let update = Update::new()
-        .set("status", crate::domain::keys::STATUS_CANCELED)
-        .set("completed_at", now)
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            now + cx.settings.job_retention.as_secs() as i64,
-        );
+    let update = job_record::canceled(now, expiry(cx, now));
     let settled = matches!(
         crate::domain::billing::release(cx.store, org, video_id, quote, update).await?,
         crate::domain::billing::Settlement::Settled
     );
     if settled {
-        crate::domain::metrics::video_job(crate::domain::keys::STATUS_CANCELED, "");
+        crate::domain::metrics::video_job(job_record::STATUS_CANCELED, "");
         crate::domain::webhooks::emit(cx, org, video_id).await;
     }
     Ok(settled)
@@ -99,14 +85,10 @@ pub const PIPELINE_STOPPED: &str =
 /// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
 /// settling it); true when it did. The reconcilers of ended executions call this.
 pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx
-        .store
-        .get(&crate::domain::keys::job(org, video_id))
-        .await?
-    else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
+    if !job.status.is_running() {
         return Ok(false);
     }
     tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
@@ -118,15 +100,15 @@ pub async fn advance(
     cx: Context<'_>,
     org: &str,
     video_id: &str,
-    status: &str,
+    status: JobStatus,
     extra: Update,
 ) -> ApiResult<bool> {
     match cx
         .store
         .update(
             &crate::domain::keys::job(org, video_id),
-            extra.set("status", status),
-            Some(running()),
+            job_record::advance(extra, status),
+            Some(job_record::is_running()),
         )
         .await
     {
@@ -218,14 +200,9 @@ pub async fn recover_unstarted(
         crate::domain::keys::markers_written_by(cx.store, UNSTARTED_PK, cutoff).await?
     {
         let (org, video_id) = (org.as_str(), video_id.as_str());
-        let running = match cx
-            .store
-            .get(&crate::domain::keys::job(org, video_id))
+        let running = load(cx, org, video_id)
             .await?
-        {
-            Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
-            None => false,
-        };
+            .is_some_and(|job| job.status.is_running());
         if running
             && !workflow.exists(video_id).await.map_err(|e| {
                 crate::domain::error::ApiError::internal("recovering unstarted jobs", e)

@@ -2,33 +2,8 @@
 //! (docs/table-design.md lists them, and `tests/architecture.rs` fails if a key prefix such as
 //! `"ORG#` is written anywhere else in the crates' code). Tenancy is in the key: every
 //! organization-scoped key is built from the organization id the caller authenticated as.
-//!
-//! Also here, until the typed records own them: the video job's status and reservation values,
-//! shared by the modules that change a job (admission in `videos`, settlement in `billing`,
-//! state changes in `jobs`, the workflow steps) so none of them imports another in a circle.
 
 use crate::ports::store::{ItemExt, ItemStore, Key, Query, StoreError};
-
-pub const STATUS_MODERATING: &str = "moderating";
-pub const STATUS_TRANSLATING: &str = "translating";
-pub const STATUS_QUEUED: &str = "queued";
-pub const STATUS_IN_PROGRESS: &str = "in_progress";
-pub const STATUS_COMPLETED: &str = "completed";
-pub const STATUS_FAILED: &str = "failed";
-pub const STATUS_CANCELED: &str = "canceled";
-
-pub const TERMINAL: &[&str] = &[STATUS_COMPLETED, STATUS_FAILED, STATUS_CANCELED];
-pub const RUNNING: &[&str] = &[
-    STATUS_MODERATING,
-    STATUS_TRANSLATING,
-    STATUS_QUEUED,
-    STATUS_IN_PROGRESS,
-];
-
-/// The reservation of a job's quote: held from admission until charged or released, once.
-pub const RESERVATION_HELD: &str = "held";
-pub const RESERVATION_CHARGED: &str = "charged";
-pub const RESERVATION_RELEASED: &str = "released";
 
 // ---- Organization partition `ORG#<org>` -------------------------------------------------------
 

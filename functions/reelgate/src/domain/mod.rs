@@ -24,6 +24,7 @@ pub mod keys;
 pub mod metrics;
 pub mod moderation;
 pub mod rate_limits;
+pub mod records;
 pub mod registry;
 pub mod responses;
 pub mod retention;

@@ -22,7 +22,7 @@
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
-use crate::domain::keys::{STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
+use crate::domain::records::job::{STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
 use crate::domain::video_object::Video;
 use crate::domain::Context;
 use crate::ports::fetch::FetchError;

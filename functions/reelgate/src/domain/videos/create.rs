@@ -7,7 +7,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
 use crate::domain::Context;
-use crate::ports::store::{item, now_secs, Attr, Condition, TransactOp};
+use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
@@ -523,27 +523,6 @@ pub async fn create_with(
     let quote = priced.amount;
     let id = new_id("video");
     let now = now_secs();
-    let mut job = item(&crate::domain::keys::job(&caller.org, &id));
-    job.insert("kind".into(), "video".into());
-    job.insert("id".into(), id.clone().into());
-    job.insert("org".into(), caller.org.clone().into());
-    job.insert("person".into(), caller.person.clone().into());
-    // The key the job is attributed to (`console` for the console playground).
-    job.insert("key".into(), caller.key_id().into());
-    job.insert("model".into(), priced.model.clone().into());
-    job.insert("engine".into(), priced.engine.clone().into());
-    job.insert("prompt".into(), req.prompt.clone().into());
-    job.insert("seconds".into(), req.seconds.into());
-    job.insert("aspect_ratio".into(), req.aspect_ratio.clone().into());
-    job.insert("status".into(), STATUS_MODERATING.into());
-    job.insert("progress".into(), 0i64.into());
-    job.insert("cost".into(), Attr::N(quote));
-    job.insert("currency".into(), priced.currency.clone().into());
-    job.insert("created_at".into(), now.into());
-    job.insert("completed_at".into(), Attr::Null);
-    job.insert("thumbnail".into(), false.into());
-    job.insert("reservation".into(), RESERVATION_HELD.into());
-    job.insert("inputs".into(), req.inputs.to_attr());
     // A key with a monthly budget commits the quote now; an unbilled end gives it back.
     let budget = match &caller.credential {
         crate::domain::accounts::Credential::ApiKey { key_id } => {
@@ -551,11 +530,37 @@ pub async fn create_with(
         }
         _ => None,
     };
-    if let Some((_, b)) = &budget {
-        job.insert("budget_month".into(), b.month.clone().into());
-    }
-    let video = Video::from_item(&job)
-        .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
+    let record = JobRecord {
+        id: id.clone(),
+        org: caller.org.clone(),
+        person: caller.person.clone(),
+        // The key the job is attributed to (`console` for the console playground).
+        key: caller.key_id().to_owned(),
+        model: priced.model.clone(),
+        engine: priced.engine.clone(),
+        prompt: req.prompt.clone(),
+        seconds: i64::from(req.seconds),
+        aspect_ratio: req.aspect_ratio.clone(),
+        status: JobStatus::Moderating,
+        progress: 0,
+        cost: quote,
+        currency: priced.currency.clone(),
+        created_at: now,
+        completed_at: None,
+        thumbnail: false,
+        reservation: Reservation::Held,
+        inputs: req.inputs.clone(),
+        budget_month: budget.as_ref().map(|(_, b)| b.month.clone()),
+        engine_prompt: None,
+        render_id: None,
+        render_started_ms: None,
+        size: None,
+        error_code: None,
+        error_message: None,
+        expires_at: None,
+    };
+    let job = record.to_item();
+    let video = Video::of(&record);
     let mut ops = vec![
         crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
         TransactOp::Put {
