@@ -6,7 +6,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::videos::*;
-use crate::ports::store::{Condition, Query};
+use crate::ports::store::Query;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -293,12 +293,11 @@ pub async fn delete_video(app: &App, caller: &Caller, video_id: &str) -> ApiResu
             video.status
         )));
     }
-    let terminal: Vec<crate::ports::store::Attr> = TERMINAL.iter().map(|s| (*s).into()).collect();
     match app
         .store
         .delete(
             &crate::domain::keys::job(&caller.org, &video_id),
-            Some(Condition::In("status".into(), terminal)),
+            Some(crate::domain::records::job::is_terminal()),
         )
         .await
     {

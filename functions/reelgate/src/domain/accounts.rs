@@ -244,9 +244,7 @@ impl<'a> Accounts<'a> {
             .store
             .update(
                 &org_key(org),
-                Update::new()
-                    .add("balance", amount)
-                    .add("available", amount),
+                crate::domain::records::account::top_up(amount),
                 Some(Condition::Exists),
             )
             .await?;

@@ -6,10 +6,10 @@
 //! that dies right after it still has its webhook event sent by the recovery pass.
 
 use crate::domain::accounts::org_key;
+use crate::domain::records::account;
 use crate::domain::records::job::{self as job_record, JobRecord, Reservation};
-use crate::ports::store::{
-    item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
-};
+use crate::domain::records::ledger::{Charged, LedgerEntry};
+use crate::ports::store::{now_secs, Condition, ItemStore, StoreError, TransactOp, Update};
 use rust_decimal::Decimal;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -25,18 +25,8 @@ pub enum Settlement {
 pub fn reserve_op(org: &str, quote: Decimal, max_concurrent: u32) -> TransactOp {
     TransactOp::Update {
         key: org_key(org),
-        update: Update::new()
-            .add("available", -quote)
-            .add("reserved", quote)
-            .add("in_flight", Decimal::ONE),
-        condition: Some(
-            Condition::Exists
-                .and(Condition::Ge("available".into(), Attr::N(quote)))
-                .and(Condition::Lt(
-                    "in_flight".into(),
-                    Attr::N(Decimal::from(max_concurrent)),
-                )),
-        ),
+        update: account::reserve(quote),
+        condition: Some(account::can_reserve(quote, max_concurrent)),
     }
 }
 
@@ -77,20 +67,21 @@ pub async fn charge(
     usage: RenderUsage<'_>,
 ) -> Result<Settlement, StoreError> {
     let now = now_secs();
-    let mut ledger = item(&crate::domain::keys::charge(org, video_id));
-    ledger.insert("kind".into(), "ledger_charge".into());
-    ledger.insert("video_id".into(), video_id.into());
-    ledger.insert("amount".into(), Attr::N(quote));
-    ledger.insert("currency".into(), currency.into());
-    ledger.insert("charged_at".into(), now.into());
-    ledger.insert("reason".into(), "video render completed".into());
-    ledger.insert("type".into(), "video".into());
-    ledger.insert("model".into(), usage.model.into());
-    ledger.insert("key".into(), usage.key.into());
-    ledger.insert(
-        "video_seconds".into(),
-        Attr::N(Decimal::from(usage.seconds)),
-    );
+    let ledger = LedgerEntry {
+        org: org.to_owned(),
+        charge_type: "video".to_owned(),
+        model: Some(usage.model.to_owned()),
+        key: Some(usage.key.to_owned()),
+        amount: quote,
+        currency: Some(currency.to_owned()),
+        charged_at: Some(now),
+        reason: Some("video render completed".to_owned()),
+        charged: Charged::Render {
+            video_id: video_id.to_owned(),
+            video_seconds: usage.seconds,
+        },
+    }
+    .to_item();
     let line = crate::domain::usage_report::Line {
         charge_type: "video",
         model: usage.model,
@@ -113,10 +104,7 @@ pub async fn charge(
         },
         TransactOp::Update {
             key: org_key(org),
-            update: Update::new()
-                .add("balance", -quote)
-                .add("reserved", -quote)
-                .add("in_flight", -Decimal::ONE),
+            update: account::charge_reserved(quote),
             condition: Some(Condition::Exists),
         },
         TransactOp::Put {
@@ -151,10 +139,7 @@ pub async fn release(
         },
         TransactOp::Update {
             key: org_key(org),
-            update: Update::new()
-                .add("available", quote)
-                .add("reserved", -quote)
-                .add("in_flight", -Decimal::ONE),
+            update: account::release_reserved(quote),
             condition: Some(Condition::Exists),
         },
         crate::domain::webhooks::unsent_event_op(org, video_id, now_secs()),

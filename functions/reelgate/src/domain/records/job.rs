@@ -359,6 +359,14 @@ pub fn is_running() -> Condition {
     )
 }
 
+/// The condition "the job has ended" (completed, failed or canceled).
+pub fn is_terminal() -> Condition {
+    Condition::In(
+        attr::STATUS.into(),
+        TERMINAL.iter().map(|s| Attr::from(*s)).collect(),
+    )
+}
+
 /// The condition "the reservation is still `r`".
 pub fn reservation_is(r: Reservation) -> Condition {
     Condition::Eq(attr::RESERVATION.into(), r.as_str().into())

@@ -4,4 +4,6 @@
 //! code uses these instead of naming attributes by hand; the keys come from
 //! [`crate::domain::keys`].
 
+pub mod account;
 pub mod job;
+pub mod ledger;
