@@ -299,7 +299,7 @@ async fn list(
         }
         let page = app.store.query(q).await?;
         for it in &page.items {
-            if let Some(f) = FileObject::from_item(it) {
+            if let Some(f) = FileObject::from_item(&caller.org, it) {
                 if params.purpose.as_deref().is_none_or(|p| p == f.purpose) && data.len() < limit {
                     data.push(f);
                 }

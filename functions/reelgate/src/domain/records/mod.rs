@@ -5,5 +5,6 @@
 //! [`crate::domain::keys`].
 
 pub mod account;
+pub mod file;
 pub mod job;
 pub mod ledger;
