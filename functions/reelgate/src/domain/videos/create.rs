@@ -99,9 +99,7 @@ fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<()> {
 
 /// Checks the body's shape and every rule that needs no lookup.
 pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
+    let obj = crate::domain::params::Params::of(body)?.object();
     const KNOWN: &[&str] = &[
         "model",
         "prompt",
@@ -132,15 +130,15 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
                 "model must be a video model id.",
             ))
         }
-        None => return Err(ApiError::invalid("model", "model is required.")),
+        None => return Err(crate::domain::params::required("model")),
     };
     let prompt = match obj.get("prompt") {
         Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
         Some(Value::String(_)) => {
             return Err(ApiError::invalid("prompt", "prompt must not be empty."))
         }
-        Some(_) => return Err(ApiError::invalid("prompt", "prompt must be a string.")),
-        None => return Err(ApiError::invalid("prompt", "prompt is required.")),
+        Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
+        None => return Err(crate::domain::params::required("prompt")),
     };
     let chars = prompt.chars().count();
     if chars > MAX_PROMPT_CHARS {
@@ -150,7 +148,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
         ));
     }
     let seconds = match obj.get("seconds") {
-        None => return Err(ApiError::invalid("seconds", "seconds is required.")),
+        None => return Err(crate::domain::params::required("seconds")),
         // Accept "8" as OpenAI's SDK sends seconds as a string; the value rules are the same.
         Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
         Some(Value::Number(n)) => n.as_i64(),
@@ -167,12 +165,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     };
     let aspect_ratio = match obj.get("aspect_ratio") {
         Some(Value::String(a)) if ASPECT_RATIOS.contains(&a.as_str()) => a.clone(),
-        None => {
-            return Err(ApiError::invalid(
-                "aspect_ratio",
-                "aspect_ratio is required.",
-            ))
-        }
+        None => return Err(crate::domain::params::required("aspect_ratio")),
         Some(_) => {
             return Err(ApiError::invalid(
                 "aspect_ratio",
