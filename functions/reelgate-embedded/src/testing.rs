@@ -437,19 +437,16 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
     // Key a admitted twice and was refused once by the organization: its refused unit went
     // back, so a has 3 of its 5 left — seen through another organization-free acquire: with the
     // organization full, a's own window must read 2 requests.
-    let window = reelgate::ports::store::Key::new(
-        format!(
-            "RATE#{}#KEY#{}",
-            a.org,
+    let window = reelgate::domain::keys::rate_window(
+        &reelgate::domain::keys::rate_key_scope(
+            &a.org,
             match &a.credential {
-                Credential::ApiKey { key_id } => key_id.clone(),
+                Credential::ApiKey { key_id } => key_id,
                 _ => unreachable!(),
-            }
+            },
         ),
-        format!(
-            "VIDEO#{}",
-            reelgate::ports::store::now_secs().div_euclid(60)
-        ),
+        reelgate::domain::rate_limits::Kind::VideoCreate.tag(),
+        reelgate::ports::store::now_secs().div_euclid(60),
     );
     let item = store.get(&window).await.expect("get").expect("a's window");
     use reelgate::ports::store::ItemExt;

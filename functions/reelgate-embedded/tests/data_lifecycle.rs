@@ -449,7 +449,7 @@ async fn erasing_an_organization_leaves_only_what_the_operator_keeps() {
     let refused = reelgate::domain::erasure::erase_org(cx, &org, false)
         .await
         .expect_err("refused while rendering");
-    assert_eq!(refused.status.as_u16(), 409);
+    assert_eq!(reelgate::api::envelope::status(refused.kind).as_u16(), 409);
     assert!(refused.message.contains(&p.hanging), "{}", refused.message);
     assert!(records(server, &org)
         .await
@@ -499,7 +499,7 @@ async fn removing_a_person_takes_their_own_data_and_leaves_the_organizations() {
     let refused = reelgate::domain::erasure::remove_person(cx, &org, &p.bob.person, false)
         .await
         .expect_err("bob's render is in flight");
-    assert_eq!(refused.status.as_u16(), 409);
+    assert_eq!(reelgate::api::envelope::status(refused.kind).as_u16(), 409);
     let report = reelgate::domain::erasure::remove_person(cx, &org, &p.bob.person, true)
         .await
         .expect("forced removal");

@@ -326,7 +326,7 @@ async fn japanese_reaches_the_engine_in_english_with_dialogue_unchanged() {
     let item = server
         .app
         .store
-        .get(&reelgate::domain::videos::job_key(&t.org, &id))
+        .get(&reelgate::domain::keys::job(&t.org, &id))
         .await
         .expect("get")
         .expect("job");
@@ -492,7 +492,7 @@ async fn retention_sweeps_finished_jobs_and_expired_files() {
     let (done, _) = wait_terminal(&server, &t, &id, Duration::from_secs(120)).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["size"], "768x768");
-    let key = reelgate::domain::videos::job_key(&t.org, &id);
+    let key = reelgate::domain::keys::job(&t.org, &id);
     let past = reelgate::ports::store::now_secs() - 1;
     server
         .app

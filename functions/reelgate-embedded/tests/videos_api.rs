@@ -517,7 +517,7 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
     assert_eq!(settled, reelgate::domain::billing::Settlement::Settled);
     // The settlement wrote the job's unsent-event marker; nothing queued the event here (as if
     // the process had died), so the recovery pass emits it and the marker goes.
-    let marker = reelgate::domain::webhooks::unsent_key(&id);
+    let marker = reelgate::domain::keys::unsent_marker(&id);
     assert!(server.app.store.get(&marker).await.expect("get").is_some());
     let emitted =
         reelgate::domain::webhooks::recover_unsent(server.app.context(), std::time::Duration::ZERO)

@@ -369,6 +369,115 @@ fn the_checker_sees_imports_of_every_form() {
     assert!(!allowed("ports").contains(&"domain"));
 }
 
+/// The HTTP crates `code` names as paths (`axum::…`, `http::…`).
+fn http_paths(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for root in ["axum::", "http::", "tower_http::"] {
+        for (start, _) in code.match_indices(root) {
+            let before = code[..start].chars().next_back();
+            if before.is_some_and(|c| is_ident(c) || c == ':') {
+                continue;
+            }
+            found.push(root.to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_domain_knows_no_http() {
+    // The domain's errors carry a kind, not a status: `api/envelope.rs` maps them to HTTP.
+    let mut files = Vec::new();
+    rust_files(&src_dir().join("domain"), &mut files);
+    rust_files(&src_dir().join("ports"), &mut files);
+    let mut violations = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let code = code_of(&text);
+        for path in http_paths(&code) {
+            violations.push(format!("{}: {path}", module_of(file).join("::")));
+        }
+        if code.contains("use axum") {
+            violations.push(format!("{}: use axum", module_of(file).join("::")));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "the domain and the ports use HTTP types (map in api/ instead):\n  {}",
+        violations.join("\n  ")
+    );
+    assert_eq!(
+        http_paths("use axum::http::StatusCode; let u = \"https://x\"; reqwest::http::M; (http::Method::GET)"),
+        ["axum::", "http::"]
+    );
+}
+
+/// The key prefix literals (`"ORG#`, `"VIDEO#`, `"RATE#`, …: a quote, two or more capitals or
+/// underscores, then `#`) in `code`.
+fn key_prefix_literals(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut found = Vec::new();
+    for (i, c) in chars.iter().enumerate() {
+        if *c != '"' {
+            continue;
+        }
+        let name: String = chars[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_uppercase() || **c == '_')
+            .collect();
+        if name.len() >= 2 && chars.get(i + 1 + name.len()) == Some(&'#') {
+            found.push(format!("\"{name}#"));
+        }
+    }
+    found
+}
+
+/// The one owner of the table's key formats (docs/table-design.md lists them).
+const KEY_OWNER: &str = "domain/keys.rs";
+
+#[test]
+fn key_formats_have_one_owner() {
+    // The core crate's code (the adapter contract suites excepted: they exercise the store with
+    // keys of their own) and the other crates' library code that talks to the table.
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in [
+        "reelgate",
+        "reelgate-embedded",
+        "reelgate-aws",
+        "reelgate-lambda",
+        "reelgate-cli",
+    ] {
+        rust_files(&functions.join(krate).join("src"), &mut files);
+    }
+    let mut violations = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&functions).expect("under functions");
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if rel == format!("reelgate/src/{KEY_OWNER}") || rel.starts_with("reelgate/src/contract/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        for literal in key_prefix_literals(&code_of(&text)) {
+            violations.push(format!("{rel}: {literal}"));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "key formats written outside {KEY_OWNER} (call the functions there instead):\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+#[test]
+fn the_key_check_sees_prefix_literals() {
+    let code = r##"let k = Key::new(format!("ORG#{org}"), "ORG"); q.prefix("VIDEO#"); let s = r#"{"a":1}"#; "# HELP"; "IDEMPOTENCY_X#1""##;
+    assert_eq!(
+        key_prefix_literals(code),
+        ["\"ORG#", "\"VIDEO#", "\"IDEMPOTENCY_X#"]
+    );
+}
+
 /// `cargo tree` of one package, normal dependencies only, as crate names.
 fn dependency_names(package: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

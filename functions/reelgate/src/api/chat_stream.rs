@@ -199,7 +199,8 @@ impl State {
         tracing::warn!(completion = %self.meter.ctx.id, %error, "upstream stream failed");
         self.meter.settled = true;
         let api = crate::api::upstream_error(error);
-        self.out.push_back(event(&api.body()));
+        self.out
+            .push_back(event(&crate::api::envelope::error_body(&api)));
     }
 }
 

@@ -1,4 +1,10 @@
-//! OpenAI's response envelopes shared by the list routes.
+//! OpenAI's response envelopes: the list envelope shared by the list routes, and the error
+//! envelope, where each domain [`ErrorKind`] is mapped once to its HTTP status and OpenAI `type`.
+
+use crate::domain::error::{current_request_id, ApiError, ErrorKind};
+use axum::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 /// OpenAI's list envelope: `{object: "list", data, first_id, last_id, has_more}`.
 pub fn list_envelope<T: serde::Serialize>(
@@ -13,4 +19,140 @@ pub fn list_envelope<T: serde::Serialize>(
         "last_id": data.last().map(&id_of),
         "has_more": has_more,
     })
+}
+
+/// The HTTP status of an error kind: the one place the domain's errors meet HTTP.
+pub fn status(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
+        ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
+        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+        ErrorKind::NotFound | ErrorKind::UnknownRoute => StatusCode::NOT_FOUND,
+        ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::QuotaExceeded => StatusCode::PAYMENT_REQUIRED,
+        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
+        ErrorKind::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Unavailable | ErrorKind::UpstreamUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorKind::UpstreamFailed => StatusCode::BAD_GATEWAY,
+    }
+}
+
+/// OpenAI's error `type` of an error kind.
+pub fn openai_type(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidRequest
+        | ErrorKind::UnknownRoute
+        | ErrorKind::MethodNotAllowed
+        | ErrorKind::TooLarge
+        | ErrorKind::RangeNotSatisfiable => "invalid_request_error",
+        ErrorKind::Unauthenticated => "authentication_error",
+        ErrorKind::Forbidden => "permission_error",
+        ErrorKind::NotFound => "not_found_error",
+        ErrorKind::Conflict => "conflict_error",
+        ErrorKind::QuotaExceeded => "insufficient_quota",
+        ErrorKind::RateLimited { .. } => "rate_limit_error",
+        ErrorKind::Unavailable | ErrorKind::Internal => "server_error",
+        ErrorKind::UpstreamUnavailable | ErrorKind::UpstreamTimeout | ErrorKind::UpstreamFailed => {
+            "upstream_error"
+        }
+    }
+}
+
+/// OpenAI's error envelope `{"error": {"message", "type", "param", "code"}}`, with the id of
+/// the request being served (`error.request_id`) so a caller can quote it.
+pub fn error_body(error: &ApiError) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "error": {
+            "message": error.message,
+            "type": openai_type(error.kind),
+            "param": error.param,
+            "code": error.code,
+        }
+    });
+    if let Some(id) = current_request_id() {
+        body["error"]["request_id"] = id.into();
+    }
+    body
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (status(self.kind), axum::Json(error_body(&self))).into_response();
+        let headers = response.headers_mut();
+        match self.kind {
+            ErrorKind::Unauthenticated => {
+                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ErrorKind::RateLimited {
+                retry_after_secs: Some(secs),
+            } => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_has_its_status_and_openai_type() {
+        let table = [
+            (ErrorKind::InvalidRequest, 400, "invalid_request_error"),
+            (ErrorKind::Unauthenticated, 401, "authentication_error"),
+            (ErrorKind::QuotaExceeded, 402, "insufficient_quota"),
+            (ErrorKind::Forbidden, 403, "permission_error"),
+            (ErrorKind::NotFound, 404, "not_found_error"),
+            (ErrorKind::UnknownRoute, 404, "invalid_request_error"),
+            (ErrorKind::MethodNotAllowed, 405, "invalid_request_error"),
+            (ErrorKind::Conflict, 409, "conflict_error"),
+            (ErrorKind::TooLarge, 413, "invalid_request_error"),
+            (ErrorKind::RangeNotSatisfiable, 416, "invalid_request_error"),
+            (
+                ErrorKind::RateLimited {
+                    retry_after_secs: None,
+                },
+                429,
+                "rate_limit_error",
+            ),
+            (ErrorKind::Internal, 500, "server_error"),
+            (ErrorKind::UpstreamFailed, 502, "upstream_error"),
+            (ErrorKind::Unavailable, 503, "server_error"),
+            (ErrorKind::UpstreamUnavailable, 503, "upstream_error"),
+            (ErrorKind::UpstreamTimeout, 504, "upstream_error"),
+        ];
+        for (kind, code, openai) in table {
+            assert_eq!(status(kind).as_u16(), code, "{kind:?}");
+            assert_eq!(openai_type(kind), openai, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn the_envelope_carries_code_param_and_headers() {
+        let e = ApiError::invalid("seconds", "seconds must be 4, 8 or 12.");
+        assert_eq!(
+            error_body(&e),
+            serde_json::json!({"error": {
+                "message": "seconds must be 4, 8 or 12.",
+                "type": "invalid_request_error",
+                "param": "seconds",
+                "code": "invalid_request_error",
+            }})
+        );
+        let r = ApiError::unauthorized("invalid_api_key", "no").into_response();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(r.headers()[WWW_AUTHENTICATE], "Bearer");
+        let r = ApiError::rate_limited("rate_limit_exceeded", "slow down", Some(7)).into_response();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[RETRY_AFTER], "7");
+        let r = ApiError::rate_limited("concurrency_limit_exceeded", "wait", None).into_response();
+        assert!(r.headers().get(RETRY_AFTER).is_none());
+    }
 }

@@ -86,8 +86,7 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         ),
         JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_request_error",
+                crate::domain::error::ErrorKind::TooLarge,
                 "payload_too_large",
                 "The request body is larger than this endpoint accepts.",
             )
@@ -110,13 +109,6 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
             )),
             Err(other) => Err(ApiError::bad_request(other.body_text())),
         }
-    }
-}
-
-impl ApiError {
-    pub fn with_code(mut self, code: &str) -> Self {
-        self.code = code.to_owned();
-        self
     }
 }
 
@@ -157,8 +149,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
         while let Some(field) = form.next_field().await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
+                    crate::domain::error::ErrorKind::TooLarge,
                     "payload_too_large",
                     "The request body is larger than this endpoint accepts.",
                 )
@@ -315,7 +306,11 @@ mod form_tests {
     fn odd_names_are_refused_naming_the_field() {
         for bad in ["a[", "a]b", "[x]", "a[0][", "a[5]", "a[x]]"] {
             let e = form(&[(bad, "1")]).expect_err(bad);
-            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(
+                crate::api::envelope::status(e.kind),
+                StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
         }
         let e = form(&[("model", "a"), ("model", "b")]).expect_err("twice");
         assert_eq!(e.param.as_deref(), Some("model"));

@@ -56,7 +56,11 @@ pub async fn upload(
             e.body_text()
         ))
     })?;
-    let idempotency_key = crate::domain::idempotency::key_from(&headers)?;
+    let idempotency_key = crate::domain::idempotency::key_from(
+        headers
+            .get(crate::domain::idempotency::HEADER)
+            .map(|v| v.as_bytes()),
+    )?;
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);
     let mut purpose: Option<String> = None;
@@ -236,8 +240,7 @@ async fn store_field(
             .await
             .map_err(|e| match e {
                 crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::new(
-                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request_error",
+                    crate::domain::error::ErrorKind::TooLarge,
                     "file_too_large",
                     format!("Files are accepted up to {limit} bytes; larger ones use the direct upload flow."),
                 )
@@ -255,8 +258,7 @@ async fn store_field(
 fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
     if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::new(
-            e.status(),
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::TooLarge,
             "file_too_large",
             "The upload is larger than this endpoint accepts.",
         );
@@ -293,7 +295,7 @@ async fn list(
         Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
     };
     let after = match params.after {
-        Some(id) if is_valid(&id, "file") => Some(format!("FILE#{id}")),
+        Some(id) if is_valid(&id, "file") => Some(crate::domain::keys::file_sk(&id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a file id.")),
         None => None,
     };
@@ -302,8 +304,8 @@ async fn list(
     let mut has_more;
     // A purpose filter may skip items, so keep reading pages until the page is full.
     loop {
-        let mut q = Query::partition(format!("ORG#{}", caller.org))
-            .prefix("FILE#")
+        let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
+            .prefix(crate::domain::keys::FILE_PREFIX)
             .limit(limit)
             .after(cursor);
         if !ascending {
@@ -311,7 +313,7 @@ async fn list(
         }
         let page = app.store.query(q).await?;
         for it in &page.items {
-            if let Some(f) = FileObject::from_item(it) {
+            if let Some(f) = FileObject::from_item(&caller.org, it) {
                 if params.purpose.as_deref().is_none_or(|p| p == f.purpose) && data.len() < limit {
                     data.push(f);
                 }

@@ -27,7 +27,6 @@ use crate::app::App;
 use crate::domain::error::ApiError;
 use crate::ports::upstream::UpstreamError;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 
@@ -129,8 +128,7 @@ async fn not_found(uri: axum::http::Uri) -> ApiError {
 /// The answer to an unknown URL (also `GET /metrics` while it is off).
 pub fn not_found_path(path: &str) -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::UnknownRoute,
         "unknown_url",
         format!("Unknown request URL: {path}. Check the path and the method."),
     )
@@ -138,8 +136,7 @@ pub fn not_found_path(path: &str) -> ApiError {
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::MethodNotAllowed,
         "method_not_allowed",
         format!("{method} is not allowed on {}.", uri.path()),
     )
@@ -166,8 +163,7 @@ pub fn no_delay(
 pub fn upstream_error(error: &UpstreamError) -> ApiError {
     match error {
         UpstreamError::Unreachable(m) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "upstream_error",
+            crate::domain::error::ErrorKind::UpstreamUnavailable,
             "upstream_unavailable",
             format!("The model provider is unreachable; try again later. ({m})"),
         ),
@@ -179,30 +175,26 @@ pub fn upstream_error(error: &UpstreamError) -> ApiError {
         } => {
             if *status == 504 || *status == 408 || code.as_deref() == Some("timeout") {
                 ApiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "upstream_error",
+                    crate::domain::error::ErrorKind::UpstreamTimeout,
                     "upstream_timeout",
                     format!("The model provider did not answer in time. ({message})"),
                 )
             } else if *status == 429 || *status == 503 {
                 ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "upstream_error",
+                    crate::domain::error::ErrorKind::UpstreamUnavailable,
                     "upstream_unavailable",
                     format!("The model provider is busy; try again later. ({message})"),
                 )
             } else {
                 ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "upstream_error",
+                    crate::domain::error::ErrorKind::UpstreamFailed,
                     "upstream_error",
                     format!("The model provider refused the request ({status}): {message}"),
                 )
             }
         }
         UpstreamError::Protocol(m) => ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "upstream_error",
+            crate::domain::error::ErrorKind::UpstreamFailed,
             "upstream_error",
             format!("The model provider answered outside the protocol: {m}"),
         ),

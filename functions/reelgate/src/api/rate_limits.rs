@@ -6,7 +6,7 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiError;
 use crate::domain::rate_limits::{self, AcquireError, Grant, Kind, RateStatus};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 /// Admits the request under the limits of the caller's key and of its organization's plan
@@ -22,16 +22,13 @@ pub async fn acquire(
     match rate_limits::acquire(app.store.as_ref(), caller, plan, kind, tokens).await {
         Ok(grant) => Ok(grant),
         Err(AcquireError::Limited(limited)) => {
-            let mut response = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limit_error",
+            let mut response = ApiError::rate_limited(
                 "rate_limit_exceeded",
                 limited.message,
+                Some(limited.retry_after_secs),
             )
             .into_response();
-            let headers = response.headers_mut();
-            insert(headers, "retry-after", limited.retry_after_secs.to_string());
-            apply(&limited.status, headers);
+            apply(&limited.status, response.headers_mut());
             Err(response)
         }
         Err(AcquireError::Store(e)) => Err(ApiError::from(e).into_response()),

@@ -34,7 +34,7 @@ async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
     use crate::domain::idempotency::{self as idem, Begin};
-    let key = idem::key_from(&headers)?;
+    let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
     let fingerprint = idem::Fingerprint::new("uploads")
         .json(&body)
         .clone()

@@ -6,7 +6,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::videos::*;
-use crate::ports::store::{Condition, Query};
+use crate::ports::store::Query;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -88,7 +88,10 @@ pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
     if !is_valid(video_id, "video") {
         return Err(not_found(video_id));
     }
-    let it = app.store.get(&job_key(org, video_id)).await?;
+    let it = app
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?;
     it.as_ref()
         .and_then(Video::from_item)
         .ok_or_else(|| not_found(video_id))
@@ -101,7 +104,7 @@ async fn create(
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
     use crate::domain::idempotency::{self as idem, Begin};
-    let key = idem::key_from(&headers)?;
+    let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
     let fingerprint = idem::Fingerprint::new("videos")
         .json(&body)
         .clone()
@@ -168,7 +171,7 @@ async fn create(
 fn replayed(first: Value) -> Response {
     let running = first["status"]
         .as_str()
-        .is_some_and(|s| crate::domain::keys::RUNNING.contains(&s));
+        .is_some_and(|s| crate::domain::records::job::RUNNING.contains(&s));
     let mut response = Json(first).into_response();
     if running {
         response.headers_mut().insert(
@@ -252,11 +255,11 @@ pub async fn list_videos(app: &App, caller: &Caller, params: &ListParams) -> Api
     };
     let after = match params.after.as_deref() {
         None | Some("") => None,
-        Some(id) if is_valid(id, "video") => Some(format!("VIDEO#{id}")),
+        Some(id) if is_valid(id, "video") => Some(crate::domain::keys::video_sk(id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a video id.")),
     };
-    let mut q = Query::partition(format!("ORG#{}", caller.org))
-        .prefix("VIDEO#")
+    let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
+        .prefix(crate::domain::keys::VIDEO_PREFIX)
         .limit(limit)
         .after(after);
     if descending {
@@ -320,12 +323,11 @@ pub async fn delete_video(app: &App, caller: &Caller, video_id: &str) -> ApiResu
             video.status
         )));
     }
-    let terminal: Vec<crate::ports::store::Attr> = TERMINAL.iter().map(|s| (*s).into()).collect();
     match app
         .store
         .delete(
-            &job_key(&caller.org, &video_id),
-            Some(Condition::In("status".into(), terminal)),
+            &crate::domain::keys::job(&caller.org, &video_id),
+            Some(crate::domain::records::job::is_terminal()),
         )
         .await
     {

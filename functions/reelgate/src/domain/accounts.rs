@@ -21,21 +21,21 @@ pub const API_KEY_PREFIX: &str = "rgk_";
 pub const CONSOLE_KEY_ID: &str = "console";
 
 pub fn org_key(org: &str) -> Key {
-    Key::new(format!("ORG#{org}"), "ORG")
+    crate::domain::keys::org(org)
 }
 fn person_key(person: &str) -> Key {
-    Key::new(format!("PERSON#{person}"), "PERSON")
+    crate::domain::keys::person(person)
 }
 fn member_key(org: &str, person: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("MEMBER#{person}"))
+    crate::domain::keys::member(org, person)
 }
 pub fn api_key_key(key_id: &str) -> Key {
-    Key::new(format!("APIKEY#{key_id}"), "APIKEY")
+    crate::domain::keys::api_key(key_id)
 }
 /// A person's key as listed in their organization's partition (the key record itself lives
 /// under its id, where authentication finds it).
 fn org_api_key_key(org: &str, person: &str, key_id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("APIKEY#{person}#{key_id}"))
+    crate::domain::keys::api_key_listing(org, person, key_id)
 }
 
 /// An API key as its owner sees it in a list (never the secret).
@@ -244,9 +244,7 @@ impl<'a> Accounts<'a> {
             .store
             .update(
                 &org_key(org),
-                Update::new()
-                    .add("balance", amount)
-                    .add("available", amount),
+                crate::domain::records::account::top_up(amount),
                 Some(Condition::Exists),
             )
             .await?;
@@ -564,8 +562,8 @@ impl<'a> Accounts<'a> {
         let page = self
             .store
             .query(
-                Query::partition(format!("ORG#{org}"))
-                    .prefix(format!("APIKEY#{person}#"))
+                Query::partition(crate::domain::keys::org_pk(org))
+                    .prefix(crate::domain::keys::api_key_listings_of(person))
                     .descending()
                     .limit(1000),
             )
@@ -653,8 +651,8 @@ impl<'a> Accounts<'a> {
         let page = self
             .store
             .query(
-                Query::partition(format!("ORG#{org}"))
-                    .prefix("MEMBER#")
+                Query::partition(crate::domain::keys::org_pk(org))
+                    .prefix(crate::domain::keys::MEMBER_PREFIX)
                     .limit(1000),
             )
             .await?;

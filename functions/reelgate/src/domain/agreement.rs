@@ -8,10 +8,7 @@ use crate::ports::store::{item, now_secs, ItemExt, Key};
 use serde::Serialize;
 
 fn agreement_key(org: &str, person: &str, version: &str) -> Key {
-    Key::new(
-        format!("ORG#{org}"),
-        format!("AGREEMENT#{person}#{version}"),
-    )
+    crate::domain::keys::agreement(org, person, version)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

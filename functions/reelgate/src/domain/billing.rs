@@ -6,10 +6,10 @@
 //! that dies right after it still has its webhook event sent by the recovery pass.
 
 use crate::domain::accounts::org_key;
-use crate::domain::keys::{job_key, RESERVATION_CHARGED, RESERVATION_HELD, RESERVATION_RELEASED};
-use crate::ports::store::{
-    item, now_secs, Attr, Condition, ItemStore, StoreError, TransactOp, Update,
-};
+use crate::domain::records::account;
+use crate::domain::records::job::{self as job_record, JobRecord, Reservation};
+use crate::domain::records::ledger::{Charged, LedgerEntry};
+use crate::ports::store::{now_secs, Condition, ItemStore, StoreError, TransactOp, Update};
 use rust_decimal::Decimal;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -25,18 +25,8 @@ pub enum Settlement {
 pub fn reserve_op(org: &str, quote: Decimal, max_concurrent: u32) -> TransactOp {
     TransactOp::Update {
         key: org_key(org),
-        update: Update::new()
-            .add("available", -quote)
-            .add("reserved", quote)
-            .add("in_flight", Decimal::ONE),
-        condition: Some(
-            Condition::Exists
-                .and(Condition::Ge("available".into(), Attr::N(quote)))
-                .and(Condition::Lt(
-                    "in_flight".into(),
-                    Attr::N(Decimal::from(max_concurrent)),
-                )),
-        ),
+        update: account::reserve(quote),
+        condition: Some(account::can_reserve(quote, max_concurrent)),
     }
 }
 
@@ -50,16 +40,16 @@ pub struct RenderUsage<'a> {
 }
 
 impl<'a> RenderUsage<'a> {
-    /// Read from the job item (`model`, `key`, `seconds`).
-    pub fn of_job(job: &'a crate::ports::store::Item) -> RenderUsage<'a> {
-        use crate::ports::store::ItemExt;
+    /// Read from the job (`model`, `key`, `seconds`).
+    pub fn of_job(job: &'a JobRecord) -> RenderUsage<'a> {
         RenderUsage {
-            model: job.str_attr("model").unwrap_or_default(),
-            key: job.str_attr("key").unwrap_or("unknown"),
-            seconds: job
-                .i64_attr("seconds")
-                .and_then(|s| u64::try_from(s).ok())
-                .unwrap_or(0),
+            model: &job.model,
+            key: if job.key.is_empty() {
+                "unknown"
+            } else {
+                &job.key
+            },
+            seconds: u64::try_from(job.seconds).unwrap_or(0),
         }
     }
 }
@@ -77,23 +67,21 @@ pub async fn charge(
     usage: RenderUsage<'_>,
 ) -> Result<Settlement, StoreError> {
     let now = now_secs();
-    let mut ledger = item(&crate::ports::store::Key::new(
-        format!("ORG#{org}"),
-        format!("CHARGE#{video_id}"),
-    ));
-    ledger.insert("kind".into(), "ledger_charge".into());
-    ledger.insert("video_id".into(), video_id.into());
-    ledger.insert("amount".into(), Attr::N(quote));
-    ledger.insert("currency".into(), currency.into());
-    ledger.insert("charged_at".into(), now.into());
-    ledger.insert("reason".into(), "video render completed".into());
-    ledger.insert("type".into(), "video".into());
-    ledger.insert("model".into(), usage.model.into());
-    ledger.insert("key".into(), usage.key.into());
-    ledger.insert(
-        "video_seconds".into(),
-        Attr::N(Decimal::from(usage.seconds)),
-    );
+    let ledger = LedgerEntry {
+        org: org.to_owned(),
+        charge_type: "video".to_owned(),
+        model: Some(usage.model.to_owned()),
+        key: Some(usage.key.to_owned()),
+        amount: quote,
+        currency: Some(currency.to_owned()),
+        charged_at: Some(now),
+        reason: Some("video render completed".to_owned()),
+        charged: Charged::Render {
+            video_id: video_id.to_owned(),
+            video_seconds: usage.seconds,
+        },
+    }
+    .to_item();
     let line = crate::domain::usage_report::Line {
         charge_type: "video",
         model: usage.model,
@@ -110,16 +98,13 @@ pub async fn charge(
     };
     let ops = vec![
         TransactOp::Update {
-            key: job_key(org, video_id),
-            update: job_update.set("reservation", RESERVATION_CHARGED),
-            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+            key: crate::domain::keys::job(org, video_id),
+            update: job_record::set_reservation(job_update, Reservation::Charged),
+            condition: Some(job_record::reservation_is(Reservation::Held)),
         },
         TransactOp::Update {
             key: org_key(org),
-            update: Update::new()
-                .add("balance", -quote)
-                .add("reserved", -quote)
-                .add("in_flight", -Decimal::ONE),
+            update: account::charge_reserved(quote),
             condition: Some(Condition::Exists),
         },
         TransactOp::Put {
@@ -148,30 +133,24 @@ pub async fn release(
 ) -> Result<Settlement, StoreError> {
     let mut ops = vec![
         TransactOp::Update {
-            key: job_key(org, video_id),
-            update: job_update.set("reservation", RESERVATION_RELEASED),
-            condition: Some(Condition::Eq("reservation".into(), RESERVATION_HELD.into())),
+            key: crate::domain::keys::job(org, video_id),
+            update: job_record::set_reservation(job_update, Reservation::Released),
+            condition: Some(job_record::reservation_is(Reservation::Held)),
         },
         TransactOp::Update {
             key: org_key(org),
-            update: Update::new()
-                .add("available", quote)
-                .add("reserved", -quote)
-                .add("in_flight", -Decimal::ONE),
+            update: account::release_reserved(quote),
             condition: Some(Condition::Exists),
         },
         crate::domain::webhooks::unsent_event_op(org, video_id, now_secs()),
     ];
     // A job admitted under a key's monthly budget gives its quote back to that month.
     const BUDGET_AT: usize = 3;
-    let job = store.get(&job_key(org, video_id)).await?;
-    let budgeted = job.as_ref().and_then(|j| {
-        use crate::ports::store::ItemExt;
-        Some((
-            j.str_attr("key")?.to_owned(),
-            j.str_attr("budget_month")?.to_owned(),
-        ))
-    });
+    let job = store.get(&crate::domain::keys::job(org, video_id)).await?;
+    let budgeted = job
+        .as_ref()
+        .and_then(JobRecord::from_item)
+        .and_then(|j| Some((j.key, j.budget_month?)));
     if let Some((key, month)) = &budgeted {
         ops.push(crate::domain::key_budgets::commit_op(
             crate::domain::accounts::api_key_key(key),

@@ -9,11 +9,9 @@
 //! (`jobs::cancel` emits the job's `video.canceled` webhook event.)
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::keys::job_key;
 use crate::domain::registry::Engines;
 use crate::domain::videos::Video;
 use crate::domain::Context;
-use crate::ports::store::ItemExt;
 use crate::ports::workflow::Workflow;
 
 /// The cause a stopped execution carries.
@@ -29,22 +27,18 @@ pub async fn cancel(
     org: &str,
     video_id: &str,
 ) -> ApiResult<Option<Video>> {
-    let Some(before) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(before) = crate::domain::jobs::load(cx, org, video_id).await? else {
         return Ok(None);
     };
-    let status = before.str_attr("status").unwrap_or_default().to_owned();
-    if !crate::domain::keys::RUNNING.contains(&status.as_str()) {
-        return Err(terminal(video_id, &status));
+    let status = before.status.as_str();
+    if !before.status.is_running() {
+        return Err(terminal(video_id, status));
     }
     if !crate::domain::jobs::cancel(cx, org, video_id).await? {
         // Settled by someone else in between (a completion, a failure): report what it is now.
-        let now = cx.store.get(&job_key(org, video_id)).await?;
-        let status = now
-            .as_ref()
-            .and_then(|i| i.str_attr("status"))
-            .unwrap_or("deleted")
-            .to_owned();
-        return Err(terminal(video_id, &status));
+        let now = crate::domain::jobs::load(cx, org, video_id).await?;
+        let status = now.as_ref().map_or("deleted", |j| j.status.as_str());
+        return Err(terminal(video_id, status));
     }
     tracing::info!(%video_id, %org, from = %status, "video canceled; reservation released");
     if let Some(workflow) = workflow {
@@ -53,14 +47,13 @@ pub async fn cancel(
             tracing::warn!(%video_id, error = %e, "could not stop the workflow execution");
         }
     }
-    let after = cx.store.get(&job_key(org, video_id)).await?;
-    let Some(after) = after else {
+    let Some(after) = crate::domain::jobs::load(cx, org, video_id).await? else {
         return Ok(None);
     };
     // A render already submitted: ask its engine to stop (the worker also cancels it when its
     // next poll finds the job canceled, and when a submit lands after the cancel).
     if let (Some(render_id), Some(engine_id)) =
-        (after.str_attr("render_id"), after.str_attr("engine"))
+        (after.render_id.as_deref(), after.engine.as_deref())
     {
         match engines.get(engine_id) {
             Some(engine) => {
@@ -73,7 +66,7 @@ pub async fn cancel(
             }
         }
     }
-    Ok(Video::from_item(&after))
+    Ok(Some(Video::of(&after)))
 }
 
 fn terminal(video_id: &str, status: &str) -> ApiError {

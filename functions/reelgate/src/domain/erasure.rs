@@ -5,7 +5,7 @@
 //! storage report of `reelgate admin org show`. The inventory is docs/data.md.
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::keys::RUNNING;
+use crate::domain::records::job::JobRecord;
 use crate::domain::retention::{blob_kind, owned_blobs};
 use crate::domain::Context;
 use crate::ports::store::{Item, ItemExt, Key, Query, Update, PK, SK};
@@ -28,11 +28,11 @@ pub struct ErasureReport {
 /// daily usage rollups `USAGE#`, which hold amounts, model and key ids only) and the moderation
 /// records, which expire on their own 30-day schedule.
 fn operator_keeps(sk: &str) -> bool {
-    sk == "ORG"
-        || sk.starts_with("CHARGE#")
-        || sk.starts_with("LEDGER#")
-        || sk.starts_with("USAGE#")
-        || sk.starts_with("MODERATION#")
+    sk == crate::domain::keys::ORG_SK
+        || sk.starts_with(crate::domain::keys::CHARGE_PREFIX)
+        || sk.starts_with(crate::domain::keys::LEDGER_PREFIX)
+        || sk.starts_with(crate::domain::keys::USAGE_PREFIX)
+        || sk.starts_with(crate::domain::keys::MODERATION_PREFIX)
 }
 
 /// Every item of one partition, following pages.
@@ -73,11 +73,8 @@ async fn delete_record(cx: Context<'_>, item: &Item, report: &mut ErasureReport)
     }
     // A key's listing in its organization (`APIKEY#<person>#<key id>`) names the key record,
     // which goes with it: the secret's hash outlives nobody.
-    if let Some(key_id) = sk
-        .strip_prefix("APIKEY#")
-        .and_then(|rest| rest.rsplit('#').next())
-    {
-        let record = Key::new(format!("APIKEY#{key_id}"), "APIKEY");
+    if let Some(key_id) = crate::domain::keys::key_id_of_listing(sk) {
+        let record = crate::domain::keys::api_key(key_id);
         if cx.store.delete(&record, None).await?.is_some() {
             report.records_deleted += 1;
         }
@@ -110,13 +107,18 @@ async fn stop_running_jobs(
     force: bool,
     report: &mut ErasureReport,
 ) -> ApiResult<()> {
-    let running: Vec<String> = partition_items(cx, &format!("ORG#{org}"), Some("VIDEO#"))
-        .await?
-        .iter()
-        .filter(|job| RUNNING.contains(&job.str_attr("status").unwrap_or_default()))
-        .filter(|job| started_by.is_none_or(|p| job.str_attr("person") == Some(p)))
-        .filter_map(|job| job.str_attr("id").map(str::to_owned))
-        .collect();
+    let running: Vec<String> = partition_items(
+        cx,
+        &crate::domain::keys::org_pk(org),
+        Some(crate::domain::keys::VIDEO_PREFIX),
+    )
+    .await?
+    .iter()
+    .filter_map(JobRecord::from_item)
+    .filter(|job| job.status.is_running())
+    .filter(|job| started_by.is_none_or(|p| job.person == p))
+    .map(|job| job.id)
+    .collect();
     if running.is_empty() {
         return Ok(());
     }
@@ -147,7 +149,7 @@ pub async fn erase_org(cx: Context<'_>, org: &str, force: bool) -> ApiResult<Era
     for person in accounts.members(org).await? {
         erase_person_data(cx, org, &person, &mut report).await?;
     }
-    for item in partition_items(cx, &format!("ORG#{org}"), None).await? {
+    for item in partition_items(cx, &crate::domain::keys::org_pk(org), None).await? {
         if !operator_keeps(item.str_attr(SK).unwrap_or_default()) {
             delete_record(cx, &item, &mut report).await?;
         }
@@ -206,18 +208,27 @@ async fn erase_person_data(
     person: &str,
     report: &mut ErasureReport,
 ) -> ApiResult<()> {
-    for item in partition_items(cx, &format!("ORG#{org}#PERSON#{person}"), None).await? {
+    for item in partition_items(
+        cx,
+        &crate::domain::keys::person_in_org_pk(org, person),
+        None,
+    )
+    .await?
+    {
         delete_record(cx, &item, report).await?;
     }
     delete_blobs_under(cx, &format!("{org}/responses/{person}/"), report).await?;
-    for prefix in [format!("AGREEMENT#{person}#"), format!("APIKEY#{person}#")] {
-        for item in partition_items(cx, &format!("ORG#{org}"), Some(&prefix)).await? {
+    for prefix in [
+        crate::domain::keys::agreements_of(person),
+        crate::domain::keys::api_key_listings_of(person),
+    ] {
+        for item in partition_items(cx, &crate::domain::keys::org_pk(org), Some(&prefix)).await? {
             delete_record(cx, &item, report).await?;
         }
     }
     for key in [
-        Key::new(format!("ORG#{org}"), format!("MEMBER#{person}")),
-        Key::new(format!("PERSON#{person}"), "PERSON"),
+        crate::domain::keys::member(org, person),
+        crate::domain::keys::person(person),
     ] {
         if cx.store.delete(&key, None).await?.is_some() {
             report.records_deleted += 1;

@@ -1,10 +1,8 @@
-//! The one error type of the API. Every non-2xx response renders OpenAI's envelope
-//! `{"error": {"message", "type", "param", "code"}}`. The codes are listed in `docs/errors.md`;
+//! The domain's one error type, separate from the wire: a kind, a stable code, a message and
+//! the offending parameter. `api/envelope.rs` renders it once as OpenAI's envelope
+//! `{"error": {"message", "type", "param", "code"}}` with its HTTP status; the workflow steps
+//! map it once to the state machine's error names. The codes are listed in `docs/errors.md`;
 //! keep them stable, clients branch on them.
-
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 tokio::task_local! {
     /// The id of the request being served (set by the API's request-id middleware), written
@@ -17,27 +15,60 @@ pub fn current_request_id() -> Option<String> {
     REQUEST_ID.try_with(Clone::clone).ok()
 }
 
+/// What went wrong, in the domain's terms. The API layer maps each kind once to an HTTP status
+/// and OpenAI's error `type` (`api/envelope.rs`); the workflow steps map it once to the state
+/// machine's error names (`domain/workflow/steps.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is malformed or breaks a rule; `param` names the offending parameter.
+    InvalidRequest,
+    /// No credential, or one that does not authenticate.
+    Unauthenticated,
+    /// The credential may not do this.
+    Forbidden,
+    /// The addressed thing does not exist (or is not the caller's, which reads the same).
+    NotFound,
+    /// No route answers this path.
+    UnknownRoute,
+    /// The route exists, but not with this method.
+    MethodNotAllowed,
+    /// The thing is not in a state that allows this (e.g. deleting a running job).
+    Conflict,
+    /// The balance or a budget does not cover the request.
+    QuotaExceeded,
+    /// The content is larger than allowed.
+    TooLarge,
+    /// The requested byte range lies outside the content.
+    RangeNotSatisfiable,
+    /// A rate or concurrency limit refuses the request now; it may be retried, after
+    /// `retry_after_secs` when known.
+    RateLimited { retry_after_secs: Option<u64> },
+    /// A service of ours is unavailable for now; retrying later may succeed.
+    Unavailable,
+    /// A fault of our own (the detail was logged, not shown).
+    Internal,
+    /// The model provider could not be reached, or is overloaded.
+    UpstreamUnavailable,
+    /// The model provider did not answer in time.
+    UpstreamTimeout,
+    /// The model provider refused the request or answered outside the protocol.
+    UpstreamFailed,
+}
+
+/// The error every use case answers: a domain [`ErrorKind`], a stable `code` (listed in
+/// `docs/errors.md`; clients branch on it), a human sentence and the offending parameter.
+/// It knows nothing of HTTP; the API layer renders it as OpenAI's envelope.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    pub status: StatusCode,
-    /// OpenAI's `type`: `invalid_request_error`, `authentication_error`, `permission_error`,
-    /// `not_found_error`, `conflict_error`, `rate_limit_error`, `insufficient_quota`,
-    /// `server_error`, `upstream_error`.
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub code: String,
     pub message: String,
     pub param: Option<String>,
 }
 
 impl ApiError {
-    pub fn new(
-        status: StatusCode,
-        kind: &'static str,
-        code: &str,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(kind: ErrorKind, code: &str, message: impl Into<String>) -> Self {
         ApiError {
-            status,
             kind,
             code: code.to_owned(),
             message: message.into(),
@@ -50,119 +81,75 @@ impl ApiError {
         self
     }
 
-    /// 400 `invalid_request_error` naming the offending parameter.
-    pub fn invalid(param: &str, message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "invalid_request_error",
-            message,
-        )
-        .with_param(param)
+    pub fn with_code(mut self, code: &str) -> Self {
+        self.code = code.to_owned();
+        self
     }
 
-    /// 400 `invalid_request_error` about the request as a whole.
+    /// Invalid input naming the offending parameter (code `invalid_request_error`).
+    pub fn invalid(param: &str, message: impl Into<String>) -> Self {
+        Self::bad_request(message).with_param(param)
+    }
+
+    /// Invalid input about the request as a whole (code `invalid_request_error`).
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "invalid_request_error",
-            message,
-        )
+        Self::new(ErrorKind::InvalidRequest, "invalid_request_error", message)
     }
 
     pub fn unauthorized(code: &str, message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            code,
-            message,
-        )
+        Self::new(ErrorKind::Unauthenticated, code, message)
     }
 
     pub fn forbidden(code: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "permission_error", code, message)
+        Self::new(ErrorKind::Forbidden, code, message)
     }
 
     pub fn not_found(code: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found_error", code, message)
+        Self::new(ErrorKind::NotFound, code, message)
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "conflict_error", "conflict", message)
+        Self::new(ErrorKind::Conflict, "conflict", message)
     }
 
     pub fn insufficient_credits(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::PAYMENT_REQUIRED,
-            "insufficient_quota",
-            "insufficient_credits",
-            message,
-        )
+        Self::new(ErrorKind::QuotaExceeded, "insufficient_credits", message)
+    }
+
+    pub fn too_large(code: &str, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::TooLarge, code, message)
+    }
+
+    pub fn rate_limited(
+        code: &str,
+        message: impl Into<String>,
+        retry_after_secs: Option<u64>,
+    ) -> Self {
+        Self::new(ErrorKind::RateLimited { retry_after_secs }, code, message)
     }
 
     pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "server_error",
-            code,
-            message,
-        )
+        Self::new(ErrorKind::Unavailable, code, message)
     }
 
-    /// 500 for faults of our own; the detail goes to the log, not to the caller.
+    /// A fault of our own; the detail goes to the log, not to the caller.
     pub fn internal(context: &str, detail: impl std::fmt::Display) -> Self {
         tracing::error!(context, %detail, "internal error");
         Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
+            ErrorKind::Internal,
             "internal_error",
             format!("The server failed while {context}. Try again; the failure was logged."),
         )
-    }
-
-    pub fn body(&self) -> serde_json::Value {
-        let mut body = json!({
-            "error": {
-                "message": self.message,
-                "type": self.kind,
-                "param": self.param,
-                "code": self.code,
-            }
-        });
-        if let Some(id) = current_request_id() {
-            body["error"]["request_id"] = id.into();
-        }
-        body
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {}: {}",
-            self.status.as_u16(),
-            self.code,
-            self.message
-        )
+        write!(f, "{}: {}", self.code, self.message)
     }
 }
 
 impl std::error::Error for ApiError {}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, axum::Json(self.body())).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
-        }
-        response
-    }
-}
 
 impl From<crate::ports::store::StoreError> for ApiError {
     fn from(e: crate::ports::store::StoreError) -> Self {
@@ -176,15 +163,12 @@ impl From<crate::ports::blobs::BlobError> for ApiError {
             crate::ports::blobs::BlobError::NotFound => {
                 ApiError::not_found("blob_not_found", "The stored content no longer exists.")
             }
-            crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_request_error",
+            crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::too_large(
                 "payload_too_large",
                 format!("The content is larger than {limit} bytes."),
             ),
             crate::ports::blobs::BlobError::RangeNotSatisfiable { size } => ApiError::new(
-                StatusCode::RANGE_NOT_SATISFIABLE,
-                "invalid_request_error",
+                ErrorKind::RangeNotSatisfiable,
                 "range_not_satisfiable",
                 format!("The requested range is outside the content's {size} bytes."),
             ),

@@ -4,9 +4,10 @@
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
+use crate::domain::records::file::FileRecord;
 use crate::domain::Context;
 use crate::ports::blobs::ByteStream;
-use crate::ports::store::{item, now_secs, Condition, Item, ItemExt, Key};
+use crate::ports::store::{now_secs, Condition, Item, Key};
 use bytes::Bytes;
 use futures::StreamExt;
 use reelgate_media::MediaKind;
@@ -35,7 +36,7 @@ fn purpose_description(purpose: &str) -> &'static str {
 }
 
 pub fn file_key(org: &str, file_id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("FILE#{file_id}"))
+    crate::domain::keys::file(org, file_id)
 }
 
 pub fn blob_key(org: &str, file_id: &str) -> String {
@@ -61,23 +62,24 @@ pub struct FileObject {
 }
 
 impl FileObject {
-    pub fn from_item(it: &Item) -> Option<Self> {
-        let id = it.str_attr("id")?.to_owned();
-        Some(FileObject {
-            file_id: id.clone(),
-            id,
+    /// The file object of a stored file item of `org`.
+    pub fn from_item(org: &str, it: &Item) -> Option<Self> {
+        FileRecord::from_item(org, it).map(|f| FileObject::of(&f))
+    }
+
+    pub fn of(f: &FileRecord) -> Self {
+        FileObject {
+            id: f.id.clone(),
+            file_id: f.id.clone(),
             object: "file",
-            bytes: it.i64_attr("bytes").unwrap_or_default().max(0) as u64,
-            created_at: it.i64_attr("created_at").unwrap_or_default(),
-            expires_at: it.i64_attr("expires_at").unwrap_or_default(),
-            filename: it.str_attr("filename").unwrap_or_default().to_owned(),
-            purpose: it.str_attr("purpose").unwrap_or_default().to_owned(),
-            mime_type: it
-                .str_attr("mime_type")
-                .unwrap_or("application/octet-stream")
-                .to_owned(),
+            bytes: f.bytes,
+            created_at: f.created_at,
+            expires_at: f.expires_at,
+            filename: f.filename.clone(),
+            purpose: f.purpose.clone(),
+            mime_type: f.mime_type.clone(),
             status: "processed",
-        })
+        }
     }
 }
 
@@ -96,7 +98,7 @@ pub async fn find(cx: Context<'_>, org: &str, file_id: &str) -> ApiResult<FileOb
     }
     let it = cx.store.get(&file_key(org, file_id)).await?;
     it.as_ref()
-        .and_then(FileObject::from_item)
+        .and_then(|it| FileObject::from_item(org, it))
         .ok_or_else(|| not_found(file_id))
 }
 
@@ -111,22 +113,20 @@ pub async fn register(
     mime_type: &str,
 ) -> ApiResult<FileObject> {
     let now = now_secs();
-    let mut it = item(&file_key(org, file_id));
-    it.insert("kind".into(), "file".into());
-    it.insert("id".into(), file_id.into());
-    it.insert("bytes".into(), (bytes as i64).into());
-    it.insert("created_at".into(), now.into());
-    it.insert(
-        crate::ports::store::EXPIRES_AT.into(),
-        (now + cx.settings.file_retention.as_secs() as i64).into(),
-    );
-    it.insert("filename".into(), filename.into());
-    it.insert("purpose".into(), purpose.into());
-    it.insert("mime_type".into(), mime_type.into());
-    let file = FileObject::from_item(&it)
-        .ok_or_else(|| ApiError::internal("recording a file", "bad item"))?;
-    cx.store.put(it, Some(Condition::NotExists)).await?;
-    Ok(file)
+    let record = FileRecord {
+        org: org.to_owned(),
+        id: file_id.to_owned(),
+        bytes,
+        created_at: now,
+        expires_at: now + cx.settings.file_retention.as_secs() as i64,
+        filename: filename.to_owned(),
+        purpose: purpose.to_owned(),
+        mime_type: mime_type.to_owned(),
+    };
+    cx.store
+        .put(record.to_item(), Some(Condition::NotExists))
+        .await?;
+    Ok(FileObject::of(&record))
 }
 
 /// Checks a sniffed kind against a purpose.

@@ -17,7 +17,6 @@ use crate::domain::Context;
 use crate::ports::store::{
     item, now_secs, Attr, Condition, ItemExt, Key, StoreError, TransactOp, Update,
 };
-use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
@@ -34,13 +33,13 @@ const POLL: Duration = Duration::from_millis(50);
 const PENDING: &str = "pending";
 const DONE: &str = "done";
 
-/// The request's key, if it sent one; refuses an empty, over-long or non-ASCII key.
-pub fn key_from(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(value) = headers.get(HEADER) else {
+/// The request's key (the value of its [`HEADER`], if it sent one); refuses an empty,
+/// over-long or non-ASCII key.
+pub fn key_from(header: Option<&[u8]>) -> ApiResult<Option<String>> {
+    let Some(value) = header else {
         return Ok(None);
     };
-    let text = value
-        .to_str()
+    let text = std::str::from_utf8(value)
         .ok()
         .map(str::trim)
         .filter(|k| {
@@ -141,16 +140,12 @@ pub enum Begin {
 
 fn record_key(org: &str, route: &str, key: &str) -> Key {
     let digest = hex::encode(Sha256::digest(key.as_bytes()));
-    Key::new(
-        format!("ORG#{org}"),
-        format!("IDEMPOTENCY#{route}#{digest}"),
-    )
+    crate::domain::keys::idempotency(org, route, &digest)
 }
 
 fn reused() -> ApiError {
     ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::InvalidRequest,
         "idempotency_key_reused",
         "This Idempotency-Key was already used with a different request. Use a new key for a new request.",
     )
@@ -234,8 +229,7 @@ pub async fn begin(
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict_error",
+                crate::domain::error::ErrorKind::Conflict,
                 "idempotency_key_in_use",
                 "A request with this Idempotency-Key is still being processed. Retry it later.",
             ));

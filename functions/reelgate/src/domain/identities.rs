@@ -25,7 +25,7 @@ pub const BACKREF_PK: &str = "identity_pk";
 pub const BACKREF_SK: &str = "identity_sk";
 
 fn email_pk(email: &str) -> String {
-    format!("EMAIL#{}", email.trim().to_lowercase())
+    crate::domain::keys::email_identity_pk(email)
 }
 
 fn subject_pk(issuer: &str, subject: &str) -> String {
@@ -33,11 +33,11 @@ fn subject_pk(issuer: &str, subject: &str) -> String {
     h.update(issuer.as_bytes());
     h.update([0u8]);
     h.update(subject.as_bytes());
-    format!("OIDCSUB#{}", hex::encode(h.finalize()))
+    crate::domain::keys::oidc_subject_pk(&hex::encode(h.finalize()))
 }
 
 fn entry_sk(person: &str) -> String {
-    format!("PERSON#{person}")
+    crate::domain::keys::identity_entry_sk(person)
 }
 
 fn entry(pk: &str, kind: &str, person: &str, org: &str) -> Item {
@@ -50,10 +50,7 @@ fn entry(pk: &str, kind: &str, person: &str, org: &str) -> Item {
 }
 
 fn backref(pk: &str, person: &str, org: &str) -> Item {
-    let mut it = item(&Key::new(
-        format!("ORG#{org}#PERSON#{person}"),
-        format!("IDENTITY#{pk}"),
-    ));
+    let mut it = item(&crate::domain::keys::identity_ref(org, person, pk));
     it.insert("kind".into(), "identity_ref".into());
     it.insert(BACKREF_PK.into(), pk.into());
     it.insert(BACKREF_SK.into(), entry_sk(person).into());
@@ -80,7 +77,11 @@ async fn candidates(
     pk: String,
 ) -> Result<Vec<Candidate>, crate::ports::store::StoreError> {
     let page = store
-        .query(Query::partition(pk).prefix("PERSON#").limit(100))
+        .query(
+            Query::partition(pk)
+                .prefix(crate::domain::keys::IDENTITY_ENTRY_PREFIX)
+                .limit(100),
+        )
         .await?;
     Ok(page
         .items
@@ -160,8 +161,8 @@ pub async fn backfill_email(
     loop {
         let page = store
             .query(
-                Query::partition(format!("ORG#{org}"))
-                    .prefix("MEMBER#")
+                Query::partition(crate::domain::keys::org_pk(org))
+                    .prefix(crate::domain::keys::MEMBER_PREFIX)
                     .limit(100)
                     .after(after.clone()),
             )
@@ -174,7 +175,7 @@ pub async fn backfill_email(
             let email = match member.str_attr("email") {
                 Some(e) if !e.trim().is_empty() => Some(e.to_owned()),
                 _ => store
-                    .get(&Key::new(format!("PERSON#{person}"), "PERSON"))
+                    .get(&crate::domain::keys::person(person))
                     .await?
                     .and_then(|p| p.str_attr("email").map(str::to_owned))
                     .filter(|e| !e.trim().is_empty()),

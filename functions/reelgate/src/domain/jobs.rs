@@ -2,18 +2,26 @@
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
 use crate::domain::error::ApiResult;
-use crate::domain::keys::{job_key, RUNNING};
+use crate::domain::records::job::{self as job_record, JobRecord, JobStatus};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, Attr, Condition, ItemExt, StoreError, Update};
-
-fn running() -> Condition {
-    Condition::In(
-        "status".into(),
-        RUNNING.iter().map(|s| Attr::from(*s)).collect(),
-    )
-}
+use crate::ports::store::{now_secs, StoreError, Update};
 
 pub use crate::domain::video_object::{failure_code, failure_message};
+
+/// The job `video_id` of `org`, if it exists.
+pub async fn load(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<Option<JobRecord>> {
+    Ok(cx
+        .store
+        .get(&crate::domain::keys::job(org, video_id))
+        .await?
+        .as_ref()
+        .and_then(JobRecord::from_item))
+}
+
+/// When a job that ends now is deleted.
+fn expiry(cx: Context<'_>, now: i64) -> i64 {
+    now + cx.settings.job_retention.as_secs() as i64
+}
 
 /// Ends a job as failed with `code`, releasing its reservation (never billed). A job that is
 /// already terminal is left as it is; true when this call ended it (and emitted the job's
@@ -29,24 +37,16 @@ pub async fn fail(
 ) -> ApiResult<bool> {
     let code = failure_code(code);
     let message = failure_message(code);
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let quote = job.cost;
     let now = now_secs();
-    let update = Update::new()
-        .set("status", crate::domain::keys::STATUS_FAILED)
-        .set("error_code", code)
-        .set("error_message", message)
-        .set("completed_at", now)
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            now + cx.settings.job_retention.as_secs() as i64,
-        );
+    let update = job_record::failed(code, message, now, expiry(cx, now));
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
-            crate::domain::metrics::video_job(crate::domain::keys::STATUS_FAILED, code);
+            crate::domain::metrics::video_job(job_record::STATUS_FAILED, code);
             crate::domain::webhooks::emit(cx, org, video_id).await;
             Ok(true)
         }
@@ -61,24 +61,18 @@ pub async fn fail(
 /// no longer running (a completion that won the race keeps its charge). Erasure with `--force`
 /// uses it; the workflow's next step finds the job terminal and stops.
 pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.decimal_attr("cost").unwrap_or_default();
+    let quote = job.cost;
     let now = now_secs();
-    let update = Update::new()
-        .set("status", crate::domain::keys::STATUS_CANCELED)
-        .set("completed_at", now)
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            now + cx.settings.job_retention.as_secs() as i64,
-        );
+    let update = job_record::canceled(now, expiry(cx, now));
     let settled = matches!(
         crate::domain::billing::release(cx.store, org, video_id, quote, update).await?,
         crate::domain::billing::Settlement::Settled
     );
     if settled {
-        crate::domain::metrics::video_job(crate::domain::keys::STATUS_CANCELED, "");
+        crate::domain::metrics::video_job(job_record::STATUS_CANCELED, "");
         crate::domain::webhooks::emit(cx, org, video_id).await;
     }
     Ok(settled)
@@ -91,10 +85,10 @@ pub const PIPELINE_STOPPED: &str =
 /// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
 /// settling it); true when it did. The reconcilers of ended executions call this.
 pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = cx.store.get(&job_key(org, video_id)).await? else {
+    let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
-    if !RUNNING.contains(&job.str_attr("status").unwrap_or_default()) {
+    if !job.status.is_running() {
         return Ok(false);
     }
     tracing::warn!(%video_id, "the workflow ended but the job was running; failing it");
@@ -106,15 +100,15 @@ pub async fn advance(
     cx: Context<'_>,
     org: &str,
     video_id: &str,
-    status: &str,
+    status: JobStatus,
     extra: Update,
 ) -> ApiResult<bool> {
     match cx
         .store
         .update(
-            &job_key(org, video_id),
-            extra.set("status", status),
-            Some(running()),
+            &crate::domain::keys::job(org, video_id),
+            job_record::advance(extra, status),
+            Some(job_record::is_running()),
         )
         .await
     {
@@ -129,20 +123,16 @@ pub async fn advance(
 pub const NEVER_STARTED: &str =
     "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.";
 
-/// The partition of the "admitted, workflow start not yet confirmed" markers. Admission writes a
-/// marker in the same transaction as the job; a confirmed start (or the job's failure) deletes
-/// it. A marker that outlives its start — the process died between admission and start — is how
-/// [`recover_unstarted`] finds the job, on a host with no secondary index. Operational, not
-/// tenant data: only the recovery pass reads this partition, and each marker names its org.
-pub const UNSTARTED_PK: &str = "UNSTARTED";
-
-pub fn unstarted_key(video_id: &str) -> crate::ports::store::Key {
-    crate::ports::store::Key::new(UNSTARTED_PK, format!("VIDEO#{video_id}"))
-}
+// The partition of the "admitted, workflow start not yet confirmed" markers. Admission writes a
+// marker in the same transaction as the job; a confirmed start (or the job's failure) deletes
+// it. A marker that outlives its start — the process died between admission and start — is how
+// [`recover_unstarted`] finds the job, on a host with no secondary index. Operational, not
+// tenant data: only the recovery pass reads this partition, and each marker names its org.
+use crate::domain::keys::UNSTARTED_PK;
 
 /// The marker admission puts (with `NotExists`) beside the job.
 pub fn unstarted_marker(org: &str, video_id: &str, now: i64) -> crate::ports::store::Item {
-    let mut m = crate::ports::store::item(&unstarted_key(video_id));
+    let mut m = crate::ports::store::item(&crate::domain::keys::unstarted_marker(video_id));
     m.insert("kind".into(), "unstarted_job".into());
     m.insert("org".into(), org.into());
     m.insert("video_id".into(), video_id.into());
@@ -151,7 +141,11 @@ pub fn unstarted_marker(org: &str, video_id: &str, now: i64) -> crate::ports::st
 }
 
 async fn clear_marker(cx: Context<'_>, video_id: &str) {
-    if let Err(e) = cx.store.delete(&unstarted_key(video_id), None).await {
+    if let Err(e) = cx
+        .store
+        .delete(&crate::domain::keys::unstarted_marker(video_id), None)
+        .await
+    {
         // The recovery pass finds the execution and deletes the marker later.
         tracing::warn!(%video_id, error = %e, "could not clear the start marker");
     }
@@ -206,10 +200,9 @@ pub async fn recover_unstarted(
         crate::domain::keys::markers_written_by(cx.store, UNSTARTED_PK, cutoff).await?
     {
         let (org, video_id) = (org.as_str(), video_id.as_str());
-        let running = match cx.store.get(&job_key(org, video_id)).await? {
-            Some(job) => RUNNING.contains(&job.str_attr("status").unwrap_or_default()),
-            None => false,
-        };
+        let running = load(cx, org, video_id)
+            .await?
+            .is_some_and(|job| job.status.is_running());
         if running
             && !workflow.exists(video_id).await.map_err(|e| {
                 crate::domain::error::ApiError::internal("recovering unstarted jobs", e)

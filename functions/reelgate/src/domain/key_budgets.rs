@@ -60,8 +60,7 @@ pub fn from_record(record: &Item, now: i64) -> Option<KeyBudget> {
 
 pub fn exceeded(budget: &KeyBudget) -> ApiError {
     ApiError::new(
-        axum::http::StatusCode::PAYMENT_REQUIRED,
-        "insufficient_quota",
+        crate::domain::error::ErrorKind::QuotaExceeded,
         "key_budget_exceeded",
         format!(
             "This API key's monthly budget of {} is used up ({} spent or reserved this month). \
@@ -126,7 +125,7 @@ mod tests {
         assert!(admit_text(Some(&b("4.99"))).is_ok());
         let e = admit_text(Some(&b("5.00"))).expect_err("at the budget");
         assert_eq!(e.code, "key_budget_exceeded");
-        assert_eq!(e.status, 402);
+        assert_eq!(crate::api::envelope::status(e.kind), 402);
         assert!(admit_text(None).is_ok());
     }
 }

@@ -246,8 +246,11 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
     }
 
     fn param(r: ApiResult<Requested>) -> Option<String> {
-        r.err()
-            .and_then(|e| e.body()["error"]["param"].as_str().map(str::to_owned))
+        r.err().and_then(|e| {
+            crate::api::envelope::error_body(&e)["error"]["param"]
+                .as_str()
+                .map(str::to_owned)
+        })
     }
 
     #[test]
@@ -270,7 +273,7 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
     fn refuses_above_the_plan_naming_the_field() {
         let p = plan();
         let e = parse(&json!({"tokens_per_minute": 2001}), "starter", Some(&p)).unwrap_err();
-        let body = e.body();
+        let body = crate::api::envelope::error_body(&e);
         assert_eq!(body["error"]["param"], "tokens_per_minute");
         assert_eq!(body["error"]["code"], "above_plan_limit");
         assert!(parse(&json!({"tokens_per_minute": 2000}), "starter", Some(&p)).is_ok());

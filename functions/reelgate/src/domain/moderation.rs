@@ -8,7 +8,7 @@ use crate::ports::store::{item, now_secs, Attr, ItemStore, Key};
 pub const RECORD_RETENTION_SECS: i64 = 30 * 24 * 3600;
 
 pub fn record_key(org: &str, video_id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("MODERATION#{video_id}"))
+    crate::domain::keys::moderation(org, video_id)
 }
 
 /// Keeps the verdict for 30 days (not deleted with the video).

@@ -37,7 +37,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn tag(self) -> &'static str {
+    pub fn tag(self) -> &'static str {
         match self {
             Kind::Text => "TEXT",
             Kind::VideoCreate => "VIDEO",
@@ -148,23 +148,23 @@ fn window_expiry(minute: i64) -> i64 {
 }
 
 fn window_key(scope_pk: &str, kind: Kind, minute: i64) -> Key {
-    Key::new(scope_pk.to_owned(), format!("{}#{minute}", kind.tag()))
+    crate::domain::keys::rate_window(scope_pk, kind.tag(), minute)
 }
 
 /// The partition of a caller's key scope; console traffic counts under the person.
 fn key_scope(caller: &Caller) -> String {
     match &caller.credential {
         crate::domain::accounts::Credential::ApiKey { key_id } => {
-            format!("RATE#{}#KEY#{key_id}", caller.org)
+            crate::domain::keys::rate_key_scope(&caller.org, key_id)
         }
         crate::domain::accounts::Credential::ConsoleSession { .. } => {
-            format!("RATE#{}#CONSOLE#{}", caller.org, caller.person)
+            crate::domain::keys::rate_console_scope(&caller.org, &caller.person)
         }
     }
 }
 
 fn org_scope(org: &str) -> String {
-    format!("RATE#{org}")
+    crate::domain::keys::rate_org_scope(org)
 }
 
 fn count(n: u64) -> Attr {
@@ -262,7 +262,7 @@ pub async fn acquire(
     }
     if let Some((s, what, pk)) = refusal {
         status.merge(&s);
-        let scope = if pk.contains("#KEY#") || pk.contains("#CONSOLE#") {
+        let scope = if crate::domain::keys::is_holder_rate_scope(&pk) {
             "this API key"
         } else {
             "the organization"

@@ -42,15 +42,15 @@ pub fn owned_blobs(item: &Item) -> Vec<String> {
     }
     // Organization-scoped records only: per-person partitions (`ORG#<org>#PERSON#<person>`)
     // own nothing but their bodies.
-    let Some(org) = pk.strip_prefix("ORG#").filter(|org| !org.contains('#')) else {
+    let Some(org) = crate::domain::keys::org_of_pk(pk) else {
         return blobs;
     };
-    if let Some(video_id) = sk.strip_prefix("VIDEO#") {
+    if let Some(video_id) = sk.strip_prefix(crate::domain::keys::VIDEO_PREFIX) {
         blobs.push(crate::domain::videos::output_blob_key(org, video_id));
         blobs.push(crate::domain::videos::thumbnail_blob_key(org, video_id));
-    } else if let Some(file_id) = sk.strip_prefix("FILE#") {
+    } else if let Some(file_id) = sk.strip_prefix(crate::domain::keys::FILE_PREFIX) {
         blobs.push(crate::domain::files::blob_key(org, file_id));
-    } else if let Some(upload_id) = sk.strip_prefix("UPLOAD#") {
+    } else if let Some(upload_id) = sk.strip_prefix(crate::domain::keys::UPLOAD_PREFIX) {
         blobs.push(crate::domain::uploads::staging_blob_key(org, upload_id));
     }
     blobs

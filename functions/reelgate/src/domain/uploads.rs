@@ -31,7 +31,7 @@ use std::time::Duration;
 pub const UPLOAD_TTL: Duration = Duration::from_secs(3600);
 
 fn upload_key(org: &str, upload_id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("UPLOAD#{upload_id}"))
+    crate::domain::keys::upload(org, upload_id)
 }
 
 /// Where an upload's URL puts its bytes until `complete` copies them to the file's blob.

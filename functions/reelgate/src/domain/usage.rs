@@ -13,11 +13,10 @@
 use crate::domain::accounts::org_key;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::records::ledger::{Charged, LedgerEntry};
 use crate::domain::usage_report::Amounts;
 use crate::domain::Context;
-use crate::ports::store::{
-    item, now_secs, Attr, Condition, ItemExt, StoreError, TransactOp, Update,
-};
+use crate::ports::store::{now_secs, Condition, ItemExt, StoreError, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
@@ -146,46 +145,31 @@ pub struct Charge<'a> {
     pub rate_settlement: Vec<TransactOp>,
 }
 
-/// The ledger item's sort key for a completion id (stable, so a retry cannot charge twice).
-pub fn ledger_sk(reference: &str) -> String {
-    format!("LEDGER#{reference}")
-}
-
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
 /// Charging the same reference twice is a no-op that returns zero.
 pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     let amounts = priced(c.model, c.usage);
     let amount = amounts.total();
     let now = now_secs();
-    let mut ledger = item(&crate::ports::store::Key::new(
-        format!("ORG#{}", c.org),
-        ledger_sk(c.reference),
-    ));
-    // Same shape as the video charges' ledger items (`billing.rs`): kind, positive amount,
-    // currency, charged_at, reason.
-    ledger.insert("kind".into(), "ledger_charge".into());
-    ledger.insert("id".into(), c.reference.into());
-    ledger.insert("type".into(), c.kind.into());
-    ledger.insert("person".into(), c.person.into());
-    ledger.insert("key".into(), c.key.into());
-    ledger.insert("model".into(), c.model.id.clone().into());
-    ledger.insert(
-        "prompt_tokens".into(),
-        Attr::N(Decimal::from(c.usage.prompt_tokens)),
-    );
-    ledger.insert(
-        "completion_tokens".into(),
-        Attr::N(Decimal::from(c.usage.completion_tokens)),
-    );
-    ledger.insert(
-        "cached_tokens".into(),
-        Attr::N(Decimal::from(c.usage.cached_tokens)),
-    );
-    ledger.insert("estimated".into(), c.usage.estimated.into());
-    ledger.insert("amount".into(), Attr::N(amount));
-    ledger.insert("currency".into(), c.model.currency.clone().into());
-    ledger.insert("charged_at".into(), now.into());
-    ledger.insert("reason".into(), format!("{} token usage", c.kind).into());
+    let ledger = LedgerEntry {
+        org: c.org.to_owned(),
+        charge_type: c.kind.to_owned(),
+        model: Some(c.model.id.clone()),
+        key: Some(c.key.to_owned()),
+        amount,
+        currency: Some(c.model.currency.clone()),
+        charged_at: Some(now),
+        reason: Some(format!("{} token usage", c.kind)),
+        charged: Charged::Tokens {
+            reference: c.reference.to_owned(),
+            person: c.person.to_owned(),
+            prompt_tokens: c.usage.prompt_tokens,
+            completion_tokens: c.usage.completion_tokens,
+            cached_tokens: c.usage.cached_tokens,
+            estimated: c.usage.estimated,
+        },
+    }
+    .to_item();
     let cached = c.usage.cached_tokens.min(c.usage.prompt_tokens);
     let line = crate::domain::usage_report::Line {
         charge_type: c.kind,
@@ -201,9 +185,7 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     let mut ops = vec![
         TransactOp::Update {
             key: org_key(c.org),
-            update: Update::new()
-                .add("balance", -amount)
-                .add("available", -amount),
+            update: crate::domain::records::account::deduct(amount),
             condition: Some(Condition::Exists),
         },
         TransactOp::Put {
@@ -276,38 +258,30 @@ fn charge_backoff(attempt: u32) -> std::time::Duration {
 
 /// The organization's most recent charges (video renders and token usage), newest first.
 pub async fn recent_charges(cx: Context<'_>, org: &str, limit: usize) -> ApiResult<Vec<Value>> {
-    let mut items = Vec::new();
-    for prefix in ["CHARGE#", "LEDGER#"] {
+    let mut entries = Vec::new();
+    for prefix in [
+        crate::domain::keys::CHARGE_PREFIX,
+        crate::domain::keys::LEDGER_PREFIX,
+    ] {
         let page = cx
             .store
             .query(
-                crate::ports::store::Query::partition(format!("ORG#{org}"))
+                crate::ports::store::Query::partition(crate::domain::keys::org_pk(org))
                     .prefix(prefix)
                     .limit(1000),
             )
             .await?;
-        items.extend(
+        entries.extend(
             page.items
-                .into_iter()
-                .filter(|i| i.str_attr("kind") == Some("ledger_charge")),
+                .iter()
+                .filter_map(|i| LedgerEntry::from_item(org, i)),
         );
     }
-    items.sort_by_key(|i| std::cmp::Reverse(i.i64_attr("charged_at").unwrap_or_default()));
-    Ok(items
+    entries.sort_by_key(|e| std::cmp::Reverse(e.charged_at.unwrap_or_default()));
+    Ok(entries
         .iter()
         .take(limit)
-        .map(|i| {
-            serde_json::json!({
-                "object": "charge",
-                "id": i.str_attr("video_id").or_else(|| i.str_attr("id")),
-                "type": i.str_attr("type").unwrap_or("video"),
-                "model": i.str_attr("model"),
-                "amount": i.decimal_attr("amount").unwrap_or_default().to_string(),
-                "currency": i.str_attr("currency"),
-                "charged_at": i.i64_attr("charged_at"),
-                "reason": i.str_attr("reason"),
-            })
-        })
+        .map(LedgerEntry::summary)
         .collect())
 }
 
@@ -317,12 +291,12 @@ pub async fn ledger_entry(
     org: &str,
     reference: &str,
 ) -> ApiResult<Option<crate::ports::store::Item>> {
-    let key = crate::ports::store::Key::new(format!("ORG#{org}"), ledger_sk(reference));
+    let key = crate::domain::keys::ledger(org, reference);
     Ok(cx
         .store
         .get(&key)
         .await?
-        .filter(|i| i.str_attr("kind") == Some("ledger_charge")))
+        .filter(|i| i.str_attr("kind") == Some(crate::domain::records::ledger::KIND)))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! number of days × models × keys, not with the number of requests.
 
 use crate::domain::error::{ApiError, ApiResult};
-use crate::ports::store::{ItemExt, ItemStore, Key, Query, TransactOp, Update};
+use crate::ports::store::{ItemExt, ItemStore, Query, TransactOp, Update};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -104,19 +104,17 @@ fn day_start(secs: i64) -> i64 {
     secs.div_euclid(DAY) * DAY
 }
 
-/// The rollup item's sort key.
-pub fn rollup_sk(at: i64, charge_type: &str, model: &str, key: &str) -> String {
-    format!("USAGE#{}#{charge_type}#{model}#{key}", day_label(at))
-}
-
 /// The update adding one charge at `at` (Unix seconds) to its day's rollup; unconditional, as it
 /// rides in the transaction whose ledger put makes the charge happen once.
 pub fn rollup_op(org: &str, at: i64, line: &Line<'_>) -> TransactOp {
     let n = |v: u64| Decimal::from(v);
     TransactOp::Update {
-        key: Key::new(
-            format!("ORG#{org}"),
-            rollup_sk(at, line.charge_type, line.model, line.key),
+        key: crate::domain::keys::usage_rollup(
+            org,
+            &day_label(at),
+            line.charge_type,
+            line.model,
+            line.key,
         ),
         update: Update::new()
             .set("kind", "usage_day")
@@ -253,16 +251,16 @@ pub async fn report(store: &dyn ItemStore, org: &str, req: &ReportRequest) -> Ap
     let first = req.first_day()?;
     let range_end = day_start(req.end - 1) + DAY;
     let stop = (first + DAY * req.limit as i64).min(range_end);
-    let stop_sk = format!("USAGE#{}", day_label(stop));
+    let stop_sk = crate::domain::keys::usage_day_sk(&day_label(stop));
     let mut rows: BTreeMap<RowKey, Totals> = BTreeMap::new();
     // Everything of the first day sorts after `USAGE#<first day>`, everything of earlier days
     // before it: one range of the organization's own partition.
-    let mut after = Some(format!("USAGE#{}", day_label(first)));
+    let mut after = Some(crate::domain::keys::usage_day_sk(&day_label(first)));
     'read: loop {
         let page = store
             .query(
-                Query::partition(format!("ORG#{org}"))
-                    .prefix("USAGE#")
+                Query::partition(crate::domain::keys::org_pk(org))
+                    .prefix(crate::domain::keys::USAGE_PREFIX)
                     .limit(READ_PAGE)
                     .after(after.take()),
             )

@@ -2,8 +2,8 @@
 //! documented failure codes and sentences it shows. A leaf: `videos` (the routes' use cases),
 //! `jobs` (state changes) and `webhooks` (events) all read it, and it reads none of them.
 
-use crate::domain::keys::TERMINAL;
-use crate::ports::store::{Item, ItemExt};
+use crate::domain::records::job::{JobRecord, TERMINAL};
+use crate::ports::store::Item;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
@@ -66,32 +66,37 @@ pub struct Video {
 
 impl Video {
     pub fn from_item(it: &Item) -> Option<Video> {
+        JobRecord::from_item(it).map(|job| Video::of(&job))
+    }
+
+    /// The job as the API shows it.
+    pub fn of(job: &JobRecord) -> Video {
         // The documented sentence for the code, whatever a writer stored (docs/security.md).
-        let error = it.str_attr("error_code").map(|code| {
+        let error = job.error_code.as_deref().map(|code| {
             let code = failure_code(code);
             JobError {
                 code: code.to_owned(),
                 message: failure_message(code).to_owned(),
             }
         });
-        Some(Video {
-            id: it.str_attr("id")?.to_owned(),
+        Video {
+            id: job.id.clone(),
             object: "video",
-            model: it.str_attr("model")?.to_owned(),
-            prompt: it.str_attr("prompt").unwrap_or_default().to_owned(),
-            seconds: it.i64_attr("seconds").unwrap_or_default() as u32,
-            aspect_ratio: it.str_attr("aspect_ratio").unwrap_or_default().to_owned(),
-            status: it.str_attr("status")?.to_owned(),
-            progress: it.i64_attr("progress").unwrap_or_default().clamp(0, 100) as u32,
+            model: job.model.clone(),
+            prompt: job.prompt.clone(),
+            seconds: job.seconds as u32,
+            aspect_ratio: job.aspect_ratio.clone(),
+            status: job.status.as_str().to_owned(),
+            progress: job.progress.clamp(0, 100) as u32,
             error,
-            cost: it.decimal_attr("cost").unwrap_or_default(),
-            currency: it.str_attr("currency").unwrap_or("usd").to_owned(),
-            created_at: it.i64_attr("created_at").unwrap_or_default(),
-            completed_at: it.i64_attr("completed_at"),
-            expires_at: it.i64_attr(crate::ports::store::EXPIRES_AT),
-            thumbnail: it.bool_attr("thumbnail").unwrap_or(false),
-            size: it.str_attr("size").map(str::to_owned),
-        })
+            cost: job.cost,
+            currency: job.currency.clone(),
+            created_at: job.created_at,
+            completed_at: job.completed_at,
+            expires_at: job.expires_at,
+            thumbnail: job.thumbnail,
+            size: job.size.clone(),
+        }
     }
 
     pub fn is_terminal(&self) -> bool {

@@ -22,7 +22,7 @@
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
-use crate::domain::keys::{job_key, STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
+use crate::domain::records::job::{STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
 use crate::domain::video_object::Video;
 use crate::domain::Context;
 use crate::ports::fetch::FetchError;
@@ -56,7 +56,7 @@ pub const STATUS_ENABLED: &str = "enabled";
 pub const STATUS_DISABLED: &str = "disabled";
 
 pub fn endpoint_key(org: &str, id: &str) -> Key {
-    Key::new(format!("ORG#{org}"), format!("WEBHOOK#{id}"))
+    crate::domain::keys::webhook(org, id)
 }
 
 /// One delivery attempt as the endpoint records it.
@@ -293,8 +293,7 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
             _ => "url_unreachable",
         };
         return Err(ApiError::new(
-            axum::http::StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::InvalidRequest,
             code,
             format!("url: {e}."),
         )
@@ -303,8 +302,8 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
     let existing = cx
         .store
         .query(
-            Query::partition(format!("ORG#{org}"))
-                .prefix("WEBHOOK#")
+            Query::partition(crate::domain::keys::org_pk(org))
+                .prefix(crate::domain::keys::WEBHOOK_PREFIX)
                 .limit(MAX_ENDPOINTS + 1),
         )
         .await?;
@@ -345,8 +344,8 @@ pub async fn list(cx: Context<'_>, org: &str) -> ApiResult<Vec<Endpoint>> {
     let page = cx
         .store
         .query(
-            Query::partition(format!("ORG#{org}"))
-                .prefix("WEBHOOK#")
+            Query::partition(crate::domain::keys::org_pk(org))
+                .prefix(crate::domain::keys::WEBHOOK_PREFIX)
                 .limit(MAX_ENDPOINTS * 2),
         )
         .await?;
@@ -424,7 +423,11 @@ pub async fn emit(cx: Context<'_>, org: &str, video_id: &str) {
     };
     match emit_to(cx, queue, org, video_id).await {
         Ok(()) => {
-            if let Err(e) = cx.store.delete(&unsent_key(video_id), None).await {
+            if let Err(e) = cx
+                .store
+                .delete(&crate::domain::keys::unsent_marker(video_id), None)
+                .await
+            {
                 // The recovery pass emits it again: a duplicate with the same webhook-id.
                 tracing::warn!(%video_id, error = %e, "could not clear the unsent-event marker");
             }
@@ -435,21 +438,17 @@ pub async fn emit(cx: Context<'_>, org: &str, video_id: &str) {
     }
 }
 
-/// The partition of unsent-event markers: jobs that ended and whose webhook event is not yet
-/// known to be queued. Operational, not tenant data: only [`recover_unsent`] reads it, and each
-/// marker names its organization.
-pub const UNSENT_PK: &str = "UNSENT_EVENTS";
+// The partition of unsent-event markers: jobs that ended and whose webhook event is not yet
+// known to be queued. Operational, not tenant data: only [`recover_unsent`] reads it, and each
+// marker names its organization.
+use crate::domain::keys::UNSENT_PK;
 
 /// How long a marker is kept if no recovery pass ever sends it (then TTL removes it).
 const UNSENT_KEPT_SECS: i64 = 7 * 24 * 3600;
 
-pub fn unsent_key(video_id: &str) -> Key {
-    Key::new(UNSENT_PK, format!("VIDEO#{video_id}"))
-}
-
 /// The marker a job's settlement writes in its own transaction (see the module's comment).
 pub fn unsent_event_op(org: &str, video_id: &str, now: i64) -> TransactOp {
-    let mut marker = item(&unsent_key(video_id));
+    let mut marker = item(&crate::domain::keys::unsent_marker(video_id));
     marker.insert("kind".into(), "unsent_event".into());
     marker.insert("org".into(), org.into());
     marker.insert("video_id".into(), video_id.into());
@@ -492,7 +491,7 @@ async fn emit_to(
     }
     let job = cx
         .store
-        .get(&job_key(org, video_id))
+        .get(&crate::domain::keys::job(org, video_id))
         .await
         .map_err(|e| e.to_string())?;
     let Some(video) = job.as_ref().and_then(Video::from_item) else {

@@ -175,7 +175,7 @@ async fn sign_in(
             response
         }
         Err(error) => no_store_html(html_page(
-            error.status,
+            crate::api::envelope::status(error.kind),
             "Sign-in link refused",
             &format!(
                 "<p id=\"error\">{}</p><p><a href=\"/console/\">Back to the console</a></p>",

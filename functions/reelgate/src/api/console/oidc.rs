@@ -55,7 +55,7 @@ fn no_store(mut response: Response) -> Response {
 /// person can go back and choose again).
 fn refusal(error: &ApiError, public_base_url: &str, end_flow: bool) -> Response {
     let mut response = html_page(
-        error.status,
+        crate::api::envelope::status(error.kind),
         "Sign-in refused",
         &format!(
             "<p id=\"error\" data-code=\"{}\">{}</p><p><a href=\"/console/\">Back to the console</a></p>",

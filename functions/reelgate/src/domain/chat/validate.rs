@@ -5,7 +5,7 @@
 
 use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::error::{ApiError, ApiResult};
-use axum::http::StatusCode;
+use crate::domain::params::Params;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -71,8 +71,7 @@ pub struct Validated {
 /// 400 `model_capability_mismatch` naming the part that needs `capability`.
 pub fn capability_mismatch(model: &ChatModel, capability: &str, param: &str) -> ApiError {
     ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::InvalidRequest,
         "model_capability_mismatch",
         format!(
             "The model '{}' does not support {capability} input; this content needs a model with the '{capability}' capability.",
@@ -108,8 +107,7 @@ pub fn chat_model<'a>(catalog: &'a Catalog, body: &Value) -> ApiResult<&'a ChatM
     }
     if catalog.video_model(id).is_some() {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
+            crate::domain::error::ErrorKind::InvalidRequest,
             "model_not_chat_capable",
             format!("'{id}' is a video model; use it with /v1/videos. GET /v1/models lists the chat models."),
         )
@@ -233,15 +231,6 @@ struct V<'a> {
     out: Map<String, Value>,
 }
 
-fn is_number(v: &Value) -> bool {
-    v.is_number()
-}
-
-fn as_int(v: &Value) -> Option<i64> {
-    v.as_i64()
-        .or_else(|| v.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
-}
-
 fn tool_name_ok(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
@@ -251,9 +240,22 @@ fn tool_name_ok(name: &str) -> bool {
 }
 
 impl<'a> V<'a> {
+    /// The body's parameters, read by the one parameter reader (`domain::params`).
+    fn params(&self) -> Params<'a> {
+        Params::new(self.obj)
+    }
+
     /// A parameter's value; an explicit `null` counts as absent, as it does for OpenAI.
     fn get(&self, name: &str) -> Option<&'a Value> {
-        self.obj.get(name).filter(|v| !v.is_null())
+        self.params().get(name)
+    }
+
+    /// Keeps a parameter that was read (for the upstream request) and passes its value on.
+    fn kept<T>(&mut self, name: &str, read: Option<T>) -> Option<T> {
+        if let (Some(_), Some(value)) = (&read, self.get(name)) {
+            self.keep(name, value);
+        }
+        read
     }
 
     fn keep(&mut self, name: &str, value: &Value) {
@@ -261,21 +263,8 @@ impl<'a> V<'a> {
     }
 
     fn number(&mut self, name: &str, min: f64, max: f64) -> ApiResult<Option<f64>> {
-        let Some(value) = self.get(name) else {
-            return Ok(None);
-        };
-        let n = value
-            .as_f64()
-            .filter(|_| is_number(value))
-            .ok_or_else(|| ApiError::invalid(name, format!("{name} must be a number.")))?;
-        if !(min..=max).contains(&n) {
-            return Err(ApiError::invalid(
-                name,
-                format!("{name} must be between {min} and {max}; got {n}."),
-            ));
-        }
-        self.keep(name, value);
-        Ok(Some(n))
+        let n = self.params().number(name, min, max)?;
+        Ok(self.kept(name, n))
     }
 
     fn positive(&mut self, name: &str) -> ApiResult<()> {
@@ -295,48 +284,21 @@ impl<'a> V<'a> {
     }
 
     fn integer(&mut self, name: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
-        let Some(value) = self.get(name) else {
-            return Ok(None);
-        };
-        let n = as_int(value)
-            .ok_or_else(|| ApiError::invalid(name, format!("{name} must be an integer.")))?;
-        if n < min || n > max {
-            let range = match (min, max) {
-                (i64::MIN, _) => String::new(),
-                (_, i64::MAX) => format!(" of at least {min}"),
-                _ => format!(" from {min} to {max}"),
-            };
-            return Err(ApiError::invalid(
-                name,
-                format!("{name} must be an integer{range}; got {n}."),
-            ));
-        }
-        self.keep(name, value);
-        Ok(Some(n))
+        let n = self.params().integer(name, min, max)?;
+        Ok(self.kept(name, n))
     }
 
     fn boolean(&mut self, name: &str) -> ApiResult<Option<bool>> {
-        let Some(value) = self.get(name) else {
-            return Ok(None);
-        };
-        let b = value
-            .as_bool()
-            .ok_or_else(|| ApiError::invalid(name, format!("{name} must be a boolean.")))?;
-        if name != "stream" {
-            self.keep(name, value);
+        let b = self.params().boolean(name)?;
+        if name == "stream" {
+            return Ok(b);
         }
-        Ok(Some(b))
+        Ok(self.kept(name, b))
     }
 
     fn string(&mut self, name: &str) -> ApiResult<Option<&'a str>> {
-        let Some(value) = self.get(name) else {
-            return Ok(None);
-        };
-        let s = value
-            .as_str()
-            .ok_or_else(|| ApiError::invalid(name, format!("{name} must be a string.")))?;
-        self.keep(name, value);
-        Ok(Some(s))
+        let s = self.params().string(name)?;
+        Ok(self.kept(name, s))
     }
 
     fn stop(&mut self) -> ApiResult<()> {
@@ -602,8 +564,7 @@ impl<'a> V<'a> {
                 format!("it accepts {}", self.model.reasoning_efforts.join(", "))
             };
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
+                crate::domain::error::ErrorKind::InvalidRequest,
                 "unsupported_reasoning_effort",
                 format!(
                     "The model '{}' does not accept reasoning_effort '{effort}'; {accepted}.",

@@ -25,10 +25,10 @@ pub const SESSION_SECS: i64 = 12 * 3600;
 pub use crate::domain::accounts::CONSOLE_KEY_ID;
 
 fn session_key(session_id: &str) -> Key {
-    Key::new(format!("CONSOLE#{session_id}"), "CONSOLE")
+    crate::domain::keys::console_session(session_id)
 }
 fn link_key(link_id: &str) -> Key {
-    Key::new(format!("CONSOLELINK#{link_id}"), "CONSOLELINK")
+    crate::domain::keys::console_link(link_id)
 }
 
 fn hash_secret(secret: &str) -> String {

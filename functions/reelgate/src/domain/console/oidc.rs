@@ -55,7 +55,7 @@ const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
 const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
 
 fn flow_key(flow_id: &str) -> Key {
-    Key::new(format!("OIDCFLOW#{flow_id}"), "OIDCFLOW")
+    crate::domain::keys::oidc_flow(flow_id)
 }
 
 fn refused(reason: &str) -> ApiError {

@@ -28,8 +28,7 @@ pub fn fetch_refusal(param: &str, e: &FetchError) -> ApiError {
         _ => "url_unreachable",
     };
     ApiError::new(
-        axum::http::StatusCode::BAD_REQUEST,
-        "invalid_request_error",
+        crate::domain::error::ErrorKind::InvalidRequest,
         code,
         format!("{param}: {e}."),
     )

@@ -25,16 +25,12 @@ const INLINE_LIMIT: usize = 300 * 1024;
 /// How many responses back a conversation is followed; older turns are dropped.
 pub const MAX_CHAIN: usize = 1000;
 
-fn partition(caller: &Caller) -> String {
-    format!("ORG#{}#PERSON#{}", caller.org, caller.person)
-}
-
 fn response_key(caller: &Caller, id: &str) -> Key {
-    Key::new(partition(caller), format!("RESPONSE#{id}"))
+    crate::domain::keys::response(&caller.org, &caller.person, id)
 }
 
 fn item_key(caller: &Caller, id: &str) -> Key {
-    Key::new(partition(caller), format!("ITEM#{id}"))
+    crate::domain::keys::response_item(&caller.org, &caller.person, id)
 }
 
 fn blob_key(caller: &Caller, kind: &str, id: &str) -> String {

@@ -4,6 +4,7 @@
 
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{self, Params};
 use serde_json::{Map, Value};
 
 /// Parameters OpenAI's SDK may send that this service accepts and ignores: they change nothing
@@ -65,54 +66,14 @@ pub struct CreateRequest {
     pub user: Option<String>,
 }
 
-/// A field of the body, treating JSON `null` as absent (clients send null for "not given").
-fn field<'a>(body: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    body.get(name).filter(|v| !v.is_null())
+/// A string parameter, owned.
+fn string(p: Params<'_>, name: &str) -> ApiResult<Option<String>> {
+    Ok(p.string(name)?.map(str::to_owned))
 }
 
-fn string(body: &Map<String, Value>, name: &str) -> ApiResult<Option<String>> {
-    match field(body, name) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::invalid(name, format!("{name} must be a string."))),
-    }
-}
-
-fn boolean(body: &Map<String, Value>, name: &str) -> ApiResult<Option<bool>> {
-    match field(body, name) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(ApiError::invalid(
-            name,
-            format!("{name} must be a boolean."),
-        )),
-    }
-}
-
-fn number_in(body: &Map<String, Value>, name: &str, min: f64, max: f64) -> ApiResult<Option<f64>> {
-    match field(body, name) {
-        None => Ok(None),
-        Some(v) => match v.as_f64() {
-            Some(x) if (min..=max).contains(&x) => Ok(Some(x)),
-            _ => Err(ApiError::invalid(
-                name,
-                format!("{name} must be a number from {min} to {max}."),
-            )),
-        },
-    }
-}
-
-fn unsigned(body: &Map<String, Value>, name: &str, min: u64) -> ApiResult<Option<u64>> {
-    match field(body, name) {
-        None => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if n >= min => Ok(Some(n)),
-            _ => Err(ApiError::invalid(
-                name,
-                format!("{name} must be an integer of at least {min}."),
-            )),
-        },
-    }
+/// A whole number of at least `min`.
+fn unsigned(p: Params<'_>, name: &str, min: u64) -> ApiResult<Option<u64>> {
+    Ok(p.integer(name, min as i64, i64::MAX)?.map(|n| n as u64))
 }
 
 impl CreateRequest {
@@ -131,19 +92,20 @@ impl CreateRequest {
                 ));
             }
         }
-        if boolean(&body, "background")? == Some(true) {
+        let p = Params::new(&body);
+        if p.boolean("background")? == Some(true) {
             return Err(ApiError::invalid(
                 "background",
                 "Background responses are not supported; use stream or a plain request.",
             ));
         }
 
-        let model = string(&body, "model")?
+        let model = string(p, "model")?
             .filter(|m| !m.is_empty())
-            .ok_or_else(|| ApiError::invalid("model", "model is required."))?;
+            .ok_or_else(|| params::required("model"))?;
 
-        let input = match field(&body, "input") {
-            None => return Err(ApiError::invalid("input", "input is required.")),
+        let input = match p.get("input") {
+            None => return Err(params::required("input")),
             // A string is one user message.
             Some(Value::String(s)) => vec![serde_json::json!({"role": "user", "content": s})],
             Some(Value::Array(items)) => items.clone(),
@@ -155,11 +117,11 @@ impl CreateRequest {
             }
         };
 
-        let tools = parse_tools(field(&body, "tools"))?;
-        let tool_choice = parse_tool_choice(field(&body, "tool_choice"), &tools)?;
-        let (reasoning_effort, reasoning_summary) = parse_reasoning(field(&body, "reasoning"))?;
+        let tools = parse_tools(p.get("tools"))?;
+        let tool_choice = parse_tool_choice(p.get("tool_choice"), &tools)?;
+        let (reasoning_effort, reasoning_summary) = parse_reasoning(p.get("reasoning"))?;
 
-        let truncation = match string(&body, "truncation")?.as_deref() {
+        let truncation = match p.string("truncation")? {
             None | Some("disabled") => Truncation::Disabled,
             Some("auto") => Truncation::Auto,
             Some(_) => {
@@ -170,20 +132,20 @@ impl CreateRequest {
             }
         };
 
-        let previous_response_id = string(&body, "previous_response_id")?;
-        let metadata = parse_metadata(field(&body, "metadata"))?;
-        let text_format = parse_text(field(&body, "text"))?;
+        let previous_response_id = string(p, "previous_response_id")?;
+        let metadata = parse_metadata(p.get("metadata"))?;
+        let text_format = parse_text(p.get("text"))?;
 
-        let seed = match field(&body, "seed") {
+        let seed = match p.get("seed") {
             None => None,
             Some(v) => Some(
                 v.as_i64()
-                    .ok_or_else(|| ApiError::invalid("seed", "seed must be an integer."))?,
+                    .ok_or_else(|| params::wrong_type("seed", "an integer"))?,
             ),
         };
-        let stop = parse_stop(field(&body, "stop"))?;
+        let stop = parse_stop(p.get("stop"))?;
 
-        let repetition_penalty = match field(&body, "repetition_penalty") {
+        let repetition_penalty = match p.get("repetition_penalty") {
             None => None,
             Some(v) => match v.as_f64() {
                 Some(x) if x > 0.0 && x <= 2.0 => Some(x),
@@ -199,16 +161,16 @@ impl CreateRequest {
         Ok(CreateRequest {
             model,
             input,
-            instructions: string(&body, "instructions")?,
-            stream: boolean(&body, "stream")?.unwrap_or(false),
+            instructions: string(p, "instructions")?,
+            stream: p.boolean("stream")?.unwrap_or(false),
             // Stored by default, as in OpenAI's API.
-            store: boolean(&body, "store")?.unwrap_or(true),
-            temperature: number_in(&body, "temperature", 0.0, 2.0)?,
-            top_p: number_in(&body, "top_p", 0.0, 1.0)?,
-            max_output_tokens: unsigned(&body, "max_output_tokens", 1)?,
+            store: p.boolean("store")?.unwrap_or(true),
+            temperature: p.number("temperature", 0.0, 2.0)?,
+            top_p: p.number("top_p", 0.0, 1.0)?,
+            max_output_tokens: unsigned(p, "max_output_tokens", 1)?,
             tools,
             tool_choice,
-            parallel_tool_calls: boolean(&body, "parallel_tool_calls")?,
+            parallel_tool_calls: p.boolean("parallel_tool_calls")?,
             reasoning_effort,
             reasoning_summary,
             truncation,
@@ -217,9 +179,9 @@ impl CreateRequest {
             text_format,
             seed,
             stop,
-            top_k: unsigned(&body, "top_k", 0)?,
+            top_k: unsigned(p, "top_k", 0)?,
             repetition_penalty,
-            user: string(&body, "user")?,
+            user: string(p, "user")?,
         })
     }
 
@@ -610,7 +572,7 @@ mod tests {
         ];
         for (body, param) in cases {
             let e = err(body.clone());
-            assert_eq!(e.status.as_u16(), 400, "{body}");
+            assert_eq!(crate::api::envelope::status(e.kind).as_u16(), 400, "{body}");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

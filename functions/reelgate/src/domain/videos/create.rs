@@ -7,7 +7,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
 use crate::domain::Context;
-use crate::ports::store::{item, now_secs, Attr, Condition, TransactOp};
+use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
@@ -99,9 +99,7 @@ fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<()> {
 
 /// Checks the body's shape and every rule that needs no lookup.
 pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
+    let obj = crate::domain::params::Params::of(body)?.object();
     const KNOWN: &[&str] = &[
         "model",
         "prompt",
@@ -132,15 +130,15 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
                 "model must be a video model id.",
             ))
         }
-        None => return Err(ApiError::invalid("model", "model is required.")),
+        None => return Err(crate::domain::params::required("model")),
     };
     let prompt = match obj.get("prompt") {
         Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
         Some(Value::String(_)) => {
             return Err(ApiError::invalid("prompt", "prompt must not be empty."))
         }
-        Some(_) => return Err(ApiError::invalid("prompt", "prompt must be a string.")),
-        None => return Err(ApiError::invalid("prompt", "prompt is required.")),
+        Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
+        None => return Err(crate::domain::params::required("prompt")),
     };
     let chars = prompt.chars().count();
     if chars > MAX_PROMPT_CHARS {
@@ -150,7 +148,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
         ));
     }
     let seconds = match obj.get("seconds") {
-        None => return Err(ApiError::invalid("seconds", "seconds is required.")),
+        None => return Err(crate::domain::params::required("seconds")),
         // Accept "8" as OpenAI's SDK sends seconds as a string; the value rules are the same.
         Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
         Some(Value::Number(n)) => n.as_i64(),
@@ -167,12 +165,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     };
     let aspect_ratio = match obj.get("aspect_ratio") {
         Some(Value::String(a)) if ASPECT_RATIOS.contains(&a.as_str()) => a.clone(),
-        None => {
-            return Err(ApiError::invalid(
-                "aspect_ratio",
-                "aspect_ratio is required.",
-            ))
-        }
+        None => return Err(crate::domain::params::required("aspect_ratio")),
         Some(_) => {
             return Err(ApiError::invalid(
                 "aspect_ratio",
@@ -306,7 +299,7 @@ async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResu
     for (param, id, purpose) in &req.file_params {
         let file: FileObject = match crate::domain::files::find(cx, org, id).await {
             Ok(f) => f,
-            Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
+            Err(e) if e.kind == crate::domain::error::ErrorKind::NotFound => {
                 return Err(ApiError::invalid(
                     param,
                     format!("No file {id} exists in your organization."),
@@ -523,27 +516,6 @@ pub async fn create_with(
     let quote = priced.amount;
     let id = new_id("video");
     let now = now_secs();
-    let mut job = item(&job_key(&caller.org, &id));
-    job.insert("kind".into(), "video".into());
-    job.insert("id".into(), id.clone().into());
-    job.insert("org".into(), caller.org.clone().into());
-    job.insert("person".into(), caller.person.clone().into());
-    // The key the job is attributed to (`console` for the console playground).
-    job.insert("key".into(), caller.key_id().into());
-    job.insert("model".into(), priced.model.clone().into());
-    job.insert("engine".into(), priced.engine.clone().into());
-    job.insert("prompt".into(), req.prompt.clone().into());
-    job.insert("seconds".into(), req.seconds.into());
-    job.insert("aspect_ratio".into(), req.aspect_ratio.clone().into());
-    job.insert("status".into(), STATUS_MODERATING.into());
-    job.insert("progress".into(), 0i64.into());
-    job.insert("cost".into(), Attr::N(quote));
-    job.insert("currency".into(), priced.currency.clone().into());
-    job.insert("created_at".into(), now.into());
-    job.insert("completed_at".into(), Attr::Null);
-    job.insert("thumbnail".into(), false.into());
-    job.insert("reservation".into(), RESERVATION_HELD.into());
-    job.insert("inputs".into(), req.inputs.to_attr());
     // A key with a monthly budget commits the quote now; an unbilled end gives it back.
     let budget = match &caller.credential {
         crate::domain::accounts::Credential::ApiKey { key_id } => {
@@ -551,11 +523,37 @@ pub async fn create_with(
         }
         _ => None,
     };
-    if let Some((_, b)) = &budget {
-        job.insert("budget_month".into(), b.month.clone().into());
-    }
-    let video = Video::from_item(&job)
-        .ok_or_else(|| ApiError::internal("admitting a video", "bad job item"))?;
+    let record = JobRecord {
+        id: id.clone(),
+        org: caller.org.clone(),
+        person: caller.person.clone(),
+        // The key the job is attributed to (`console` for the console playground).
+        key: caller.key_id().to_owned(),
+        model: priced.model.clone(),
+        engine: priced.engine.clone(),
+        prompt: req.prompt.clone(),
+        seconds: i64::from(req.seconds),
+        aspect_ratio: req.aspect_ratio.clone(),
+        status: JobStatus::Moderating,
+        progress: 0,
+        cost: quote,
+        currency: priced.currency.clone(),
+        created_at: now,
+        completed_at: None,
+        thumbnail: false,
+        reservation: Reservation::Held,
+        inputs: req.inputs.clone(),
+        budget_month: budget.as_ref().map(|(_, b)| b.month.clone()),
+        engine_prompt: None,
+        render_id: None,
+        render_started_ms: None,
+        size: None,
+        error_code: None,
+        error_message: None,
+        expires_at: None,
+    };
+    let job = record.to_item();
+    let video = Video::of(&record);
     let mut ops = vec![
         crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
         TransactOp::Put {
@@ -588,8 +586,7 @@ pub async fn create_with(
         }
         if claim.is_some() && e.failed_at(3) {
             return Err(ApiError::new(
-                axum::http::StatusCode::CONFLICT,
-                "conflict_error",
+                crate::domain::error::ErrorKind::Conflict,
                 "idempotency_key_in_use",
                 "Another request took over this Idempotency-Key. Retry it later.",
             ));
@@ -605,8 +602,9 @@ pub async fn create_with(
             )));
         }
         return Err(ApiError::new(
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
+            crate::domain::error::ErrorKind::RateLimited {
+                retry_after_secs: None,
+            },
             "concurrency_limit_exceeded",
             format!(
                 "Your plan allows {} renders in progress at once; wait for one to finish.",

@@ -3,7 +3,8 @@
 //! Failures carry Step Functions error names that the definition's `Retry`/`Catch` match.
 
 use super::Pipeline;
-use crate::domain::videos::{self, job_key, JobInputs};
+use crate::domain::records::job::{self as job_record, JobRecord, JobStatus, Reservation};
+use crate::domain::videos;
 use crate::ports::blobs::read_all;
 use crate::ports::store::{now_secs, ItemExt, Update};
 use serde::{Deserialize, Serialize};
@@ -47,9 +48,19 @@ impl std::fmt::Display for StepError {
 
 impl std::error::Error for StepError {}
 
+/// The one mapping of the domain's errors to the state machine's error names: a job that is
+/// gone or no longer in a state to continue is `JobNotRunning` (the definition abandons the run),
+/// bad input is `BadStepInput`; everything else (the store's failures among them) is
+/// `StoreUnavailable`, which the definition retries.
 impl From<crate::domain::error::ApiError> for StepError {
     fn from(e: crate::domain::error::ApiError) -> Self {
-        StepError::new(errors::STORE_UNAVAILABLE, e.message)
+        use crate::domain::error::ErrorKind;
+        let name = match e.kind {
+            ErrorKind::NotFound | ErrorKind::Conflict => errors::JOB_NOT_RUNNING,
+            ErrorKind::InvalidRequest => errors::BAD_INPUT,
+            _ => errors::STORE_UNAVAILABLE,
+        };
+        StepError::new(name, e.message)
     }
 }
 
@@ -142,28 +153,26 @@ where
     outcome
 }
 
-async fn load_running(
-    pipeline: &Pipeline,
-    job: &JobRef,
-) -> Result<crate::ports::store::Item, StepError> {
+async fn load_running(pipeline: &Pipeline, job: &JobRef) -> Result<JobRecord, StepError> {
     let item = pipeline
         .store
-        .get(&job_key(&job.org, &job.video_id))
+        .get(&crate::domain::keys::job(&job.org, &job.video_id))
         .await?
         .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
-    let status = item.str_attr("status").unwrap_or_default();
-    if !videos::RUNNING.contains(&status) {
+    let record = JobRecord::from_item(&item).filter(|r| r.status.is_running());
+    let Some(record) = record else {
+        let status = item.str_attr("status").unwrap_or_default();
         return Err(StepError::new(
             errors::JOB_NOT_RUNNING,
             format!("the job is {status}"),
         ));
-    }
-    Ok(item)
+    };
+    Ok(record)
 }
 
 async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
     let item = load_running(pipeline, job).await?;
-    let inputs = JobInputs::from_attr(item.get("inputs"));
+    let inputs = item.inputs.clone();
     let mut images = Vec::new();
     for file_id in inputs.image_file_ids() {
         let key = crate::domain::files::blob_key(&job.org, file_id);
@@ -201,7 +210,7 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
     }
     // The prompt as the caller wrote it (before any translation): every moderator sees it so.
     let input = crate::ports::moderator::ModerationInput {
-        prompt: item.str_attr("prompt").unwrap_or_default().to_owned(),
+        prompt: item.prompt.clone(),
         images,
     };
     let mut verdict = pipeline
@@ -234,7 +243,7 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
         pipeline.context(),
         &job.org,
         &job.video_id,
-        videos::STATUS_TRANSLATING,
+        JobStatus::Translating,
         Update::new(),
     )
     .await?
@@ -326,18 +335,18 @@ async fn check_reference_audio(
 
 async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
     let item = load_running(pipeline, job).await?;
-    let prompt = item.str_attr("prompt").unwrap_or_default();
+    let prompt = item.prompt.as_str();
     let translator = pipeline.translator.clone();
     let english = crate::domain::translation::translate_prompt(translator.as_deref(), prompt)
         .await
         .map_err(|e| StepError::new(errors::TRANSLATION_UNAVAILABLE, e.to_string()))?;
     let translated = english != prompt;
-    let update = Update::new().set("engine_prompt", english);
+    let update = job_record::translated(english);
     if !crate::domain::jobs::advance(
         pipeline.context(),
         &job.org,
         &job.video_id,
-        videos::STATUS_QUEUED,
+        JobStatus::Queued,
         update,
     )
     .await?
@@ -367,20 +376,17 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         Err(e) => {
             let charged = pipeline
                 .store
-                .get(&job_key(&job.org, &job.video_id))
+                .get(&crate::domain::keys::job(&job.org, &job.video_id))
                 .await?
-                .and_then(|i| {
-                    i.str_attr("reservation")
-                        .map(|r| r == videos::RESERVATION_CHARGED)
-                })
-                .unwrap_or(false);
+                .and_then(|i| JobRecord::from_item(&i))
+                .is_some_and(|j| j.reservation == Reservation::Charged);
             if charged {
                 return Ok(json!({"charged": false, "already": true}));
             }
             return Err(e);
         }
     };
-    let seconds = item.i64_attr("seconds").unwrap_or_default() as f64;
+    let seconds = item.seconds as f64;
     let mp4 = read_all(pipeline.blobs.as_ref(), &render.output_key)
         .await
         .map_err(|e| {
@@ -452,19 +458,15 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         }
     };
     let now = now_secs();
-    let quote = item.decimal_attr("cost").unwrap_or_default();
-    let currency = item.str_attr("currency").unwrap_or("usd").to_owned();
-    let update = Update::new()
-        .set("status", videos::STATUS_COMPLETED)
-        .set("progress", 100i64)
-        .set("completed_at", now)
-        .set("thumbnail", thumbnail)
-        .set("size", size)
-        .set("render_id", render.render_id.clone())
-        .set(
-            crate::ports::store::EXPIRES_AT,
-            now + pipeline.settings.job_retention.as_secs() as i64,
-        );
+    let quote = item.cost;
+    let currency = item.currency.clone();
+    let update = job_record::completed(
+        now,
+        now + pipeline.settings.job_retention.as_secs() as i64,
+        thumbnail,
+        size,
+        render.render_id.clone(),
+    );
     let settled = crate::domain::billing::charge(
         pipeline.store.as_ref(),
         &job.org,
@@ -478,7 +480,7 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
     let charged = settled == crate::domain::billing::Settlement::Settled;
     tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
     if charged {
-        if let Some(started) = item.i64_attr("render_started_ms") {
+        if let Some(started) = item.render_started_ms {
             crate::domain::metrics::render_duration(std::time::Duration::from_millis(
                 u64::try_from(crate::domain::metrics::now_millis() - started).unwrap_or(0),
             ));
@@ -498,4 +500,31 @@ async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<
     tracing::warn!(video_id = %job.video_id, code, "failing job");
     crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, "").await?;
     Ok(json!({"failed": code}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::error::ApiError;
+
+    #[test]
+    fn domain_errors_map_to_the_state_machines_names() {
+        let name = |e: ApiError| StepError::from(e).error;
+        assert_eq!(
+            name(ApiError::internal("using the store", "down")),
+            errors::STORE_UNAVAILABLE
+        );
+        assert_eq!(
+            name(ApiError::unavailable("x", "later")),
+            errors::STORE_UNAVAILABLE
+        );
+        assert_eq!(
+            name(ApiError::not_found("video_not_found", "gone")),
+            errors::JOB_NOT_RUNNING
+        );
+        assert_eq!(name(ApiError::conflict("ended")), errors::JOB_NOT_RUNNING);
+        assert_eq!(name(ApiError::invalid("org", "bad")), errors::BAD_INPUT);
+        let e = StepError::from(ApiError::not_found("video_not_found", "the job is gone"));
+        assert_eq!(e.cause, "the job is gone");
+    }
 }

@@ -8,11 +8,12 @@
 
 use super::steps::{errors, RenderResult};
 use super::Pipeline;
-use crate::domain::videos::{self, job_key, JobInputs};
+use crate::domain::records::job::{self as job_record, JobInputs, JobRecord, JobStatus};
+use crate::domain::videos;
 use crate::ports::engine::{
     EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
 };
-use crate::ports::store::{now_secs, ItemExt, Update};
+use crate::ports::store::now_secs;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,8 +212,7 @@ async fn dimensions(
 }
 
 /// The job and the engine it renders on, or the error and cause to fail the task with.
-type JobAndEngine =
-    Result<(crate::ports::store::Item, Arc<dyn VideoEngine>), (&'static str, String)>;
+type JobAndEngine = Result<(JobRecord, Arc<dyn VideoEngine>), (&'static str, String)>;
 
 async fn job_and_engine(
     pipeline: &Pipeline,
@@ -221,16 +221,16 @@ async fn job_and_engine(
 ) -> Result<JobAndEngine, String> {
     let job = pipeline
         .store
-        .get(&job_key(org, video_id))
+        .get(&crate::domain::keys::job(org, video_id))
         .await
         .map_err(|e| e.to_string())?;
-    let Some(job) = job else {
+    let Some(job) = job.as_ref().and_then(JobRecord::from_item) else {
         return Ok(Err((
             errors::JOB_NOT_RUNNING,
             "the job no longer exists".to_owned(),
         )));
     };
-    let engine_id = job.str_attr("engine").unwrap_or_default().to_owned();
+    let engine_id = job.engine.clone().unwrap_or_default();
     match pipeline.engines.get(&engine_id) {
         Some(engine) => Ok(Ok((job, engine))),
         None => Ok(Err((
@@ -245,8 +245,8 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         Ok(found) => found,
         Err((error, cause)) => return fail_task(pipeline, token, video_id, error, &cause).await,
     };
-    let status = job.str_attr("status").unwrap_or_default().to_owned();
-    if !videos::RUNNING.contains(&status.as_str()) {
+    let status = job.status.as_str();
+    if !job.status.is_running() {
         return fail_task(
             pipeline,
             token,
@@ -257,35 +257,36 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         .await;
     }
     // A redelivered submit finds the render it already started.
-    if let Some(render_id) = job.str_attr("render_id") {
+    if let Some(render_id) = job.render_id.as_deref() {
         let next = poll_message(
             token,
             org,
             video_id,
             render_id,
-            job.i64_attr("progress").unwrap_or_default() as u32,
+            job.progress as u32,
             0,
             now_secs(),
         );
         return enqueue(pipeline, &next, Duration::ZERO).await;
     }
-    let inputs = JobInputs::from_attr(job.get("inputs"));
+    let inputs = job.inputs.clone();
     let signed = match sign_inputs(pipeline, org, &inputs).await {
         Ok(s) => s,
         Err(e) => {
             return fail_task(pipeline, token, video_id, errors::ENGINE_UNAVAILABLE, &e).await
         }
     };
-    let aspect = job.str_attr("aspect_ratio").unwrap_or("16:9").to_owned();
+    let aspect = Some(job.aspect_ratio.clone())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| "16:9".to_owned());
     let (width, height) = dimensions(pipeline, org, &aspect, &inputs).await;
     let request = RenderRequest {
-        model: job.str_attr("model").unwrap_or_default().to_owned(),
+        model: job.model.clone(),
         prompt: job
-            .str_attr("engine_prompt")
-            .or_else(|| job.str_attr("prompt"))
-            .unwrap_or_default()
-            .to_owned(),
-        seconds: job.i64_attr("seconds").unwrap_or_default() as u32,
+            .engine_prompt
+            .clone()
+            .unwrap_or_else(|| job.prompt.clone()),
+        seconds: job.seconds as u32,
         aspect_ratio: aspect,
         width,
         height,
@@ -318,20 +319,17 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
     };
     tracing::info!(%video_id, render_id = %render.id, "render submitted");
     let started_ms = crate::domain::metrics::now_millis();
-    if let Some(created) = job.i64_attr("created_at") {
+    if let Some(created) = Some(job.created_at).filter(|c| *c > 0) {
         crate::domain::metrics::queue_wait(std::time::Duration::from_millis(
             u64::try_from(started_ms - created * 1000).unwrap_or(0),
         ));
     }
-    let update = Update::new()
-        .set("render_id", render.id.clone())
-        .set("render_started_ms", started_ms)
-        .set("progress", render.progress as i64);
+    let update = job_record::render_started(render.id.clone(), started_ms, render.progress as i64);
     if !crate::domain::jobs::advance(
         pipeline.context(),
         org,
         video_id,
-        videos::STATUS_IN_PROGRESS,
+        JobStatus::InProgress,
         update,
     )
     .await
@@ -387,8 +385,8 @@ async fn poll(
         Ok(found) => found,
         Err((error, cause)) => return fail_task(pipeline, token, video_id, error, &cause).await,
     };
-    let status = job.str_attr("status").unwrap_or_default().to_owned();
-    if !videos::RUNNING.contains(&status.as_str()) {
+    let status = job.status.as_str();
+    if !job.status.is_running() {
         // The job ended elsewhere (e.g. the workflow timed it out): stop the engine's work.
         let _ = engine.cancel(render_id).await;
         return fail_task(
@@ -495,7 +493,8 @@ async fn poll(
             // whose progress cannot be observed, running is all it can say, so the worker
             // heartbeats on a schedule while it says so (the overall timeout still bounds it).
             let observable = job
-                .str_attr("engine")
+                .engine
+                .as_deref()
                 .and_then(|e| pipeline.catalog.engine(e))
                 .is_none_or(|e| e.progress_is_observable());
             let now = now_secs();
@@ -516,8 +515,8 @@ async fn poll(
                     pipeline.context(),
                     org,
                     video_id,
-                    videos::STATUS_IN_PROGRESS,
-                    Update::new().set("progress", progress as i64),
+                    JobStatus::InProgress,
+                    job_record::progressed(progress as i64),
                 )
                 .await;
             }
