@@ -188,6 +188,34 @@ mod tests {
     }
 
     #[test]
+    fn with_the_layer_a_span_adopts_a_valid_parent_and_carries_it_on() {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        set_exporting(true);
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("child");
+            adopt(&span, Some(OK));
+            let own = of_span(&span).expect("a span context");
+            assert_eq!(own.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+            assert_ne!(
+                hex::encode(own.span_id),
+                "00f067aa0ba902b7",
+                "its own span id"
+            );
+            let inner = span.in_scope(current).expect("carried on");
+            assert_eq!(inner, own.format());
+            // A malformed parent leaves a span the root of a trace of its own.
+            let root = tracing::info_span!(parent: None, "root");
+            adopt(&root, Some("00-not-a-traceparent"));
+            let fresh = of_span(&root).expect("a span context");
+            assert_ne!(fresh.trace_id, own.trace_id);
+        });
+    }
+
+    #[test]
     fn without_the_tracing_layer_nothing_is_carried() {
         let span = tracing::info_span!("no layer");
         adopt(&span, Some(OK));
