@@ -65,7 +65,9 @@ where
         // Every span is recorded: a caller's traceparent flags cannot switch tracing off.
         .with_sampler(Sampler::AlwaysOn)
         .with_resource(
-            opentelemetry_sdk::Resource::builder()
+            // Only what the configuration says (the default builder would read more of the
+            // environment behind config.rs's back).
+            opentelemetry_sdk::Resource::builder_empty()
                 .with_service_name(export.service_name.clone())
                 .build(),
         )
