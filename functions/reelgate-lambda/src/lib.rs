@@ -426,20 +426,26 @@ pub async fn run_execution_ended() -> Result<(), Error> {
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            if event.payload["detail-type"] == "Scheduled Event" {
-                let failed = handle_recovery(app, RECOVERY_GRACE)
-                    .await
-                    .map_err(|e| Error::from(format!("{e:#}")))?;
-                return Ok::<Value, Error>(json!({ "recovered_jobs": failed }));
-            }
-            let ended: EventBridgeEvent<ExecutionStatusChange> =
-                serde_json::from_value(event.payload)
-                    .map_err(|e| Error::from(format!("not an execution status change: {e}")))?;
-            let failed = handle_execution_ended(app, &ended)
-                .await
-                .map_err(|e| Error::from(format!("{e:#}")))?;
-            Ok::<Value, Error>(json!({ "failed_job": failed }))
+            let outcome = reconcile(app, event.payload).await;
+            flush_traces().await;
+            outcome
         },
     ))
     .await
+}
+
+/// One reconciler event: the scheduled recovery pass or an ended execution.
+async fn reconcile(app: &App, payload: Value) -> Result<Value, Error> {
+    if payload["detail-type"] == "Scheduled Event" {
+        let failed = handle_recovery(app, RECOVERY_GRACE)
+            .await
+            .map_err(|e| Error::from(format!("{e:#}")))?;
+        return Ok(json!({ "recovered_jobs": failed }));
+    }
+    let ended: EventBridgeEvent<ExecutionStatusChange> = serde_json::from_value(payload)
+        .map_err(|e| Error::from(format!("not an execution status change: {e}")))?;
+    let failed = handle_execution_ended(app, &ended)
+        .await
+        .map_err(|e| Error::from(format!("{e:#}")))?;
+    Ok(json!({ "failed_job": failed }))
 }
