@@ -85,7 +85,9 @@ where
         .with_tracked_inactivity(false)
         .with_filter(
             tracing_subscriber::filter::Targets::new()
-                .with_target("reelgate", tracing::Level::INFO),
+                .with_target("reelgate", tracing::Level::INFO)
+                // The storage ports' spans are DEBUG so that the log layer skips them.
+                .with_target("reelgate::adapters::traced", tracing::Level::DEBUG),
         ))
 }
 

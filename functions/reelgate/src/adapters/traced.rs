@@ -38,7 +38,9 @@ async fn traced<T, E: std::fmt::Display>(
 
 macro_rules! port_span {
     ($name:expr, $($field:tt)*) => {
-        tracing::info_span!(
+        // DEBUG: the log layer (at its default INFO) does not even format these; the trace
+        // layer takes them (adapters/otel.rs).
+        tracing::debug_span!(
             "port",
             otel.name = $name,
             otel.status_code = tracing::field::Empty,
