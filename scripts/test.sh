@@ -97,7 +97,7 @@ run_python_suite "security: jobs, retries and crashes (real binary)" tests/secur
 run_python_suite "engines: capabilities, reference engine inputs, openai_videos (real binary, ffmpeg)" tests/engines
 run_python_suite "console (headless Chromium)" tests/console
 run_python_suite "webhooks (real binary, a signature-checking receiver)" tests/webhooks
-run_python_suite "observability: usage report (real binary, priced fake upstream)" tests/observability
+run_python_suite "observability: usage report, metrics, logs, traces (real binary, priced fake upstream, fake OTLP collector)" tests/observability
 run_python_suite "security (attacks on the real binary)" tests/security
 run_python_suite "SDK conformance (official openai Python and Node SDKs)" tests/sdk
 run_python_suite "fuzzing (Schemathesis, bounded run) and what it found" tests/fuzz

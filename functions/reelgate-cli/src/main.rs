@@ -43,14 +43,32 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("REELGATE_LOG: '{filter}' is not a log filter: {e}"))?,
         None => EnvFilter::new("info,tower_http=info,hyper=warn"),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if config.log_json {
-        builder.json().init();
+    let Some(export) = &config.traces else {
+        // No OTLP endpoint: the plain log subscriber, no trace layer at all.
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
+        if config.log_json {
+            builder.json().init();
+        } else {
+            builder.init();
+        }
+        return Ok(());
+    };
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    // The log keeps its own filter; spans go to the exporter whatever REELGATE_LOG says.
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = if config.log_json {
+        logs.json().with_filter(filter).boxed()
     } else {
-        builder.init();
-    }
+        logs.with_filter(filter).boxed()
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(reelgate::adapters::otel::layer(export)?)
+        .init();
     Ok(())
 }
 
@@ -75,6 +93,8 @@ async fn main() -> std::process::ExitCode {
         Command::Admin(args) => admin::run(args, &config).await,
         Command::Engine(args) => engine::run(args).await,
     };
+    // The last batch of spans leaves before the process does.
+    reelgate::adapters::otel::shutdown().await;
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

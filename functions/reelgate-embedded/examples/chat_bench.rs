@@ -1,7 +1,7 @@
 //! Benchmark: the chat gateway's added latency over calling the same upstream directly.
 //!
 //!     cargo run --release -p reelgate-embedded --example chat_bench --features testing -- \
-//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json] [--no-metrics]
+//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json] [--no-metrics] [--otlp]
 //!
 //! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
 //! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
@@ -19,6 +19,10 @@
 //! subscriber the servers use (`REELGATE_LOG_FORMAT=json`, level info) writing to a sink, so
 //! every request's log line is formatted as in production; without it no subscriber is
 //! installed and log events cost only their level check (docs/observability.md has figures).
+//! `--otlp` installs what the server installs when `OTEL_EXPORTER_OTLP_ENDPOINT` is set: the
+//! JSON log lines (to a sink) plus the OpenTelemetry layer, with the store/blob/queue span
+//! decorators, exporting over OTLP/HTTP to a sink in this process that reads every export (so
+//! the exporter really serialises and sends); the spans and bytes it received are printed last.
 //!
 //! Gateway-neutral mode (scripts/bench-vs-litellm.sh): `--serve-upstream 127.0.0.1:PORT` serves only
 //! the fast upstream until killed; `--upstream URL --gateways "name|url|key|model;…"` sends the same
@@ -202,6 +206,56 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// What the in-process OTLP sink received (`--otlp`).
+#[derive(Default)]
+struct ExportSink {
+    requests: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+/// `--otlp`: an OTLP/HTTP sink in this process (it reads each export and answers 200, as a
+/// collector does), and the subscriber `reelgate serve` installs when OTEL_EXPORTER_OTLP_ENDPOINT
+/// is set: JSON log lines (to a sink here) plus the OpenTelemetry layer exporting to it.
+async fn install_otlp(sink: std::sync::Arc<ExportSink>) -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let endpoint = format!("http://{}/v1/traces", listener.local_addr()?);
+    let receiver = Router::new().route(
+        "/v1/traces",
+        post(move |body: axum::body::Bytes| {
+            let sink = sink.clone();
+            async move {
+                sink.requests.fetch_add(1, Ordering::Relaxed);
+                sink.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, receiver).await;
+    });
+    let export = reelgate::config::TraceExport {
+        endpoint,
+        headers: Vec::new(),
+        service_name: "chat-bench".into(),
+    };
+    let logs = tracing_subscriber::fmt::layer()
+        .json()
+        .with_writer(std::io::sink)
+        .with_filter(tracing_subscriber::EnvFilter::new("info,hyper=warn"));
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(reelgate::adapters::otel::layer(&export)?)
+        .init();
+    Ok(())
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -227,7 +281,12 @@ async fn main() -> anyhow::Result<()> {
         reelgate::domain::metrics::set_enabled(false);
         println!("metrics: off");
     }
-    if std::env::args().any(|a| a == "--log-json") {
+    let otlp = std::env::args().any(|a| a == "--otlp");
+    let exported = std::sync::Arc::new(ExportSink::default());
+    if otlp {
+        install_otlp(exported.clone()).await?;
+        println!("traces: exported over OTLP/HTTP to an in-process sink; JSON log lines to a sink");
+    } else if std::env::args().any(|a| a == "--log-json") {
         tracing_subscriber::fmt()
             .json()
             .with_env_filter(tracing_subscriber::EnvFilter::new("info,hyper=warn"))
@@ -287,7 +346,16 @@ async fn main() -> anyhow::Result<()> {
             video_creates_per_minute: None,
         },
     });
-    let server = TestServer::start_with(catalog, |_| {}).await;
+    let server = TestServer::start_with(catalog, |app| {
+        if otlp {
+            // What `app::assemble` does while traces are exported.
+            use reelgate::adapters::traced::{TracedBlobs, TracedQueue, TracedStore};
+            app.store = std::sync::Arc::new(TracedStore(app.store.clone()));
+            app.blobs = std::sync::Arc::new(TracedBlobs(app.blobs.clone()));
+            app.render_queue = std::sync::Arc::new(TracedQueue(app.render_queue.clone()));
+        }
+    })
+    .await;
     // The enterprise plan sets no rate limits: the main table measures the gateway without them.
     let unlimited = server
         .app
@@ -414,6 +482,14 @@ async fn main() -> anyhow::Result<()> {
         ms(with.percentile(50.0)) - ms(without.percentile(50.0)),
         ms(with.percentile(99.0)) - ms(without.percentile(99.0)),
     );
+    if otlp {
+        reelgate::adapters::otel::flush().await;
+        println!(
+            "\nOTLP sink received {} exports, {} bytes of protobuf",
+            exported.requests.load(std::sync::atomic::Ordering::Relaxed),
+            exported.bytes.load(std::sync::atomic::Ordering::Relaxed),
+        );
+    }
     Ok(())
 }
 

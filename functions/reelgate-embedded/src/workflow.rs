@@ -17,6 +17,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// The workflow definition, compiled in so the binary always runs the file it was built with.
 pub const VIDEO_DEFINITION: &str = include_str!("../../../statemachine/video.asl.json");
@@ -177,9 +178,14 @@ impl TaskDispatcher for LocalDispatcher {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
+                // Step Functions sends this message itself; the local runner's send is a span
+                // of the job's trace, as the message says.
+                let span =
+                    render_state_span(call.parameters["MessageBody"]["traceparent"].as_str());
                 self.app
                     .render_queue
                     .send(&body, Duration::ZERO)
+                    .instrument(span)
                     .await
                     .map_err(|e| TaskFailure::new("SQS.ServiceUnavailable", e.to_string()))?;
                 Ok(TaskOutcome::AwaitingCallback)
@@ -190,6 +196,17 @@ impl TaskDispatcher for LocalDispatcher {
             )),
         }
     }
+}
+
+/// The span of the local runner's Render state (created only while traces are exported).
+fn render_state_span(traceparent: Option<&str>) -> tracing::Span {
+    use reelgate::domain::trace_context;
+    if !trace_context::exporting() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(parent: None, "workflow", otel.name = "state Render");
+    trace_context::adopt(&span, traceparent);
+    span
 }
 
 /// The Workflow port over the embedded runner.

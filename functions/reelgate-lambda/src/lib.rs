@@ -24,18 +24,33 @@ pub use lambda_runtime::Error;
 /// instead of one buffered API Gateway payload.
 pub const RESPONSE_STREAM_ENV: &str = "REELGATE_RESPONSE_STREAM";
 
-/// Logs as JSON lines (CloudWatch parses them) at `REELGATE_LOG` (default `info`).
-pub fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
+/// Logs as JSON lines (CloudWatch parses them) at `REELGATE_LOG` (default `info`); with
+/// `traces` (an OTLP endpoint configured), spans are also exported, flushed by [`flush_traces`]
+/// before each invocation returns.
+pub fn init_tracing(traces: Option<&reelgate::config::TraceExport>) -> anyhow::Result<()> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
     let filter = EnvFilter::try_from_env("REELGATE_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,hyper=warn,aws_smithy_runtime=warn"));
     // Lambda adds its own timestamps to every line.
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt::layer()
         .json()
-        .with_env_filter(filter)
         .without_time()
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    let traces = traces.map(reelgate::adapters::otel::layer).transpose()?;
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(traces)
         .try_init();
+    Ok(())
+}
+
+/// Sends this invocation's spans before it returns: Lambda freezes the sandbox as soon as the
+/// handler answers, and a frozen batch processor sends nothing (no-op without an exporter).
+pub async fn flush_traces() {
+    reelgate::adapters::otel::flush().await;
 }
 
 /// Secrets (engine and provider keys) live in one Secrets Manager secret whose value is a JSON
@@ -74,8 +89,7 @@ async fn load_secrets(config: &aws_config::SdkConfig, arn: &str) -> anyhow::Resu
 /// `REELGATE_SECRETS_ARN`, then [`reelgate::app::assemble`] with this host's differences: content
 /// redirects on by default (Lambda answers at most 6 MB), Bedrock engines and upstreams, and
 /// upstream failures logged rather than fatal (they connect on first use).
-pub async fn aws_app() -> anyhow::Result<(App, Config)> {
-    let config = Config::from_env()?;
+pub async fn aws_app(config: Config) -> anyhow::Result<(App, Config)> {
     let aws = reelgate_aws::AwsSettings::from_config(&config).map_err(anyhow::Error::msg)?;
     let backend = reelgate_aws::connect(aws).await;
     // The provider keys' secret, then the front door's origin secret (a JSON object holding
@@ -133,10 +147,20 @@ pub async fn aws_app() -> anyhow::Result<(App, Config)> {
 }
 
 async fn app_or_exit(function: &str) -> (App, Config) {
-    init_tracing();
+    let config = Config::from_env();
+    let traces = config.as_ref().ok().and_then(|c| c.traces.clone());
+    if let Err(e) = init_tracing(traces.as_ref()) {
+        let _ = init_tracing(None);
+        tracing::error!(function, error = format!("{e:#}"), "cannot start");
+        std::process::exit(1);
+    }
     // Nothing scrapes a Lambda: metrics leave as CloudWatch EMF lines on stdout.
     reelgate::domain::metrics::set_emf(true);
-    match aws_app().await {
+    let assembled = match config {
+        Ok(config) => aws_app(config).await,
+        Err(e) => Err(e.into()),
+    };
+    match assembled {
         Ok(assembled) => assembled,
         Err(e) => {
             // Exiting makes Lambda report an init error (`Runtime.ExitError`) with this line in
@@ -161,7 +185,8 @@ pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error>
         }
     };
     let (app, config) = app_or_exit(function.binary).await;
-    let router = reelgate::api::serve(app, routes());
+    let router =
+        reelgate::adapters::otel::flush_after_each_request(reelgate::api::serve(app, routes()));
     if config.response_stream {
         lambda_http::run_with_streaming_response(router).await
     } else {
@@ -191,9 +216,9 @@ where
     let (app, handler) = (&app, &handler);
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            handler(app.pipeline(), event.payload)
-                .await
-                .map_err(step_diagnostic)
+            let outcome = handler(app.pipeline(), event.payload).await;
+            flush_traces().await;
+            outcome.map_err(step_diagnostic)
         },
     ))
     .await
@@ -269,7 +294,9 @@ pub async fn run_worker() -> Result<(), Error> {
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<SqsEvent>| async move {
-            Ok::<SqsBatchResponse, Error>(handle_sqs_batch(app, &event.payload).await)
+            let response = handle_sqs_batch(app, &event.payload).await;
+            flush_traces().await;
+            Ok::<SqsBatchResponse, Error>(response)
         },
     ))
     .await
@@ -312,7 +339,9 @@ pub async fn run_webhook_worker() -> Result<(), Error> {
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<SqsEvent>| async move {
-            Ok::<SqsBatchResponse, Error>(handle_webhook_batch(app, &event.payload).await)
+            let response = handle_webhook_batch(app, &event.payload).await;
+            flush_traces().await;
+            Ok::<SqsBatchResponse, Error>(response)
         },
     ))
     .await
@@ -408,20 +437,26 @@ pub async fn run_execution_ended() -> Result<(), Error> {
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
-            if event.payload["detail-type"] == "Scheduled Event" {
-                let failed = handle_recovery(app, RECOVERY_GRACE)
-                    .await
-                    .map_err(|e| Error::from(format!("{e:#}")))?;
-                return Ok::<Value, Error>(json!({ "recovered_jobs": failed }));
-            }
-            let ended: EventBridgeEvent<ExecutionStatusChange> =
-                serde_json::from_value(event.payload)
-                    .map_err(|e| Error::from(format!("not an execution status change: {e}")))?;
-            let failed = handle_execution_ended(app, &ended)
-                .await
-                .map_err(|e| Error::from(format!("{e:#}")))?;
-            Ok::<Value, Error>(json!({ "failed_job": failed }))
+            let outcome = reconcile(app, event.payload).await;
+            flush_traces().await;
+            outcome
         },
     ))
     .await
+}
+
+/// One reconciler event: the scheduled recovery pass or an ended execution.
+async fn reconcile(app: &App, payload: Value) -> Result<Value, Error> {
+    if payload["detail-type"] == "Scheduled Event" {
+        let failed = handle_recovery(app, RECOVERY_GRACE)
+            .await
+            .map_err(|e| Error::from(format!("{e:#}")))?;
+        return Ok(json!({ "recovered_jobs": failed }));
+    }
+    let ended: EventBridgeEvent<ExecutionStatusChange> = serde_json::from_value(payload)
+        .map_err(|e| Error::from(format!("not an execution status change: {e}")))?;
+    let failed = handle_execution_ended(app, &ended)
+        .await
+        .map_err(|e| Error::from(format!("{e:#}")))?;
+    Ok(json!({ "failed_job": failed }))
 }

@@ -207,13 +207,23 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
         crate::adapters::guarded_fetch::AllowEntry::parse(entry)
             .map_err(|e| anyhow::anyhow!("REELGATE_FETCH_ALLOW: {e}"))?;
     }
-    let mut app = App::new(
-        ports.store,
-        ports.blobs,
-        ports.render_queue,
-        catalog.clone(),
-        settings,
-    );
+    // Store, blob and queue calls are spans only while traces are exported; otherwise the
+    // adapters are used bare.
+    let (store, blobs, render_queue): (
+        Arc<dyn ItemStore>,
+        Arc<dyn BlobStore>,
+        Arc<dyn MessageQueue>,
+    ) = if config.traces.is_some() {
+        use crate::adapters::traced::{TracedBlobs, TracedQueue, TracedStore};
+        (
+            Arc::new(TracedStore(ports.store)),
+            Arc::new(TracedBlobs(ports.blobs)),
+            Arc::new(TracedQueue(ports.render_queue)),
+        )
+    } else {
+        (ports.store, ports.blobs, ports.render_queue)
+    };
+    let mut app = App::new(store, blobs, render_queue, catalog.clone(), settings);
     let (engine_url, engine_key) = match config.reference_engine_url.as_deref() {
         Some(url) => (Some(url), None),
         None => (

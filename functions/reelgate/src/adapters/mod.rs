@@ -10,7 +10,9 @@ pub mod issuer_http;
 pub mod openai_moderator;
 pub mod openai_upstream;
 pub mod openai_videos;
+pub mod otel;
 pub mod rules_moderator;
+pub mod traced;
 pub mod upstream_discovery;
 
 use crate::domain::catalog::{Catalog, UpstreamConfig};

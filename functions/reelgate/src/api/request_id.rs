@@ -5,12 +5,15 @@
 //!
 //! The same middleware writes the request's **one log line** (target `reelgate::request`):
 //! request id, method, route template, status, duration, upstream time, organization, key id,
-//! model — the facts the domain noted on the way (`domain::telemetry`). A streamed answer's line
+//! model — the facts the domain noted on the way (`domain::telemetry`) — and, while traces are
+//! exported, the trace id. The same span is the request's OpenTelemetry span (route template,
+//! organization, model, status), parented by a caller's `traceparent` when it sent a valid one. A streamed answer's line
 //! is written when its body ends (or the client leaves), so its duration covers the stream.
 //! Prompt text is in the line only while `REELGATE_LOG_PROMPTS` is on; secrets never are.
 
 use crate::domain::error::REQUEST_ID;
 use crate::domain::telemetry::{self, RequestFacts};
+use crate::domain::trace_context;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
@@ -51,27 +54,60 @@ pub async fn tag(mut req: Request, next: Next) -> Response {
         "request",
         request_id = %id,
         method = %req.method(),
-        path = %req.uri().path()
+        path = %req.uri().path(),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        organization = tracing::field::Empty,
+        model = tracing::field::Empty,
     );
+    // A caller's traceparent only names the trace this request is filed under
+    // (domain/trace_context.rs); a malformed one is ignored.
+    trace_context::adopt(
+        &span,
+        req.headers()
+            .get(trace_context::HEADER)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let trace_id = trace_context::of_span(&span).map(|p| p.trace_id_hex());
     let started = Instant::now();
     let method = req.method().clone();
     let facts = Arc::new(RequestFacts::default());
     let mut response = REQUEST_ID
         .scope(
             id.clone(),
-            telemetry::scope(facts.clone(), next.run(req).instrument(span)),
+            telemetry::scope(facts.clone(), next.run(req).instrument(span.clone())),
         )
         .await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, v);
     }
+    let route = response.extensions().get::<MatchedPath>().cloned();
+    let status = response.status().as_u16();
+    if trace_id.is_some() {
+        let template = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        trace_context::rename(&span, format!("{method} {template}"));
+        span.record("http.route", template);
+        span.record("http.response.status_code", i64::from(status));
+        if status >= 500 {
+            span.record("otel.status_code", "ERROR");
+        }
+        if let Some(org) = facts.org() {
+            span.record("organization", org);
+        }
+        if let Some(model) = facts.model() {
+            span.record("model", model);
+        }
+    }
     let line = RequestLine {
         id,
         method,
-        route: response.extensions().get::<MatchedPath>().cloned(),
-        status: response.status().as_u16(),
+        route,
+        status,
         started,
         facts,
+        trace_id,
     };
     // A body of known length is as good as sent: log now. A stream: log when it ends.
     if http_body::Body::size_hint(response.body())
@@ -109,6 +145,8 @@ struct RequestLine {
     status: u16,
     started: Instant,
     facts: Arc<RequestFacts>,
+    /// The request's trace id while traces are exported.
+    trace_id: Option<String>,
 }
 
 impl RequestLine {
@@ -133,6 +171,7 @@ impl RequestLine {
                     key = f.key(),
                     model = f.model(),
                     prompt = f.prompt(),
+                    trace_id = self.trace_id.as_deref(),
                     "request"
                 )
             };

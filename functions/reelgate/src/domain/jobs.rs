@@ -166,7 +166,13 @@ pub async fn start_job(
         tracing::warn!(%video_id, "no workflow is configured on this host; the job waits");
         return Ok(());
     };
-    let input = serde_json::json!({"org": org, "video_id": video_id});
+    // `traceparent` (null while traces are off) makes every step and the render spans of this
+    // request's trace; the state machine passes it on to each of them.
+    let input = serde_json::json!({
+        "org": org,
+        "video_id": video_id,
+        "traceparent": crate::domain::trace_context::current(),
+    });
     match workflow.start(video_id, input).await {
         Ok(execution) => {
             // The execution's name, not its ARN (no account id in a log line).

@@ -30,6 +30,7 @@ pub mod registry;
 pub mod responses;
 pub mod retention;
 pub mod telemetry;
+pub mod trace_context;
 pub mod translation;
 pub mod uploads;
 pub mod usage;

@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// Builds the chat-upstream adapter a catalog entry names by its `kind` (the assembly supplies
 /// one that knows every kind the host links).
@@ -159,6 +160,9 @@ impl RoutedUpstream {
             };
             match result {
                 Ok(value) => {
+                    let span = tracing::Span::current();
+                    span.record("provider", deployment.upstream.as_str());
+                    span.record("deployment", label.as_str());
                     self.upstreams.health.succeeded(&label);
                     tracing::info!(model = %self.model_id, deployment = %label, "deployment served the request");
                     return Ok(value);
@@ -193,6 +197,37 @@ impl RoutedUpstream {
     }
 }
 
+/// The span of one upstream chat call (all its deployment attempts; failed attempts are its
+/// events), created only while traces are exported.
+fn upstream_span(model: &str, streamed: bool) -> tracing::Span {
+    if !crate::domain::trace_context::exporting() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "upstream",
+        otel.name = "chat upstream",
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        model,
+        stream = streamed,
+        provider = tracing::field::Empty,
+        deployment = tracing::field::Empty,
+        ttfb_ms = tracing::field::Empty,
+        input_tokens = tracing::field::Empty,
+        output_tokens = tracing::field::Empty,
+    )
+}
+
+/// The token counts of an OpenAI `usage` object, when there is one.
+fn record_usage(span: &tracing::Span, usage: &Value) {
+    if let Some(n) = usage["prompt_tokens"].as_i64() {
+        span.record("input_tokens", n);
+    }
+    if let Some(n) = usage["completion_tokens"].as_i64() {
+        span.record("output_tokens", n);
+    }
+}
+
 /// The `kind` label of a failed upstream call in the metrics.
 fn error_kind(e: &UpstreamError) -> &'static str {
     match e {
@@ -213,23 +248,43 @@ fn error_kind(e: &UpstreamError) -> &'static str {
 impl ChatUpstream for RoutedUpstream {
     async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
         let _timer = crate::domain::telemetry::upstream_timer();
-        self.attempt(request, |upstream, request| async move {
-            upstream.complete(request).await
-        })
-        .await
+        let span = upstream_span(&self.model_id, false);
+        let started = Instant::now();
+        let outcome = self
+            .attempt(request, |upstream, request| async move {
+                upstream.complete(request).await
+            })
+            .instrument(span.clone())
+            .await;
+        // Not streamed: the first byte is the whole answer.
+        span.record("ttfb_ms", started.elapsed().as_secs_f64() * 1000.0);
+        match &outcome {
+            Ok(answer) => record_usage(&span, &answer["usage"]),
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        outcome
     }
 
     async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
         let first_byte = Duration::from_secs(self.catalog.routing.first_byte_timeout_secs.max(1));
         // The request's upstream time runs until the stream ends or is dropped.
         let timer = crate::domain::telemetry::upstream_timer();
+        // The span lasts until the stream ends or is dropped, like the timer.
+        let span = upstream_span(&self.model_id, true);
+        let started = Instant::now();
         let chunks = self
             .attempt(request, move |upstream, request| async move {
                 let mut chunks = upstream.stream(request).await?;
                 match tokio::time::timeout(first_byte, chunks.next()).await {
-                    Ok(Some(Ok(first))) => Ok(futures::stream::once(async move { Ok(first) })
-                        .chain(chunks)
-                        .boxed()),
+                    Ok(Some(Ok(first))) => {
+                        tracing::Span::current()
+                            .record("ttfb_ms", started.elapsed().as_secs_f64() * 1000.0);
+                        Ok(futures::stream::once(async move { Ok(first) })
+                            .chain(chunks)
+                            .boxed())
+                    }
                     Ok(Some(Err(e))) => Err(e),
                     Ok(None) => Ok(futures::stream::empty().boxed()),
                     Err(_) => Err(UpstreamError::Rejected {
@@ -240,10 +295,20 @@ impl ChatUpstream for RoutedUpstream {
                     }),
                 }
             })
-            .await?;
+            .instrument(span.clone())
+            .await
+            .inspect_err(|_| {
+                span.record("otel.status_code", "ERROR");
+            })?;
         Ok(chunks
             .map(move |chunk| {
                 let _ = &timer;
+                match &chunk {
+                    Ok(chunk) => record_usage(&span, &chunk["usage"]),
+                    Err(_) => {
+                        span.record("otel.status_code", "ERROR");
+                    }
+                }
                 chunk
             })
             .boxed())

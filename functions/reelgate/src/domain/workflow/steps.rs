@@ -9,6 +9,7 @@ use crate::ports::blobs::read_all;
 use crate::ports::store::{now_secs, ItemExt, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 /// Error names the state machine matches.
 pub mod errors {
@@ -131,6 +132,26 @@ pub async fn run_fail_job(pipeline: &Pipeline, payload: Value) -> Result<Value, 
     .await
 }
 
+/// A step's span, a child of the create request's span through the `traceparent` the state
+/// machine passes on (never of whatever span runs the workflow locally); created only while
+/// traces are exported.
+fn step_span(step: &str, video_id: &str, traceparent: Option<&str>) -> tracing::Span {
+    if !crate::domain::trace_context::exporting() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        parent: None,
+        "step",
+        otel.name = format!("step {step}"),
+        otel.status_code = tracing::field::Empty,
+        step,
+        video_id,
+        error = tracing::field::Empty,
+    );
+    crate::domain::trace_context::adopt(&span, traceparent);
+    span
+}
+
 /// Reads the job reference from the payload, runs `handler` and logs the outcome.
 async fn run_with<'a, F, Fut>(
     pipeline: &'a Pipeline,
@@ -145,7 +166,14 @@ where
     let job: JobRef = serde_json::from_value(payload.clone())
         .map_err(|e| StepError::new(errors::BAD_INPUT, format!("{step}: {e}")))?;
     let video_id = job.video_id.clone();
-    let outcome = handler(pipeline, job, payload).await;
+    let span = step_span(step, &video_id, payload["traceparent"].as_str());
+    let outcome = handler(pipeline, job, payload)
+        .instrument(span.clone())
+        .await;
+    if let Err(e) = &outcome {
+        span.record("otel.status_code", "ERROR");
+        span.record("error", e.error.as_str());
+    }
     match &outcome {
         Ok(_) => tracing::info!(step, video_id = %video_id, "step done"),
         Err(e) => tracing::warn!(step, video_id = %video_id, error = %e, "step failed"),

@@ -17,6 +17,7 @@ use crate::ports::store::now_secs;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -89,7 +90,67 @@ pub async fn handle(pipeline: &Pipeline, body: &str) -> Disposition {
             return Disposition::Done;
         }
     };
-    let outcome = match message {
+    // The job's trace context rides along in every render message (the state machine writes
+    // it into the first; `enqueue` copies it into each follow-up), so every submit and poll is
+    // a span of the create request's trace.
+    let traceparent = serde_json::from_str::<Carrier>(body)
+        .ok()
+        .and_then(|c| c.traceparent);
+    let span = render_span(&message, traceparent.as_deref());
+    let outcome = RENDER_TRACEPARENT
+        .scope(
+            traceparent,
+            handle_message(pipeline, message).instrument(span.clone()),
+        )
+        .await;
+    if let Err(e) = &outcome {
+        span.record("otel.status_code", "ERROR");
+        span.record("error", e.as_str());
+    }
+    match outcome {
+        Ok(()) => Disposition::Done,
+        Err(e) => {
+            tracing::warn!(error = %e, "render message will be retried");
+            Disposition::Retry
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The `traceparent` of the render message being handled.
+    static RENDER_TRACEPARENT: Option<String>;
+}
+
+/// The trace context field of a render message (absent while traces are off).
+#[derive(Deserialize)]
+struct Carrier {
+    #[serde(default)]
+    traceparent: Option<String>,
+}
+
+/// The span of one render message, created only while traces are exported.
+fn render_span(message: &RenderMessage, traceparent: Option<&str>) -> tracing::Span {
+    if !crate::domain::trace_context::exporting() {
+        return tracing::Span::none();
+    }
+    let (name, video_id) = match message {
+        RenderMessage::Submit { video_id, .. } => ("render submit", video_id),
+        RenderMessage::Poll { video_id, .. } => ("render poll", video_id),
+    };
+    let span = tracing::info_span!(
+        parent: None,
+        "render",
+        otel.name = name,
+        otel.status_code = tracing::field::Empty,
+        video_id = video_id.as_str(),
+        error = tracing::field::Empty,
+    );
+    crate::domain::trace_context::adopt(&span, traceparent);
+    span
+}
+
+async fn handle_message(pipeline: &Pipeline, message: RenderMessage) -> WorkerResult {
+    match message {
         RenderMessage::Submit {
             task_token,
             org,
@@ -110,13 +171,6 @@ pub async fn handle(pipeline: &Pipeline, body: &str) -> Disposition {
                 last_beat,
             };
             poll(pipeline, &task_token, &org, &video_id, &render_id, seen).await
-        }
-    };
-    match outcome {
-        Ok(()) => Disposition::Done,
-        Err(e) => {
-            tracing::warn!(error = %e, "render message will be retried");
-            Disposition::Retry
         }
     }
 }
@@ -141,7 +195,11 @@ async fn fail_task(
 }
 
 async fn enqueue(pipeline: &Pipeline, message: &RenderMessage, delay: Duration) -> WorkerResult {
-    let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
+    let mut body = serde_json::to_value(message).map_err(|e| e.to_string())?;
+    if let Some(traceparent) = RENDER_TRACEPARENT.try_with(Clone::clone).ok().flatten() {
+        body["traceparent"] = traceparent.into();
+    }
+    let body = body.to_string();
     pipeline
         .render_queue
         .send(&body, delay)
