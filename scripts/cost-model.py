@@ -146,11 +146,14 @@ def log_cost(nbytes):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--artifacts", default=str(REPO / "docs/bench/artifacts.json"))
+    p.add_argument("--artifacts-arm64", default=str(REPO / "docs/bench/artifacts-arm64.json"))
     p.add_argument("--cold-start", default=str(REPO / "docs/bench/cold-start.json"))
     p.add_argument("--litellm", default=str(REPO / "docs/bench/vs-litellm.json"))
     p.add_argument("--out", default=str(REPO / "docs/cost.md"))
     args = p.parse_args()
     artifacts = json.loads(Path(args.artifacts).read_text())
+    arm64_path = Path(args.artifacts_arm64)
+    arm64 = json.loads(arm64_path.read_text()) if arm64_path.exists() else None
     cold = json.loads(Path(args.cold_start).read_text())
     fns = {f["binary"]: f for f in cold["functions"] if "error" not in f}
     sizes = {f["binary"]: f for f in artifacts["functions"]}
@@ -176,7 +179,8 @@ def main():
     w("## Artifact sizes (x86_64)")
     w("")
     w(f"Release profile: `{artifacts['release_profile']}`. Measured at {artifacts['measured_at']} by "
-      "`scripts/lambda-artifacts.sh`; zip = the deployment package (deflate level 9).")
+      f"`scripts/lambda-artifacts.sh` (sources of commit {artifacts.get('commit', 'not recorded')}); "
+      "zip = the deployment package (deflate level 9).")
     w("")
     w("| function | bootstrap | zip | media code linked |")
     w("|---|---:|---:|---|")
@@ -190,29 +194,55 @@ def main():
         for m in artifacts["target_misses"]:
             w(f"- {m}")
         w("")
-    w("Why the HTTP functions are large: every HTTP binary serves the whole API router "
-      "(`reelgate::api::router`; API Gateway picks the function by path, the router then matches the "
-      "route), so each one carries every handler: the Responses API's PDF rasterizer (hayro and its "
-      "fonts), the image decoders that check inputs, the console pages, the OpenAPI document, ID-token "
-      "verification, and the AWS SDK clients for DynamoDB, S3, SQS, Step Functions, Bedrock and Secrets "
-      "Manager. The linker drops only code that no entry point reaches, and a router reaches all of it; "
-      "that is also why all HTTP functions have the same size. Video codecs are not among them: the "
-      "check above (and `functions/reelgate-lambda/tests/media_code.rs`) finds the H.264 decoder only "
-      "in the finalize and moderate steps, which decode frames, and no AAC or H.264 encoder anywhere "
-      "(the engine renders, not the worker). The lever that would bring an HTTP function under the "
-      "12 MiB / 5 MiB target is a router per function, holding only its path's handlers, so that "
-      "`/v1/models` no longer links the PDF renderer or the Step Functions client; that changes the API "
-      "layer and was not done in this measurement.")
+    w("Why the HTTP functions are still large. Each HTTP binary links only its own path's "
+      "handlers: its manifest entry (`reelgate_lambda::functions`) holds that path's routes "
+      "(`reelgate::api::PathRoutes`), so `/v1/models` no longer carries the PDF rasterizer, the "
+      "console pages or the OpenAPI document. With one router in every function (2026-11-23) every "
+      "HTTP function was 34.12 MiB (13.84 MiB zipped); after the split `api-models` measured 25.23 MiB "
+      "(10.04 MiB zipped) at commit 24faf1e, and the OpenTelemetry exporter merged since adds about "
+      "0.7 MiB. What remains is the application every function "
+      "assembles (`reelgate_lambda::aws_app`): `App` holds each port as a trait object (DynamoDB, S3, "
+      "SQS, Step Functions, the chat upstreams with Bedrock, the video engines, the moderator, the "
+      "guarded fetcher, ID-token verification), and a trait object's vtable links every method of its "
+      "adapter whether the function calls it or not. That is why `execution-ended`, which serves no "
+      "route at all, is within about 1 MiB of the HTTP functions. The symbol table of a non-stripped "
+      "release `api-models` (`nm -S --size-sort`, measured before the split) gives the shares: the AWS "
+      "SDK clients and their runtime about 5 MiB (S3 0.8, Bedrock Runtime 0.7, DynamoDB 0.4, "
+      "aws-config 0.4, SQS 0.3, Step Functions 0.3, STS 0.15, smithy 1.7), two TLS crypto libraries "
+      "(aws-lc 1.4 MiB for the SDK, ring 0.2 MiB for reqwest), HTTP/2 (h2) 0.8 MiB, the S3 checksum "
+      "crate 0.7 MiB, image decoders about 1.3 MiB, and about 7 MiB of standard-library code "
+      "(drop glue, formatting, collections) instantiated for all of them. The next levers, not taken "
+      "here: assembling per function only the ports it calls (a compile-time choice in each binary, "
+      "so Bedrock, the engines and Step Functions leave most HTTP functions), one crypto library for "
+      "both TLS stacks, and HTTP/1.1-only clients. Video codecs are not linked by any HTTP function "
+      "(the check above and `functions/reelgate-lambda/tests/media_code.rs`): only the finalize and "
+      "moderate steps carry the H.264 decoder, and no function carries an AAC or H.264 encoder.")
     w("")
     w("The release profile was left as it is. `lto = \"fat\"` with `codegen-units = 1` would run a "
-      "single-threaded whole-program optimisation for each of the 30 binaries (the thin-LTO release "
-      "build already takes about 30 minutes on this 2-core machine); `opt-level = \"s\"` or `\"z\"` "
-      "shrinks code but slows the chat path that `reelgate serve` shares with the functions; "
-      "`panic = \"abort\"` would turn a panicking request into a dead process (a cold start on "
-      "Lambda, an outage for `reelgate serve`). None of the three was measured here.")
+      "single-threaded whole-program optimisation for each of the 31 binaries; `opt-level = \"s\"` "
+      "or `\"z\"` shrinks code but slows the chat path that `reelgate serve` shares with the "
+      "functions; `panic = \"abort\"` would turn a panicking request into a dead process (a cold "
+      "start on Lambda, an outage for `reelgate serve`).")
     w("")
-    w("arm64 (Graviton, 20 % cheaper per GB-s): not measured on this machine (see the note at the end).")
-    w("")
+    if arm64:
+        w("### arm64 (the template's architecture)")
+        w("")
+        w(f"Cross-built for Graviton by `scripts/lambda-artifacts.sh --arch arm64` (zig from PyPI as "
+          f"the C compiler and linker, glibc 2.17 symbols, as cargo-lambda does), measured at "
+          f"{arm64['measured_at']}, same release profile, sources of commit "
+          f"{arm64.get('commit', 'not recorded')}" + (f" ({arm64['note']})" if arm64.get("note") else "")
+          + ":")
+        w("")
+        w("| function | bootstrap | zip | media code linked |")
+        w("|---|---:|---:|---|")
+        for f in arm64["functions"]:
+            w(f"| {f['binary']} | {f['bootstrap_bytes']/2**20:.2f} MiB | {f['zip_bytes']/2**20:.2f} MiB | "
+              f"{', '.join(f['media_crates']) or 'none'} |")
+        w("")
+    else:
+        w("arm64 (Graviton, the template's architecture): `scripts/lambda-artifacts.sh --arch arm64` "
+          "measures it; no measurement is committed (docs/bench/artifacts-arm64.json).")
+        w("")
 
     # --------------------------------------------------------------------- cold starts
     w("## Cold and warm starts (x86_64, `scripts/bench-cold-start.sh`)")
@@ -422,16 +452,14 @@ def main():
     w("## How to reproduce")
     w("")
     w("```sh")
-    w("export CARGO_TARGET_DIR=$PWD/target")
     w("scripts/lambda-artifacts.sh            # builds the bootstraps, writes docs/bench/artifacts.json")
+    w("scripts/lambda-artifacts.sh --arch arm64  # the same for Graviton, docs/bench/artifacts-arm64.json")
     w("scripts/bench-cold-start.sh            # cold/warm starts on the emulator, docs/bench/cold-start.json")
     w("python3 scripts/cost-model.py          # this document")
     w("scripts/bench-vs-litellm.sh            # the side-by-side with LiteLLM, docs/performance.md")
     w("```")
     w("")
-    w("arm64: `rustup target add aarch64-unknown-linux-gnu` with zig as the linker (`ziglang` from "
-      "PyPI, as cargo-lambda does) was not tried on this machine within the time of this measurement; "
-      "the sizes above are x86_64 only.")
+    w("The scripts build in the same cargo cache as the README's commands (`scripts/cargo-env.sh`).")
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

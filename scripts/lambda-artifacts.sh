@@ -145,7 +145,10 @@ for line in Path("Cargo.toml").read_text().splitlines():
 if missing:
     print(f"not built (not measured): {', '.join(missing)}")
     misses.append(f"not built: {', '.join(missing)}")
-report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch,
+import subprocess
+# The commit whose sources were built (a --no-build run measures what the cache holds: say so).
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch, "commit": commit,
           "release_profile": profile, "functions": rows, "target_misses": misses}
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(json.dumps(report, indent=1) + "\n")
