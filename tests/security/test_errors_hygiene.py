@@ -25,7 +25,15 @@ LEAK_PATTERNS = [
 ]
 
 
-ACCOUNT_ID = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
+# Twelve digits standing alone (as in an ARN's `:123456789012:`), not twelve digits inside a
+# longer token: a request id is random hex (`req_…d059638208510d…`) and may hold such a run.
+ACCOUNT_ID = re.compile(r"(?<![0-9A-Za-z_])[0-9]{12}(?![0-9A-Za-z_])")
+
+
+def test_the_account_id_check_sees_an_arn_and_not_a_request_id():
+    assert ACCOUNT_ID.search("arn:aws:states:us-east-1:123456789012:stateMachine:video")
+    assert ACCOUNT_ID.search('{"account": 123456789012}')
+    assert not ACCOUNT_ID.search('"request_id":"req_15e560dbcd059638208510d70d244137"')
 
 
 def scan(text, secrets=(), body=False):
