@@ -1,7 +1,8 @@
 //! Benchmark: the chat gateway's added latency over calling the same upstream directly.
 //!
 //!     cargo run --release -p reelgate-embedded --example chat_bench --features testing -- \
-//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--log-json] [--no-metrics] [--otlp]
+//!         [--rates 50,100,200,400,800] [--seconds 3] [--limiter-rate 1000] [--limiter-rounds 1]
+//!         [--limiter-only] [--log-json] [--no-metrics] [--otlp]
 //!
 //! A fast local upstream (an OpenAI-compatible HTTP server in this process that answers at
 //! once: a small completion, or eight chunks + usage + `[DONE]` when streamed) is called at a
@@ -30,9 +31,14 @@
 //! streamed, and prints one JSON line per (mode, rate, target) with total-time and
 //! time-to-first-byte percentiles, the completed rate and the errors.
 //!
-//! A last section measures the rate limiter (docs/traffic-control.md): the same gateway at
-//! `--limiter-rate` requests per second for a key whose plan sets no limits and for one whose
-//! plan sets limits it never reaches, so every request pays the limiter's conditional write.
+//! A last section measures the rate limiter (docs/traffic-control.md): one open-loop stream at
+//! `--limiter-rate` requests per second whose requests alternate between a key whose plan sets
+//! no limits and one whose plan sets limits it never reaches (so every second request pays the
+//! limiter's conditional writes); the added latency is the difference between the two halves'
+//! percentiles, which saw the same moments of the run.
+//! `--limiter-rounds N` alternates the two N times and prints the median of the rounds' added
+//! percentiles as well (one round is at the mercy of whatever else the machine does);
+//! `--limiter-only` skips the main table.
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -171,14 +177,29 @@ async fn run(
     rate: u32,
     seconds: f64,
 ) -> Stats {
+    let mut stats = run_alternating(client, &[target], stream, rate, seconds).await;
+    stats.pop().unwrap_or_default()
+}
+
+/// One open-loop stream of requests at `rate`, the i-th sent to `targets[i % n]`: the targets
+/// share every moment of the run (the machine's other work, the store's state), so the
+/// difference between their percentiles is theirs alone, not the difference between two runs.
+async fn run_alternating(
+    client: &reqwest::Client,
+    targets: &[&Target],
+    stream: bool,
+    rate: u32,
+    seconds: f64,
+) -> Vec<Stats> {
     let total = (rate as f64 * seconds).round() as usize;
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(total);
-    for _ in 0..total {
+    for i in 0..total {
         ticker.tick().await;
         let client = client.clone();
+        let target = targets[i % targets.len()];
         let target = Target {
             url: target.url.clone(),
             key: target.key.clone(),
@@ -188,8 +209,9 @@ async fn run(
             async move { one(&client, &target, stream).await },
         ));
     }
-    let mut stats = Stats::default();
-    for task in tasks {
+    let mut stats: Vec<Stats> = targets.iter().map(|_| Stats::default()).collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let stats = &mut stats[i % targets.len()];
         match task.await {
             Ok(Ok((latency, first_byte))) => {
                 stats.latencies.push(latency);
@@ -198,7 +220,10 @@ async fn run(
             _ => stats.errors += 1,
         }
     }
-    stats.elapsed = started.elapsed();
+    let elapsed = started.elapsed();
+    for s in &mut stats {
+        s.elapsed = elapsed;
+    }
     stats
 }
 
@@ -416,6 +441,76 @@ async fn main() -> anyhow::Result<()> {
         run(&client, &gateway, stream, 100, 1.0).await;
     }
 
+    if !std::env::args().any(|a| a == "--limiter-only") {
+        main_table(&client, &direct, &gateway, &plain_listener, &rates, seconds).await;
+    }
+
+    let rounds: usize = arg("--limiter-rounds")
+        .unwrap_or_else(|| "1".into())
+        .parse()?;
+    run(&client, &gateway_limited, false, 100, 1.0).await;
+    let (mut added50, mut added99) = (Vec::new(), Vec::new());
+    for round in 1..=rounds.max(1) {
+        // Every other request of one stream carries the limited key.
+        let mut both = run_alternating(
+            &client,
+            &[&gateway, &gateway_limited],
+            false,
+            limiter_rate,
+            seconds,
+        )
+        .await;
+        let (with, without) = (both.pop().unwrap(), both.pop().unwrap());
+        let (a50, a99) = (
+            ms(with.percentile(50.0)) - ms(without.percentile(50.0)),
+            ms(with.percentile(99.0)) - ms(without.percentile(99.0)),
+        );
+        added50.push(a50);
+        added99.push(a99);
+        println!(
+            "\nrate limiter at {limiter_rate}/s (plain, round {round}, alternate requests): without limits p50 {:.2}ms p99 {:.2}ms ({} ok, {} errors); \
+             with key + organization limits p50 {:.2}ms p99 {:.2}ms ({} ok, {} errors); \
+             added by the limiter: p50 {a50:+.3}ms, p99 {a99:+.3}ms",
+            ms(without.percentile(50.0)),
+            ms(without.percentile(99.0)),
+            without.latencies.len(),
+            without.errors,
+            ms(with.percentile(50.0)),
+            ms(with.percentile(99.0)),
+            with.latencies.len(),
+            with.errors,
+        );
+    }
+    if rounds > 1 {
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!(
+            "\nrate limiter, median of {rounds} rounds: added p50 {:+.3}ms, p99 {:+.3}ms",
+            median(&mut added50),
+            median(&mut added99)
+        );
+    }
+    if otlp {
+        reelgate::adapters::otel::flush().await;
+        println!(
+            "\nOTLP sink received {} exports, {} bytes of protobuf",
+            exported.requests.load(std::sync::atomic::Ordering::Relaxed),
+            exported.bytes.load(std::sync::atomic::Ordering::Relaxed),
+        );
+    }
+    Ok(())
+}
+
+async fn main_table(
+    client: &reqwest::Client,
+    direct: &Target,
+    gateway: &Target,
+    plain_listener: &Target,
+    rates: &[u32],
+    seconds: f64,
+) {
     println!("chat gateway added latency over a direct call to the same local upstream");
     println!(
         "({} cores; {seconds} s per rate; open-loop load; latency = time to the last byte)\n",
@@ -437,9 +532,9 @@ async fn main() -> anyhow::Result<()> {
         "errors"
     );
     for stream in [false, true] {
-        for &rate in &rates {
-            let d = run(&client, &direct, stream, rate, seconds).await;
-            let g = run(&client, &gateway, stream, rate, seconds).await;
+        for &rate in rates {
+            let d = run(client, direct, stream, rate, seconds).await;
+            let g = run(client, gateway, stream, rate, seconds).await;
             println!(
                 "{:<9} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>9.0} {:>6}",
                 if stream { "streamed" } else { "plain" },
@@ -456,41 +551,13 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let rate = rates.first().copied().unwrap_or(100);
-    let d = run(&client, &direct, true, rate, seconds).await;
-    let g = run(&client, &plain_listener, true, rate, seconds).await;
+    let d = run(client, direct, true, rate, seconds).await;
+    let g = run(client, plain_listener, true, rate, seconds).await;
     println!(
         "\nfor comparison, streamed at {rate}/s through a listener without TCP_NODELAY: added p50 {:.2}ms, p99 {:.2}ms",
         ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
         ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
     );
-
-    run(&client, &gateway_limited, false, 100, 1.0).await;
-    let without = run(&client, &gateway, false, limiter_rate, seconds).await;
-    let with = run(&client, &gateway_limited, false, limiter_rate, seconds).await;
-    println!(
-        "\nrate limiter at {limiter_rate}/s (plain): without limits p50 {:.2}ms p99 {:.2}ms ({:.0} req/s, {} errors); \
-         with key + organization limits p50 {:.2}ms p99 {:.2}ms ({:.0} req/s, {} errors); \
-         added by the limiter: p50 {:+.3}ms, p99 {:+.3}ms",
-        ms(without.percentile(50.0)),
-        ms(without.percentile(99.0)),
-        without.rate(),
-        without.errors,
-        ms(with.percentile(50.0)),
-        ms(with.percentile(99.0)),
-        with.rate(),
-        with.errors,
-        ms(with.percentile(50.0)) - ms(without.percentile(50.0)),
-        ms(with.percentile(99.0)) - ms(without.percentile(99.0)),
-    );
-    if otlp {
-        reelgate::adapters::otel::flush().await;
-        println!(
-            "\nOTLP sink received {} exports, {} bytes of protobuf",
-            exported.requests.load(std::sync::atomic::Ordering::Relaxed),
-            exported.bytes.load(std::sync::atomic::Ordering::Relaxed),
-        );
-    }
-    Ok(())
 }
 
 /// `--serve-upstream ADDR`: only the fast upstream, until the process is killed.

@@ -205,6 +205,49 @@ impl ItemStore for SqliteItemStore {
         .await
     }
 
+    /// In one commit: each update checks its condition and applies on its own, as it would in a
+    /// write of its own (a failing condition leaves the others applied).
+    async fn update_each(&self, updates: Vec<ConditionalUpdate>) -> Vec<Result<Item, StoreError>> {
+        let count = updates.len();
+        for u in &updates {
+            if let Err(e) = u.update.validate() {
+                return (0..count)
+                    .map(|_| Err(StoreError::Invalid(e.to_string())))
+                    .collect();
+            }
+        }
+        let now = now_secs();
+        let written = self
+            .db
+            .write(move |tx| {
+                let mut answers = Vec::with_capacity(updates.len());
+                for u in updates {
+                    let current = load(tx, &u.key, now)?;
+                    if u.condition
+                        .as_ref()
+                        .is_some_and(|c| !c.holds(current.as_ref()))
+                    {
+                        answers.push(Verdict::ConditionFailed);
+                        continue;
+                    }
+                    let next = u.update.apply(&u.key, current);
+                    save(tx, &next)?;
+                    answers.push(Verdict::Done(next));
+                }
+                Ok(answers)
+            })
+            .await;
+        match written {
+            Ok(answers) => answers.into_iter().map(finish).collect(),
+            Err(e) => {
+                let message = e.to_string();
+                (0..count)
+                    .map(|_| Err(StoreError::Unavailable(message.clone())))
+                    .collect()
+            }
+        }
+    }
+
     async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         validate_transaction(&ops)?;
         let now = now_secs();

@@ -93,6 +93,19 @@ impl ItemStore for TracedStore {
         let span = port_span!("store query", item = kind(&query.pk));
         traced(span, self.0.query(query)).await
     }
+    async fn update_each(
+        &self,
+        updates: Vec<crate::ports::store::ConditionalUpdate>,
+    ) -> Vec<Result<Item, StoreError>> {
+        let first = updates.first().map(|u| kind(&u.key.pk).to_owned());
+        let span = port_span!(
+            "store update_each",
+            item = %first.unwrap_or_default(),
+            count = updates.len()
+        );
+        use tracing::Instrument as _;
+        self.0.update_each(updates).instrument(span).await
+    }
 }
 
 /// [`BlobStore`] with a span per call (a read's span covers opening it, not streaming it).

@@ -349,6 +349,79 @@ pub async fn concurrent_conditional_updates_admit_exactly(store: Arc<dyn ItemSto
     assert_eq!(after.decimal_attr("available"), Some(dec!(0.00)));
 }
 
+/// Several independent updates in one call: each applies or fails its condition on its own,
+/// answered in order; concurrent calls over the same items count exactly.
+pub async fn update_each_applies_each_on_its_own(store: Arc<dyn ItemStore>) {
+    let pk = fresh("contract");
+    let (a, b, c) = (key(&pk, "A"), key(&pk, "B"), key(&pk, "C"));
+    store
+        .update(&b, Update::new().set("n", Attr::N(dec!(5))), None)
+        .await
+        .expect("seed");
+    fn add_one(k: &Key, max: Decimal) -> ConditionalUpdate {
+        ConditionalUpdate {
+            key: k.clone(),
+            update: Update::new().add("n", dec!(1)),
+            condition: Some(Condition::Or(vec![
+                Condition::AttrNotExists("n".into()),
+                Condition::Lt("n".into(), Attr::N(max)),
+            ])),
+        }
+    }
+    let answers = store
+        .update_each(vec![
+            add_one(&a, dec!(3)),
+            add_one(&b, dec!(5)),
+            add_one(&c, dec!(3)),
+        ])
+        .await;
+    assert_eq!(answers.len(), 3);
+    assert_eq!(
+        answers[0].as_ref().expect("a").decimal_attr("n"),
+        Some(dec!(1))
+    );
+    assert!(
+        matches!(answers[1], Err(StoreError::ConditionFailed)),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(
+        answers[2].as_ref().expect("c").decimal_attr("n"),
+        Some(dec!(1))
+    );
+    assert_eq!(
+        store
+            .get(&b)
+            .await
+            .expect("get")
+            .expect("b")
+            .decimal_attr("n"),
+        Some(dec!(5))
+    );
+    // 20 concurrent calls, each adding one to A (below 10) and to C (below 15).
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (store, a, c) = (store.clone(), a.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            let answers = store
+                .update_each(vec![add_one(&a, dec!(10)), add_one(&c, dec!(15))])
+                .await;
+            (answers[0].is_ok(), answers[1].is_ok())
+        }));
+    }
+    let (mut to_a, mut to_c) = (0, 0);
+    for t in tasks {
+        let (x, y) = t.await.expect("join");
+        to_a += usize::from(x);
+        to_c += usize::from(y);
+    }
+    assert_eq!((to_a, to_c), (9, 14));
+    for (k, n) in [(&a, dec!(10)), (&c, dec!(15))] {
+        let item = store.get(k).await.expect("get").expect("item");
+        assert_eq!(item.decimal_attr("n"), Some(n));
+    }
+}
+
 /// Expands to one `#[tokio::test]` per contract case; `$make` is an async expression giving an
 /// `Arc<dyn ItemStore>`.
 #[macro_export]
@@ -358,7 +431,7 @@ macro_rules! item_store_contract_tests {
             put_get_delete, conditional_put, conditional_update_with_add, condition_operators,
             update_refuses_overlapping_paths,
             transaction_all_or_nothing, query_paging_both_directions, expiry_hides_items,
-            concurrent_conditional_updates_admit_exactly);
+            concurrent_conditional_updates_admit_exactly, update_each_applies_each_on_its_own);
     };
     (@cases $make:expr; $($case:ident),*) => {
         $(

@@ -5,8 +5,9 @@
 //! (`RATE#<org>[#KEY#<key>]`, `<kind>#<minute>`) holding the requests and tokens admitted in it.
 //! Admission is one conditional update per limited scope — `ADD requests 1, tokens estimate` only
 //! if both stay within their limits — so the count is exact under any concurrency (the store
-//! serializes conditional writes on one item) and costs one round trip (the key's and the
-//! organization's scopes are written concurrently). When one scope admits and the other refuses,
+//! serializes conditional writes on one item) and costs one round trip: the key's and the
+//! organization's updates go in one [`ItemStore::update_each`] call (one commit on the embedded
+//! store, two concurrent writes on DynamoDB). When one scope admits and the other refuses,
 //! the admitted unit is given back by a second write; until then a concurrent request near that
 //! limit may be refused, never wrongly admitted. A fixed window lets a caller use its limit at the
 //! end of one minute and again at the start of the next: at most twice the limit in any 60 s.
@@ -18,7 +19,8 @@
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::{Plan, RateLimits};
 use crate::ports::store::{
-    now_secs, Attr, Condition, ItemExt, ItemStore, Key, StoreError, TransactOp, Update,
+    now_secs, Attr, Condition, ConditionalUpdate, Item, ItemExt, ItemStore, Key, StoreError,
+    TransactOp, Update,
 };
 use rust_decimal::Decimal;
 
@@ -217,17 +219,17 @@ pub async fn acquire(
             }
         }
     }
-    let attempts = scopes.iter().map(|(pk, limits)| {
-        admit_one(
-            store,
-            window_key(pk, kind, minute),
-            *limits,
-            tokens,
-            minute,
-            reset_secs,
-        )
-    });
-    let results = futures::future::join_all(attempts).await;
+    // Both scopes in one store call: one commit locally, concurrent writes on DynamoDB.
+    let attempts = scopes
+        .iter()
+        .map(|(pk, limits)| admission(window_key(pk, kind, minute), *limits, tokens, minute))
+        .collect();
+    let written = store.update_each(attempts).await;
+    let mut results = Vec::with_capacity(scopes.len());
+    for ((pk, limits), outcome) in scopes.iter().zip(written) {
+        let key = window_key(pk, kind, minute);
+        results.push(window_outcome(store, &key, *limits, reset_secs, outcome).await);
+    }
     let mut status = RateStatus::default();
     let mut admitted = Vec::new();
     let mut refusal = None;
@@ -336,14 +338,9 @@ enum WindowError {
     Store(StoreError),
 }
 
-async fn admit_one(
-    store: &dyn ItemStore,
-    key: Key,
-    limits: Limits,
-    tokens: u64,
-    minute: i64,
-    reset_secs: u64,
-) -> Result<RateStatus, WindowError> {
+/// The conditional write that admits one request into a window: `ADD requests 1, tokens
+/// estimate` only if both stay within their limits.
+fn admission(key: Key, limits: Limits, tokens: u64, minute: i64) -> ConditionalUpdate {
     let mut conditions = Vec::new();
     if let Some(max) = limits.requests {
         conditions.push(Condition::Or(vec![
@@ -357,10 +354,24 @@ async fn admit_one(
             Condition::Le("tokens".into(), count(max - tokens)),
         ]));
     }
-    let update = Update::new()
-        .add("requests", Decimal::ONE)
-        .add("tokens", Decimal::from(tokens))
-        .set(crate::ports::store::EXPIRES_AT, window_expiry(minute));
+    ConditionalUpdate {
+        key,
+        update: Update::new()
+            .add("requests", Decimal::ONE)
+            .add("tokens", Decimal::from(tokens))
+            .set(crate::ports::store::EXPIRES_AT, window_expiry(minute)),
+        condition: Some(Condition::And(conditions)),
+    }
+}
+
+/// What one window's admission write says: the remaining counts, or which limit is reached.
+async fn window_outcome(
+    store: &dyn ItemStore,
+    key: &Key,
+    limits: Limits,
+    reset_secs: u64,
+    outcome: Result<Item, StoreError>,
+) -> Result<RateStatus, WindowError> {
     let status_of = |requests: u64, used_tokens: u64| RateStatus {
         requests: limits.requests.map(|limit| Remaining {
             limit,
@@ -373,17 +384,14 @@ async fn admit_one(
             reset_secs,
         }),
     };
-    match store
-        .update(&key, update, Some(Condition::And(conditions)))
-        .await
-    {
+    match outcome {
         Ok(item) => Ok(status_of(
             item.i64_attr("requests").unwrap_or(0).max(0) as u64,
             item.i64_attr("tokens").unwrap_or(0).max(0) as u64,
         )),
         Err(StoreError::ConditionFailed) => {
             // Off the hot path: read the window to say which limit is reached.
-            let current = store.get(&key).await.map_err(WindowError::Store)?;
+            let current = store.get(key).await.map_err(WindowError::Store)?;
             let requests = current
                 .as_ref()
                 .and_then(|i| i.i64_attr("requests"))

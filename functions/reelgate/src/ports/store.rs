@@ -406,6 +406,26 @@ pub trait ItemStore: Send + Sync + 'static {
     /// All writes happen or none does (at most 100 ops, no two on one item, as in DynamoDB).
     async fn transact(&self, ops: Vec<TransactOp>) -> Result<(), StoreError>;
     async fn query(&self, query: Query) -> Result<Page, StoreError>;
+    /// Several independent conditional updates in one round trip: each one applies, or fails
+    /// its condition, on its own (this is not a transaction); the answers come in order, each
+    /// as [`ItemStore::update`] would give it. By default they are sent concurrently (DynamoDB);
+    /// a store that can write them together in one commit does so (SQLite).
+    async fn update_each(&self, updates: Vec<ConditionalUpdate>) -> Vec<Result<Item, StoreError>> {
+        futures::future::join_all(
+            updates
+                .into_iter()
+                .map(|u| async move { self.update(&u.key, u.update, u.condition).await }),
+        )
+        .await
+    }
+}
+
+/// One of [`ItemStore::update_each`]'s updates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConditionalUpdate {
+    pub key: Key,
+    pub update: Update,
+    pub condition: Option<Condition>,
 }
 
 /// Unix seconds now.
