@@ -513,7 +513,8 @@ async fn main_table(
 ) {
     println!("chat gateway added latency over a direct call to the same local upstream");
     println!(
-        "({} cores; {seconds} s per rate; open-loop load; latency = time to the last byte)\n",
+        "({} cores; {seconds} s per rate; open-loop load; latency = time to the last byte, and \
+         for streams also to the first byte of the body)\n",
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -548,6 +549,19 @@ async fn main_table(
                 g.rate(),
                 g.errors + d.errors,
             );
+            if stream {
+                println!(
+                    "{:<9} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms |",
+                    "1st byte",
+                    rate,
+                    ms(d.first_byte_percentile(50.0)),
+                    ms(d.first_byte_percentile(99.0)),
+                    ms(g.first_byte_percentile(50.0)),
+                    ms(g.first_byte_percentile(99.0)),
+                    ms(g.first_byte_percentile(50.0)) - ms(d.first_byte_percentile(50.0)),
+                    ms(g.first_byte_percentile(99.0)) - ms(d.first_byte_percentile(99.0)),
+                );
+            }
         }
     }
     let rate = rates.first().copied().unwrap_or(100);
