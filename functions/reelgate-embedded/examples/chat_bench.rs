@@ -503,6 +503,26 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One row of the main table: direct and gateway percentiles of `measure`, and their difference.
+fn print_row(
+    label: &str,
+    rate: u32,
+    d: &Stats,
+    g: &Stats,
+    measure: impl Fn(&Stats, f64) -> f64,
+    tail: &str,
+) {
+    println!(
+        "{label:<9} {rate:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms |{tail}",
+        measure(d, 50.0),
+        measure(d, 99.0),
+        measure(g, 50.0),
+        measure(g, 99.0),
+        measure(g, 50.0) - measure(d, 50.0),
+        measure(g, 99.0) - measure(d, 99.0),
+    );
+}
+
 async fn main_table(
     client: &reqwest::Client,
     direct: &Target,
@@ -536,31 +556,13 @@ async fn main_table(
         for &rate in rates {
             let d = run(client, direct, stream, rate, seconds).await;
             let g = run(client, gateway, stream, rate, seconds).await;
-            println!(
-                "{:<9} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>9.0} {:>6}",
-                if stream { "streamed" } else { "plain" },
-                rate,
-                ms(d.percentile(50.0)),
-                ms(d.percentile(99.0)),
-                ms(g.percentile(50.0)),
-                ms(g.percentile(99.0)),
-                ms(g.percentile(50.0)) - ms(d.percentile(50.0)),
-                ms(g.percentile(99.0)) - ms(d.percentile(99.0)),
-                g.rate(),
-                g.errors + d.errors,
-            );
+            let mode = if stream { "streamed" } else { "plain" };
+            let last = |s: &Stats, p| ms(s.percentile(p));
+            let tail = format!(" {:>9.0} {:>6}", g.rate(), g.errors + d.errors);
+            print_row(mode, rate, &d, &g, last, &tail);
             if stream {
-                println!(
-                    "{:<9} {:>7} | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms | {:>7.2}ms {:>7.2}ms |",
-                    "1st byte",
-                    rate,
-                    ms(d.first_byte_percentile(50.0)),
-                    ms(d.first_byte_percentile(99.0)),
-                    ms(g.first_byte_percentile(50.0)),
-                    ms(g.first_byte_percentile(99.0)),
-                    ms(g.first_byte_percentile(50.0)) - ms(d.first_byte_percentile(50.0)),
-                    ms(g.first_byte_percentile(99.0)) - ms(d.first_byte_percentile(99.0)),
-                );
+                let first = |s: &Stats, p| ms(s.first_byte_percentile(p));
+                print_row("1st byte", rate, &d, &g, first, "");
             }
         }
     }
