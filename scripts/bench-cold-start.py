@@ -518,6 +518,8 @@ def admin(reelgate, env, *args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--release-dir", default=os.environ.get("CARGO_TARGET_DIR", str(REPO / "target")) + "/release")
+    parser.add_argument("--profile", default="release",
+                        help="the Cargo profile the bootstraps were built with (recorded)")
     parser.add_argument("--functions", default="", help="comma-separated binaries (default: all)")
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--warm", type=int, default=50)
@@ -562,7 +564,8 @@ def main():
         "REELGATE_UPSTREAM_BASE_URL": f"http://127.0.0.1:{upstream.server_address[1]}/v1",
         "REELGATE_MODERATOR": "rules", "REELGATE_LOG": "info",
     })
-    reelgate = release / "reelgate"
+    # The CLI is always the release build (it is not deployed).
+    reelgate = release.parent / "release" / "reelgate"
     org = admin(reelgate, env, "org", "create", "--name", "bench", "--plan", "enterprise", "--credits", "1000000")
     org_id = org.get("id") or org.get("org") or org.get("org_id")
     user = admin(reelgate, env, "user", "create", "--org", org_id, "--email", "bench@example.com")
@@ -601,7 +604,7 @@ def main():
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load],
                     "arch": os.uname().machine},
-        "cold_runs": args.cold_runs, "warm_invocations": args.warm,
+        "cold_runs": args.cold_runs, "warm_invocations": args.warm, "profile": args.profile,
         "functions": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
