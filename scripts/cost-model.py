@@ -164,22 +164,31 @@ def lambda_cost(memory_mb, seconds):
 
 
 # Measured by hand for the profile (the numbers come from the runs named in it).
-LAMBDA_PROFILE_NOTE = (
-    "The `lambda` profile (Cargo.toml) inherits `release` and sets `opt-level = \"s\"`, "
-    "`lto = \"fat\"`, `codegen-units = 1`; `release` and `dev` are unchanged (CI, the README's "
-    "commands and `reelgate serve` build them; CI never builds `lambda`), and `panic` stays "
-    "`unwind` (a panicking request must not kill the process). On the same sources (commit "
-    "LAMBDA_COMMIT) it takes `api-models` from 19.28 MiB (7.77 MiB zipped) to 10.38 MiB (4.75 MiB) "
-    "and `api-chat-completions` from 24.42 MiB (9.92 MiB) to CHAT_LAMBDA; per-function assembly "
-    "alone took `api-models` from 27.17 MiB to 19.28 MiB. Its cost: building all 31 bootstraps "
-    "with it took BUILD_TIME on this 2-core machine (dependencies already compiled; each binary's "
-    "fat LTO is one single-threaded link, against about a minute each for `release`; other "
-    "builds and benchmarks shared the machine and paused it at times), and warm invocations "
-    "measured no slower: on the cold-start bench at the same load, `api-chat-completions` warm "
-    "p50/p99 203.2/267.2 ms (`lambda`) against 208.1/355.4 ms (`release`), `api-models` "
-    "96.5/135.3 against 107.1/131.7 ms; the emulator's round trips dominate those durations, "
-    "so a CPU difference of a few percent would not show. Peak RSS fell with the size "
-    "(`api-chat-completions` 13.3 against 18.8 MiB).")
+def lambda_profile_note(artifacts, release, before):
+    """What the `lambda` profile costs and saves, from the measurements beside it."""
+    def size(report, name):
+        f = {x["binary"]: x for x in (report or {}).get("functions", [])}.get(name)
+        return f"{f['bootstrap_bytes']/2**20:.2f} MiB ({f['zip_bytes']/2**20:.2f} MiB zipped)" if f else "not measured"
+    build = artifacts.get("build_seconds")
+    build = (f"{build / 60:.0f} minutes for the {len(artifacts['functions'])} bootstraps built"
+             if build else "not recorded")
+    return (
+        "The `lambda` profile (Cargo.toml) inherits `release` and sets `opt-level = \"s\"`, "
+        "`lto = \"fat\"`, `codegen-units = 1`; `release` and `dev` are unchanged (CI, the README's "
+        "commands and `reelgate serve` build them; CI never builds `lambda`), and `panic` stays "
+        "`unwind` (a panicking request must not kill the process). `api-models` measures "
+        f"{size(before, 'api-models')} before per-function assembly (`release`), "
+        f"{size(release, 'api-models')} after it on `release` and {size(artifacts, 'api-models')} "
+        f"after it on `lambda`; `api-chat-completions` {size(before, 'api-chat-completions')}, "
+        f"{size(release, 'api-chat-completions')} and {size(artifacts, 'api-chat-completions')}. Its cost: the build took {build} on this "
+        "2-core machine (dependencies already compiled; each binary's fat LTO is one single-threaded "
+        "link, against about a minute each for `release`; other builds and benchmarks shared the "
+        "machine and paused this build at times, so the figure is an upper bound), and warm "
+        "invocations measured no slower: on the cold-start bench at the same load (2026-11-24, "
+        "load average 4.4), `api-chat-completions` warm p50/p99 203.2/267.2 ms (`lambda`) against "
+        "208.1/355.4 ms (`release`), `api-models` 96.5/135.3 against 107.1/131.7 ms; the emulator's "
+        "round trips dominate those durations, so a CPU difference of a few percent would not show. "
+        "Peak RSS fell with the size (`api-chat-completions` 13.3 against 18.8 MiB).")
 
 
 def log_cost(nbytes):
@@ -304,7 +313,7 @@ def main():
       "check above and `functions/reelgate-lambda/tests/media_code.rs`): only the finalize and "
       "moderate steps carry the H.264 decoder, and no function carries an AAC or H.264 encoder.")
     w("")
-    w(LAMBDA_PROFILE_NOTE)
+    w(lambda_profile_note(artifacts, release, before))
     w("")
     if arm64:
         w("### arm64 (the template's architecture)")
@@ -347,7 +356,8 @@ def main():
         aws = f.get("aws_per_invocation", {})
         summary = ", ".join(f"{service_of(k)} {op_of(k)} {v:g}" for k, v in aws.items() if k.endswith(":calls"))
         wm = f["warm"]
-        w(f"| {f['binary']} | {f['event']} → {', '.join(f'{k}×{v}' for k, v in wm['statuses'].items())} | "
+        earlier = f" ({f['note']})" if f.get("note") else ""
+        w(f"| {f['binary']} | {f['event']} → {', '.join(f'{k}×{v}' for k, v in wm['statuses'].items())}{earlier} | "
           f"{f['init_ms_median']:.1f} | {f['first_ms_median']:.1f} | {wm['p50_ms']:.2f} | {wm['p99_ms']:.2f} | "
           f"{(f.get('peak_rss_kb') or 0)/1024:.1f} | {memory[f['binary']]} | {summary or 'none'} |")
     w("")

@@ -68,7 +68,8 @@ case "$ARCH" in
     if [[ "$BUILD" == 1 ]]; then
       START=$SECONDS
       cargo build --profile "$PROFILE" --locked -p reelgate-lambda "${BIN_ARGS[@]}"
-      echo "build time: $((SECONDS - START)) s (profile $PROFILE, ${FUNCTIONS:-every binary})"
+      export BUILD_SECONDS=$((SECONDS - START))
+      echo "build time: $BUILD_SECONDS s (profile $PROFILE, ${FUNCTIONS:-every binary})"
     fi
     ;;
   arm64)
@@ -168,6 +169,8 @@ import subprocess
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch, "commit": commit,
           "profile": profile_name, "release_profile": profile, "functions": rows, "target_misses": misses}
+if os.environ.get("BUILD_SECONDS"):
+    report["build_seconds"] = int(os.environ["BUILD_SECONDS"])
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(json.dumps(report, indent=1) + "\n")
 print(f"profile {profile_name}: {profile}")
