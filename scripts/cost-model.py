@@ -13,6 +13,7 @@ Money is computed with decimal.Decimal (exact), rounded only for display.
 """
 
 import argparse
+import statistics
 import json
 import math
 import time
@@ -300,6 +301,19 @@ def main():
       "route's webhook send and engine cancel). The console, the steps, the workers and the "
       "reconciler declare every port.")
     w("")
+    groups = {}
+    for f in artifacts["functions"]:
+        if f["kind"] == "http" and f["binary"] != "console":
+            groups.setdefault(ports.get(f["binary"], "?"), []).append(f)
+    if groups:
+        w("What each port costs, by the HTTP functions that declare the same ports (median "
+          "bootstrap / zip): " + "; ".join(
+              f"{name}: {statistics.median(x['bootstrap_bytes'] for x in fs)/2**20:.2f} / "
+              f"{statistics.median(x['zip_bytes'] for x in fs)/2**20:.2f} MiB ({len(fs)})"
+              for name, fs in sorted(groups.items(), key=lambda g: statistics.median(
+                  x['bootstrap_bytes'] for x in g[1]))) + ". S3 (the SDK client and its "
+          "checksum crates) is what puts the blob functions over the targets.")
+        w("")
     w("What is left in every function: the item store (DynamoDB) with the AWS SDK's runtime "
       "(aws-config with its credential providers and STS, smithy, SigV4), the Secrets Manager read "
       "at start-up, the AWS SDK's TLS stack (rustls over aws-lc) beside reqwest's (rustls over "
