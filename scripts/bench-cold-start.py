@@ -301,6 +301,7 @@ def http_event(method, path, key, body=None, path_params=None, query=""):
             "timeEpoch": int(now * 1000),
         },
         "pathParameters": path_params or {},
+        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&") if "=" in p) or None,
         "body": json.dumps(body) if body is not None else None,
         "isBase64Encoded": False,
     }
@@ -328,6 +329,8 @@ def events_for(binary, key, org):
         "api-model-item": ("GET /v1/models/{model}",
                            http_event("GET", f"/v1/models/{FAKE_MODEL}", key, None, {"model": FAKE_MODEL})),
         "api-openapi": ("GET /openapi.json", http_event("GET", "/openapi.json", key)),
+        "api-usage": ("GET /v1/usage?start_time=0",
+                      http_event("GET", "/v1/usage", key, None, None, "start_time=0")),
         "api-files": ("GET /v1/files", http_event("GET", "/v1/files", key)),
         "api-file-item": ("GET /v1/files/{id} (missing: 404)",
                           http_event("GET", "/v1/files/file-bench", key, None, {"file_id": "file-bench"})),
