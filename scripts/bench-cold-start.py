@@ -301,6 +301,7 @@ def http_event(method, path, key, body=None, path_params=None, query=""):
             "timeEpoch": int(now * 1000),
         },
         "pathParameters": path_params or {},
+        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&") if "=" in p) or None,
         "body": json.dumps(body) if body is not None else None,
         "isBase64Encoded": False,
     }
@@ -328,6 +329,8 @@ def events_for(binary, key, org):
         "api-model-item": ("GET /v1/models/{model}",
                            http_event("GET", f"/v1/models/{FAKE_MODEL}", key, None, {"model": FAKE_MODEL})),
         "api-openapi": ("GET /openapi.json", http_event("GET", "/openapi.json", key)),
+        "api-usage": ("GET /v1/usage?start_time=0",
+                      http_event("GET", "/v1/usage", key, None, None, "start_time=0")),
         "api-files": ("GET /v1/files", http_event("GET", "/v1/files", key)),
         "api-file-item": ("GET /v1/files/{id} (missing: 404)",
                           http_event("GET", "/v1/files/file-bench", key, None, {"file_id": "file-bench"})),
@@ -518,6 +521,8 @@ def admin(reelgate, env, *args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--release-dir", default=os.environ.get("CARGO_TARGET_DIR", str(REPO / "target")) + "/release")
+    parser.add_argument("--profile", default="release",
+                        help="the Cargo profile the bootstraps were built with (recorded)")
     parser.add_argument("--functions", default="", help="comma-separated binaries (default: all)")
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--warm", type=int, default=50)
@@ -562,7 +567,8 @@ def main():
         "REELGATE_UPSTREAM_BASE_URL": f"http://127.0.0.1:{upstream.server_address[1]}/v1",
         "REELGATE_MODERATOR": "rules", "REELGATE_LOG": "info",
     })
-    reelgate = release / "reelgate"
+    # The CLI is always the release build (it is not deployed).
+    reelgate = release.parent / "release" / "reelgate"
     org = admin(reelgate, env, "org", "create", "--name", "bench", "--plan", "enterprise", "--credits", "1000000")
     org_id = org.get("id") or org.get("org") or org.get("org_id")
     user = admin(reelgate, env, "user", "create", "--org", org_id, "--email", "bench@example.com")
@@ -601,7 +607,7 @@ def main():
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load],
                     "arch": os.uname().machine},
-        "cold_runs": args.cold_runs, "warm_invocations": args.warm,
+        "cold_runs": args.cold_runs, "warm_invocations": args.warm, "profile": args.profile,
         "functions": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The Lambda deployment artifacts, measured (docs/cost.md, "Artifact sizes").
 #
-#   scripts/lambda-artifacts.sh [--no-build] [--arch x86_64|arm64] [--functions a,b] [--out FILE]
+#   scripts/lambda-artifacts.sh [--no-build] [--arch x86_64|arm64] [--profile release|lambda]
+#                               [--functions a,b] [--out FILE]
 #
+#   --profile      the Cargo profile to build (default release; `lambda` is the size-optimised
+#                  profile of Cargo.toml, default out docs/bench/artifacts-lambda.json, and
+#                  artifacts-lambda-arm64.json with --arch arm64)
 #   --arch arm64   cross-builds for Graviton (aarch64-unknown-linux-gnu, the template's
 #                  Architectures) the way cargo-lambda does: `rustup target add` and zig as the
 #                  C compiler and linker (`ziglang` and `cargo-zigbuild` from PyPI, pinned, in a
@@ -29,6 +33,7 @@ cd "$(dirname "$0")/.."
 
 BUILD=1
 ARCH=x86_64
+PROFILE=release
 OUT=""
 FUNCTIONS=""
 ZIG_VERSION="0.17.0"
@@ -38,6 +43,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) BUILD=0 ;;
     --arch) ARCH="$2"; shift ;;
     --functions) FUNCTIONS="$2"; shift ;;
+    --profile) PROFILE="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -53,18 +59,23 @@ if [[ -n "$FUNCTIONS" ]]; then
   IFS=, read -ra names <<<"$FUNCTIONS"
   for name in "${names[@]}"; do BIN_ARGS+=(--bin "$name"); done
 fi
+SUFFIX=""
+[[ "$PROFILE" == release ]] || SUFFIX="-$PROFILE"
 case "$ARCH" in
   x86_64)
-    RELEASE_DIR="$TARGET_DIR/release"
-    OUT="${OUT:-docs/bench/artifacts.json}"
+    RELEASE_DIR="$TARGET_DIR/$PROFILE"
+    OUT="${OUT:-docs/bench/artifacts$SUFFIX.json}"
     if [[ "$BUILD" == 1 ]]; then
-      cargo build --release --locked -p reelgate-lambda "${BIN_ARGS[@]}"
+      START=$SECONDS
+      cargo build --profile "$PROFILE" --locked -p reelgate-lambda "${BIN_ARGS[@]}"
+      export BUILD_SECONDS=$((SECONDS - START))
+      echo "build time: $BUILD_SECONDS s (profile $PROFILE, ${FUNCTIONS:-every binary})"
     fi
     ;;
   arm64)
     TRIPLE=aarch64-unknown-linux-gnu
-    RELEASE_DIR="$TARGET_DIR/$TRIPLE/release"
-    OUT="${OUT:-docs/bench/artifacts-arm64.json}"
+    RELEASE_DIR="$TARGET_DIR/$TRIPLE/$PROFILE"
+    OUT="${OUT:-docs/bench/artifacts$SUFFIX-arm64.json}"
     if [[ "$BUILD" == 1 ]]; then
       ZIG_VENV="$REELGATE_TOOLS_DIR/zig-$ZIG_VERSION"
       if [[ ! -f "$ZIG_VENV/.installed" ]]; then
@@ -75,18 +86,19 @@ case "$ARCH" in
       fi
       rustup target add "$TRIPLE" >/dev/null
       # `.2.17`: link against glibc 2.17 symbols, which every Lambda runtime has (docs/deploy.md).
-      PATH="$ZIG_VENV/bin:$PATH" cargo zigbuild --release --locked --target "$TRIPLE.2.17" \
+      PATH="$ZIG_VENV/bin:$PATH" cargo zigbuild --profile "$PROFILE" --locked --target "$TRIPLE.2.17" \
         -p reelgate-lambda "${BIN_ARGS[@]}"
     fi
     ;;
   *) echo "--arch is x86_64 or arm64, not $ARCH" >&2; exit 2 ;;
 esac
 
-python3 - "$RELEASE_DIR" "$OUT" "$ARCH" "$FUNCTIONS" <<'PY'
+python3 - "$RELEASE_DIR" "$OUT" "$ARCH" "$FUNCTIONS" "$PROFILE" <<'PY'
 import io, json, os, re, sys, time, zipfile
 from pathlib import Path
 
-release, out, arch, only = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+release, out, arch, only, profile_name = (Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3],
+                                          sys.argv[4], sys.argv[5])
 bins = sorted(p.stem for p in Path("functions/reelgate-lambda/src/bin").glob("*.rs"))
 if only:
     bins = [b for b in bins if b in only.split(",")]
@@ -134,14 +146,21 @@ for r in http:
     video = [m for m in r["media_crates"] if m in VIDEO]
     if video:
         misses.append(f"{r['binary']}: HTTP function links video codecs ({', '.join(video)})")
-profile = {}
-in_release = False
+# The profile's settings as Cargo resolves them: a custom profile over the one it inherits.
+sections = {}
+current = None
 for line in Path("Cargo.toml").read_text().splitlines():
     if line.strip().startswith("["):
-        in_release = line.strip() == "[profile.release]"
-    elif in_release and "=" in line:
+        current = line.strip()[1:-1]
+        sections.setdefault(current, {})
+    elif current and "=" in line and not line.strip().startswith("#"):
         k, v = line.split("=", 1)
-        profile[k.strip()] = v.strip().strip('"')
+        sections[current][k.strip()] = v.strip().strip('"')
+def resolved(name):
+    own = dict(sections.get(f"profile.{name}", {}))
+    parent = own.pop("inherits", None)
+    return {**(resolved(parent) if parent else {}), **own}
+profile = resolved(profile_name)
 if missing:
     print(f"not built (not measured): {', '.join(missing)}")
     misses.append(f"not built: {', '.join(missing)}")
@@ -149,10 +168,12 @@ import subprocess
 # The commit whose sources were built (a --no-build run measures what the cache holds: say so).
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch, "commit": commit,
-          "release_profile": profile, "functions": rows, "target_misses": misses}
+          "profile": profile_name, "release_profile": profile, "functions": rows, "target_misses": misses}
+if os.environ.get("BUILD_SECONDS"):
+    report["build_seconds"] = int(os.environ["BUILD_SECONDS"])
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(json.dumps(report, indent=1) + "\n")
-print(f"release profile: {profile}")
+print(f"profile {profile_name}: {profile}")
 print(f"wrote {out}")
 if misses:
     print("targets missed (HTTP functions: bootstrap < 12 MiB, zip < 5 MiB, no video codecs):")

@@ -183,6 +183,7 @@ pub async fn assemble(
         connector,
         extra_engines: None,
         strict_upstreams: true,
+        connect_upstreams: true,
     };
     let mut app = reelgate::app::assemble(config, ports, host).await?;
     app.webhook_queue = Some(backend.webhook_queue.clone());

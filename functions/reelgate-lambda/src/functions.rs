@@ -5,6 +5,7 @@
 //! template, `src/bin/` and `reelgate::api::API_ROUTES` in agreement, and the emulator test
 //! deploys from it.
 
+use crate::ports::Adapters;
 use reelgate::api::PathRoutes;
 
 /// What a binary serves.
@@ -50,6 +51,10 @@ pub struct LambdaFunction {
     /// The function's logical id in `infra/template.yaml`.
     pub logical_id: &'static str,
     pub serves: Serves,
+    /// The ports this function is assembled with beyond the item store (`crate::ports`): only
+    /// their AWS adapters are linked into its binary. `tests/function_ports.rs` proves that
+    /// every route of the function's path needs no other.
+    pub adapters: Adapters,
 }
 
 const fn http(
@@ -57,6 +62,7 @@ const fn http(
     logical_id: &'static str,
     path: &'static str,
     routes: PathRoutes,
+    adapters: Adapters,
 ) -> LambdaFunction {
     LambdaFunction {
         binary,
@@ -66,6 +72,7 @@ const fn http(
             stream: false,
             routes,
         },
+        adapters,
     }
 }
 
@@ -74,6 +81,7 @@ const fn streamed(
     logical_id: &'static str,
     path: &'static str,
     routes: PathRoutes,
+    adapters: Adapters,
 ) -> LambdaFunction {
     LambdaFunction {
         binary,
@@ -83,6 +91,7 @@ const fn streamed(
             stream: true,
             routes,
         },
+        adapters,
     }
 }
 
@@ -96,14 +105,21 @@ const fn step(
         binary,
         logical_id,
         serves: Serves::Step { step, placeholder },
+        adapters: Adapters::ALL,
     }
 }
 
-const fn other(binary: &'static str, logical_id: &'static str, serves: Serves) -> LambdaFunction {
+const fn other(
+    binary: &'static str,
+    logical_id: &'static str,
+    serves: Serves,
+    adapters: Adapters,
+) -> LambdaFunction {
     LambdaFunction {
         binary,
         logical_id,
         serves,
+        adapters,
     }
 }
 
@@ -123,108 +139,124 @@ macro_rules! manifest {
 use reelgate::api::{chat, console, files, openapi, responses, uploads, usage, videos, webhooks};
 
 manifest! {
-    API_FILES = http("api-files", "ApiFilesFunction", "/v1/files", files::collection_route);
+    API_FILES = http("api-files", "ApiFilesFunction", "/v1/files", files::collection_route, Adapters::STORE.blobs());
     API_FILE_ITEM = http(
         "api-file-item",
         "ApiFileItemFunction",
         "/v1/files/{file_id}",
         files::item_route,
+        Adapters::STORE.blobs(),
     );
     API_FILE_CONTENT = http(
         "api-file-content",
         "ApiFileContentFunction",
         "/v1/files/{file_id}/content",
         files::content_route,
+        Adapters::STORE.blobs(),
     );
-    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route);
+    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route, Adapters::STORE.blobs());
     API_UPLOAD_COMPLETE = http(
         "api-upload-complete",
         "ApiUploadCompleteFunction",
         "/v1/uploads/{upload_id}/complete",
         uploads::complete_route,
+        Adapters::STORE.blobs(),
     );
-    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route);
+    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route, Adapters::STORE.workflow().queues());
     API_VIDEO_MODELS = http(
         "api-video-models",
         "ApiVideoModelsFunction",
         "/v1/videos/models",
         videos::models_route,
+        Adapters::STORE,
     );
     API_VIDEO_ACCEPTANCE = http(
         "api-video-acceptance",
         "ApiVideoAcceptanceFunction",
         "/v1/videos/acceptance",
         videos::acceptance_route,
+        Adapters::STORE,
     );
     API_VIDEO_ITEM = http(
         "api-video-item",
         "ApiVideoItemFunction",
         "/v1/videos/{video_id}",
         videos::item_route,
+        Adapters::STORE.blobs(),
     );
     API_VIDEO_CONTENT = http(
         "api-video-content",
         "ApiVideoContentFunction",
         "/v1/videos/{video_id}/content",
         videos::content_route,
+        Adapters::STORE.blobs(),
     );
     API_VIDEO_THUMBNAIL = http(
         "api-video-thumbnail",
         "ApiVideoThumbnailFunction",
         "/v1/videos/{video_id}/thumbnail",
         videos::thumbnail_route,
+        Adapters::STORE.blobs(),
     );
     API_VIDEO_CANCEL = http(
         "api-video-cancel",
         "ApiVideoCancelFunction",
         "/v1/videos/{video_id}/cancel",
         videos::cancel_route,
+        Adapters::STORE.workflow().queues().video_engines(),
     );
-    API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks", webhooks::collection_route);
+    API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks", webhooks::collection_route, Adapters::STORE);
     API_WEBHOOK_ITEM = http(
         "api-webhook-item",
         "ApiWebhookItemFunction",
         "/v1/webhooks/{webhook_id}",
         webhooks::item_route,
+        Adapters::STORE,
     );
     API_WEBHOOK_ROTATE_SECRET = http(
         "api-webhook-rotate-secret",
         "ApiWebhookRotateSecretFunction",
         "/v1/webhooks/{webhook_id}/rotate_secret",
         webhooks::rotate_secret_route,
+        Adapters::STORE,
     );
-    API_USAGE = http("api-usage", "ApiUsageFunction", "/v1/usage", usage::routes);
-    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", chat::models_route);
-    API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", "/openapi.json", openapi::routes);
+    API_USAGE = http("api-usage", "ApiUsageFunction", "/v1/usage", usage::routes, Adapters::STORE);
+    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", chat::models_route, Adapters::STORE);
+    API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", "/openapi.json", openapi::routes, Adapters::STORE);
     API_MODEL_ITEM = http(
         "api-model-item",
         "ApiModelItemFunction",
         "/v1/models/{model}",
         chat::model_item_route,
+        Adapters::STORE,
     );
     API_CHAT_COMPLETIONS = streamed(
         "api-chat-completions",
         "ApiChatCompletionsFunction",
         "/v1/chat/completions",
         chat::completions_route,
+        Adapters::STORE.chat().blobs(),
     );
     API_RESPONSES = streamed(
         "api-responses",
         "ApiResponsesFunction",
         "/v1/responses",
         responses::collection_route,
+        Adapters::STORE.chat().blobs(),
     );
     API_RESPONSE_ITEM = http(
         "api-response-item",
         "ApiResponseItemFunction",
         "/v1/responses/{response_id}",
         responses::item_route,
+        Adapters::STORE.blobs(),
     );
     API_RESPONSE_INPUT_ITEMS = http(
         "api-response-input-items",
         "ApiResponseInputItemsFunction",
         "/v1/responses/{response_id}/input_items",
         responses::input_items_route,
+        Adapters::STORE.blobs(),
     );
     STEP_MODERATE = step("step-moderate", "StepModerateFunction", "moderate", "ModerateFunctionArn");
     STEP_TRANSLATE = step(
@@ -235,16 +267,22 @@ manifest! {
     );
     STEP_FINALIZE = step("step-finalize", "StepFinalizeFunction", "finalize", "FinalizeFunctionArn");
     STEP_FAIL_JOB = step("step-fail-job", "StepFailJobFunction", "fail_job", "FailJobFunctionArn");
-    RENDER_WORKER = other("render-worker", "RenderWorkerFunction", Serves::RenderWorker);
-    WEBHOOK_WORKER = other("webhook-worker", "WebhookWorkerFunction", Serves::WebhookWorker);
+    RENDER_WORKER = other("render-worker", "RenderWorkerFunction", Serves::RenderWorker, Adapters::ALL);
+    WEBHOOK_WORKER = other("webhook-worker", "WebhookWorkerFunction", Serves::WebhookWorker, Adapters::ALL);
     CONSOLE = other(
         "console",
         "ConsoleFunction",
         Serves::Console {
             routes: console::routes,
         },
+        Adapters::ALL,
     );
-    EXECUTION_ENDED = other("execution-ended", "ExecutionEndedFunction", Serves::ExecutionEnded);
+    EXECUTION_ENDED = other(
+        "execution-ended",
+        "ExecutionEndedFunction",
+        Serves::ExecutionEnded,
+        Adapters::ALL,
+    );
 }
 
 /// The logical id of the streaming twin of a streamed HTTP function and of the console

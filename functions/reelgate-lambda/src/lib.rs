@@ -7,6 +7,7 @@
 //! it against `infra/template.yaml`, `src/bin/` and `reelgate::api::API_ROUTES`.
 
 pub mod functions;
+pub mod ports;
 
 use anyhow::Context;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -89,9 +90,19 @@ async fn load_secrets(config: &aws_config::SdkConfig, arn: &str) -> anyhow::Resu
 /// `REELGATE_SECRETS_ARN`, then [`reelgate::app::assemble`] with this host's differences: content
 /// redirects on by default (Lambda answers at most 6 MB), Bedrock engines and upstreams, and
 /// upstream failures logged rather than fatal (they connect on first use).
-pub async fn aws_app(config: Config) -> anyhow::Result<(App, Config)> {
+///
+/// Only the ports `function` declares get their AWS adapter ([`ports::Adapters`]); the others
+/// are [`ports::Absent`], which fail every call loudly. The item store is in every function.
+pub async fn aws_app(
+    config: Config,
+    function: &functions::LambdaFunction,
+) -> anyhow::Result<(App, Config)> {
+    use ports::{Absent, Port};
+    use std::sync::Arc;
+    let adapters = function.adapters;
+    let name = function.binary;
     let aws = reelgate_aws::AwsSettings::from_config(&config).map_err(anyhow::Error::msg)?;
-    let backend = reelgate_aws::connect(aws).await;
+    let sdk_config = reelgate_aws::sdk_config(&aws.region, aws.endpoint_url.as_deref()).await;
     // The provider keys' secret, then the front door's origin secret (a JSON object holding
     // REELGATE_ORIGIN_SECRET and, during a rotation, REELGATE_ORIGIN_SECRET_SECONDARY), whose
     // values are never in the function's configuration either.
@@ -104,7 +115,7 @@ pub async fn aws_app(config: Config) -> anyhow::Result<(App, Config)> {
         config
     } else {
         for arn in &secret_arns {
-            load_secrets(&backend.sdk_config, arn).await?;
+            load_secrets(&sdk_config, arn).await?;
         }
         // The secrets may hold REELGATE_* values (an upstream key, the origin secret): read the
         // completed environment, checked like the first reading.
@@ -116,37 +127,65 @@ pub async fn aws_app(config: Config) -> anyhow::Result<(App, Config)> {
              the front door's check cannot be switched on"
         );
     }
-    let sdk_config = backend.sdk_config.clone();
-    let webhook_sdk_config = backend.sdk_config.clone();
-    let ports = Ports {
-        store: backend.store,
-        blobs: backend.blobs,
-        render_queue: backend.queue,
-        workflow: backend.workflow,
+    let absent = |port| Absent::new(port, name);
+    let queue = |url: &str| -> Arc<dyn reelgate::ports::queue::MessageQueue> {
+        match adapters.queues {
+            Some(sqs) => sqs(&sdk_config, url),
+            None => Arc::new(absent(Port::Queues)),
+        }
     };
+    let ports = Ports {
+        store: Arc::new(reelgate_aws::DynamoItemStore::new(&sdk_config, &aws.table)),
+        blobs: match adapters.blobs {
+            Some(s3) => s3(&sdk_config, &aws),
+            None => Arc::new(absent(Port::Blobs)),
+        },
+        render_queue: queue(&aws.queue_url),
+        workflow: aws.state_machine_arn.as_deref().map(
+            |arn| -> Arc<dyn reelgate::ports::workflow::Workflow> {
+                match adapters.workflow {
+                    Some(sfn) => sfn(&sdk_config, arn),
+                    None => Arc::new(absent(Port::Workflow)),
+                }
+            },
+        ),
+    };
+    let connector = reelgate::adapters::CatalogConnector::new().with_kind(
+        "bedrock",
+        match adapters.chat {
+            Some(bedrock) => bedrock(),
+            None => Arc::new(absent(Port::Chat)),
+        },
+    );
+    let engines_sdk_config = sdk_config.clone();
     let host = Host {
         fallback_url: Settings::default().public_base_url,
         content_redirect_default: true,
         in_process_engine_url: None,
         in_process_engine_key: None,
-        connector: reelgate_aws::upstream_connector(),
+        connector,
         extra_engines: Some(Box::new(move |catalog, engines| {
-            reelgate_aws::bedrock_video::register_bedrock_engines(&sdk_config, catalog, engines)
-                .context("configuring the Bedrock video engines")
+            match adapters.video_engines {
+                Some(bedrock) => bedrock(&engines_sdk_config, catalog, engines)
+                    .context("configuring the Bedrock video engines"),
+                None => {
+                    ports::register_absent_video_engines(catalog, engines, name);
+                    Ok(())
+                }
+            }
         })),
         strict_upstreams: false,
+        connect_upstreams: adapters.chat.is_some(),
     };
     let mut app = reelgate::app::assemble(&config, ports, host).await?;
     if let Some(url) = &config.aws.webhook_queue_url {
-        app.webhook_queue = Some(std::sync::Arc::new(reelgate_aws::sqs::SqsQueue::new(
-            &webhook_sdk_config,
-            url,
-        )));
+        app.webhook_queue = Some(queue(url));
     }
     Ok((app, config))
 }
 
-async fn app_or_exit(function: &str) -> (App, Config) {
+async fn app_or_exit(entry: &functions::LambdaFunction) -> (App, Config) {
+    let function = entry.binary;
     let config = Config::from_env();
     let traces = config.as_ref().ok().and_then(|c| c.traces.clone());
     if let Err(e) = init_tracing(traces.as_ref()) {
@@ -157,7 +196,7 @@ async fn app_or_exit(function: &str) -> (App, Config) {
     // Nothing scrapes a Lambda: metrics leave as CloudWatch EMF lines on stdout.
     reelgate::domain::metrics::set_emf(true);
     let assembled = match config {
-        Ok(config) => aws_app(config).await,
+        Ok(config) => aws_app(config, entry).await,
         Err(e) => Err(e.into()),
     };
     match assembled {
@@ -184,7 +223,7 @@ pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error>
             std::process::exit(1);
         }
     };
-    let (app, config) = app_or_exit(function.binary).await;
+    let (app, config) = app_or_exit(function).await;
     let router =
         reelgate::adapters::otel::flush_after_each_request(reelgate::api::serve(app, routes()));
     if config.response_stream {
@@ -206,13 +245,13 @@ fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnosti
 /// Runs one workflow step per invocation: `handler` is that step's own entry point
 /// (`reelgate::domain::workflow::steps::run_moderate`, ...), so the binary links only that
 /// step's code.
-async fn run_step<F, Fut>(step: &'static str, handler: F) -> Result<(), Error>
+async fn run_step<F, Fut>(function: &functions::LambdaFunction, handler: F) -> Result<(), Error>
 where
     F: Fn(reelgate::domain::workflow::Pipeline, Value) -> Fut + Sync,
     Fut: std::future::Future<Output = Result<Value, reelgate::domain::workflow::steps::StepError>>
         + Send,
 {
-    let (app, _) = app_or_exit(step).await;
+    let (app, _) = app_or_exit(function).await;
     let (app, handler) = (&app, &handler);
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {
@@ -227,7 +266,7 @@ where
 /// The `moderate` step's function.
 pub async fn run_moderate_step() -> Result<(), Error> {
     use reelgate::domain::workflow::steps::run_moderate;
-    run_step("moderate", |p, payload| async move {
+    run_step(&functions::STEP_MODERATE, |p, payload| async move {
         run_moderate(&p, payload).await
     })
     .await
@@ -236,7 +275,7 @@ pub async fn run_moderate_step() -> Result<(), Error> {
 /// The `translate` step's function.
 pub async fn run_translate_step() -> Result<(), Error> {
     use reelgate::domain::workflow::steps::run_translate;
-    run_step("translate", |p, payload| async move {
+    run_step(&functions::STEP_TRANSLATE, |p, payload| async move {
         run_translate(&p, payload).await
     })
     .await
@@ -245,7 +284,7 @@ pub async fn run_translate_step() -> Result<(), Error> {
 /// The `finalize` step's function.
 pub async fn run_finalize_step() -> Result<(), Error> {
     use reelgate::domain::workflow::steps::run_finalize;
-    run_step("finalize", |p, payload| async move {
+    run_step(&functions::STEP_FINALIZE, |p, payload| async move {
         run_finalize(&p, payload).await
     })
     .await
@@ -254,7 +293,7 @@ pub async fn run_finalize_step() -> Result<(), Error> {
 /// The `fail_job` step's function.
 pub async fn run_fail_job_step() -> Result<(), Error> {
     use reelgate::domain::workflow::steps::run_fail_job;
-    run_step("fail_job", |p, payload| async move {
+    run_step(&functions::STEP_FAIL_JOB, |p, payload| async move {
         run_fail_job(&p, payload).await
     })
     .await
@@ -290,7 +329,7 @@ pub async fn handle_sqs_batch(app: &App, event: &SqsEvent) -> SqsBatchResponse {
 
 /// The SQS-triggered render worker.
 pub async fn run_worker() -> Result<(), Error> {
-    let (app, _) = app_or_exit("render-worker").await;
+    let (app, _) = app_or_exit(&functions::RENDER_WORKER).await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<SqsEvent>| async move {
@@ -335,7 +374,7 @@ pub async fn handle_webhook_batch(app: &App, event: &SqsEvent) -> SqsBatchRespon
 
 /// The SQS-triggered webhook delivery worker.
 pub async fn run_webhook_worker() -> Result<(), Error> {
-    let (app, _) = app_or_exit("webhook-worker").await;
+    let (app, _) = app_or_exit(&functions::WEBHOOK_WORKER).await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<SqsEvent>| async move {
@@ -433,7 +472,7 @@ pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::R
 /// never started. An error makes EventBridge retry the event (its default retry policy), so a
 /// store outage does not leave the job running.
 pub async fn run_execution_ended() -> Result<(), Error> {
-    let (app, _) = app_or_exit("execution-ended").await;
+    let (app, _) = app_or_exit(&functions::EXECUTION_ENDED).await;
     let app = &app;
     lambda_runtime::run(lambda_runtime::service_fn(
         move |event: LambdaEvent<Value>| async move {

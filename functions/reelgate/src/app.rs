@@ -77,6 +77,16 @@ impl App {
         let _ = self.workflow.set(workflow);
     }
 
+    /// Replaces the workflow (set or not) with `workflow`, in this App and its clones made from
+    /// now on; clones made before keep the one they had (tests assemble an App per function).
+    pub fn replace_workflow(&mut self, workflow: Option<Arc<dyn Workflow>>) {
+        let cell = OnceLock::new();
+        if let Some(workflow) = workflow {
+            let _ = cell.set(workflow);
+        }
+        self.workflow = Arc::new(cell);
+    }
+
     pub fn workflow(&self) -> Option<Arc<dyn Workflow>> {
         self.workflow.get().cloned()
     }
@@ -177,6 +187,10 @@ pub struct Host {
     /// it is logged and connected on first use, so one provider cannot take the video routes
     /// down (Lambda).
     pub strict_upstreams: bool,
+    /// Whether the catalog's chat upstreams are connected during assembly (surfacing a bad
+    /// configuration at start-up). False for a function that serves no chat: its upstreams, if
+    /// it ever needs one, connect on first use.
+    pub connect_upstreams: bool,
 }
 
 /// Puts the application together: the catalog (`REELGATE_CATALOG`, plus the quick-start
@@ -240,7 +254,12 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
     app.moderator = crate::adapters::moderator_from_config(&config.moderation)
         .context("configuring moderation")?;
     let upstreams = Upstreams::with_connector(Arc::new(host.connector));
-    if let Err(e) = upstreams.connect_all(&catalog).await {
+    let connected = if host.connect_upstreams {
+        upstreams.connect_all(&catalog).await
+    } else {
+        Ok(())
+    };
+    if let Err(e) = connected {
         if host.strict_upstreams {
             return Err(
                 anyhow::Error::new(e).context("connecting the catalog's text-model upstreams")
