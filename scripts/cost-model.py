@@ -257,15 +257,24 @@ def main():
         w(f"| {f['binary']} | {ports.get(f['binary'], '?')} | {f['bootstrap_bytes']/2**20:.2f} MiB | "
           f"{f['zip_bytes']/2**20:.2f} MiB | {', '.join(f['media_crates']) or 'none'} |")
     w("")
-    if artifacts["target_misses"]:
-        w("Targets missed (HTTP functions under 12 MiB bootstrap and 5 MiB zip, without video codecs):")
+    # The issue's targets are decimal megabytes (12 MB = 11.44 MiB, 5 MB = 4.77 MiB).
+    http = [f for f in artifacts["functions"] if f["kind"] == "http"]
+    met = [f for f in http if f["bootstrap_bytes"] < 12_000_000 and f["zip_bytes"] < 5_000_000]
+    # Sizes are judged here (older JSON files judged MiB); other misses (codecs, not built) as
+    # the measuring script wrote them.
+    misses = [m for m in artifacts["target_misses"] if ": bootstrap " not in m and ": zip " not in m]
+    misses = [
+        f"{f['binary']}: bootstrap {f['bootstrap_bytes']/1e6:.2f} MB, zip {f['zip_bytes']/1e6:.2f} MB"
+        for f in http if f not in met] + misses
+    w(f"Targets (issue #16: every HTTP function's bootstrap under 12 MB, its zip under 5 MB, no video "
+      f"codec): met by {len(met)} of {len(http)} HTTP functions"
+      + (f" ({', '.join(f['binary'] for f in met)})." if met else "."))
+    w("")
+    if misses:
+        w("Missed:")
         w("")
-        for m in artifacts["target_misses"]:
+        for m in misses:
             w(f"- {m}")
-        w("")
-    else:
-        w("Targets met: every HTTP function's bootstrap is under 12 MiB and its zip under 5 MiB, "
-          "and none links a video codec.")
         w("")
     if before or release:
         w("Where the reduction comes from (bootstrap / zip, MiB; x86_64):")
