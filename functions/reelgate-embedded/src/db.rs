@@ -117,18 +117,6 @@ CREATE TABLE IF NOT EXISTS workflow_executions (
 /// How long a queued write waits for another process's write lock before it fails.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The wait for a lock another connection holds (the checkpointer's restart, another process's
-/// write, readers a restart waits for), used by the writer thread and the checkpointer: short
-/// sleeps that grow from 50 µs to 10 ms, about [`BUSY_TIMEOUT`] in all. SQLite's own busy
-/// timeout sleeps at least 1 ms, which is long for a lock held for microseconds — and the
-/// checkpointer holds the write lock while it waits for readers.
-fn wait_briefly(retries: i32) -> bool {
-    let micros = (50u64 << retries.clamp(0, 8)).min(10_000);
-    std::thread::sleep(std::time::Duration::from_micros(micros));
-    // 25 ms over the first nine tries, then 10 ms each: 3,000 tries is about 30 s.
-    retries < 3_000
-}
-
 fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -150,7 +138,6 @@ impl Database {
         // waits. A thread of its own does it instead, passively (it never blocks the writer).
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         let checkpointer = open_connection(path)?;
-        checkpointer.busy_handler(Some(wait_briefly))?;
         let readers = (0..READERS)
             .map(|_| open_connection(path).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
@@ -311,11 +298,11 @@ fn write_inline<T, F>(conn: &mut Connection, work: F) -> Inline<T, F>
 where
     F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, rusqlite::Error>,
 {
-    if let Err(e) = conn.busy_handler(None) {
+    if let Err(e) = conn.busy_timeout(std::time::Duration::ZERO) {
         return Inline::Done(Err(e.into()));
     }
-    // A failed begin leaves no busy handler behind: the writer thread sets its own before each
-    // batch, and every inline write clears it again.
+    // A failed begin leaves the zero timeout behind: the writer thread sets its own before each
+    // batch, and every inline write sets zero again.
     let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(rusqlite::Error::SqliteFailure(f, _))
@@ -325,7 +312,7 @@ where
         }
         Err(e) => return Inline::Done(Err(e.into())),
     };
-    if let Err(e) = tx.busy_handler(Some(wait_briefly)) {
+    if let Err(e) = tx.busy_timeout(BUSY_TIMEOUT) {
         return Inline::Done(Err(e.into()));
     }
     // A panicking write is a failed write; the connection stays usable for the next one.
@@ -398,8 +385,7 @@ fn write_batches(
 
 fn run_batch(conn: &mut Connection, batch: &mut [Box<dyn PendingWrite>]) -> Result<(), String> {
     // Unlike an inline write, the writer thread waits for another process's lock.
-    conn.busy_handler(Some(wait_briefly))
-        .map_err(|e| e.to_string())?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| e.to_string())?;
