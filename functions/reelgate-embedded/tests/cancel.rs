@@ -63,6 +63,8 @@ impl Translator for FakeGatedTranslator {
 /// then succeed with a prepared MP4; every cancel is recorded.
 struct FakeEngine {
     submit_gate: Arc<Gate>,
+    /// Submits that have reached the gate.
+    submits_waiting: AtomicU64,
     finish: AtomicBool,
     mp4: Bytes,
     next: AtomicU64,
@@ -78,6 +80,7 @@ impl FakeEngine {
 #[async_trait]
 impl VideoEngine for FakeEngine {
     async fn submit(&self, _: &RenderRequest) -> Result<Render, EngineError> {
+        self.submits_waiting.fetch_add(1, Ordering::SeqCst);
         self.submit_gate.pass().await;
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         Ok(render(
@@ -147,6 +150,7 @@ async fn rig() -> Rig {
     .await;
     let engine = Arc::new(FakeEngine {
         submit_gate: Arc::new(Gate::default()),
+        submits_waiting: AtomicU64::new(0),
         finish: AtomicBool::new(false),
         mp4: clip().await,
         next: AtomicU64::new(1),
@@ -300,9 +304,17 @@ async fn a_job_canceled_in_each_running_status_ends_canceled_unbilled() {
     cancel_and_check(&rig, &t, &id, "translating", "5.00").await;
     rig.translation.open();
 
-    // queued: the engine has not yet accepted the render. When it does, the worker finds the
-    // job canceled and cancels the render at the engine.
+    // queued: the worker's submit waits at the engine, which has not yet accepted the render.
+    // When it does, the worker finds the job canceled and cancels the render at the engine.
     let id = create(server, &t, "a lighthouse in fog").await;
+    let start = Instant::now();
+    while rig.engine.submits_waiting.load(Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker submits the render"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     cancel_and_check(&rig, &t, &id, "queued", "5.00").await;
     rig.engine.submit_gate.open();
     let start = Instant::now();

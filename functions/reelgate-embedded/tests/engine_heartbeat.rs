@@ -77,7 +77,8 @@ impl VideoEngine for FakeOpaqueEngine {
     }
 }
 
-async fn run(progress_observable: bool) -> (Value, Arc<FakeOpaqueEngine>) {
+/// Runs one job to its end; the server is returned so its render workers outlive the job.
+async fn run(progress_observable: bool) -> (Value, Arc<FakeOpaqueEngine>, TestServer) {
     let text = DEFAULT_CATALOG.replace(
         "id = \"reference\"\nkind = \"reference\"",
         &format!(
@@ -115,7 +116,7 @@ async fn run(progress_observable: bool) -> (Value, Arc<FakeOpaqueEngine>) {
             .await
             .expect("json");
         if ["completed", "failed", "canceled"].contains(&v["status"].as_str().unwrap_or_default()) {
-            return (v, engine);
+            return (v, engine, server);
         }
         assert!(start.elapsed() < Duration::from_secs(120), "{v}");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -124,7 +125,7 @@ async fn run(progress_observable: bool) -> (Value, Arc<FakeOpaqueEngine>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_long_render_without_observable_progress_is_kept_alive_and_completes() {
-    let (done, engine) = run(false).await;
+    let (done, engine, _server) = run(false).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["cost"], "0.40");
     assert!(!engine.canceled.load(Ordering::SeqCst));
@@ -132,7 +133,7 @@ async fn a_long_render_without_observable_progress_is_kept_alive_and_completes()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_same_render_on_an_engine_whose_progress_should_move_misses_its_heartbeat() {
-    let (done, engine) = run(true).await;
+    let (done, engine, _server) = run(true).await;
     assert_eq!(done["status"], "failed", "{done}");
     assert_eq!(done["error"]["code"], "engine_unavailable", "{done}");
     // The worker's next look at the render finds the job ended and cancels it at the engine.
