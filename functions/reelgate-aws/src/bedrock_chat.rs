@@ -40,8 +40,8 @@ impl BedrockUpstream {
     /// `region` from the catalog (else the environment's); `base_url`, when set, overrides the
     /// endpoint (a local emulator). Credentials come from the standard chain.
     pub async fn from_config(config: &UpstreamConfig) -> Result<Self, UpstreamError> {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .retry_config(aws_config::retry::RetryConfig::disabled());
+        let mut loader =
+            crate::sdk_loader().retry_config(aws_config::retry::RetryConfig::disabled());
         if let Some(region) = config.region.as_deref().filter(|r| !r.is_empty()) {
             loader = loader.region(aws_config::Region::new(region.to_owned()));
         }

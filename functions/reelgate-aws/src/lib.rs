@@ -107,12 +107,30 @@ pub fn upstream_connector() -> reelgate::adapters::CatalogConnector {
 }
 
 pub async fn sdk_config(region: &str, endpoint_url: Option<&str>) -> aws_config::SdkConfig {
-    let mut loader =
-        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned()));
+    let mut loader = sdk_loader().region(Region::new(region.to_owned()));
     if let Some(url) = endpoint_url {
         loader = loader.endpoint_url(url);
     }
     loader.load().await
+}
+
+/// The loader of every SDK configuration in reelgate: the SDK's defaults with [`https_client`].
+/// The SDK crates are built without a default HTTPS client, so a configuration loaded any other
+/// way fails its first request ("no HTTP client").
+pub fn sdk_loader() -> aws_config::ConfigLoader {
+    aws_config::defaults(BehaviorVersion::latest()).http_client(https_client())
+}
+
+/// The SDK's hyper-1 HTTPS client with rustls over ring, the crypto library that reqwest (the
+/// upstream and webhook client) links already: the SDK's default client brings aws-lc as well,
+/// 1.4 MiB in every Lambda. Trusted roots come from the system's store, as with the default.
+pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
 }
 
 /// Builds every adapter. Makes no request: a wrong name or missing permission shows on first use.

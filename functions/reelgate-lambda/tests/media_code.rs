@@ -1,4 +1,5 @@
-//! Which Lambda binaries carry video codec code (issue #16: HTTP functions carry no video codecs).
+//! Which Lambda binaries carry video codec code (issue #16: HTTP functions carry no video codecs),
+//! and that each carries one TLS crypto library.
 //!
 //! Every binary links the same library, and the linker keeps only what the binary's entry point
 //! reaches, so the split is a property of each built binary, not of the dependency tree (which
@@ -17,6 +18,11 @@ const CODEC_SYMBOLS: &[&str] = &["WelsCreateDecoder", "WelsCreateSVCEncoder", "a
 /// In a stripped binary: the decoder's RTTI type name (`WelsDec::CWelsDecoder`).
 const STRIPPED_MARKER: &[u8] = b"CWelsDecoder";
 
+/// aws-lc's symbols (aws-lc-sys prefixes every one), which the AWS SDK's default HTTPS client
+/// would bring beside ring; and ring's, the control that the symbol check can see a library.
+const AWS_LC_PREFIX: &str = " aws_lc_";
+const RING_PREFIX: &str = " ring_core_";
+
 /// The functions whose work is media: finalize (probe, thumbnail) and moderate (frames of
 /// reference videos). The render worker only talks to the engine, so it carries no codec.
 const MAY_CARRY_CODECS: &[&str] = &["step-finalize", "step-moderate"];
@@ -31,15 +37,20 @@ fn binary(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// The codec markers found in `path`.
-fn codec_markers(path: &Path) -> Vec<String> {
+/// The defined symbols of `path`, one per line; None when it has no symbol table (stripped).
+fn symbols(path: &Path) -> Option<String> {
     let out = Command::new("nm")
         .arg("--defined-only")
         .arg(path)
         .output()
         .unwrap_or_else(|e| panic!("running nm (binutils) on {}: {e}", path.display()));
-    let symbols = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() && !symbols.trim().is_empty() {
+    let symbols = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success() && !symbols.trim().is_empty()).then_some(symbols)
+}
+
+/// The codec markers found in `path`.
+fn codec_markers(path: &Path) -> Vec<String> {
+    if let Some(symbols) = symbols(path) {
         return CODEC_SYMBOLS
             .iter()
             .filter(|s| symbols.lines().any(|l| l.ends_with(&format!(" {s}"))))
@@ -98,5 +109,30 @@ fn only_the_media_steps_link_video_codecs() {
         if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. }) {
             assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
         }
+    }
+}
+
+#[test]
+fn every_function_links_one_tls_crypto_library() {
+    let handles: Vec<_> = FUNCTIONS
+        .iter()
+        .map(|f| {
+            let (name, path) = (f.binary.to_string(), binary(f.binary));
+            std::thread::spawn(move || (name, symbols(&path)))
+        })
+        .collect();
+    for h in handles {
+        let (name, symbols) = h.join().expect("checking a binary");
+        let symbols = symbols.unwrap_or_else(|| {
+            panic!("{name} has no symbol table: this check reads the test profile's binaries")
+        });
+        assert!(
+            symbols.lines().any(|l| l.contains(RING_PREFIX)),
+            "the control failed: {name} should link ring (reqwest's and the SDK's TLS)"
+        );
+        assert!(
+            !symbols.lines().any(|l| l.contains(AWS_LC_PREFIX)),
+            "{name} links aws-lc beside ring: an SDK client was built with its default HTTPS client"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! queues.
 #![allow(dead_code)]
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::{Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
@@ -27,7 +27,7 @@ pub async fn config() -> Option<SdkConfig> {
         );
     };
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+    let mut loader = reelgate_aws::sdk_loader()
         .region(Region::new(region))
         .endpoint_url(endpoint);
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
