@@ -328,16 +328,20 @@ def main():
         w("")
     w("What is left in every function: the item store (DynamoDB) with the AWS SDK's runtime "
       "(aws-config with its credential providers and STS, smithy, SigV4), the Secrets Manager read "
-      "at start-up, the AWS SDK's TLS stack (rustls over aws-lc) beside reqwest's (rustls over "
-      "ring) for upstreams, engines, webhooks and the OTLP exporter, HTTP/2 (h2, which the SDK's "
-      "hyper client always enables), the axum/tower stack, tracing with the OpenTelemetry layer, "
-      "the catalog and settings, and the image decoders the files domain links. Levers not taken: "
-      "one crypto library for both TLS stacks (the SDK's client over ring through "
-      "`aws-smithy-http-client`'s `rustls-ring`, about 1.2 MiB by the symbol shares measured "
-      "before: aws-lc 1.4 MiB against ring 0.2 MiB) and HTTP/1.1-only clients (not possible for the "
-      "SDK's client without replacing it). Video codecs are not linked by any HTTP function (the "
-      "check above and `functions/reelgate-lambda/tests/media_code.rs`): only the finalize and "
-      "moderate steps carry the H.264 decoder, and no function carries an AAC or H.264 encoder.")
+      "at start-up, one TLS stack (rustls over ring: the SDK's clients are given the hyper-1 client "
+      "of `aws-smithy-http-client` with its `rustls-ring` provider through "
+      "`reelgate_aws::sdk_loader`, so aws-lc, the SDK's default crypto at 1.4 MiB, is in no "
+      "binary, which `functions/reelgate-lambda/tests/media_code.rs` checks) shared with reqwest "
+      "for upstreams, engines, webhooks and the OTLP exporter, HTTP/2 (h2, which the SDK's hyper "
+      "client always enables), the axum/tower stack, tracing with the OpenTelemetry layer, the "
+      "catalog and settings, and the image decoders the files domain links. api-responses also "
+      "carries hayro, the PDF renderer that turns an `input_file` PDF into page images for "
+      "models without PDF input. Levers not taken: HTTP/1.1-only clients (not possible for the "
+      "SDK's client without replacing it) and an S3 client of our own over SigV4 and reqwest in "
+      "place of `aws-sdk-s3` (the blob functions' remaining excess). Video codecs are not linked "
+      "by any HTTP function (the check above and `functions/reelgate-lambda/tests/media_code.rs`): "
+      "only the finalize and moderate steps carry the H.264 decoder, and no function carries an "
+      "AAC or H.264 encoder.")
     w("")
     w(lambda_profile_note(artifacts, release, before))
     w("")
