@@ -613,7 +613,7 @@ def main():
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
-          f"({os.cpu_count()} CPUs; other builds on this machine make the numbers noisy)")
+          f"({os.cpu_count()} CPUs; anything else running on this machine makes the numbers noisy)")
     print(f"wrote {args.out}")
 
 

@@ -179,13 +179,15 @@ def lambda_profile_note(artifacts, release, before):
         "commands and `reelgate serve` build them; CI never builds `lambda`), and `panic` stays "
         "`unwind` (a panicking request must not kill the process). `api-models` measures "
         f"{size(before, 'api-models')} before per-function assembly (`release`), "
-        f"{size(release, 'api-models')} after it on `release` and {size(artifacts, 'api-models')} "
-        f"after it on `lambda`; `api-chat-completions` {size(before, 'api-chat-completions')}, "
-        f"{size(release, 'api-chat-completions')} and {size(artifacts, 'api-chat-completions')}. Its cost: the build took {build} on this "
-        "2-core machine (dependencies already compiled; each binary's fat LTO is one single-threaded "
-        "link, against about a minute each for `release`; other builds and benchmarks shared the "
-        "machine and paused this build at times, so the figure is an upper bound), and warm "
-        "invocations measured no slower: on the cold-start bench at the same load (2026-11-24, "
+        f"{size(release, 'api-models')} after it on `release` (at {release.get('commit', '?')}, "
+        f"with the SDK's aws-lc) and {size(artifacts, 'api-models')} after it on `lambda` (at "
+        f"{artifacts.get('commit', '?')}, one TLS crypto library: ring); `api-chat-completions` "
+        f"{size(before, 'api-chat-completions')}, {size(release, 'api-chat-completions')} and "
+        f"{size(artifacts, 'api-chat-completions')}. Its cost: the build took {build} on this 2-core "
+        "machine, from an empty cache for the profile (dependencies included; each binary's fat LTO "
+        "is one single-threaded link, against about a minute each for `release`), and warm "
+        "invocations measured no slower: on the cold-start bench at the same load, before the TLS "
+        "change (2026-11-24, "
         "load average 4.4), `api-chat-completions` warm p50/p99 203.2/267.2 ms (`lambda`) against "
         "208.1/355.4 ms (`release`), `api-models` 96.5/135.3 against 107.1/131.7 ms; the emulator's "
         "round trips dominate those durations, so a CPU difference of a few percent would not show. "
@@ -234,9 +236,12 @@ def main():
       "pricing pages before relying on a figure). Excluded everywhere: the model and the video "
       "engine themselves (tokens, Bedrock, the engine's GPU), data transfer out, and a CDN in front.")
     w("")
+    load = cold['machine']['loadavg_1_5_15']
+    busy = load[0] >= 1.0
     w(f"Measured on {cold['machine']['arch']}, {cold['machine']['cpus']} CPUs, at "
-      f"{cold['measured_at']}, load average {cold['machine']['loadavg_1_5_15']} (other builds were "
-      "running on the machine: durations are noisy and high rather than low).")
+      f"{cold['measured_at']}, load average {load}" + (
+          " (other work was running on the machine: durations are noisy and high rather than low)."
+          if busy else " (nothing else was running)."))
     w("")
 
     # --------------------------------------------------------------------- artifacts
