@@ -137,20 +137,27 @@ impl SqliteItemStore {
         let now = now_secs();
         let verdict = self
             .db
-            .write(move |tx| {
-                let current = load(tx, &key, now)?;
-                if condition
-                    .as_ref()
-                    .is_some_and(|c| !c.holds(current.as_ref()))
-                {
-                    return Ok(Verdict::ConditionFailed);
-                }
-                Ok(Verdict::Done(write(tx, &key, current)?))
-            })
+            .write(move |tx| conditionally(tx, &key, condition.as_ref(), now, write))
             .await
             .map_err(store_err)?;
         finish(verdict)
     }
+}
+
+/// Inside a write transaction: reads the live item, checks `condition` against it, then lets
+/// `write` change it.
+fn conditionally<T>(
+    tx: &rusqlite::Connection,
+    key: &Key,
+    condition: Option<&Condition>,
+    now: i64,
+    write: impl FnOnce(&rusqlite::Connection, &Key, Option<Item>) -> Result<T, rusqlite::Error>,
+) -> Result<Verdict<T>, rusqlite::Error> {
+    let current = load(tx, key, now)?;
+    if condition.is_some_and(|c| !c.holds(current.as_ref())) {
+        return Ok(Verdict::ConditionFailed);
+    }
+    Ok(Verdict::Done(write(tx, key, current)?))
 }
 
 /// Outcome of a write closure: either the database work succeeded (with a domain verdict inside)
@@ -220,21 +227,16 @@ impl ItemStore for SqliteItemStore {
         let written = self
             .db
             .write(move |tx| {
-                let mut answers = Vec::with_capacity(updates.len());
-                for u in updates {
-                    let current = load(tx, &u.key, now)?;
-                    if u.condition
-                        .as_ref()
-                        .is_some_and(|c| !c.holds(current.as_ref()))
-                    {
-                        answers.push(Verdict::ConditionFailed);
-                        continue;
-                    }
-                    let next = u.update.apply(&u.key, current);
-                    save(tx, &next)?;
-                    answers.push(Verdict::Done(next));
-                }
-                Ok(answers)
+                updates
+                    .into_iter()
+                    .map(|u| {
+                        conditionally(tx, &u.key, u.condition.as_ref(), now, |tx, key, current| {
+                            let next = u.update.apply(key, current);
+                            save(tx, &next)?;
+                            Ok(next)
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
             })
             .await;
         match written {

@@ -220,16 +220,20 @@ pub async fn acquire(
         }
     }
     // Both scopes in one store call: one commit locally, concurrent writes on DynamoDB.
-    let attempts = scopes
+    let keys: Vec<Key> = scopes
         .iter()
-        .map(|(pk, limits)| admission(window_key(pk, kind, minute), *limits, tokens, minute))
+        .map(|(pk, _)| window_key(pk, kind, minute))
+        .collect();
+    let attempts = keys
+        .iter()
+        .zip(&scopes)
+        .map(|(key, (_, limits))| admission(key.clone(), *limits, tokens, minute))
         .collect();
     let written = store.update_each(attempts).await;
-    let mut results = Vec::with_capacity(scopes.len());
-    for ((pk, limits), outcome) in scopes.iter().zip(written) {
-        let key = window_key(pk, kind, minute);
-        results.push(window_outcome(store, &key, *limits, reset_secs, outcome).await);
-    }
+    let results = futures::future::join_all(keys.iter().zip(&scopes).zip(written).map(
+        |((key, (_, limits)), outcome)| window_outcome(store, key, *limits, reset_secs, outcome),
+    ))
+    .await;
     let mut status = RateStatus::default();
     let mut admitted = Vec::new();
     let mut refusal = None;
