@@ -48,6 +48,22 @@ fn symbols(path: &Path) -> Option<String> {
     (out.status.success() && !symbols.trim().is_empty()).then_some(symbols)
 }
 
+/// `read` of each named binary, each on a thread of its own (`nm` over 31 binaries), with the
+/// binary's name, in the order given.
+fn read_each<T: Send + 'static>(names: &[&str], read: fn(&Path) -> T) -> Vec<(String, T)> {
+    let handles: Vec<_> = names
+        .iter()
+        .map(|b| {
+            let (name, path) = (b.to_string(), binary(b));
+            std::thread::spawn(move || (name, read(&path)))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("checking a binary"))
+        .collect()
+}
+
 /// The codec markers found in `path`.
 fn codec_markers(path: &Path) -> Vec<String> {
     if let Some(symbols) = symbols(path) {
@@ -85,16 +101,8 @@ fn only_the_media_steps_link_video_codecs() {
         .map(|f| f.binary)
         .filter(|b| !MAY_CARRY_CODECS.contains(b))
         .collect();
-    let handles: Vec<_> = checked
-        .iter()
-        .map(|b| {
-            let (name, path) = (b.to_string(), binary(b));
-            std::thread::spawn(move || (name, codec_markers(&path)))
-        })
-        .collect();
     let mut carrying = Vec::new();
-    for h in handles {
-        let (name, markers) = h.join().expect("checking a binary");
+    for (name, markers) in read_each(&checked, codec_markers) {
         if !markers.is_empty() {
             carrying.push(format!("{name}: {}", markers.join(", ")));
         }
@@ -114,15 +122,8 @@ fn only_the_media_steps_link_video_codecs() {
 
 #[test]
 fn every_function_links_one_tls_crypto_library() {
-    let handles: Vec<_> = FUNCTIONS
-        .iter()
-        .map(|f| {
-            let (name, path) = (f.binary.to_string(), binary(f.binary));
-            std::thread::spawn(move || (name, symbols(&path)))
-        })
-        .collect();
-    for h in handles {
-        let (name, symbols) = h.join().expect("checking a binary");
+    let all: Vec<&str> = FUNCTIONS.iter().map(|f| f.binary).collect();
+    for (name, symbols) in read_each(&all, symbols) {
         let symbols = symbols.unwrap_or_else(|| {
             panic!("{name} has no symbol table: this check reads the test profile's binaries")
         });

@@ -30,8 +30,8 @@ pub fn new_id(prefix: &str) -> String {
     {
         let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if value <= *last {
-            // A random step of up to 2^40 keeps the next id unguessable from this one; 2^40 ids
-            // in one millisecond would be needed to carry into the time bits.
+            // A random step of up to 2^40 keeps the next id unguessable from this one; a step
+            // that carries into the time bits only moves the id into a later millisecond.
             let step = 1 + (rand::thread_rng().next_u64() >> 24) as u128;
             value = last.saturating_add(step);
         }
