@@ -42,3 +42,27 @@ pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, MediaError> {
         .map_err(|e| MediaError::ImageDecode(e.to_string()))?;
     Ok(img.into_rgb8())
 }
+
+/// An image fitted to a frame of `width` x `height`: scaled to cover it and centre-cropped, as
+/// JPEG. Engines that take a first frame often require it at the size they render (the OpenAI
+/// Videos API's `input_reference`, Nova Reel's 1280x720), so it is sent at that size.
+pub fn fit_frame_jpeg(bytes: &[u8], width: u32, height: u32) -> Result<Vec<u8>, MediaError> {
+    if !(16..=4096).contains(&width) || !(16..=4096).contains(&height) {
+        return Err(MediaError::InvalidSpec(format!(
+            "a frame of {width}x{height} is outside 16..=4096"
+        )));
+    }
+    let image = decode_image(bytes)?;
+    let fitted = image::DynamicImage::ImageRgb8(image).resize_to_fill(
+        width,
+        height,
+        image::imageops::FilterType::Triangle,
+    );
+    let mut out = Cursor::new(Vec::new());
+    fitted
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut out, 92,
+        ))
+        .map_err(|e| MediaError::ImageEncode(e.to_string()))?;
+    Ok(out.into_inner())
+}

@@ -5,25 +5,35 @@
 //!   via fdk-aac, muxed with the `mp4` crate, `moov` first) from a prompt and
 //!   optional first/last frame images (a pan and zoom over the first, cross-fading into the
 //!   last), reference pictures as inset cards, captions and an audio bed.
+//! * [`conform_mp4`] turns a hosted engine's MP4 (other sizes, lengths, codecs of audio, or no
+//!   audio) into a clip that meets the service's contract: H.264 at the job's 768p size, AAC
+//!   audio, exactly the seconds asked, `moov` first.
 //! * [`probe_mp4`] reads container metadata only.
 //! * [`thumbnail_jpeg`] decodes a frame near the start of an H.264 MP4.
 //! * [`sniff`] classifies uploads by their magic bytes.
 //! * [`decode_image`] turns PNG/JPEG/WebP/GIF bytes into RGB.
 
 mod aspect;
+mod audio_decode;
 mod audio_probe;
 mod captions;
+mod conform;
+mod demux;
+mod encode;
 mod faststart;
 mod image_io;
+mod mux;
 mod probe;
 mod render;
+mod scale;
 mod sniff;
 mod thumbnail;
 
 pub use aspect::{output_dimensions, AspectRatio, SHORT_SIDE};
 pub use audio_probe::audio_duration_secs;
 pub use captions::{dialogue, timed as timed_captions, Caption};
-pub use image_io::decode_image;
+pub use conform::{conform_mp4, ConformTarget, Conformed};
+pub use image_io::{decode_image, fit_frame_jpeg};
 pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
 pub use render::{render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
 pub use sniff::{sniff, MediaKind, Sniffed};
@@ -65,4 +75,13 @@ pub enum MediaError {
     /// An audio file's container does not parse (truncated, no data, no audio track).
     #[error("audio decoding failed: {0}")]
     AudioDecode(String),
+    /// The media uses a codec (or a codec profile) this crate does not decode; the message
+    /// names it, e.g. "the video is H.265/HEVC (hvc1); only H.264 Baseline, Main and High are
+    /// conformed".
+    #[error("unsupported codec: {0}")]
+    UnsupportedCodec(String),
+    /// The engine's clip cannot be made to meet the contract: too short for the seconds asked,
+    /// too long, too many frames or too large a picture to accept.
+    #[error("cannot conform the clip: {0}")]
+    Unconformable(String),
 }

@@ -4,36 +4,17 @@
 //! fast even when this crate is built without optimisation (tests); the codecs
 //! themselves are optimised through the workspace profile.
 
-use std::io::Cursor;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fdk_aac::enc::{
-    AudioObjectType as AacObjectType, BitRate as AacBitRate, ChannelMode, Encoder as AacEncoder,
-    EncoderParams, Transport,
-};
 use image::imageops::FilterType;
 use image::{DynamicImage, RgbImage};
-use openh264::encoder::{
-    BitRate, Encoder, EncoderConfig, FrameRate, FrameType, IntraFramePeriod, RateControlMode,
-    UsageType, VuiConfig,
-};
-use openh264::formats::YUVSlices;
-use openh264::{OpenH264API, Timestamp};
 
 use crate::captions::{self as text, Caption};
-use crate::faststart::{self, AudioEdit};
+use crate::encode::{encode_aac_stereo_48k, EncodedVideo, H264Encoder, MOVIE_TIMESCALE};
+pub use crate::encode::{AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
+use crate::mux::{self, AacTrack};
 use crate::MediaError;
 
-/// Sample rate of the generated audio track.
-pub const AUDIO_SAMPLE_RATE: u32 = 48_000;
-/// Channel count of the generated audio track (stereo).
-pub const AUDIO_CHANNELS: u16 = 2;
-
-/// Movie timescale: every supported frame rate and the audio rate divide it,
-/// so all durations are exact.
-const MOVIE_TIMESCALE: u32 = 48_000;
-const AAC_FRAME: u64 = 1024;
-const AAC_BITRATE: u32 = 128_000;
 const MAX_SIDE: u32 = 4096;
 const MAX_SECONDS: u32 = 60;
 
@@ -237,7 +218,7 @@ pub fn render_mp4(
     if cancel.load(Ordering::Relaxed) {
         return Err(MediaError::Canceled);
     }
-    let out = mux(spec, &video, &audio)?;
+    let out = mux::mux(spec.width, spec.height, &video, &audio)?;
     reporter.report(100);
     Ok(out)
 }
@@ -771,29 +752,6 @@ impl CaptionLayer {
 // ---------------------------------------------------------------------------
 // Video
 
-struct VideoSample {
-    data: Vec<u8>,
-    sync: bool,
-    /// In frames.
-    frames: u32,
-}
-
-struct EncodedVideo {
-    sps: Vec<u8>,
-    pps: Vec<u8>,
-    samples: Vec<VideoSample>,
-}
-
-fn strip_start_code(nal: &[u8]) -> &[u8] {
-    if nal.starts_with(&[0, 0, 0, 1]) {
-        &nal[4..]
-    } else if nal.starts_with(&[0, 0, 1]) {
-        &nal[3..]
-    } else {
-        nal
-    }
-}
-
 fn encode_video(
     spec: &RenderSpec,
     reporter: &mut Progress<'_>,
@@ -822,25 +780,10 @@ fn encode_video(
     let cards = Cards::new(&spec.reference_images, w, h);
     let captions = CaptionLayer::new(&spec.captions, w, h);
 
-    let bitrate = ((w * h) as u64 * u64::from(fps) / 10).clamp(300_000, 8_000_000) as u32;
-    let config = EncoderConfig::new()
-        .bitrate(BitRate::from_bps(bitrate))
-        .max_frame_rate(FrameRate::from_hz(fps as f32))
-        .rate_control_mode(RateControlMode::Bufferbased)
-        .skip_frames(false)
-        .usage_type(UsageType::CameraVideoRealTime)
-        .intra_frame_period(IntraFramePeriod::from_num_frames(fps * 2))
-        .num_threads(1)
-        .vui(VuiConfig::bt601());
-    let mut encoder = Encoder::with_api_config(OpenH264API::from_source(), config)
-        .map_err(|e| MediaError::VideoEncode(e.to_string()))?;
+    let mut encoder = H264Encoder::new(w, h, f64::from(fps), false)?;
+    let frame_ticks = MOVIE_TIMESCALE / fps;
 
     let mut frame = Planes::new(w, h);
-    let mut out = EncodedVideo {
-        sps: Vec::new(),
-        pps: Vec::new(),
-        samples: Vec::with_capacity(total as usize),
-    };
     let tau = std::f64::consts::TAU;
     for i in 0..total {
         if cancel.load(Ordering::Relaxed) {
@@ -898,83 +841,18 @@ fn encode_video(
         let bar_len = ((w as f64) * f64::from(i + 1) / f64::from(total)).round() as i64;
         frame.fill_rect(0, h as i64 - 4, bar_len, h as i64, look.accent);
 
-        let source = YUVSlices::new((&frame.y, &frame.u, &frame.v), (w, h), (w, w / 2, w / 2));
-        let millis = u64::from(i) * 1000 / u64::from(fps);
-        let bitstream = encoder
-            .encode_at(&source, Timestamp::from_millis(millis))
-            .map_err(|e| MediaError::VideoEncode(e.to_string()))?;
-        let sync = bitstream.frame_type() == FrameType::IDR;
-        let mut data = Vec::new();
-        for l in 0..bitstream.num_layers() {
-            let Some(layer) = bitstream.layer(l) else {
-                continue;
-            };
-            for n in 0..layer.nal_count() {
-                let Some(nal) = layer.nal_unit(n) else {
-                    continue;
-                };
-                let nal = strip_start_code(nal);
-                let Some(&head) = nal.first() else { continue };
-                match head & 0x1f {
-                    7 => {
-                        if out.sps.is_empty() {
-                            out.sps = nal.to_vec();
-                        }
-                    }
-                    8 => {
-                        if out.pps.is_empty() {
-                            out.pps = nal.to_vec();
-                        }
-                    }
-                    9 => {} // access unit delimiter: not needed in MP4
-                    _ => {
-                        data.extend_from_slice(&(nal.len() as u32).to_be_bytes());
-                        data.extend_from_slice(nal);
-                    }
-                }
-            }
-        }
-        if data.is_empty() {
-            // A skipped frame: extend the previous picture's display time.
-            match out.samples.last_mut() {
-                Some(prev) => prev.frames += 1,
-                None => {
-                    return Err(MediaError::VideoEncode(
-                        "encoder produced no first frame".into(),
-                    ))
-                }
-            }
-        } else {
-            out.samples.push(VideoSample {
-                data,
-                sync,
-                frames: 1,
-            });
-        }
+        encoder.encode(
+            (&frame.y, &frame.u, &frame.v),
+            u64::from(i) * u64::from(frame_ticks),
+            frame_ticks,
+        )?;
         reporter.report(((u64::from(i) + 1) * 95 / u64::from(total)) as u8);
     }
-    if out.sps.is_empty() || out.pps.is_empty() {
-        return Err(MediaError::VideoEncode("encoder emitted no SPS/PPS".into()));
-    }
-    if !out.samples.first().is_some_and(|s| s.sync) {
-        return Err(MediaError::VideoEncode(
-            "stream does not start with an IDR frame".into(),
-        ));
-    }
-    Ok(out)
+    encoder.finish()
 }
 
 // ---------------------------------------------------------------------------
 // Audio
-
-struct EncodedAudio {
-    /// Raw AAC access units; together they cover `priming + samples` PCM frames.
-    units: Vec<Vec<u8>>,
-    /// Encoder delay in samples per channel (hidden with an edit list).
-    priming: u64,
-    /// Presented length in samples per channel (seconds * 48000).
-    samples: u64,
-}
 
 /// Pentatonic tone pattern over a soft drone, interleaved stereo.
 fn synthesize_pcm(spec: &RenderSpec) -> Vec<i16> {
@@ -1020,160 +898,7 @@ fn synthesize_pcm(spec: &RenderSpec) -> Vec<i16> {
     out
 }
 
-fn encode_audio(spec: &RenderSpec) -> Result<EncodedAudio, MediaError> {
-    let err = |e: fdk_aac::enc::EncoderError| MediaError::AudioEncode(e.to_string());
-    let pcm = synthesize_pcm(spec);
-    let encoder = AacEncoder::new(EncoderParams {
-        bit_rate: AacBitRate::Cbr(AAC_BITRATE),
-        sample_rate: AUDIO_SAMPLE_RATE,
-        transport: Transport::Raw,
-        channels: ChannelMode::Stereo,
-        audio_object_type: AacObjectType::Mpeg4LowComplexity,
-    })
-    .map_err(err)?;
-    let info = encoder.info().map_err(err)?;
-    let priming = u64::from(info.nDelayCore);
+fn encode_audio(spec: &RenderSpec) -> Result<AacTrack, MediaError> {
     let samples = u64::from(spec.seconds) * u64::from(AUDIO_SAMPLE_RATE);
-    let needed = (priming + samples).div_ceil(AAC_FRAME) as usize;
-    let mut buf = vec![0u8; (info.maxOutBufBytes as usize).max(8192)];
-    let silence = vec![0i16; AAC_FRAME as usize * usize::from(AUDIO_CHANNELS)];
-    let mut units = Vec::with_capacity(needed);
-    let mut pos = 0usize;
-    let mut calls = 0usize;
-    while units.len() < needed {
-        calls += 1;
-        if calls > needed * 4 + 64 {
-            return Err(MediaError::AudioEncode(
-                "encoder stopped producing frames".into(),
-            ));
-        }
-        let input = if pos < pcm.len() {
-            &pcm[pos..]
-        } else {
-            &silence[..]
-        };
-        let r = encoder.encode(input, &mut buf).map_err(err)?;
-        if pos < pcm.len() {
-            pos += r.input_consumed;
-        }
-        if r.output_size > 0 {
-            units.push(buf[..r.output_size].to_vec());
-        }
-    }
-    Ok(EncodedAudio {
-        units,
-        priming,
-        samples,
-    })
-}
-
-// ---------------------------------------------------------------------------
-// Container
-
-fn mux(
-    spec: &RenderSpec,
-    video: &EncodedVideo,
-    audio: &EncodedAudio,
-) -> Result<Vec<u8>, MediaError> {
-    let err = |e: mp4::Error| MediaError::Mux(e.to_string());
-    let brand = |s: &str| s.parse::<mp4::FourCC>().map_err(err);
-    let config = mp4::Mp4Config {
-        major_brand: brand("isom")?,
-        minor_version: 512,
-        compatible_brands: vec![
-            brand("isom")?,
-            brand("iso2")?,
-            brand("avc1")?,
-            brand("mp41")?,
-        ],
-        timescale: MOVIE_TIMESCALE,
-    };
-    let mut writer = mp4::Mp4Writer::write_start(Cursor::new(Vec::new()), &config).map_err(err)?;
-    writer
-        .add_track(&mp4::TrackConfig {
-            track_type: mp4::TrackType::Video,
-            timescale: MOVIE_TIMESCALE,
-            language: "und".into(),
-            media_conf: mp4::MediaConfig::AvcConfig(mp4::AvcConfig {
-                width: spec.width as u16,
-                height: spec.height as u16,
-                seq_param_set: video.sps.clone(),
-                pic_param_set: video.pps.clone(),
-            }),
-        })
-        .map_err(err)?;
-    writer
-        .add_track(&mp4::TrackConfig {
-            track_type: mp4::TrackType::Audio,
-            timescale: AUDIO_SAMPLE_RATE,
-            language: "und".into(),
-            media_conf: mp4::MediaConfig::AacConfig(mp4::AacConfig {
-                bitrate: AAC_BITRATE,
-                profile: mp4::AudioObjectType::AacLowComplexity,
-                freq_index: mp4::SampleFreqIndex::Freq48000,
-                chan_conf: mp4::ChannelConfig::Stereo,
-            }),
-        })
-        .map_err(err)?;
-
-    let frame_ticks = u64::from(MOVIE_TIMESCALE / spec.fps);
-    let media_total = audio.priming + audio.samples;
-    let mut v_iter = video.samples.iter().peekable();
-    let mut a_iter = audio.units.iter().enumerate().peekable();
-    let mut v_time = 0u64;
-    loop {
-        // Audio time on the presentation timeline (minus the priming) for interleaving.
-        let a_time = a_iter
-            .peek()
-            .map(|(i, _)| (*i as u64 * AAC_FRAME).saturating_sub(audio.priming));
-        let take_video = match (v_iter.peek(), a_time) {
-            (Some(_), Some(at)) => v_time <= at,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        if take_video {
-            if let Some(s) = v_iter.next() {
-                let duration = frame_ticks * u64::from(s.frames);
-                writer
-                    .write_sample(
-                        1,
-                        &mp4::Mp4Sample {
-                            start_time: v_time,
-                            duration: duration as u32,
-                            rendering_offset: 0,
-                            is_sync: s.sync,
-                            bytes: bytes::Bytes::copy_from_slice(&s.data),
-                        },
-                    )
-                    .map_err(err)?;
-                v_time += duration;
-            }
-        } else if let Some((i, unit)) = a_iter.next() {
-            let start = i as u64 * AAC_FRAME;
-            let duration = (media_total - start).min(AAC_FRAME);
-            writer
-                .write_sample(
-                    2,
-                    &mp4::Mp4Sample {
-                        start_time: start,
-                        duration: duration as u32,
-                        rendering_offset: 0,
-                        is_sync: true,
-                        bytes: bytes::Bytes::copy_from_slice(unit),
-                    },
-                )
-                .map_err(err)?;
-        }
-    }
-    writer.write_end().map_err(err)?;
-    let file = writer.into_writer().into_inner();
-    faststart::finalize(
-        &file,
-        Some(AudioEdit {
-            track_id: 2,
-            media_time: audio.priming,
-            duration: audio.samples * u64::from(MOVIE_TIMESCALE) / u64::from(AUDIO_SAMPLE_RATE),
-        }),
-    )
+    encode_aac_stereo_48k(&synthesize_pcm(spec), samples)
 }

@@ -33,7 +33,11 @@ struct AvcTrack {
 }
 
 /// Appends length-prefixed NAL units as Annex B (start code + NAL).
-fn avcc_to_annexb(sample: &[u8], length_size: usize, out: &mut Vec<u8>) -> Result<(), MediaError> {
+pub(crate) fn avcc_to_annexb(
+    sample: &[u8],
+    length_size: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), MediaError> {
     let mut pos = 0usize;
     while pos < sample.len() {
         if sample.len() - pos < length_size {

@@ -1,0 +1,182 @@
+//! Measures the conform stage on clips like hosted engines deliver, made with ffmpeg:
+//! a 15 s 1920x1080 30 fps x264 High profile clip with AAC, conformed to 16:9 for 15 s, and a
+//! 15 s 720x1280 30 fps clip without audio, conformed to 9:16 (silence added).
+//!
+//! `cargo run --release -p reelgate-media --example conform_bench [-- OUT_DIR]`
+//!
+//! For each it prints the input size, the wall time and the CPU time of the conform (getrusage
+//! RUSAGE_SELF, user + system; the stage runs on one thread), the process's peak RSS (VmHWM)
+//! before and after, the output size and ffprobe's view of the output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use reelgate_media::{conform_mp4, AspectRatio, ConformTarget};
+
+fn cpu_secs() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a zeroed rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The process's peak resident set (VmHWM) in MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn ffmpeg(args: &[&str], out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let status = Command::new("ffmpeg")
+        .args(["-hide_banner", "-v", "error", "-y"])
+        .args(args)
+        .arg(out)
+        .status()
+        .map_err(|e| format!("ffmpeg is needed ({e}): run scripts/test-tools.sh"))?;
+    if !status.success() {
+        return Err(format!("ffmpeg {args:?} failed").into());
+    }
+    Ok(())
+}
+
+fn ffprobe_summary(path: &Path) -> String {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,profile,width,height,r_frame_rate,sample_rate,channels,duration,bit_rate:format=duration",
+            "-of",
+            "compact=p=0",
+        ])
+        .arg(path)
+        .output();
+    match out {
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .replace('\n', "\n    "),
+        Err(e) => format!("(ffprobe failed: {e})"),
+    }
+}
+
+fn bench(
+    name: &str,
+    slug: &str,
+    input: &Path,
+    aspect: AspectRatio,
+    seconds: u32,
+    out_dir: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let bytes = std::fs::read(input)?;
+    let target = ConformTarget {
+        aspect,
+        seconds,
+        fallback_audio: None,
+    };
+    let rss_before = peak_rss_mib();
+    let cpu_before = cpu_secs();
+    let started = Instant::now();
+    let c = conform_mp4(&bytes, &target)?;
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - cpu_before;
+    let rss_after = peak_rss_mib();
+    let out = out_dir.join(format!("{slug}.conformed.mp4"));
+    std::fs::write(&out, &c.mp4)?;
+    println!("{name}:");
+    println!("  source:  {}", c.source);
+    println!("  input:   {:.2} MB", bytes.len() as f64 / 1e6);
+    println!("  wall:    {wall:.2} s");
+    println!("  cpu:     {cpu:.2} s (user + system)");
+    println!("  peak RSS (VmHWM): {rss_before:.1} MiB before, {rss_after:.1} MiB after");
+    println!(
+        "  output:  {:.2} MB, {}x{}, {:.3} s, audio {}, passed through: {}",
+        c.mp4.len() as f64 / 1e6,
+        c.width,
+        c.height,
+        c.duration_secs,
+        c.audio,
+        c.passed_through
+    );
+    println!("  ffprobe: {}", ffprobe_summary(&out));
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let out_dir: PathBuf = match std::env::args().nth(1) {
+        Some(d) => d.into(),
+        None => std::env::temp_dir().join("reelgate-conform-bench"),
+    };
+    std::fs::create_dir_all(&out_dir)?;
+    let landscape = out_dir.join("1920x1080-30fps-high-aac-15s.mp4");
+    ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=1920x1080:rate=30",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:sample_rate=48000",
+            "-ac",
+            "2",
+            "-c:v",
+            "libx264",
+            "-profile:v",
+            "high",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-t",
+            "15",
+        ],
+        &landscape,
+    )?;
+    let portrait = out_dir.join("720x1280-30fps-high-noaudio-15s.mp4");
+    ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=720x1280:rate=30",
+            "-c:v",
+            "libx264",
+            "-profile:v",
+            "high",
+            "-pix_fmt",
+            "yuv420p",
+            "-t",
+            "15",
+        ],
+        &portrait,
+    )?;
+    println!("files in {}", out_dir.display());
+    bench(
+        "1920x1080 High + AAC -> 16:9 15 s",
+        "landscape",
+        &landscape,
+        AspectRatio::R16x9,
+        15,
+        &out_dir,
+    )?;
+    bench(
+        "720x1280 High, no audio -> 9:16 15 s",
+        "portrait",
+        &portrait,
+        AspectRatio::R9x16,
+        15,
+        &out_dir,
+    )?;
+    Ok(())
+}

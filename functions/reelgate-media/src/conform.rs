@@ -1,0 +1,1285 @@
+//! The conform stage: turns a hosted engine's MP4 into a clip that meets reelgate's contract
+//! (H.264 at the job's 768p size, an AAC track, exactly the seconds asked, `moov` first), in
+//! pure Rust and bundled C so that it runs in AWS Lambda without ffmpeg.
+//!
+//! Video is decoded with openh264 (display order), and each picture, as it comes out of the
+//! decoder, is scaled to cover the target frame with the centre kept ([`crate::scale`]) and
+//! encoded again with the crate's H.264 settings: decoded pictures are never collected. AAC
+//! audio is copied access unit by access unit; other audio is decoded and encoded to AAC-LC,
+//! and a clip without audio gets the caller's reference audio or silence.
+
+use crate::aspect::{output_dimensions, AspectRatio};
+use crate::audio_decode::{self, Pcm, PcmFormat};
+use crate::demux::{be16, be32, Movie, Sample, Track};
+use crate::encode::{encode_aac_stereo_48k, H264Encoder, AUDIO_SAMPLE_RATE, MOVIE_TIMESCALE};
+use crate::mux::{self, AacTrack, AacUnit};
+use crate::scale::{CoverScaler, Picture};
+use crate::thumbnail::avcc_to_annexb;
+use crate::MediaError;
+
+use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
+use openh264::formats::YUVSource;
+use openh264::OpenH264API;
+
+/// Largest accepted picture side.
+const MAX_SIDE: u32 = 4096;
+/// Longest accepted engine clip.
+const MAX_INPUT_SECS: f64 = 120.0;
+/// Most video frames accepted (30 fps for 120 s).
+const MAX_FRAMES: u32 = 30 * 120;
+/// Most audio samples (access units) read from a track.
+const MAX_AUDIO_SAMPLES: u32 = 400_000;
+/// How far the engine's clip may fall short of the seconds asked and still be accepted.
+const SHORT_TOLERANCE_SECS: f64 = 0.5;
+/// Kept AAC that stops earlier than this before the clip's end is re-encoded with silence after.
+const AUDIO_GAP_SECS: f64 = 0.1;
+
+/// What the conformed clip must be.
+#[derive(Debug, Clone)]
+pub struct ConformTarget {
+    /// The job's ratio; `Auto` takes the engine's own orientation (nearest of the fixed ratios
+    /// to the source frame's shape).
+    pub aspect: AspectRatio,
+    /// The seconds the caller asked for (4..=15 today; 1..=60 accepted).
+    pub seconds: u32,
+    /// The caller's first reference audio file, raw bytes as uploaded, laid under a clip that
+    /// has no audio of its own.
+    pub fallback_audio: Option<Vec<u8>>,
+}
+
+/// The conformed clip and what was done.
+#[derive(Clone)]
+pub struct Conformed {
+    pub mp4: Vec<u8>,
+    /// True when the input already met the contract and is returned byte for byte.
+    pub passed_through: bool,
+    pub width: u32,
+    pub height: u32,
+    pub duration_secs: f64,
+    /// What came in, for logs: e.g. "H.264 High 1920x1080 30.00 fps, AAC 44100 Hz stereo,
+    /// 8.00 s".
+    pub source: String,
+    /// What was done to the audio: "kept", "re-encoded from <codec>", "reference audio mixed",
+    /// "silence added".
+    pub audio: String,
+}
+
+impl std::fmt::Debug for Conformed {
+    /// Everything but the bytes of the clip (only their count).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conformed")
+            .field("mp4_bytes", &self.mp4.len())
+            .field("passed_through", &self.passed_through)
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("duration_secs", &self.duration_secs)
+            .field("source", &self.source)
+            .field("audio", &self.audio)
+            .finish()
+    }
+}
+
+/// Conforms an engine's MP4 to the contract (see the module documentation):
+///
+/// * passed through unchanged when it is already H.264 at the target size with an AAC track,
+///   within 0.5 s of `seconds`, `moov` before `mdat`;
+/// * H.265, AV1, VP8/9, MPEG-4 Part 2 and H.264 profiles other than Baseline, Main, Extended
+///   and High fail with [`MediaError::UnsupportedCodec`];
+/// * a clip more than 0.5 s shorter than `seconds`, longer than 120 s, with more than 3600
+///   frames or larger than 4096x4096 fails with [`MediaError::Unconformable`];
+/// * otherwise the picture is scaled to cover the 768p frame of `target.aspect` (centre kept),
+///   cut to `seconds`, encoded as H.264, with the audio kept (AAC), re-encoded (other codecs),
+///   taken from `target.fallback_audio`, or silent.
+pub fn conform_mp4(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError> {
+    // The parsers and decoders wrapped here are not all ours: a panic becomes an error.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conform(input, target)))
+        .unwrap_or_else(|_| {
+            Err(MediaError::NotMp4(
+                "malformed media (a parser panicked)".into(),
+            ))
+        })
+}
+
+fn unconformable(m: impl Into<String>) -> MediaError {
+    MediaError::Unconformable(m.into())
+}
+
+fn fourcc(c: &[u8; 4]) -> String {
+    c.iter()
+        .map(|b| {
+            if b.is_ascii_graphic() || *b == b' ' {
+                char::from(*b)
+            } else {
+                '?'
+            }
+        })
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Sample entries
+
+/// The payload of the child boxes of a sample entry, found by four-character code (also inside
+/// a QuickTime `wave` box).
+fn entry_child<'a>(children: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
+    let list = crate::faststart::boxes(children).ok()?;
+    for b in &list {
+        if &b.kind == kind {
+            return Some(&children[b.body..b.end]);
+        }
+    }
+    for b in list.iter().filter(|b| &b.kind == b"wave") {
+        if let Some(found) = entry_child(&children[b.body..b.end], kind) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The H.264 configuration from `avcC`.
+struct AvcConfig {
+    length_size: usize,
+    sps: Vec<Vec<u8>>,
+    pps: Vec<Vec<u8>>,
+}
+
+fn parse_avcc(b: &[u8]) -> Result<AvcConfig, MediaError> {
+    let bad = || MediaError::NotMp4("truncated avcC".into());
+    let length_size = usize::from(*b.get(4).ok_or_else(bad)? & 3) + 1;
+    let mut pos = 5;
+    let read_list = |pos: &mut usize, count: usize| -> Result<Vec<Vec<u8>>, MediaError> {
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let len = usize::from(be16(b, *pos).map_err(|_| bad())?);
+            let nal = b.get(*pos + 2..*pos + 2 + len).ok_or_else(bad)?;
+            out.push(nal.to_vec());
+            *pos += 2 + len;
+        }
+        Ok(out)
+    };
+    let n_sps = usize::from(*b.get(pos).ok_or_else(bad)? & 0x1f);
+    pos += 1;
+    let sps = read_list(&mut pos, n_sps)?;
+    let n_pps = usize::from(*b.get(pos).ok_or_else(bad)?);
+    pos += 1;
+    let pps = read_list(&mut pos, n_pps)?;
+    Ok(AvcConfig {
+        length_size,
+        sps,
+        pps,
+    })
+}
+
+/// Reads bits of an H.264 RBSP (emulation prevention bytes removed).
+struct Bits {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Bits {
+    fn new(nal: &[u8]) -> Self {
+        let mut data = Vec::with_capacity(nal.len());
+        let mut zeros = 0;
+        for &b in nal {
+            if zeros >= 2 && b == 3 {
+                zeros = 0;
+                continue;
+            }
+            zeros = if b == 0 { zeros + 1 } else { 0 };
+            data.push(b);
+        }
+        Self { data, pos: 0 }
+    }
+
+    fn bit(&mut self) -> Result<u32, MediaError> {
+        let byte = self
+            .data
+            .get(self.pos / 8)
+            .ok_or_else(|| MediaError::NotMp4("truncated H.264 SPS".into()))?;
+        let v = (byte >> (7 - self.pos % 8)) & 1;
+        self.pos += 1;
+        Ok(u32::from(v))
+    }
+
+    fn bits(&mut self, n: u32) -> Result<u32, MediaError> {
+        let mut v = 0;
+        for _ in 0..n {
+            v = (v << 1) | self.bit()?;
+        }
+        Ok(v)
+    }
+
+    fn ue(&mut self) -> Result<u32, MediaError> {
+        let mut zeros = 0;
+        while self.bit()? == 0 {
+            zeros += 1;
+            if zeros > 31 {
+                return Err(MediaError::NotMp4("bad Exp-Golomb code in SPS".into()));
+            }
+        }
+        Ok(((1u64 << zeros) - 1 + u64::from(self.bits(zeros)?)) as u32)
+    }
+
+    fn se(&mut self) -> Result<i32, MediaError> {
+        let v = self.ue()?;
+        Ok(if v & 1 == 1 {
+            v.div_ceil(2) as i32
+        } else {
+            -((v / 2) as i32)
+        })
+    }
+}
+
+/// What the sequence parameter set says.
+struct SpsInfo {
+    profile_idc: u8,
+    constrained: bool,
+    chroma_format: u32,
+    bit_depth: u32,
+    width: u32,
+    height: u32,
+    progressive: bool,
+}
+
+fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
+    let mut r = Bits::new(nal.get(1..).unwrap_or_default());
+    let profile_idc = r.bits(8)? as u8;
+    let constraints = r.bits(8)?;
+    let _level = r.bits(8)?;
+    let _id = r.ue()?;
+    let (mut chroma_format, mut bit_depth) = (1, 8);
+    if matches!(
+        profile_idc,
+        100 | 110 | 122 | 244 | 44 | 83 | 86 | 118 | 128 | 138 | 139 | 134 | 135
+    ) {
+        chroma_format = r.ue()?;
+        if chroma_format == 3 {
+            r.bit()?;
+        }
+        bit_depth = r.ue()? + 8;
+        let _chroma_depth = r.ue()?;
+        r.bit()?;
+        if r.bit()? == 1 {
+            let lists = if chroma_format == 3 { 12 } else { 8 };
+            for i in 0..lists {
+                if r.bit()? == 1 {
+                    let size = if i < 6 { 16 } else { 64 };
+                    let (mut last, mut next) = (8i32, 8i32);
+                    for _ in 0..size {
+                        if next != 0 {
+                            next = (last + r.se()? + 256).rem_euclid(256);
+                        }
+                        if next != 0 {
+                            last = next;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let _log2_max_frame_num = r.ue()?;
+    match r.ue()? {
+        0 => {
+            r.ue()?;
+        }
+        1 => {
+            r.bit()?;
+            r.se()?;
+            r.se()?;
+            let n = r.ue()?;
+            if n > 255 {
+                return Err(MediaError::NotMp4("bad SPS".into()));
+            }
+            for _ in 0..n {
+                r.se()?;
+            }
+        }
+        _ => {}
+    }
+    let _refs = r.ue()?;
+    r.bit()?;
+    let w_mbs = r.ue()? + 1;
+    let h_units = r.ue()? + 1;
+    let frame_mbs_only = r.bit()? == 1;
+    if !frame_mbs_only {
+        r.bit()?;
+    }
+    r.bit()?;
+    let (mut cl, mut cr, mut ct, mut cb) = (0, 0, 0, 0);
+    if r.bit()? == 1 {
+        cl = r.ue()?;
+        cr = r.ue()?;
+        ct = r.ue()?;
+        cb = r.ue()?;
+    }
+    let sub_w: u32 = if chroma_format == 1 || chroma_format == 2 {
+        2
+    } else {
+        1
+    };
+    let sub_h: u32 = if chroma_format == 1 { 2 } else { 1 };
+    let (crop_x, crop_y) = if chroma_format == 0 {
+        (1, 2 - u32::from(frame_mbs_only))
+    } else {
+        (sub_w, sub_h * (2 - u32::from(frame_mbs_only)))
+    };
+    let width = u64::from(w_mbs) * 16;
+    let height = u64::from(h_units) * 16 * (2 - u64::from(frame_mbs_only));
+    let width = width.saturating_sub(u64::from(crop_x) * u64::from(cl.saturating_add(cr)));
+    let height = height.saturating_sub(u64::from(crop_y) * u64::from(ct.saturating_add(cb)));
+    Ok(SpsInfo {
+        profile_idc,
+        constrained: constraints & 0x40 != 0,
+        chroma_format,
+        bit_depth,
+        width: width.min(u64::from(u32::MAX)) as u32,
+        height: height.min(u64::from(u32::MAX)) as u32,
+        progressive: frame_mbs_only,
+    })
+}
+
+fn profile_name(sps: &SpsInfo) -> String {
+    match sps.profile_idc {
+        66 if sps.constrained => "Constrained Baseline".into(),
+        66 => "Baseline".into(),
+        77 => "Main".into(),
+        88 => "Extended".into(),
+        100 => "High".into(),
+        110 => "High 10".into(),
+        122 => "High 4:2:2".into(),
+        244 => "High 4:4:4 Predictive".into(),
+        44 => "CAVLC 4:4:4 Intra".into(),
+        83 | 86 => "Scalable".into(),
+        118 | 128 => "Multiview/Stereo High".into(),
+        n => format!("profile_idc {n}"),
+    }
+}
+
+/// The first video track, checked to be an H.264 stream this crate can decode.
+struct VideoInput<'a> {
+    track: &'a Track,
+    config: AvcConfig,
+    sps: SpsInfo,
+    /// The sample entry's width and height.
+    entry_size: (u32, u32),
+}
+
+fn video_input<'a>(movie: &'a Movie<'_>) -> Result<VideoInput<'a>, MediaError> {
+    let track = movie.first(b"vide").ok_or(MediaError::NoVideoTrack)?;
+    let codec = &track.codec;
+    let name = match codec {
+        b"avc1" | b"avc3" => None,
+        b"hvc1" | b"hev1" => Some("H.265/HEVC"),
+        b"av01" => Some("AV1"),
+        b"vp09" => Some("VP9"),
+        b"vp08" => Some("VP8"),
+        b"mp4v" => Some("MPEG-4 Part 2"),
+        b"dvh1" | b"dvhe" | b"dvav" | b"dva1" => Some("Dolby Vision"),
+        b"apch" | b"apcn" | b"apcs" | b"apco" | b"ap4h" | b"ap4x" => Some("Apple ProRes"),
+        b"mjpa" | b"mjpb" | b"jpeg" => Some("Motion JPEG"),
+        b"vvc1" | b"vvi1" => Some("H.266/VVC"),
+        b"encv" => Some("encrypted video"),
+        _ => Some(""),
+    };
+    if let Some(name) = name {
+        let cc = fourcc(codec);
+        let what = if name.is_empty() {
+            format!("'{cc}'")
+        } else {
+            format!("{name} ({cc})")
+        };
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is {what}; only H.264 Baseline, Main and High are conformed"
+        )));
+    }
+    let entry = movie.entry(track);
+    let entry_size = (u32::from(be16(entry, 24)?), u32::from(be16(entry, 26)?));
+    let children = entry.get(78..).unwrap_or_default();
+    let config = match entry_child(children, b"avcC") {
+        Some(avcc) => parse_avcc(avcc)?,
+        None => return Err(MediaError::NotMp4("the H.264 track has no avcC".into())),
+    };
+    // avc3 may carry its parameter sets in the stream only: look at the first sample.
+    let sps_nal = match config.sps.first() {
+        Some(s) => s.clone(),
+        None => first_sample_sps(movie, track, config.length_size)?,
+    };
+    let sps = parse_sps(&sps_nal)?;
+    let profile = profile_name(&sps);
+    if !matches!(sps.profile_idc, 66 | 77 | 88 | 100) {
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is H.264 {profile}; only H.264 Baseline, Main and High are conformed"
+        )));
+    }
+    if sps.chroma_format != 1 || sps.bit_depth != 8 {
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is H.264 {profile} with {}-bit {} chroma; only 8-bit 4:2:0 is conformed",
+            sps.bit_depth,
+            match sps.chroma_format {
+                0 => "monochrome",
+                2 => "4:2:2",
+                3 => "4:4:4",
+                _ => "4:2:0",
+            }
+        )));
+    }
+    if !sps.progressive {
+        return Err(MediaError::UnsupportedCodec(
+            "the video is interlaced H.264; only progressive video is conformed".into(),
+        ));
+    }
+    Ok(VideoInput {
+        track,
+        config,
+        sps,
+        entry_size,
+    })
+}
+
+fn first_sample_sps(
+    movie: &Movie<'_>,
+    track: &Track,
+    length_size: usize,
+) -> Result<Vec<u8>, MediaError> {
+    let samples = movie.samples(track, MAX_FRAMES)?;
+    if let Some(s) = samples.first() {
+        let data = movie.sample_bytes(s.offset, u64::from(s.size))?;
+        let mut pos = 0usize;
+        while pos + length_size <= data.len() {
+            let len = data[pos..pos + length_size]
+                .iter()
+                .fold(0usize, |a, b| (a << 8) | usize::from(*b));
+            pos += length_size;
+            let Some(nal) = data.get(pos..pos + len) else {
+                break;
+            };
+            if nal.first().is_some_and(|h| h & 0x1f == 7) {
+                return Ok(nal.to_vec());
+            }
+            pos += len;
+        }
+    }
+    Err(MediaError::NotMp4(
+        "the H.264 track has no sequence parameter set".into(),
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// Audio sample entries
+
+/// An audio track's codec as far as this module cares.
+enum AudioCodec {
+    Aac {
+        asc: Vec<u8>,
+        aot: u8,
+        freq_index: u8,
+        rate: u32,
+        chan_conf: u8,
+        /// Expressible as the 2-byte config the muxer writes (AAC Main/LC/SSR/LTP, a standard
+        /// rate, channel configuration 1..=7, 1024-sample frames, no extensions).
+        copyable: bool,
+    },
+    Mp3,
+    Flac(Vec<u8>),
+    Alac(Vec<u8>),
+    Pcm(PcmFormat),
+    Unsupported(String),
+}
+
+impl AudioCodec {
+    fn name(&self) -> String {
+        match self {
+            Self::Aac { aot: 5, .. } => "HE-AAC".into(),
+            Self::Aac { aot: 29, .. } => "HE-AAC v2".into(),
+            Self::Aac { .. } => "AAC".into(),
+            Self::Mp3 => "MP3".into(),
+            Self::Flac(_) => "FLAC".into(),
+            Self::Alac(_) => "ALAC".into(),
+            Self::Pcm(f) => format!(
+                "PCM {}{}{}",
+                if f.float {
+                    "f"
+                } else if f.bits == 8 && !f.signed {
+                    "u"
+                } else {
+                    "s"
+                },
+                f.bits,
+                if f.bits == 8 {
+                    ""
+                } else if f.big_endian {
+                    "be"
+                } else {
+                    "le"
+                }
+            ),
+            Self::Unsupported(n) => n.clone(),
+        }
+    }
+}
+
+const AAC_RATES: [u32; 13] = [
+    96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350,
+];
+
+/// Reads an `esds` payload: the object type indication and the decoder specific info.
+fn parse_esds(esds: &[u8]) -> Option<(u8, Vec<u8>)> {
+    // Descriptor header: tag, then a size in up to four 7-bit groups.
+    fn desc(b: &[u8], pos: usize) -> Option<(u8, usize, usize)> {
+        let tag = *b.get(pos)?;
+        let mut size = 0usize;
+        let mut p = pos + 1;
+        for _ in 0..4 {
+            let c = *b.get(p)?;
+            p += 1;
+            size = (size << 7) | usize::from(c & 0x7f);
+            if c & 0x80 == 0 {
+                break;
+            }
+        }
+        Some((tag, p, size))
+    }
+    let b = esds.get(4..)?;
+    let (tag, mut p, _) = desc(b, 0)?;
+    if tag != 3 {
+        return None;
+    }
+    let flags = *b.get(p + 2)?;
+    p += 3;
+    if flags & 0x80 != 0 {
+        p += 2;
+    }
+    if flags & 0x40 != 0 {
+        p += 1 + usize::from(*b.get(p)?);
+    }
+    if flags & 0x20 != 0 {
+        p += 2;
+    }
+    let (tag, p, _) = desc(b, p)?;
+    if tag != 4 {
+        return None;
+    }
+    let oti = *b.get(p)?;
+    let asc = match desc(b, p + 13) {
+        Some((5, q, len)) => b.get(q..q + len)?.to_vec(),
+        _ => Vec::new(),
+    };
+    Some((oti, asc))
+}
+
+fn aac_codec(asc: Vec<u8>) -> AudioCodec {
+    if asc.len() < 2 {
+        return AudioCodec::Unsupported("AAC without a decoder configuration".into());
+    }
+    let aot = asc[0] >> 3;
+    let freq_index = ((asc[0] & 7) << 1) | (asc[1] >> 7);
+    let chan_conf = (asc[1] >> 3) & 0x0f;
+    let rate = AAC_RATES.get(usize::from(freq_index)).copied().unwrap_or(0);
+    let copyable = matches!(aot, 1..=4)
+        && rate != 0
+        && (1..=7).contains(&chan_conf)
+        && asc[1] & 7 == 0
+        && no_sbr_extension(&asc[2..]);
+    if aot == 31 || !matches!(aot, 1..=5 | 29) {
+        return AudioCodec::Unsupported(format!("MPEG-4 audio object type {aot}"));
+    }
+    AudioCodec::Aac {
+        asc,
+        aot,
+        freq_index,
+        rate,
+        chan_conf,
+        copyable,
+    }
+}
+
+/// Whether what follows a plain 2-byte AudioSpecificConfig adds nothing a decoder needs:
+/// padding, or the backward-compatible sync extension (0x2b7) saying SBR is absent, as ffmpeg
+/// writes it.
+fn no_sbr_extension(rest: &[u8]) -> bool {
+    if rest.iter().all(|b| *b == 0) {
+        return true;
+    }
+    let mut bits = Bits {
+        data: rest.to_vec(),
+        pos: 0,
+    };
+    matches!(
+        (bits.bits(11), bits.bits(5), bits.bit()),
+        (Ok(0x2b7), Ok(5), Ok(0))
+    )
+}
+
+/// Channel count, sample size, sample rate and child boxes of an audio sample entry.
+fn audio_entry(entry: &[u8]) -> Result<(u16, u16, u32, &[u8], u16), MediaError> {
+    let version = be16(entry, 8)?;
+    let channels = be16(entry, 16)?;
+    let bits = be16(entry, 18)?;
+    let rate = be32(entry, 24)? >> 16;
+    let at = match version {
+        1 => 44,
+        2 => 64,
+        _ => 28,
+    };
+    let children = match entry.get(at..) {
+        Some(c) if crate::faststart::boxes(c).is_ok() => c,
+        _ => entry.get(28..).unwrap_or_default(),
+    };
+    Ok((channels, bits, rate, children, version))
+}
+
+fn audio_codec(movie: &Movie<'_>, track: &Track) -> Result<AudioCodec, MediaError> {
+    let entry = movie.entry(track);
+    let (channels, bits, rate, children, version) = audio_entry(entry)?;
+    let rate = if rate == 0 { track.timescale } else { rate };
+    let little = |default_le: bool| match entry_child(children, b"enda") {
+        Some(e) => be16(e, 0).map(|v| v != 0).unwrap_or(default_le),
+        None => default_le,
+    };
+    let pcm = |bits: u16, float: bool, le: bool, signed: bool| {
+        AudioCodec::Pcm(PcmFormat {
+            rate,
+            channels,
+            bits,
+            float,
+            big_endian: !le,
+            signed,
+        })
+    };
+    Ok(match &track.codec {
+        b"mp4a" => match entry_child(children, b"esds").and_then(parse_esds) {
+            Some((0x40 | 0x66..=0x68, asc)) => aac_codec(asc),
+            Some((0x69 | 0x6b, _)) => AudioCodec::Mp3,
+            Some((0xa5, _)) => AudioCodec::Unsupported("AC-3".into()),
+            Some((0xa6, _)) => AudioCodec::Unsupported("E-AC-3".into()),
+            Some((0xa9, _)) => AudioCodec::Unsupported("DTS".into()),
+            Some((0xad, _)) => AudioCodec::Unsupported("Opus".into()),
+            Some((0xdd, _)) => AudioCodec::Unsupported("Vorbis".into()),
+            Some((oti, _)) => AudioCodec::Unsupported(format!("object type 0x{oti:02x} (mp4a)")),
+            None => AudioCodec::Unsupported("mp4a without a readable esds".into()),
+        },
+        b".mp3" | b"mp3 " => AudioCodec::Mp3,
+        b"fLaC" => match entry_child(children, b"dfLa") {
+            // Full box header, then the STREAMINFO metadata block (4-byte header, 34 bytes).
+            Some(d) if d.len() >= 42 => AudioCodec::Flac(d[8..42].to_vec()),
+            _ => AudioCodec::Unsupported("FLAC without a dfLa box".into()),
+        },
+        b"alac" => match entry_child(children, b"alac") {
+            Some(a) if a.len() >= 28 => AudioCodec::Alac(a[4..28].to_vec()),
+            _ => AudioCodec::Unsupported("ALAC without its configuration".into()),
+        },
+        b"sowt" => pcm(bits.max(8), false, true, true),
+        b"twos" => pcm(bits.max(8), false, false, true),
+        b"raw " => pcm(8, false, true, false),
+        b"in24" => pcm(24, false, little(false), true),
+        b"in32" => pcm(32, false, little(false), true),
+        b"fl32" => pcm(32, true, little(false), true),
+        b"fl64" => pcm(64, true, little(false), true),
+        b"lpcm" if version == 2 => {
+            let rate = entry
+                .get(32..40)
+                .map(|b| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(b);
+                    f64::from_be_bytes(a)
+                })
+                .filter(|r| r.is_finite() && *r >= 1.0 && *r <= 1e6)
+                .map_or(track.timescale, |r| r.round() as u32);
+            let channels = be32(entry, 40)?.min(64) as u16;
+            let bits = be32(entry, 48)?.min(64) as u16;
+            let flags = be32(entry, 52)?;
+            AudioCodec::Pcm(PcmFormat {
+                rate,
+                channels,
+                bits,
+                float: flags & 1 != 0,
+                big_endian: flags & 2 != 0,
+                signed: flags & 4 != 0,
+            })
+        }
+        b"ipcm" | b"fpcm" => match entry_child(children, b"pcmC") {
+            Some(c) if c.len() >= 6 => pcm(
+                u16::from(c[5]),
+                &track.codec == b"fpcm",
+                c[4] & 1 != 0,
+                true,
+            ),
+            _ => AudioCodec::Unsupported("PCM without a pcmC box".into()),
+        },
+        b"Opus" => AudioCodec::Unsupported("Opus".into()),
+        b"ac-3" => AudioCodec::Unsupported("AC-3".into()),
+        b"ec-3" => AudioCodec::Unsupported("E-AC-3".into()),
+        b"ac-4" => AudioCodec::Unsupported("AC-4".into()),
+        b"dtsc" | b"dtsh" | b"dtsl" | b"dtse" => AudioCodec::Unsupported("DTS".into()),
+        b"samr" | b"sawb" => AudioCodec::Unsupported("AMR".into()),
+        b"ulaw" => AudioCodec::Unsupported("mu-law".into()),
+        b"alaw" => AudioCodec::Unsupported("A-law".into()),
+        b"enca" => AudioCodec::Unsupported("encrypted audio".into()),
+        other => AudioCodec::Unsupported(format!("'{}'", fourcc(other))),
+    })
+}
+
+fn channels_name(n: u16) -> String {
+    match n {
+        1 => "mono".into(),
+        2 => "stereo".into(),
+        n => format!("{n} ch"),
+    }
+}
+
+/// Decodes an audio track to PCM with its edit's leading samples dropped, at most about
+/// `max_secs` seconds of it.
+fn decode_track(
+    movie: &Movie<'_>,
+    track: &Track,
+    codec: &AudioCodec,
+    max_secs: f64,
+) -> Result<Pcm, MediaError> {
+    // An edit cannot sensibly skip more than the longest accepted clip.
+    let skip_secs = track
+        .edit
+        .map_or(0.0, |e| {
+            e.media_time as f64 / f64::from(track.timescale.max(1))
+        })
+        .min(MAX_INPUT_SECS);
+    let want_secs = max_secs + skip_secs;
+    let samples = || -> Result<Vec<Sample>, MediaError> {
+        let mut s = movie.samples(track, MAX_AUDIO_SAMPLES)?;
+        // Only what can be heard in the clip.
+        let limit = (want_secs + 1.0) * f64::from(track.timescale.max(1));
+        s.retain(|x| (x.dts as f64) < limit);
+        Ok(s)
+    };
+    let mut pcm = match codec {
+        AudioCodec::Aac { asc, .. } => {
+            let samples = samples()?;
+            let units = samples
+                .iter()
+                .map(|s| movie.sample_bytes(s.offset, u64::from(s.size)));
+            audio_decode::decode_aac(asc, units, want_secs)?
+        }
+        AudioCodec::Mp3 | AudioCodec::Flac(_) | AudioCodec::Alac(_) => {
+            let samples = samples()?;
+            let (id, extra) = match codec {
+                AudioCodec::Flac(info) => (audio_decode::SYM_FLAC, Some(info.clone())),
+                AudioCodec::Alac(cookie) => (audio_decode::SYM_ALAC, Some(cookie.clone())),
+                _ => (audio_decode::SYM_MP3, None),
+            };
+            let (_, _, rate, _, _) = audio_entry(movie.entry(track))?;
+            let rate = if rate == 0 { track.timescale } else { rate };
+            let packets = samples.iter().map(|s| {
+                movie
+                    .sample_bytes(s.offset, u64::from(s.size))
+                    .map(|b| (b, s.duration))
+            });
+            audio_decode::decode_packets(&codec.name(), id, rate, extra, packets, want_secs)?
+        }
+        AudioCodec::Pcm(format) => {
+            format.check().map_err(|m| {
+                MediaError::UnsupportedCodec(format!("the audio is {} with {m}", codec.name()))
+            })?;
+            let max_frames = (want_secs * f64::from(format.rate)).ceil() as u64;
+            let frame = format.frame_bytes();
+            let runs = movie.pcm_runs(track, frame, max_frames)?;
+            let mut samples = Vec::new();
+            for (offset, len) in runs {
+                let bytes = movie.sample_bytes(offset, len)?;
+                format.convert(bytes, &mut samples);
+            }
+            Pcm {
+                rate: format.rate,
+                channels: format.channels,
+                samples,
+            }
+        }
+        AudioCodec::Unsupported(name) => {
+            return Err(MediaError::UnsupportedCodec(format!(
+                "the audio is {name}; only AAC, MP3, FLAC, ALAC and PCM audio are conformed"
+            )))
+        }
+    };
+    pcm.skip((skip_secs * f64::from(pcm.rate)).round() as u64);
+    Ok(pcm)
+}
+
+/// Decodes the first audio track of an MP4/M4A (a caller's reference audio).
+pub(crate) fn decode_mp4_audio(bytes: &[u8], max_secs: f64) -> Result<Pcm, MediaError> {
+    let movie = Movie::parse(bytes)?;
+    let track = movie
+        .first(b"soun")
+        .ok_or_else(|| MediaError::AudioDecode("the reference M4A has no audio track".into()))?;
+    let codec = audio_codec(&movie, track)?;
+    decode_track(&movie, track, &codec, max_secs).map_err(|e| match e {
+        MediaError::UnsupportedCodec(m) => {
+            MediaError::UnsupportedCodec(m.replacen("the audio", "the reference audio", 1))
+        }
+        other => other,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Video timing
+
+/// When each decoded picture (in display order) is shown, on the clip's timeline.
+struct Timing {
+    /// Presentation start of each picture in display order, in the media timescale, relative
+    /// to the presented start (may be negative for pictures an edit cuts).
+    starts: Vec<i64>,
+    /// Presented length in the media timescale.
+    length: i64,
+    timescale: u32,
+}
+
+impl Timing {
+    fn new(samples: &[Sample], track: &Track, movie_timescale: u32) -> Result<Self, MediaError> {
+        if samples.is_empty() {
+            return Err(unconformable("the video track has no frames"));
+        }
+        let mut pts: Vec<(i64, u32)> = samples
+            .iter()
+            .map(|s| (s.dts as i64 + s.cts_offset, s.duration))
+            .collect();
+        pts.sort_unstable();
+        let first = pts[0].0;
+        let (last, last_duration) = pts[pts.len() - 1];
+        let media_end = last + i64::from(last_duration.max(1));
+        let start = match track.edit {
+            Some(e) if (e.media_time as i64) < media_end => e.media_time as i64,
+            _ => first,
+        };
+        let mut length = media_end - start;
+        if let Some(e) = track.edit {
+            if e.duration > 0 && movie_timescale > 0 {
+                let edit_len = (u128::from(e.duration) * u128::from(track.timescale)
+                    / u128::from(movie_timescale))
+                .min(i64::MAX as u128) as i64;
+                length = length.min(edit_len);
+            }
+        }
+        if length <= 0 {
+            return Err(unconformable("the video track presents nothing"));
+        }
+        Ok(Self {
+            starts: pts.iter().map(|(p, _)| p - start).collect(),
+            length,
+            timescale: track.timescale.max(1),
+        })
+    }
+
+    fn secs(&self) -> f64 {
+        self.length as f64 / f64::from(self.timescale)
+    }
+
+    /// Converts media ticks to [`MOVIE_TIMESCALE`] ticks (rounded).
+    fn to_out(&self, t: i64) -> i64 {
+        let scale = i128::from(self.timescale);
+        ((i128::from(t) * i128::from(MOVIE_TIMESCALE) + scale / 2).div_euclid(scale)) as i64
+    }
+
+    /// Picture `k`'s span on the output timeline (`MOVIE_TIMESCALE` ticks, clipped to
+    /// `0..end`), or `None` when it is not shown.
+    fn span(&self, k: usize, end: i64) -> Option<(u64, u32)> {
+        let a = self.to_out(*self.starts.get(k)?).max(0);
+        let b = match self.starts.get(k + 1) {
+            Some(next) => self.to_out(*next),
+            None => end,
+        }
+        .min(end);
+        (b > a).then(|| (a as u64, (b - a) as u32))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The stage
+
+fn describe_source(
+    video: &VideoInput<'_>,
+    frames: usize,
+    secs: f64,
+    audio: Option<(&AudioCodec, u32, u16)>,
+) -> String {
+    let (w, h) = (video.sps.width, video.sps.height);
+    let fps = if secs > 0.0 {
+        frames as f64 / secs
+    } else {
+        0.0
+    };
+    let audio = match audio {
+        Some((codec, rate, channels)) => match codec {
+            AudioCodec::Unsupported(n) => format!("{n} audio"),
+            c => format!("{} {rate} Hz {}", c.name(), channels_name(channels)),
+        },
+        None => "no audio".into(),
+    };
+    format!(
+        "H.264 {} {w}x{h} {fps:.2} fps, {audio}, {secs:.2} s",
+        profile_name(&video.sps)
+    )
+}
+
+fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError> {
+    if !(1..=60).contains(&target.seconds) {
+        return Err(MediaError::InvalidSpec(format!(
+            "seconds must be within 1..=60, got {}",
+            target.seconds
+        )));
+    }
+    if !crate::probe::looks_like_mp4(input) {
+        return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
+    }
+    let movie = Movie::parse(input)?;
+    let video = video_input(&movie)?;
+    let (sw, sh) = (video.sps.width, video.sps.height);
+    let (ew, eh) = video.entry_size;
+    if sw.max(ew) > MAX_SIDE || sh.max(eh) > MAX_SIDE || sw < 16 || sh < 16 {
+        return Err(unconformable(format!(
+            "the video is {sw}x{sh}; sides of 16..={MAX_SIDE} pixels are accepted"
+        )));
+    }
+    let frame_count = movie.sample_count(video.track)?;
+    if frame_count > MAX_FRAMES {
+        return Err(unconformable(format!(
+            "the video has {frame_count} frames, more than the {MAX_FRAMES} accepted"
+        )));
+    }
+    let samples = movie.samples(video.track, MAX_FRAMES)?;
+    let timing = Timing::new(&samples, video.track, movie.timescale)?;
+    let video_secs = timing.secs();
+    if video_secs > MAX_INPUT_SECS {
+        return Err(unconformable(format!(
+            "the engine's clip lasts {video_secs:.2} s, longer than the {MAX_INPUT_SECS} s accepted"
+        )));
+    }
+    let seconds = f64::from(target.seconds);
+    if video_secs < seconds - SHORT_TOLERANCE_SECS {
+        return Err(unconformable(format!(
+            "the engine's clip lasts {video_secs:.2} s, shorter than the {} s asked",
+            target.seconds
+        )));
+    }
+
+    let audio_track = movie.first(b"soun");
+    let audio_codec = match audio_track {
+        Some(t) => Some((t, audio_codec(&movie, t)?)),
+        None => None,
+    };
+    let audio_desc = audio_codec.as_ref().map(|(t, c)| {
+        let (ch, _, rate, _, _) = audio_entry(movie.entry(t)).unwrap_or((0, 0, 0, &[], 0));
+        let (rate, ch) = match c {
+            AudioCodec::Aac {
+                rate, chan_conf, ..
+            } if *rate != 0 => (*rate, u16::from(*chan_conf)),
+            AudioCodec::Pcm(f) => (f.rate, f.channels),
+            _ => (if rate == 0 { t.timescale } else { rate }, ch),
+        };
+        (c, rate, ch)
+    });
+    let source = describe_source(&video, samples.len(), video_secs, audio_desc);
+
+    let (width, height) = output_dimensions(target.aspect, Some((sw, sh)));
+    let is_aac = matches!(audio_codec, Some((_, AudioCodec::Aac { .. })));
+    let movie_secs = movie.duration as f64 / f64::from(movie.timescale.max(1));
+    if (ew, eh) == (width, height)
+        && (sw, sh) == (width, height)
+        && is_aac
+        && (video_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
+        && (movie_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
+        && movie.moov_first
+    {
+        return Ok(Conformed {
+            mp4: input.to_vec(),
+            passed_through: true,
+            width,
+            height,
+            duration_secs: movie_secs,
+            source,
+            audio: "kept".into(),
+        });
+    }
+
+    // The clip's end on the output timeline.
+    let clip_end = (u64::from(target.seconds) * u64::from(MOVIE_TIMESCALE))
+        .min(timing.to_out(timing.length).max(1) as u64) as i64;
+    let clip_secs = clip_end as f64 / f64::from(MOVIE_TIMESCALE);
+
+    // The audio first: it fails faster than the video when it cannot be done.
+    let (audio, audio_note) = match audio_codec {
+        Some((track, codec)) => engine_audio(&movie, track, &codec, clip_secs)?,
+        None => match &target.fallback_audio {
+            Some(bytes) => {
+                let pcm = audio_decode::decode_reference(bytes, clip_secs + 1.0)?;
+                (
+                    encode_pcm(&pcm, clip_secs)?,
+                    "reference audio mixed".to_string(),
+                )
+            }
+            None => (
+                encode_aac_stereo_48k(&[], samples_48k(clip_secs))?,
+                "silence added".to_string(),
+            ),
+        },
+    };
+    let video_out = encode_video(&movie, &video, &samples, &timing, clip_end, (width, height))?;
+    let mp4 = mux::mux(width, height, &video_out, &audio)?;
+    Ok(Conformed {
+        mp4,
+        passed_through: false,
+        width,
+        height,
+        duration_secs: clip_secs,
+        source,
+        audio: audio_note,
+    })
+}
+
+fn samples_48k(secs: f64) -> u64 {
+    (secs * f64::from(AUDIO_SAMPLE_RATE)).round() as u64
+}
+
+/// PCM to a 48 kHz stereo AAC-LC track lasting `secs` (cut, or padded with silence).
+fn encode_pcm(pcm: &Pcm, secs: f64) -> Result<AacTrack, MediaError> {
+    let mut cut = Pcm {
+        rate: pcm.rate,
+        channels: pcm.channels,
+        samples: Vec::new(),
+    };
+    let frames = ((secs + 0.01) * f64::from(pcm.rate)).ceil() as usize;
+    let n = (frames * usize::from(pcm.channels)).min(pcm.samples.len());
+    cut.samples.extend_from_slice(&pcm.samples[..n]);
+    let stereo = if cut.samples.is_empty() {
+        Vec::new()
+    } else {
+        cut.to_stereo_48k()?
+    };
+    encode_aac_stereo_48k(&stereo, samples_48k(secs))
+}
+
+/// The engine's own audio: AAC copied when it can be, anything else decoded and re-encoded.
+fn engine_audio(
+    movie: &Movie<'_>,
+    track: &Track,
+    codec: &AudioCodec,
+    clip_secs: f64,
+) -> Result<(AacTrack, String), MediaError> {
+    if let AudioCodec::Aac {
+        aot,
+        freq_index,
+        rate,
+        chan_conf,
+        copyable: true,
+        ..
+    } = codec
+    {
+        if *rate == track.timescale {
+            if let Some(kept) = copy_aac(movie, track, (*aot, *freq_index, *chan_conf), clip_secs)?
+            {
+                return Ok((kept, "kept".into()));
+            }
+        }
+    }
+    let pcm = decode_track(movie, track, codec, clip_secs + 0.5)?;
+    Ok((
+        encode_pcm(&pcm, clip_secs)?,
+        format!("re-encoded from {}", codec.name()),
+    ))
+}
+
+/// The AAC access units that cover the clip, with the source's priming edit; `None` when the
+/// track stops too early (it is then re-encoded with silence after it).
+fn copy_aac(
+    movie: &Movie<'_>,
+    track: &Track,
+    (aot, freq_index, chan_conf): (u8, u8, u8),
+    clip_secs: f64,
+) -> Result<Option<AacTrack>, MediaError> {
+    let samples = movie.samples(track, MAX_AUDIO_SAMPLES)?;
+    let ts = u64::from(track.timescale);
+    let priming = track.edit.map_or(0, |e| e.media_time);
+    let total: u64 = samples.iter().map(|s| u64::from(s.duration)).sum();
+    let wanted = (clip_secs * ts as f64).round() as u64;
+    let available = total.saturating_sub(priming);
+    if (available as f64) < (clip_secs - AUDIO_GAP_SECS) * ts as f64 {
+        return Ok(None);
+    }
+    let presented = wanted.min(available);
+    let mut units = Vec::new();
+    let mut at = 0u64;
+    let mut bytes = 0u64;
+    for s in &samples {
+        if at >= priming + presented {
+            break;
+        }
+        let data = movie.sample_bytes(s.offset, u64::from(s.size))?.to_vec();
+        bytes += data.len() as u64;
+        units.push(AacUnit {
+            data,
+            duration: s.duration,
+        });
+        at += u64::from(s.duration);
+    }
+    let secs = at as f64 / ts as f64;
+    let err = |e: mp4::Error| MediaError::Mux(e.to_string());
+    Ok(Some(AacTrack {
+        config: mp4::AacConfig {
+            bitrate: if secs > 0.0 {
+                (bytes as f64 * 8.0 / secs) as u32
+            } else {
+                0
+            },
+            profile: mp4::AudioObjectType::try_from(aot).map_err(err)?,
+            freq_index: mp4::SampleFreqIndex::try_from(freq_index).map_err(err)?,
+            chan_conf: mp4::ChannelConfig::try_from(chan_conf).map_err(err)?,
+        },
+        timescale: track.timescale,
+        units,
+        priming,
+        presented,
+    }))
+}
+
+/// Scales and encodes pictures as they come out of the decoder.
+struct Pipeline {
+    width: usize,
+    height: usize,
+    scaler: Option<(usize, usize, CoverScaler)>,
+    picture: Picture,
+    encoder: H264Encoder,
+    /// Pictures received so far (display order).
+    received: usize,
+    /// Output time reached.
+    written: u64,
+    clip_end: i64,
+}
+
+impl Pipeline {
+    /// Takes picture number `received`; returns whether the clip is complete.
+    fn push(&mut self, frame: &DecodedYUV<'_>, timing: &Timing) -> Result<bool, MediaError> {
+        let k = self.received;
+        self.received += 1;
+        let Some((mut start, mut duration)) = timing.span(k, self.clip_end) else {
+            // Not shown: cut by an edit before the start, or past the clip's end.
+            return Ok(timing
+                .starts
+                .get(k)
+                .is_none_or(|s| timing.to_out(*s) >= self.clip_end));
+        };
+        let (fw, fh) = frame.dimensions();
+        if fw as u32 > MAX_SIDE || fh as u32 > MAX_SIDE || fw < 2 || fh < 2 {
+            return Err(unconformable(format!("a decoded picture is {fw}x{fh}")));
+        }
+        let (fw, fh) = (fw & !1, fh & !1);
+        if !matches!(&self.scaler, Some((w, h, _)) if (*w, *h) == (fw, fh)) {
+            self.scaler = Some((fw, fh, CoverScaler::new(fw, fh, self.width, self.height)));
+        }
+        let (ys, us, _) = frame.strides();
+        if let Some((_, _, scaler)) = &mut self.scaler {
+            scaler.scale(
+                (frame.y(), frame.u(), frame.v()),
+                (ys, us),
+                &mut self.picture,
+            );
+        }
+        if self.written == 0 {
+            // The first picture shown starts the clip.
+            duration += start as u32;
+            start = 0;
+        } else if start > self.written {
+            // A gap (a picture the decoder did not deliver): the previous picture stays up.
+            self.encoder.extend_last((start - self.written) as u32);
+        }
+        self.encoder.encode(
+            (&self.picture.y, &self.picture.u, &self.picture.v),
+            start,
+            duration,
+        )?;
+        self.written = start + u64::from(duration);
+        Ok(self.written as i64 >= self.clip_end)
+    }
+}
+
+/// Decodes the video track in display order and encodes the pictures shown before `clip_end`
+/// (output ticks) at `width`x`height`, keeping the source's frame timing.
+fn encode_video(
+    movie: &Movie<'_>,
+    video: &VideoInput<'_>,
+    samples: &[Sample],
+    timing: &Timing,
+    clip_end: i64,
+    (width, height): (u32, u32),
+) -> Result<crate::encode::EncodedVideo, MediaError> {
+    let (w, h) = (width as usize, height as usize);
+    let shown = timing
+        .starts
+        .iter()
+        .filter(|s| timing.to_out(**s) < clip_end)
+        .count()
+        .max(1);
+    let fps = shown as f64 / (clip_end as f64 / f64::from(MOVIE_TIMESCALE));
+    let mut pipe = Pipeline {
+        width: w,
+        height: h,
+        scaler: None,
+        picture: Picture::new(w, h),
+        encoder: H264Encoder::new(w, h, fps, true)?,
+        received: 0,
+        written: 0,
+        clip_end,
+    };
+    let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
+    let mut decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
+        .map_err(|e| MediaError::VideoDecode(e.to_string()))?;
+    let mut packet = Vec::new();
+    let mut last_error = None;
+    let mut done = false;
+    for (i, s) in samples.iter().enumerate() {
+        packet.clear();
+        if i == 0 {
+            for p in video.config.sps.iter().chain(&video.config.pps) {
+                packet.extend_from_slice(&[0, 0, 0, 1]);
+                packet.extend_from_slice(p);
+            }
+        }
+        let data = movie.sample_bytes(s.offset, u64::from(s.size))?;
+        avcc_to_annexb(data, video.config.length_size, &mut packet)?;
+        match decoder.decode(&packet) {
+            Ok(Some(frame)) => {
+                if pipe.push(&frame, timing)? {
+                    done = true;
+                    break;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => last_error = Some(e.to_string()),
+        }
+    }
+    if !done {
+        let remaining = decoder
+            .flush_remaining()
+            .map_err(|e| MediaError::VideoDecode(e.to_string()))?;
+        for frame in remaining {
+            if pipe.push(&frame, timing)? {
+                break;
+            }
+        }
+    }
+    if pipe.written == 0 {
+        return Err(MediaError::VideoDecode(
+            last_error.unwrap_or_else(|| "the decoder produced no picture".into()),
+        ));
+    }
+    if pipe.received * 2 < shown {
+        return Err(MediaError::VideoDecode(format!(
+            "only {} of {shown} pictures decoded{}",
+            pipe.received,
+            last_error.map(|e| format!(" ({e})")).unwrap_or_default()
+        )));
+    }
+    // Pictures the decoder did not deliver: the last one stays up to the clip's end.
+    let mut encoder = pipe.encoder;
+    if (pipe.written as i64) < clip_end {
+        encoder.extend_last((clip_end - pipe.written as i64) as u32);
+    }
+    encoder.finish()
+}

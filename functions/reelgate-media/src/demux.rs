@@ -1,0 +1,457 @@
+//! A small, bounds-checked reader of ISO BMFF / QuickTime sample tables (non-fragmented files):
+//! each track's handler, timescale, edit, first sample entry and where its samples lie. Unlike
+//! the `mp4` crate it keeps unknown sample entries (`hvc1`, `av01`, `sowt`, `Opus`, ...), so the
+//! conform stage can name what it cannot handle, and it reads uncompressed audio chunk by chunk
+//! instead of one tiny sample at a time.
+
+use std::ops::Range;
+
+use crate::faststart::{boxes, RawBox};
+use crate::MediaError;
+
+fn bad(m: impl Into<String>) -> MediaError {
+    MediaError::NotMp4(m.into())
+}
+
+/// The boxes in `data`, as [`MediaError::NotMp4`] when they do not parse.
+fn children(data: &[u8]) -> Result<Vec<RawBox>, MediaError> {
+    boxes(data).map_err(|e| match e {
+        MediaError::Mux(m) => bad(m),
+        other => other,
+    })
+}
+
+fn find<'a>(data: &'a [u8], list: &[RawBox], kind: &[u8; 4]) -> Option<&'a [u8]> {
+    list.iter()
+        .find(|b| &b.kind == kind)
+        .map(|b| &data[b.body..b.end])
+}
+
+pub(crate) fn be16(b: &[u8], at: usize) -> Result<u16, MediaError> {
+    b.get(at..at + 2)
+        .map(|s| u16::from_be_bytes([s[0], s[1]]))
+        .ok_or_else(|| bad("truncated box"))
+}
+
+pub(crate) fn be32(b: &[u8], at: usize) -> Result<u32, MediaError> {
+    b.get(at..at + 4)
+        .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+        .ok_or_else(|| bad("truncated box"))
+}
+
+pub(crate) fn be64(b: &[u8], at: usize) -> Result<u64, MediaError> {
+    b.get(at..at + 8)
+        .map(|s| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            u64::from_be_bytes(a)
+        })
+        .ok_or_else(|| bad("truncated box"))
+}
+
+/// The first edit that presents media: skip `media_time` (media timescale) and present
+/// `duration` (movie timescale).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Edit {
+    pub media_time: u64,
+    pub duration: u64,
+}
+
+/// A track's metadata and where its tables lie in the file.
+#[derive(Debug, Clone)]
+pub(crate) struct Track {
+    /// `vide`, `soun`, ...
+    pub handler: [u8; 4],
+    /// Media timescale.
+    pub timescale: u32,
+    pub edit: Option<Edit>,
+    /// The four-character code of the first sample entry (`avc1`, `mp4a`, `hvc1`, ...).
+    pub codec: [u8; 4],
+    /// The first sample entry's payload (after its 8-byte header), as a range of the file.
+    pub entry: Range<usize>,
+    /// The `stbl` payload, as a range of the file.
+    stbl: Range<usize>,
+}
+
+/// One coded sample.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sample {
+    pub offset: u64,
+    pub size: u32,
+    /// Decode time in the media timescale.
+    pub dts: u64,
+    pub duration: u32,
+    /// Composition offset (presentation time = `dts + cts_offset`).
+    pub cts_offset: i64,
+    pub sync: bool,
+}
+
+/// A parsed movie: its timescale and tracks.
+pub(crate) struct Movie<'a> {
+    pub data: &'a [u8],
+    pub timescale: u32,
+    /// Movie duration (`mvhd`) in `timescale` units.
+    pub duration: u64,
+    pub tracks: Vec<Track>,
+    /// Whether the `moov` box comes before the first `mdat` box.
+    pub moov_first: bool,
+}
+
+/// Reads `(version, timescale, duration)` from an `mdhd` or `mvhd` payload.
+fn time_header(b: &[u8]) -> Result<(u32, u64), MediaError> {
+    if b.first() == Some(&1) {
+        Ok((be32(b, 20)?, be64(b, 24)?))
+    } else {
+        Ok((be32(b, 12)?, u64::from(be32(b, 16)?)))
+    }
+}
+
+fn first_edit(elst: &[u8]) -> Result<Option<Edit>, MediaError> {
+    let version = *elst.first().ok_or_else(|| bad("empty elst"))?;
+    let count = be32(elst, 4)? as usize;
+    let entry_len = if version == 1 { 20 } else { 12 };
+    for i in 0..count.min(elst.len() / entry_len) {
+        let at = 8 + i * entry_len;
+        let (duration, media_time) = if version == 1 {
+            (be64(elst, at)?, be64(elst, at + 8)? as i64)
+        } else {
+            (
+                u64::from(be32(elst, at)?),
+                i64::from(be32(elst, at + 4)? as i32),
+            )
+        };
+        if media_time >= 0 {
+            return Ok(Some(Edit {
+                media_time: media_time as u64,
+                duration,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+impl<'a> Movie<'a> {
+    /// Parses the top-level boxes and every track's headers (not yet the sample tables).
+    pub fn parse(data: &'a [u8]) -> Result<Self, MediaError> {
+        let top = children(data)?;
+        let moov_box = top
+            .iter()
+            .find(|b| &b.kind == b"moov")
+            .ok_or_else(|| bad("no moov box"))?;
+        let moov_first = top
+            .iter()
+            .find(|b| &b.kind == b"mdat")
+            .is_none_or(|m| m.start > moov_box.start);
+        let moov_at = moov_box.body;
+        let moov = &data[moov_box.body..moov_box.end];
+        let moov_children = children(moov)?;
+        if moov_children.iter().any(|b| &b.kind == b"mvex") {
+            return Err(bad("fragmented MP4 is not supported"));
+        }
+        let mvhd = find(moov, &moov_children, b"mvhd").ok_or_else(|| bad("no mvhd box"))?;
+        let (timescale, duration) = time_header(mvhd)?;
+        let mut tracks = Vec::new();
+        for trak in moov_children.iter().filter(|b| &b.kind == b"trak") {
+            let trak_at = moov_at + trak.body;
+            let body = &moov[trak.body..trak.end];
+            if let Some(t) = Self::track(body, trak_at)? {
+                tracks.push(t);
+            }
+        }
+        Ok(Self {
+            data,
+            timescale,
+            duration,
+            tracks,
+            moov_first,
+        })
+    }
+
+    /// One `trak` (its payload starts at `at` in the file); `None` when it has no sample entry.
+    fn track(body: &[u8], at: usize) -> Result<Option<Track>, MediaError> {
+        let list = children(body)?;
+        let edit = match list.iter().find(|b| &b.kind == b"edts") {
+            Some(edts) => {
+                let e = &body[edts.body..edts.end];
+                let el = children(e)?;
+                match find(e, &el, b"elst") {
+                    Some(elst) => first_edit(elst)?,
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        let mdia_box = list
+            .iter()
+            .find(|b| &b.kind == b"mdia")
+            .ok_or_else(|| bad("no mdia box"))?;
+        let mdia = &body[mdia_box.body..mdia_box.end];
+        let mdia_at = at + mdia_box.body;
+        let ml = children(mdia)?;
+        let (timescale, _) =
+            time_header(find(mdia, &ml, b"mdhd").ok_or_else(|| bad("no mdhd box"))?)?;
+        let mut handler = [0u8; 4];
+        if let Some(hdlr) = find(mdia, &ml, b"hdlr") {
+            handler.copy_from_slice(hdlr.get(8..12).ok_or_else(|| bad("truncated hdlr"))?);
+        }
+        let minf_box = ml
+            .iter()
+            .find(|b| &b.kind == b"minf")
+            .ok_or_else(|| bad("no minf box"))?;
+        let minf = &mdia[minf_box.body..minf_box.end];
+        let minf_at = mdia_at + minf_box.body;
+        let nl = children(minf)?;
+        let Some(stbl_box) = nl.iter().find(|b| &b.kind == b"stbl") else {
+            return Ok(None);
+        };
+        let stbl = &minf[stbl_box.body..stbl_box.end];
+        let stbl_at = minf_at + stbl_box.body;
+        let sl = children(stbl)?;
+        let Some(stsd_box) = sl.iter().find(|b| &b.kind == b"stsd") else {
+            return Ok(None);
+        };
+        let stsd = &stbl[stsd_box.body..stsd_box.end];
+        if stsd.len() < 8 || be32(stsd, 4)? == 0 {
+            return Ok(None);
+        }
+        let entries = children(&stsd[8..])?;
+        let Some(entry) = entries.first() else {
+            return Ok(None);
+        };
+        let entry_at = stbl_at + stsd_box.body + 8;
+        Ok(Some(Track {
+            handler,
+            timescale,
+            edit,
+            codec: entry.kind,
+            entry: entry_at + entry.body..entry_at + entry.end,
+            stbl: stbl_at..stbl_at + stbl.len(),
+        }))
+    }
+
+    /// The first track with `handler` (`vide`, `soun`).
+    pub fn first(&self, handler: &[u8; 4]) -> Option<&Track> {
+        self.tracks.iter().find(|t| &t.handler == handler)
+    }
+
+    /// The track's sample entry payload.
+    pub fn entry(&self, track: &Track) -> &'a [u8] {
+        &self.data[track.entry.clone()]
+    }
+
+    /// The bytes of a sample, checked against the file's length.
+    pub fn sample_bytes(&self, offset: u64, size: u64) -> Result<&'a [u8], MediaError> {
+        let start = usize::try_from(offset).map_err(|_| bad("sample offset out of range"))?;
+        let end = start
+            .checked_add(usize::try_from(size).map_err(|_| bad("sample size out of range"))?)
+            .filter(|e| *e <= self.data.len())
+            .ok_or_else(|| bad("a sample lies outside the file"))?;
+        Ok(&self.data[start..end])
+    }
+
+    fn tables(&self, track: &Track) -> Result<Tables<'a>, MediaError> {
+        let stbl = &self.data[track.stbl.clone()];
+        let list = children(stbl)?;
+        let get = |k: &[u8; 4]| find(stbl, &list, k);
+        let stsz = get(b"stsz").ok_or_else(|| bad("no stsz box"))?;
+        let chunk_offsets = match (get(b"stco"), get(b"co64")) {
+            (Some(stco), _) => ChunkOffsets::Short(stco),
+            (None, Some(co64)) => ChunkOffsets::Long(co64),
+            (None, None) => return Err(bad("no stco/co64 box")),
+        };
+        Ok(Tables {
+            stsz,
+            stsc: get(b"stsc").ok_or_else(|| bad("no stsc box"))?,
+            stts: get(b"stts").ok_or_else(|| bad("no stts box"))?,
+            ctts: get(b"ctts"),
+            stss: get(b"stss"),
+            chunk_offsets,
+        })
+    }
+
+    /// The number of samples (`stsz`).
+    pub fn sample_count(&self, track: &Track) -> Result<u32, MediaError> {
+        be32(self.tables(track)?.stsz, 8)
+    }
+
+    /// Every sample of the track in decode order; fails when there are more than `limit`.
+    pub fn samples(&self, track: &Track, limit: u32) -> Result<Vec<Sample>, MediaError> {
+        let t = self.tables(track)?;
+        let count = be32(t.stsz, 8)?;
+        if count > limit {
+            return Err(MediaError::InvalidSpec(format!(
+                "the track has {count} samples, more than the {limit} accepted"
+            )));
+        }
+        let fixed = be32(t.stsz, 4)?;
+        let mut out: Vec<Sample> = Vec::with_capacity(count as usize);
+        t.layout(count, |_, offset, index| {
+            let size = if fixed != 0 {
+                fixed
+            } else {
+                be32(t.stsz, 12 + index as usize * 4)?
+            };
+            out.push(Sample {
+                offset,
+                size,
+                dts: 0,
+                duration: 0,
+                cts_offset: 0,
+                sync: t.stss.is_none(),
+            });
+            Ok(u64::from(size))
+        })?;
+        if out.len() != count as usize {
+            return Err(bad("the chunk tables hold fewer samples than stsz"));
+        }
+        // Decode times.
+        let entries = be32(t.stts, 4)? as usize;
+        let mut i = 0usize;
+        let mut dts = 0u64;
+        for e in 0..entries {
+            let n = be32(t.stts, 8 + e * 8)? as usize;
+            let delta = be32(t.stts, 12 + e * 8)?;
+            for s in out.iter_mut().skip(i).take(n) {
+                s.dts = dts;
+                s.duration = delta;
+                dts += u64::from(delta);
+            }
+            i = i.saturating_add(n);
+            if i >= out.len() {
+                break;
+            }
+        }
+        if i < out.len() {
+            // Samples the time table does not cover keep the last delta.
+            let delta = out[..i].last().map_or(0, |s| s.duration);
+            for s in &mut out[i..] {
+                s.dts = dts;
+                s.duration = delta;
+                dts += u64::from(delta);
+            }
+        }
+        if let Some(ctts) = t.ctts {
+            let version = ctts.first().copied().unwrap_or(0);
+            let entries = be32(ctts, 4)? as usize;
+            let mut i = 0usize;
+            for e in 0..entries {
+                let n = be32(ctts, 8 + e * 8)? as usize;
+                let raw = be32(ctts, 12 + e * 8)?;
+                // Version 0 offsets are unsigned in the standard, but writers store negative
+                // ones too; values past i32::MAX are read as negative either way.
+                let off = if version == 1 || raw > i32::MAX as u32 {
+                    i64::from(raw as i32)
+                } else {
+                    i64::from(raw)
+                };
+                for s in out.iter_mut().skip(i).take(n) {
+                    s.cts_offset = off;
+                }
+                i = i.saturating_add(n);
+                if i >= out.len() {
+                    break;
+                }
+            }
+        }
+        if let Some(stss) = t.stss {
+            let entries = be32(stss, 4)? as usize;
+            for e in 0..entries.min(stss.len() / 4) {
+                let n = be32(stss, 8 + e * 4)? as usize;
+                if let Some(s) = n.checked_sub(1).and_then(|i| out.get_mut(i)) {
+                    s.sync = true;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// For uncompressed audio: the byte runs of the track in order, each sample taken as
+    /// `frame_bytes` long (QuickTime PCM stores one sample per frame, and its `stsz` size is not
+    /// always the frame's size). Consecutive samples of a chunk are merged into one run.
+    /// Reads at most `max_frames` frames.
+    pub fn pcm_runs(
+        &self,
+        track: &Track,
+        frame_bytes: u64,
+        max_frames: u64,
+    ) -> Result<Vec<(u64, u64)>, MediaError> {
+        let t = self.tables(track)?;
+        let count = u64::from(be32(t.stsz, 8)?).min(max_frames) as u32;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        t.layout(count, |new_chunk, offset, _| {
+            match runs.last_mut() {
+                Some(last) if !new_chunk && last.0 + last.1 == offset => last.1 += frame_bytes,
+                _ => runs.push((offset, frame_bytes)),
+            }
+            Ok(frame_bytes)
+        })?;
+        Ok(runs)
+    }
+}
+
+enum ChunkOffsets<'a> {
+    Short(&'a [u8]),
+    Long(&'a [u8]),
+}
+
+struct Tables<'a> {
+    stsz: &'a [u8],
+    stsc: &'a [u8],
+    stts: &'a [u8],
+    ctts: Option<&'a [u8]>,
+    stss: Option<&'a [u8]>,
+    chunk_offsets: ChunkOffsets<'a>,
+}
+
+impl Tables<'_> {
+    fn chunk_count(&self) -> Result<u32, MediaError> {
+        match self.chunk_offsets {
+            ChunkOffsets::Short(b) => Ok(be32(b, 4)?.min((b.len().saturating_sub(8) / 4) as u32)),
+            ChunkOffsets::Long(b) => Ok(be32(b, 4)?.min((b.len().saturating_sub(8) / 8) as u32)),
+        }
+    }
+
+    /// Offset of chunk `i` (0-based).
+    fn chunk_offset(&self, i: u32) -> Result<u64, MediaError> {
+        match self.chunk_offsets {
+            ChunkOffsets::Short(b) => Ok(u64::from(be32(b, 8 + i as usize * 4)?)),
+            ChunkOffsets::Long(b) => be64(b, 8 + i as usize * 8),
+        }
+    }
+
+    /// Walks the first `count` samples chunk by chunk: `f(first_in_chunk, offset, index)`
+    /// returns the sample's size, which places the next one.
+    fn layout(
+        &self,
+        count: u32,
+        mut f: impl FnMut(bool, u64, u32) -> Result<u64, MediaError>,
+    ) -> Result<(), MediaError> {
+        let chunks = self.chunk_count()?;
+        let entries = be32(self.stsc, 4)?.min((self.stsc.len().saturating_sub(8) / 12) as u32);
+        let mut index = 0u32;
+        for e in 0..entries {
+            let at = 8 + e as usize * 12;
+            let first = be32(self.stsc, at)?.max(1) - 1;
+            let per_chunk = be32(self.stsc, at + 4)?;
+            let end = if e + 1 < entries {
+                (be32(self.stsc, at + 12)?.max(1) - 1).min(chunks)
+            } else {
+                chunks
+            };
+            for chunk in first..end {
+                if index >= count {
+                    return Ok(());
+                }
+                let mut offset = self.chunk_offset(chunk)?;
+                for k in 0..per_chunk {
+                    if index >= count {
+                        return Ok(());
+                    }
+                    offset = offset.saturating_add(f(k == 0, offset, index)?);
+                    index += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
