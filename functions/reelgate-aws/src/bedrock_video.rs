@@ -1,13 +1,15 @@
 //! A hosted video engine: Amazon Bedrock's asynchronous invoke (`StartAsyncInvoke` /
-//! `GetAsyncInvoke`), which writes the rendered MP4 to S3. This adapter maps reelgate's render
-//! request onto Amazon Nova Reel's input (`TEXT_VIDEO`, an optional first-frame image) and
-//! reads the result from `<output_s3_uri>/<invocation>/output.mp4`.
+//! `GetAsyncInvoke`), which writes the rendered MP4 to S3, for Amazon Nova Reel. The worker asks
+//! it only for what Nova Reel renders (`domain::native_renders`): 1280x720 at 24 fps, no audio,
+//! 6 s as one shot (`TEXT_VIDEO`) or 12 to 120 s in steps of 6 as several
+//! (`MULTI_SHOT_AUTOMATED` from the prompt; `MULTI_SHOT_MANUAL` when a first frame opens the
+//! first shot). A first frame is fitted to 1280x720 (Nova Reel takes no other size) and sent
+//! inline. The result is read from `<output_s3_uri>/<invocation>/output.mp4`; the finalize step
+//! conforms it to the contract (768p, the seconds asked, an audio track).
 //!
 //! It is registered by the AWS hosts for catalog engines of `kind = "bedrock"` (`model_id`,
 //! `output_s3_uri`). It cannot be exercised on the local emulator (no Bedrock video models
-//! there). Nova Reel renders 1280x720; reelgate's output check requires 768 pixels on the short
-//! side, so a deployment uses this adapter with a model (or a Bedrock custom model) that renders
-//! 768p — otherwise every render ends as `engine_unavailable`, unbilled, by design.
+//! there); `nova_reel_input` is checked against the documented request shapes below.
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::types::{
@@ -18,7 +20,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
 use reelgate_engine::protocol::RenderError;
-use std::collections::HashMap;
+use serde_json::{json, Value};
 
 pub struct BedrockVideoEngine {
     bedrock: aws_sdk_bedrockruntime::Client,
@@ -30,9 +32,25 @@ pub struct BedrockVideoEngine {
 
 impl BedrockVideoEngine {
     pub fn new(sdk: &aws_config::SdkConfig, model_id: &str, output_s3_uri: &str) -> Self {
+        Self::with_clients(
+            aws_sdk_bedrockruntime::Client::new(sdk),
+            aws_sdk_s3::Client::new(sdk),
+            model_id,
+            output_s3_uri,
+        )
+    }
+
+    /// The engine over clients built elsewhere (a Bedrock endpoint and an S3 endpoint of their
+    /// own, as in the tests).
+    pub fn with_clients(
+        bedrock: aws_sdk_bedrockruntime::Client,
+        s3: aws_sdk_s3::Client,
+        model_id: &str,
+        output_s3_uri: &str,
+    ) -> Self {
         BedrockVideoEngine {
-            bedrock: aws_sdk_bedrockruntime::Client::new(sdk),
-            s3: aws_sdk_s3::Client::new(sdk),
+            bedrock,
+            s3,
             http: reqwest::Client::new(),
             model_id: model_id.to_owned(),
             output_s3_uri: output_s3_uri.trim_end_matches('/').to_owned(),
@@ -61,67 +79,118 @@ impl BedrockVideoEngine {
         Ok(Self::new(sdk, model, output))
     }
 
-    /// The model input for Nova Reel's text-to-video task.
-    async fn model_input(&self, request: &RenderRequest) -> Result<Document, EngineError> {
-        let mut params: HashMap<String, Document> = HashMap::new();
-        params.insert("text".into(), Document::String(request.prompt.clone()));
-        if let Some(url) = &request.inputs.first_frame_url {
-            let bytes = self
-                .http
-                .get(url)
-                .send()
-                .await
-                .and_then(|r| r.error_for_status())
-                .map_err(|e| EngineError::Rejected(format!("first frame: {e}")))?
-                .bytes()
-                .await
-                .map_err(|e| EngineError::Rejected(format!("first frame: {e}")))?;
-            let format = match reelgate_media_kind(&bytes) {
-                Some(f) => f,
-                None => {
-                    return Err(EngineError::Rejected(
-                        "the first frame must be PNG or JPEG for Bedrock".into(),
-                    ))
-                }
-            };
-            let image = Document::Object(HashMap::from([
-                ("format".to_owned(), Document::String(format.into())),
-                (
-                    "source".to_owned(),
-                    Document::Object(HashMap::from([(
-                        "bytes".to_owned(),
-                        Document::String(base64::engine::general_purpose::STANDARD.encode(&bytes)),
-                    )])),
-                ),
-            ]));
-            params.insert("images".into(), Document::Array(vec![image]));
-        }
-        let config = HashMap::from([
-            (
-                "durationSeconds".to_owned(),
-                Document::Number(Number::PosInt(u64::from(request.seconds))),
-            ),
-            ("fps".to_owned(), Document::Number(Number::PosInt(24))),
-            (
-                "dimension".to_owned(),
-                Document::String(format!("{}x{}", request.width, request.height)),
-            ),
-        ]);
-        Ok(Document::Object(HashMap::from([
-            ("taskType".to_owned(), Document::String("TEXT_VIDEO".into())),
-            ("textToVideoParams".to_owned(), Document::Object(params)),
-            ("videoGenerationConfig".to_owned(), Document::Object(config)),
-        ])))
+    /// The first frame, fitted to the render's size, as Nova Reel's inline image.
+    async fn first_frame(&self, request: &RenderRequest) -> Result<Option<Value>, EngineError> {
+        let Some(url) = &request.inputs.first_frame_url else {
+            return Ok(None);
+        };
+        let bytes = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| EngineError::Unreachable(format!("first frame: {e}")))?
+            .bytes()
+            .await
+            .map_err(|e| EngineError::Unreachable(format!("first frame: {e}")))?;
+        let (width, height) = (request.width, request.height);
+        let jpeg = tokio::task::spawn_blocking(move || {
+            reelgate_media::fit_frame_jpeg(&bytes, width, height)
+        })
+        .await
+        .map_err(|e| EngineError::Rejected(format!("first frame: {e}")))?
+        .map_err(|e| EngineError::Rejected(format!("first frame: {e}")))?;
+        Ok(Some(json!({
+            "format": "jpeg",
+            "source": { "bytes": base64::engine::general_purpose::STANDARD.encode(jpeg) },
+        })))
     }
 }
 
-fn reelgate_media_kind(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG") {
-        Some("png")
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("jpeg")
-    } else {
-        None
+/// Nova Reel's shot length and its longest multi-shot clip (seconds).
+const SHOT_SECONDS: u32 = 6;
+const MAX_MULTI_SHOT_SECONDS: u32 = 120;
+
+/// The model input Nova Reel documents for a render of `seconds` at `width`x`height`, with an
+/// optional first frame (already an inline image object): one shot of 6 s, or 12 to 120 s in
+/// steps of 6 as automated shots from the prompt, or as manual shots of the same prompt when a
+/// first frame must open the first one. Anything else is refused here rather than by Bedrock.
+pub fn nova_reel_input(
+    prompt: &str,
+    seconds: u32,
+    width: u32,
+    height: u32,
+    first_frame: Option<Value>,
+) -> Result<Value, EngineError> {
+    if (width, height) != (1280, 720) {
+        return Err(EngineError::Rejected(format!(
+            "Nova Reel renders 1280x720 only, not {width}x{height}"
+        )));
+    }
+    if seconds % SHOT_SECONDS != 0 || !(SHOT_SECONDS..=MAX_MULTI_SHOT_SECONDS).contains(&seconds) {
+        return Err(EngineError::Rejected(format!(
+            "Nova Reel renders 6 s, or 12 to 120 s in steps of 6, not {seconds} s"
+        )));
+    }
+    let config = |duration: Option<u32>| {
+        let mut c = json!({ "fps": 24, "dimension": "1280x720" });
+        if let Some(d) = duration {
+            c["durationSeconds"] = d.into();
+        }
+        c
+    };
+    Ok(match (seconds, first_frame) {
+        (SHOT_SECONDS, image) => {
+            let mut params = json!({ "text": prompt });
+            if let Some(image) = image {
+                params["images"] = json!([image]);
+            }
+            json!({
+                "taskType": "TEXT_VIDEO",
+                "textToVideoParams": params,
+                "videoGenerationConfig": config(Some(SHOT_SECONDS)),
+            })
+        }
+        (_, None) => json!({
+            "taskType": "MULTI_SHOT_AUTOMATED",
+            "multiShotAutomatedParams": { "text": prompt },
+            "videoGenerationConfig": config(Some(seconds)),
+        }),
+        (_, Some(image)) => {
+            let shots: Vec<Value> = (0..seconds / SHOT_SECONDS)
+                .map(|i| {
+                    if i == 0 {
+                        json!({ "text": prompt, "image": image })
+                    } else {
+                        json!({ "text": prompt })
+                    }
+                })
+                .collect();
+            json!({
+                "taskType": "MULTI_SHOT_MANUAL",
+                "multiShotManualParams": { "shots": shots },
+                "videoGenerationConfig": config(None),
+            })
+        }
+    })
+}
+
+/// A JSON value as the SDK's document type.
+fn document(value: Value) -> Document {
+    match value {
+        Value::Null => Document::Null,
+        Value::Bool(b) => Document::Bool(b),
+        Value::Number(n) => Document::Number(match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Number::PosInt(u),
+            (None, Some(i)) => Number::NegInt(i),
+            _ => Number::Float(n.as_f64().unwrap_or_default()),
+        }),
+        Value::String(s) => Document::String(s),
+        Value::Array(items) => Document::Array(items.into_iter().map(document).collect()),
+        Value::Object(map) => {
+            Document::Object(map.into_iter().map(|(k, v)| (k, document(v))).collect())
+        }
     }
 }
 
@@ -150,7 +219,14 @@ fn render_of(arn: &str, status: RenderStatus, error: Option<String>) -> Render {
 #[async_trait]
 impl VideoEngine for BedrockVideoEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
-        let input = self.model_input(request).await?;
+        let image = self.first_frame(request).await?;
+        let input = document(nova_reel_input(
+            &request.prompt,
+            request.seconds,
+            request.width,
+            request.height,
+            image,
+        )?);
         let output = AsyncInvokeOutputDataConfig::S3OutputDataConfig(
             AsyncInvokeS3OutputDataConfig::builder()
                 .s3_uri(&self.output_s3_uri)
@@ -249,6 +325,45 @@ pub fn register_bedrock_engines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_input_is_what_nova_reel_documents() {
+        let one = nova_reel_input("a fox", 6, 1280, 720, None).expect("one shot");
+        assert_eq!(one["taskType"], "TEXT_VIDEO");
+        assert_eq!(one["videoGenerationConfig"]["durationSeconds"], 6);
+        assert_eq!(one["videoGenerationConfig"]["fps"], 24);
+        assert_eq!(one["videoGenerationConfig"]["dimension"], "1280x720");
+        let image = json!({"format": "jpeg", "source": {"bytes": "AA=="}});
+        let framed = nova_reel_input("a fox", 6, 1280, 720, Some(image.clone())).expect("framed");
+        assert_eq!(framed["textToVideoParams"]["images"][0], image);
+        let auto = nova_reel_input("a fox", 18, 1280, 720, None).expect("multi-shot");
+        assert_eq!(auto["taskType"], "MULTI_SHOT_AUTOMATED");
+        assert_eq!(auto["multiShotAutomatedParams"]["text"], "a fox");
+        assert_eq!(auto["videoGenerationConfig"]["durationSeconds"], 18);
+        let manual = nova_reel_input("a fox", 12, 1280, 720, Some(image.clone())).expect("manual");
+        assert_eq!(manual["taskType"], "MULTI_SHOT_MANUAL");
+        let shots = manual["multiShotManualParams"]["shots"]
+            .as_array()
+            .expect("shots");
+        assert_eq!(shots.len(), 2);
+        assert_eq!(shots[0]["image"], image);
+        assert!(shots[1].get("image").is_none());
+        assert!(manual["videoGenerationConfig"]
+            .get("durationSeconds")
+            .is_none());
+        for (seconds, w, h) in [
+            (4, 1280, 720),
+            (8, 1280, 720),
+            (126, 1280, 720),
+            (6, 1366, 768),
+        ] {
+            assert!(
+                nova_reel_input("a fox", seconds, w, h, None).is_err(),
+                "{seconds} s at {w}x{h}"
+            );
+        }
+        assert!(matches!(document(auto), Document::Object(_)));
+    }
 
     #[test]
     fn status_maps_to_the_protocol() {

@@ -25,7 +25,7 @@ use crate::protocol::{
 
 /// Progress a `hang` render reports forever.
 pub const HANG_PROGRESS: u8 = 50;
-/// Size of `bad_output` results.
+/// Size of `bad_output` results (which also last half the seconds asked).
 pub const BAD_OUTPUT_SIZE: (u32, u32) = (640, 360);
 /// Longest clip the reference engine renders.
 pub const MAX_SECONDS: u32 = 60;
@@ -335,19 +335,24 @@ impl ReferenceEngine {
             Ok(f) => f,
             Err(e) => return self.fail(&id, e),
         };
-        let (width, height) = if faults.bad_output {
-            BAD_OUTPUT_SIZE
+        // A bad output is one no conform can make into the contract: small and too short.
+        let (width, height, seconds) = if faults.bad_output {
+            (
+                BAD_OUTPUT_SIZE.0,
+                BAD_OUTPUT_SIZE.1,
+                (req.seconds / 2).max(1),
+            )
         } else {
-            (req.width, req.height)
+            (req.width, req.height, req.seconds)
         };
-        let mut spec = RenderSpec::new(width, height, req.seconds, req.prompt.clone());
+        let mut spec = RenderSpec::new(width, height, seconds, req.prompt.clone());
         spec.first_frame = fetched.first_frame;
         spec.last_frame = fetched.last_frame;
         spec.audio_bed = fetched.audio_bed;
         spec.reference_images = fetched.pictures;
         spec.captions = reelgate_media::timed_captions(
             &reelgate_media::dialogue(&req.prompt),
-            f64::from(req.seconds),
+            f64::from(seconds),
         );
         let engine = self.clone();
         let render_id = id.clone();

@@ -149,7 +149,8 @@ pub struct FaultSwitches {
     pub hang: bool,
     /// Every `/v1/renders…` request gets its connection closed without a response.
     pub drop_connection: bool,
-    /// Renders succeed but the result is 640x360 instead of the requested 768p size.
+    /// Renders succeed but the result is 640x360 instead of the requested size, and lasts half
+    /// the seconds asked (at least 1): a clip too short for any conform to deliver.
     pub bad_output: bool,
 }
 

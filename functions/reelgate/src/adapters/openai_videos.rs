@@ -6,18 +6,20 @@
 //! calls `base_url` (e.g. `https://api.openai.com/v1`, or another reelgate's
 //! `http://host:8080/v1`).
 //!
-//! The create request takes the target's shape (catalog `request_shape`): `openai` sends
-//! `seconds` as a string and `size` as `WIDTHxHEIGHT` (the 768p size reelgate needs), `reelgate`
-//! sends `seconds` as a number and the caller's `aspect_ratio`. Only the prompt is sent: the
-//! catalog declares that models on this kind honour no image, video or audio input, so a create
-//! carrying one is refused before it is charged. The job id travels as `Idempotency-Key`, so a
-//! redelivered submission finds the render it started on a target that honours the header.
+//! The create request takes the target's shape (catalog `request_shape`): `openai` sends only
+//! the API's documented values, `seconds` as one of its strings ("4", "8", "12") and `size` as
+//! one of its sizes (1280x720, 720x1280), which the worker chose from the engine's native
+//! renders (`domain::native_renders`); a first frame goes as `input_reference.image_url`, a
+//! JPEG data URL fitted to that size (the API wants the reference at the video's size). The
+//! finalize step conforms what comes back to the contract. `reelgate` sends `seconds` as a
+//! number and the caller's `aspect_ratio`, and the prompt alone. The job id travels as
+//! `Idempotency-Key`, so a redelivered submission finds the render it started on a target that
+//! honours the header.
 //!
 //! The HTTP rules are the engine protocol client's: 5 s to connect, 60 s per call (300 s for
 //! the download, capped in size), the bearer key sent only to URLs under the base URL (a
 //! redirect of the download to blob storage carries no key), transport errors, 408, 429 and 5xx
-//! "unreachable" (retried by the worker), any other refusal final. The output is held to the
-//! same 768p / audio / duration checks as every engine's by the finalize step.
+//! "unreachable" (retried by the worker), any other refusal final.
 
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
@@ -28,8 +30,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Largest MP4 accepted from a target.
-pub const MAX_OUTPUT_BYTES: usize = 512 * 1024 * 1024;
+/// Largest MP4 accepted from a target: what the conform stage reads at most.
+pub const MAX_OUTPUT_BYTES: usize =
+    crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES as usize;
 
 /// How the create request is shaped for the target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,20 +112,27 @@ impl OpenAiVideosEngine {
         Self::new(&base, api_key, config.models.clone(), shape, cancel)
     }
 
-    /// The create body in the target's shape.
-    pub fn create_body(&self, request: &RenderRequest) -> Value {
+    /// The create body in the target's shape; `first_frame` is the image to start from, as a
+    /// data URL already fitted to the request's size (OpenAI's shape only).
+    pub fn create_body(&self, request: &RenderRequest, first_frame: Option<String>) -> Value {
         let model = self
             .models
             .get(&request.model)
             .cloned()
             .unwrap_or_else(|| request.model.clone());
         match self.shape {
-            RequestShape::OpenAi => json!({
-                "model": model,
-                "prompt": request.prompt,
-                "seconds": request.seconds.to_string(),
-                "size": format!("{}x{}", request.width, request.height),
-            }),
+            RequestShape::OpenAi => {
+                let mut body = json!({
+                    "model": model,
+                    "prompt": request.prompt,
+                    "seconds": request.seconds.to_string(),
+                    "size": format!("{}x{}", request.width, request.height),
+                });
+                if let Some(image_url) = first_frame {
+                    body["input_reference"] = json!({ "image_url": image_url });
+                }
+                body
+            }
             RequestShape::Reelgate => json!({
                 "model": model,
                 "prompt": request.prompt,
@@ -243,7 +253,14 @@ pub fn render_of(video: &Value, result_url: impl FnOnce(&str) -> String) -> Opti
 impl VideoEngine for OpenAiVideosEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
         let url = format!("{}/videos", self.base);
-        let mut call = self.http.post(&url).json(&self.create_body(request));
+        let first_frame = match (&request.inputs.first_frame_url, self.shape) {
+            (Some(signed), RequestShape::OpenAi) => Some(self.fitted_frame(signed, request).await?),
+            _ => None,
+        };
+        let mut call = self
+            .http
+            .post(&url)
+            .json(&self.create_body(request, first_frame));
         if let Some(reference) = &request.client_reference {
             call = call.header("idempotency-key", reference);
         }
@@ -302,6 +319,47 @@ impl VideoEngine for OpenAiVideosEngine {
 }
 
 impl OpenAiVideosEngine {
+    /// The caller's first frame (a signed URL of reelgate's own blob store) fitted to the
+    /// request's size, as a JPEG data URL.
+    async fn fitted_frame(
+        &self,
+        signed: &str,
+        request: &RenderRequest,
+    ) -> Result<String, EngineError> {
+        use base64::Engine as _;
+        let mut response = self
+            .http
+            .get(signed)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(transport)?;
+        if !response.status().is_success() {
+            return Err(EngineError::Unreachable(format!(
+                "reading the first frame: HTTP {}",
+                response.status()
+            )));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > crate::domain::videos::create::MAX_IMAGE_BYTES {
+                return Err(EngineError::Rejected("the first frame is too large".into()));
+            }
+        }
+        let (width, height) = (request.width, request.height);
+        let jpeg = tokio::task::spawn_blocking(move || {
+            reelgate_media::fit_frame_jpeg(&bytes, width, height)
+        })
+        .await
+        .map_err(|e| EngineError::Rejected(format!("fitting the first frame: {e}")))?
+        .map_err(|e| EngineError::Rejected(format!("fitting the first frame: {e}")))?;
+        Ok(format!(
+            "data:image/jpeg;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(jpeg)
+        ))
+    }
+
     fn render(&self, video: &Value) -> Result<Render, EngineError> {
         render_of(video, |id| format!("{}/videos/{id}/content", self.base)).ok_or_else(|| {
             EngineError::Rejected(format!(
@@ -327,8 +385,8 @@ mod tests {
             prompt: "a lighthouse".into(),
             seconds: 8,
             aspect_ratio: "9:16".into(),
-            width: 432,
-            height: 768,
+            width: 720,
+            height: 1280,
             inputs: RenderInputs::default(),
             callback_url: None,
             client_reference: Some("video_1".into()),
@@ -347,8 +405,13 @@ mod tests {
         )
         .expect("engine");
         assert_eq!(
-            openai.create_body(&request()),
-            json!({"model": "sora-2", "prompt": "a lighthouse", "seconds": "8", "size": "432x768"})
+            openai.create_body(&request(), None),
+            json!({"model": "sora-2", "prompt": "a lighthouse", "seconds": "8", "size": "720x1280"})
+        );
+        assert_eq!(
+            openai.create_body(&request(), Some("data:image/jpeg;base64,AA==".into()))
+                ["input_reference"],
+            json!({"image_url": "data:image/jpeg;base64,AA=="})
         );
         let reelgate = OpenAiVideosEngine::new(
             "http://127.0.0.1:9/v1",
@@ -359,7 +422,7 @@ mod tests {
         )
         .expect("engine");
         assert_eq!(
-            reelgate.create_body(&request()),
+            reelgate.create_body(&request(), None),
             json!({"model": "far-1", "prompt": "a lighthouse", "seconds": 8, "aspect_ratio": "9:16"})
         );
         assert!(reelgate.video_url("../admin", "").is_err());

@@ -294,6 +294,8 @@ pub async fn video_models(app: &App, caller: &Caller) -> ApiResult<Value> {
                 // Beyond the spec's fields (clients ignore unknown fields): what a create may send.
                 "inputs": caps.inputs,
                 "aspect_ratios": caps.aspect_ratios,
+                "seconds": caps.seconds.map(|(min, max)| json!({"min": min, "max": max})),
+                "native_audio": caps.native.audio,
                 "pricing": m.pricing.iter().map(|p| json!({
                     "resolution": p.resolution,
                     "per_second": p.per_second.to_string(),

@@ -3,6 +3,7 @@
 //! It is configuration (TOML), loaded from `REELGATE_CATALOG` or the built-in default
 //! (`catalog.default.toml` beside this file, documented in docs/configuration.md).
 
+use crate::domain::native_renders::{Durations, NativeRenders, Size};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -125,28 +126,35 @@ pub const INPUTS: &[(&str, &str)] = &[
 /// Every aspect ratio the API accepts.
 pub const ASPECT_RATIOS: &[&str] = &["Auto", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
 
-/// The inputs an engine kind can pass on at most: the reference engine and the engine protocol
-/// carry all five; Bedrock's asynchronous invoke takes one image as the first frame; the OpenAI
-/// Videos API adapter sends the prompt alone.
-pub fn kind_inputs(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "reference" | "http" => &[
+/// The inputs an engine can pass on at most: the reference engine and the engine protocol
+/// carry all five; Bedrock's asynchronous invoke (Nova Reel) and a target in OpenAI's Videos
+/// shape (`input_reference`) take one image as the first frame; a reelgate target in its own
+/// shape gets the prompt alone (its files are not ours to name).
+pub fn kind_inputs(kind: &str, request_shape: Option<&str>) -> &'static [&'static str] {
+    match (kind, request_shape) {
+        ("reference" | "http", _) => &[
             "first_frame",
             "last_frame",
             "reference_images",
             "reference_videos",
             "reference_audio",
         ],
-        "bedrock" => &["first_frame"],
+        ("bedrock", _) => &["first_frame"],
+        ("openai_videos", Some("reelgate")) => &[],
+        ("openai_videos", _) => &["first_frame"],
         _ => &[],
     }
 }
 
-/// The input and aspect-ratio capabilities of a video model, as the catalog resolves them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// The input, aspect-ratio and duration capabilities of a video model, as the catalog resolves
+/// them, with what its engine renders natively.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Capabilities {
     pub inputs: Vec<String>,
     pub aspect_ratios: Vec<String>,
+    /// The `seconds` a create may ask for (`None`: the engine renders no clip the API allows).
+    pub seconds: Option<(u32, u32)>,
+    pub native: NativeRenders,
 }
 
 impl Capabilities {
@@ -204,12 +212,111 @@ pub struct EngineConfig {
     /// running, and only the render's overall timeout bounds it.
     #[serde(default)]
     pub progress_observable: Option<bool>,
+    /// The durations the engine renders, in seconds (a set), overriding its kind's default
+    /// (docs/engines.md). At most one of `durations` and `duration_range`.
+    #[serde(default)]
+    pub durations: Option<Vec<u32>>,
+    /// The durations the engine renders as a range with a step, e.g.
+    /// `{ min = 6, max = 120, step = 6 }`.
+    #[serde(default)]
+    pub duration_range: Option<DurationRange>,
+    /// The frame sizes the engine renders (`WIDTHxHEIGHT`), its default orientation first.
+    #[serde(default)]
+    pub sizes: Option<Vec<String>>,
+    /// Whether the engine renders a soundtrack.
+    #[serde(default)]
+    pub audio: Option<bool>,
+    /// The largest image the engine takes as a frame or reference, in bytes.
+    #[serde(default)]
+    pub max_image_bytes: Option<u64>,
+}
+
+/// `duration_range` of an engine.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DurationRange {
+    pub min: u32,
+    pub max: u32,
+    #[serde(default = "one")]
+    pub step: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl EngineConfig {
     /// See [`EngineConfig::progress_observable`].
     pub fn progress_is_observable(&self) -> bool {
         self.progress_observable.unwrap_or(self.kind != "bedrock")
+    }
+
+    /// What the engine renders: its kind's documented defaults with this entry's overrides.
+    /// (The catalog check has refused overrides that do not parse.)
+    pub fn native_renders(&self) -> NativeRenders {
+        let mut native = NativeRenders::kind_default(&self.kind, self.request_shape.as_deref());
+        if let Some(values) = &self.durations {
+            native.durations = Durations::Set {
+                values: values.clone(),
+            };
+        }
+        if let Some(r) = self.duration_range {
+            native.durations = Durations::Range {
+                min: r.min,
+                max: r.max,
+                step: r.step,
+            };
+        }
+        if let Some(sizes) = &self.sizes {
+            native.sizes = sizes.iter().filter_map(|s| Size::parse(s)).collect();
+        }
+        if let Some(audio) = self.audio {
+            native.audio = audio;
+        }
+        if self.max_image_bytes.is_some() {
+            native.max_image_bytes = self.max_image_bytes;
+        }
+        native
+    }
+
+    /// The inputs this engine can pass on at most.
+    pub fn inputs(&self) -> &'static [&'static str] {
+        kind_inputs(&self.kind, self.request_shape.as_deref())
+    }
+
+    /// Why the entry's native-render overrides are unusable, if they are.
+    fn native_problem(&self) -> Option<String> {
+        if self.durations.is_some() && self.duration_range.is_some() {
+            return Some("give durations or duration_range, not both".into());
+        }
+        if let Some(values) = &self.durations {
+            if values.is_empty() || values.contains(&0) {
+                return Some("durations must list whole seconds above 0".into());
+            }
+        }
+        if let Some(r) = self.duration_range {
+            if r.min == 0 || r.max < r.min || r.step == 0 {
+                return Some("duration_range needs 0 < min <= max and a step of at least 1".into());
+            }
+        }
+        if let Some(sizes) = &self.sizes {
+            if sizes.is_empty() {
+                return Some("sizes must list at least one size".into());
+            }
+            if let Some(bad) = sizes.iter().find(|s| Size::parse(s).is_none()) {
+                return Some(format!(
+                    "size {bad:?} is not WIDTHxHEIGHT with even sides from 16 to 4096"
+                ));
+            }
+        }
+        if self.native_renders().seconds_range().is_none() {
+            return Some(format!(
+                "it renders at most {} s, shorter than the API's shortest video ({} s)",
+                self.native_renders().durations.longest(),
+                crate::domain::native_renders::CONTRACT_SECONDS.0
+            ));
+        }
+        None
     }
 }
 
@@ -394,7 +501,7 @@ impl Catalog {
                         ));
                     }
                     if let Some(engine) = m.engine.as_deref().and_then(|e| self.engine(e)) {
-                        if !kind_inputs(&engine.kind).contains(&i.as_str()) {
+                        if !engine.inputs().contains(&i.as_str()) {
                             return bad(format!(
                                 "video model {} claims input {i}, which a {} engine cannot pass on",
                                 m.id, engine.kind
@@ -454,6 +561,9 @@ impl Catalog {
                         e.id
                     ));
                 }
+            }
+            if let Some(problem) = e.native_problem() {
+                return bad(format!("engine {}: {problem}", e.id));
             }
         }
         for c in &self.chat_models {
@@ -527,12 +637,11 @@ impl Catalog {
     /// What a video model's engine honours: the model's own lists, else every input its engine
     /// kind can pass on and every aspect ratio.
     pub fn capabilities(&self, model: &VideoModel) -> Capabilities {
-        let kind = model
-            .engine
-            .as_deref()
-            .and_then(|e| self.engine(e))
-            .map(|e| e.kind.as_str())
-            .unwrap_or_default();
+        let engine = model.engine.as_deref().and_then(|e| self.engine(e));
+        let native = engine
+            .map(EngineConfig::native_renders)
+            .unwrap_or_else(|| NativeRenders::kind_default("reference", None));
+        let engine_inputs = engine.map(EngineConfig::inputs).unwrap_or_default();
         let inputs = match &model.inputs {
             Some(list) => INPUTS
                 .iter()
@@ -540,7 +649,7 @@ impl Catalog {
                 .filter(|name| list.iter().any(|i| i == name))
                 .map(str::to_owned)
                 .collect(),
-            None => kind_inputs(kind).iter().map(|s| (*s).to_owned()).collect(),
+            None => engine_inputs.iter().map(|s| (*s).to_owned()).collect(),
         };
         let aspect_ratios = match &model.aspect_ratios {
             Some(list) => ASPECT_RATIOS
@@ -553,6 +662,8 @@ impl Catalog {
         Capabilities {
             inputs,
             aspect_ratios,
+            seconds: native.seconds_range(),
+            native,
         }
     }
     pub fn chat_model(&self, id: &str) -> Option<&ChatModel> {
@@ -693,13 +804,14 @@ aspect_ratios = ["16:9", "9:16"]
         let text = format!("{DEFAULT_CATALOG}\n{extra}");
         let c = Catalog::parse(&text).expect("catalog with an openai_videos engine");
         let caps = c.capabilities(c.video_model("far-1").expect("far-1"));
-        assert!(caps.inputs.is_empty(), "{caps:?}");
+        assert_eq!(caps.inputs, vec!["first_frame"], "{caps:?}");
         assert_eq!(caps.aspect_ratios, vec!["16:9", "9:16"]);
+        assert_eq!(caps.seconds, Some((4, 12)));
         let claims = text.replace(
             "aspect_ratios = [\"16:9\", \"9:16\"]",
-            "inputs = [\"first_frame\"]",
+            "inputs = [\"last_frame\"]",
         );
-        let err = Catalog::parse(&claims).expect_err("openai_videos cannot pass a first frame");
+        let err = Catalog::parse(&claims).expect_err("openai_videos cannot pass a last frame");
         assert!(err.to_string().contains("cannot pass on"), "{err}");
         let unknown = text.replace(
             "aspect_ratios = [\"16:9\", \"9:16\"]",
@@ -713,6 +825,48 @@ aspect_ratios = ["16:9", "9:16"]
             "kind = \"openai_videos\"\nrequest_shape = \"sora\"",
         );
         assert!(Catalog::parse(&shape).is_err());
+    }
+
+    #[test]
+    fn native_renders_take_the_kinds_defaults_and_the_entrys_overrides() {
+        let engine = |extra: &str| {
+            format!(
+                "{DEFAULT_CATALOG}\n[[engines]]\nid = \"far\"\nkind = \"openai_videos\"\n\
+                 base_url = \"http://127.0.0.1:1\"\n{extra}\n"
+            )
+        };
+        let c = Catalog::parse(&engine("")).expect("defaults");
+        let native = c.engine("far").expect("far").native_renders();
+        assert_eq!(native.duration_for(6), Some(8));
+        assert_eq!(native.duration_for(13), None);
+        let c = Catalog::parse(&engine(
+            "durations = [5, 10]\nsizes = [\"1920x1080\", \"1080x1920\"]\naudio = false",
+        ))
+        .expect("overrides");
+        let native = c.engine("far").expect("far").native_renders();
+        assert_eq!(native.duration_for(6), Some(10));
+        assert_eq!(native.sizes.len(), 2);
+        assert!(!native.audio);
+        let c = Catalog::parse(&engine("duration_range = { min = 6, max = 120, step = 6 }"))
+            .expect("a range");
+        assert_eq!(
+            c.engine("far")
+                .expect("far")
+                .native_renders()
+                .duration_for(13),
+            Some(18)
+        );
+        for bad in [
+            "durations = []",
+            "durations = [2, 3]",
+            "durations = [4]\nduration_range = { min = 4, max = 8 }",
+            "duration_range = { min = 8, max = 4 }",
+            "sizes = [\"1280x721\"]",
+            "sizes = []",
+        ] {
+            let err = Catalog::parse(&engine(bad)).expect_err(bad);
+            assert!(err.to_string().contains("engine far"), "{bad}: {err}");
+        }
     }
 
     #[test]

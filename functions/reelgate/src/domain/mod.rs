@@ -23,6 +23,7 @@ pub mod key_controls;
 pub mod keys;
 pub mod metrics;
 pub mod moderation;
+pub mod native_renders;
 pub mod params;
 pub mod rate_limits;
 pub mod records;

@@ -12,8 +12,8 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
 pub const MAX_PROMPT_CHARS: usize = 7000;
-pub const MIN_SECONDS: i64 = 4;
-pub const MAX_SECONDS: i64 = 15;
+pub const MIN_SECONDS: i64 = crate::domain::native_renders::CONTRACT_SECONDS.0 as i64;
+pub const MAX_SECONDS: i64 = crate::domain::native_renders::CONTRACT_SECONDS.1 as i64;
 pub use crate::domain::catalog::ASPECT_RATIOS;
 /// The resolution every render is priced and produced at.
 pub const RESOLUTION: &str = "768p";
@@ -294,8 +294,14 @@ fn size_limit(purpose: &str) -> u64 {
     }
 }
 
-/// Every referenced file exists in the caller's organization, has the matching purpose and fits.
-async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResult<()> {
+/// Every referenced file exists in the caller's organization, has the matching purpose and fits
+/// (an image also within the engine's own limit, `engine_image_limit`, when it states one).
+async fn check_files(
+    cx: Context<'_>,
+    org: &str,
+    req: &CreateRequest,
+    engine_image_limit: Option<u64>,
+) -> ApiResult<()> {
     for (param, id, purpose) in &req.file_params {
         let file: FileObject = match crate::domain::files::find(cx, org, id).await {
             Ok(f) => f,
@@ -332,6 +338,17 @@ async fn check_files(cx: Context<'_>, org: &str, req: &CreateRequest) -> ApiResu
                     limit / MIB
                 ),
             ));
+        }
+        if let Some(engine_limit) = engine_image_limit.filter(|_| *purpose == "vision") {
+            if file.bytes > engine_limit {
+                return Err(ApiError::invalid(
+                    param,
+                    format!(
+                        "File {id} is {} bytes; the video model '{}' takes images of at most {engine_limit} bytes.",
+                        file.bytes, req.model
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -371,6 +388,27 @@ pub fn check_capabilities(
                     input.replace('_', " ")
                 ),
             ));
+        }
+    }
+    match caps.seconds {
+        Some((min, max)) if (min..=max).contains(&req.seconds) => {}
+        Some((_, max)) => {
+            return Err(ApiError::invalid(
+                "seconds",
+                format!(
+                "The video model '{model}' renders at most {max} seconds; ask for {MIN_SECONDS} \
+                     to {max} seconds or choose another model."
+            ),
+            ))
+        }
+        None => {
+            return Err(ApiError::invalid(
+                "seconds",
+                format!(
+                    "The video model '{model}' renders no clip of {} seconds.",
+                    req.seconds
+                ),
+            ))
         }
     }
     if !caps.renders(&req.aspect_ratio) {
@@ -500,7 +538,12 @@ pub async fn create_with(
     claim: Option<&crate::domain::idempotency::Claim>,
 ) -> ApiResult<Video> {
     let (req, priced) = priced(cx, caller, body).await?;
-    check_files(cx, &caller.org, &req).await?;
+    let engine_image_limit = priced
+        .engine
+        .as_deref()
+        .and_then(|e| cx.catalog.engine(e))
+        .and_then(|e| e.native_renders().max_image_bytes);
+    check_files(cx, &caller.org, &req, engine_image_limit).await?;
     if !crate::domain::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
             "agreement_required",

@@ -5,7 +5,7 @@
 use super::Pipeline;
 use crate::domain::records::job::{self as job_record, JobRecord, JobStatus, Reservation};
 use crate::domain::videos;
-use crate::ports::blobs::read_all;
+use crate::ports::blobs::{read_all, read_limited};
 use crate::ports::store::{now_secs, ItemExt, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -387,43 +387,89 @@ async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError
     Ok(json!({"translated": translated}))
 }
 
-/// What the render worker hands the execution when the output is stored.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RenderResult {
-    pub output_key: String,
-    pub render_id: String,
+/// The largest engine output the conform stage reads (bytes): a 15 s 1080p clip is tens of
+/// megabytes; past this the finalize function's memory bound would not hold.
+pub const MAX_ENGINE_OUTPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The conform stage: turns the engine's MP4 at `engine_key` into the contract's clip (768p
+/// H.264 in the job's ratio, trimmed to its seconds, with AAC audio: the engine's own, else the
+/// caller's first reference audio, else silence) and stores it at `output_key`. A clip that
+/// already meets the contract passes through byte for byte. Any failure (an unsupported codec,
+/// a clip too short, bytes that do not parse) is `EngineOutputInvalid`, which the definition
+/// ends as `engine_unavailable`, unbilled. Running it again on its own output is a pass-through,
+/// so a retried finalize is safe.
+async fn conform(
+    pipeline: &Pipeline,
+    job: &JobRef,
+    item: &JobRecord,
+    engine_key: &str,
+    output_key: &str,
+) -> Result<bytes::Bytes, StepError> {
+    let invalid = |cause: String| StepError::new(errors::ENGINE_OUTPUT_INVALID, cause);
+    let input = read_limited(pipeline.blobs.as_ref(), engine_key, MAX_ENGINE_OUTPUT_BYTES)
+        .await
+        .map_err(|e| match e {
+            crate::ports::blobs::BlobError::NotFound
+            | crate::ports::blobs::BlobError::TooLarge { .. } => {
+                invalid(format!("the engine's output cannot be read: {e}"))
+            }
+            other => StepError::new(errors::STORE_UNAVAILABLE, other.to_string()),
+        })?;
+    let fallback_audio = match item.inputs.reference_audio.first() {
+        Some(file_id) => Some(
+            read_all(
+                pipeline.blobs.as_ref(),
+                &crate::domain::files::blob_key(&job.org, file_id),
+            )
+            .await
+            .map_err(|e| {
+                StepError::new(
+                    errors::STORE_UNAVAILABLE,
+                    format!("reading reference audio {file_id}: {e}"),
+                )
+            })?
+            .to_vec(),
+        ),
+        None => None,
+    };
+    let target = reelgate_media::ConformTarget {
+        aspect: reelgate_media::AspectRatio::parse(&item.aspect_ratio)
+            .unwrap_or(reelgate_media::AspectRatio::R16x9),
+        seconds: item.seconds as u32,
+        fallback_audio,
+    };
+    let started = std::time::Instant::now();
+    let conformed =
+        tokio::task::spawn_blocking(move || reelgate_media::conform_mp4(&input, &target))
+            .await
+            .map_err(|e| invalid(format!("the conform task failed: {e}")))?
+            .map_err(|e| invalid(format!("the engine's output cannot be conformed: {e}")))?;
+    tracing::info!(
+        video_id = %job.video_id,
+        source = %conformed.source,
+        audio = %conformed.audio,
+        passed_through = conformed.passed_through,
+        size = %format!("{}x{}", conformed.width, conformed.height),
+        seconds = conformed.duration_secs,
+        millis = started.elapsed().as_millis() as u64,
+        "engine output conformed"
+    );
+    let mp4 = bytes::Bytes::from(conformed.mp4);
+    if !conformed.passed_through || engine_key != output_key {
+        pipeline
+            .blobs
+            .put_bytes(output_key, "video/mp4", mp4.clone())
+            .await
+            .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
+    }
+    Ok(mp4)
 }
 
-/// Checks the output, makes the thumbnail, completes the job and charges it once.
-async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
-    let render: RenderResult = serde_json::from_value(render.clone())
-        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
-    let item = match load_running(pipeline, job).await {
-        Ok(item) => item,
-        // A retried finalize after the charge went through: report what happened.
-        Err(e) => {
-            let charged = pipeline
-                .store
-                .get(&crate::domain::keys::job(&job.org, &job.video_id))
-                .await?
-                .and_then(|i| JobRecord::from_item(&i))
-                .is_some_and(|j| j.reservation == Reservation::Charged);
-            if charged {
-                return Ok(json!({"charged": false, "already": true}));
-            }
-            return Err(e);
-        }
-    };
-    let seconds = item.seconds as f64;
-    let mp4 = read_all(pipeline.blobs.as_ref(), &render.output_key)
-        .await
-        .map_err(|e| {
-            StepError::new(
-                errors::ENGINE_OUTPUT_INVALID,
-                format!("the engine's output is missing: {e}"),
-            )
-        })?;
-    let probe = reelgate_media::probe_mp4(&mp4).map_err(|e| {
+/// The contract's checks on the conformed clip (a conform that is right passes them all; they
+/// stand between any engine and the charge): H.264 with 768 pixels on the short side, an audio
+/// track, lasting `seconds` ±0.5 s. Returns the size as `WIDTHxHEIGHT`.
+fn check_output(mp4: &[u8], seconds: f64) -> Result<String, StepError> {
+    let probe = reelgate_media::probe_mp4(mp4).map_err(|e| {
         StepError::new(
             errors::ENGINE_OUTPUT_INVALID,
             format!("the engine's output is not an MP4: {e}"),
@@ -456,15 +502,49 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
             ),
         ));
     }
-    let size = format!("{}x{}", video.width, video.height);
+    Ok(format!("{}x{}", video.width, video.height))
+}
+
+/// What the render worker hands the execution when the output is stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RenderResult {
+    pub output_key: String,
+    pub render_id: String,
+}
+
+/// Checks the output, makes the thumbnail, completes the job and charges it once.
+async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
+    let render: RenderResult = serde_json::from_value(render.clone())
+        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
+    let item = match load_running(pipeline, job).await {
+        Ok(item) => item,
+        // A retried finalize after the charge went through: report what happened.
+        Err(e) => {
+            let charged = pipeline
+                .store
+                .get(&crate::domain::keys::job(&job.org, &job.video_id))
+                .await?
+                .and_then(|i| JobRecord::from_item(&i))
+                .is_some_and(|j| j.reservation == Reservation::Charged);
+            if charged {
+                return Ok(json!({"charged": false, "already": true}));
+            }
+            return Err(e);
+        }
+    };
     let output_key = videos::output_blob_key(&job.org, &job.video_id);
-    if render.output_key != output_key {
-        pipeline
-            .blobs
-            .put_bytes(&output_key, "video/mp4", mp4.clone())
-            .await
-            .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
+    // The engine's output is read only from this job's own folder of the blob store.
+    if !render
+        .output_key
+        .starts_with(&format!("{}/videos/{}/", job.org, job.video_id))
+    {
+        return Err(StepError::new(
+            errors::BAD_INPUT,
+            "the render result names a blob outside the job's folder",
+        ));
     }
+    let mp4 = conform(pipeline, job, &item, &render.output_key, &output_key).await?;
+    let size = check_output(&mp4, item.seconds as f64)?;
     let thumb_key = videos::thumbnail_blob_key(&job.org, &job.video_id);
     let thumbnail = match tokio::task::spawn_blocking(move || {
         reelgate_media::thumbnail_jpeg(&mp4, 480)

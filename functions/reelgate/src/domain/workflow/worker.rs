@@ -242,18 +242,20 @@ async fn sign_inputs(
     Ok(out)
 }
 
-/// Output dimensions for the job: `Auto` follows the first frame's shape when there is one.
-async fn dimensions(
+/// What the engine is asked to render for the job (`native::map_job`): its shortest native
+/// duration at or above the job's seconds, and the native size nearest the job's shape (`Auto`
+/// follows the first frame's shape when there is one). `None` when the engine, as the catalog
+/// now describes it, renders no such clip (the create refused it under the catalog of the time).
+async fn render_shape(
     pipeline: &Pipeline,
     org: &str,
-    aspect: &str,
-    inputs: &JobInputs,
-) -> (u32, u32) {
-    let ratio =
-        reelgate_media::AspectRatio::parse(aspect).unwrap_or(reelgate_media::AspectRatio::R16x9);
+    job: &JobRecord,
+) -> Option<crate::domain::native_renders::RenderShape> {
+    let ratio = reelgate_media::AspectRatio::parse(&job.aspect_ratio)
+        .unwrap_or(reelgate_media::AspectRatio::R16x9);
     let mut first = None;
     if ratio == reelgate_media::AspectRatio::Auto {
-        if let Some(id) = &inputs.first_frame {
+        if let Some(id) = &job.inputs.first_frame {
             if let Ok(bytes) = crate::ports::blobs::read_all(
                 pipeline.blobs.as_ref(),
                 &crate::domain::files::blob_key(org, id),
@@ -266,7 +268,12 @@ async fn dimensions(
             }
         }
     }
-    reelgate_media::output_dimensions(ratio, first)
+    let native = job
+        .engine
+        .as_deref()
+        .and_then(|e| pipeline.catalog.engine(e))?
+        .native_renders();
+    crate::domain::native_renders::map_job(&native, job.seconds as u32, ratio, first)
 }
 
 /// The job and the engine it renders on, or the error and cause to fail the task with.
@@ -337,17 +344,36 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
     let aspect = Some(job.aspect_ratio.clone())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| "16:9".to_owned());
-    let (width, height) = dimensions(pipeline, org, &aspect, &inputs).await;
+    let Some(shape) = render_shape(pipeline, org, &job).await else {
+        return fail_task(
+            pipeline,
+            token,
+            video_id,
+            errors::ENGINE_UNAVAILABLE,
+            &format!(
+                "the engine renders no clip of {} s at {aspect}",
+                job.seconds
+            ),
+        )
+        .await;
+    };
+    tracing::info!(
+        %video_id,
+        seconds = job.seconds,
+        native_seconds = shape.seconds,
+        native_size = %shape.size,
+        "job mapped onto the engine's native render"
+    );
     let request = RenderRequest {
         model: job.model.clone(),
         prompt: job
             .engine_prompt
             .clone()
             .unwrap_or_else(|| job.prompt.clone()),
-        seconds: job.seconds as u32,
+        seconds: shape.seconds,
         aspect_ratio: aspect,
-        width,
-        height,
+        width: shape.size.width,
+        height: shape.size.height,
         inputs: signed,
         callback_url: None,
         client_reference: Some(video_id.to_owned()),
