@@ -3,8 +3,10 @@ catalog holding a text-only model on the reference engine, a model rendered thro
 server in the OpenAI Videos API's shape (FakeOpenAIVideos, below), and a model rendered through
 a second `reelgate serve` (the upstream engine, one reelgate rendering through another)."""
 
+import base64
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -38,10 +40,18 @@ aspect_ratios = ["16:9", "9:16"]
 [[video_models]]
 id = "far-openai"
 name = "Far (OpenAI shape)"
-description = "Rendered by a server speaking the OpenAI Videos API."
+description = "Rendered by a server speaking the OpenAI Videos API (sora-2: 4, 8 or 12 s, 1280x720 or 720x1280, with audio)."
 engine = "fake-openai"
 plans = ["starter", "pro", "enterprise"]
 pricing = [{ resolution = "768p", per_second = "0.20", currency = "usd" }]
+
+[[video_models]]
+id = "far-nova"
+name = "Far (Nova Reel through a gateway)"
+description = "Nova Reel served in the OpenAI Videos shape: 6 s shots up to 120 s, 1280x720, no audio."
+engine = "fake-gateway-nova"
+plans = ["starter", "pro", "enterprise"]
+pricing = [{ resolution = "768p", per_second = "0.10", currency = "usd" }]
 
 [[video_models]]
 id = "far-reelgate"
@@ -58,6 +68,17 @@ base_url = "${FAKE_VIDEOS_URL}/v1"
 api_key_env = "FAKE_VIDEOS_KEY"
 request_shape = "openai"
 models = { far-openai = "sora-2" }
+
+[[engines]]
+id = "fake-gateway-nova"
+kind = "openai_videos"
+base_url = "${FAKE_VIDEOS_URL}/v1"
+api_key_env = "FAKE_VIDEOS_KEY"
+request_shape = "openai"
+models = { far-nova = "amazon.nova-reel-v1:1" }
+duration_range = { min = 6, max = 120, step = 6 }
+sizes = ["1280x720"]
+audio = false
 
 [[engines]]
 id = "upstream-reelgate"
@@ -77,32 +98,73 @@ def catalog_text() -> str:
     return head + EXTRA_CATALOG + sep + terms
 
 
-def make_mp4(path: str, width: int, height: int, seconds: int):
-    """A real H.264 + AAC MP4 made by ffmpeg, as a video server would return."""
+def make_mp4(path: str, width: int, height: int, seconds: int, audio: bool = True, profile: str = "high",
+             first_frame: str | None = None):
+    """A real MP4 made by ffmpeg as hosted models deliver them: x264 High profile (CABAC, 8x8
+    transform, B-frames) at 30 fps, AAC when the model renders audio. With a first frame the clip
+    is that image held still (a model animating it would start on it too). `profile` "high10"
+    makes a 10-bit clip, which the conform stage does not decode."""
+    if first_frame:
+        video = ["-loop", "1", "-framerate", "30", "-i", first_frame]
+    else:
+        video = ["-f", "lavfi", "-i", f"testsrc2=size={width}x{height}:rate=30"]
+    sound = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"] if audio else []
+    pix = ["-pix_fmt", "yuv420p10le", "-profile:v", "high10"] if profile == "high10" else [
+        "-pix_fmt", "yuv420p", "-profile:v", "high"]
     subprocess.run(
-        [
-            "ffmpeg", "-v", "error", "-y",
-            "-f", "lavfi", "-i", f"testsrc=size={width}x{height}:rate=24",
-            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-            "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac",
-            "-shortest", "-movflags", "+faststart", path,
-        ],
+        ["ffmpeg", "-v", "error", "-y", *video, *sound, "-t", str(seconds),
+         "-vf", f"scale={width}:{height}", "-c:v", "libx264", *pix, "-bf", "2",
+         *(["-c:a", "aac"] if audio else ["-an"]), "-movflags", "+faststart", path],
         check=True,
     )
 
 
+def image_size(data: bytes):
+    """(width, height) of a PNG or baseline/progressive JPEG, else None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    if data.startswith(b"\xff\xd8"):
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                return None
+            marker, length = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                h, w = struct.unpack(">HH", data[i + 5:i + 9])
+                return (w, h)
+            i += 2 + length
+    return None
+
+
 class FakeOpenAIVideos:
-    """A fake server in the OpenAI Videos API's shape: POST /v1/videos (JSON; `seconds` must be a
-    string and `size` WIDTHxHEIGHT, as OpenAI's API takes them), GET /v1/videos/{id} reporting
-    `queued`, then `in_progress` with rising progress, then `completed`, GET .../content with an
-    MP4 of the requested size and length made by ffmpeg, DELETE /v1/videos/{id}. Every request
-    must carry the bearer key. It records the requests it saw."""
+    """A fake of the OpenAI Videos API (POST /v1/videos, GET /v1/videos/{id}, GET
+    /v1/videos/{id}/content, DELETE /v1/videos/{id}), written from its API reference, as a
+    gateway serving it would answer. It refuses what the API refuses, with OpenAI's error body:
+    a missing bearer key (401); an unknown parameter such as `aspect_ratio`; `seconds` that is
+    not one of the model's strings (sora-2: "4", "8", "12"; a number is refused too); a `size`
+    the model does not render (sora-2: 1280x720, 720x1280); an unknown model; an
+    `input_reference` that is not exactly one of `image_url` / `file_id`, or whose image is not
+    at the requested size. MODELS also holds one model a gateway serves in the same shape,
+    Amazon Nova Reel (6 s steps up to 120 s, 1280x720 only, no audio). A video moves `queued`
+    → `in_progress` (progress rising over the polls) → `completed`; its content is a real MP4
+    made by ffmpeg at the size and seconds asked (see make_mp4). It records every request."""
+
+    MODELS = {
+        "sora-2": {"seconds": {"4", "8", "12"}, "sizes": {"720x1280", "1280x720"}, "audio": True},
+        "sora-2-pro": {"seconds": {"4", "8", "12"},
+                       "sizes": {"720x1280", "1280x720", "1024x1792", "1792x1024"}, "audio": True},
+        "amazon.nova-reel-v1:1": {"seconds": {str(s) for s in range(6, 121, 6)}, "sizes": {"1280x720"},
+                                  "audio": False},
+    }
+    PARAMS = {"model", "prompt", "seconds", "size", "input_reference"}
 
     def __init__(self, polls_to_finish: int = 3):
         self.key = FAKE_KEY
         self.polls_to_finish = polls_to_finish
         self.videos = {}
         self.seen = []
+        # Test control, not part of the API: the profile of the next rendered clip.
+        self.next_profile = "high"
         self.dir = tempfile.TemporaryDirectory()
         fake = self
 
@@ -118,9 +180,12 @@ class FakeOpenAIVideos:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def error(self, status, message, param=None, kind="invalid_request_error"):
+                self.reply(status, {"error": {"message": message, "type": kind, "param": param, "code": None}})
+
             def authorized(self):
                 if self.headers.get("authorization") != f"Bearer {fake.key}":
-                    self.reply(401, {"error": {"message": "bad key", "type": "invalid_request_error", "param": None, "code": None}})
+                    self.error(401, "Incorrect API key provided.")
                     return False
                 return True
 
@@ -130,23 +195,47 @@ class FakeOpenAIVideos:
                 if not self.authorized():
                     return
                 if self.path != "/v1/videos":
-                    return self.reply(404, {"error": {"message": "no route", "type": "invalid_request_error", "param": None, "code": None}})
-                req = json.loads(body)
-                bad = None
-                if not isinstance(req.get("seconds"), str):
-                    bad = "seconds"
-                elif "x" not in str(req.get("size", "")):
-                    bad = "size"
-                elif "aspect_ratio" in req:
-                    bad = "aspect_ratio"
-                if bad:
-                    return self.reply(400, {"error": {"message": f"bad {bad}", "type": "invalid_request_error", "param": bad, "code": None}})
+                    return self.error(404, "Invalid URL")
+                try:
+                    req = json.loads(body)
+                except ValueError:
+                    return self.error(400, "We could not parse the JSON body of your request.")
+                unknown = sorted(set(req) - fake.PARAMS)
+                if unknown:
+                    return self.error(400, f"Unknown parameter: '{unknown[0]}'.", unknown[0])
+                model = fake.MODELS.get(req.get("model", "sora-2"))
+                if model is None:
+                    return self.error(400, "Invalid value for 'model'.", "model")
+                if not isinstance(req.get("prompt"), str) or not req["prompt"] or len(req["prompt"]) > 32000:
+                    return self.error(400, "Invalid value for 'prompt'.", "prompt")
+                seconds, size = req.get("seconds", "4"), req.get("size", "720x1280")
+                if not isinstance(seconds, str) or seconds not in model["seconds"]:
+                    return self.error(400, f"Invalid value: '{seconds}'. Supported values are: "
+                                      f"{', '.join(sorted(model['seconds'], key=int))}.", "seconds")
+                if not isinstance(size, str) or size not in model["sizes"]:
+                    return self.error(400, f"Invalid value: '{size}'. Supported values are: "
+                                      f"{', '.join(sorted(model['sizes']))}.", "size")
+                w, h = (int(x) for x in size.split("x"))
+                first_frame = None
+                ref = req.get("input_reference")
+                if ref is not None:
+                    if not isinstance(ref, dict) or len(ref) != 1 or not ({"image_url", "file_id"} & set(ref)):
+                        return self.error(400, "Provide exactly one of image_url or file_id.", "input_reference")
+                    url = ref.get("image_url", "")
+                    if not url.startswith("data:image/"):
+                        return self.error(400, "input_reference.image_url must be a data URL here.",
+                                          "input_reference")
+                    data = base64.b64decode(url.split(",", 1)[1])
+                    if image_size(data) != (w, h):
+                        return self.error(400, "Inpaint image must match the requested width and height",
+                                          "input_reference")
+                    first_frame = data
                 vid = "video_" + uuid.uuid4().hex
-                w, h = (int(x) for x in req["size"].split("x"))
                 fake.videos[vid] = {
-                    "id": vid, "object": "video", "model": req["model"], "status": "queued", "progress": 0,
-                    "created_at": int(time.time()), "seconds": req["seconds"], "size": req["size"],
-                    "_polls": 0, "_dims": (w, h), "_secs": int(req["seconds"]),
+                    "id": vid, "object": "video", "model": req.get("model", "sora-2"), "status": "queued",
+                    "progress": 0, "created_at": int(time.time()), "seconds": seconds, "size": size,
+                    "_polls": 0, "_dims": (w, h), "_secs": int(seconds), "_audio": model["audio"],
+                    "_profile": fake.next_profile, "_first_frame": first_frame,
                 }
                 self.reply(200, fake.public(vid))
 
@@ -156,7 +245,7 @@ class FakeOpenAIVideos:
                     return
                 parts = self.path.strip("/").split("/")
                 if len(parts) < 3 or parts[:2] != ["v1", "videos"] or parts[2] not in fake.videos:
-                    return self.reply(404, {"error": {"message": "not found", "type": "invalid_request_error", "param": None, "code": None}})
+                    return self.error(404, "Video not found")
                 v = fake.videos[parts[2]]
                 if len(parts) == 3:
                     if v["status"] not in ("completed", "failed", "cancelled"):
@@ -169,7 +258,13 @@ class FakeOpenAIVideos:
                 if parts[3:] == ["content"] and v["status"] == "completed":
                     path = os.path.join(fake.dir.name, parts[2] + ".mp4")
                     if not os.path.exists(path):
-                        make_mp4(path, *v["_dims"], v["_secs"])
+                        still = None
+                        if v["_first_frame"]:
+                            still = path + ".jpg"
+                            with open(still, "wb") as f:
+                                f.write(v["_first_frame"])
+                        make_mp4(path, *v["_dims"], v["_secs"], audio=v["_audio"], profile=v["_profile"],
+                                 first_frame=still)
                     data = open(path, "rb").read()
                     self.send_response(200)
                     self.send_header("content-type", "video/mp4")
@@ -177,7 +272,7 @@ class FakeOpenAIVideos:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                self.reply(400, {"error": {"message": "not ready", "type": "invalid_request_error", "param": None, "code": None}})
+                self.error(400, "Video is not ready yet")
 
             def do_DELETE(self):
                 fake.seen.append(("DELETE", self.path, dict(self.headers), b""))
@@ -185,7 +280,7 @@ class FakeOpenAIVideos:
                     return
                 vid = self.path.strip("/").split("/")[-1]
                 if vid not in fake.videos:
-                    return self.reply(404, {"error": {"message": "not found", "type": "invalid_request_error", "param": None, "code": None}})
+                    return self.error(404, "Video not found")
                 fake.videos[vid]["status"] = "cancelled"
                 self.reply(200, {"id": vid, "object": "video.deleted", "deleted": True})
 

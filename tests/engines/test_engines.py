@@ -103,7 +103,13 @@ def test_the_models_list_says_what_each_model_honours(server):
     models = {m["id"]: m for m in r.json()["data"]}
     assert models["reel-text"]["inputs"] == []
     assert models["reel-text"]["aspect_ratios"] == ["16:9", "9:16"]
-    assert models["far-openai"]["inputs"] == []
+    assert models["far-openai"]["inputs"] == ["first_frame"]
+    # The seconds a create may ask for stop at the engine's longest native clip (12 s for sora-2);
+    # Nova Reel's 6 s steps reach past the API's 15 s.
+    assert models["far-openai"]["seconds"] == {"min": 4, "max": 12}
+    assert models["far-nova"]["seconds"] == {"min": 4, "max": 15}
+    assert models["far-nova"]["native_audio"] is False
+    assert models["reel-1"]["seconds"] == {"min": 4, "max": 15}
     assert set(models["reel-1"]["inputs"]) == {
         "first_frame", "last_frame", "reference_images", "reference_videos", "reference_audio"
     }
@@ -116,7 +122,8 @@ def test_the_models_list_says_what_each_model_honours(server):
         ("reel-text", "frame", "image_reference"),
         ("reel-text", "refs", "references.images"),
         ("reel-text", "ratio", "aspect_ratio"),
-        ("far-openai", "frame", "image_reference"),
+        ("far-openai", "last", "image_reference"),
+        ("far-openai", "long", "seconds"),
     ],
 )
 def test_an_input_the_model_does_not_honour_is_refused_before_anything_is_reserved(server, model, extra, param):
@@ -124,6 +131,11 @@ def test_an_input_the_model_does_not_honour_is_refused_before_anything_is_reserv
     body = {"model": model, "prompt": "a quiet pier", "seconds": 4, "aspect_ratio": "16:9"}
     if extra == "frame":
         body["image_reference"] = [{"file_id": image, "role": "first_frame"}]
+    elif extra == "last":
+        body["image_reference"] = [{"file_id": image, "role": "last_frame"}]
+    elif extra == "long":
+        # 13 s maps onto no native duration of an engine whose longest clip is 12 s.
+        body["seconds"] = 13
     elif extra == "refs":
         body["references"] = {"images": [{"file_id": image}]}
     else:
@@ -216,28 +228,97 @@ def test_reference_images_appear_and_a_last_frame_ends_the_clip(server, tmp_path
 # --- openai_videos ------------------------------------------------------------------------------
 
 
-def test_a_job_renders_through_a_fake_openai_shaped_server(server, fake_videos, tmp_path):
-    before = org_state(server)
-    job = create(server, {"model": "far-openai", "prompt": "a paper boat", "seconds": 4, "aspect_ratio": "9:16"}).json()
-    progress = set()
-    while True:
-        v = httpx.get(f"{server.base_url}/v1/videos/{job['id']}", headers=auth(server.api_key)).json()
-        progress.add(v["progress"])
-        if v["status"] in ("completed", "failed", "canceled"):
-            break
-    assert v["status"] == "completed", v
-    # The request took OpenAI's shape, with the catalog's model name and the job id as the key.
-    posts = [s for s in fake_videos.seen if s[0] == "POST"]
-    body = json.loads(posts[-1][3])
-    assert body == {"model": "sora-2", "prompt": "a paper boat", "seconds": "4", "size": "768x1366"}
-    assert posts[-1][2].get("Idempotency-Key", posts[-1][2].get("idempotency-key")) == job["id"]
-    # Progress passed through (the fake reports 33 and 66 before completing).
-    assert progress & {33, 66}, progress
-    assert_768p_with_audio(content(server, job["id"]), tmp_path, 4, size=(768, 1366))
-    after = org_state(server)
+def ffprobe_streams(mp4: bytes, tmp_path) -> tuple[dict, dict, float]:
+    p = probe(mp4, tmp_path)
+    streams = {s["codec_type"]: s for s in p["streams"]}
+    return streams["video"], streams.get("audio"), float(p["format"]["duration"])
+
+
+def portrait_picture(x, y):
+    """A 600x900 portrait frame: warm top half, cool bottom half."""
+    return (230, 120, 40) if y < 450 else (30, 90, 220)
+
+
+@pytest.mark.parametrize(
+    "model,ratio,seconds,frame,sent,size",
+    [
+        # sora-2's documented values only: 6 s renders as "8" and is trimmed; every ratio is
+        # cropped from the nearest of its two sizes.
+        ("far-openai", "16:9", 4, False, ("4", "1280x720"), (1366, 768)),
+        ("far-openai", "9:16", 6, False, ("8", "720x1280"), (768, 1366)),
+        ("far-openai", "1:1", 4, False, ("4", "1280x720"), (768, 768)),
+        # Auto follows the first frame's shape: a portrait image asks for 720x1280.
+        ("far-openai", "Auto", 4, True, ("4", "720x1280"), (768, 1366)),
+        # Nova Reel through a gateway: 13 s renders as one 18 s clip, without audio.
+        ("far-nova", "16:9", 13, False, ("18", "1280x720"), (1366, 768)),
+        ("far-nova", "4:3", 6, True, ("6", "1280x720"), (1024, 768)),
+    ],
+)
+def test_jobs_complete_to_the_contract_whatever_the_engine_renders(
+    server, fake_videos, tmp_path, model, ratio, seconds, frame, sent, size
+):
     from decimal import Decimal
 
-    assert Decimal(after["balance"]) == Decimal(before["balance"]) - Decimal("0.80")
+    body = {"model": model, "prompt": "a paper boat on a pond", "seconds": seconds, "aspect_ratio": ratio}
+    if frame:
+        image = upload(server, png(600, 900, portrait_picture), "vision", "portrait.png")
+        body["image_reference"] = [{"file_id": image, "role": "first_frame"}]
+    before = org_state(server)
+    job = create(server, body)
+    assert job.status_code == 200, job.text
+    job = job.json()
+    v = wait_terminal(server, job["id"])
+    assert v["status"] == "completed", v
+    # The engine was asked for its own values only, with the catalog's model name and the job id
+    # as the idempotency key.
+    post = [s for s in fake_videos.seen if s[0] == "POST"][-1]
+    request = json.loads(post[3])
+    assert (request["seconds"], request["size"]) == sent, request
+    assert request["model"] == {"far-openai": "sora-2", "far-nova": "amazon.nova-reel-v1:1"}[model]
+    assert ("input_reference" in request) == frame
+    assert post[2].get("Idempotency-Key", post[2].get("idempotency-key")) == job["id"]
+    # What the caller gets: H.264 at 768p in the job's orientation, AAC, the seconds asked.
+    mp4 = content(server, job["id"])
+    video, audio, duration = ffprobe_streams(mp4, tmp_path)
+    assert video["codec_name"] == "h264"
+    assert (video["width"], video["height"]) == size
+    assert audio is not None and audio["codec_name"] == "aac", audio
+    assert abs(duration - seconds) <= 0.5, duration
+    if frame:
+        # The picture starts on the caller's frame, centre-cropped (warm above, cool below).
+        path = tmp_path / "framed.mp4"
+        path.write_bytes(mp4)
+        raw = subprocess.run(
+            ["ffmpeg", "-v", "error", "-i", str(path), "-vframes", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+            check=True, capture_output=True,
+        ).stdout
+        w, h = size
+        top = raw[((h // 6) * w + w // 2) * 3:((h // 6) * w + w // 2) * 3 + 3]
+        bottom = raw[((5 * h // 6) * w + w // 2) * 3:((5 * h // 6) * w + w // 2) * 3 + 3]
+        assert top[0] > 150 and top[2] < 120, top
+        assert bottom[2] > 150 and bottom[0] < 120, bottom
+    # The balance falls by exactly the quote, charged once.
+    after = org_state(server)
+    assert Decimal(after["balance"]) == Decimal(before["balance"]) - Decimal(v["cost"])
+    assert Decimal(after["reserved"]) == Decimal(before["reserved"])
+
+
+def test_a_clip_the_conform_stage_cannot_decode_fails_unbilled(server, fake_videos):
+    from decimal import Decimal
+
+    before = org_state(server)
+    fake_videos.next_profile = "high10"
+    try:
+        job = create(server, {"model": "far-openai", "prompt": "a ten-bit sunset", "seconds": 4,
+                              "aspect_ratio": "16:9"}).json()
+        v = wait_terminal(server, job["id"])
+    finally:
+        fake_videos.next_profile = "high"
+    assert v["status"] == "failed", v
+    assert v["error"]["code"] == "engine_unavailable", v
+    after = org_state(server)
+    assert Decimal(after["balance"]) == Decimal(before["balance"])
+    assert Decimal(after["reserved"]) == Decimal(before["reserved"])
 
 
 def test_a_job_renders_through_a_second_reelgate(server, upstream, tmp_path):
