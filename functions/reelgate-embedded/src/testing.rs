@@ -107,6 +107,7 @@ impl TestServer {
                 &catalog,
                 Some(&crate::host::reference_engine_url(&base_url)),
                 Some(&backend.engine_key),
+                Arc::new(reelgate::app::guarded_fetcher(&app.settings)),
             )
             .expect("engines"),
         );

@@ -410,7 +410,7 @@ pub async fn start(
 
 /// The local render worker: the stand-in for the SQS-triggered worker Lambda.
 async fn worker_loop(app: App, n: usize) {
-    let visibility = Duration::from_secs(120);
+    let visibility = app.settings.render_visibility;
     loop {
         let batch = match app
             .render_queue

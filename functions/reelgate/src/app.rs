@@ -245,8 +245,17 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
             host.in_process_engine_key.as_deref(),
         ),
     };
-    let engines = crate::adapters::engines_from_catalog_with_key(&catalog, engine_url, engine_key)
-        .context("configuring the video engines")?;
+    // Hosted providers' outputs come through the same guarded fetcher as callers' URLs, with a
+    // download's time allowance.
+    let mut output_fetcher = guarded_fetcher(&app.settings);
+    output_fetcher.set_timeout(crate::adapters::hosted::DOWNLOAD_TIMEOUT);
+    let engines = crate::adapters::engines_from_catalog_with_key(
+        &catalog,
+        engine_url,
+        engine_key,
+        Arc::new(output_fetcher),
+    )
+    .context("configuring the video engines")?;
     if let Some(register) = host.extra_engines {
         register(&catalog, &engines)?;
     }

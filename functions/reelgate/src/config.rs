@@ -32,6 +32,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "engine poll interval, in seconds",
     ),
     (
+        "REELGATE_RENDER_VISIBILITY_SECS",
+        "local server: how long a render message stays hidden while a worker handles it",
+    ),
+    (
         "REELGATE_IDEMPOTENCY_TTL_SECS",
         "how long an Idempotency-Key is remembered, in seconds",
     ),
@@ -236,6 +240,10 @@ pub struct Settings {
     pub render_poll_interval: Duration,
     /// Consecutive failed engine calls before a render fails as `engine_unavailable`.
     pub engine_unreachable_attempts: u32,
+    /// Local server: how long a render message stays hidden from the other workers while one
+    /// handles it; past it the message is delivered again (as SQS's visibility timeout, which
+    /// the template sets on AWS).
+    pub render_visibility: Duration,
     /// Answer the content routes with a redirect to a short-lived blob URL instead of streaming
     /// the bytes (Lambda's response payload limit is 6 MB; an MP4 can be tens of MB).
     pub content_redirect: bool,
@@ -417,6 +425,7 @@ impl Default for Settings {
             translation_model: None,
             render_poll_interval: Duration::from_secs(2),
             engine_unreachable_attempts: 5,
+            render_visibility: Duration::from_secs(120),
             idempotency_ttl: Duration::from_secs(24 * 3600),
             content_redirect: false,
             allow_private_file_urls: false,
@@ -676,6 +685,9 @@ impl Config {
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) = vars.number("REELGATE_RENDER_VISIBILITY_SECS", "whole seconds")? {
+            settings.render_visibility = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_IDEMPOTENCY_TTL_SECS", "whole seconds")? {
             settings.idempotency_ttl = Duration::from_secs(v.max(1));

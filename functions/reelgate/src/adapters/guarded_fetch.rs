@@ -190,6 +190,11 @@ impl GuardedFetcher {
         GuardedFetcher { policy }
     }
 
+    /// Sets the total time one fetch may take (all hops and the body).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.policy.timeout = Some(timeout);
+    }
+
     fn permitted(&self, host: &str, ip: IpAddr) -> bool {
         self.policy.allow_all
             || is_public(ip)

@@ -5,6 +5,7 @@
 
 pub mod chat_translator;
 pub mod guarded_fetch;
+pub mod hosted;
 pub mod http_engine;
 pub mod issuer_http;
 pub mod openai_moderator;
@@ -70,7 +71,12 @@ pub fn engines_from_catalog(
     catalog: &Catalog,
     reference_url: Option<&str>,
 ) -> anyhow::Result<Engines> {
-    engines_from_catalog_with_key(catalog, reference_url, None)
+    engines_from_catalog_with_key(
+        catalog,
+        reference_url,
+        None,
+        Arc::new(guarded_fetch::GuardedFetcher::default()),
+    )
 }
 
 /// As [`engines_from_catalog`]; `reference_key` is the bearer key of the reference engine at
@@ -80,6 +86,7 @@ pub fn engines_from_catalog_with_key(
     catalog: &Catalog,
     reference_url: Option<&str>,
     reference_key: Option<&str>,
+    fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
 ) -> anyhow::Result<Engines> {
     let engines = Engines::default();
     for e in &catalog.engines {

@@ -142,6 +142,10 @@ pub fn kind_inputs(kind: &str, request_shape: Option<&str>) -> &'static [&'stati
         ("bedrock", _) => &["first_frame"],
         ("openai_videos", Some("reelgate")) => &[],
         ("openai_videos", _) => &["first_frame"],
+        ("veo", _) => &["first_frame", "last_frame", "reference_images"],
+        ("runway", _) => &["first_frame", "last_frame"],
+        ("luma", _) => &["first_frame", "last_frame"],
+        ("fal" | "replicate", _) => &["first_frame", "last_frame", "reference_images"],
         _ => &[],
     }
 }
@@ -229,7 +233,30 @@ pub struct EngineConfig {
     /// The largest image the engine takes as a frame or reference, in bytes.
     #[serde(default)]
     pub max_image_bytes: Option<u64>,
+    /// For `fal` and `replicate`: the model's input field for each thing reelgate sends
+    /// (`prompt`, `first_frame`, `last_frame`, `reference_images`, `duration`, `aspect_ratio`,
+    /// `resolution`, `audio`), overriding the documented defaults of its `model_id`
+    /// (docs/engines.md); a thing with no field is not sent.
+    #[serde(default)]
+    pub input_fields: BTreeMap<String, String>,
+    /// For the hosted kinds: the hosts the provider serves outputs from (`.example.com` takes
+    /// every subdomain), overriding the kind's default. Outputs anywhere else are refused.
+    #[serde(default)]
+    pub output_hosts: Option<Vec<String>>,
 }
+
+/// Every engine kind the catalog may name.
+pub const ENGINE_KINDS: &[&str] = &[
+    "reference",
+    "http",
+    "bedrock",
+    "openai_videos",
+    "veo",
+    "runway",
+    "luma",
+    "fal",
+    "replicate",
+];
 
 /// `duration_range` of an engine.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -539,11 +566,12 @@ impl Catalog {
             }
         }
         for e in &self.engines {
-            if !["reference", "http", "bedrock", "openai_videos"].contains(&e.kind.as_str()) {
+            if !ENGINE_KINDS.contains(&e.kind.as_str()) {
                 return bad(format!(
-                    "engine {} has unknown kind {} (expected reference, http, bedrock or \
-                     openai_videos)",
-                    e.id, e.kind
+                    "engine {} has unknown kind {} (expected one of {})",
+                    e.id,
+                    e.kind,
+                    ENGINE_KINDS.join(", ")
                 ));
             }
             if let Some(shape) = e.request_shape.as_deref() {

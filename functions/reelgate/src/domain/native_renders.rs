@@ -153,6 +153,19 @@ impl NativeRenders {
                 audio: true,
                 max_image_bytes: None,
             },
+            ("veo", _) => hosted(&[4, 6, 8], &[(1280, 720), (720, 1280), (1920, 1080), (1080, 1920)], true),
+            ("runway", _) => hosted(
+                &[5, 10],
+                &[(1280, 720), (720, 1280), (960, 960), (1104, 832), (832, 1104), (1584, 672)],
+                false,
+            ),
+            ("luma", _) => hosted(
+                &[5, 9],
+                &[(1920, 1080), (1080, 1920), (1080, 1080), (1440, 1080), (1080, 1440), (2520, 1080)],
+                false,
+            ),
+            ("fal", _) => hosted(&[5, 10], &[(1280, 720), (720, 1280), (720, 720)], false),
+            ("replicate", _) => hosted(&[6, 10], &[(1366, 768), (768, 1366)], false),
             ("bedrock", _) => NativeRenders {
                 durations: Durations::Range {
                     min: 6,
@@ -221,6 +234,21 @@ impl NativeRenders {
             .filter(|s| short(s) >= reelgate_media::SHORT_SIDE)
             .min_by_key(area)
             .or_else(|| same_shape.iter().copied().max_by_key(area))
+    }
+}
+
+/// A hosted provider's documented renders: a set of durations, sizes, audio.
+fn hosted(durations: &[u32], sizes: &[(u32, u32)], audio: bool) -> NativeRenders {
+    NativeRenders {
+        durations: Durations::Set {
+            values: durations.to_vec(),
+        },
+        sizes: sizes
+            .iter()
+            .map(|&(width, height)| Size { width, height })
+            .collect(),
+        audio,
+        max_image_bytes: None,
     }
 }
 

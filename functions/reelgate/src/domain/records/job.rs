@@ -132,6 +132,9 @@ mod attr {
     pub const ENGINE_PROMPT: &str = "engine_prompt";
     pub const RENDER_ID: &str = "render_id";
     pub const RENDER_STARTED_MS: &str = "render_started_ms";
+    /// Unix time a delivery of the render message claimed the submission (see
+    /// [`super::submit_claim`]).
+    pub const RENDER_CLAIM: &str = "render_claim";
     pub const SIZE: &str = "size";
     pub const ERROR_CODE: &str = "error_code";
     pub const ERROR_MESSAGE: &str = "error_message";
@@ -393,6 +396,19 @@ pub fn render_started(render_id: impl Into<String>, started_ms: i64, progress: i
         .set(attr::RENDER_ID, render_id.into())
         .set(attr::RENDER_STARTED_MS, started_ms)
         .set(attr::PROGRESS, progress)
+}
+
+/// One delivery's claim on submitting the job's render, at `now`: written only while no render
+/// is recorded and no other claim younger than `ttl_secs` stands, so two deliveries of one render
+/// message never both ask the engine for a (paid) render.
+pub fn submit_claim(now: i64, ttl_secs: i64) -> (Update, Condition) {
+    let condition = Condition::Exists
+        .and(Condition::AttrNotExists(attr::RENDER_ID.into()))
+        .and(Condition::Or(vec![
+            Condition::AttrNotExists(attr::RENDER_CLAIM.into()),
+            Condition::Lt(attr::RENDER_CLAIM.into(), Attr::from(now - ttl_secs)),
+        ]));
+    (Update::new().set(attr::RENDER_CLAIM, now), condition)
 }
 
 /// The render's progress, 0–100.

@@ -242,6 +242,27 @@ async fn sign_inputs(
     Ok(out)
 }
 
+/// How long one delivery's claim on submitting a job's render holds: longer than a submit
+/// takes with its retries, shorter than the Render state's 300 s heartbeat.
+const SUBMIT_CLAIM_SECS: i64 = 240;
+
+/// Claims the submission of the job's render for this delivery (a conditional write on the
+/// job): `false` when another delivery holds a live claim. A claim left by a worker that died
+/// mid-submit lapses after [`SUBMIT_CLAIM_SECS`]; its provider render, if the provider had
+/// started one, was never recorded and cannot be followed.
+async fn claim_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Result<bool, String> {
+    let (update, condition) = job_record::submit_claim(now_secs(), SUBMIT_CLAIM_SECS);
+    match pipeline
+        .store
+        .update(&crate::domain::keys::job(org, video_id), update, Some(condition))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(crate::ports::store::StoreError::ConditionFailed) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// What the engine is asked to render for the job (`native::map_job`): its shortest native
 /// duration at or above the job's seconds, and the native size nearest the job's shape (`Auto`
 /// follows the first frame's shape when there is one). `None` when the engine, as the catalog
@@ -379,15 +400,32 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         client_reference: Some(video_id.to_owned()),
     };
     let mut attempt = 0;
+    if !claim_submission(pipeline, org, video_id).await? {
+        // Another delivery of this message is submitting (the queue redelivered it while the
+        // provider was slow to answer): wait for it to record the render rather than start a
+        // second, paid one.
+        return Err("another delivery of the job's render message is submitting it".into());
+    }
     let render = loop {
         match engine.submit(&request).await {
             Ok(render) => break render,
-            Err(EngineError::Unreachable(e))
-                if attempt + 1 < pipeline.settings.engine_unreachable_attempts =>
+            Err(e)
+                if e.is_transient()
+                    && attempt + 1 < pipeline.settings.engine_unreachable_attempts =>
             {
                 attempt += 1;
                 tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
-                tokio::time::sleep(pipeline.settings.render_poll_interval).await;
+                tokio::time::sleep(e.retry_delay(pipeline.settings.render_poll_interval)).await;
+            }
+            Err(EngineError::ContentRefused(cause)) => {
+                return fail_task(
+                    pipeline,
+                    token,
+                    video_id,
+                    errors::MODERATION_BLOCKED,
+                    &cause,
+                )
+                .await
             }
             Err(e) => {
                 return fail_task(
@@ -484,7 +522,7 @@ async fn poll(
     }
     let render: Render = match engine.status(render_id).await {
         Ok(r) => r,
-        Err(EngineError::Unreachable(e)) => {
+        Err(e) if e.is_transient() => {
             let unreachable = unreachable + 1;
             if unreachable >= pipeline.settings.engine_unreachable_attempts {
                 return fail_task(
@@ -506,7 +544,8 @@ async fn poll(
                 unreachable,
                 last_beat,
             );
-            return enqueue(pipeline, &next, pipeline.settings.render_poll_interval).await;
+            let delay = e.retry_delay(pipeline.settings.render_poll_interval);
+            return enqueue(pipeline, &next, delay).await;
         }
         Err(e) => {
             return fail_task(
@@ -558,18 +597,20 @@ async fn poll(
             Ok(())
         }
         RenderStatus::Failed | RenderStatus::Canceled => {
+            let refused = render
+                .error
+                .as_ref()
+                .is_some_and(|e| crate::ports::engine::is_content_refusal(&e.code));
             let cause = render
                 .error
                 .map(|e| format!("{}: {}", e.code, e.message))
                 .unwrap_or_else(|| format!("the render ended {}", render.status.as_str()));
-            fail_task(
-                pipeline,
-                token,
-                video_id,
-                errors::ENGINE_UNAVAILABLE,
-                &cause,
-            )
-            .await
+            let error = if refused {
+                errors::MODERATION_BLOCKED
+            } else {
+                errors::ENGINE_UNAVAILABLE
+            };
+            fail_task(pipeline, token, video_id, error, &cause).await
         }
         _ => {
             let progress = u32::from(render.progress.min(99));

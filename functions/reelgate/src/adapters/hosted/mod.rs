@@ -1,0 +1,373 @@
+//! What every hosted video provider's adapter shares (`veo`, `runway`, `luma`, `fal`,
+//! `replicate`): calls to the provider's API with its key, the one mapping of HTTP answers to
+//! [`EngineError`], the caller's input files read back from reelgate's own signed URLs when a
+//! provider wants them inline, and the download of the output.
+//!
+//! The rules, for every provider:
+//! - the key goes only to the provider's API origin (scheme, host and port of `base_url`); a
+//!   URL anywhere else is called without it, and an adapter never builds an API call to another
+//!   origin;
+//! - transport errors, 408 and 5xx are [`EngineError::Unreachable`]; 429 is
+//!   [`EngineError::Busy`] with the provider's `Retry-After`; 404 on a known render is
+//!   [`EngineError::UnknownRender`]; any other refusal is [`EngineError::Rejected`] (each adapter
+//!   turns its provider's content refusals into [`EngineError::ContentRefused`] first);
+//! - the output is downloaded through the guarded fetcher (no private or metadata addresses, a
+//!   byte cap, redirects re-checked), from the API origin or the provider's own output hosts
+//!   (`output_hosts`) only, and without the key unless it is on the API origin.
+
+use crate::ports::engine::EngineError;
+use crate::ports::fetch::{FetchError, Fetcher};
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a provider takes its key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>` (Runway, Luma, Replicate).
+    Bearer,
+    /// `Authorization: <prefix> <key>` (fal: `Key`).
+    Scheme(&'static str),
+    /// The key in a header of its own (the Gemini API: `x-goog-api-key`).
+    Header(&'static str),
+}
+
+/// One provider's API: its origin, key and fixed headers, and the fetcher its outputs come
+/// through.
+pub struct ProviderApi {
+    /// `base_url` without a trailing slash.
+    base: String,
+    origin: url::Origin,
+    key: Option<String>,
+    auth: Auth,
+    headers: Vec<(&'static str, String)>,
+    /// Hosts (besides the API's) the provider serves outputs from, lower case; a leading dot
+    /// takes every subdomain.
+    output_hosts: Vec<String>,
+    http: reqwest::Client,
+    fetcher: Arc<dyn Fetcher>,
+}
+
+/// The longest an output download may take.
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// The largest image read back from reelgate's own signed URL to send inline.
+pub const MAX_INLINE_IMAGE_BYTES: u64 = crate::domain::videos::create::MAX_IMAGE_BYTES;
+
+impl ProviderApi {
+    /// `base_url` must be an absolute http(s) URL; `output_hosts` are the host names the
+    /// provider's output URLs may name (its CDN; `.example.com` for any subdomain).
+    pub fn new(
+        base_url: &str,
+        key: Option<String>,
+        auth: Auth,
+        headers: Vec<(&'static str, String)>,
+        output_hosts: Vec<String>,
+        fetcher: Arc<dyn Fetcher>,
+    ) -> anyhow::Result<Self> {
+        let base = base_url.trim_end_matches('/').to_owned();
+        let parsed = url::Url::parse(&base).map_err(|e| anyhow::anyhow!("base_url {base}: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+            anyhow::bail!("base_url {base} is not an http(s) URL");
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(ProviderApi {
+            origin: parsed.origin(),
+            base,
+            key,
+            auth,
+            headers,
+            output_hosts: output_hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+            http,
+            fetcher,
+        })
+    }
+
+    /// `base_url` + `path` (`path` starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Whether `url` is on the API's origin (where the key may go).
+    pub fn on_api_origin(&self, url: &str) -> bool {
+        url::Url::parse(url).is_ok_and(|u| u.origin() == self.origin)
+    }
+
+    /// Calls the API: `method` on `url` (which must be on the API origin) with an optional JSON
+    /// body; `render` is the provider's id of the render the call is about (a 404 then means
+    /// the provider lost it). Answers the JSON body of a 2xx.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&Value>,
+        render: Option<&str>,
+    ) -> Result<Value, EngineError> {
+        if !self.on_api_origin(url) {
+            return Err(EngineError::Rejected(format!(
+                "refusing to call {url}: not on the provider's API origin"
+            )));
+        }
+        let mut request = self
+            .http
+            .request(method, url)
+            .timeout(Duration::from_secs(60));
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        if let Some(key) = &self.key {
+            request = match &self.auth {
+                Auth::Bearer => request.bearer_auth(key),
+                Auth::Scheme(scheme) => request.header("authorization", format!("{scheme} {key}")),
+                Auth::Header(name) => request.header(*name, key),
+            };
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response.bytes().await.map_err(transport)?;
+        if !(200..300).contains(&status) {
+            return Err(refusal(status, &body, render, retry_after));
+        }
+        if body.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&body).map_err(|_| {
+            EngineError::Rejected(format!("the provider answered {status} with no JSON"))
+        })
+    }
+
+    /// Downloads an output from `url`: on the API origin with the key (through the API client,
+    /// redirects not followed), elsewhere only from one of the provider's output hosts, without
+    /// the key, through the guarded fetcher. At most `max_bytes`.
+    pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Bytes, EngineError> {
+        let parsed = url::Url::parse(url)
+            .map_err(|_| EngineError::Rejected("the provider's output URL is not a URL".into()))?;
+        if self.on_api_origin(url) {
+            let mut request = self.http.get(url).timeout(DOWNLOAD_TIMEOUT);
+            for (name, value) in &self.headers {
+                request = request.header(*name, value);
+            }
+            if let Some(key) = &self.key {
+                request = match &self.auth {
+                    Auth::Bearer => request.bearer_auth(key),
+                    Auth::Scheme(scheme) => {
+                        request.header("authorization", format!("{scheme} {key}"))
+                    }
+                    Auth::Header(name) => request.header(*name, key),
+                };
+            }
+            let mut response = request.send().await.map_err(transport)?;
+            let status = response.status().as_u16();
+            if !(200..300).contains(&status) {
+                return Err(refusal(status, b"", None, None));
+            }
+            let mut out = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(transport)? {
+                if (out.len() + chunk.len()) as u64 > max_bytes {
+                    return Err(EngineError::Rejected(format!(
+                        "the output is over {max_bytes} bytes"
+                    )));
+                }
+                out.extend_from_slice(&chunk);
+            }
+            return Ok(Bytes::from(out));
+        }
+        let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
+        if !self.output_hosts.iter().any(|h| host_matches(h, &host)) {
+            return Err(EngineError::Rejected(format!(
+                "the provider's output is on {host}, which is not one of its output hosts"
+            )));
+        }
+        match self.fetcher.fetch(url, max_bytes).await {
+            Ok(fetched) => Ok(Bytes::from(fetched.bytes)),
+            Err(FetchError::Unreachable | FetchError::Timeout) => Err(EngineError::Unreachable(
+                "the provider's output host did not answer".into(),
+            )),
+            Err(FetchError::Status(status)) if status == 429 || status >= 500 => Err(
+                EngineError::Unreachable(format!("the output host answered HTTP {status}")),
+            ),
+            Err(e) => Err(EngineError::Rejected(format!("downloading the output: {e}"))),
+        }
+    }
+
+    /// Reads one of the caller's files back from the short-lived URL reelgate signed for it
+    /// (for a provider that takes images inline): its bytes and MIME type.
+    pub async fn read_input(&self, signed_url: &str) -> Result<(Vec<u8>, String), EngineError> {
+        let mut response = self
+            .http
+            .get(signed_url)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(transport)?;
+        if !response.status().is_success() {
+            return Err(EngineError::Unreachable(format!(
+                "reading an input file: HTTP {}",
+                response.status()
+            )));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > MAX_INLINE_IMAGE_BYTES {
+                return Err(EngineError::Rejected("an input file is too large".into()));
+            }
+        }
+        let mime = reelgate_media::sniff(&bytes).mime.to_owned();
+        Ok((bytes, mime))
+    }
+}
+
+/// Whether `host` is the output host `entry` names: exactly, or any subdomain of it when the
+/// entry starts with a dot (`.fal.media`).
+pub fn host_matches(entry: &str, host: &str) -> bool {
+    match entry.strip_prefix('.') {
+        Some(domain) => host.ends_with(entry) && host.len() > entry.len() || host == domain,
+        None => host == entry,
+    }
+}
+
+/// A provider's id as one path segment: refused unless it is made of URL-safe characters, so
+/// an id from the provider can never reshape an API path.
+pub fn path_segment(id: &str) -> Result<&str, EngineError> {
+    let safe = !id.is_empty()
+        && id.len() <= 256
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && id != "."
+        && id != "..";
+    if safe {
+        Ok(id)
+    } else {
+        Err(EngineError::Rejected(format!(
+            "the provider returned an unusable id {:?}",
+            id.chars().take(80).collect::<String>()
+        )))
+    }
+}
+
+fn transport(e: reqwest::Error) -> EngineError {
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    EngineError::Unreachable(msg)
+}
+
+/// The provider's message in an error body (`error.message`, `error` as a string, `message`,
+/// `detail`), else the start of the body.
+pub fn error_detail(body: &[u8]) -> String {
+    let parsed = serde_json::from_slice::<Value>(body).ok();
+    let found = parsed.as_ref().and_then(|v| {
+        [
+            &v["error"]["message"],
+            &v["error"],
+            &v["message"],
+            &v["detail"],
+            &v["failure"],
+        ]
+        .into_iter()
+        .find_map(|f| f.as_str().map(str::to_owned))
+    });
+    found.unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned())
+}
+
+/// A non-2xx answer as an [`EngineError`].
+pub fn refusal(
+    status: u16,
+    body: &[u8],
+    render: Option<&str>,
+    retry_after: Option<Duration>,
+) -> EngineError {
+    let detail = error_detail(body);
+    match (status, render) {
+        (429, _) => EngineError::Busy {
+            message: format!("HTTP 429: {detail}"),
+            retry_after,
+        },
+        (404, Some(id)) => EngineError::UnknownRender(id.to_owned()),
+        (408, _) | (500..=599, _) => EngineError::Unreachable(format!("HTTP {status}: {detail}")),
+        _ => EngineError::Rejected(format!("HTTP {status}: {detail}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_map_to_engine_errors() {
+        assert!(matches!(
+            refusal(429, b"{}", None, Some(Duration::from_secs(7))),
+            EngineError::Busy { retry_after: Some(d), .. } if d == Duration::from_secs(7)
+        ));
+        assert!(matches!(
+            refusal(503, b"busy", Some("r1"), None),
+            EngineError::Unreachable(_)
+        ));
+        assert!(matches!(
+            refusal(404, b"{}", Some("r1"), None),
+            EngineError::UnknownRender(id) if id == "r1"
+        ));
+        assert!(matches!(
+            refusal(400, br#"{"error":{"message":"bad ratio"}}"#, None, None),
+            EngineError::Rejected(m) if m.contains("bad ratio")
+        ));
+        assert_eq!(error_detail(br#"{"detail":"no"}"#), "no");
+    }
+
+    #[test]
+    fn output_hosts_match_exactly_or_by_subdomain() {
+        assert!(host_matches("replicate.delivery", "replicate.delivery"));
+        assert!(!host_matches("replicate.delivery", "evilreplicate.delivery"));
+        assert!(host_matches(".fal.media", "v3.fal.media"));
+        assert!(host_matches(".fal.media", "fal.media"));
+        assert!(!host_matches(".fal.media", "evilfal.media"));
+        assert!(!host_matches(".fal.media", "fal.media.evil.test"));
+    }
+
+    #[test]
+    fn ids_cannot_reshape_paths() {
+        assert!(path_segment("task_123-abc.v1").is_ok());
+        for bad in ["", "..", "a/b", "a?b", "a%2Fb", "a b"] {
+            assert!(path_segment(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_key_stays_on_the_api_origin() {
+        let api = ProviderApi::new(
+            "https://api.example.test/v1/",
+            Some("k".into()),
+            Auth::Bearer,
+            Vec::new(),
+            vec!["CDN.example.test".into()],
+            Arc::new(crate::adapters::guarded_fetch::GuardedFetcher::default()),
+        )
+        .expect("api");
+        assert_eq!(api.url("/tasks"), "https://api.example.test/v1/tasks");
+        assert!(api.on_api_origin("https://api.example.test/other"));
+        assert!(!api.on_api_origin("https://cdn.example.test/v.mp4"));
+        assert!(!api.on_api_origin("http://api.example.test/v1/tasks"));
+        assert!(!api.on_api_origin("https://api.example.test.evil.test/v1"));
+    }
+}
