@@ -106,11 +106,17 @@ pub async fn aws_app(
     // The provider keys' secret, then the front door's origin secret (a JSON object holding
     // REELGATE_ORIGIN_SECRET and, during a rotation, REELGATE_ORIGIN_SECRET_SECONDARY), whose
     // values are never in the function's configuration either.
-    let secret_arns: Vec<String> = [&config.aws.secrets_arn, &config.aws.origin_secret_arn]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    // The hosted video providers' keys are a secret of their own, which the template gives only
+    // the render worker and the cancel route.
+    let secret_arns: Vec<String> = [
+        &config.aws.secrets_arn,
+        &config.aws.origin_secret_arn,
+        &config.aws.engine_secrets_arn,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
     let config = if secret_arns.is_empty() {
         config
     } else {

@@ -163,6 +163,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_ORIGIN_SECRET_ARN",
         "Secrets Manager secret holding the origin secret(s)",
     ),
+    (
+        "REELGATE_ENGINE_SECRETS_ARN",
+        "Secrets Manager secret holding the hosted video providers' keys",
+    ),
     // Console sign-in through OpenID Connect (docs/console.md).
     (
         "REELGATE_OIDC_ISSUER",
@@ -476,6 +480,9 @@ pub struct AwsResources {
     pub secrets_arn: Option<String>,
     /// `REELGATE_ORIGIN_SECRET_ARN`: read like `secrets_arn`, for the origin secret.
     pub origin_secret_arn: Option<String>,
+    /// `REELGATE_ENGINE_SECRETS_ARN`: read like `secrets_arn`, for the hosted video providers'
+    /// keys (set only on the render worker and the cancel route).
+    pub engine_secrets_arn: Option<String>,
 }
 
 /// The whole configuration.
@@ -806,6 +813,7 @@ impl Config {
                 state_machine_arn: vars.text("REELGATE_STATE_MACHINE_ARN"),
                 secrets_arn: vars.text("REELGATE_SECRETS_ARN"),
                 origin_secret_arn: vars.text("REELGATE_ORIGIN_SECRET_ARN"),
+                engine_secrets_arn: vars.text("REELGATE_ENGINE_SECRETS_ARN"),
             },
             response_stream: vars.switch("REELGATE_RESPONSE_STREAM")?.unwrap_or(false),
             log_filter: vars.text("REELGATE_LOG"),

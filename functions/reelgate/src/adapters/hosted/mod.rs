@@ -49,8 +49,34 @@ pub struct ProviderApi {
     fetcher: Arc<dyn Fetcher>,
 }
 
-/// The longest an output download may take.
-pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// One HTTP answer from the provider's API ([`ProviderApi::send`]).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    /// The provider's `Retry-After`, in seconds.
+    pub retry_after: Option<Duration>,
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// The body as JSON (`null` when empty).
+    pub fn json(&self) -> Result<Value, EngineError> {
+        if self.body.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&self.body).map_err(|_| {
+            EngineError::Rejected(format!(
+                "the provider answered {} with no JSON",
+                self.status
+            ))
+        })
+    }
+}
+
+/// The most redirects an output download on the API origin follows.
+pub const MAX_DOWNLOAD_REDIRECTS: usize = 5;
+/// The longest an output download may take (inside the render worker function's 120 s).
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(90);
 /// The largest image read back from reelgate's own signed URL to send inline.
 pub const MAX_INLINE_IMAGE_BYTES: u64 = crate::domain::videos::create::MAX_IMAGE_BYTES;
 
@@ -109,6 +135,28 @@ impl ProviderApi {
         body: Option<&Value>,
         render: Option<&str>,
     ) -> Result<Value, EngineError> {
+        let answer = self.send(method, url, body).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(refusal(
+                answer.status,
+                &answer.body,
+                render,
+                answer.retry_after,
+            ));
+        }
+        answer.json()
+    }
+
+    /// Calls the API like [`ProviderApi::call`] but answers whatever HTTP answer came back,
+    /// for an adapter that must read a refusal's body itself (a provider's structured content
+    /// refusal, fal's result of a failed request); transport errors are still
+    /// [`EngineError::Unreachable`].
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, EngineError> {
         if !self.on_api_origin(url) {
             return Err(EngineError::Rejected(format!(
                 "refusing to call {url}: not on the provider's API origin"
@@ -140,25 +188,23 @@ impl ProviderApi {
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
         let body = response.bytes().await.map_err(transport)?;
-        if !(200..300).contains(&status) {
-            return Err(refusal(status, &body, render, retry_after));
-        }
-        if body.is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_slice(&body).map_err(|_| {
-            EngineError::Rejected(format!("the provider answered {status} with no JSON"))
+        Ok(Answer {
+            status,
+            retry_after,
+            body,
         })
     }
 
     /// Downloads an output from `url`: on the API origin with the key (through the API client,
-    /// redirects not followed), elsewhere only from one of the provider's output hosts, without
-    /// the key, through the guarded fetcher. At most `max_bytes`.
+    /// following at most [`MAX_DOWNLOAD_REDIRECTS`] redirects, the key only while they stay on
+    /// the API origin), elsewhere only from one of the provider's output hosts, without the key,
+    /// through the guarded fetcher. At most `max_bytes`.
     pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Bytes, EngineError> {
-        let parsed = url::Url::parse(url)
+        let mut parsed = url::Url::parse(url)
             .map_err(|_| EngineError::Rejected("the provider's output URL is not a URL".into()))?;
-        if self.on_api_origin(url) {
-            let mut request = self.http.get(url).timeout(DOWNLOAD_TIMEOUT);
+        let mut redirects = 0;
+        while self.on_api_origin(parsed.as_str()) {
+            let mut request = self.http.get(parsed.as_str()).timeout(DOWNLOAD_TIMEOUT);
             for (name, value) in &self.headers {
                 request = request.header(*name, value);
             }
@@ -173,6 +219,23 @@ impl ProviderApi {
             }
             let mut response = request.send().await.map_err(transport)?;
             let status = response.status().as_u16();
+            // A redirect (the Gemini API's file downloads): on the API origin the key goes
+            // along; anywhere else the target must be an output host and gets no key.
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| parsed.join(l).ok());
+            if let (300..=399, Some(next)) = (status, location) {
+                redirects += 1;
+                if redirects > MAX_DOWNLOAD_REDIRECTS {
+                    return Err(EngineError::Rejected(
+                        "the provider's output redirects too many times".into(),
+                    ));
+                }
+                parsed = next;
+                continue;
+            }
             if !(200..300).contains(&status) {
                 return Err(refusal(status, b"", None, None));
             }
@@ -193,7 +256,7 @@ impl ProviderApi {
                 "the provider's output is on {host}, which is not one of its output hosts"
             )));
         }
-        match self.fetcher.fetch(url, max_bytes).await {
+        match self.fetcher.fetch(parsed.as_str(), max_bytes).await {
             Ok(fetched) => Ok(Bytes::from(fetched.bytes)),
             Err(FetchError::Unreachable | FetchError::Timeout) => Err(EngineError::Unreachable(
                 "the provider's output host did not answer".into(),
