@@ -119,6 +119,31 @@ pub fn engines_from_catalog_with_key(
                 }
             }
             "openai_videos" => Arc::new(openai_videos::OpenAiVideosEngine::from_config(e, key)?),
+            "veo" => Arc::new(hosted::veo::VeoEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
+            "runway" => Arc::new(hosted::runway::RunwayEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
+            "luma" => Arc::new(hosted::luma::LumaEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
+            "fal" => Arc::new(hosted::fal::FalEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
+            "replicate" => Arc::new(hosted::replicate::ReplicateEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
             // Registered by the AWS hosts (reelgate-aws), which have S3 for its output.
             "bedrock" => continue,
             other => anyhow::bail!("engine {}: unknown kind {other}", e.id),

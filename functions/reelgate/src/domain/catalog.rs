@@ -142,10 +142,10 @@ pub fn kind_inputs(kind: &str, request_shape: Option<&str>) -> &'static [&'stati
         ("bedrock", _) => &["first_frame"],
         ("openai_videos", Some("reelgate")) => &[],
         ("openai_videos", _) => &["first_frame"],
+        // The hosted kinds: what their default models take (docs/engines.md).
         ("veo", _) => &["first_frame", "last_frame", "reference_images"],
-        ("runway", _) => &["first_frame", "last_frame"],
-        ("luma", _) => &["first_frame", "last_frame"],
-        ("fal" | "replicate", _) => &["first_frame", "last_frame", "reference_images"],
+        ("runway", _) => &["first_frame"],
+        ("luma" | "fal" | "replicate", _) => &["first_frame", "last_frame"],
         _ => &[],
     }
 }
@@ -210,8 +210,8 @@ pub struct EngineConfig {
     /// (`POST /v1/videos/{id}/cancel`) or `delete` (`DELETE /v1/videos/{id}`).
     #[serde(default)]
     pub cancel: Option<String>,
-    /// Whether the engine's progress moves while it renders. When it does (the default except
-    /// for `bedrock`), a render whose progress stops is failed once it misses the workflow's
+    /// Whether the engine's progress moves while it renders. When it does (the default for
+    /// `reference`, `http`, `openai_videos` and `runway`, whose statuses carry a figure), a render whose progress stops is failed once it misses the workflow's
     /// heartbeat; when it does not, the worker heartbeats on every poll that finds the render
     /// running, and only the render's overall timeout bounds it.
     #[serde(default)]
@@ -275,7 +275,11 @@ fn one() -> u32 {
 impl EngineConfig {
     /// See [`EngineConfig::progress_observable`].
     pub fn progress_is_observable(&self) -> bool {
-        self.progress_observable.unwrap_or(self.kind != "bedrock")
+        // Providers whose status carries a progress figure; the others only say "running".
+        self.progress_observable.unwrap_or(matches!(
+            self.kind.as_str(),
+            "reference" | "http" | "openai_videos" | "runway"
+        ))
     }
 
     /// What the engine renders: its kind's documented defaults with this entry's overrides.

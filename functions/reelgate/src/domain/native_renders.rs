@@ -95,6 +95,8 @@ pub struct NativeRenders {
     pub audio: bool,
     /// The largest image (first or last frame, reference image) the engine takes, in bytes.
     pub max_image_bytes: Option<u64>,
+    /// The most reference images the engine takes (the API's own limit applies besides).
+    pub max_reference_images: Option<usize>,
 }
 
 /// The 768p sizes the engine protocol renders at (reelgate's own contract sizes).
@@ -133,6 +135,7 @@ impl NativeRenders {
             sizes: contract_sizes(),
             audio: true,
             max_image_bytes: None,
+            max_reference_images: None,
         };
         match (kind, request_shape) {
             ("openai_videos", Some("reelgate")) => contract(),
@@ -152,20 +155,47 @@ impl NativeRenders {
                 ],
                 audio: true,
                 max_image_bytes: None,
+                max_reference_images: None,
             },
-            ("veo", _) => hosted(&[4, 6, 8], &[(1280, 720), (720, 1280), (1920, 1080), (1080, 1920)], true),
-            ("runway", _) => hosted(
-                &[5, 10],
-                &[(1280, 720), (720, 1280), (960, 960), (1104, 832), (832, 1104), (1584, 672)],
-                false,
-            ),
+            // Veo renders 1080p and 4k only at 8 s: 720p is what every duration has.
+            ("veo", _) => NativeRenders {
+                max_reference_images: Some(3),
+                ..hosted(&[4, 6, 8], &[(1280, 720), (720, 1280)], true)
+            },
+            // gen4.5 takes any whole second from 2 to 10.
+            ("runway", _) => NativeRenders {
+                durations: Durations::Range {
+                    min: 2,
+                    max: 10,
+                    step: 1,
+                },
+                ..hosted(
+                    &[10],
+                    &[
+                        (1280, 720),
+                        (720, 1280),
+                        (960, 960),
+                        (1104, 832),
+                        (832, 1104),
+                        (1584, 672),
+                    ],
+                    false,
+                )
+            },
             ("luma", _) => hosted(
                 &[5, 9],
-                &[(1920, 1080), (1080, 1920), (1080, 1080), (1440, 1080), (1080, 1440), (2520, 1080)],
+                &[
+                    (1920, 1080),
+                    (1080, 1920),
+                    (1080, 1080),
+                    (1440, 1080),
+                    (1080, 1440),
+                    (2520, 1080),
+                ],
                 false,
             ),
-            ("fal", _) => hosted(&[5, 10], &[(1280, 720), (720, 1280), (720, 720)], false),
-            ("replicate", _) => hosted(&[6, 10], &[(1366, 768), (768, 1366)], false),
+            ("fal", _) => hosted(&[5, 10], &[(1920, 1080), (1080, 1920), (1080, 1080)], false),
+            ("replicate", _) => hosted(&[6, 10], &[(1366, 768)], false),
             ("bedrock", _) => NativeRenders {
                 durations: Durations::Range {
                     min: 6,
@@ -178,6 +208,7 @@ impl NativeRenders {
                 }],
                 audio: false,
                 max_image_bytes: None,
+                max_reference_images: None,
             },
             _ => contract(),
         }
@@ -249,6 +280,7 @@ fn hosted(durations: &[u32], sizes: &[(u32, u32)], audio: bool) -> NativeRenders
             .collect(),
         audio,
         max_image_bytes: None,
+        max_reference_images: None,
     }
 }
 

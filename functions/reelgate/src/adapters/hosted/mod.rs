@@ -15,6 +15,12 @@
 //!   byte cap, redirects re-checked), from the API origin or the provider's own output hosts
 //!   (`output_hosts`) only, and without the key unless it is on the API origin.
 
+pub mod fal;
+pub mod luma;
+pub mod replicate;
+pub mod runway;
+pub mod veo;
+
 use crate::ports::engine::EngineError;
 use crate::ports::fetch::{FetchError, Fetcher};
 use bytes::Bytes;
@@ -264,7 +270,9 @@ impl ProviderApi {
             Err(FetchError::Status(status)) if status == 429 || status >= 500 => Err(
                 EngineError::Unreachable(format!("the output host answered HTTP {status}")),
             ),
-            Err(e) => Err(EngineError::Rejected(format!("downloading the output: {e}"))),
+            Err(e) => Err(EngineError::Rejected(format!(
+                "downloading the output: {e}"
+            ))),
         }
     }
 
@@ -401,7 +409,10 @@ mod tests {
     #[test]
     fn output_hosts_match_exactly_or_by_subdomain() {
         assert!(host_matches("replicate.delivery", "replicate.delivery"));
-        assert!(!host_matches("replicate.delivery", "evilreplicate.delivery"));
+        assert!(!host_matches(
+            "replicate.delivery",
+            "evilreplicate.delivery"
+        ));
         assert!(host_matches(".fal.media", "v3.fal.media"));
         assert!(host_matches(".fal.media", "fal.media"));
         assert!(!host_matches(".fal.media", "evilfal.media"));

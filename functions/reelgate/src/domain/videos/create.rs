@@ -390,6 +390,14 @@ pub fn check_capabilities(
             ));
         }
     }
+    if let Some(max) = caps.native.max_reference_images {
+        if i.reference_images.len() > max {
+            return Err(ApiError::invalid(
+                "references.images",
+                format!("The video model '{model}' takes at most {max} reference images."),
+            ));
+        }
+    }
     match caps.seconds {
         Some((min, max)) if (min..=max).contains(&req.seconds) => {}
         Some((_, max)) => {

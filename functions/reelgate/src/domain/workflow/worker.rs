@@ -254,7 +254,11 @@ async fn claim_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Res
     let (update, condition) = job_record::submit_claim(now_secs(), SUBMIT_CLAIM_SECS);
     match pipeline
         .store
-        .update(&crate::domain::keys::job(org, video_id), update, Some(condition))
+        .update(
+            &crate::domain::keys::job(org, video_id),
+            update,
+            Some(condition),
+        )
         .await
     {
         Ok(_) => Ok(true),

@@ -1,0 +1,994 @@
+//! The `fal` engine kind: a video model on fal's queue (`https://queue.fal.run`,
+//! `Authorization: Key <key>`).
+//!
+//! What is sent: `POST {base}/{endpoint}` with the model's own input as the body. The catalog's
+//! `model_id` names the model; a job is sent to the endpoint of that model for its inputs (fal
+//! serves each mode of a model at an endpoint of its own: text, first frame, first and last
+//! frame, reference images), with the model's field names. This file knows three models and
+//! their documented fields and values:
+//! - Kling 2.5 Turbo Pro (the default, `fal-ai/kling-video/v2.5-turbo/pro/text-to-video` and
+//!   `…/image-to-video`): `prompt`, `duration` "5" or "10", `aspect_ratio` "16:9", "9:16" or
+//!   "1:1" (text only; an image job follows its image), `image_url` and `tail_image_url`;
+//! - Veo 3.1 and Veo 3.1 Fast (`fal-ai/veo3.1`, `…/image-to-video`,
+//!   `…/first-last-frame-to-video`, `…/reference-to-video`; `fal-ai/veo3.1/fast/…`): `prompt`,
+//!   `duration` "4s", "6s" or "8s", `aspect_ratio` "16:9" or "9:16", `resolution` "720p" or
+//!   "1080p", `generate_audio`, `image_url`, `first_frame_url` and `last_frame_url`,
+//!   `image_urls` (reference images);
+//! - MiniMax Hailuo 02 Standard (`fal-ai/minimax/hailuo-02/standard/text-to-video` and
+//!   `…/image-to-video`): `prompt`, `duration` "6" or "10", `image_url`, `end_image_url`,
+//!   `resolution` "512P" or "768P" (image only).
+//!
+//! Any other model is sent to `model_id` (a `…/text-to-video` id sends frame jobs to its
+//! `…/image-to-video` sibling and the other way round, fal's naming for the two modes of one
+//! model) with `prompt`, `image_url`, `duration` (whole seconds as a string, "5") and
+//! `aspect_ratio` ("16:9"); the catalog's `input_fields` (`prompt`, `first_frame`,
+//! `last_frame`, `reference_images`, `duration`, `aspect_ratio`, `resolution`, `audio`) rename
+//! or add fields for any model, and a thing with no field is not sent. Durations and aspect
+//! ratios a known model does not take become the nearest it does (the finalize step conforms
+//! the result). Frames and reference images go as reelgate's short-lived signed URLs, which fal
+//! downloads (they must still be valid when the request leaves fal's queue). An input the
+//! chosen model cannot take is refused before anything is sent.
+//!
+//! What comes back: `request_id` and the request's `status_url`, `response_url` and
+//! `cancel_url`, which are used only on the API origin (the render id is the request's path
+//! under the queue base, `{owner}/{app}/requests/{id}`, taken from `status_url`). `GET
+//! …/status` is polled: `IN_QUEUE` is queued, `IN_PROGRESS` rendering (fal reports no progress:
+//! such an engine wants `progress_observable = false`), `COMPLETED` means the result is ready,
+//! so the status call reads it (`GET response_url`): `video.url` on fal's CDN (downloaded
+//! without the key from `output_hosts`, default `.fal.media`) succeeds the render; a 422 whose
+//! `detail` has `type: "content_policy_violation"` (fal's content checker or the model's own
+//! moderation, at submit or in the result) is a content refusal; any other error fails it. A
+//! cancel is `PUT …/cancel` (fal drops a queued request and signals a running one; a request
+//! already completed or unknown needs none). fal has no idempotency key: the worker claims the
+//! submission before it is sent.
+//!
+//! Sources (checked 2026-11-26): fal docs, *Asynchronous Inference*
+//! (fal.ai/docs/documentation/model-apis/inference/queue) and the *Inference API* reference
+//! (fal.ai/docs/api-reference/inference-api, …/inference-api/queue/cancel: statuses, 202 while
+//! queued, the URLs to use, cancel answers); *Model Errors*
+//! (fal.ai/docs/documentation/model-apis/errors: the `detail` array,
+//! `content_policy_violation`) and *Request Errors* (…/model-apis/request-errors: `error_type`);
+//! the Kling 2.5 Turbo Pro model pages (fal.ai/models/fal-ai/kling-video/v2.5-turbo/pro/
+//! image-to-video/llms.txt, fal.ai/docs/model-api-reference/video-generation-api/
+//! kling-video-v2.5-turbo-pro) and, for all three models' fields and values, the endpoint types
+//! fal generates from its model schemas into its JavaScript client (fal-ai/fal-js,
+//! `libs/client/src/types/endpoints.ts`, August 2026: `fal-ai/veo3.1…`,
+//! `fal-ai/minimax/hailuo-02/standard…`). fal's model pages give no pixel sizes.
+
+use super::{path_segment, refusal, Answer, Auth, ProviderApi};
+use crate::domain::catalog::EngineConfig;
+use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+use crate::ports::engine::{
+    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+};
+use crate::ports::fetch::Fetcher;
+use async_trait::async_trait;
+use bytes::Bytes;
+use reelgate_engine::protocol::{codes, RenderError};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// fal's queue.
+pub const DEFAULT_BASE_URL: &str = "https://queue.fal.run";
+/// The model used when the catalog names none.
+pub const DEFAULT_MODEL: &str = "fal-ai/kling-video/v2.5-turbo/pro/text-to-video";
+/// fal's CDN (`v3.fal.media`, `v3b.fal.media`, …).
+pub const DEFAULT_OUTPUT_HOSTS: &[&str] = &[".fal.media"];
+/// What reelgate may send, by its `input_fields` name.
+pub const THINGS: &[&str] = &[
+    "prompt",
+    "first_frame",
+    "last_frame",
+    "reference_images",
+    "duration",
+    "aspect_ratio",
+    "resolution",
+    "audio",
+];
+/// The aspect ratios a model of unknown values is asked for.
+const ANY_RATIO: &[&str] = &["21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
+
+/// How a model writes its duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DurationStyle {
+    /// `"5"`.
+    Digits,
+    /// `"5s"`.
+    Seconds,
+}
+
+/// The kinds of request one model serves, each at an endpoint of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Mode {
+    FirstLast,
+    Reference,
+    Image,
+    Text,
+}
+
+impl Mode {
+    /// The inputs a request of this mode must carry.
+    fn needs(self) -> &'static [&'static str] {
+        match self {
+            Mode::FirstLast => &["first_frame", "last_frame"],
+            Mode::Reference => &["reference_images"],
+            Mode::Image => &["first_frame"],
+            Mode::Text => &[],
+        }
+    }
+}
+
+/// One endpoint of a model: its path under the queue and its field for each thing it takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Endpoint {
+    path: String,
+    fields: BTreeMap<&'static str, String>,
+}
+
+/// A model on fal as this adapter speaks to it.
+#[derive(Clone, Debug, PartialEq)]
+struct Model {
+    endpoints: BTreeMap<Mode, Endpoint>,
+    /// The durations it renders (empty: any, as the worker asks).
+    durations: &'static [u32],
+    duration_style: DurationStyle,
+    aspect_ratios: &'static [&'static str],
+    /// Resolution tiers by the frame's short side; empty: `"{short side}p"`.
+    resolutions: &'static [(u32, &'static str)],
+}
+
+type Fields = &'static [(&'static str, &'static str)];
+
+fn endpoint(path: &str, fields: Fields) -> Endpoint {
+    Endpoint {
+        path: path.to_owned(),
+        fields: fields
+            .iter()
+            .map(|(thing, field)| (*thing, (*field).to_owned()))
+            .collect(),
+    }
+}
+
+const KLING_TEXT: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+];
+const KLING_IMAGE: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("first_frame", "image_url"),
+    ("last_frame", "tail_image_url"),
+];
+const VEO_TEXT: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+    ("resolution", "resolution"),
+    ("audio", "generate_audio"),
+];
+const VEO_IMAGE: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+    ("resolution", "resolution"),
+    ("audio", "generate_audio"),
+    ("first_frame", "image_url"),
+];
+const VEO_FIRST_LAST: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+    ("resolution", "resolution"),
+    ("audio", "generate_audio"),
+    ("first_frame", "first_frame_url"),
+    ("last_frame", "last_frame_url"),
+];
+const VEO_REFERENCE: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+    ("resolution", "resolution"),
+    ("audio", "generate_audio"),
+    ("reference_images", "image_urls"),
+];
+const HAILUO_TEXT: Fields = &[("prompt", "prompt"), ("duration", "duration")];
+const HAILUO_IMAGE: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("resolution", "resolution"),
+    ("first_frame", "image_url"),
+    ("last_frame", "end_image_url"),
+];
+const ANY_TEXT: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("aspect_ratio", "aspect_ratio"),
+];
+const ANY_IMAGE: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("first_frame", "image_url"),
+];
+
+/// The documented model `model_id` belongs to, or the generic shape of an unknown one.
+fn known_model(model_id: &str) -> Model {
+    let id = model_id.trim_matches('/');
+    let kling = "fal-ai/kling-video/v2.5-turbo/pro";
+    if id == format!("{kling}/text-to-video") || id == format!("{kling}/image-to-video") {
+        return Model {
+            endpoints: BTreeMap::from([
+                (
+                    Mode::Text,
+                    endpoint(&format!("{kling}/text-to-video"), KLING_TEXT),
+                ),
+                (
+                    Mode::Image,
+                    endpoint(&format!("{kling}/image-to-video"), KLING_IMAGE),
+                ),
+            ]),
+            durations: &[5, 10],
+            duration_style: DurationStyle::Digits,
+            aspect_ratios: &["16:9", "9:16", "1:1"],
+            resolutions: &[],
+        };
+    }
+    for (veo, reference) in [("fal-ai/veo3.1", true), ("fal-ai/veo3.1/fast", false)] {
+        let family = [
+            veo.to_owned(),
+            format!("{veo}/image-to-video"),
+            format!("{veo}/first-last-frame-to-video"),
+            format!("{veo}/reference-to-video"),
+        ];
+        if family.iter().any(|p| p == id) && (reference || !id.ends_with("/reference-to-video")) {
+            let mut endpoints = BTreeMap::from([
+                (Mode::Text, endpoint(veo, VEO_TEXT)),
+                (Mode::Image, endpoint(&family[1], VEO_IMAGE)),
+                (Mode::FirstLast, endpoint(&family[2], VEO_FIRST_LAST)),
+            ]);
+            if reference {
+                endpoints.insert(Mode::Reference, endpoint(&family[3], VEO_REFERENCE));
+            }
+            return Model {
+                endpoints,
+                durations: &[4, 6, 8],
+                duration_style: DurationStyle::Seconds,
+                aspect_ratios: &["16:9", "9:16"],
+                resolutions: &[(720, "720p"), (1080, "1080p")],
+            };
+        }
+    }
+    let hailuo = "fal-ai/minimax/hailuo-02/standard";
+    if id == format!("{hailuo}/text-to-video") || id == format!("{hailuo}/image-to-video") {
+        return Model {
+            endpoints: BTreeMap::from([
+                (
+                    Mode::Text,
+                    endpoint(&format!("{hailuo}/text-to-video"), HAILUO_TEXT),
+                ),
+                (
+                    Mode::Image,
+                    endpoint(&format!("{hailuo}/image-to-video"), HAILUO_IMAGE),
+                ),
+            ]),
+            durations: &[6, 10],
+            duration_style: DurationStyle::Digits,
+            aspect_ratios: &[],
+            resolutions: &[(512, "512P"), (768, "768P")],
+        };
+    }
+    let (text, image) = if let Some(stem) = id.strip_suffix("/text-to-video") {
+        (id.to_owned(), format!("{stem}/image-to-video"))
+    } else if let Some(stem) = id.strip_suffix("/image-to-video") {
+        (format!("{stem}/text-to-video"), id.to_owned())
+    } else {
+        (id.to_owned(), id.to_owned())
+    };
+    Model {
+        endpoints: BTreeMap::from([
+            (Mode::Text, endpoint(&text, ANY_TEXT)),
+            (Mode::Image, endpoint(&image, ANY_IMAGE)),
+        ]),
+        durations: &[],
+        duration_style: DurationStyle::Digits,
+        aspect_ratios: ANY_RATIO,
+        resolutions: &[],
+    }
+}
+
+/// The engine. Build it from a catalog entry with [`FalEngine::from_config`].
+pub struct FalEngine {
+    api: ProviderApi,
+    model: Model,
+    /// Whether to ask for a soundtrack (models with an `audio` field): the engine's native audio.
+    audio: bool,
+}
+
+impl FalEngine {
+    pub fn from_config(
+        config: &EngineConfig,
+        key: Option<String>,
+        fetcher: Arc<dyn Fetcher>,
+    ) -> anyhow::Result<Self> {
+        let base = config
+            .base_url
+            .as_deref()
+            .map(crate::config::expand_env)
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let model_id = config
+            .model_id
+            .as_deref()
+            .map(|m| m.trim().trim_matches('/'))
+            .filter(|m| !m.is_empty())
+            .unwrap_or(DEFAULT_MODEL);
+        if model_id.split('/').count() < 2 || model_id.split('/').any(|s| path_segment(s).is_err())
+        {
+            anyhow::bail!(
+                "engine {}: model_id {model_id:?} is not a fal endpoint id (owner/app[/path])",
+                config.id
+            );
+        }
+        let mut model = known_model(model_id);
+        for (thing, field) in &config.input_fields {
+            let Some(thing) = THINGS.iter().find(|t| **t == thing.as_str()) else {
+                anyhow::bail!(
+                    "engine {}: input_fields names {thing:?}; it takes {}",
+                    config.id,
+                    THINGS.join(", ")
+                );
+            };
+            if field.trim().is_empty() {
+                anyhow::bail!("engine {}: input_fields.{thing} is empty", config.id);
+            }
+            for endpoint in model.endpoints.values_mut() {
+                let takes_images = |t: &str| endpoint.fields.contains_key(t);
+                // A frame field added by the catalog goes to the endpoints that take images.
+                let applies = match *thing {
+                    "first_frame" | "last_frame" => {
+                        takes_images("first_frame") || takes_images(thing)
+                    }
+                    "reference_images" => {
+                        takes_images("first_frame") || takes_images("reference_images")
+                    }
+                    _ => true,
+                };
+                if applies {
+                    endpoint.fields.insert(thing, field.trim().to_owned());
+                }
+            }
+        }
+        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
+            DEFAULT_OUTPUT_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect()
+        });
+        let api = ProviderApi::new(&base, key, Auth::Scheme("Key"), Vec::new(), hosts, fetcher)
+            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        Ok(FalEngine {
+            api,
+            model,
+            audio: config.native_renders().audio,
+        })
+    }
+
+    /// The endpoint and model input for `request`.
+    fn plan(&self, request: &RenderRequest) -> Result<(&Endpoint, Value), EngineError> {
+        let inputs = &request.inputs;
+        let carried: Vec<&str> = [
+            ("first_frame", inputs.first_frame_url.is_some()),
+            ("last_frame", inputs.last_frame_url.is_some()),
+            ("reference_images", !inputs.reference_image_urls.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(thing, present)| present.then_some(thing))
+        .collect();
+        let (_, endpoint) = self
+            .model
+            .endpoints
+            .iter()
+            .find(|(mode, endpoint)| {
+                mode.needs().iter().all(|n| carried.contains(n))
+                    && carried.iter().all(|c| endpoint.fields.contains_key(c))
+            })
+            .ok_or_else(|| {
+                EngineError::Rejected(format!(
+                    "the fal model takes no request with {}",
+                    if carried.is_empty() {
+                        "a prompt alone".to_owned()
+                    } else {
+                        carried.join(" and ")
+                    }
+                ))
+            })?;
+        let mut body = Map::new();
+        let mut put = |thing: &str, value: Value| {
+            if let Some(field) = endpoint.fields.get(thing) {
+                body.insert(field.clone(), value);
+            }
+        };
+        put("prompt", json!(request.prompt));
+        put("duration", json!(self.duration(request.seconds)));
+        if let Some(ratio) = self.aspect_ratio(request.width, request.height) {
+            put("aspect_ratio", json!(ratio));
+        }
+        put(
+            "resolution",
+            json!(self.resolution(request.width.min(request.height))),
+        );
+        put("audio", json!(self.audio));
+        if let Some(url) = &inputs.first_frame_url {
+            put("first_frame", json!(url));
+        }
+        if let Some(url) = &inputs.last_frame_url {
+            put("last_frame", json!(url));
+        }
+        if !inputs.reference_image_urls.is_empty() {
+            put("reference_images", json!(inputs.reference_image_urls));
+        }
+        Ok((endpoint, Value::Object(body)))
+    }
+
+    /// The model's duration for a native render of `seconds`.
+    fn duration(&self, seconds: u32) -> String {
+        let durations = self.model.durations;
+        let seconds = durations
+            .iter()
+            .copied()
+            .filter(|d| *d >= seconds)
+            .min()
+            .or_else(|| durations.iter().copied().max())
+            .unwrap_or(seconds);
+        match self.model.duration_style {
+            DurationStyle::Digits => seconds.to_string(),
+            DurationStyle::Seconds => format!("{seconds}s"),
+        }
+    }
+
+    /// The model's aspect ratio nearest a frame of `width`x`height`.
+    fn aspect_ratio(&self, width: u32, height: u32) -> Option<&'static str> {
+        let shape = |w: f64, h: f64| (w.max(1.0) / h.max(1.0)).ln();
+        let wanted = shape(f64::from(width), f64::from(height));
+        self.model
+            .aspect_ratios
+            .iter()
+            .copied()
+            .filter_map(|r| {
+                let (w, h) = r.split_once(':')?;
+                Some((r, shape(w.parse().ok()?, h.parse().ok()?)))
+            })
+            .min_by(|a, b| {
+                (a.1 - wanted)
+                    .abs()
+                    .partial_cmp(&(b.1 - wanted).abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map(|(r, _)| r)
+    }
+
+    /// The model's resolution tier for a frame whose short side is `short`: the smallest at or
+    /// above it, else the largest.
+    fn resolution(&self, short: u32) -> String {
+        let tiers = self.model.resolutions;
+        tiers
+            .iter()
+            .find(|(side, _)| *side >= short)
+            .or(tiers.last())
+            .map(|(_, name)| (*name).to_owned())
+            .unwrap_or_else(|| format!("{short}p"))
+    }
+
+    /// The render id for a submitted request: its path under the queue base, from the
+    /// `status_url` fal returned (on the API origin only), else from the endpoint's owner and
+    /// app and the `request_id`.
+    fn render_id(&self, endpoint: &Endpoint, answer: &Value) -> Result<String, EngineError> {
+        let request_id = answer["request_id"].as_str().ok_or_else(|| {
+            EngineError::Rejected("fal's answer to the submit has no request_id".into())
+        })?;
+        let path = match answer["status_url"].as_str() {
+            Some(status_url) => {
+                let prefix = self.api.url("/");
+                let path = status_url
+                    .split(['?', '#'])
+                    .next()
+                    .unwrap_or_default()
+                    .strip_prefix(&prefix)
+                    .and_then(|p| p.strip_suffix("/status"))
+                    .filter(|_| self.api.on_api_origin(status_url))
+                    .ok_or_else(|| {
+                        EngineError::Rejected(
+                            "fal's status_url is not on the queue's origin".into(),
+                        )
+                    })?;
+                path.to_owned()
+            }
+            None => {
+                let app: Vec<&str> = endpoint.path.split('/').take(2).collect();
+                format!("{}/requests/{}", app.join("/"), path_segment(request_id)?)
+            }
+        };
+        checked_render_id(&path).map(str::to_owned)
+    }
+
+    /// The result of a completed request (`GET response_url`) as a render.
+    async fn result(&self, render_id: &str, status: &Value) -> Result<Render, EngineError> {
+        let own = self.api.url(&format!("/{render_id}"));
+        let url = status["response_url"]
+            .as_str()
+            .filter(|u| self.api.on_api_origin(u) && u.starts_with(&self.api.url("/")))
+            .unwrap_or(&own);
+        let answer = self.api.send(reqwest::Method::GET, url, None).await?;
+        if (200..300).contains(&answer.status) {
+            let output = answer.json()?;
+            return Ok(match output["video"]["url"].as_str() {
+                Some(video) => render(render_id, RenderStatus::Succeeded, None, Some(video)),
+                None => render(
+                    render_id,
+                    RenderStatus::Failed,
+                    Some(engine_failure("the result has no video.url".into())),
+                    None,
+                ),
+            });
+        }
+        match failure_of(&answer) {
+            Some(error) => Ok(render(render_id, RenderStatus::Failed, Some(error), None)),
+            None => Err(refusal(
+                answer.status,
+                &answer.body,
+                Some(render_id),
+                answer.retry_after,
+            )),
+        }
+    }
+}
+
+/// A render id is `{owner}/{app}/requests/{request_id}` (or deeper, as fal's `status_url`
+/// names it): URL-safe segments only, so it can never reshape a path.
+fn checked_render_id(id: &str) -> Result<&str, EngineError> {
+    let segments: Vec<&str> = id.split('/').collect();
+    if segments.len() < 4
+        || segments[segments.len() - 2] != "requests"
+        || segments.iter().any(|s| path_segment(s).is_err())
+    {
+        return Err(EngineError::Rejected(format!(
+            "unusable fal request path {:?}",
+            id.chars().take(120).collect::<String>()
+        )));
+    }
+    Ok(id)
+}
+
+fn render(
+    id: &str,
+    status: RenderStatus,
+    error: Option<RenderError>,
+    result_url: Option<&str>,
+) -> Render {
+    Render {
+        id: id.to_owned(),
+        progress: if status == RenderStatus::Succeeded {
+            100
+        } else {
+            0
+        },
+        status,
+        error,
+        result_url: result_url.map(str::to_owned),
+        created_at: 0,
+    }
+}
+
+fn engine_failure(message: String) -> RenderError {
+    RenderError {
+        code: codes::ENGINE_FAILURE.into(),
+        message,
+    }
+}
+
+/// The content refusal in a model error body (`{"detail": [{"type":
+/// "content_policy_violation", …}]}`), if that is what it is.
+fn content_refusal(body: &Value) -> Option<String> {
+    let details = body["detail"].as_array()?;
+    let refused = details
+        .iter()
+        .find(|d| d["type"].as_str() == Some("content_policy_violation"))?;
+    let mut message = "the provider's content checker refused the input".to_owned();
+    if let Some(field) = refused["loc"].as_array().and_then(|l| l.last()) {
+        let field = field
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| field.to_string());
+        message.push_str(&format!(" ({field})"));
+    }
+    Some(message)
+}
+
+/// Why a completed request failed, from its result's error answer: a content refusal, a model
+/// error (4xx other than 404, 408 and 429) or a request error fal names with `error_type`; none
+/// for an answer of the queue itself (404, 408, 429, a 5xx without `error_type`).
+fn failure_of(answer: &Answer) -> Option<RenderError> {
+    let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    if let Some(message) = content_refusal(&body) {
+        return Some(RenderError {
+            code: CONTENT_REFUSED.into(),
+            message,
+        });
+    }
+    let detail = || match &body["detail"] {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}: {}",
+                    d["type"].as_str().unwrap_or("error"),
+                    d["msg"].as_str().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => super::error_detail(&answer.body),
+    };
+    let error_type = body["error_type"].as_str();
+    match answer.status {
+        404 | 408 | 429 => None,
+        400..=499 => Some(engine_failure(format!(
+            "HTTP {}: {}",
+            answer.status,
+            detail()
+        ))),
+        _ => error_type.map(|t| engine_failure(format!("{t}: {}", detail()))),
+    }
+}
+
+/// fal's queue status as a render (a completed one still needs its result read).
+fn status_of(render_id: &str, status: &Value) -> Render {
+    let state = match status["status"].as_str().unwrap_or_default() {
+        "IN_QUEUE" => RenderStatus::Queued,
+        "IN_PROGRESS" => RenderStatus::Rendering,
+        "COMPLETED" => RenderStatus::Succeeded,
+        _ => RenderStatus::Unknown,
+    };
+    // A completed request that failed may say so in the status itself.
+    let failed = state == RenderStatus::Succeeded
+        && (status["error"].as_str().is_some() || status["error_type"].as_str().is_some());
+    if failed {
+        let kind = status["error_type"].as_str().unwrap_or("error");
+        let error = if kind == "content_policy_violation" {
+            RenderError {
+                code: CONTENT_REFUSED.into(),
+                message: "the provider's content checker refused the input".into(),
+            }
+        } else {
+            engine_failure(format!(
+                "{kind}: {}",
+                status["error"].as_str().unwrap_or_default()
+            ))
+        };
+        return render(render_id, RenderStatus::Failed, Some(error), None);
+    }
+    render(render_id, state, None, None)
+}
+
+#[async_trait]
+impl VideoEngine for FalEngine {
+    async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
+        let (endpoint, body) = self.plan(request)?;
+        let url = self.api.url(&format!("/{}", endpoint.path));
+        let answer = self
+            .api
+            .send(reqwest::Method::POST, &url, Some(&body))
+            .await?;
+        if !(200..300).contains(&answer.status) {
+            let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+            if let Some(message) = content_refusal(&parsed) {
+                return Err(EngineError::ContentRefused(message));
+            }
+            return Err(refusal(
+                answer.status,
+                &answer.body,
+                None,
+                answer.retry_after,
+            ));
+        }
+        let answer = answer.json()?;
+        let id = self.render_id(endpoint, &answer)?;
+        Ok(Render {
+            created_at: crate::domain::metrics::now_millis() / 1000,
+            ..render(&id, RenderStatus::Queued, None, None)
+        })
+    }
+
+    async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
+        let id = checked_render_id(render_id)?;
+        let status = self
+            .api
+            .call(
+                reqwest::Method::GET,
+                &self.api.url(&format!("/{id}/status")),
+                None,
+                Some(render_id),
+            )
+            .await?;
+        let render = status_of(id, &status);
+        if render.status == RenderStatus::Succeeded {
+            return self.result(id, &status).await;
+        }
+        Ok(render)
+    }
+
+    /// `PUT …/cancel`: fal removes a queued request and signals a running one (the model
+    /// decides how to stop); a request already completed or unknown has nothing to stop.
+    async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
+        let id = checked_render_id(render_id)?;
+        let answer = self
+            .api
+            .send(
+                reqwest::Method::PUT,
+                &self.api.url(&format!("/{id}/cancel")),
+                None,
+            )
+            .await?;
+        let said = serde_json::from_slice::<Value>(&answer.body)
+            .ok()
+            .and_then(|v| v["status"].as_str().map(str::to_owned));
+        match (answer.status, said.as_deref()) {
+            (200..=299, _) | (404, _) | (_, Some("ALREADY_COMPLETED" | "NOT_FOUND")) => Ok(()),
+            _ => Err(refusal(
+                answer.status,
+                &answer.body,
+                Some(render_id),
+                answer.retry_after,
+            )),
+        }
+    }
+
+    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+        let url = render
+            .result_url
+            .as_deref()
+            .ok_or_else(|| EngineError::Rejected("the completed request names no video".into()))?;
+        self.api.download(url, MAX_ENGINE_OUTPUT_BYTES).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::engine::RenderInputs;
+
+    fn engine(extra: &str) -> FalEngine {
+        let config: EngineConfig = toml::from_str(&format!(
+            "id = \"f\"\nkind = \"fal\"\nbase_url = \"https://queue.example.test\"\n{extra}"
+        ))
+        .expect("config");
+        FalEngine::from_config(
+            &config,
+            Some("k".into()),
+            Arc::new(crate::adapters::guarded_fetch::GuardedFetcher::default()),
+        )
+        .expect("engine")
+    }
+
+    fn request(seconds: u32, width: u32, height: u32) -> RenderRequest {
+        RenderRequest {
+            model: "hosted-fal".into(),
+            prompt: "a kite".into(),
+            seconds,
+            aspect_ratio: "16:9".into(),
+            width,
+            height,
+            inputs: RenderInputs::default(),
+            callback_url: None,
+            client_reference: Some("video_1".into()),
+        }
+    }
+
+    fn frames(mut r: RenderRequest, first: bool, last: bool, refs: usize) -> RenderRequest {
+        r.inputs.first_frame_url = first.then(|| "https://blob/first".into());
+        r.inputs.last_frame_url = last.then(|| "https://blob/last".into());
+        r.inputs.reference_image_urls = (0..refs).map(|i| format!("https://blob/r{i}")).collect();
+        r
+    }
+
+    #[test]
+    fn kling_jobs_go_to_the_endpoint_for_their_inputs() {
+        let e = engine("");
+        let (endpoint, body) = e.plan(&request(4, 1280, 720)).expect("plan");
+        assert_eq!(endpoint.path, DEFAULT_MODEL);
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "duration": "5", "aspect_ratio": "16:9"})
+        );
+        let (_, body) = e.plan(&request(6, 720, 720)).expect("plan");
+        assert_eq!(
+            (&body["duration"], &body["aspect_ratio"]),
+            (&json!("10"), &json!("1:1"))
+        );
+        let (endpoint, body) = e
+            .plan(&frames(request(5, 720, 1280), true, true, 0))
+            .expect("plan");
+        assert_eq!(
+            endpoint.path,
+            "fal-ai/kling-video/v2.5-turbo/pro/image-to-video"
+        );
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "duration": "5", "image_url": "https://blob/first",
+                   "tail_image_url": "https://blob/last"})
+        );
+        assert!(matches!(
+            e.plan(&frames(request(5, 720, 1280), false, false, 1)),
+            Err(EngineError::Rejected(m)) if m.contains("reference_images")
+        ));
+        assert!(e
+            .plan(&frames(request(5, 720, 1280), false, true, 0))
+            .is_err());
+    }
+
+    #[test]
+    fn veo_picks_text_image_first_last_and_reference_endpoints() {
+        let e = engine("model_id = \"fal-ai/veo3.1/image-to-video\"\naudio = true");
+        let (endpoint, body) = e.plan(&request(5, 1920, 1080)).expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1");
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "duration": "6s", "aspect_ratio": "16:9",
+                   "resolution": "1080p", "generate_audio": true})
+        );
+        let (endpoint, body) = e
+            .plan(&frames(request(8, 720, 1280), true, false, 0))
+            .expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1/image-to-video");
+        assert_eq!(
+            (&body["image_url"], &body["resolution"]),
+            (&json!("https://blob/first"), &json!("720p"))
+        );
+        let (endpoint, body) = e
+            .plan(&frames(request(8, 720, 1280), true, true, 0))
+            .expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1/first-last-frame-to-video");
+        assert_eq!(body["last_frame_url"], "https://blob/last");
+        let (endpoint, body) = e
+            .plan(&frames(request(8, 1280, 720), false, false, 2))
+            .expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1/reference-to-video");
+        assert_eq!(
+            body["image_urls"],
+            json!(["https://blob/r0", "https://blob/r1"])
+        );
+        // Veo 3.1 Fast has no reference endpoint.
+        let fast = engine("model_id = \"fal-ai/veo3.1/fast\"");
+        assert!(fast
+            .plan(&frames(request(8, 1280, 720), false, false, 1))
+            .is_err());
+    }
+
+    #[test]
+    fn unknown_models_use_defaults_and_the_catalog_s_fields() {
+        let e = engine(
+            "model_id = \"acme/wan-9/text-to-video\"\n\
+             input_fields = { first_frame = \"start_image_url\", last_frame = \"end_image_url\", resolution = \"resolution\" }",
+        );
+        let (endpoint, body) = e.plan(&request(7, 1366, 768)).expect("plan");
+        assert_eq!(endpoint.path, "acme/wan-9/text-to-video");
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "duration": "7", "aspect_ratio": "16:9", "resolution": "768p"})
+        );
+        let (endpoint, body) = e
+            .plan(&frames(request(7, 768, 1366), true, true, 0))
+            .expect("plan");
+        assert_eq!(endpoint.path, "acme/wan-9/image-to-video");
+        assert_eq!(
+            (&body["start_image_url"], &body["end_image_url"]),
+            (&json!("https://blob/first"), &json!("https://blob/last"))
+        );
+        let config: EngineConfig =
+            toml::from_str("id = \"f\"\nkind = \"fal\"\ninput_fields = { seed = \"seed\" }")
+                .expect("config");
+        assert!(FalEngine::from_config(
+            &config,
+            None,
+            Arc::new(crate::adapters::guarded_fetch::GuardedFetcher::default())
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn the_render_id_comes_from_the_status_url_on_the_queue_origin() {
+        let e = engine("");
+        let (endpoint, _) = e.plan(&request(5, 1280, 720)).expect("plan");
+        let answer = json!({
+            "request_id": "abc-1",
+            "status_url": "https://queue.example.test/fal-ai/kling-video/requests/abc-1/status",
+        });
+        assert_eq!(
+            e.render_id(endpoint, &answer).expect("id"),
+            "fal-ai/kling-video/requests/abc-1"
+        );
+        let foreign = json!({
+            "request_id": "abc-1",
+            "status_url": "https://evil.test/fal-ai/kling-video/requests/abc-1/status",
+        });
+        assert!(e.render_id(endpoint, &foreign).is_err());
+        assert_eq!(
+            e.render_id(endpoint, &json!({"request_id": "abc-1"}))
+                .expect("id"),
+            "fal-ai/kling-video/requests/abc-1"
+        );
+        for bad in [
+            "a/requests/x",
+            "a/b/requests/../x",
+            "a/b/c/x",
+            "a/b/requests/x?y",
+        ] {
+            assert!(checked_render_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn statuses_and_results_map_to_renders() {
+        let id = "fal-ai/kling-video/requests/r1";
+        assert_eq!(
+            status_of(id, &json!({"status": "IN_QUEUE", "queue_position": 3})).status,
+            RenderStatus::Queued
+        );
+        assert_eq!(
+            status_of(id, &json!({"status": "IN_PROGRESS"})).status,
+            RenderStatus::Rendering
+        );
+        assert_eq!(
+            status_of(id, &json!({"status": "COMPLETED"})).status,
+            RenderStatus::Succeeded
+        );
+        assert_eq!(
+            status_of(id, &json!({"status": "NEW"})).status,
+            RenderStatus::Unknown
+        );
+        let r = status_of(
+            id,
+            &json!({"status": "COMPLETED", "error": "flagged", "error_type": "content_policy_violation"}),
+        );
+        assert_eq!(r.error.expect("error").code, CONTENT_REFUSED);
+
+        let answer = |status: u16, body: Value| Answer {
+            status,
+            retry_after: None,
+            body: Bytes::from(body.to_string()),
+        };
+        let refused = failure_of(&answer(
+            422,
+            json!({"detail": [{
+            "loc": ["body", "prompt"], "msg": "The content was flagged by a content checker.",
+            "type": "content_policy_violation"}]}),
+        ))
+        .expect("failure");
+        assert_eq!(refused.code, CONTENT_REFUSED);
+        for word in ["fal", "http", "kling"] {
+            assert!(
+                !refused.message.to_lowercase().contains(word),
+                "{}",
+                refused.message
+            );
+        }
+        let invalid = failure_of(&answer(
+            422,
+            json!({"detail": [{"loc": ["body", "duration"],
+            "msg": "Input should be '5' or '10'", "type": "literal_error"}]}),
+        ))
+        .expect("failure");
+        assert_eq!(invalid.code, codes::ENGINE_FAILURE);
+        assert!(invalid.message.contains("literal_error"));
+        let runner = failure_of(&answer(
+            504,
+            json!({"detail": "Request timed out", "error_type": "request_timeout"}),
+        ))
+        .expect("failure");
+        assert!(runner.message.contains("request_timeout"));
+        assert!(failure_of(&answer(503, json!({"error": "unavailable"}))).is_none());
+        assert!(failure_of(&answer(429, json!({}))).is_none());
+    }
+}

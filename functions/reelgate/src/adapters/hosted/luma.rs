@@ -1,0 +1,393 @@
+//! Luma's Dream Machine API (`kind = "luma"`, Ray models). A render is one generation:
+//! `POST {base}/generations/video` with `{"generation_type": "video", "model", "prompt",
+//! "aspect_ratio", "resolution", "duration", "keyframes"?}` and a bearer key, answered with the
+//! generation (`id`, `state`); `GET {base}/generations/{id}` is polled through its states
+//! `queued` → `dreaming` → `completed` (with `assets.video`, an MP4 on Luma's CDN, downloaded
+//! without the key) or `failed` (with `failure_reason`). A generation its moderation refused
+//! fails with a `failure_reason` that names moderation: the render fails with
+//! [`CONTENT_REFUSED`]; a create refused for its content (a 400 naming moderation) is
+//! [`EngineError::ContentRefused`].
+//!
+//! What is sent: the native duration the worker chose as `duration` (`"5s"`, `"9s"`); the size's
+//! shape as the nearest of Luma's `aspect_ratio` values (`1:1`, `16:9`, `9:16`, `4:3`, `3:4`,
+//! `21:9`, `9:21`) and its tier as `resolution` (`540p`, `720p`, `1080p`, `4k`, the smallest at
+//! or above the size's short side); the first and last frames as keyframes `frame0`/`frame1`
+//! of type `image` with reelgate's signed URLs (Luma downloads them). Nothing else (`loop`,
+//! `callback_url`, `concepts` keep their defaults). Ray renders no soundtrack.
+//!
+//! Best effort: the API has no cancel; [`VideoEngine::cancel`] deletes the generation
+//! (`DELETE {base}/generations/{id}`, documented as deleting it; whether that stops a running
+//! render is not documented), and a generation says only which state it is in (no progress).
+//!
+//! Sources (read 2026-11-26): the Dream Machine API as Luma's official Python SDK carries its
+//! specification (`lumalabs/lumaai-python` 1.18, generated from Luma's OpenAPI document:
+//! `api.md` for the routes `POST /generations/video`, `GET`/`DELETE /generations/{id}`;
+//! `types/generations/video_create_params.py` for the body: `model` required, `ray-2`,
+//! `ray-flash-2`, `ray-1-6`, `resolution` `540p`/`720p`/`1080p`/`4k`, `duration` `5s`/`9s`, the
+//! seven aspect ratios, keyframes `{"type": "image", "url"}`; `types/generation.py` for the
+//! states, `assets.video` and `failure_reason`; `_client.py` for the base URL and the bearer
+//! key), and Luma's ComfyUI node's issue #7 for a moderation refusal arriving as a failed
+//! generation ("Advanced moderation failed"). Luma's documentation site (docs.lumalabs.ai) was
+//! not in the reference store.
+
+use super::{path_segment, Auth, ProviderApi};
+use crate::domain::catalog::EngineConfig;
+use crate::ports::engine::{
+    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+};
+use crate::ports::fetch::Fetcher;
+use async_trait::async_trait;
+use bytes::Bytes;
+use reelgate_engine::protocol::{codes, RenderError};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The Dream Machine API's root.
+pub const DEFAULT_BASE_URL: &str = "https://api.lumalabs.ai/dream-machine/v1";
+/// The model asked for when the catalog names none.
+pub const DEFAULT_MODEL: &str = "ray-2";
+/// Where Luma serves generated videos (`storage.cdn-luma.com`).
+pub const DEFAULT_OUTPUT_HOSTS: &[&str] = &[".cdn-luma.com"];
+
+/// Luma's aspect ratios, as (name, width, height).
+const ASPECT_RATIOS: &[(&str, u32, u32)] = &[
+    ("16:9", 16, 9),
+    ("9:16", 9, 16),
+    ("1:1", 1, 1),
+    ("4:3", 4, 3),
+    ("3:4", 3, 4),
+    ("21:9", 21, 9),
+    ("9:21", 9, 21),
+];
+/// Luma's resolutions, as (name, short side in pixels).
+const RESOLUTIONS: &[(&str, u32)] = &[("540p", 540), ("720p", 720), ("1080p", 1080), ("4k", 2160)];
+
+/// The engine. Build it from a catalog entry with [`LumaEngine::from_config`].
+pub struct LumaEngine {
+    api: ProviderApi,
+    model: String,
+}
+
+impl LumaEngine {
+    /// From a catalog entry of `kind = "luma"`: `base_url` (default Luma's, `${ENV}` expanded),
+    /// the bearer key from `api_key_env`, `model_id` (default [`DEFAULT_MODEL`]) and
+    /// `output_hosts` (default [`DEFAULT_OUTPUT_HOSTS`]).
+    pub fn from_config(
+        config: &EngineConfig,
+        key: Option<String>,
+        fetcher: Arc<dyn Fetcher>,
+    ) -> anyhow::Result<Self> {
+        let base = config
+            .base_url
+            .as_deref()
+            .map(crate::config::expand_env)
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let model = config
+            .model_id
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        if key.is_none() {
+            tracing::warn!(engine = %config.id, "luma engine without an API key: its renders will be refused");
+        }
+        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
+            DEFAULT_OUTPUT_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect()
+        });
+        let api = ProviderApi::new(&base, key, Auth::Bearer, Vec::new(), hosts, fetcher)
+            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        Ok(LumaEngine { api, model })
+    }
+}
+
+/// Luma's aspect ratio nearest the shape of `width`x`height` (on a logarithmic scale).
+pub fn aspect_ratio(width: u32, height: u32) -> &'static str {
+    let shape = |w: u32, h: u32| (f64::from(w.max(1)) / f64::from(h.max(1))).ln();
+    let target = shape(width, height);
+    ASPECT_RATIOS
+        .iter()
+        .min_by(|a, b| {
+            let da = (shape(a.1, a.2) - target).abs();
+            let db = (shape(b.1, b.2) - target).abs();
+            da.total_cmp(&db)
+        })
+        .map_or("16:9", |a| a.0)
+}
+
+/// Luma's smallest resolution whose short side covers the size's, else its largest.
+pub fn resolution(width: u32, height: u32) -> &'static str {
+    let short = width.min(height);
+    RESOLUTIONS
+        .iter()
+        .find(|r| r.1 >= short)
+        .map_or("4k", |r| r.0)
+}
+
+/// The create body for `request` on `model`.
+pub fn create_body(model: &str, request: &RenderRequest) -> Value {
+    let mut body = json!({
+        "generation_type": "video",
+        "model": model,
+        "prompt": request.prompt,
+        "aspect_ratio": aspect_ratio(request.width, request.height),
+        "resolution": resolution(request.width, request.height),
+        "duration": format!("{}s", request.seconds),
+    });
+    let mut keyframes = serde_json::Map::new();
+    if let Some(url) = &request.inputs.first_frame_url {
+        keyframes.insert("frame0".into(), json!({ "type": "image", "url": url }));
+    }
+    if let Some(url) = &request.inputs.last_frame_url {
+        keyframes.insert("frame1".into(), json!({ "type": "image", "url": url }));
+    }
+    if !keyframes.is_empty() {
+        body["keyframes"] = Value::Object(keyframes);
+    }
+    body
+}
+
+/// Whether a provider message says its moderation refused the request.
+fn names_moderation(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("moderation")
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+/// A Render from a generation as the API returns it.
+pub fn render_from_generation(id: &str, generation: &Value) -> Render {
+    let mut render = Render {
+        id: id.to_owned(),
+        status: RenderStatus::Unknown,
+        progress: 0,
+        error: None,
+        result_url: None,
+        created_at: now_secs(),
+    };
+    let failed = |code: &str, message: &str| RenderError {
+        code: code.to_owned(),
+        message: message.to_owned(),
+    };
+    match generation["state"].as_str().unwrap_or_default() {
+        "queued" => render.status = RenderStatus::Queued,
+        "dreaming" => render.status = RenderStatus::Rendering,
+        "completed" => match generation["assets"]["video"].as_str() {
+            Some(video) if !video.is_empty() => {
+                render.status = RenderStatus::Succeeded;
+                render.progress = 100;
+                render.result_url = Some(video.to_owned());
+            }
+            _ => {
+                render.status = RenderStatus::Failed;
+                render.error = Some(failed(
+                    codes::ENGINE_FAILURE,
+                    "the generation completed without a video",
+                ));
+            }
+        },
+        "failed" => {
+            let reason = generation["failure_reason"]
+                .as_str()
+                .unwrap_or("the generation failed");
+            render.status = RenderStatus::Failed;
+            render.error = Some(if names_moderation(reason) {
+                tracing::info!(%id, %reason, "the provider refused the render's content");
+                failed(
+                    CONTENT_REFUSED,
+                    "the provider's moderation refused the request",
+                )
+            } else {
+                failed(codes::ENGINE_FAILURE, reason)
+            });
+        }
+        _ => {}
+    }
+    render
+}
+
+#[async_trait]
+impl VideoEngine for LumaEngine {
+    async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
+        let body = create_body(&self.model, request);
+        let url = self.api.url("/generations/video");
+        let generation = match self
+            .api
+            .call(reqwest::Method::POST, &url, Some(&body), None)
+            .await
+        {
+            Ok(generation) => generation,
+            Err(EngineError::Rejected(message))
+                if message.starts_with("HTTP 400") && names_moderation(&message) =>
+            {
+                tracing::info!(reason = %message, "the provider refused the request's content");
+                return Err(EngineError::ContentRefused(
+                    "the provider's moderation refused the request".into(),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let id = path_segment(generation["id"].as_str().unwrap_or_default())?;
+        let mut render = render_from_generation(id, &generation);
+        if render.status == RenderStatus::Unknown {
+            render.status = RenderStatus::Queued;
+        }
+        Ok(render)
+    }
+
+    async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
+        let id = path_segment(render_id)?;
+        let url = self.api.url(&format!("/generations/{id}"));
+        let generation = self
+            .api
+            .call(reqwest::Method::GET, &url, None, Some(render_id))
+            .await?;
+        Ok(render_from_generation(render_id, &generation))
+    }
+
+    /// Best effort: Luma has no cancel; the generation is deleted (a generation already gone
+    /// counts as canceled).
+    async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
+        let id = path_segment(render_id)?;
+        let url = self.api.url(&format!("/generations/{id}"));
+        match self
+            .api
+            .call(reqwest::Method::DELETE, &url, None, Some(render_id))
+            .await
+        {
+            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+        let url = render.result_url.as_deref().ok_or_else(|| {
+            EngineError::Rejected("the completed generation names no video".into())
+        })?;
+        self.api
+            .download(url, crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reelgate_engine::protocol::RenderInputs;
+
+    fn request(seconds: u32, width: u32, height: u32) -> RenderRequest {
+        RenderRequest {
+            model: "luma-model".into(),
+            prompt: "a paper boat".into(),
+            seconds,
+            aspect_ratio: "16:9".into(),
+            width,
+            height,
+            inputs: RenderInputs::default(),
+            callback_url: None,
+            client_reference: Some("video_1".into()),
+        }
+    }
+
+    #[test]
+    fn a_text_render_sends_the_native_values() {
+        assert_eq!(
+            create_body("ray-2", &request(5, 1920, 1080)),
+            json!({
+                "generation_type": "video",
+                "model": "ray-2",
+                "prompt": "a paper boat",
+                "aspect_ratio": "16:9",
+                "resolution": "1080p",
+                "duration": "5s",
+            })
+        );
+        let body = create_body("ray-flash-2", &request(9, 720, 1280));
+        assert_eq!(
+            (
+                &body["aspect_ratio"],
+                &body["resolution"],
+                &body["duration"]
+            ),
+            (&json!("9:16"), &json!("720p"), &json!("9s"))
+        );
+    }
+
+    #[test]
+    fn sizes_map_to_ratios_and_tiers() {
+        assert_eq!(aspect_ratio(1080, 1080), "1:1");
+        assert_eq!(aspect_ratio(1440, 1080), "4:3");
+        assert_eq!(aspect_ratio(1080, 1440), "3:4");
+        assert_eq!(aspect_ratio(2520, 1080), "21:9");
+        assert_eq!(aspect_ratio(1366, 768), "16:9");
+        assert_eq!(aspect_ratio(1080, 2520), "9:21");
+        assert_eq!(resolution(960, 540), "540p");
+        assert_eq!(resolution(1366, 768), "1080p");
+        assert_eq!(resolution(3840, 2160), "4k");
+        assert_eq!(resolution(8000, 4000), "4k");
+    }
+
+    #[test]
+    fn frames_are_keyframes_with_the_signed_urls() {
+        let mut req = request(5, 1920, 1080);
+        req.inputs.first_frame_url = Some("https://blobs.test/first?sig=1".into());
+        req.inputs.last_frame_url = Some("https://blobs.test/last?sig=2".into());
+        let body = create_body("ray-2", &req);
+        assert_eq!(
+            body["keyframes"],
+            json!({
+                "frame0": { "type": "image", "url": "https://blobs.test/first?sig=1" },
+                "frame1": { "type": "image", "url": "https://blobs.test/last?sig=2" },
+            })
+        );
+        req.inputs.first_frame_url = None;
+        let body = create_body("ray-2", &req);
+        assert!(body["keyframes"].get("frame0").is_none());
+    }
+
+    #[test]
+    fn states_map_to_renders() {
+        let state =
+            |s: &str| render_from_generation("g1", &json!({ "id": "g1", "state": s })).status;
+        assert_eq!(state("queued"), RenderStatus::Queued);
+        assert_eq!(state("dreaming"), RenderStatus::Rendering);
+        assert_eq!(state("upscaling"), RenderStatus::Unknown);
+
+        let done = render_from_generation(
+            "g1",
+            &json!({ "id": "g1", "state": "completed", "assets": { "video": "https://storage.cdn-luma.com/v.mp4" } }),
+        );
+        assert_eq!(done.status, RenderStatus::Succeeded);
+        assert_eq!(done.progress, 100);
+        assert_eq!(
+            done.result_url.as_deref(),
+            Some("https://storage.cdn-luma.com/v.mp4")
+        );
+
+        let refused = render_from_generation(
+            "g1",
+            &json!({ "id": "g1", "state": "failed", "failure_reason": "Advanced moderation failed" }),
+        );
+        assert_eq!(refused.status, RenderStatus::Failed);
+        let error = refused.error.expect("error");
+        assert_eq!(error.code, CONTENT_REFUSED);
+        assert!(!error.message.to_lowercase().contains("luma"));
+
+        let failed = render_from_generation(
+            "g1",
+            &json!({ "id": "g1", "state": "failed", "failure_reason": "internal error" }),
+        );
+        assert_eq!(failed.error.expect("error").code, codes::ENGINE_FAILURE);
+
+        let empty = render_from_generation(
+            "g1",
+            &json!({ "id": "g1", "state": "completed", "assets": {} }),
+        );
+        assert_eq!(empty.status, RenderStatus::Failed);
+    }
+}

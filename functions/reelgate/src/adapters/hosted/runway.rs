@@ -1,0 +1,623 @@
+//! The `runway` engine kind: Runway's API (`https://api.dev.runwayml.com`, version header
+//! `X-Runway-Version: 2024-11-06`, `Authorization: Bearer <key>`).
+//!
+//! What is sent: a job with no frame is `POST /v1/text_to_video`, a job with a first (and, for
+//! the models that take one, a last) frame is `POST /v1/image_to_video`, with `model` (the
+//! catalog's `model_id`, default `gen4.5`, the model that renders from text and from an image),
+//! `promptText` (cut to the API's 1,000 UTF-16 units), `ratio` as the API's `"WIDTH:HEIGHT"`
+//! string, `duration` in whole seconds and, for the Veo models, `audio`. The native size and
+//! duration come from the worker; for the models this file knows (`gen4.5`, `gen4_turbo`,
+//! `veo3.1`, `veo3.1_fast`, `veo3`) a ratio the endpoint does not take becomes the nearest
+//! one it does (`gen4.5` renders text at 1280:720 or 720:1280 only, images at six ratios) and
+//! a duration it does not take the shortest longer one, so the request is always one the API
+//! accepts; the finalize step conforms the result. Other models are sent the worker's values
+//! as they are. Frames go inline as `promptImage: [{"uri": "data:image/jpeg;base64,…",
+//! "position": "first" | "last"}]`, each read back from reelgate's signed URL and fitted to the
+//! ratio's size: Runway fetches URLs only over HTTPS from a named host that answers `HEAD`
+//! without redirects, which a presigned blob URL (signed for `GET`) does not, and a data URI
+//! (at most 5 MB) needs none of it. `gen4.5` and `gen4_turbo` take a first frame only (a last
+//! frame is refused before anything is sent, as is a text job on `gen4_turbo`, which needs an
+//! image); reference images are not passed on (`kind_inputs`).
+//!
+//! What comes back: `{"id"}`, then `GET /v1/tasks/{id}` is polled: `PENDING` and `THROTTLED`
+//! are queued, `RUNNING` is rendering with `progress` (0 to 1) as a percentage, `SUCCEEDED`
+//! carries `output`, URLs of the MP4 on Runway's CDN (downloaded without the key from
+//! `output_hosts`; Runway does not document its output hosts, the default is the CloudFront
+//! host its outputs have been served from), `FAILED` carries `failureCode`: `SAFETY.*` (input
+//! or output moderation) fails the render as a content refusal, anything else as an engine
+//! failure, and `CANCELLED` is canceled. A cancel is `DELETE /v1/tasks/{id}` (Runway aborts a
+//! pending or running task and deletes a finished one); a task Runway no longer knows needs no
+//! cancel. No create is retried by this adapter: the worker claims the submission first, so a
+//! redelivered render message starts no second task (Runway has no idempotency key).
+//!
+//! Sources (checked 2026-11-26): Runway API reference, *Start generating* (text_to_video,
+//! image_to_video) and *Task management* (get, cancel/delete), docs.dev.runwayml.com/api/, as
+//! published in Runway's OpenAPI-generated SDK (runwayml/sdk-python 5.13.0, July 2026: the
+//! per-model `ratio`, `duration`, `promptImage` positions and task statuses); *API Input
+//! Parameters* (docs.dev.runwayml.com/assets/inputs/: URL rules, 5 MB data URIs); *Handle Task
+//! Failures* (docs.dev.runwayml.com/errors/task-failures/: `SAFETY.INPUT.*`,
+//! `SAFETY.OUTPUT.*`); *HTTP Errors* (docs.dev.runwayml.com/errors/errors: 429 and 502–504 may
+//! be retried).
+
+use super::{path_segment, Auth, ProviderApi};
+use crate::domain::catalog::EngineConfig;
+use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+use crate::ports::engine::{
+    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+};
+use crate::ports::fetch::Fetcher;
+use async_trait::async_trait;
+use bytes::Bytes;
+use reelgate_engine::protocol::{codes, RenderError};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// Runway's public API origin.
+pub const DEFAULT_BASE_URL: &str = "https://api.dev.runwayml.com";
+/// The API version every request names (`X-Runway-Version`).
+pub const API_VERSION: &str = "2024-11-06";
+/// The model used when the catalog names none: it renders from text and from a first frame.
+pub const DEFAULT_MODEL: &str = "gen4.5";
+/// Where Runway's task outputs have been served from (not documented by Runway; override with
+/// `output_hosts`).
+pub const DEFAULT_OUTPUT_HOSTS: &[&str] = &["dnznrvs05pmza.cloudfront.net"];
+/// The largest data URI Runway takes for an image (docs: *API Input Parameters*).
+pub const MAX_DATA_URI_BYTES: usize = 5 * 1000 * 1000;
+/// The longest `promptText`, in UTF-16 code units.
+pub const MAX_PROMPT_UNITS: usize = 1000;
+
+/// What Runway documents for one model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ModelSpec {
+    /// Ratios `text_to_video` takes (empty: the model needs an image).
+    text_ratios: &'static [(u32, u32)],
+    /// Ratios `image_to_video` takes.
+    image_ratios: &'static [(u32, u32)],
+    durations: &'static [u32],
+    /// Whether `promptImage` may carry a `last` frame.
+    last_frame: bool,
+    /// Whether the model takes `audio`.
+    audio: bool,
+}
+
+const GEN4_IMAGE_RATIOS: &[(u32, u32)] = &[
+    (1280, 720),
+    (720, 1280),
+    (1104, 832),
+    (832, 1104),
+    (960, 960),
+    (1584, 672),
+];
+const VEO_RATIOS: &[(u32, u32)] = &[(1280, 720), (720, 1280), (1920, 1080), (1080, 1920)];
+const TWO_TO_TEN: &[u32] = &[2, 3, 4, 5, 6, 7, 8, 9, 10];
+
+fn model_spec(model: &str) -> Option<ModelSpec> {
+    Some(match model {
+        "gen4.5" => ModelSpec {
+            text_ratios: &[(1280, 720), (720, 1280)],
+            image_ratios: GEN4_IMAGE_RATIOS,
+            durations: TWO_TO_TEN,
+            last_frame: false,
+            audio: false,
+        },
+        "gen4_turbo" => ModelSpec {
+            text_ratios: &[],
+            image_ratios: GEN4_IMAGE_RATIOS,
+            durations: TWO_TO_TEN,
+            last_frame: false,
+            audio: false,
+        },
+        "veo3.1" | "veo3.1_fast" => ModelSpec {
+            text_ratios: VEO_RATIOS,
+            image_ratios: VEO_RATIOS,
+            durations: &[4, 6, 8],
+            last_frame: true,
+            audio: true,
+        },
+        "veo3" => ModelSpec {
+            text_ratios: VEO_RATIOS,
+            image_ratios: VEO_RATIOS,
+            durations: &[8],
+            last_frame: false,
+            audio: false,
+        },
+        _ => return None,
+    })
+}
+
+/// The engine. Build it from a catalog entry with [`RunwayEngine::from_config`].
+pub struct RunwayEngine {
+    api: ProviderApi,
+    model: String,
+    /// Whether to ask for a soundtrack (models that take `audio`): the engine's native audio.
+    audio: bool,
+}
+
+/// The create call the adapter makes for one job.
+#[derive(Debug, Clone, PartialEq)]
+struct Create {
+    /// `/v1/text_to_video` or `/v1/image_to_video`.
+    path: &'static str,
+    body: Value,
+    /// The frame size `ratio` names (frames are fitted to it).
+    size: (u32, u32),
+}
+
+impl RunwayEngine {
+    pub fn from_config(
+        config: &EngineConfig,
+        key: Option<String>,
+        fetcher: Arc<dyn Fetcher>,
+    ) -> anyhow::Result<Self> {
+        let base = config
+            .base_url
+            .as_deref()
+            .map(crate::config::expand_env)
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
+            DEFAULT_OUTPUT_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect()
+        });
+        let api = ProviderApi::new(
+            &base,
+            key,
+            Auth::Bearer,
+            vec![("x-runway-version", API_VERSION.to_owned())],
+            hosts,
+            fetcher,
+        )
+        .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        Ok(RunwayEngine {
+            api,
+            model: config
+                .model_id
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+            audio: config.native_renders().audio,
+        })
+    }
+
+    /// The endpoint, body and frame size for `request` (frames not yet attached).
+    fn plan(&self, request: &RenderRequest) -> Result<Create, EngineError> {
+        let spec = model_spec(&self.model);
+        let first = request.inputs.first_frame_url.is_some();
+        let last = request.inputs.last_frame_url.is_some();
+        if let Some(spec) = spec {
+            if last && !spec.last_frame {
+                return Err(EngineError::Rejected(format!(
+                    "Runway's {} takes no last frame",
+                    self.model
+                )));
+            }
+            if last && !first {
+                return Err(EngineError::Rejected(format!(
+                    "Runway's {} takes a last frame only with a first frame",
+                    self.model
+                )));
+            }
+            if !first && !last && spec.text_ratios.is_empty() {
+                return Err(EngineError::Rejected(format!(
+                    "Runway's {} renders only from a first frame",
+                    self.model
+                )));
+            }
+        }
+        let image = first || last;
+        let size = match spec {
+            Some(spec) => nearest_ratio(
+                (request.width, request.height),
+                if image {
+                    spec.image_ratios
+                } else {
+                    spec.text_ratios
+                },
+            ),
+            None => (request.width, request.height),
+        };
+        let duration = match spec {
+            Some(spec) => spec
+                .durations
+                .iter()
+                .copied()
+                .filter(|d| *d >= request.seconds)
+                .min()
+                .or_else(|| spec.durations.iter().copied().max())
+                .unwrap_or(request.seconds),
+            None => request.seconds,
+        };
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        let prompt = prompt_text(&request.prompt);
+        if !prompt.is_empty() {
+            body.insert("promptText".into(), json!(prompt));
+        }
+        body.insert("ratio".into(), json!(format!("{}:{}", size.0, size.1)));
+        body.insert("duration".into(), json!(duration));
+        if spec.is_some_and(|s| s.audio) {
+            body.insert("audio".into(), json!(self.audio));
+        }
+        Ok(Create {
+            path: if image {
+                "/v1/image_to_video"
+            } else {
+                "/v1/text_to_video"
+            },
+            body: Value::Object(body),
+            size,
+        })
+    }
+
+    /// One of the caller's frames as a JPEG data URI fitted to `size`.
+    async fn frame(&self, signed: &str, size: (u32, u32)) -> Result<String, EngineError> {
+        use base64::Engine as _;
+        let (bytes, _mime) = self.api.read_input(signed).await?;
+        let jpeg = tokio::task::spawn_blocking(move || {
+            reelgate_media::fit_frame_jpeg(&bytes, size.0, size.1)
+        })
+        .await
+        .map_err(|e| EngineError::Rejected(format!("fitting a frame: {e}")))?
+        .map_err(|e| EngineError::Rejected(format!("fitting a frame: {e}")))?;
+        let uri = format!(
+            "data:image/jpeg;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(jpeg)
+        );
+        if uri.len() > MAX_DATA_URI_BYTES {
+            return Err(EngineError::Rejected(
+                "a frame is over Runway's 5 MB data URI limit".into(),
+            ));
+        }
+        Ok(uri)
+    }
+}
+
+/// `prompt` cut to Runway's limit of 1,000 UTF-16 code units, at a character boundary.
+fn prompt_text(prompt: &str) -> String {
+    let mut units = 0;
+    let mut out = String::new();
+    for c in prompt.trim().chars() {
+        units += c.len_utf16();
+        if units > MAX_PROMPT_UNITS {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The ratio in `allowed` for a frame of `size`: the same one if it is allowed, else the one
+/// whose shape is nearest (on a logarithmic scale), then the one nearest in area.
+fn nearest_ratio(size: (u32, u32), allowed: &[(u32, u32)]) -> (u32, u32) {
+    let shape = |(w, h): (u32, u32)| (f64::from(w.max(1)) / f64::from(h.max(1))).ln();
+    let area = |(w, h): (u32, u32)| f64::from(w) * f64::from(h);
+    allowed
+        .iter()
+        .copied()
+        .min_by(|a, b| {
+            let key =
+                |r: (u32, u32)| ((shape(r) - shape(size)).abs(), (area(r) - area(size)).abs());
+            key(*a)
+                .partial_cmp(&key(*b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .unwrap_or(size)
+}
+
+/// Runway's task object as a [`Render`].
+fn render_of(task: &Value) -> Option<Render> {
+    let id = task["id"].as_str()?.to_owned();
+    let status = match task["status"].as_str().unwrap_or_default() {
+        "PENDING" | "THROTTLED" => RenderStatus::Queued,
+        "RUNNING" => RenderStatus::Rendering,
+        "SUCCEEDED" => RenderStatus::Succeeded,
+        "FAILED" => RenderStatus::Failed,
+        "CANCELLED" => RenderStatus::Canceled,
+        _ => RenderStatus::Unknown,
+    };
+    let output = task["output"]
+        .as_array()
+        .and_then(|o| o.iter().find_map(Value::as_str))
+        .map(str::to_owned);
+    let (status, error) = match status {
+        RenderStatus::Failed => {
+            let code = task["failureCode"].as_str().unwrap_or_default();
+            let error = if code.starts_with("SAFETY.") {
+                RenderError {
+                    code: CONTENT_REFUSED.into(),
+                    message: format!("the provider's moderation refused the content ({code})"),
+                }
+            } else {
+                RenderError {
+                    code: codes::ENGINE_FAILURE.into(),
+                    message: format!(
+                        "{}: {}",
+                        if code.is_empty() { "FAILED" } else { code },
+                        task["failure"].as_str().unwrap_or("the task failed")
+                    ),
+                }
+            };
+            (status, Some(error))
+        }
+        RenderStatus::Succeeded if output.is_none() => (
+            RenderStatus::Failed,
+            Some(RenderError {
+                code: codes::ENGINE_FAILURE.into(),
+                message: "the task succeeded with no output".into(),
+            }),
+        ),
+        _ => (status, None),
+    };
+    let progress = match status {
+        RenderStatus::Succeeded => 100,
+        RenderStatus::Rendering => (task["progress"].as_f64().unwrap_or(0.0) * 100.0)
+            .round()
+            .clamp(0.0, 99.0) as u8,
+        _ => 0,
+    };
+    Some(Render {
+        result_url: (status == RenderStatus::Succeeded)
+            .then_some(output)
+            .flatten(),
+        created_at: task["createdAt"].as_str().map(unix_seconds).unwrap_or(0),
+        id,
+        status,
+        progress,
+        error,
+    })
+}
+
+/// Unix seconds of an RFC 3339 UTC timestamp (`2026-11-26T10:00:00.000Z`), 0 if unreadable.
+fn unix_seconds(text: &str) -> i64 {
+    let digits = |s: &str| s.parse::<i64>().ok();
+    let parse = || -> Option<i64> {
+        let (date, time) = text.split_once('T')?;
+        let mut d = date.splitn(3, '-');
+        let (y, m, day) = (digits(d.next()?)?, digits(d.next()?)?, digits(d.next()?)?);
+        let mut t = time.get(..8)?.splitn(3, ':');
+        let (hh, mm, ss) = (digits(t.next()?)?, digits(t.next()?)?, digits(t.next()?)?);
+        // Days from the civil date (Howard Hinnant's algorithm).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+    };
+    parse().unwrap_or(0)
+}
+
+#[async_trait]
+impl VideoEngine for RunwayEngine {
+    async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
+        let Create {
+            path,
+            mut body,
+            size,
+        } = self.plan(request)?;
+        let mut frames = Vec::new();
+        for (url, position) in [
+            (&request.inputs.first_frame_url, "first"),
+            (&request.inputs.last_frame_url, "last"),
+        ] {
+            if let Some(url) = url {
+                frames.push(json!({"uri": self.frame(url, size).await?, "position": position}));
+            }
+        }
+        if !frames.is_empty() {
+            body["promptImage"] = Value::Array(frames);
+        }
+        let answer = self
+            .api
+            .call(
+                reqwest::Method::POST,
+                &self.api.url(path),
+                Some(&body),
+                None,
+            )
+            .await?;
+        let id = answer["id"].as_str().ok_or_else(|| {
+            EngineError::Rejected("Runway's answer to the create has no task id".into())
+        })?;
+        Ok(Render {
+            id: path_segment(id)?.to_owned(),
+            status: RenderStatus::Queued,
+            progress: 0,
+            error: None,
+            result_url: None,
+            created_at: crate::domain::metrics::now_millis() / 1000,
+        })
+    }
+
+    async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
+        let url = self
+            .api
+            .url(&format!("/v1/tasks/{}", path_segment(render_id)?));
+        let task = self
+            .api
+            .call(reqwest::Method::GET, &url, None, Some(render_id))
+            .await?;
+        render_of(&task).ok_or_else(|| EngineError::Rejected("Runway's task has no id".into()))
+    }
+
+    /// `DELETE /v1/tasks/{id}`: aborts a pending, throttled or running task (and deletes a
+    /// finished one). A task Runway no longer knows has nothing left to stop.
+    async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
+        let url = self
+            .api
+            .url(&format!("/v1/tasks/{}", path_segment(render_id)?));
+        match self
+            .api
+            .call(reqwest::Method::DELETE, &url, None, Some(render_id))
+            .await
+        {
+            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+        let url = render
+            .result_url
+            .as_deref()
+            .ok_or_else(|| EngineError::Rejected("the succeeded task names no output".into()))?;
+        self.api.download(url, MAX_ENGINE_OUTPUT_BYTES).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::engine::RenderInputs;
+
+    fn engine(model: Option<&str>) -> RunwayEngine {
+        let config: EngineConfig = toml::from_str(&format!(
+            "id = \"rw\"\nkind = \"runway\"\n{}",
+            model
+                .map(|m| format!("model_id = \"{m}\"\n"))
+                .unwrap_or_default()
+        ))
+        .expect("config");
+        RunwayEngine::from_config(
+            &config,
+            Some("key".into()),
+            Arc::new(crate::adapters::guarded_fetch::GuardedFetcher::default()),
+        )
+        .expect("engine")
+    }
+
+    fn request(seconds: u32, width: u32, height: u32) -> RenderRequest {
+        RenderRequest {
+            model: "hosted-runway".into(),
+            prompt: "a paper boat".into(),
+            seconds,
+            aspect_ratio: "16:9".into(),
+            width,
+            height,
+            inputs: RenderInputs::default(),
+            callback_url: None,
+            client_reference: Some("video_1".into()),
+        }
+    }
+
+    fn with_frames(mut r: RenderRequest, first: bool, last: bool) -> RenderRequest {
+        r.inputs.first_frame_url = first.then(|| "http://blob/first".into());
+        r.inputs.last_frame_url = last.then(|| "http://blob/last".into());
+        r
+    }
+
+    #[test]
+    fn a_text_job_maps_to_text_to_video_with_the_model_s_values() {
+        let e = engine(None);
+        assert_eq!(e.model, "gen4.5");
+        let plan = e.plan(&request(5, 1280, 720)).expect("plan");
+        assert_eq!(plan.path, "/v1/text_to_video");
+        assert_eq!(
+            plan.body,
+            json!({"model": "gen4.5", "promptText": "a paper boat", "ratio": "1280:720", "duration": 5})
+        );
+        // gen4.5 renders text at 1280:720 or 720:1280 only: a square asks for the nearest.
+        let square = e.plan(&request(4, 960, 960)).expect("plan");
+        assert_eq!(square.body["ratio"], "1280:720");
+        assert_eq!(square.body["duration"], 4);
+        assert_eq!(
+            e.plan(&request(4, 832, 1104)).expect("plan").body["ratio"],
+            "720:1280"
+        );
+    }
+
+    #[test]
+    fn a_frame_job_maps_to_image_to_video_at_the_image_ratios() {
+        let e = engine(Some("gen4_turbo"));
+        let plan = e
+            .plan(&with_frames(request(5, 960, 960), true, false))
+            .expect("plan");
+        assert_eq!(plan.path, "/v1/image_to_video");
+        assert_eq!(plan.body["ratio"], "960:960");
+        assert_eq!(plan.size, (960, 960));
+        // gen4_turbo needs an image; neither gen4 model takes a last frame.
+        assert!(matches!(
+            e.plan(&request(5, 1280, 720)),
+            Err(EngineError::Rejected(m)) if m.contains("first frame")
+        ));
+        assert!(e
+            .plan(&with_frames(request(5, 1280, 720), true, true))
+            .is_err());
+        let veo = engine(Some("veo3.1"));
+        let plan = veo
+            .plan(&with_frames(request(5, 1280, 720), true, true))
+            .expect("plan");
+        assert_eq!(plan.body["duration"], 6, "veo3.1 renders 4, 6 or 8 s");
+        assert_eq!(
+            plan.body["audio"], false,
+            "the kind's default renders no audio"
+        );
+        assert!(veo
+            .plan(&with_frames(request(4, 1280, 720), false, true))
+            .is_err());
+    }
+
+    #[test]
+    fn an_unknown_model_gets_the_worker_s_values() {
+        let plan = engine(Some("seedance2"))
+            .plan(&with_frames(request(7, 1112, 834), false, true))
+            .expect("plan");
+        assert_eq!(plan.path, "/v1/image_to_video");
+        assert_eq!(
+            (plan.body["ratio"].clone(), plan.body["duration"].clone()),
+            (json!("1112:834"), json!(7))
+        );
+    }
+
+    #[test]
+    fn long_prompts_are_cut_to_the_api_limit() {
+        assert_eq!(prompt_text(&"あ".repeat(1200)).chars().count(), 1000);
+        assert_eq!(prompt_text(&"😀".repeat(600)).chars().count(), 500);
+    }
+
+    #[test]
+    fn task_statuses_map_to_renders() {
+        let r = render_of(
+            &json!({"id": "t1", "status": "THROTTLED", "createdAt": "2026-11-26T10:00:00.000Z"}),
+        )
+        .expect("render");
+        assert_eq!(
+            (r.status, r.progress, r.created_at),
+            (RenderStatus::Queued, 0, 1_795_687_200)
+        );
+        let r = render_of(&json!({"id": "t1", "status": "RUNNING", "progress": 0.456})).expect("r");
+        assert_eq!((r.status, r.progress), (RenderStatus::Rendering, 46));
+        let r =
+            render_of(&json!({"id": "t1", "status": "SUCCEEDED", "output": ["https://cdn/v.mp4"]}))
+                .expect("r");
+        assert_eq!(
+            (r.status, r.progress, r.result_url.as_deref()),
+            (RenderStatus::Succeeded, 100, Some("https://cdn/v.mp4"))
+        );
+        let r = render_of(&json!({"id": "t1", "status": "SUCCEEDED", "output": []})).expect("r");
+        assert_eq!(r.status, RenderStatus::Failed);
+        let r = render_of(&json!({"id": "t1", "status": "FAILED", "failure": "no", "failureCode": "SAFETY.INPUT.TEXT"}))
+            .expect("r");
+        let error = r.error.expect("error");
+        assert_eq!(error.code, CONTENT_REFUSED);
+        assert!(!error.message.to_lowercase().contains("runway"));
+        let r = render_of(&json!({"id": "t1", "status": "FAILED", "failure": "bad output", "failureCode": "INTERNAL.BAD_OUTPUT.CODE01"}))
+            .expect("r");
+        assert_eq!(r.error.expect("error").code, codes::ENGINE_FAILURE);
+        let r = render_of(&json!({"id": "t1", "status": "CANCELLED"})).expect("r");
+        assert_eq!(r.status, RenderStatus::Canceled);
+        let r = render_of(&json!({"id": "t1", "status": "SOMETHING_NEW"})).expect("r");
+        assert_eq!(r.status, RenderStatus::Unknown);
+        assert!(render_of(&json!({"status": "RUNNING"})).is_none());
+    }
+
+    #[test]
+    fn timestamps_parse_as_unix_seconds() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), 0);
+        assert_eq!(unix_seconds("2024-11-06T12:34:56.789Z"), 1_730_896_496);
+        assert_eq!(unix_seconds("not a time"), 0);
+    }
+}
