@@ -59,50 +59,18 @@ impl AudioBed {
         Ok(Self { samples: out })
     }
 
-    /// Parses a RIFF/WAVE file with 16-bit PCM (mono or stereo, any rate).
+    /// Parses a RIFF/WAVE file of integer or float PCM (any rate and channel count; more than
+    /// two channels are folded to stereo), through the conform stage's audio decoder.
     pub fn from_wav(bytes: &[u8]) -> Result<Self, MediaError> {
-        let bad = |m: &str| MediaError::InvalidSpec(format!("audio bed WAV: {m}"));
         if bytes.len() < 12 || &bytes[0..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
-            return Err(bad("not a RIFF/WAVE file"));
+            return Err(MediaError::InvalidSpec(
+                "audio bed WAV: not a RIFF/WAVE file".into(),
+            ));
         }
-        let mut pos = 12;
-        let mut fmt: Option<(u16, u16, u32, u16)> = None;
-        while pos + 8 <= bytes.len() {
-            let id = &bytes[pos..pos + 4];
-            let len = u32::from_le_bytes([
-                bytes[pos + 4],
-                bytes[pos + 5],
-                bytes[pos + 6],
-                bytes[pos + 7],
-            ]) as usize;
-            let body_start = pos + 8;
-            let body_end = body_start.saturating_add(len).min(bytes.len());
-            let body = &bytes[body_start..body_end];
-            if id == b"fmt " {
-                if body.len() < 16 {
-                    return Err(bad("fmt chunk too short"));
-                }
-                let format = u16::from_le_bytes([body[0], body[1]]);
-                let channels = u16::from_le_bytes([body[2], body[3]]);
-                let rate = u32::from_le_bytes([body[4], body[5], body[6], body[7]]);
-                let bits = u16::from_le_bytes([body[14], body[15]]);
-                fmt = Some((format, channels, rate, bits));
-            } else if id == b"data" {
-                let (format, channels, rate, bits) =
-                    fmt.ok_or_else(|| bad("data chunk before fmt chunk"))?;
-                // 1 = PCM, 0xFFFE = WAVE_FORMAT_EXTENSIBLE (assumed PCM at 16 bits).
-                if !(format == 1 || format == 0xFFFE) || bits != 16 {
-                    return Err(bad("only 16-bit PCM is supported"));
-                }
-                let pcm: Vec<i16> = body
-                    .chunks_exact(2)
-                    .map(|b| i16::from_le_bytes([b[0], b[1]]))
-                    .collect();
-                return Self::from_pcm(rate, channels, &pcm);
-            }
-            pos = body_start.saturating_add(len + (len & 1));
-        }
-        Err(bad("no data chunk"))
+        let pcm = crate::audio_decode::decode_reference(bytes, f64::from(MAX_SECONDS))?;
+        Ok(Self {
+            samples: pcm.to_stereo_48k()?,
+        })
     }
 }
 

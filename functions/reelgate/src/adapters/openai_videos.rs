@@ -186,16 +186,7 @@ impl OpenAiVideosEngine {
     }
 }
 
-fn transport(e: reqwest::Error) -> EngineError {
-    let mut msg = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    EngineError::Unreachable(msg)
-}
+use super::hosted::transport;
 
 /// A non-2xx answer: 408, 429 and 5xx may pass; 404 on a known render means the target lost it.
 fn refusal(status: u16, body: &[u8], render_id: Option<&str>) -> EngineError {

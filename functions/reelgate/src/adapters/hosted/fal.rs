@@ -55,7 +55,7 @@
 //! `libs/client/src/types/endpoints.ts`, August 2026: `fal-ai/veo3.1…`,
 //! `fal-ai/minimax/hailuo-02/standard…`). fal's model pages give no pixel sizes.
 
-use super::{path_segment, refusal, Answer, Auth, ProviderApi};
+use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
@@ -311,12 +311,6 @@ impl FalEngine {
         key: Option<String>,
         fetcher: Arc<dyn Fetcher>,
     ) -> anyhow::Result<Self> {
-        let base = config
-            .base_url
-            .as_deref()
-            .map(crate::config::expand_env)
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let model_id = config
             .model_id
             .as_deref()
@@ -359,14 +353,17 @@ impl FalEngine {
                 }
             }
         }
-        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
-            DEFAULT_OUTPUT_HOSTS
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect()
-        });
-        let api = ProviderApi::new(&base, key, Auth::Scheme("Key"), Vec::new(), hosts, fetcher)
-            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        let api = ProviderApi::for_engine(
+            config,
+            key,
+            Provider {
+                base_url: DEFAULT_BASE_URL,
+                auth: Auth::Scheme("Key"),
+                headers: Vec::new(),
+                output_hosts: DEFAULT_OUTPUT_HOSTS,
+            },
+            fetcher,
+        )?;
         Ok(FalEngine {
             api,
             model,

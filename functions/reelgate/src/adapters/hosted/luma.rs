@@ -30,7 +30,7 @@
 //! generation ("Advanced moderation failed"). Luma's documentation site (docs.lumalabs.ai) was
 //! not in the reference store.
 
-use super::{path_segment, Auth, ProviderApi};
+use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
@@ -77,27 +77,21 @@ impl LumaEngine {
         key: Option<String>,
         fetcher: Arc<dyn Fetcher>,
     ) -> anyhow::Result<Self> {
-        let base = config
-            .base_url
-            .as_deref()
-            .map(crate::config::expand_env)
-            .filter(|b| !b.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let model = config
             .model_id
             .clone()
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        if key.is_none() {
-            tracing::warn!(engine = %config.id, "luma engine without an API key: its renders will be refused");
-        }
-        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
-            DEFAULT_OUTPUT_HOSTS
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect()
-        });
-        let api = ProviderApi::new(&base, key, Auth::Bearer, Vec::new(), hosts, fetcher)
-            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        let api = ProviderApi::for_engine(
+            config,
+            key,
+            Provider {
+                base_url: DEFAULT_BASE_URL,
+                auth: Auth::Bearer,
+                headers: Vec::new(),
+                output_hosts: DEFAULT_OUTPUT_HOSTS,
+            },
+            fetcher,
+        )?;
         Ok(LumaEngine { api, model })
     }
 }

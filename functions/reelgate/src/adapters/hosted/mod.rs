@@ -39,6 +39,17 @@ pub enum Auth {
     Header(&'static str),
 }
 
+/// What a hosted kind's provider is, for [`ProviderApi::for_engine`].
+pub struct Provider {
+    /// The public endpoint, when the catalog names no `base_url`.
+    pub base_url: &'static str,
+    pub auth: Auth,
+    /// Headers every call carries (Runway's version).
+    pub headers: Vec<(&'static str, String)>,
+    /// Where the provider serves outputs, when the catalog names no `output_hosts`.
+    pub output_hosts: &'static [&'static str],
+}
+
 /// One provider's API: its origin, key and fixed headers, and the fetcher its outputs come
 /// through.
 pub struct ProviderApi {
@@ -119,6 +130,36 @@ impl ProviderApi {
             http,
             fetcher,
         })
+    }
+
+    /// The API of a catalog engine of a hosted kind: its `base_url` (`${ENV}` expanded; the
+    /// provider's public endpoint when absent), its `output_hosts` (the provider's documented
+    /// ones when absent) and its key (a warning at start-up when there is none: every render
+    /// will be refused).
+    pub fn for_engine(
+        config: &crate::domain::catalog::EngineConfig,
+        key: Option<String>,
+        provider: Provider,
+        fetcher: Arc<dyn Fetcher>,
+    ) -> anyhow::Result<Self> {
+        let base = config
+            .base_url
+            .as_deref()
+            .map(crate::config::expand_env)
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| provider.base_url.to_owned());
+        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
+            provider
+                .output_hosts
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect()
+        });
+        if key.is_none() {
+            tracing::warn!(engine = %config.id, kind = %config.kind, "hosted engine without an API key (set its api_key_env): its renders will be refused");
+        }
+        Self::new(&base, key, provider.auth, provider.headers, hosts, fetcher)
+            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))
     }
 
     /// `base_url` + `path` (`path` starts with `/`).
@@ -333,7 +374,9 @@ pub fn path_segment(id: &str) -> Result<&str, EngineError> {
     }
 }
 
-fn transport(e: reqwest::Error) -> EngineError {
+/// A failed HTTP exchange (connect, TLS, timeout, a dropped body) with its causes: the engine
+/// may come back.
+pub(crate) fn transport(e: reqwest::Error) -> EngineError {
     let mut msg = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {

@@ -49,7 +49,7 @@
 //! since Replicate gives no machine code beyond the `(E005)` suffix; a cancel of a prediction
 //! Replicate no longer knows is taken as done.
 
-use super::{path_segment, Auth, ProviderApi};
+use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
@@ -219,23 +219,17 @@ impl ReplicateEngine {
         fetcher: Arc<dyn Fetcher>,
     ) -> anyhow::Result<Self> {
         let (target, fields) = resolve(config)?;
-        if key.is_none() {
-            tracing::warn!(engine = %config.id, "replicate engine without a key: set its api_key_env");
-        }
-        let base = config
-            .base_url
-            .as_deref()
-            .map(crate::config::expand_env)
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let output_hosts = config.output_hosts.clone().unwrap_or_else(|| {
-            DEFAULT_OUTPUT_HOSTS
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect()
-        });
-        let api = ProviderApi::new(&base, key, Auth::Bearer, Vec::new(), output_hosts, fetcher)
-            .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        let api = ProviderApi::for_engine(
+            config,
+            key,
+            Provider {
+                base_url: DEFAULT_BASE_URL,
+                auth: Auth::Bearer,
+                headers: Vec::new(),
+                output_hosts: DEFAULT_OUTPUT_HOSTS,
+            },
+            fetcher,
+        )?;
         Ok(ReplicateEngine {
             api,
             target,

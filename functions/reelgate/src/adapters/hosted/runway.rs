@@ -39,7 +39,7 @@
 //! `SAFETY.OUTPUT.*`); *HTTP Errors* (docs.dev.runwayml.com/errors/errors: 429 and 502–504 may
 //! be retried).
 
-use super::{path_segment, Auth, ProviderApi};
+use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
@@ -149,27 +149,17 @@ impl RunwayEngine {
         key: Option<String>,
         fetcher: Arc<dyn Fetcher>,
     ) -> anyhow::Result<Self> {
-        let base = config
-            .base_url
-            .as_deref()
-            .map(crate::config::expand_env)
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
-            DEFAULT_OUTPUT_HOSTS
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect()
-        });
-        let api = ProviderApi::new(
-            &base,
+        let api = ProviderApi::for_engine(
+            config,
             key,
-            Auth::Bearer,
-            vec![("x-runway-version", API_VERSION.to_owned())],
-            hosts,
+            Provider {
+                base_url: DEFAULT_BASE_URL,
+                auth: Auth::Bearer,
+                headers: vec![("x-runway-version", API_VERSION.to_owned())],
+                output_hosts: DEFAULT_OUTPUT_HOSTS,
+            },
             fetcher,
-        )
-        .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        )?;
         Ok(RunwayEngine {
             api,
             model: config

@@ -37,7 +37,7 @@
 //! `models/{model}/operations/{id}` and `video.uri` on the API host come from third-party
 //! copies of the API's behaviour, not from a Google page in the reference store.
 
-use super::{path_segment, Auth, ProviderApi};
+use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
@@ -104,12 +104,6 @@ impl VeoEngine {
         key: Option<String>,
         fetcher: Arc<dyn Fetcher>,
     ) -> anyhow::Result<Self> {
-        let base = config
-            .base_url
-            .as_deref()
-            .map(crate::config::expand_env)
-            .filter(|b| !b.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let model = config
             .model_id
             .clone()
@@ -120,24 +114,17 @@ impl VeoEngine {
                 config.id
             );
         }
-        if key.is_none() {
-            tracing::warn!(engine = %config.id, "veo engine without an API key: its renders will be refused");
-        }
-        let hosts = config.output_hosts.clone().unwrap_or_else(|| {
-            DEFAULT_OUTPUT_HOSTS
-                .iter()
-                .map(|h| (*h).to_owned())
-                .collect()
-        });
-        let api = ProviderApi::new(
-            &base,
+        let api = ProviderApi::for_engine(
+            config,
             key,
-            Auth::Header("x-goog-api-key"),
-            Vec::new(),
-            hosts,
+            Provider {
+                base_url: DEFAULT_BASE_URL,
+                auth: Auth::Header("x-goog-api-key"),
+                headers: Vec::new(),
+                output_hosts: DEFAULT_OUTPUT_HOSTS,
+            },
             fetcher,
-        )
-        .map_err(|e| anyhow::anyhow!("engine {}: {e}", config.id))?;
+        )?;
         Ok(VeoEngine { api, model })
     }
 
