@@ -94,7 +94,7 @@ run_python_suite() { # title, directory
 run_python_suite "end-to-end tests (real binary, openai SDK, ffprobe)" tests/e2e
 run_python_suite "front door origin check (real binary, openai SDK)" tests/frontdoor
 run_python_suite "security: jobs, retries and crashes (real binary)" tests/security_jobs
-run_python_suite "engines: capabilities, reference engine inputs, openai_videos (real binary, ffmpeg)" tests/engines
+run_python_suite "engines: capabilities, the conform stage, openai_videos and the hosted providers' fakes (real binary, ffmpeg)" tests/engines
 run_python_suite "console (headless Chromium)" tests/console
 run_python_suite "webhooks (real binary, a signature-checking receiver)" tests/webhooks
 run_python_suite "observability: usage report, metrics, logs, traces (real binary, priced fake upstream, fake OTLP collector)" tests/observability
