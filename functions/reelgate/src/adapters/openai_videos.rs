@@ -318,26 +318,7 @@ impl OpenAiVideosEngine {
         request: &RenderRequest,
     ) -> Result<String, EngineError> {
         use base64::Engine as _;
-        let mut response = self
-            .http
-            .get(signed)
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .map_err(transport)?;
-        if !response.status().is_success() {
-            return Err(EngineError::Unreachable(format!(
-                "reading the first frame: HTTP {}",
-                response.status()
-            )));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() as u64 > crate::domain::videos::create::MAX_IMAGE_BYTES {
-                return Err(EngineError::Rejected("the first frame is too large".into()));
-            }
-        }
+        let bytes = super::hosted::read_signed_input(&self.http, signed).await?;
         let (width, height) = (request.width, request.height);
         let jpeg = tokio::task::spawn_blocking(move || {
             reelgate_media::fit_frame_jpeg(&bytes, width, height)

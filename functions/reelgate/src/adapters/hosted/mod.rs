@@ -320,29 +320,38 @@ impl ProviderApi {
     /// Reads one of the caller's files back from the short-lived URL reelgate signed for it
     /// (for a provider that takes images inline): its bytes and MIME type.
     pub async fn read_input(&self, signed_url: &str) -> Result<(Vec<u8>, String), EngineError> {
-        let mut response = self
-            .http
-            .get(signed_url)
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .map_err(transport)?;
-        if !response.status().is_success() {
-            return Err(EngineError::Unreachable(format!(
-                "reading an input file: HTTP {}",
-                response.status()
-            )));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() as u64 > MAX_INLINE_IMAGE_BYTES {
-                return Err(EngineError::Rejected("an input file is too large".into()));
-            }
-        }
+        let bytes = read_signed_input(&self.http, signed_url).await?;
         let mime = reelgate_media::sniff(&bytes).mime.to_owned();
         Ok((bytes, mime))
     }
+}
+
+/// Reads one of the caller's image files back from the short-lived URL reelgate signed for it,
+/// at most [`MAX_INLINE_IMAGE_BYTES`].
+pub(crate) async fn read_signed_input(
+    http: &reqwest::Client,
+    signed_url: &str,
+) -> Result<Vec<u8>, EngineError> {
+    let mut response = http
+        .get(signed_url)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .map_err(transport)?;
+    if !response.status().is_success() {
+        return Err(EngineError::Unreachable(format!(
+            "reading an input file: HTTP {}",
+            response.status()
+        )));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() as u64 > MAX_INLINE_IMAGE_BYTES {
+            return Err(EngineError::Rejected("an input file is too large".into()));
+        }
+    }
+    Ok(bytes)
 }
 
 /// Whether `host` is the output host `entry` names: exactly, or any subdomain of it when the
