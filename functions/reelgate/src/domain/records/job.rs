@@ -411,6 +411,13 @@ pub fn submit_claim(now: i64, ttl_secs: i64) -> (Update, Condition) {
     (Update::new().set(attr::RENDER_CLAIM, now), condition)
 }
 
+/// Renews a delivery's claim on submitting the job's render (see [`submit_claim`]) while no
+/// render is recorded.
+pub fn submit_claim_renewal(now: i64) -> (Update, Condition) {
+    let condition = Condition::Exists.and(Condition::AttrNotExists(attr::RENDER_ID.into()));
+    (Update::new().set(attr::RENDER_CLAIM, now), condition)
+}
+
 /// The render's progress, 0–100.
 pub fn progressed(progress: i64) -> Update {
     Update::new().set(attr::PROGRESS, progress)

@@ -242,14 +242,32 @@ async fn sign_inputs(
     Ok(out)
 }
 
-/// How long one delivery's claim on submitting a job's render holds: longer than a submit
-/// takes with its retries, shorter than the Render state's 300 s heartbeat.
-const SUBMIT_CLAIM_SECS: i64 = 240;
+/// How long one delivery's claim on submitting a job's render holds without renewal, and how
+/// often the delivery renews it while it waits on the engine: a live submitter keeps it however
+/// slow the provider is; one that died lets it lapse within half a minute (well before the
+/// queue delivers its message again: 120 s locally, 720 s on AWS).
+const SUBMIT_CLAIM_SECS: i64 = 30;
+const SUBMIT_CLAIM_RENEW_SECS: u64 = 10;
 
 /// Claims the submission of the job's render for this delivery (a conditional write on the
 /// job): `false` when another delivery holds a live claim. A claim left by a worker that died
 /// mid-submit lapses after [`SUBMIT_CLAIM_SECS`]; its provider render, if the provider had
 /// started one, was never recorded and cannot be followed.
+/// Renews this delivery's claim (it holds it: no render is recorded yet).
+async fn renew_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Result<(), String> {
+    let (update, condition) = job_record::submit_claim_renewal(now_secs());
+    pipeline
+        .store
+        .update(
+            &crate::domain::keys::job(org, video_id),
+            update,
+            Some(condition),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 async fn claim_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Result<bool, String> {
     let (update, condition) = job_record::submit_claim(now_secs(), SUBMIT_CLAIM_SECS);
     match pipeline
@@ -410,37 +428,58 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         // second, paid one.
         return Err("another delivery of the job's render message is submitting it".into());
     }
-    let render = loop {
-        match engine.submit(&request).await {
-            Ok(render) => break render,
-            Err(e)
-                if e.is_transient()
-                    && attempt + 1 < pipeline.settings.engine_unreachable_attempts =>
-            {
-                attempt += 1;
-                tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
-                tokio::time::sleep(e.retry_delay(pipeline.settings.render_poll_interval)).await;
+    // The claim is a lease: renewed while this delivery waits on the engine, so it outlives a
+    // slow provider but lapses soon after a worker that died mid-submit.
+    let submitting = async {
+        loop {
+            match engine.submit(&request).await {
+                Ok(render) => return Ok(render),
+                Err(e)
+                    if e.is_transient()
+                        && attempt + 1 < pipeline.settings.engine_unreachable_attempts =>
+                {
+                    attempt += 1;
+                    tracing::warn!(%video_id, attempt, error = %e, "engine unreachable at submit; retrying");
+                    tokio::time::sleep(e.retry_delay(pipeline.settings.render_poll_interval)).await;
+                }
+                Err(e) => return Err(e),
             }
-            Err(EngineError::ContentRefused(cause)) => {
-                return fail_task(
-                    pipeline,
-                    token,
-                    video_id,
-                    errors::MODERATION_BLOCKED,
-                    &cause,
-                )
-                .await
+        }
+    };
+    tokio::pin!(submitting);
+    let mut renew = tokio::time::interval(std::time::Duration::from_secs(SUBMIT_CLAIM_RENEW_SECS));
+    renew.tick().await;
+    let submitted = loop {
+        tokio::select! {
+            outcome = &mut submitting => break outcome,
+            _ = renew.tick() => {
+                if let Err(e) = renew_submission(pipeline, org, video_id).await {
+                    tracing::warn!(%video_id, error = %e, "could not renew the submission claim");
+                }
             }
-            Err(e) => {
-                return fail_task(
-                    pipeline,
-                    token,
-                    video_id,
-                    errors::ENGINE_UNAVAILABLE,
-                    &e.to_string(),
-                )
-                .await
-            }
+        }
+    };
+    let render = match submitted {
+        Ok(render) => render,
+        Err(EngineError::ContentRefused(cause)) => {
+            return fail_task(
+                pipeline,
+                token,
+                video_id,
+                errors::MODERATION_BLOCKED,
+                &cause,
+            )
+            .await
+        }
+        Err(e) => {
+            return fail_task(
+                pipeline,
+                token,
+                video_id,
+                errors::ENGINE_UNAVAILABLE,
+                &e.to_string(),
+            )
+            .await
         }
     };
     tracing::info!(%video_id, render_id = %render.id, "render submitted");
