@@ -249,14 +249,9 @@ impl VideoEngine for LumaEngine {
     async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
         let id = path_segment(render_id)?;
         let url = self.api.url(&format!("/generations/{id}"));
-        match self
-            .api
-            .call(reqwest::Method::DELETE, &url, None, Some(render_id))
+        self.api
+            .cancel_call(reqwest::Method::DELETE, &url, render_id)
             .await
-        {
-            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {

@@ -242,6 +242,20 @@ impl ProviderApi {
         })
     }
 
+    /// Asks the provider to cancel render `render`: a provider that no longer knows it counts
+    /// as done (the render ended, or was deleted already).
+    pub async fn cancel_call(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        render: &str,
+    ) -> Result<(), EngineError> {
+        match self.call(method, url, None, Some(render)).await {
+            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Downloads an output from `url`: on the API origin with the key (through the API client,
     /// following at most [`MAX_DOWNLOAD_REDIRECTS`] redirects, the key only while they stay on
     /// the API origin), elsewhere only from one of the provider's output hosts, without the key,

@@ -522,14 +522,9 @@ impl VideoEngine for ReplicateEngine {
     /// canceled.
     async fn cancel(&self, render_id: &str) -> Result<(), EngineError> {
         let url = self.prediction_url(render_id, "/cancel")?;
-        match self
-            .api
-            .call(reqwest::Method::POST, &url, None, Some(render_id))
+        self.api
+            .cancel_call(reqwest::Method::POST, &url, render_id)
             .await
-        {
-            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {

@@ -439,14 +439,9 @@ impl VideoEngine for RunwayEngine {
         let url = self
             .api
             .url(&format!("/v1/tasks/{}", path_segment(render_id)?));
-        match self
-            .api
-            .call(reqwest::Method::DELETE, &url, None, Some(render_id))
+        self.api
+            .cancel_call(reqwest::Method::DELETE, &url, render_id)
             .await
-        {
-            Ok(_) | Err(EngineError::UnknownRender(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
