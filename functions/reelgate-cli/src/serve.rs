@@ -3,6 +3,7 @@ use reelgate::config::Config;
 use reelgate_embedded::host::{
     assemble, bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
 };
+use reelgate_embedded::listener::ListenerLimits;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -22,6 +23,21 @@ pub struct ServeArgs {
     /// Serve the reference engine's fault switches at /_engine/v1/faults (for tests).
     #[arg(long, env = "REELGATE_ENGINE_FAULT_INJECTION")]
     engine_fault_injection: bool,
+    /// Open connections at once; one more is closed at once.
+    #[arg(long, default_value_t = ListenerLimits::default().max_connections, env = "REELGATE_MAX_CONNECTIONS")]
+    max_connections: usize,
+    /// Requests in flight at once; past it a request is answered 503 with Retry-After.
+    #[arg(long, default_value_t = ListenerLimits::default().max_in_flight, env = "REELGATE_MAX_IN_FLIGHT")]
+    max_in_flight: usize,
+    /// Shed requests while the runtime runs this many milliseconds behind (0: never on lag).
+    #[arg(long, default_value_t = ListenerLimits::default().shed_lag.as_millis() as u64, env = "REELGATE_SHED_LAG_MS")]
+    shed_lag_ms: u64,
+    /// Seconds a connection has to send a request's headers (idle keep-alive included).
+    #[arg(long, default_value_t = ListenerLimits::default().header_read_timeout.as_secs(), env = "REELGATE_HEADER_TIMEOUT_SECS")]
+    header_timeout_secs: u64,
+    /// Bytes a second a request body must average after its first 10 s (0: no minimum).
+    #[arg(long, default_value_t = ListenerLimits::default().min_body_rate, env = "REELGATE_MIN_BODY_RATE")]
+    min_body_rate: u64,
 }
 
 pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
@@ -90,9 +106,16 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
         "  another link: reelgate admin console-link --user {} --org {}",
         demo.user, demo.org
     );
-    tracing::info!(%base_url, "ready");
-    axum::serve(reelgate::api::no_delay(listener), router)
-        .with_graceful_shutdown(shutdown_signal())
+    let limits = ListenerLimits {
+        max_connections: args.max_connections.max(1),
+        max_in_flight: args.max_in_flight.max(1),
+        shed_lag: std::time::Duration::from_millis(args.shed_lag_ms),
+        header_read_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
+        min_body_rate: args.min_body_rate,
+        ..ListenerLimits::default()
+    };
+    tracing::info!(%base_url, ?limits, "ready");
+    reelgate_embedded::listener::serve(listener, router, limits, shutdown_signal())
         .await
         .context("serving")?;
     tracing::info!("stopped");

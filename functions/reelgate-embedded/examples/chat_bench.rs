@@ -31,6 +31,11 @@
 //! streamed, and prints one JSON line per (mode, rate, target) with total-time and
 //! time-to-first-byte percentiles, the completed rate and the errors.
 //!
+//! Overload mode (scripts/bench-overload.sh): `--overload "url|key|model" --server-pid PID`
+//! sends plain requests at each open-loop rate to a running gateway and prints one JSON line per
+//! rate with the admitted rate and latency, the requests shed (503), `/health`'s latency and the
+//! server's peak RSS.
+//!
 //! A last section measures the rate limiter (docs/traffic-control.md): one open-loop stream at
 //! `--limiter-rate` requests per second whose requests alternate between a key whose plan sets
 //! no limits and one whose plan sets limits it never reaches (so every second request pays the
@@ -104,7 +109,11 @@ struct Stats {
     /// Time to the first byte of the body (for a stream: the first event).
     first_bytes: Vec<Duration>,
     errors: usize,
+    /// Answers `503 server_overloaded` (the gateway shed the request).
+    shed: usize,
     elapsed: Duration,
+    /// How long sending the schedule took (longer than planned when the generator fell behind).
+    sending: Duration,
 }
 
 fn percentile_of(values: &[Duration], p: f64) -> Duration {
@@ -209,6 +218,7 @@ async fn run_alternating(
             async move { one(&client, &target, stream).await },
         ));
     }
+    let sending = started.elapsed();
     let mut stats: Vec<Stats> = targets.iter().map(|_| Stats::default()).collect();
     for (i, task) in tasks.into_iter().enumerate() {
         let stats = &mut stats[i % targets.len()];
@@ -217,12 +227,14 @@ async fn run_alternating(
                 stats.latencies.push(latency);
                 stats.first_bytes.push(first_byte);
             }
+            Ok(Err(e)) if e.starts_with("status 503") => stats.shed += 1,
             _ => stats.errors += 1,
         }
     }
     let elapsed = started.elapsed();
     for s in &mut stats {
         s.elapsed = elapsed;
+        s.sending = sending;
     }
     stats
 }
@@ -301,6 +313,10 @@ async fn main() -> anyhow::Result<()> {
     }
     if let (Some(upstream), Some(gateways)) = (arg("--upstream"), arg("--gateways")) {
         return compare(&upstream, &gateways, &rates, seconds).await;
+    }
+    if let Some(gateway) = arg("--overload") {
+        let pid = arg("--server-pid").map(|p| p.parse()).transpose()?;
+        return overload(&gateway, &rates, seconds, pid).await;
     }
     if std::env::args().any(|a| a == "--no-metrics") {
         reelgate::domain::metrics::set_enabled(false);
@@ -659,6 +675,106 @@ async fn compare(
         }
     }
     Ok(())
+}
+
+/// `--overload "url|key|model" [--server-pid PID]` (scripts/bench-overload.sh): plain chat
+/// requests at each open-loop rate, while `/health` is asked every 50 ms on connections of its
+/// own and the server's resident memory is sampled every 50 ms. One JSON line per rate: what
+/// was offered and sent, what the gateway admitted (200s, their latency), shed (503) and failed,
+/// how `/health` fared, and the server's peak RSS during the run.
+async fn overload(
+    gateway: &str,
+    rates: &[u32],
+    seconds: f64,
+    server_pid: Option<u32>,
+) -> anyhow::Result<()> {
+    let parts: Vec<&str> = gateway.split('|').collect();
+    let [url, key, model] = parts[..] else {
+        anyhow::bail!("--overload wants url|key|model, not {gateway}");
+    };
+    let base = url.trim_end_matches('/').to_owned();
+    let target = Target {
+        url: format!("{base}/v1/chat/completions"),
+        key: Some(key.to_owned()),
+        model: model.to_owned(),
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    run(&client, &target, false, 50, 1.0).await;
+    for &rate in rates {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let health = tokio::spawn(probe_health(format!("{base}/health"), stop.clone()));
+        let rss = tokio::spawn(sample_rss(server_pid, stop.clone()));
+        let s = run(&client, &target, false, rate, seconds).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (health_ms, health_failed) = health.await?;
+        let peak_rss_kib = rss.await?;
+        let sent = (rate as f64 * seconds).round();
+        println!(
+            "{}",
+            json!({
+                "offered_rps": rate,
+                "sent_rps": sent / s.sending.as_secs_f64().max(1e-9),
+                "admitted_rps": s.rate(),
+                "shed": s.shed,
+                "errors": s.errors,
+                "admitted_p50_ms": ms(s.percentile(50.0)),
+                "admitted_p99_ms": ms(s.percentile(99.0)),
+                "health_p50_ms": ms(percentile_of(&health_ms, 50.0)),
+                "health_p99_ms": ms(percentile_of(&health_ms, 99.0)),
+                "health_max_ms": ms(percentile_of(&health_ms, 100.0)),
+                "health_failed": health_failed,
+                "peak_rss_mib": peak_rss_kib / 1024,
+            })
+        );
+        until_quiet().await;
+    }
+    Ok(())
+}
+
+/// Asks `url` every 50 ms until `stop`, each time on a new connection (a prober that reused one
+/// would not see a full accept queue): the latencies of the answers, and how many failed.
+async fn probe_health(
+    url: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (Vec<Duration>, usize) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client");
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let started = Instant::now();
+        match client.get(&url).send().await {
+            Ok(r) if r.status().is_success() => latencies.push(started.elapsed()),
+            _ => failed += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (latencies, failed)
+}
+
+/// The largest VmRSS of `pid` seen every 50 ms until `stop`, in KiB (0 without a pid).
+async fn sample_rss(pid: Option<u32>, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u64 {
+    let Some(pid) = pid else { return 0 };
+    let mut peak = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let rss = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0);
+            peak = peak.max(rss);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    peak
 }
 
 /// Busy and total CPU time (jiffies) of the whole machine, from `/proc/stat`.

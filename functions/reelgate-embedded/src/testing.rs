@@ -52,7 +52,13 @@ impl TestServer {
         configure(&mut app);
         let router = backend.router(app.clone());
         let server = tokio::spawn(async move {
-            let _ = axum::serve(reelgate::api::no_delay(listener), router).await;
+            let _ = crate::listener::serve(
+                listener,
+                router,
+                crate::listener::ListenerLimits::default(),
+                std::future::pending(),
+            )
+            .await;
         });
         TestServer {
             app,
@@ -126,7 +132,13 @@ impl TestServer {
             .expect("services");
         let router = crate::host::local_router(app.clone(), &backend, &services);
         let server = tokio::spawn(async move {
-            let _ = axum::serve(reelgate::api::no_delay(listener), router).await;
+            let _ = crate::listener::serve(
+                listener,
+                router,
+                crate::listener::ListenerLimits::default(),
+                std::future::pending(),
+            )
+            .await;
         });
         TestServer {
             app,

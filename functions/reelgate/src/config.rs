@@ -120,6 +120,26 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_ENGINE_FAULT_INJECTION",
         "serve the reference engine's fault switches",
     ),
+    (
+        "REELGATE_MAX_CONNECTIONS",
+        "local server: open connections at once",
+    ),
+    (
+        "REELGATE_MAX_IN_FLIGHT",
+        "local server: requests in flight before 503 server_overloaded",
+    ),
+    (
+        "REELGATE_SHED_LAG_MS",
+        "local server: runtime lag that sheds requests, in milliseconds",
+    ),
+    (
+        "REELGATE_HEADER_TIMEOUT_SECS",
+        "local server: time to send a request's headers, in seconds",
+    ),
+    (
+        "REELGATE_MIN_BODY_RATE",
+        "local server: bytes a second a request body must average",
+    ),
     ("REELGATE_BACKEND", "reelgate admin: local or aws"),
     ("REELGATE_ENGINE_ADDR", "reelgate engine: listen address"),
     (

@@ -32,6 +32,7 @@ pub fn status(kind: ErrorKind) -> StatusCode {
         ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::QuotaExceeded => StatusCode::PAYMENT_REQUIRED,
         ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
         ErrorKind::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
         ErrorKind::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Unavailable | ErrorKind::UpstreamUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -48,6 +49,7 @@ pub fn openai_type(kind: ErrorKind) -> &'static str {
         | ErrorKind::UnknownRoute
         | ErrorKind::MethodNotAllowed
         | ErrorKind::TooLarge
+        | ErrorKind::RequestTimeout
         | ErrorKind::RangeNotSatisfiable => "invalid_request_error",
         ErrorKind::Unauthenticated => "authentication_error",
         ErrorKind::Forbidden => "permission_error",

@@ -42,18 +42,80 @@ impl FromRequestParts<App> for Caller {
     }
 }
 
-/// A JSON body whose rejections render as the error envelope.
+/// A JSON body whose rejections render as the error envelope. The bytes are checked by the
+/// bounded pre-scan ([`crate::api::json_scan`]) before anything is parsed from them.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !is_json(req.headers()) {
+            return Err(ApiError::bad_request(
+                "The request body must be JSON with the header `Content-Type: application/json`.",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    body_read_error(&e, "The request body could not be read")
+                }
+            })?;
+        crate::api::json_scan::check(&bytes)?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(v)) => Ok(ApiJson(v)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
+}
+
+/// `application/json` or any `application/*+json`, as axum's own JSON extractor accepts.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The answer to a body that could not be read: too large (413), sent too slowly (408, the
+/// local listener's [`crate::api::limits::BodyTooSlow`]), or broken off (400).
+pub fn body_read_error(error: &(dyn std::error::Error + 'static), what_failed: &str) -> ApiError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if e.is::<crate::api::limits::BodyTooSlow>() {
+            return ApiError::new(
+                crate::domain::error::ErrorKind::RequestTimeout,
+                "request_timeout",
+                e.to_string(),
+            );
+        }
+        if e.is::<http_body_util::LengthLimitError>() {
+            return too_large();
+        }
+        cause = e.source();
+    }
+    ApiError::bad_request(format!("{what_failed}: {error}"))
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        crate::domain::error::ErrorKind::TooLarge,
+        "payload_too_large",
+        "The request body is larger than this endpoint accepts.",
+    )
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
@@ -80,16 +142,6 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
                 err = err.with_param(param);
             }
             err
-        }
-        JsonRejection::MissingJsonContentType(_) => ApiError::bad_request(
-            "The request body must be JSON with the header `Content-Type: application/json`.",
-        ),
-        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::new(
-                crate::domain::error::ErrorKind::TooLarge,
-                "payload_too_large",
-                "The request body is larger than this endpoint accepts.",
-            )
         }
         other => ApiError::bad_request(other.body_text()),
     }
@@ -145,21 +197,23 @@ impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
                     e.body_text()
                 ))
             })?;
+        // A form's values become a JSON object: it may hold no more values than a JSON body.
+        let mut fields = 0usize;
         let mut object = serde_json::Value::Object(Default::default());
         while let Some(field) = form.next_field().await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    crate::domain::error::ErrorKind::TooLarge,
-                    "payload_too_large",
-                    "The request body is larger than this endpoint accepts.",
-                )
+                too_large()
             } else {
-                ApiError::bad_request(format!(
-                    "The multipart form could not be read: {}",
-                    e.body_text()
-                ))
+                body_read_error(&e, "The multipart form could not be read")
             }
         })? {
+            fields += 1;
+            if fields > crate::api::json_scan::BASE_VALUES {
+                return Err(ApiError::bad_request(format!(
+                    "The form has more than {} fields.",
+                    crate::api::json_scan::BASE_VALUES
+                )));
+            }
             let name = field.name().unwrap_or_default().to_owned();
             let top = name.split('[').next().unwrap_or_default().to_owned();
             if field.file_name().is_some() {

@@ -263,10 +263,7 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
             "The upload is larger than this endpoint accepts.",
         );
     }
-    ApiError::bad_request(format!(
-        "The multipart form could not be read: {}",
-        e.body_text()
-    ))
+    crate::api::extract::body_read_error(&e, "The multipart form could not be read")
 }
 
 #[derive(Deserialize)]

@@ -1,15 +1,21 @@
 //! Bounded memory for buffered request bodies. JSON routes read their whole body (up to
 //! `max_json_bytes`, 32 MiB) before parsing; one such body is fine, a hundred at once are not.
-//! Every request that carries a body to a buffering route first takes its size (by
-//! `Content-Length`, or the route limit when it is chunked) from one process-wide budget of
-//! [`BUFFERED_BODY_BUDGET`] bytes and gives it back when its handler has answered; requests
-//! beyond the budget wait their turn. Streaming routes (`POST /v1/files`, the signed blob route)
-//! never buffer a body and are not counted.
+//! Every request that carries a large body to a buffering route first takes its size (by
+//! `Content-Length`, or the route limit when it is chunked) from a process-wide budget and gives
+//! it back when its handler has answered; requests beyond the budget wait their turn. Streaming
+//! routes (`POST /v1/files`, the signed blob route) never buffer a body and are not counted.
+//!
+//! There are two budgets, so that no client without a credential can delay a tenant: a request
+//! whose API key or console session verifies draws from [`BUFFERED_BODY_BUDGET`]; any other
+//! draws from [`ANONYMOUS_BODY_BUDGET`]. An `/v1/` request with a large body and no credential
+//! that verifies is refused (401) before a byte of its body is read.
 
+use crate::app::App;
+use crate::domain::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{header, Method};
+use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -18,27 +24,67 @@ const MIB: u64 = 1024 * 1024;
 /// Bodies shorter than this (by `Content-Length`) are not counted against the budget.
 pub const SMALL_BODY: u64 = 256 * 1024;
 
-/// Bytes of request bodies that may be buffered at once, over all connections.
+/// Bytes of authenticated request bodies that may be buffered at once, over all connections.
 pub const BUFFERED_BODY_BUDGET: u64 = 48 * MIB;
 
-/// The process-wide budget, in MiB permits.
+/// Bytes of bodies without a verified credential that may be buffered at once.
+pub const ANONYMOUS_BODY_BUDGET: u64 = 8 * MIB;
+
+/// A request body that paused too long, or arrived slower than the minimum rate (the local
+/// listener's bounds, docs/security.md §8); rendered as `408 request_timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTooSlow;
+
+impl std::fmt::Display for BodyTooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "The request body arrived too slowly (it paused too long or fell below the \
+             server's minimum rate); send it again on a faster connection.",
+        )
+    }
+}
+
+impl std::error::Error for BodyTooSlow {}
+
+/// The process-wide budgets, in MiB permits.
 #[derive(Clone)]
 pub struct BodyBudget {
-    permits: Arc<Semaphore>,
-    /// The largest single body a buffering route takes, in MiB (rounded up).
-    max_request_mib: u32,
+    tenants: Pool,
+    anonymous: Pool,
     max_request_bytes: u64,
+}
+
+#[derive(Clone)]
+struct Pool {
+    permits: Arc<Semaphore>,
+    /// The largest single body of this pool, in MiB (rounded up, at most the pool).
+    max_request_mib: u32,
+}
+
+impl Pool {
+    fn new(budget: u64, max_request_bytes: usize) -> Pool {
+        let budget = (budget / MIB) as usize;
+        Pool {
+            permits: Arc::new(Semaphore::new(budget)),
+            max_request_mib: (max_request_bytes as u64)
+                .div_ceil(MIB)
+                .clamp(1, budget as u64) as u32,
+        }
+    }
+
+    fn mib(&self, length: Option<u64>) -> u32 {
+        match length {
+            Some(n) => (n.div_ceil(MIB).max(1) as u32).min(self.max_request_mib),
+            None => self.max_request_mib,
+        }
+    }
 }
 
 impl BodyBudget {
     pub fn new(max_request_bytes: usize) -> Self {
-        let budget = (BUFFERED_BODY_BUDGET / MIB) as usize;
-        let max_request_mib = (max_request_bytes as u64)
-            .div_ceil(MIB)
-            .clamp(1, budget as u64);
         BodyBudget {
-            permits: Arc::new(Semaphore::new(budget)),
-            max_request_mib: max_request_mib as u32,
+            tenants: Pool::new(BUFFERED_BODY_BUDGET, max_request_bytes),
+            anonymous: Pool::new(ANONYMOUS_BODY_BUDGET, max_request_bytes),
             max_request_bytes: max_request_bytes as u64,
         }
     }
@@ -49,16 +95,39 @@ fn streams_its_body(request: &Request) -> bool {
     request.method() == Method::POST && request.uri().path() == "/v1/files"
 }
 
+/// Whether the request carries an API key or a console session that verifies now. Only asked
+/// for large bodies, so the second verification (the handler's own) costs nothing that matters.
+async fn credential_verifies(app: &App, headers: &HeaderMap) -> bool {
+    if let Some(token) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+    {
+        return matches!(app.accounts().authenticate(token.trim()).await, Ok(Some(_)));
+    }
+    if let Some(secret) = crate::api::console::session_secret(headers) {
+        return matches!(
+            crate::domain::console::Console::new(app.store.as_ref())
+                .session(secret)
+                .await,
+            Ok(Some(_))
+        );
+    }
+    false
+}
+
 pub async fn body_budget(
-    State(budget): State<BodyBudget>,
+    State((app, budget)): State<(App, BodyBudget)>,
     request: Request,
     next: Next,
 ) -> Response {
     if matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS
-    ) || streams_its_body(&request)
-    {
+    ) {
         return next.run(request).await;
     }
     let length = request
@@ -66,16 +135,34 @@ pub async fn body_budget(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let mib = match length {
+    match length {
         // Small bodies (every ordinary API call) are not counted: they cannot add up to much,
         // and a slow client must not be able to hold the budget with a tiny request.
         Some(n) if n < SMALL_BODY => return next.run(request).await,
         // Over the route limit: refused by the body limit before anything is buffered.
         Some(n) if n > budget.max_request_bytes => return next.run(request).await,
-        Some(n) => n.div_ceil(MIB).max(1) as u32,
-        None => budget.max_request_mib,
+        _ => {}
+    }
+    let authenticated = credential_verifies(&app, request.headers()).await;
+    if !authenticated && request.uri().path().starts_with("/v1/") {
+        // Every /v1 route wants a credential: say so before reading a large body.
+        return ApiError::unauthorized(
+            "invalid_api_key",
+            "A valid API key is required before a request body this large is read. Send it in \
+             the header `Authorization: Bearer <API_KEY>`.",
+        )
+        .into_response();
+    }
+    if streams_its_body(&request) {
+        return next.run(request).await;
+    }
+    let pool = if authenticated {
+        &budget.tenants
+    } else {
+        &budget.anonymous
     };
+    let mib = pool.mib(length);
     // Held until the handler has answered (the semaphore is never closed, so this waits).
-    let _permit = budget.permits.clone().acquire_many_owned(mib).await.ok();
+    let _permit = pool.permits.clone().acquire_many_owned(mib).await.ok();
     next.run(request).await
 }

@@ -10,6 +10,7 @@ pub mod content;
 pub mod envelope;
 pub mod extract;
 pub mod files;
+pub mod json_scan;
 pub mod limits;
 pub mod metrics;
 pub mod models;
@@ -101,7 +102,7 @@ pub fn serve(app: App, routes: Router<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
         .layer(axum::middleware::from_fn_with_state(
-            limits::BodyBudget::new(json_limit),
+            (app.clone(), limits::BodyBudget::new(json_limit)),
             limits::body_budget,
         ))
         // Outermost: a request that did not come through the front door is refused before
@@ -140,19 +141,6 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
         "method_not_allowed",
         format!("{method} is not allowed on {}.", uri.path()),
     )
-}
-
-/// A listener whose connections send small writes at once. Without TCP_NODELAY each SSE event
-/// can wait ~40 ms for the client's delayed ACK (Nagle), which breaks "forwarded as it arrives".
-pub fn no_delay(
-    listener: tokio::net::TcpListener,
-) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
-    use axum::serve::ListenerExt;
-    listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    })
 }
 
 /// The gateway error a failed upstream call becomes (chat completions and responses alike):

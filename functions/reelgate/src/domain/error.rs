@@ -38,6 +38,8 @@ pub enum ErrorKind {
     QuotaExceeded,
     /// The content is larger than allowed.
     TooLarge,
+    /// The client sent its request too slowly (a body that paused or trickled).
+    RequestTimeout,
     /// The requested byte range lies outside the content.
     RangeNotSatisfiable,
     /// A rate or concurrency limit refuses the request now; it may be retried, after

@@ -99,6 +99,11 @@ pub fn cleared_cookie(public_base_url: &str) -> String {
     cookie
 }
 
+/// The console session cookie's secret, when the request carries one.
+pub(crate) fn session_secret(headers: &HeaderMap) -> Option<&str> {
+    cookie_value(headers, COOKIE_NAME)
+}
+
 pub(crate) fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(COOKIE)

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Overload shedding of the local server (docs/security.md §9). A benchmark, not a test.
+#
+#   scripts/bench-overload.sh [--no-build] [--profile release|debug] [--server-cpus 1]
+#                             [--seconds 5] [--saturation N]
+#
+# `reelgate serve` (release) is pinned to the CPUs of --server-cpus (taskset), in front of
+# chat_bench's fast fake upstream; chat_bench's open-loop generator (pinned to the other CPUs)
+# sends plain chat requests. First the saturation rate is found (the most requests a second the
+# server completes, ramping the offered rate) unless --saturation gives it; then the server is
+# offered 0.5x, 1x, 2x and 4x that rate twice: once as it ships (shedding on) and once with
+# shedding off (REELGATE_MAX_IN_FLIGHT=1000000, REELGATE_SHED_LAG_MS=0), which is how every
+# request was queued before shedding existed. Per run: sent and admitted rates, shed (503) and
+# failed requests, admitted p50/p99, /health p99 and max (asked every 50 ms on new connections)
+# and the server's peak RSS. Writes docs/bench/overload.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=1
+PROFILE="release"
+SERVER_CPUS="1"
+SECONDS_PER_RATE="5"
+SATURATION=""
+OUT="docs/bench/overload.json"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --no-build) BUILD=0 ;;
+    --profile) PROFILE="$2"; shift ;;
+    --server-cpus) SERVER_CPUS="$2"; shift ;;
+    --seconds) SECONDS_PER_RATE="$2"; shift ;;
+    --saturation) SATURATION="$2"; shift ;;
+    --out) OUT="$2"; shift ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+# shellcheck source=scripts/cargo-env.sh
+source scripts/cargo-env.sh
+if [[ "$BUILD" == 1 ]]; then
+  if [[ "$PROFILE" == release ]]; then
+    cargo build --release --locked -p reelgate-cli
+    cargo build --release --locked -p reelgate-embedded --example chat_bench --features testing
+  else
+    # The test build (scripts/test.sh) already holds both; build it the way it does.
+    cargo build --workspace --all-features --all-targets
+  fi
+fi
+REELGATE="$CARGO_TARGET_DIR/$PROFILE/reelgate"
+BENCH="$CARGO_TARGET_DIR/$PROFILE/examples/chat_bench"
+
+# The generator and the upstream get every CPU the server does not.
+ALL_CPUS="$(seq -s, 0 $(($(nproc) - 1)))"
+CLIENT_CPUS="$(python3 -c '
+import sys
+server = set()
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-")
+    server.update(range(int(a), int(b or a) + 1))
+rest = [c for c in map(int, sys.argv[2].split(",")) if c not in server]
+print(",".join(map(str, rest)) or sys.argv[2])' "$SERVER_CPUS" "$ALL_CPUS")"
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_http() {
+  local i
+  for i in $(seq 1 120); do
+    if curl -fsS -o /dev/null "$1" 2>/dev/null; then return 0; fi
+    sleep 0.5
+  done
+  echo "bench-overload: $1 did not answer" >&2
+  return 1
+}
+
+UP_PORT="$(free_port)"
+taskset -c "$CLIENT_CPUS" "$BENCH" --serve-upstream "127.0.0.1:$UP_PORT" 2>"$WORK/upstream.log" &
+PIDS+=($!)
+UPSTREAM="http://127.0.0.1:$UP_PORT"
+DATA="$WORK/data"
+mkdir -p "$DATA"
+{
+  cat functions/reelgate/src/domain/catalog.default.toml
+  cat <<EOF
+
+[[upstreams]]
+id = "fast"
+kind = "openai"
+base_url = "$UPSTREAM"
+
+[[chat_models]]
+id = "bench-model"
+upstream = "fast"
+upstream_model = "fast-model"
+capabilities = ["text"]
+reasoning_efforts = []
+input_per_million = "0.15"
+output_per_million = "0.60"
+EOF
+} >"$WORK/catalog.toml"
+export REELGATE_CATALOG="$WORK/catalog.toml"
+json_field() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d.get(sys.argv[2]) or d.get(sys.argv[3], ""))' "$@"; }
+ORG_ID="$(json_field "$("$REELGATE" admin --data-dir "$DATA" org create --name bench --plan enterprise --credits 1000000)" id id)"
+USER_ID="$(json_field "$("$REELGATE" admin --data-dir "$DATA" user create --org "$ORG_ID" --email bench@example.com)" id id)"
+KEY="$(json_field "$("$REELGATE" admin --data-dir "$DATA" key create --user "$USER_ID")" secret key)"
+
+# start_server NAME [VAR=VALUE…]: a server on the server CPUs; sets RG_PID and RG_URL.
+start_server() {
+  local name="$1"; shift
+  local port; port="$(free_port)"
+  env REELGATE_LOG=warn "$@" taskset -c "$SERVER_CPUS" \
+    "$REELGATE" serve --addr "127.0.0.1:$port" --data-dir "$DATA" >"$WORK/$name.out" 2>"$WORK/$name.log" &
+  RG_PID=$!
+  PIDS+=("$RG_PID")
+  RG_URL="http://127.0.0.1:$port"
+  wait_http "$RG_URL/health"
+}
+stop_server() { kill "$RG_PID" 2>/dev/null || true; wait "$RG_PID" 2>/dev/null || true; }
+load() { # rates
+  taskset -c "$CLIENT_CPUS" "$BENCH" --overload "$RG_URL|$KEY|bench-model" --server-pid "$RG_PID" \
+    --rates "$1" --seconds "$SECONDS_PER_RATE"
+}
+
+if [[ -z "$SATURATION" ]]; then
+  start_server ramp
+  SATURATION="$(load 500,1000,1500,2000,3000,4000 | tee "$WORK/ramp.jsonl" |
+    python3 -c 'import json,sys; print(int(max(json.loads(l)["admitted_rps"] for l in sys.stdin if l.strip())))')"
+  stop_server
+  echo "saturation: $SATURATION requests/s (the most completed in the ramp)" >&2
+fi
+RATES="$(python3 -c 'import sys; s = int(sys.argv[1]); print(",".join(str(int(s * f)) for f in (0.5, 1, 2, 4)))' "$SATURATION")"
+
+start_server shedding
+load "$RATES" | sed 's/^{/{"shedding": "on", /' >"$WORK/on.jsonl"
+stop_server
+start_server unbounded REELGATE_MAX_IN_FLIGHT=1000000 REELGATE_SHED_LAG_MS=0
+load "$RATES" | sed 's/^{/{"shedding": "off", /' >"$WORK/off.jsonl"
+stop_server
+
+mkdir -p "$(dirname "$OUT")"
+python3 - "$SATURATION" "$SERVER_CPUS" "$OUT" "$PROFILE" "$WORK/on.jsonl" "$WORK/off.jsonl" <<'PY'
+import json, os, sys
+saturation, cpus, out, profile = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [json.loads(l) for f in sys.argv[5:] for l in open(f) if l.strip()]
+json.dump({"profile": profile, "saturation_rps": saturation, "server_cpus": cpus, "load_average": os.getloadavg(),
+           "runs": rows}, open(out, "w"), indent=1)
+print(f"{profile} build, server on CPUs {cpus}; saturation {saturation} requests/s")
+print("| shedding | offered/s | sent/s | admitted/s | shed | errors | admitted p50 ms | admitted p99 ms | /health p99 ms | /health max ms | /health failed | peak RSS MiB |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for r in rows:
+    print(f"| {r['shedding']} | {r['offered_rps']} | {r['sent_rps']:.0f} | {r['admitted_rps']:.0f} | {r['shed']} | "
+          f"{r['errors']} | {r['admitted_p50_ms']:.1f} | {r['admitted_p99_ms']:.1f} | {r['health_p99_ms']:.1f} | "
+          f"{r['health_max_ms']:.1f} | {r['health_failed']} | {r['peak_rss_mib']} |")
+print(f"load average at the end: {os.getloadavg()}")
+PY

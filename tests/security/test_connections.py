@@ -1,0 +1,269 @@
+"""Issue #30, items 1 (JSON), 2 (connections) and 3 (overload): attacks on the real
+`reelgate serve` binary's listener. Each test starts its own server with the bounds it attacks
+(docs/security.md §8 states them) and measures what the attack got: peak RSS from
+/proc/<pid>/status, answer times, status codes."""
+
+import json
+import socket
+import tempfile
+import threading
+import time
+
+import httpx
+import pytest
+
+from conftest import auth, start_server
+from harness import peak_rss_kib
+
+MIB = 1 << 20
+
+
+@pytest.fixture()
+def fresh_server(upstream):
+    """A server of its own per test, so RSS figures and connection counts are this test's."""
+    servers = []
+
+    def start(**env):
+        data_dir = tempfile.TemporaryDirectory()
+        srv = start_server(
+            data_dir.name,
+            env={
+                "REELGATE_UPSTREAM_BASE_URL": upstream.url,
+                "REELGATE_UPSTREAM_CAPABILITIES": "text,tools,vision",
+                "REELGATE_LOG": "warn",
+                **env,
+            },
+        )
+        servers.append((srv, data_dir))
+        return srv
+
+    yield start
+    for srv, data_dir in servers:
+        srv.stop()
+        data_dir.cleanup()
+
+
+def rss_mib(srv):
+    return peak_rss_kib(srv.proc.pid) / 1024
+
+
+def raw(srv, head: str, body: bytes = b"", timeout=5.0) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
+    s.sendall(head.encode() + body)
+    return s
+
+
+def read_status(s: socket.socket, timeout: float):
+    """The status line's code, or None if the server closed or said nothing in `timeout`."""
+    s.settimeout(timeout)
+    try:
+        data = s.recv(65536)
+    except (socket.timeout, ConnectionResetError):
+        return None
+    if not data:
+        return None
+    return int(data.split(b" ", 2)[1])
+
+
+def chat(srv, content="hello", timeout=30):
+    return httpx.post(
+        f"{srv.base_url}/v1/chat/completions",
+        headers=auth(srv.api_key),
+        json={"model": "fake-model-v1", "messages": [{"role": "user", "content": content}]},
+        timeout=timeout,
+    )
+
+
+def test_a_json_bomb_is_refused_before_it_is_parsed(fresh_server):
+    srv = fresh_server()
+    chat(srv).raise_for_status()
+    before = rss_mib(srv)
+    # 24 MiB of `0,`: twelve million values, 925 MiB once parsed on 359e46c.
+    bomb = b"[" + b"0," * (12 * MIB) + b"0]"
+    started = time.monotonic()
+    r = httpx.post(
+        f"{srv.base_url}/v1/chat/completions",
+        headers={**auth(srv.api_key), "Content-Type": "application/json"},
+        content=bomb,
+        timeout=60,
+    )
+    took = time.monotonic() - started
+    grew = rss_mib(srv) - before
+    print(f"\njson bomb: {r.status_code} in {took:.2f} s, peak RSS +{grew:.0f} MiB")
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "json_too_complex"
+    # The buffered body itself (24 MiB) and nothing parsed from it.
+    assert grew < 64, f"peak RSS grew {grew:.0f} MiB"
+    # A deep one too: refused, the server still answers.
+    r = httpx.post(
+        f"{srv.base_url}/v1/chat/completions",
+        headers={**auth(srv.api_key), "Content-Type": "application/json"},
+        content=b"[" * 100_000 + b"]" * 100_000,
+        timeout=30,
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "json_too_complex"
+    assert chat(srv).status_code == 200
+
+
+def test_unauthenticated_trickles_do_not_delay_a_tenant(fresh_server):
+    srv = fresh_server()
+    socks = []
+    refused_at_once = []
+    # The issue's attack: bodies announced at 32 MiB and 16 MiB (the whole 48 MiB budget),
+    # then trickled; twice over, to a /v1 route and to the console's.
+    for path in ("/v1/videos", "/v1/chat/completions", "/console/api/videos", "/console/api/chat"):
+        for size in (32 * MIB, 16 * MIB):
+            s = raw(
+                srv,
+                f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
+                f"boundary=b\r\nContent-Length: {size}\r\n\r\n",
+                b"--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\n",
+            )
+            socks.append((path, s))
+    stop = threading.Event()
+
+    def trickle():
+        while not stop.is_set():
+            for _, s in socks:
+                try:
+                    s.sendall(b"a")
+                except OSError:
+                    pass
+            time.sleep(0.5)
+
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    try:
+        for path, s in socks:
+            if path.startswith("/v1/"):
+                # No credential, a large body: 401 before a byte of it is read.
+                refused_at_once.append(read_status(s, 3.0))
+        # A tenant's 1 MiB chat request, authenticated, while the trickles go on.
+        started = time.monotonic()
+        r = chat(srv, content="x" * MIB, timeout=20)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        t.join()
+        for _, s in socks:
+            s.close()
+    print(f"\ntenant's 1 MiB chat during 8 unauthenticated trickles: {r.status_code} in {took:.2f} s")
+    assert refused_at_once == [401, 401, 401, 401], refused_at_once
+    assert r.status_code == 200, r.text
+    assert took < 5, f"the tenant waited {took:.1f} s"
+
+
+def test_a_body_slower_than_the_minimum_rate_is_cut_off(fresh_server):
+    srv = fresh_server()
+    size = 300 * 1024  # over the small-body threshold: it holds part of the body budget
+    s = raw(
+        srv,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {size}\r\n\r\n",
+        b'{"model": "fake-model-v1", "messages": [{"role": "user", "content": "',
+    )
+    started = time.monotonic()
+    status = None
+    s.settimeout(0.2)
+    # One kilobyte a second: far under the 16 KiB/s minimum once the 10 s grace is over.
+    while time.monotonic() - started < 25:
+        try:
+            s.sendall(b"a" * 1024)
+        except OSError:
+            break
+        try:
+            data = s.recv(65536)
+            if data:
+                status = int(data.split(b" ", 2)[1])
+                assert b"request_timeout" in data, data[:400]
+            break
+        except socket.timeout:
+            time.sleep(0.8)
+    took = time.monotonic() - started
+    s.close()
+    print(f"\n1 KiB/s body: answered {status} after {took:.1f} s")
+    assert status == 408, status
+    assert 9 < took < 16, took
+
+
+def test_slow_headers_and_idle_connections_are_closed(fresh_server):
+    srv = fresh_server(REELGATE_HEADER_TIMEOUT_SECS="2")
+    # Headers that never finish.
+    s = raw(srv, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    started = time.monotonic()
+    s.settimeout(10)
+    try:
+        while s.recv(4096):
+            pass
+    except (socket.timeout, ConnectionResetError):
+        pass
+    took_headers = time.monotonic() - started
+    s.close()
+    # A keep-alive connection that went quiet after one request.
+    s = raw(srv, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_status(s, 5) == 200
+    started = time.monotonic()
+    s.settimeout(10)
+    try:
+        while s.recv(4096):
+            pass
+    except (socket.timeout, ConnectionResetError):
+        pass
+    took_idle = time.monotonic() - started
+    s.close()
+    print(f"\nunfinished headers closed after {took_headers:.1f} s, idle keep-alive after {took_idle:.1f} s")
+    assert took_headers < 4, took_headers
+    assert took_idle < 4, took_idle
+
+
+def test_connections_past_the_cap_are_closed_at_once(fresh_server):
+    srv = fresh_server(REELGATE_MAX_CONNECTIONS="16")
+    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(16)]
+    time.sleep(0.3)
+    extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    started = time.monotonic()
+    status = read_status(extra, 5)
+    took = time.monotonic() - started
+    extra.close()
+    for s in held:
+        s.close()
+    time.sleep(0.3)
+    after = httpx.get(f"{srv.base_url}/health", timeout=5).status_code
+    print(f"\n17th connection: {status} after {took:.2f} s; once the 16 closed: {after}")
+    assert status is None and took < 1, (status, took)
+    assert after == 200
+
+
+def test_past_the_in_flight_bound_requests_are_shed_and_health_answers(fresh_server):
+    srv = fresh_server(REELGATE_MAX_IN_FLIGHT="4", REELGATE_SHED_LAG_MS="0")
+    stalled = []
+    for _ in range(4):
+        # Headers and half a body: each request is in flight, its handler waiting for the rest.
+        stalled.append(
+            raw(
+                srv,
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 200\r\n\r\n",
+                b'{"model": "fake-model-v1", ',
+            )
+        )
+    time.sleep(0.5)
+    started = time.monotonic()
+    shed = chat(srv, timeout=10)
+    took = time.monotonic() - started
+    health = httpx.get(f"{srv.base_url}/health", timeout=5)
+    for s in stalled:
+        s.close()
+    time.sleep(0.5)
+    after = chat(srv)
+    print(f"\n5th request with 4 in flight: {shed.status_code} in {took * 1000:.0f} ms; "
+          f"health {health.status_code}; after: {after.status_code}")
+    assert shed.status_code == 503, shed.text
+    assert shed.headers.get("retry-after") == "1"
+    assert shed.json()["error"]["code"] == "server_overloaded"
+    assert took < 1
+    assert health.status_code == 200
+    assert after.status_code == 200, after.text
