@@ -705,6 +705,9 @@ async fn overload(
         .build()?;
     run(&client, &target, false, 50, 1.0).await;
     for &rate in rates {
+        // The server drains what the last rate left before this one starts (at most 20 s: on a
+        // machine busy with other work the run goes on, and says how long it waited).
+        let quiet_wait = until_quiet_within(Duration::from_secs(20)).await;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let health = tokio::spawn(probe_health(format!("{base}/health"), stop.clone()));
         let rss = tokio::spawn(sample_rss(server_pid, stop.clone()));
@@ -717,6 +720,7 @@ async fn overload(
             "{}",
             json!({
                 "offered_rps": rate,
+                "quiet_wait_s": quiet_wait.as_secs_f64(),
                 "sent_rps": sent / s.sending.as_secs_f64().max(1e-9),
                 "admitted_rps": s.rate(),
                 "shed": s.shed,
@@ -730,7 +734,6 @@ async fn overload(
                 "peak_rss_mib": peak_rss_kib / 1024,
             })
         );
-        until_quiet().await;
     }
     Ok(())
 }
@@ -796,9 +799,14 @@ fn cpu_times() -> Option<(u64, u64)> {
 /// Waits until the machine's CPUs are less than a quarter busy over half a second (at most two
 /// minutes); without `/proc/stat`, half a second. Returns how long it waited.
 async fn until_quiet() -> Duration {
+    until_quiet_within(Duration::from_secs(120)).await
+}
+
+/// As [`until_quiet`], waiting at most `limit`.
+async fn until_quiet_within(limit: Duration) -> Duration {
     const WINDOW: Duration = Duration::from_millis(500);
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(120) {
+    while start.elapsed() < limit {
         let Some((busy0, total0)) = cpu_times() else {
             tokio::time::sleep(WINDOW).await;
             break;

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use reelgate::api::limits::BodyTooSlow;
+use reelgate::api::extract::BodyTooSlow;
 use reelgate::domain::error::{ApiError, ErrorKind};
 use std::future::Future;
 use std::pin::Pin;

@@ -42,6 +42,22 @@ impl FromRequestParts<App> for Caller {
     }
 }
 
+/// A request body that paused too long, or arrived slower than the minimum rate (the local
+/// listener's bounds, docs/security.md §8); rendered as `408 request_timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTooSlow;
+
+impl std::fmt::Display for BodyTooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "The request body arrived too slowly (it paused too long or fell below the \
+             server's minimum rate); send it again on a faster connection.",
+        )
+    }
+}
+
+impl std::error::Error for BodyTooSlow {}
+
 /// A JSON body whose rejections render as the error envelope. The bytes are checked by the
 /// bounded pre-scan ([`crate::api::json_scan`]) before anything is parsed from them.
 pub struct ApiJson<T>(pub T);
@@ -91,11 +107,11 @@ fn is_json(headers: &axum::http::HeaderMap) -> bool {
 }
 
 /// The answer to a body that could not be read: too large (413), sent too slowly (408, the
-/// local listener's [`crate::api::limits::BodyTooSlow`]), or broken off (400).
+/// local listener's [`BodyTooSlow`]), or broken off (400).
 pub fn body_read_error(error: &(dyn std::error::Error + 'static), what_failed: &str) -> ApiError {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = cause {
-        if e.is::<crate::api::limits::BodyTooSlow>() {
+        if e.is::<BodyTooSlow>() {
             return ApiError::new(
                 crate::domain::error::ErrorKind::RequestTimeout,
                 "request_timeout",

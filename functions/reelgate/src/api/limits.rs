@@ -30,22 +30,6 @@ pub const BUFFERED_BODY_BUDGET: u64 = 48 * MIB;
 /// Bytes of bodies without a verified credential that may be buffered at once.
 pub const ANONYMOUS_BODY_BUDGET: u64 = 8 * MIB;
 
-/// A request body that paused too long, or arrived slower than the minimum rate (the local
-/// listener's bounds, docs/security.md §8); rendered as `408 request_timeout`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BodyTooSlow;
-
-impl std::fmt::Display for BodyTooSlow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(
-            "The request body arrived too slowly (it paused too long or fell below the \
-             server's minimum rate); send it again on a faster connection.",
-        )
-    }
-}
-
-impl std::error::Error for BodyTooSlow {}
-
 /// The process-wide budgets, in MiB permits.
 #[derive(Clone)]
 pub struct BodyBudget {
