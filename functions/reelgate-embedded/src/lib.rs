@@ -11,6 +11,7 @@ pub mod blobs;
 pub mod blobs_route;
 pub mod db;
 pub mod host;
+pub mod pdf_child;
 pub mod queue;
 pub mod retention;
 pub mod store;
