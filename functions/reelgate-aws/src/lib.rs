@@ -11,6 +11,7 @@ pub mod bedrock_chat;
 pub mod bedrock_video;
 pub mod dynamodb;
 mod errors;
+pub mod pdf_lambda;
 pub mod provision;
 pub mod s3;
 pub mod sfn;

@@ -72,8 +72,30 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // The PDF renderer's child process (reelgate_embedded::pdf_child), hidden from --help: it
+    // runs before the runtime, the configuration and the logger, so its limited address space
+    // holds nothing but the document.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            reelgate_embedded::pdf_child::SUBCOMMAND,
+        ))
+    {
+        return reelgate_embedded::pdf_child::child_main();
+    }
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("reelgate: starting the runtime: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> std::process::ExitCode {
     // The environment is read once, here; a malformed or unknown REELGATE_* variable stops
     // every subcommand before it does anything.
     let config = match Config::from_env() {

@@ -5,6 +5,7 @@ use reelgate_embedded::host::{
 };
 use reelgate_embedded::listener::ListenerLimits;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -56,13 +57,18 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
         .to_owned();
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
-    let app = assemble(
+    let mut app = assemble(
         config,
         &backend,
         &base_url,
         reelgate_aws::upstream_connector(),
     )
     .await?;
+    // PDFs are rendered by this binary re-run as a limited child process, never in this one.
+    app.pdf = Arc::new(
+        reelgate_embedded::pdf_child::ChildRasterizer::this_executable()
+            .context("finding this executable for the PDF renderer")?,
+    );
     let demo = bootstrap_demo(&app)
         .await
         .context("creating the demo organization")?;

@@ -12,6 +12,7 @@ pub mod blobs_route;
 pub mod db;
 pub mod host;
 pub mod listener;
+pub mod pdf_child;
 pub mod queue;
 pub mod retention;
 pub mod store;

@@ -49,6 +49,8 @@ impl TestServer {
             ..Settings::default()
         };
         let mut app = backend.app(Arc::new(catalog), settings);
+        // The harness renders PDFs in its own process (the serve binary uses a limited child).
+        app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
         configure(&mut app);
         let router = backend.router(app.clone());
         let server = tokio::spawn(async move {
@@ -105,6 +107,8 @@ impl TestServer {
         let catalog = Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
         let catalog = Arc::new(catalog);
         let mut app = backend.app(catalog.clone(), settings);
+        // The harness renders PDFs in its own process (the serve binary uses a limited child).
+        app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
         configure(&mut app);
         // The harness builds its App by hand (its settings, fakes through `configure`); the
         // catalog's engines point at the in-process reference engine, as `assemble` does.

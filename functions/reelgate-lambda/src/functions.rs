@@ -33,6 +33,9 @@ pub enum Serves {
     ExecutionEnded,
     /// The console playground: every method of [`CONSOLE_PATHS`] (pages, JSON routes, sign-in).
     Console { routes: PathRoutes },
+    /// The PDF renderer (`reelgate_aws::pdf_lambda`), invoked by the functions whose entry
+    /// declares the PDF port; the only binary that links the renderer.
+    PdfRasterizer,
 }
 
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
@@ -242,7 +245,7 @@ manifest! {
         "ApiResponsesFunction",
         "/v1/responses",
         responses::collection_route,
-        Adapters::STORE.chat().blobs(),
+        Adapters::STORE.chat().blobs().pdf(),
     );
     API_RESPONSE_ITEM = http(
         "api-response-item",
@@ -277,6 +280,7 @@ manifest! {
         },
         Adapters::ALL,
     );
+    PDF_RASTERIZER = other("pdf-rasterizer", "PdfRasterizerFunction", Serves::PdfRasterizer, Adapters::STORE.blobs());
     EXECUTION_ENDED = other(
         "execution-ended",
         "ExecutionEndedFunction",

@@ -183,10 +183,18 @@ pub async fn aws_app(
         strict_upstreams: false,
         connect_upstreams: adapters.chat.is_some(),
     };
+    let blobs = ports.blobs.clone();
     let mut app = reelgate::app::assemble(&config, ports, host).await?;
     if let Some(url) = &config.aws.webhook_queue_url {
         app.webhook_queue = Some(queue(url));
     }
+    app.pdf = match (adapters.pdf, &config.aws.pdf_function) {
+        (Some(lambda), Some(function)) => lambda(&sdk_config, function, blobs),
+        (Some(_), None) => {
+            anyhow::bail!("{name} declares the PDF renderer but REELGATE_PDF_FUNCTION is not set")
+        }
+        (None, _) => Arc::new(absent(Port::Pdf)),
+    };
     Ok((app, config))
 }
 
@@ -471,6 +479,38 @@ pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::R
         .await
         .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;
     Ok(failed)
+}
+
+/// The PDF renderer function (`reelgate_aws::pdf_lambda`): renders one document per
+/// invocation, within this function's memory size and timeout. It needs only the bucket: no
+/// item store, no secrets, no App.
+pub async fn run_pdf_rasterizer(function: &functions::LambdaFunction) -> Result<(), Error> {
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            let _ = init_tracing(None);
+            tracing::error!(
+                function = function.binary,
+                error = format!("{e:#}"),
+                "cannot start"
+            );
+            std::process::exit(1);
+        }
+    };
+    let _ = init_tracing(None);
+    let aws = reelgate_aws::AwsSettings::from_config(&config).map_err(Error::from)?;
+    let sdk_config = reelgate_aws::sdk_config(&aws.region, aws.endpoint_url.as_deref()).await;
+    let blobs =
+        reelgate_aws::S3BlobStore::new(&sdk_config, &aws.bucket, aws.endpoint_url.is_some());
+    let blobs = &blobs;
+    lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<reelgate_aws::pdf_lambda::PdfJob>| async move {
+            reelgate_aws::pdf_lambda::serve_job(blobs, &event.payload)
+                .await
+                .map_err(|e| Error::from(format!("{e:#}")))
+        },
+    ))
+    .await
 }
 
 /// The EventBridge-triggered reconciler: ended executions ("Step Functions Execution Status

@@ -22,6 +22,7 @@ use reelgate::ports::blobs::{
     BlobError, BlobListing, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
 };
 use reelgate::ports::engine::{EngineError, Render, RenderRequest, VideoEngine};
+use reelgate::ports::pdf::{PdfError, PdfRasterizer};
 use reelgate::ports::queue::{MessageQueue, QueueError, Received};
 use reelgate::ports::upstream::{ChatUpstream, UpstreamError};
 use reelgate::ports::workflow::{Workflow, WorkflowError};
@@ -43,15 +44,18 @@ pub enum Port {
     Chat,
     /// The video engines only this host links (Bedrock asynchronous invoke).
     VideoEngines,
+    /// The PDF renderer function (Lambda invoke; the documents travel through S3).
+    Pdf,
 }
 
 impl Port {
-    pub const ALL: [Port; 5] = [
+    pub const ALL: [Port; 6] = [
         Port::Blobs,
         Port::Queues,
         Port::Workflow,
         Port::Chat,
         Port::VideoEngines,
+        Port::Pdf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +65,7 @@ impl Port {
             Port::Workflow => "workflow (Step Functions)",
             Port::Chat => "chat upstreams (Bedrock)",
             Port::VideoEngines => "video engines (Bedrock)",
+            Port::Pdf => "PDF renderer (Lambda)",
         }
     }
 }
@@ -70,6 +75,9 @@ pub type QueueAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn MessageQueue
 pub type WorkflowAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn Workflow>;
 pub type ChatAdapter = fn() -> Arc<dyn UpstreamConnector>;
 pub type VideoEnginesAdapter = fn(&aws_config::SdkConfig, &Catalog, &Engines) -> anyhow::Result<()>;
+/// The SDK configuration, the renderer function's name and the bucket the documents go through.
+pub type PdfAdapter =
+    fn(&aws_config::SdkConfig, &str, Arc<dyn BlobStore>) -> Arc<dyn PdfRasterizer>;
 
 /// The adapters of the ports one function declares (`None`: not linked, [`Absent`] instead).
 #[derive(Clone, Copy)]
@@ -79,6 +87,7 @@ pub struct Adapters {
     pub workflow: Option<WorkflowAdapter>,
     pub chat: Option<ChatAdapter>,
     pub video_engines: Option<VideoEnginesAdapter>,
+    pub pdf: Option<PdfAdapter>,
 }
 
 impl Adapters {
@@ -89,9 +98,11 @@ impl Adapters {
         workflow: None,
         chat: None,
         video_engines: None,
+        pdf: None,
     };
 
-    /// Every port (the workflow steps, the workers, the console).
+    /// Every port but the PDF renderer (the workflow steps, the workers, the console), which
+    /// only the functions that convert Responses inputs invoke.
     pub const ALL: Adapters = Adapters::STORE
         .blobs()
         .queues()
@@ -134,6 +145,14 @@ impl Adapters {
         }
     }
 
+    /// The PDF renderer, which reaches its documents through the bucket: declares blobs too.
+    pub const fn pdf(self) -> Self {
+        Adapters {
+            pdf: Some(lambda_pdf),
+            ..self.blobs()
+        }
+    }
+
     pub fn declares(&self, port: Port) -> bool {
         match port {
             Port::Blobs => self.blobs.is_some(),
@@ -141,6 +160,7 @@ impl Adapters {
             Port::Workflow => self.workflow.is_some(),
             Port::Chat => self.chat.is_some(),
             Port::VideoEngines => self.video_engines.is_some(),
+            Port::Pdf => self.pdf.is_some(),
         }
     }
 
@@ -185,6 +205,16 @@ fn bedrock_video(
     engines: &Engines,
 ) -> anyhow::Result<()> {
     reelgate_aws::bedrock_video::register_bedrock_engines(config, catalog, engines)
+}
+
+fn lambda_pdf(
+    config: &aws_config::SdkConfig,
+    function: &str,
+    blobs: Arc<dyn BlobStore>,
+) -> Arc<dyn PdfRasterizer> {
+    Arc::new(reelgate_aws::pdf_lambda::LambdaPdfRasterizer::new(
+        config, function, blobs,
+    ))
 }
 
 /// Every call to an absent port this process has seen, as (port, function, operation): the
@@ -347,6 +377,13 @@ impl VideoEngine for Absent {
 
 /// Refuses to connect an upstream (not retried on another deployment: the refusal is a
 /// protocol error, not an outage).
+#[async_trait]
+impl PdfRasterizer for Absent {
+    async fn rasterize(&self, _pdf: Vec<u8>) -> Result<Vec<Vec<u8>>, PdfError> {
+        Err(PdfError::Unavailable(self.refuse("rasterize")))
+    }
+}
+
 #[async_trait]
 impl UpstreamConnector for Absent {
     async fn connect(

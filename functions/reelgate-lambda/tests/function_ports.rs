@@ -145,6 +145,9 @@ fn assembled(full: &App, function: &LambdaFunction) -> App {
         }
         app.engines = Arc::new(engines);
     }
+    if !declared.declares(Port::Pdf) {
+        app.pdf = Arc::new(absent(Port::Pdf));
+    }
     app
 }
 
@@ -512,10 +515,15 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
 
 /// The functions that are not one API path (the console, the workflow steps, the workers and
 /// the reconciler) run with every port: the console serves chat, videos and files at once, and
-/// the pipeline reaches every port.
+/// the pipeline reaches every port but the PDF renderer, which only the responses path invokes.
+/// The PDF renderer function itself reads and writes the bucket and nothing else.
 #[test]
 fn every_other_function_declares_every_port() {
     for f in FUNCTIONS {
+        if matches!(f.serves, Serves::PdfRasterizer) {
+            assert_eq!(f.adapters.ports(), vec![Port::Blobs], "{}", f.binary);
+            continue;
+        }
         if matches!(f.serves, Serves::Http { .. }) {
             continue;
         }

@@ -911,3 +911,93 @@ fn the_console_signs_in_through_the_user_pool_hosted_ui() {
         }
     }
 }
+
+/// Issue #30: the PDF renderer function's memory size and timeout are the limits of
+/// `reelgate::ports::pdf`, it reaches only `scratch/pdf/` and no table or secret, and every
+/// function whose manifest entry declares the PDF port (with its streaming twin) names it in
+/// `REELGATE_PDF_FUNCTION` and may invoke it, and only those.
+#[test]
+fn the_pdf_renderer_is_a_function_of_its_own_with_the_renderers_limits() {
+    use reelgate::ports::pdf::{LIMIT_MEMORY_BYTES, LIMIT_SECONDS};
+    use reelgate_lambda::ports::Port;
+    let t = template();
+    let renderer = FUNCTIONS
+        .iter()
+        .find(|f| matches!(f.serves, Serves::PdfRasterizer))
+        .expect("a PDF renderer in the manifest");
+    let r = resource(&t, renderer.logical_id);
+    assert_eq!(binary_of(r), Some(renderer.binary));
+    let props = &r["Properties"];
+    assert_eq!(
+        props["MemorySize"].as_u64(),
+        Some(LIMIT_MEMORY_BYTES >> 20),
+        "the renderer's memory size is its memory limit"
+    );
+    let timeout = props["Timeout"]
+        .as_u64()
+        .expect("the renderer's own timeout");
+    assert!(
+        timeout > LIMIT_SECONDS && timeout <= LIMIT_SECONDS + 10,
+        "timeout {timeout} s: the time limit plus start-up"
+    );
+    let policies = text(&props["Policies"]);
+    assert!(policies.contains("/scratch/pdf/*"), "{policies}");
+    for forbidden in [
+        "dynamodb:",
+        "secretsmanager:",
+        "lambda:",
+        "s3:DeleteObject",
+        "sqs:",
+        "states:",
+    ] {
+        assert!(
+            !policies.contains(forbidden),
+            "the renderer may not use {forbidden}: {policies}"
+        );
+    }
+    // Every object it may touch is under scratch/pdf/.
+    assert_eq!(
+        policies.matches("${Bucket.Arn}/").count(),
+        policies.matches("${Bucket.Arn}/scratch/pdf/*").count(),
+        "{policies}"
+    );
+    assert!(
+        props["Events"].is_null(),
+        "the renderer is invoked by the API functions only"
+    );
+
+    let invokers: BTreeSet<String> = FUNCTIONS
+        .iter()
+        .filter(|f| f.adapters.declares(Port::Pdf))
+        .flat_map(|f| [Some(f.logical_id.to_owned()), stream_logical_id(f)])
+        .flatten()
+        .collect();
+    assert!(
+        invokers.contains("ApiResponsesFunction")
+            && invokers.contains("ApiResponsesStreamFunction")
+    );
+    for (id, f) in functions(&t) {
+        let env = text(&f["Properties"]["Environment"]);
+        let policies = text(&f["Properties"]["Policies"]);
+        let names = env.contains("REELGATE_PDF_FUNCTION");
+        let invokes =
+            policies.contains("lambda:InvokeFunction") && policies.contains(renderer.logical_id);
+        if invokers.contains(&id) {
+            assert!(names && invokes, "{id} declares the PDF port: it needs REELGATE_PDF_FUNCTION and lambda:InvokeFunction on {}", renderer.logical_id);
+            assert!(
+                policies.contains("/scratch/pdf/*"),
+                "{id} stages documents under scratch/pdf/"
+            );
+        } else {
+            assert!(
+                !names && !invokes,
+                "{id} does not declare the PDF port but reaches the renderer"
+            );
+        }
+    }
+    let lifecycle = text(&resource(&t, "Bucket")["Properties"]["LifecycleConfiguration"]);
+    assert!(
+        lifecycle.contains("scratch/pdf/"),
+        "what a failed call leaves must expire: {lifecycle}"
+    );
+}

@@ -137,3 +137,45 @@ fn every_function_links_one_tls_crypto_library() {
         );
     }
 }
+
+/// The PDF renderer's code (hayro, `reelgate::domain::responses::pdf`): with a symbol table,
+/// any symbol of the `hayro` crates; stripped, a message of hayro's font code.
+fn pdf_renderer_markers(path: &Path) -> usize {
+    if let Some(symbols) = symbols(path) {
+        return symbols.lines().filter(|l| l.contains("hayro")).count();
+    }
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes.windows(5).filter(|w| *w == b"hayro").count()
+}
+
+/// Issue #30: a hostile PDF is rendered only by the renderer function, so no other binary
+/// (the responses function included) carries the renderer at all.
+#[test]
+fn only_the_pdf_rasterizer_links_the_pdf_renderer() {
+    let renderer = binary("pdf-rasterizer");
+    assert!(
+        renderer.exists(),
+        "{} is missing: the package's binaries are built for its tests",
+        renderer.display()
+    );
+    assert!(
+        pdf_renderer_markers(&renderer) > 0,
+        "the control failed: pdf-rasterizer should carry hayro, so the markers are wrong"
+    );
+    let others: Vec<&str> = FUNCTIONS
+        .iter()
+        .filter(|f| !matches!(f.serves, Serves::PdfRasterizer))
+        .map(|f| f.binary)
+        .collect();
+    assert!(others.contains(&"api-responses"));
+    let carrying: Vec<String> = read_each(&others, pdf_renderer_markers)
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{name}: {n} hayro symbols"))
+        .collect();
+    assert!(
+        carrying.is_empty(),
+        "these functions link the PDF renderer they must only invoke:\n  {}",
+        carrying.join("\n  ")
+    );
+}

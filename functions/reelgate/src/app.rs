@@ -39,6 +39,10 @@ pub struct App {
     pub webhook_queue: Option<Arc<dyn MessageQueue>>,
     /// Console sign-in through the configured OpenID Connect issuer, if any.
     pub oidc: Option<Arc<crate::domain::console::oidc::Oidc>>,
+    /// Renders PDF inputs to page images, out of this process. Hosts set it after assembly:
+    /// the local host a limited child process, Lambda the renderer function; until then no
+    /// PDF is rendered (never in the API process, which a hostile document must not reach).
+    pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
 }
 
 impl App {
@@ -69,6 +73,7 @@ impl App {
                     Arc::new(crate::adapters::issuer_http::IssuerHttpClient::default()),
                 ))
             }),
+            pdf: Arc::new(crate::ports::pdf::NoRasterizer),
             settings: Arc::new(settings),
         }
     }

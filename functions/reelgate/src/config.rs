@@ -163,6 +163,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "Step Functions state machine ARN",
     ),
     (
+        "REELGATE_PDF_FUNCTION",
+        "Lambda function that renders PDF inputs",
+    ),
+    (
         "REELGATE_SECRETS_ARN",
         "Secrets Manager secret with provider keys",
     ),
@@ -503,6 +507,9 @@ pub struct AwsResources {
     /// `REELGATE_ENGINE_SECRETS_ARN`: read like `secrets_arn`, for the hosted video providers'
     /// keys (set only on the render worker and the cancel route).
     pub engine_secrets_arn: Option<String>,
+    /// `REELGATE_PDF_FUNCTION`: the Lambda function that renders PDF inputs to page images
+    /// (none: a function that declares the PDF port cannot render).
+    pub pdf_function: Option<String>,
 }
 
 /// The whole configuration.
@@ -834,6 +841,7 @@ impl Config {
                 secrets_arn: vars.text("REELGATE_SECRETS_ARN"),
                 origin_secret_arn: vars.text("REELGATE_ORIGIN_SECRET_ARN"),
                 engine_secrets_arn: vars.text("REELGATE_ENGINE_SECRETS_ARN"),
+                pdf_function: vars.text("REELGATE_PDF_FUNCTION"),
             },
             response_stream: vars.switch("REELGATE_RESPONSE_STREAM")?.unwrap_or(false),
             log_filter: vars.text("REELGATE_LOG"),

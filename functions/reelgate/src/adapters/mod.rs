@@ -12,6 +12,7 @@ pub mod openai_moderator;
 pub mod openai_upstream;
 pub mod openai_videos;
 pub mod otel;
+pub mod pdf_in_process;
 pub mod rules_moderator;
 pub mod traced;
 pub mod upstream_discovery;

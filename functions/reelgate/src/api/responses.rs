@@ -191,6 +191,7 @@ async fn create(
     context.extend(normalized.items.iter().cloned());
     let messages = convert::to_chat_messages(
         app.context(),
+        app.pdf.as_ref(),
         &caller,
         &model,
         req.instructions.as_deref(),

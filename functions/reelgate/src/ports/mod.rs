@@ -8,6 +8,7 @@ pub mod engine;
 pub mod fetch;
 pub mod issuer;
 pub mod moderator;
+pub mod pdf;
 pub mod queue;
 pub mod store;
 pub mod translator;

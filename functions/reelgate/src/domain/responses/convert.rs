@@ -4,7 +4,6 @@
 //! become URLs or page images, and `truncation` fits the result to the model's context.
 
 use super::fetch;
-use super::pdf;
 use super::persist;
 use super::request::{CreateRequest, Truncation};
 use crate::domain::accounts::Caller;
@@ -12,12 +11,13 @@ use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::new_id;
 use crate::domain::Context;
+use crate::ports::pdf::{PdfError, PdfRasterizer};
 use base64::Engine;
 use reelgate_media::MediaKind;
 use serde_json::{json, Map, Value};
 
 /// Largest PDF or inline file forwarded (before rasterizing).
-const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
+const MAX_FILE_BYTES: u64 = super::pdf::MAX_INPUT_BYTES;
 /// Largest text file inlined into the prompt.
 const MAX_TEXT_BYTES: u64 = 1024 * 1024;
 /// Token estimate of one image, whatever its size (OpenAI bills a high-detail 512px tile
@@ -292,6 +292,7 @@ fn av_refusal(param: &str) -> ApiError {
 /// presigned URLs are short-lived and must not be stored.
 pub async fn to_chat_messages(
     cx: Context<'_>,
+    pdf: &dyn PdfRasterizer,
     caller: &Caller,
     model: &ChatModel,
     instructions: Option<&str>,
@@ -319,7 +320,7 @@ pub async fn to_chat_messages(
                     .cloned()
                     .unwrap_or_default();
                 match role {
-                    "user" => messages.push(user_message(cx, caller, &content).await?),
+                    "user" => messages.push(user_message(cx, pdf, caller, &content).await?),
                     "assistant" => {
                         messages
                             .push(json!({"role": "assistant", "content": joined_text(&content)}));
@@ -410,7 +411,12 @@ pub async fn to_chat_messages(
     Ok(messages)
 }
 
-async fn user_message(cx: Context<'_>, caller: &Caller, content: &[Value]) -> ApiResult<Value> {
+async fn user_message(
+    cx: Context<'_>,
+    pdf: &dyn PdfRasterizer,
+    caller: &Caller,
+    content: &[Value],
+) -> ApiResult<Value> {
     let mut parts: Vec<Value> = Vec::new();
     for p in content {
         match p.get("type").and_then(Value::as_str).unwrap_or_default() {
@@ -430,7 +436,7 @@ async fn user_message(cx: Context<'_>, caller: &Caller, content: &[Value]) -> Ap
                     json!({"type": "image_url", "image_url": {"url": url, "detail": detail}}),
                 );
             }
-            "input_file" => parts.extend(file_parts(cx, caller, p).await?),
+            "input_file" => parts.extend(file_parts(cx, pdf, caller, p).await?),
             _ => {}
         }
     }
@@ -467,7 +473,12 @@ async fn image_file_url(cx: Context<'_>, caller: &Caller, file_id: &str) -> ApiR
 
 /// An `input_file` as chat parts: a PDF as one image per page, an image as an image, a text file
 /// inline; anything else is refused.
-async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Vec<Value>> {
+async fn file_parts(
+    cx: Context<'_>,
+    pdf: &dyn PdfRasterizer,
+    caller: &Caller,
+    p: &Value,
+) -> ApiResult<Vec<Value>> {
     let filename = p.get("filename").and_then(Value::as_str);
     if let Some(file_id) = p.get("file_id").and_then(Value::as_str) {
         let file = crate::domain::files::find(cx, &caller.org, file_id).await?;
@@ -500,7 +511,7 @@ async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Ve
             ));
         }
         let bytes = crate::ports::blobs::read_limited(cx.blobs, &key, MAX_FILE_BYTES).await?;
-        return bytes_parts(bytes.to_vec(), Some(&file.filename), "file_id").await;
+        return bytes_parts(pdf, bytes.to_vec(), Some(&file.filename), "file_id").await;
     }
     if let Some(data) = p.get("file_data").and_then(Value::as_str) {
         let b64 = match data.strip_prefix("data:") {
@@ -521,16 +532,21 @@ async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Ve
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64.trim())
             .map_err(|_| ApiError::invalid("file_data", "file_data is not valid base64."))?;
-        return bytes_parts(bytes, filename, "file_data").await;
+        return bytes_parts(pdf, bytes, filename, "file_data").await;
     }
     if let Some(url) = p.get("file_url").and_then(Value::as_str) {
         let bytes = fetch::fetch(cx.fetcher, url, "file_url").await?;
-        return bytes_parts(bytes, filename, "file_url").await;
+        return bytes_parts(pdf, bytes, filename, "file_url").await;
     }
     Ok(Vec::new())
 }
 
-async fn bytes_parts(bytes: Vec<u8>, filename: Option<&str>, param: &str) -> ApiResult<Vec<Value>> {
+async fn bytes_parts(
+    pdf: &dyn PdfRasterizer,
+    bytes: Vec<u8>,
+    filename: Option<&str>,
+    param: &str,
+) -> ApiResult<Vec<Value>> {
     let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
     match sniffed.kind {
         MediaKind::Video | MediaKind::Audio => Err(av_refusal(param)),
@@ -540,9 +556,18 @@ async fn bytes_parts(bytes: Vec<u8>, filename: Option<&str>, param: &str) -> Api
             Ok(vec![json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})])
         }
         MediaKind::Pdf => {
-            let pages = pdf::rasterize_blocking(bytes)
-                .await
-                .map_err(|e| ApiError::invalid(param, format!("The PDF cannot be used: {e}.")))?;
+            let pages = pdf.rasterize(bytes).await.map_err(|e| match e {
+                PdfError::Refused(why) => {
+                    ApiError::invalid(param, format!("The PDF cannot be used: {why}."))
+                }
+                PdfError::Unavailable(why) => {
+                    tracing::error!(error = %why, "PDF renderer unavailable");
+                    ApiError::unavailable(
+                        "pdf_renderer_unavailable",
+                        "The PDF renderer is unavailable; try again later.",
+                    )
+                }
+            })?;
             Ok(pages
                 .into_iter()
                 .map(|png| {
