@@ -1,5 +1,5 @@
 //! The local server's HTTP listener: what `axum::serve` would do, plus the connection policy of
-//! docs/security.md §8 that a bare listener lacks. On AWS none of this runs: API Gateway owns the
+//! docs/security.md §9 that a bare listener lacks. On AWS none of this runs: API Gateway owns the
 //! connections and a Lambda instance serves one request at a time.
 //!
 //! - at most [`ListenerLimits::max_connections`] open connections; one more is closed at once

@@ -43,7 +43,7 @@ impl FromRequestParts<App> for Caller {
 }
 
 /// A request body that paused too long, or arrived slower than the minimum rate (the local
-/// listener's bounds, docs/security.md §8); rendered as `408 request_timeout`.
+/// listener's bounds, docs/security.md §9); rendered as `408 request_timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyTooSlow;
 

@@ -4,7 +4,7 @@
 //! took the server to 925 MiB). The scan counts values and nesting in one pass without
 //! allocating; a body over the bounds is refused before anything is built from it, and so a
 //! parsed body costs at most its own bytes plus [`VALUE_COST_BOUND`] per allowed value
-//! (docs/security.md §8).
+//! (docs/security.md §9).
 
 use crate::domain::error::ApiError;
 
