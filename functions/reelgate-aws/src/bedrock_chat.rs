@@ -198,9 +198,8 @@ impl BedrockUpstream {
                 )),
                 "image_url" => {
                     let url = part["image_url"]["url"].as_str().unwrap_or_default();
-                    let (bytes, mime) = self
-                        .fetch(url, &format!("{at}[{i}].image_url.url"))
-                        .await?;
+                    let (bytes, mime) =
+                        self.fetch(url, &format!("{at}[{i}].image_url.url")).await?;
                     let format = match mime.as_str() {
                         "image/png" => bt::ImageFormat::Png,
                         "image/jpeg" | "image/jpg" => bt::ImageFormat::Jpeg,
@@ -221,9 +220,8 @@ impl BedrockUpstream {
                 }
                 "video_url" => {
                     let url = part["video_url"]["url"].as_str().unwrap_or_default();
-                    let (bytes, mime) = self
-                        .fetch(url, &format!("{at}[{i}].video_url.url"))
-                        .await?;
+                    let (bytes, mime) =
+                        self.fetch(url, &format!("{at}[{i}].video_url.url")).await?;
                     let format = match mime.as_str() {
                         "video/mp4" => bt::VideoFormat::Mp4,
                         "video/quicktime" => bt::VideoFormat::Mov,

@@ -1345,7 +1345,11 @@ async fn a_stream_the_client_left_is_charged_the_usage_the_upstream_reports() {
     while rig.balance().await != expected && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(rig.balance().await, expected, "the upstream's usage is charged");
+    assert_eq!(
+        rig.balance().await,
+        expected,
+        "the upstream's usage is charged"
+    );
     assert_eq!(rig.available().await, rig.balance().await);
     assert_eq!(
         rig.fake.state.streams_dropped_early.load(Ordering::SeqCst),

@@ -117,10 +117,7 @@ pub async fn admit(
 ) -> ApiResult<Response> {
     use crate::domain::idempotency::{self as idem, Begin};
     let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
-    let fingerprint = idem::Fingerprint::new("videos")
-        .json(body)
-        .clone()
-        .finish();
+    let fingerprint = idem::Fingerprint::new("videos").json(body).clone().finish();
     let claim = match idem::begin(
         app.context(),
         caller,

@@ -152,7 +152,10 @@ mod tests {
             committed: Decimal::ZERO,
             month: "2026_11".into(),
         };
-        assert!(admit_text(Some(&zero)).is_err(), "a budget of 0 admits no text");
+        assert!(
+            admit_text(Some(&zero)).is_err(),
+            "a budget of 0 admits no text"
+        );
     }
 
     fn key_record(committed: Option<&str>) -> Item {
@@ -193,7 +196,10 @@ mod tests {
             !holds(&b, "1.50", &key_record(None)),
             "first reservation of the month past the budget"
         );
-        assert!(holds(&b, "0.10", &key_record(None)), "exactly the budget fits");
+        assert!(
+            holds(&b, "0.10", &key_record(None)),
+            "exactly the budget fits"
+        );
         assert!(holds(&b, "0.05", &key_record(Some("0.05"))));
         assert!(!holds(&b, "0.06", &key_record(Some("0.05"))));
     }

@@ -188,9 +188,7 @@ pub async fn claim(
             }
             _ => Condition::Eq("status".into(), PENDING.into()),
         };
-        let take = Update::new()
-            .set("status", COMPLETING)
-            .set(CLAIMED_AT, now);
+        let take = Update::new().set("status", COMPLETING).set(CLAIMED_AT, now);
         match store.update(key, take, Some(condition)).await {
             Ok(item) => return Ok(Claimed::Ours(item, now)),
             Err(crate::ports::store::StoreError::ConditionFailed) => continue,
