@@ -138,8 +138,8 @@ fn text_of(content: &Value) -> String {
 }
 
 impl BedrockUpstream {
-    /// Bytes and MIME type of a data URL or an http(s) URL.
-    async fn fetch(&self, url: &str) -> Result<(Vec<u8>, String), UpstreamError> {
+    /// Bytes and MIME type of a data URL or an http(s) URL (`param` names it in a refusal).
+    async fn fetch(&self, url: &str, param: &str) -> Result<(Vec<u8>, String), UpstreamError> {
         if let Some(rest) = url.strip_prefix("data:") {
             let (meta, data) = rest
                 .split_once(',')
@@ -157,7 +157,16 @@ impl BedrockUpstream {
             .fetcher
             .fetch(url, MAX_MEDIA_BYTES as u64)
             .await
-            .map_err(|e| bad(format!("a media URL cannot be passed to Bedrock: {e}")))?;
+            .map_err(|e| {
+                // The caller's URL (refused, unreachable, too large): a 400 naming it, as the
+                // service's own fetches answer, never an upstream failure.
+                let refusal = reelgate::domain::responses::fetch::fetch_refusal(param, &e);
+                UpstreamError::InvalidRequest {
+                    param: param.to_owned(),
+                    code: refusal.code,
+                    message: refusal.message,
+                }
+            })?;
         let mime = fetched
             .content_type
             .as_deref()
@@ -170,7 +179,12 @@ impl BedrockUpstream {
         Ok((fetched.bytes, mime))
     }
 
-    async fn user_blocks(&self, content: &Value) -> Result<Vec<bt::ContentBlock>, UpstreamError> {
+    /// `at` is the content's parameter path (`messages[2].content`), for refusals.
+    async fn user_blocks(
+        &self,
+        content: &Value,
+        at: &str,
+    ) -> Result<Vec<bt::ContentBlock>, UpstreamError> {
         let parts = match content {
             Value::String(s) => return Ok(vec![bt::ContentBlock::Text(s.clone())]),
             Value::Array(parts) => parts,
@@ -184,7 +198,8 @@ impl BedrockUpstream {
                 )),
                 "image_url" => {
                     let url = part["image_url"]["url"].as_str().unwrap_or_default();
-                    let (bytes, mime) = self.fetch(url).await?;
+                    let (bytes, mime) =
+                        self.fetch(url, &format!("{at}[{i}].image_url.url")).await?;
                     let format = match mime.as_str() {
                         "image/png" => bt::ImageFormat::Png,
                         "image/jpeg" | "image/jpg" => bt::ImageFormat::Jpeg,
@@ -205,7 +220,8 @@ impl BedrockUpstream {
                 }
                 "video_url" => {
                     let url = part["video_url"]["url"].as_str().unwrap_or_default();
-                    let (bytes, mime) = self.fetch(url).await?;
+                    let (bytes, mime) =
+                        self.fetch(url, &format!("{at}[{i}].video_url.url")).await?;
                     let format = match mime.as_str() {
                         "video/mp4" => bt::VideoFormat::Mp4,
                         "video/quicktime" => bt::VideoFormat::Mov,
@@ -223,7 +239,9 @@ impl BedrockUpstream {
                 "file" => {
                     let file = &part["file"];
                     let data = file["file_data"].as_str().unwrap_or_default();
-                    let (bytes, mime) = self.fetch(data).await?;
+                    let (bytes, mime) = self
+                        .fetch(data, &format!("{at}[{i}].file.file_data"))
+                        .await?;
                     let format = match mime.as_str() {
                         "application/pdf" => bt::DocumentFormat::Pdf,
                         "text/plain" => bt::DocumentFormat::Txt,
@@ -296,10 +314,12 @@ impl BedrockUpstream {
         let mut system = Vec::new();
         // (role, blocks), merged so that roles alternate.
         let mut turns: Vec<(bt::ConversationRole, Vec<bt::ContentBlock>)> = Vec::new();
-        for m in request["messages"]
+        for (index, m) in request["messages"]
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
+            .iter()
+            .enumerate()
         {
             let (role, blocks) = match m["role"].as_str().unwrap_or_default() {
                 "system" | "developer" => {
@@ -308,7 +328,8 @@ impl BedrockUpstream {
                 }
                 "user" => (
                     bt::ConversationRole::User,
-                    self.user_blocks(&m["content"]).await?,
+                    self.user_blocks(&m["content"], &format!("messages[{index}].content"))
+                        .await?,
                 ),
                 "assistant" => {
                     let mut blocks = Vec::new();

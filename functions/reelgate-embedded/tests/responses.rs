@@ -1256,9 +1256,12 @@ async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
         .and_then(|rest| rest.split('"').next())
         .expect("the response id")
         .to_owned();
-    // Leave while the upstream is still held at the gate.
+    // Leave while the upstream is still held at the gate: it never reports usage, so after
+    // reading on for `DRAIN_AFTER_LEAVE` (30 s) the gateway cancels it and charges the estimate.
     drop(body);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now()
+        + reelgate::api::chat_stream::DRAIN_AFTER_LEAVE
+        + std::time::Duration::from_secs(10);
     let mut entry = None;
     while entry.is_none() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

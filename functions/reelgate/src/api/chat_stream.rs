@@ -5,10 +5,13 @@
 //! `data: [DONE]`. The upstream is always asked for usage so that billing has it.
 //!
 //! Billing happens before `[DONE]` is written, so a client that has seen the end can already
-//! see the charge. If the client goes away, hyper drops the body stream, which drops the
-//! upstream stream (closing that connection, so the upstream stops generating) and the
-//! [`Meter`], which charges an estimate of the tokens generated until then. A stream that the
-//! upstream breaks is not charged: a failure is never billed.
+//! see the charge. If the client goes away, hyper drops the body stream; the upstream stream
+//! is then read on by a task of its own for at most [`DRAIN_AFTER_LEAVE`] (nothing more is
+//! sent anywhere), so that the charge is the usage the upstream reports in its final chunk,
+//! not a guess from what the client had seen. Only when no usage arrives in that time (or the
+//! upstream breaks off) is an estimate charged: every input part (text, images, files, audio,
+//! video) and the completion seen until then. A stream that the upstream breaks while the
+//! client is still there is not charged: a failure is never billed.
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -23,6 +26,11 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+use std::time::Duration;
+
+/// How long the upstream of a stream the client left is still read for its usage report
+/// before the stream is dropped (which cancels the upstream request) and an estimate charged.
+pub const DRAIN_AFTER_LEAVE: Duration = Duration::from_secs(30);
 
 pub struct StreamContext {
     pub app: App,
@@ -46,20 +54,47 @@ pub(crate) struct ChargeSpec {
     pub grant: Grant,
 }
 
-/// Tracks what was generated and charges it exactly once, also when dropped mid-stream.
-struct Meter {
-    ctx: StreamContext,
+/// What the upstream has reported and generated so far.
+#[derive(Clone, Default)]
+struct Tally {
     usage: Option<TokenUsage>,
     /// The upstream's usage object as it sent it (with `prompt_tokens_details` and the like).
     usage_json: Option<Value>,
     completion_chars: usize,
+}
+
+impl Tally {
+    fn take_usage(&mut self, raw: Value) {
+        if let Some(u) = TokenUsage::from_json(&raw) {
+            self.usage = Some(u);
+            self.usage_json = Some(raw);
+        }
+    }
+
+    fn count(&mut self, choices: &[Value]) {
+        self.completion_chars += choices
+            .iter()
+            .map(|c| message_chars(&c["delta"]))
+            .sum::<usize>();
+    }
+
+    /// The upstream's own count, else the estimate (`prompt_chars` counts every input part).
+    fn usage(&self, prompt_chars: usize) -> TokenUsage {
+        self.usage
+            .unwrap_or_else(|| TokenUsage::estimate(prompt_chars, self.completion_chars))
+    }
+}
+
+/// Tracks what was generated and charges it exactly once, also when the client leaves.
+struct Meter {
+    ctx: StreamContext,
+    tally: Tally,
     settled: bool,
 }
 
 impl Meter {
     fn usage(&self) -> TokenUsage {
-        self.usage
-            .unwrap_or_else(|| TokenUsage::estimate(self.ctx.prompt_chars, self.completion_chars))
+        self.tally.usage(self.ctx.prompt_chars)
     }
 
     fn charge_spec(&self) -> ChargeSpec {
@@ -113,20 +148,36 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
     }
 }
 
-impl Drop for Meter {
-    fn drop(&mut self) {
-        if self.settled {
-            return;
+/// Reads on the upstream of a stream whose client left, for at most [`DRAIN_AFTER_LEAVE`], then
+/// charges what the upstream reported (or the estimate when it reported nothing).
+async fn drain_and_charge(
+    mut upstream: ChunkStream,
+    mut tally: Tally,
+    prompt_chars: usize,
+    spec: ChargeSpec,
+) {
+    let read = async {
+        while tally.usage.is_none() {
+            match upstream.next().await {
+                Some(Ok(Value::Object(mut chunk))) => {
+                    if let Some(raw) = chunk.remove("usage") {
+                        tally.take_usage(raw);
+                    }
+                    if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
+                        tally.count(choices);
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            }
         }
-        // The client disconnected before the end: the upstream worked until now, so charge what
-        // it generated — its own count if its usage chunk already came, else an estimate.
-        let used = self.usage();
-        tracing::info!(completion = %self.ctx.id, "client left mid-stream; upstream cancelled");
-        let spec = self.charge_spec();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(charge(spec, used));
-        }
+    };
+    if tokio::time::timeout(DRAIN_AFTER_LEAVE, read).await.is_err() {
+        tracing::info!(completion = %spec.id, "no usage from the upstream in time; charging an estimate");
     }
+    // Dropping the stream cancels the upstream request, if it is still generating.
+    drop(upstream);
+    charge(spec, tally.usage(prompt_chars)).await;
 }
 
 struct State {
@@ -147,10 +198,7 @@ impl State {
             return;
         };
         if let Some(raw) = obj.remove("usage") {
-            if let Some(u) = TokenUsage::from_json(&raw) {
-                self.meter.usage = Some(u);
-                self.meter.usage_json = Some(raw);
-            }
+            self.meter.tally.take_usage(raw);
         }
         let has_choices = obj
             .get("choices")
@@ -161,10 +209,7 @@ impl State {
             return;
         }
         if let Some(choices) = obj.get("choices").and_then(Value::as_array) {
-            self.meter.completion_chars += choices
-                .iter()
-                .map(|c| message_chars(&c["delta"]))
-                .sum::<usize>();
+            self.meter.tally.count(choices);
         }
         let ctx = &self.meter.ctx;
         obj.insert("id".into(), ctx.id.clone().into());
@@ -187,7 +232,7 @@ impl State {
                 "created": ctx.created,
                 "model": ctx.model.id,
                 "choices": [],
-                "usage": self.meter.usage_json.clone().unwrap_or_else(|| used.to_chat_json()),
+                "usage": self.meter.tally.usage_json.clone().unwrap_or_else(|| used.to_chat_json()),
             })));
         }
         self.out.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
@@ -204,14 +249,32 @@ impl State {
     }
 }
 
+impl Drop for State {
+    fn drop(&mut self) {
+        if self.meter.settled {
+            return;
+        }
+        // The client left before the end. The upstream keeps generating until its stream is
+        // dropped, and its usage chunk is what it bills us: read on for it (bounded), then
+        // charge.
+        self.meter.settled = true;
+        tracing::info!(completion = %self.meter.ctx.id, "client left mid-stream; reading the upstream's usage");
+        let upstream = std::mem::replace(&mut self.upstream, futures::stream::empty().boxed());
+        let spec = self.meter.charge_spec();
+        let tally = self.meter.tally.clone();
+        let prompt_chars = self.meter.ctx.prompt_chars;
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(drain_and_charge(upstream, tally, prompt_chars, spec));
+        }
+    }
+}
+
 pub fn respond(ctx: StreamContext, upstream: ChunkStream) -> Response {
     let state = State {
         upstream,
         meter: Meter {
             ctx,
-            usage: None,
-            usage_json: None,
-            completion_chars: 0,
+            tally: Tally::default(),
             settled: false,
         },
         out: VecDeque::new(),

@@ -129,7 +129,7 @@ pub async fn upload(
     };
     let begun = crate::domain::idempotency::begin(
         app.context(),
-        &caller.org,
+        &caller,
         "files",
         idempotency_key.as_deref(),
         &fingerprint,

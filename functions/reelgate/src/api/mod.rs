@@ -186,5 +186,16 @@ pub fn upstream_error(error: &UpstreamError) -> ApiError {
             "upstream_error",
             format!("The model provider answered outside the protocol: {m}"),
         ),
+        // The caller's mistake (e.g. an image URL the guarded fetcher refuses): a 400.
+        UpstreamError::InvalidRequest {
+            param,
+            code,
+            message,
+        } => ApiError::new(
+            crate::domain::error::ErrorKind::InvalidRequest,
+            code,
+            message.clone(),
+        )
+        .with_param(param.clone()),
     }
 }

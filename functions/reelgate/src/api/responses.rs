@@ -232,6 +232,17 @@ async fn create(
     Ok(response)
 }
 
+/// An upstream failure as this API answers it. A refusal of the caller's input names a part of
+/// the chat messages the turn was translated to; here it names `input`, the parameter the caller
+/// sent (the message keeps the part).
+fn turn_error(e: &crate::ports::upstream::UpstreamError) -> ApiError {
+    let api = crate::api::upstream_error(e);
+    match e {
+        crate::ports::upstream::UpstreamError::InvalidRequest { .. } => api.with_param("input"),
+        _ => api,
+    }
+}
+
 /// Answers an admitted turn, streamed or whole.
 async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Response> {
     if turn.draft.req.stream {
@@ -241,7 +252,7 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
         Ok(completion) => completion,
         Err(e) => {
             crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
-            return Err(crate::api::upstream_error(&e));
+            return Err(turn_error(&e));
         }
     };
     let (outcome, output, reported) = output::from_completion(&completion);
@@ -264,7 +275,7 @@ async fn stream_turn(
         Ok(chunks) => chunks,
         Err(e) => {
             crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
-            return Err(crate::api::upstream_error(&e));
+            return Err(turn_error(&e));
         }
     };
     // A small buffer: events leave as soon as the client reads them, and a slow client slows
@@ -312,11 +323,32 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
             None => break,
         }
     }
+    if client_gone && failure.is_none() {
+        // The client left; the upstream bills what it generates until its stream is dropped,
+        // and reports it in its last chunk: read on for that usage, at most
+        // `DRAIN_AFTER_LEAVE`, as a chat stream does.
+        let read = async {
+            while state.usage.is_none() {
+                match chunks.next().await {
+                    Some(Ok(chunk)) => {
+                        state.on_chunk(&chunk);
+                    }
+                    Some(Err(_)) | None => break,
+                }
+            }
+        };
+        if tokio::time::timeout(crate::api::chat_stream::DRAIN_AFTER_LEAVE, read)
+            .await
+            .is_err()
+        {
+            tracing::info!(response = %turn.draft.id, "no usage from the upstream in time; charging an estimate");
+        }
+    }
     // Dropping the chunk stream cancels the upstream request.
     drop(chunks);
     if client_gone {
-        // The client left; the tokens generated so far were spent, so they are charged
-        // (estimated when the upstream had not reported usage yet). Nothing is stored.
+        // The client left; the tokens generated were spent, so they are charged (the upstream's
+        // count, else the estimate of every input part and the output seen). Nothing is stored.
         let partial = state.partial_output();
         let usage = turn.usage(state.usage.as_ref(), &partial);
         let response = turn.draft.object(None, &partial, Some(&usage.json));

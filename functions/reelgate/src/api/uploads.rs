@@ -41,7 +41,7 @@ async fn create(
         .finish();
     let claim = match idem::begin(
         app.context(),
-        &caller.org,
+        &caller,
         "uploads",
         key.as_deref(),
         &fingerprint,

@@ -103,15 +103,24 @@ async fn create(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
+    admit(&app, &caller, &headers, &body).await
+}
+
+/// The one admission path of a video create, for `/v1/videos` and the console alike: the
+/// caller's `Idempotency-Key` claim, the video-create rate limits (key and organization), then
+/// the use case's own checks (balance, key budget, concurrency) in one transaction.
+pub async fn admit(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &Value,
+) -> ApiResult<Response> {
     use crate::domain::idempotency::{self as idem, Begin};
     let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
-    let fingerprint = idem::Fingerprint::new("videos")
-        .json(&body)
-        .clone()
-        .finish();
+    let fingerprint = idem::Fingerprint::new("videos").json(body).clone().finish();
     let claim = match idem::begin(
         app.context(),
-        &caller.org,
+        caller,
         "videos",
         key.as_deref(),
         &fingerprint,
@@ -121,13 +130,13 @@ async fn create(
         Begin::Proceed(claim) => claim,
         Begin::Replay(first) => return Ok(replayed(first)),
         Begin::Resource(video_id) => {
-            return Ok(with_poll_hint(find(&app, &caller.org, &video_id).await?))
+            return Ok(with_poll_hint(find(app, &caller.org, &video_id).await?))
         }
     };
     let plan = app.accounts().org(&caller.org).await?.plan;
     let grant = match crate::api::rate_limits::acquire(
-        &app,
-        &caller,
+        app,
+        caller,
         &plan,
         crate::domain::rate_limits::Kind::VideoCreate,
         0,
@@ -144,8 +153,8 @@ async fn create(
     let created = crate::domain::videos::create::create_with(
         app.context(),
         workflow.as_deref(),
-        &caller,
-        &body,
+        caller,
+        body,
         claim.as_ref(),
     )
     .await;

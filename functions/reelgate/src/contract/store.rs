@@ -422,6 +422,54 @@ pub async fn update_each_applies_each_on_its_own(store: Arc<dyn ItemStore>) {
     }
 }
 
+/// Of 16 `complete` calls racing on one pending upload, exactly one claims it; the others wait
+/// for its outcome and answer its file, never copying themselves.
+pub async fn upload_complete_claims_once(store: Arc<dyn ItemStore>) {
+    use crate::domain::uploads::{claim, Claimed};
+    let k = key(&fresh("contract"), "UPLOAD#upload_x");
+    let mut it = item(&k);
+    it.insert("status".into(), "pending".into());
+    it.insert("file_id".into(), "file_x".into());
+    store.put(it, None).await.expect("put upload");
+    let racers: Vec<_> = (0..16)
+        .map(|_| {
+            let store = store.clone();
+            let k = k.clone();
+            tokio::spawn(async move {
+                let got = claim(store.as_ref(), &k, || {
+                    crate::domain::error::ApiError::bad_request("missing")
+                })
+                .await
+                .expect("claim");
+                if let Claimed::Ours(_, at) = &got {
+                    // The claimant's work, then its conditional finish.
+                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                    store
+                        .update(
+                            &k,
+                            Update::new().set("status", "completed"),
+                            Some(
+                                Condition::Eq("status".into(), "completing".into())
+                                    .and(Condition::Eq("completing_at".into(), (*at).into())),
+                            ),
+                        )
+                        .await
+                        .expect("finish");
+                }
+                got
+            })
+        })
+        .collect();
+    let mut ours = 0;
+    for r in racers {
+        match r.await.expect("join") {
+            Claimed::Ours(..) => ours += 1,
+            Claimed::Done(file) => assert_eq!(file, "file_x"),
+        }
+    }
+    assert_eq!(ours, 1, "exactly one complete claims the upload");
+}
+
 /// Expands to one `#[tokio::test]` per contract case; `$make` is an async expression giving an
 /// `Arc<dyn ItemStore>`.
 #[macro_export]
@@ -431,7 +479,8 @@ macro_rules! item_store_contract_tests {
             put_get_delete, conditional_put, conditional_update_with_add, condition_operators,
             update_refuses_overlapping_paths,
             transaction_all_or_nothing, query_paging_both_directions, expiry_hides_items,
-            concurrent_conditional_updates_admit_exactly, update_each_applies_each_on_its_own);
+            concurrent_conditional_updates_admit_exactly, update_each_applies_each_on_its_own,
+            upload_complete_claims_once);
     };
     (@cases $make:expr; $($case:ident),*) => {
         $(

@@ -5,8 +5,12 @@
 //! key and the same request gets the first request's result back and admits nothing; a retry
 //! while the first is still running waits for it (so two racing requests admit once); the same
 //! key with a different request is refused (`idempotency_key_reused`). Keys belong to the
-//! organization (its partition), expire after `Settings::idempotency_ttl`, and a request that
-//! failed releases its key so that it can be retried.
+//! caller that sent them ([`scope_of`]: the API key, or for a console session its person): a
+//! teammate who sends the same key string with another API key makes an independent request and
+//! never sees the first caller's answer. The record lives in the organization's partition (so
+//! erasing the organization erases it); its sort key digests the scope with the key. Keys expire
+//! after `Settings::idempotency_ttl`, and a request that failed releases its key so that it can
+//! be retried.
 //!
 //! A video admission binds the claim in its own transaction (`bind_op`), so even when the
 //! process dies before it could record its answer, a retry finds the job it admitted instead of
@@ -138,9 +142,25 @@ pub enum Begin {
     Resource(String),
 }
 
-fn record_key(org: &str, route: &str, key: &str) -> Key {
-    let digest = hex::encode(Sha256::digest(key.as_bytes()));
-    crate::domain::keys::idempotency(org, route, &digest)
+/// Whose keys a request's key is among: its API key, or the person of a console session (the
+/// console is one person's client, whichever browser session they use).
+pub fn scope_of(caller: &crate::domain::accounts::Caller) -> String {
+    match &caller.credential {
+        crate::domain::accounts::Credential::ApiKey { key_id } => format!("key:{key_id}"),
+        crate::domain::accounts::Credential::ConsoleSession { .. } => {
+            format!("person:{}", caller.person)
+        }
+    }
+}
+
+fn record_key(org: &str, route: &str, scope: &str, key: &str) -> Key {
+    // Length-prefixed parts, so no (scope, key) pair can collide with another.
+    let mut h = Sha256::new();
+    for part in [scope, key] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    crate::domain::keys::idempotency(org, route, &hex::encode(h.finalize()))
 }
 
 fn reused() -> ApiError {
@@ -151,10 +171,11 @@ fn reused() -> ApiError {
     )
 }
 
-/// Claims `key` for this request, or finds the result of the first request that used it.
+/// Claims `key` for this caller's request, or finds the result of the caller's first request
+/// that used it.
 pub async fn begin(
     cx: Context<'_>,
-    org: &str,
+    caller: &crate::domain::accounts::Caller,
     route: &str,
     key: Option<&str>,
     fingerprint: &str,
@@ -162,7 +183,7 @@ pub async fn begin(
     let Some(key) = key else {
         return Ok(Begin::Proceed(None));
     };
-    let record = record_key(org, route, key);
+    let record = record_key(&caller.org, route, &scope_of(caller), key);
     let ttl = cx.settings.idempotency_ttl.as_secs() as i64;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
@@ -278,5 +299,25 @@ pub async fn release(cx: Context<'_>, claim: Option<Claim>) {
         if !matches!(e, StoreError::ConditionFailed) {
             tracing::warn!(error = %e, "could not release an idempotency key");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_key_string_of_two_callers_is_two_records() {
+        let a = record_key("org_1", "uploads", "key:key_a", "k-1");
+        let b = record_key("org_1", "uploads", "key:key_b", "k-1");
+        let c = record_key("org_1", "uploads", "person:user_a", "k-1");
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a, record_key("org_1", "uploads", "key:key_a", "k-1"));
+        // The parts are length-prefixed: moving a character between scope and key changes it.
+        assert_ne!(
+            record_key("org_1", "uploads", "key:ab", "c"),
+            record_key("org_1", "uploads", "key:a", "bc")
+        );
     }
 }

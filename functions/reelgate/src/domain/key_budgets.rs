@@ -70,7 +70,8 @@ pub fn exceeded(budget: &KeyBudget) -> ApiError {
     )
 }
 
-/// Refuses a text request once the key's committed amount has reached its budget.
+/// Refuses a text request once the key's committed amount has reached its budget (a budget of
+/// zero admits nothing).
 pub fn admit_text(budget: Option<&KeyBudget>) -> Result<(), ApiError> {
     match budget {
         Some(b) if b.committed >= b.monthly => Err(exceeded(b)),
@@ -78,16 +79,35 @@ pub fn admit_text(budget: Option<&KeyBudget>) -> Result<(), ApiError> {
     }
 }
 
+/// Refuses, before any write, a render whose quote alone is more than the key's whole monthly
+/// budget (or any render on a budget of zero): no committed amount could make room for it.
+pub fn admit_render(budget: &KeyBudget, quote: Decimal) -> Result<(), ApiError> {
+    if budget.monthly <= Decimal::ZERO || quote > budget.monthly {
+        return Err(exceeded(budget));
+    }
+    Ok(())
+}
+
 /// The admission transaction's update of the key: commits `quote`, refused past the budget.
+/// The month's first reservation (no committed attribute yet) is held to the budget too: the
+/// caller checks `quote <= monthly` with [`admit_render`] first, and the condition repeats it so
+/// that the store alone never lets a reservation pass the budget.
 pub fn reserve_op(key: Key, budget: &KeyBudget, quote: Decimal) -> TransactOp {
     let attr = committed_attr(&budget.month);
+    let room = budget.monthly - quote;
+    let fits = if room < Decimal::ZERO || budget.monthly <= Decimal::ZERO {
+        // Nothing fits: a condition no key record can meet.
+        Condition::AttrNotExists("hash".into())
+    } else {
+        Condition::Or(vec![
+            Condition::AttrNotExists(attr.clone()),
+            Condition::Le(attr, Attr::N(room)),
+        ])
+    };
     TransactOp::Update {
         key,
-        update: Update::new().add(&attr, quote),
-        condition: Some(Condition::AttrExists("hash".into()).and(Condition::Or(vec![
-            Condition::AttrNotExists(attr.clone()),
-            Condition::Le(attr, Attr::N(budget.monthly - quote)),
-        ]))),
+        update: Update::new().add(&committed_attr(&budget.month), quote),
+        condition: Some(Condition::AttrExists("hash".into()).and(fits)),
     }
 }
 
@@ -127,5 +147,69 @@ mod tests {
         assert_eq!(e.code, "key_budget_exceeded");
         assert_eq!(crate::api::envelope::status(e.kind), 402);
         assert!(admit_text(None).is_ok());
+        let zero = KeyBudget {
+            monthly: Decimal::ZERO,
+            committed: Decimal::ZERO,
+            month: "2026_11".into(),
+        };
+        assert!(
+            admit_text(Some(&zero)).is_err(),
+            "a budget of 0 admits no text"
+        );
+    }
+
+    fn key_record(committed: Option<&str>) -> Item {
+        let mut it = crate::ports::store::item(&Key::new("KEY#k", "KEY"));
+        it.insert("hash".into(), "h".into());
+        if let Some(c) = committed {
+            it.insert(
+                committed_attr("2026_11"),
+                Attr::N(c.parse().expect("decimal")),
+            );
+        }
+        it
+    }
+
+    fn budget(monthly: &str) -> KeyBudget {
+        KeyBudget {
+            monthly: monthly.parse().expect("d"),
+            committed: Decimal::ZERO,
+            month: "2026_11".into(),
+        }
+    }
+
+    fn holds(b: &KeyBudget, quote: &str, record: &Item) -> bool {
+        let TransactOp::Update { condition, .. } =
+            reserve_op(Key::new("KEY#k", "KEY"), b, quote.parse().expect("d"))
+        else {
+            unreachable!("reserve_op is an update")
+        };
+        condition.expect("conditional").holds(Some(record))
+    }
+
+    #[test]
+    fn the_months_first_render_is_held_to_the_budget() {
+        let b = budget("0.10");
+        let quote: Decimal = "1.50".parse().expect("d");
+        assert!(admit_render(&b, quote).is_err());
+        assert!(
+            !holds(&b, "1.50", &key_record(None)),
+            "first reservation of the month past the budget"
+        );
+        assert!(
+            holds(&b, "0.10", &key_record(None)),
+            "exactly the budget fits"
+        );
+        assert!(holds(&b, "0.05", &key_record(Some("0.05"))));
+        assert!(!holds(&b, "0.06", &key_record(Some("0.05"))));
+    }
+
+    #[test]
+    fn a_budget_of_zero_admits_no_render() {
+        let b = budget("0");
+        assert!(admit_render(&b, "0.01".parse().expect("d")).is_err());
+        assert!(admit_render(&b, Decimal::ZERO).is_err());
+        assert!(!holds(&b, "0", &key_record(None)));
+        assert!(!holds(&b, "0.01", &key_record(None)));
     }
 }

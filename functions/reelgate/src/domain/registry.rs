@@ -241,6 +241,7 @@ fn error_kind(e: &UpstreamError) -> &'static str {
         UpstreamError::Rejected { status, .. } if *status >= 500 => "server_error",
         UpstreamError::Rejected { .. } => "rejected",
         UpstreamError::Protocol(_) => "protocol",
+        UpstreamError::InvalidRequest { .. } => "invalid_request",
     }
 }
 

@@ -14,6 +14,13 @@
 //! ones), and deletes the staging blob: a PUT to the upload URL after `complete` cannot change
 //! the file. Staging blobs of abandoned uploads are removed by the local sweeper (when the
 //! upload record expires) and by the bucket's `staging/` lifecycle rule on AWS.
+//!
+//! `complete` first claims the upload in the store: a conditional update moves it from
+//! `pending` to `completing` (with the claim's time), so of racing completes exactly one copies,
+//! checks and registers; the others wait for its outcome and answer the same file. Nothing
+//! writes the file's blob after the claimant registered it. A claimant that fails gives the
+//! upload back (`pending`); one whose process died is taken over after
+//! [`COMPLETE_LEASE_SECS`].
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -29,6 +36,19 @@ use std::time::Duration;
 
 /// How long an upload URL stays valid.
 pub const UPLOAD_TTL: Duration = Duration::from_secs(3600);
+
+/// A `complete` claim older than this belongs to a process that died mid-copy; another
+/// `complete` may take it over. Ten minutes is far beyond copying the largest upload.
+pub const COMPLETE_LEASE_SECS: i64 = 600;
+/// How long a `complete` that lost the race waits for the claimant's outcome before it answers
+/// 409 `upload_in_progress`.
+const COMPLETE_WAIT: Duration = Duration::from_secs(60);
+const COMPLETE_POLL: Duration = Duration::from_millis(100);
+
+const PENDING: &str = "pending";
+const COMPLETING: &str = "completing";
+const COMPLETED: &str = "completed";
+const CLAIMED_AT: &str = "completing_at";
 
 fn upload_key(org: &str, upload_id: &str) -> Key {
     crate::domain::keys::upload(org, upload_id)
@@ -120,8 +140,65 @@ pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<
     }))
 }
 
+/// What a `complete` found when it tried to claim the upload.
+#[derive(Debug)]
+pub enum Claimed {
+    /// This request holds the upload (claimed at the given time) and must finish or release it.
+    Ours(crate::ports::store::Item, i64),
+    /// Another request completed it: this file.
+    Done(String),
+}
+
+/// Claims the upload for this `complete` (a conditional `pending` → `completing` update, or a
+/// takeover of a lapsed claim); waits while another request holds it. Exactly one of any
+/// number of racing claims gets [`Claimed::Ours`] (the item-store contract checks it on every
+/// adapter).
+pub async fn claim(
+    store: &dyn crate::ports::store::ItemStore,
+    key: &Key,
+    not_found: impl Fn() -> ApiError,
+) -> ApiResult<Claimed> {
+    let deadline = tokio::time::Instant::now() + COMPLETE_WAIT;
+    loop {
+        let upload = store.get(key).await?.ok_or_else(&not_found)?;
+        let now = now_secs();
+        let condition = match upload.str_attr("status") {
+            Some(COMPLETED) => {
+                return Ok(Claimed::Done(
+                    upload.str_attr("file_id").unwrap_or_default().to_owned(),
+                ))
+            }
+            Some(COMPLETING) => {
+                let at = upload.i64_attr(CLAIMED_AT).unwrap_or(0);
+                if at + COMPLETE_LEASE_SECS >= now {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(ApiError::new(
+                            crate::domain::error::ErrorKind::Conflict,
+                            "upload_in_progress",
+                            "Another request is completing this upload. Retry it later.",
+                        )
+                        .with_param("upload_id"));
+                    }
+                    tokio::time::sleep(COMPLETE_POLL).await;
+                    continue;
+                }
+                // Its claimant died: take it over, unless someone else did first.
+                Condition::Eq("status".into(), COMPLETING.into())
+                    .and(Condition::Eq(CLAIMED_AT.into(), at.into()))
+            }
+            _ => Condition::Eq("status".into(), PENDING.into()),
+        };
+        let take = Update::new().set("status", COMPLETING).set(CLAIMED_AT, now);
+        match store.update(key, take, Some(condition)).await {
+            Ok(item) => return Ok(Claimed::Ours(item, now)),
+            Err(crate::ports::store::StoreError::ConditionFailed) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Registers an upload's stored bytes as a file after the same checks as `POST /v1/files`;
-/// completing twice answers the same file.
+/// completing twice, or concurrently, answers the same file.
 pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiResult<FileObject> {
     let not_found = || {
         ApiError::not_found(
@@ -134,11 +211,40 @@ pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiR
         return Err(not_found());
     }
     let key = upload_key(&caller.org, upload_id);
-    let upload = cx.store.get(&key).await?.ok_or_else(not_found)?;
-    let file_id = upload.str_attr("file_id").unwrap_or_default().to_owned();
-    if upload.str_attr("status") == Some("completed") {
-        return crate::domain::files::find(cx, &caller.org, &file_id).await;
+    let (upload, claimed_at) = match claim(cx.store, &key, not_found).await? {
+        Claimed::Done(file_id) => {
+            return crate::domain::files::find(cx, &caller.org, &file_id).await
+        }
+        Claimed::Ours(upload, at) => (upload, at),
+    };
+    let ours = Condition::Eq("status".into(), COMPLETING.into())
+        .and(Condition::Eq(CLAIMED_AT.into(), claimed_at.into()));
+    match register_claimed(cx, caller, upload_id, &upload).await {
+        Ok(file) => {
+            cx.store
+                .update(&key, Update::new().set("status", COMPLETED), Some(ours))
+                .await?;
+            Ok(file)
+        }
+        Err(e) => {
+            // Given back, so that the caller can PUT the bytes again and retry.
+            let back = Update::new().set("status", PENDING).remove(CLAIMED_AT);
+            if let Err(err) = cx.store.update(&key, back, Some(ours)).await {
+                tracing::warn!(error = %err, upload = %upload_id, "could not release an upload claim");
+            }
+            Err(e)
+        }
     }
+}
+
+/// Copies, measures, sniffs and registers the staged bytes of an upload this request claimed.
+async fn register_claimed(
+    cx: Context<'_>,
+    caller: &Caller,
+    upload_id: &str,
+    upload: &crate::ports::store::Item,
+) -> ApiResult<FileObject> {
+    let file_id = upload.str_attr("file_id").unwrap_or_default().to_owned();
     let purpose = upload.str_attr("purpose").unwrap_or_default().to_owned();
     let declared = upload.i64_attr("bytes").unwrap_or_default() as u64;
     let staged = staging_blob_key(&caller.org, upload_id);
@@ -218,13 +324,5 @@ pub async fn complete(cx: Context<'_>, caller: &Caller, upload_id: &str) -> ApiR
         Err(e) => return refuse(e).await,
     };
     let filename = upload.str_attr("filename").unwrap_or("upload").to_owned();
-    let file = register(cx, &caller.org, &file_id, &filename, &purpose, copied, mime).await?;
-    cx.store
-        .update(
-            &key,
-            Update::new().set("status", "completed"),
-            Some(Condition::Exists),
-        )
-        .await?;
-    Ok(file)
+    register(cx, &caller.org, &file_id, &filename, &purpose, copied, mime).await
 }

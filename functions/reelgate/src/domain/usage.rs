@@ -32,6 +32,32 @@ pub struct TokenUsage {
     pub estimated: bool,
 }
 
+/// Tokens an estimate counts for a chat input part that is not text (an estimate is charged only
+/// when the upstream reports no usage, e.g. a stream the client left whose upstream never sent
+/// its usage). An image as OpenAI's high-detail 512px tile; audio, video and files a flat
+/// floor each, so that a prompt of images and documents is never charged as if it were empty.
+pub const IMAGE_PART_TOKENS: u64 = 765;
+pub const AUDIO_PART_TOKENS: u64 = 1_000;
+pub const VIDEO_PART_TOKENS: u64 = 2_000;
+pub const FILE_PART_TOKENS: u64 = 1_000;
+
+/// The estimate's tokens for a chat content part of type `kind` (0 for text, which is counted
+/// by its characters).
+pub fn part_estimate(kind: &str) -> u64 {
+    match kind {
+        "image_url" | "input_image" => IMAGE_PART_TOKENS,
+        "input_audio" | "audio_url" => AUDIO_PART_TOKENS,
+        "video_url" => VIDEO_PART_TOKENS,
+        "file" | "input_file" => FILE_PART_TOKENS,
+        _ => 0,
+    }
+}
+
+/// [`part_estimate`] as characters (four a token), for estimates kept in characters.
+pub fn part_estimate_chars(kind: &str) -> usize {
+    (part_estimate(kind) * 4) as usize
+}
+
 impl TokenUsage {
     /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`,
     /// `prompt_tokens_details.cached_tokens`) or the responses API's (`input_tokens`/
@@ -59,7 +85,8 @@ impl TokenUsage {
         })
     }
 
-    /// A rough count (four characters a token) for upstreams that report no usage.
+    /// A rough count (four characters a token) for upstreams that report no usage;
+    /// `prompt_chars` includes [`part_estimate_chars`] for each input part that is not text.
     pub fn estimate(prompt_chars: usize, completion_chars: usize) -> TokenUsage {
         TokenUsage {
             prompt_tokens: prompt_chars.div_ceil(4) as u64,

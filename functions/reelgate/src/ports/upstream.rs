@@ -27,6 +27,15 @@ pub enum UpstreamError {
     /// The upstream answered something that is not the protocol.
     #[error("the upstream answered outside the protocol: {0}")]
     Protocol(String),
+    /// The request names something the caller must fix, found by the adapter before the
+    /// upstream saw anything (a media URL the guarded fetcher refuses): a 400 naming `param`,
+    /// not an upstream failure.
+    #[error("the request is invalid ({param}): {message}")]
+    InvalidRequest {
+        param: String,
+        code: String,
+        message: String,
+    },
 }
 
 impl UpstreamError {
@@ -36,7 +45,7 @@ impl UpstreamError {
         match self {
             UpstreamError::Unreachable(_) => true,
             UpstreamError::Rejected { status, .. } => matches!(status, 408 | 429) || *status >= 500,
-            UpstreamError::Protocol(_) => false,
+            UpstreamError::Protocol(_) | UpstreamError::InvalidRequest { .. } => false,
         }
     }
 }

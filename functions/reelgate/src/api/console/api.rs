@@ -157,16 +157,15 @@ async fn quote(
     ))
 }
 
+/// The `/v1/videos` admission itself (`api::videos::admit`): the same Idempotency-Key claim
+/// (scoped to the signed-in person), video-create rate limits, budget and concurrency checks.
 async fn create_video(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<crate::domain::videos::Video>> {
-    let workflow = app.workflow();
-    Ok(Json(
-        crate::domain::videos::create::create(app.context(), workflow.as_deref(), &s.caller, &body)
-            .await?,
-    ))
+) -> ApiResult<Response> {
+    crate::api::videos::admit(&app, &s.caller, &headers, &body).await
 }
 
 async fn list_videos(

@@ -64,7 +64,8 @@ pub struct Validated {
     pub stream: bool,
     pub include_usage: bool,
     pub files: Vec<FileRef>,
-    /// Characters of text in the prompt, for a usage estimate when the upstream reports none.
+    /// Characters of text in the prompt plus a character equivalent of every other input part
+    /// (`usage::part_estimate_chars`), for a usage estimate when the upstream reports none.
     pub prompt_chars: usize,
 }
 
@@ -767,6 +768,9 @@ impl<'a> V<'a> {
                 .as_object()
                 .ok_or_else(|| ApiError::invalid(&pp, "Each content part must be an object."))?;
             let kind = obj.get("type").and_then(Value::as_str).unwrap_or_default();
+            // Images, audio, video and files count towards the estimate charged when the
+            // upstream reports no usage.
+            chars += crate::domain::usage::part_estimate_chars(kind);
             match kind {
                 "text" => {
                     let text = obj.get("text").and_then(Value::as_str).ok_or_else(|| {

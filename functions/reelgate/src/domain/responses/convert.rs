@@ -21,8 +21,8 @@ const MAX_FILE_BYTES: u64 = super::pdf::MAX_INPUT_BYTES;
 /// Largest text file inlined into the prompt.
 const MAX_TEXT_BYTES: u64 = 1024 * 1024;
 /// Token estimate of one image, whatever its size (OpenAI bills a high-detail 512px tile
-/// about this much); used only to decide truncation.
-pub const IMAGE_TOKENS: u64 = 765;
+/// about this much); used to decide truncation and in the estimate charged without usage.
+pub const IMAGE_TOKENS: u64 = crate::domain::usage::IMAGE_PART_TOKENS;
 /// Token estimate of a message's framing (role, separators).
 const MESSAGE_TOKENS: u64 = 4;
 
@@ -593,20 +593,22 @@ async fn bytes_parts(
 }
 
 /// Deterministic token estimate of chat messages: a character is a quarter token (rounded up
-/// per message), an image [`IMAGE_TOKENS`], each message [`MESSAGE_TOKENS`] of framing.
+/// per message), an image [`IMAGE_TOKENS`], audio, video and files their flat
+/// `usage::part_estimate`, each message [`MESSAGE_TOKENS`] of framing.
 pub fn estimate_tokens(messages: &[Value]) -> u64 {
     messages.iter().map(estimate_message).sum()
 }
 
 fn estimate_message(m: &Value) -> u64 {
     let mut chars = 0u64;
-    let mut images = 0u64;
+    let mut parts_tokens = 0u64;
     match m.get("content") {
         Some(Value::String(s)) => chars += s.chars().count() as u64,
         Some(Value::Array(parts)) => {
             for p in parts {
-                if p["type"] == "image_url" {
-                    images += 1;
+                let part = crate::domain::usage::part_estimate(p["type"].as_str().unwrap_or(""));
+                if part > 0 {
+                    parts_tokens += part;
                 } else if let Some(t) = p.get("text").and_then(Value::as_str) {
                     chars += t.chars().count() as u64;
                 }
@@ -624,7 +626,7 @@ fn estimate_message(m: &Value) -> u64 {
                 .map_or(0, |a| a.chars().count() as u64);
         }
     }
-    MESSAGE_TOKENS + chars.div_ceil(4) + images * IMAGE_TOKENS
+    MESSAGE_TOKENS + chars.div_ceil(4) + parts_tokens
 }
 
 /// Fits the messages into `budget` tokens. `auto` drops the oldest turns (system messages stay;
@@ -803,5 +805,14 @@ mod tests {
         let image =
             json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]});
         assert_eq!(estimate_tokens(&[image]), 4 + IMAGE_TOKENS);
+        let mixed = json!({"role": "user", "content": [
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA"}},
+            {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+            {"type": "text", "text": "abcd"}]});
+        use crate::domain::usage::{AUDIO_PART_TOKENS, FILE_PART_TOKENS};
+        assert_eq!(
+            estimate_tokens(&[mixed]),
+            4 + FILE_PART_TOKENS + AUDIO_PART_TOKENS + 1
+        );
     }
 }

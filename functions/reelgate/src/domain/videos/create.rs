@@ -574,6 +574,9 @@ pub async fn create_with(
         }
         _ => None,
     };
+    if let Some((_, b)) = &budget {
+        crate::domain::key_budgets::admit_render(b, quote)?;
+    }
     let record = JobRecord {
         id: id.clone(),
         org: caller.org.clone(),
