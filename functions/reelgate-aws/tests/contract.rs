@@ -64,3 +64,17 @@ mod rate_limits {
         reelgate_embedded::testing::rate_limit_contract(store).await;
     }
 }
+
+/// The webhook endpoint cap and the delivery slots are transactions on DynamoDB too: 40
+/// concurrent creates make exactly 16; one endpoint never has more than 2 POSTs in flight.
+mod webhooks {
+    use super::support;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_endpoint_cap_and_delivery_slots_hold_under_concurrency() {
+        let Some(store) = support::dynamo().await else {
+            return;
+        };
+        reelgate_embedded::testing::webhook_contract(store).await;
+    }
+}

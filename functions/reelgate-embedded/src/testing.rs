@@ -337,6 +337,240 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
     );
 }
 
+/// Webhook contract, run against each store adapter: 40 concurrent creates of one
+/// organization's endpoints make exactly `MAX_ENDPOINTS` (the count is raised in the
+/// transaction that writes the endpoint); a delete frees exactly one place; an organization
+/// whose endpoints predate the count is counted from what it has. Then the delivery slots:
+/// 10 concurrent deliveries to one endpoint put at most `ENDPOINT_IN_FLIGHT` POSTs in flight,
+/// 5 to each of 3 endpoints of one organization at most `ORG_IN_FLIGHT`, and every delivery
+/// that found no slot is back on the queue, unattempted.
+pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>) {
+    use reelgate::domain::webhooks::{
+        self, Delivery, ENDPOINT_IN_FLIGHT, MAX_ENDPOINTS, ORG_IN_FLIGHT,
+    };
+    use reelgate::ports::queue::MessageQueue;
+    use reelgate::ports::store::{item, ItemExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
+    let catalog =
+        Arc::new(Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"));
+    let mut app = App::new(
+        store.clone(),
+        backend.blobs.clone(),
+        backend.render_queue.clone(),
+        catalog,
+        Settings::default(),
+    );
+    let fetcher = Arc::new(FakeSlowEndpoints::default());
+    app.fetcher = fetcher.clone();
+    let hook = serde_json::json!({"url": "https://93.184.216.34/hook"});
+
+    let org = reelgate::domain::ids::new_id("org");
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let (app, org, hook) = (app.clone(), org.clone(), hook.clone());
+            tokio::spawn(async move { webhooks::create(app.context(), &org, &hook).await })
+        })
+        .collect();
+    let mut created = 0;
+    for t in tasks {
+        match t.await.expect("join") {
+            Ok(_) => created += 1,
+            Err(e) => assert_eq!(e.param.as_deref(), Some("url"), "{}", e.message),
+        }
+    }
+    assert_eq!(created, MAX_ENDPOINTS);
+    let listed = webhooks::list(app.context(), &org).await.expect("list");
+    assert_eq!(listed.len(), MAX_ENDPOINTS);
+    let count = |org: String| {
+        let store = store.clone();
+        async move {
+            store
+                .get(&reelgate::domain::keys::webhook_count(&org))
+                .await
+                .expect("get")
+                .and_then(|c| c.i64_attr("count"))
+        }
+    };
+    assert_eq!(count(org.clone()).await, Some(MAX_ENDPOINTS as i64));
+    webhooks::delete(app.context(), &org, &listed[0].id)
+        .await
+        .expect("delete");
+    assert_eq!(count(org.clone()).await, Some(MAX_ENDPOINTS as i64 - 1));
+    webhooks::create(app.context(), &org, &hook)
+        .await
+        .expect("the freed place");
+    assert!(webhooks::create(app.context(), &org, &hook).await.is_err());
+
+    // Endpoints written before the count existed.
+    let old = reelgate::domain::ids::new_id("org");
+    let mut old_ids = Vec::new();
+    for _ in 0..3 {
+        let id = reelgate::domain::ids::new_id("wh");
+        let mut it = item(&webhooks::endpoint_key(&old, &id));
+        it.insert("id".into(), id.clone().into());
+        it.insert("url".into(), "https://93.184.216.34/old".into());
+        store.put(it, None).await.expect("put");
+        old_ids.push(id);
+    }
+    webhooks::create(app.context(), &old, &hook)
+        .await
+        .expect("create");
+    assert_eq!(count(old.clone()).await, Some(4));
+    webhooks::delete(app.context(), &old, &old_ids[1])
+        .await
+        .expect("delete");
+    assert_eq!(count(old.clone()).await, Some(3));
+
+    // Delivery slots.
+    let queue = backend.webhook_queue.clone();
+    let org = reelgate::domain::ids::new_id("org");
+    let mut endpoints = Vec::new();
+    for _ in 0..3 {
+        endpoints.push(
+            webhooks::create(app.context(), &org, &hook)
+                .await
+                .expect("create")
+                .id,
+        );
+    }
+    let delivery = |endpoint: &str, n: usize| {
+        serde_json::to_string(&Delivery {
+            org: org.clone(),
+            endpoint_id: endpoint.to_owned(),
+            event_id: format!("evt_{n}"),
+            event_type: webhooks::EVENT_COMPLETED.into(),
+            payload: "{}".into(),
+            attempt: 1,
+            due_at: 0,
+        })
+        .expect("json")
+    };
+    let run = |bodies: Vec<String>| {
+        let (app, queue) = (app.clone(), queue.clone());
+        async move {
+            let tasks: Vec<_> = bodies
+                .into_iter()
+                .map(|body| {
+                    let (app, queue) = (app.clone(), queue.clone());
+                    tokio::spawn(async move {
+                        webhooks::deliver(app.context(), queue.as_ref(), &body).await
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("join").expect("deliver");
+            }
+        }
+    };
+    let queued = |queue: Arc<crate::queue::SqliteQueue>| async move {
+        // Requeued deliveries wait BUSY_WAIT (5 s); look without waiting for them.
+        let mut n = 0;
+        while let Ok(got) = queue
+            .receive(
+                10,
+                std::time::Duration::from_secs(60),
+                std::time::Duration::from_secs(6),
+            )
+            .await
+        {
+            if got.is_empty() {
+                break;
+            }
+            for m in &got {
+                queue.delete(&m.receipt).await.expect("delete");
+            }
+            n += got.len();
+        }
+        n
+    };
+    run((0..10).map(|n| delivery(&endpoints[0], n)).collect()).await;
+    let posts = fetcher.posts.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        fetcher.peak.load(std::sync::atomic::Ordering::SeqCst) <= ENDPOINT_IN_FLIGHT,
+        "more than {ENDPOINT_IN_FLIGHT} POSTs to one endpoint at once"
+    );
+    assert!(posts >= 1);
+    assert_eq!(
+        posts + queued(queue.clone()).await,
+        10,
+        "every delivery posted or requeued"
+    );
+
+    fetcher.reset();
+    run(endpoints
+        .iter()
+        .flat_map(|e| (0..5).map(move |n| (e.clone(), n)))
+        .map(|(e, n)| delivery(&e, n))
+        .collect())
+    .await;
+    let posts = fetcher.posts.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        fetcher.peak.load(std::sync::atomic::Ordering::SeqCst) <= ORG_IN_FLIGHT,
+        "more than {ORG_IN_FLIGHT} POSTs of one organization at once"
+    );
+    assert_eq!(
+        posts + queued(queue.clone()).await,
+        15,
+        "every delivery posted or requeued"
+    );
+    // Every slot was freed.
+    let slots = store
+        .query(
+            reelgate::ports::store::Query::partition(reelgate::domain::keys::org_pk(&org))
+                .prefix(reelgate::domain::keys::WEBHOOK_SLOT_PREFIX),
+        )
+        .await
+        .expect("query");
+    assert!(slots.items.is_empty(), "{:?}", slots.items);
+}
+
+/// Webhook endpoints that take 300 ms to answer 204 (a fake, for tests), counting the POSTs in
+/// flight at once.
+#[derive(Default)]
+pub struct FakeSlowEndpoints {
+    in_flight: std::sync::atomic::AtomicUsize,
+    pub peak: std::sync::atomic::AtomicUsize,
+    pub posts: std::sync::atomic::AtomicUsize,
+}
+
+impl FakeSlowEndpoints {
+    fn reset(&self) {
+        self.peak.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.posts.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl reelgate::ports::fetch::Fetcher for FakeSlowEndpoints {
+    async fn fetch(
+        &self,
+        _url: &str,
+        _max_bytes: u64,
+    ) -> Result<reelgate::ports::fetch::Fetched, reelgate::ports::fetch::FetchError> {
+        Err(reelgate::ports::fetch::FetchError::Unreachable)
+    }
+
+    async fn post(
+        &self,
+        _url: &str,
+        _headers: &[(&str, String)],
+        _body: Vec<u8>,
+    ) -> Result<u16, reelgate::ports::fetch::FetchError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.posts.fetch_add(1, SeqCst);
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        self.in_flight.fetch_sub(1, SeqCst);
+        Ok(204)
+    }
+
+    async fn check(&self, _url: &str) -> Result<(), reelgate::ports::fetch::FetchError> {
+        Ok(())
+    }
+}
+
 /// Rate-limit contract, run against each store adapter: 200 concurrent requests on a fresh key
 /// limited to 50 per minute admit exactly 50, each told a different remaining count; a
 /// tokens-per-minute reservation is settled with the real count, freeing the difference; an

@@ -47,3 +47,15 @@ mod rate_limits {
         reelgate_embedded::testing::rate_limit_contract(store).await;
     }
 }
+
+mod webhooks {
+    /// 40 concurrent creates make exactly the cap, and deliveries hold per-endpoint and
+    /// per-organization slots, on the SQLite store; `reelgate-aws` runs it on DynamoDB.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_endpoint_cap_and_delivery_slots_hold_under_concurrency() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = reelgate_embedded::db::Database::open(&dir.path().join("w.sqlite3")).expect("db");
+        let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
+        reelgate_embedded::testing::webhook_contract(store).await;
+    }
+}

@@ -435,7 +435,7 @@ fn concrete(path: &str) -> String {
 /// HTTP API (panics on anything else).
 fn origin_target(o: &Value) -> Option<String> {
     let domain = text(&o["DomainName"]);
-    if domain.contains("${Api}.execute-api.") {
+    if domain.contains("ApiOriginDomain") {
         return None;
     }
     for f in FUNCTIONS {
@@ -1000,4 +1000,72 @@ fn the_pdf_renderer_is_a_function_of_its_own_with_the_renderers_limits() {
         lifecycle.contains("scratch/pdf/"),
         "what a failed call leaves must expire: {lifecycle}"
     );
+}
+
+/// The HTTP API answers only through its own domain, the distribution's origin: the
+/// execute-api address is disabled, so a request around CloudFront invokes nothing; the stage
+/// throttles every route; the webhook worker's concurrency is reserved and its queue hands it
+/// no more batches than that (docs/security.md, docs/deploy.md).
+#[test]
+fn the_api_is_reachable_only_through_the_front_door_and_throttled_and_the_webhook_worker_bounded() {
+    let t = template();
+    let api = &resource(&t, "Api")["Properties"];
+    assert_eq!(
+        api["DisableExecuteApiEndpoint"].as_bool(),
+        Some(true),
+        "the HTTP API's execute-api address must be disabled"
+    );
+    let domain = resource(&t, "ApiOriginDomain");
+    assert_eq!(
+        domain["Type"].as_str(),
+        Some("AWS::ApiGatewayV2::DomainName")
+    );
+    assert!(text(&domain["Properties"]["DomainName"]).contains("ApiOriginDomainName"));
+    let mapping = &resource(&t, "ApiOriginMapping")["Properties"];
+    assert!(text(&mapping["ApiId"]).contains("Api"));
+    assert!(text(&mapping["DomainName"]).contains("ApiOriginDomain"));
+    assert_eq!(mapping["Stage"].as_str(), Some("$default"));
+    let api_origin = origin(distribution(&t), "http-api");
+    assert!(
+        text(&api_origin["DomainName"]).contains("ApiOriginDomain"),
+        "the distribution must reach the API through its own domain"
+    );
+    assert!(
+        !serde_yaml::to_string(&t["Resources"])
+            .unwrap_or_default()
+            .contains(".execute-api."),
+        "nothing may point at the disabled execute-api address"
+    );
+
+    // The stage throttles, as docs/deploy.md states them.
+    let routes = &api["DefaultRouteSettings"];
+    let burst = routes["ThrottlingBurstLimit"]
+        .as_u64()
+        .expect("a burst limit");
+    let rate = routes["ThrottlingRateLimit"]
+        .as_u64()
+        .expect("a rate limit");
+    let deploy = std::fs::read_to_string(repo().join("docs/deploy.md")).expect("deploy.md");
+    assert!(
+        deploy.contains(&format!("burst {burst} requests")) && deploy.contains(&format!("{rate} requests per second")),
+        "docs/deploy.md must state the stage throttles (burst {burst} requests, {rate} requests per second)"
+    );
+
+    // The webhook worker.
+    let worker = &resource(&t, "WebhookWorkerFunction")["Properties"];
+    assert!(
+        text(&worker["ReservedConcurrentExecutions"]).contains("WebhookWorkerConcurrency"),
+        "the webhook worker needs reserved concurrency"
+    );
+    let param = &t["Parameters"]["WebhookWorkerConcurrency"];
+    let default = param["Default"].as_u64().expect("a default");
+    assert!((2..=100).contains(&default), "{default}");
+    assert!(param["MinValue"].as_u64().is_some() && param["MaxValue"].as_u64().is_some());
+    let source = &worker["Events"]["Deliver"]["Properties"];
+    assert!(
+        text(&source["ScalingConfig"]["MaximumConcurrency"]).contains("WebhookWorkerConcurrency"),
+        "the webhook queue must not hand the worker more batches than it may run"
+    );
+    // A batch is handled at once and each POST waits at most 10 s for its answer.
+    assert!(worker["Timeout"].as_u64().expect("a timeout") >= 20);
 }

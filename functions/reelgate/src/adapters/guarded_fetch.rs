@@ -21,6 +21,14 @@ use std::time::Duration;
 pub const MAX_REDIRECTS: usize = 5;
 /// Total time one fetch may take, all hops and the body included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a GET may take to connect to its address.
+const FETCH_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a POST (a webhook delivery) may take to connect to the endpoint.
+pub const POST_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a POST may take from its start (name resolution, connection, TLS, the request)
+/// to the answer's status line, its first byte; the answer's body is never read. An endpoint
+/// that accepts and never answers holds a delivery this long, not the fetch's 30 s.
+pub const POST_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One allow-list entry: a host name (exact, case-insensitive) or an address range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,11 +251,15 @@ impl GuardedFetcher {
     }
 
     /// A client that connects only to `addr` for `host` and follows no redirect.
-    fn pinned_client(host: &str, addr: SocketAddr) -> Result<reqwest::Client, FetchError> {
+    fn pinned_client(
+        host: &str,
+        addr: SocketAddr,
+        connect_timeout: Duration,
+    ) -> Result<reqwest::Client, FetchError> {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .connect_timeout(Duration::from_secs(10));
+            .connect_timeout(connect_timeout);
         if host.parse::<IpAddr>().is_err() {
             builder = builder.resolve(host, addr);
         }
@@ -262,7 +274,7 @@ impl GuardedFetcher {
     ) -> Result<u16, FetchError> {
         let url = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
         let (host, addr) = self.checked_url(&url).await?;
-        let client = Self::pinned_client(&host, addr)?;
+        let client = Self::pinned_client(&host, addr, POST_CONNECT_TIMEOUT)?;
         let mut request = client.post(url).body(body);
         for (name, value) in headers {
             request = request.header(*name, value);
@@ -281,7 +293,7 @@ impl GuardedFetcher {
         let mut current = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
         for _ in 0..=MAX_REDIRECTS {
             let (host, addr) = self.checked_url(&current).await?;
-            let client = Self::pinned_client(&host, addr)?;
+            let client = Self::pinned_client(&host, addr, FETCH_CONNECT_TIMEOUT)?;
             let response = client.get(current.clone()).send().await.map_err(|e| {
                 if e.is_timeout() {
                     FetchError::Timeout
@@ -344,7 +356,11 @@ impl Fetcher for GuardedFetcher {
         headers: &[(&str, String)],
         body: Vec<u8>,
     ) -> Result<u16, FetchError> {
-        let timeout = self.policy.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let timeout = self
+            .policy
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT)
+            .min(POST_ANSWER_TIMEOUT);
         match tokio::time::timeout(timeout, self.post_once(url, headers, body)).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout),

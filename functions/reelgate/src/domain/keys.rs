@@ -80,6 +80,22 @@ pub fn webhook(org: &str, id: &str) -> Key {
     Key::new(org_pk(org), format!("{WEBHOOK_PREFIX}{id}"))
 }
 
+/// The count of an organization's webhook endpoints (`ORG#<org>` / `WEBHOOK_COUNT`): every
+/// create and delete changes it in the transaction that writes the endpoint, so the cap holds
+/// under concurrent creates. Not under [`WEBHOOK_PREFIX`], so listings never see it.
+pub fn webhook_count(org: &str) -> Key {
+    Key::new(org_pk(org), "WEBHOOK_COUNT")
+}
+
+/// The prefix of an organization's webhook delivery slots (leases of in-flight POSTs).
+pub const WEBHOOK_SLOT_PREFIX: &str = "WEBHOOK_INFLIGHT#";
+
+/// One delivery slot (`ORG#<org>` / `WEBHOOK_INFLIGHT#<scope>#<n>`): `scope` is an endpoint id
+/// for the endpoint's own slots, `org` for the organization's.
+pub fn webhook_slot(org: &str, scope: &str, n: usize) -> Key {
+    Key::new(org_pk(org), format!("{WEBHOOK_SLOT_PREFIX}{scope}#{n}"))
+}
+
 pub const CHARGE_PREFIX: &str = "CHARGE#";
 
 /// A render charge (`ORG#<org>` / `CHARGE#<video id>`), written once per job.

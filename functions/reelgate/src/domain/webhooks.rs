@@ -19,6 +19,13 @@
 //!   through the queue after the next wait of `Settings::webhook_retry_schedule` (hops of at most
 //!   [`MAX_HOP`], SQS's longest delay); when the last attempt of an event fails the endpoint is
 //!   disabled with the reason.
+//! - **The cap** ([`MAX_ENDPOINTS`]) is a count (`WEBHOOK_COUNT`) changed in the transaction that
+//!   writes or deletes an endpoint, so concurrent creates cannot pass it.
+//! - **Fairness** (docs/security.md §12): an attempt holds one of its endpoint's
+//!   [`ENDPOINT_IN_FLIGHT`] slots and one of its organization's [`ORG_IN_FLIGHT`] (leases in the
+//!   store, so they hold across workers and hosts), the POST waits at most 10 s for its answer,
+//!   and a failing endpoint backs off ([`backoff_secs`]); a delivery that must wait goes back to
+//!   the queue without counting as an attempt.
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
@@ -47,6 +54,22 @@ pub const ATTEMPTS_KEPT: usize = 10;
 /// The longest delay of one queue hop (SQS `DelaySeconds` stops at 900 s): a longer wait is
 /// several hops.
 pub const MAX_HOP: Duration = Duration::from_secs(900);
+/// Deliveries to one endpoint in flight at once, across every worker and host.
+pub const ENDPOINT_IN_FLIGHT: usize = 2;
+/// Deliveries to one organization's endpoints in flight at once: a tenant with many slow
+/// endpoints holds at most this many workers.
+pub const ORG_IN_FLIGHT: usize = 4;
+/// How long a delivery slot is held at most: longer than one POST may take (the guarded
+/// fetcher's `POST_ANSWER_TIMEOUT`, 10 s) with room for the store writes around it; a worker
+/// that dies mid-delivery frees its slots when the lease lapses.
+pub const SLOT_LEASE_SECS: i64 = 30;
+/// When the endpoint's or the organization's slots are all taken, the delivery waits this long
+/// in the queue (not an attempt) and tries again.
+pub const BUSY_WAIT: Duration = Duration::from_secs(5);
+/// After `n` failed attempts in a row an endpoint gets no delivery for
+/// `BACKOFF_BASE_SECS * 2^(n-1)` seconds, at most [`BACKOFF_MAX_SECS`]; a success ends it.
+pub const BACKOFF_BASE_SECS: i64 = 1;
+pub const BACKOFF_MAX_SECS: i64 = 900;
 /// How long a rotated-out secret still signs deliveries beside the new one.
 pub const ROTATION_GRACE_SECS: i64 = 24 * 3600;
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -299,20 +322,6 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
         )
         .with_param("url"));
     }
-    let existing = cx
-        .store
-        .query(
-            Query::partition(crate::domain::keys::org_pk(org))
-                .prefix(crate::domain::keys::WEBHOOK_PREFIX)
-                .limit(MAX_ENDPOINTS + 1),
-        )
-        .await?;
-    if existing.items.len() >= MAX_ENDPOINTS {
-        return Err(ApiError::invalid(
-            "url",
-            format!("An organization can register at most {MAX_ENDPOINTS} webhook endpoints; delete one first."),
-        ));
-    }
     let id = new_id("wh");
     let secret = new_signing_secret();
     let now = now_secs();
@@ -331,12 +340,83 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
     it.insert("secret".into(), secret.clone().into());
     it.insert("created_at".into(), now.into());
     it.insert("consecutive_failures".into(), 0i64.into());
-    cx.store.put(it.clone(), Some(Condition::NotExists)).await?;
+    put_counted(cx, org, it.clone()).await?;
     let mut endpoint = Endpoint::from_item(&it)
         .ok_or_else(|| ApiError::internal("creating a webhook endpoint", "unreadable item"))?;
     endpoint.secret = Some(secret);
     tracing::info!(%org, webhook = %id, "webhook endpoint created");
     Ok(endpoint)
+}
+
+/// Tries of a counted create or delete: a transaction that lost a race with another write of
+/// the count (DynamoDB's `TransactionConflict`, which the adapter reports as unavailable) is
+/// tried again after a short random pause.
+const COUNT_TRIES: usize = 25;
+
+fn cap_reached() -> ApiError {
+    ApiError::invalid(
+        "url",
+        format!("An organization can register at most {MAX_ENDPOINTS} webhook endpoints; delete one first."),
+    )
+}
+
+async fn count_pause() {
+    use rand::Rng;
+    let ms = rand::thread_rng().gen_range(5..50);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Writes a new endpoint and raises the organization's count in one transaction whose condition
+/// is "the count is below the cap": concurrent creates cannot both take the last place. An
+/// organization whose endpoints predate the count gets one first, set to what it has.
+async fn put_counted(cx: Context<'_>, org: &str, endpoint: Item) -> ApiResult<()> {
+    use crate::ports::store::StoreError;
+    let count_key = crate::domain::keys::webhook_count(org);
+    for _ in 0..COUNT_TRIES {
+        if cx.store.get(&count_key).await?.is_none() {
+            let existing = cx
+                .store
+                .query(
+                    Query::partition(crate::domain::keys::org_pk(org))
+                        .prefix(crate::domain::keys::WEBHOOK_PREFIX)
+                        .limit(MAX_ENDPOINTS * 2),
+                )
+                .await?;
+            let mut count = item(&count_key);
+            count.insert("kind".into(), "webhook_endpoint_count".into());
+            count.insert("count".into(), (existing.items.len() as i64).into());
+            match cx.store.put(count, Some(Condition::NotExists)).await {
+                Ok(()) | Err(StoreError::ConditionFailed) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let ops = vec![
+            TransactOp::Update {
+                key: count_key.clone(),
+                update: Update::new().add("count", rust_decimal::Decimal::ONE),
+                condition: Some(Condition::Lt(
+                    "count".into(),
+                    Attr::from(MAX_ENDPOINTS as i64),
+                )),
+            },
+            TransactOp::Put {
+                item: endpoint.clone(),
+                condition: Some(Condition::NotExists),
+            },
+        ];
+        match cx.store.transact(ops).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.failed_at(0) => return Err(cap_reached()),
+            Err(StoreError::TransactionCanceled { .. } | StoreError::Unavailable(_)) => {
+                count_pause().await
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::internal(
+        "creating a webhook endpoint",
+        "the endpoint count stayed contended",
+    ))
 }
 
 /// The organization's endpoints, oldest first.
@@ -366,11 +446,48 @@ pub async fn get(cx: Context<'_>, org: &str, id: &str) -> ApiResult<Endpoint> {
     Endpoint::from_item(&load(cx, org, id).await?).ok_or_else(|| not_found(id))
 }
 
+/// Deletes the endpoint and lowers the organization's count in one transaction.
 pub async fn delete(cx: Context<'_>, org: &str, id: &str) -> ApiResult<()> {
+    use crate::ports::store::StoreError;
     load(cx, org, id).await?;
-    cx.store.delete(&endpoint_key(org, id), None).await?;
-    tracing::info!(%org, webhook = %id, "webhook endpoint deleted");
-    Ok(())
+    let count_key = crate::domain::keys::webhook_count(org);
+    for _ in 0..COUNT_TRIES {
+        // Without a count (endpoints that predate it) the delete requires it still absent: a
+        // create that sets it up meanwhile counted this endpoint, so the delete must lower it.
+        let count_op = match cx.store.get(&count_key).await? {
+            Some(_) => TransactOp::Update {
+                key: count_key.clone(),
+                update: Update::new().add("count", -rust_decimal::Decimal::ONE),
+                condition: Some(Condition::Gt("count".into(), Attr::from(0i64))),
+            },
+            None => TransactOp::ConditionCheck {
+                key: count_key.clone(),
+                condition: Condition::NotExists,
+            },
+        };
+        let ops = vec![
+            TransactOp::Delete {
+                key: endpoint_key(org, id),
+                condition: Some(Condition::Exists),
+            },
+            count_op,
+        ];
+        match cx.store.transact(ops).await {
+            Ok(()) => {
+                tracing::info!(%org, webhook = %id, "webhook endpoint deleted");
+                return Ok(());
+            }
+            Err(e) if e.failed_at(0) => return Err(not_found(id)),
+            Err(StoreError::TransactionCanceled { .. } | StoreError::Unavailable(_)) => {
+                count_pause().await
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::internal(
+        "deleting a webhook endpoint",
+        "the endpoint count stayed contended",
+    ))
 }
 
 /// A new secret for the endpoint, returned once. The previous one keeps signing (a second
@@ -563,6 +680,134 @@ pub async fn deliver(cx: Context<'_>, queue: &dyn MessageQueue, body: &str) -> R
     if endpoint.str_attr("status") != Some(STATUS_ENABLED) {
         return Ok(());
     }
+    // A failing endpoint backs off: its deliveries wait in the queue, unattempted.
+    if let Some(until) = endpoint.i64_attr("backoff_until").filter(|t| *t > now) {
+        return wait_in_queue(queue, delivery, until - now, until).await;
+    }
+    let Some(slots) = claim_slots(cx, &delivery.org, &delivery.endpoint_id, now).await? else {
+        let wait = BUSY_WAIT.as_secs() as i64;
+        return wait_in_queue(queue, delivery, wait, 0).await;
+    };
+    let result = attempt_delivery(cx, queue, delivery, &endpoint, now).await;
+    release_slots(cx, &slots).await;
+    result
+}
+
+/// Sends the delivery back to the queue, unattempted, for `wait` seconds (a due time past one
+/// hop is kept in `due_at`).
+async fn wait_in_queue(
+    queue: &dyn MessageQueue,
+    delivery: Delivery,
+    wait: i64,
+    due_at: i64,
+) -> Result<(), String> {
+    let wait = Duration::from_secs(wait.max(1) as u64).min(MAX_HOP);
+    let body =
+        serde_json::to_string(&Delivery { due_at, ..delivery }).map_err(|e| e.to_string())?;
+    queue
+        .send(&body, wait)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The slot leases one delivery holds: one of its organization's, one of its endpoint's.
+struct Slots {
+    keys: [Key; 2],
+    holder: String,
+}
+
+/// Claims a free organization slot and a free endpoint slot in one transaction (each written
+/// only if absent or lapsed), or None when either kind is all taken.
+async fn claim_slots(
+    cx: Context<'_>,
+    org: &str,
+    endpoint_id: &str,
+    now: i64,
+) -> Result<Option<Slots>, String> {
+    use crate::domain::keys::{org_pk, webhook_slot, WEBHOOK_SLOT_PREFIX};
+    use crate::ports::store::StoreError;
+    let holder = new_id("lease");
+    for _ in 0..3 {
+        // Lapsed leases read as absent.
+        let held: std::collections::HashSet<String> = cx
+            .store
+            .query(
+                Query::partition(org_pk(org))
+                    .prefix(WEBHOOK_SLOT_PREFIX)
+                    .limit(ORG_IN_FLIGHT + MAX_ENDPOINTS * ENDPOINT_IN_FLIGHT + 8),
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .iter()
+            .filter_map(|it| it.str_attr(crate::ports::store::SK).map(str::to_owned))
+            .collect();
+        let free = |scope: &str, n: usize| {
+            (0..n)
+                .map(|i| webhook_slot(org, scope, i))
+                .find(|k| !held.contains(&k.sk))
+        };
+        let (Some(org_slot), Some(endpoint_slot)) = (
+            free("org", ORG_IN_FLIGHT),
+            free(endpoint_id, ENDPOINT_IN_FLIGHT),
+        ) else {
+            return Ok(None);
+        };
+        let lease = |key: &Key| {
+            let mut it = item(key);
+            it.insert("kind".into(), "webhook_slot".into());
+            it.insert("holder".into(), holder.clone().into());
+            it.insert(
+                crate::ports::store::EXPIRES_AT.into(),
+                (now + SLOT_LEASE_SECS).into(),
+            );
+            TransactOp::Put {
+                item: it,
+                condition: Some(Condition::NotExists),
+            }
+        };
+        match cx
+            .store
+            .transact(vec![lease(&org_slot), lease(&endpoint_slot)])
+            .await
+        {
+            Ok(()) => {
+                return Ok(Some(Slots {
+                    keys: [org_slot, endpoint_slot],
+                    holder,
+                }))
+            }
+            // Another delivery took one of them first: look again.
+            Err(StoreError::TransactionCanceled { .. } | StoreError::Unavailable(_)) => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(None)
+}
+
+/// Frees the slots, unless their lease lapsed and another delivery holds them now.
+async fn release_slots(cx: Context<'_>, slots: &Slots) {
+    for key in &slots.keys {
+        let still_ours = Condition::Eq("holder".into(), Attr::S(slots.holder.clone()));
+        match cx.store.delete(key, Some(still_ours)).await {
+            Ok(_) | Err(crate::ports::store::StoreError::ConditionFailed) => {}
+            // The lease lapses on its own.
+            Err(e) => tracing::warn!(error = %e, "could not free a webhook delivery slot"),
+        }
+    }
+}
+
+/// One attempt of a delivery whose slots are held: POSTs, records the attempt, and queues the
+/// next attempt or disables the endpoint.
+async fn attempt_delivery(
+    cx: Context<'_>,
+    queue: &dyn MessageQueue,
+    delivery: Delivery,
+    endpoint: &Item,
+    now: i64,
+) -> Result<(), String> {
+    let key = endpoint_key(&delivery.org, &delivery.endpoint_id);
     let url = endpoint.str_attr("url").unwrap_or_default().to_owned();
     let mut signatures = Vec::new();
     if let Some(s) = endpoint.str_attr("secret") {
@@ -663,6 +908,12 @@ pub async fn deliver(cx: Context<'_>, queue: &dyn MessageQueue, body: &str) -> R
     Ok(())
 }
 
+/// How long an endpoint gets no delivery after `failures` failed attempts in a row.
+pub fn backoff_secs(failures: i64) -> i64 {
+    let doublings = (failures - 1).clamp(0, 20) as u32;
+    (BACKOFF_BASE_SECS << doublings).min(BACKOFF_MAX_SECS)
+}
+
 /// Adds `attempt` to the endpoint's record (a conditional read-modify-write, so concurrent
 /// deliveries to one endpoint do not drop each other's attempts).
 async fn record(cx: Context<'_>, key: &Key, attempt: &Attempt) -> Result<(), String> {
@@ -680,8 +931,15 @@ async fn record(cx: Context<'_>, key: &Key, attempt: &Attempt) -> Result<(), Str
             update
                 .set("consecutive_failures", 0i64)
                 .set("last_success_at", attempt.attempted_at)
+                .remove("backoff_until")
         } else {
-            update.add("consecutive_failures", rust_decimal::Decimal::ONE)
+            let failures = current.i64_attr("consecutive_failures").unwrap_or(0).max(0) + 1;
+            update
+                .add("consecutive_failures", rust_decimal::Decimal::ONE)
+                .set(
+                    "backoff_until",
+                    attempt.attempted_at + backoff_secs(failures),
+                )
         };
         let condition = match before {
             Some(b) => Condition::Eq("attempts_json".into(), Attr::S(b)),
@@ -715,6 +973,14 @@ mod tests {
             Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         );
         assert!(sign("not-a-secret", "m", 1, b"x").is_none());
+    }
+
+    #[test]
+    fn a_failing_endpoint_backs_off_doubling_up_to_fifteen_minutes() {
+        let waits: Vec<i64> = (1..=12).map(backoff_secs).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900]);
+        assert_eq!(backoff_secs(10_000), BACKOFF_MAX_SECS);
+        assert_eq!(backoff_secs(0), 1);
     }
 
     #[test]
