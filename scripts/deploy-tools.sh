@@ -2,7 +2,7 @@
 # The deploy tools, from PyPI in seconds (no `cargo install`), into the tools cache beside the
 # test tools (scripts/cargo-env.sh):
 #   aws-sam-cli   `sam build`, `sam deploy`, `sam validate --lint`
-#   cargo-lambda  what infra/Makefile builds the bootstraps with (`cargo lambda build`)
+#   cargo-lambda  what functions/reelgate-lambda/Makefile (sam build) builds the bootstraps with (`cargo lambda build`)
 #   ziglang       zig: cargo-lambda's C compiler and linker for the cross build, against glibc
 #                 2.17 symbols (provided.al2023 has 2.34; a plain build on a newer Linux asks for
 #                 more)
