@@ -208,6 +208,9 @@ def main():
     p.add_argument("--artifacts-before", default=str(REPO / "docs/bench/artifacts-031d69b.json"))
     p.add_argument("--artifacts-arm64", default=str(REPO / "docs/bench/artifacts-lambda-arm64.json"))
     p.add_argument("--cold-start", default=str(REPO / "docs/bench/cold-start.json"))
+    # What `sam build` puts in .aws-sam/build (scripts/sam-build-sizes.sh): the deployed artifacts.
+    p.add_argument("--artifacts-sam-build",
+                   default=str(REPO / "docs/bench/artifacts-sam-build-arm64.json"))
     p.add_argument("--litellm", default=str(REPO / "docs/bench/vs-litellm.json"))
     p.add_argument("--out", default=str(REPO / "docs/cost.md"))
     args = p.parse_args()
@@ -220,6 +223,7 @@ def main():
         # No lambda-profile arm64 measurement yet: the release-profile one, labelled as such.
         arm64_path = REPO / "docs/bench/artifacts-arm64.json"
     arm64 = json.loads(arm64_path.read_text()) if arm64_path.exists() else None
+    deployed = optional(args.artifacts_sam_build)
     cold = json.loads(Path(args.cold_start).read_text())
     fns = {f["binary"]: f for f in cold["functions"] if "error" not in f}
     sizes = {f["binary"]: f for f in artifacts["functions"]}
@@ -245,6 +249,46 @@ def main():
     w("")
 
     # --------------------------------------------------------------------- artifacts
+    if deployed:
+        w(f"## Artifact sizes as deployed (`sam build`, {deployed['arch']})")
+        w("")
+        built = (f", the whole-stack `sam build` took {deployed['build_seconds']} s"
+                 if deployed.get("build_seconds") else "")
+        w(f"What `sam build` puts in `.aws-sam/build/<LogicalId>/bootstrap` (every function through "
+          f"`functions/reelgate-lambda/Makefile`: profile `{deployed['profile']}`, "
+          f"{deployed['arch']}, zig linking against glibc 2.17; docs/deploy.md, \"Build\"), measured "
+          f"by `scripts/sam-build-sizes.sh` at {deployed['measured_at']} (sources of commit "
+          f"{deployed.get('commit', 'not recorded')}{built}; {deployed.get('note', '')}); zip = "
+          "the deployment package (deflate level 9). The streaming twins (`…StreamFunction`) "
+          "deploy the same bootstrap as their HTTP function (the script checks that the copies "
+          "are identical).")
+        w("")
+        w("| function | ports | bootstrap | zip | media code linked |")
+        w("|---|---|---:|---:|---|")
+        deployed_ports = function_ports()
+        for f in deployed["functions"]:
+            w(f"| {f['binary']} | {deployed_ports.get(f['binary'], '?')} | "
+              f"{f['bootstrap_bytes']/2**20:.2f} MiB | {f['zip_bytes']/2**20:.2f} MiB | "
+              f"{', '.join(f['media_crates']) or 'none'} |")
+        w("")
+        d_http = [f for f in deployed["functions"] if f["kind"] == "http"]
+        d_met = [f for f in d_http if f["bootstrap_bytes"] < 12_000_000 and f["zip_bytes"] < 5_000_000]
+        w(f"Targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB, no video "
+          f"codec), as deployed: met by {len(d_met)} of {len(d_http)} HTTP functions.")
+        w("")
+        d_misses = [m for m in deployed["target_misses"] if ": bootstrap " not in m and ": zip " not in m]
+        d_misses = [
+            f"{f['binary']}: bootstrap {f['bootstrap_bytes']/1e6:.2f} MB"
+            + (f" ({(f['bootstrap_bytes'] - 12_000_000)/1e6:+.2f} MB)" if f["bootstrap_bytes"] >= 12_000_000 else "")
+            + f", zip {f['zip_bytes']/1e6:.2f} MB"
+            + (f" ({(f['zip_bytes'] - 5_000_000)/1e6:+.2f} MB)" if f["zip_bytes"] >= 5_000_000 else "")
+            for f in d_http if f not in d_met] + d_misses
+        if d_misses:
+            w("Missed (by how much beyond the target):")
+            w("")
+            for m in d_misses:
+                w(f"- {m}")
+            w("")
     w("## Artifact sizes (x86_64)")
     w("")
     w(f"Profile `{artifacts.get('profile', 'release')}`: `{artifacts['release_profile']}`. Measured at "
@@ -379,6 +423,11 @@ def main():
       f"{cold['cold_runs']} cold starts. DynamoDB/S3/SQS run in the local emulator, so every AWS "
       "call is a local round trip to a Python process: the durations are the function's own work "
       "plus the emulator's, not AWS's network.")
+    w("")
+    w(f"The bootstraps are the `{cold.get('profile', 'release')}` profile built for the host "
+      "(x86_64): the emulator runs each bootstrap as a host process, so the arm64 artifacts that "
+      "`sam build` deploys (above) were not started here; same sources and profile, another "
+      "instruction set. Their cold starts on Graviton are not measured.")
     w("")
     w("| function | event | init ms | first ms | warm p50 ms | warm p99 ms | peak RSS MiB | memory MB | AWS calls / invocation |")
     w("|---|---|---:|---:|---:|---:|---:|---:|---|")
@@ -582,6 +631,7 @@ def main():
     w("```sh")
     w("scripts/lambda-artifacts.sh            # builds the bootstraps, writes docs/bench/artifacts.json")
     w("scripts/lambda-artifacts.sh --arch arm64  # the same for Graviton, docs/bench/artifacts-arm64.json")
+    w("scripts/sam-build-sizes.sh             # the whole-stack sam build, docs/bench/artifacts-sam-build-arm64.json")
     w("scripts/bench-cold-start.sh            # cold/warm starts on the emulator, docs/bench/cold-start.json")
     w("python3 scripts/cost-model.py          # this document")
     w("scripts/bench-vs-litellm.sh            # the side-by-side with LiteLLM, docs/performance.md")

@@ -9,12 +9,14 @@
 #      DefinitionUri file. asl-validator accepts the ${Name} placeholders;
 #   4. cfn-lint on infra/edge-payload-hash.yaml (the front door's Lambda@Edge function for stacks
 #      outside us-east-1), and the front door's two edge functions (payload hash, Authorization
-#      relay) run by node on sample events (scripts/edge-functions-check.js).
+#      relay) run by node on sample events (scripts/edge-functions-check.js);
+#   5. `sam validate --lint` (aws-sam-cli from scripts/deploy-tools.sh), the lint a deployer runs,
+#      with the cfn-lint that SAM CLI bundles.
 # The Rust side of the checks (functions <-> binaries, ASL placeholders <-> substitutions,
 # API_ROUTES <-> API events) is functions/reelgate-lambda/tests/infra_consistency.rs.
 #
 # Tools are installed once, pinned, into ${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}.
-# Exit status: 0 when both pass.
+# Exit status: 0 when all pass.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -115,6 +117,20 @@ then
   fi
 else
   echo "infra-check: could not extract PayloadHashFunction's code" >&2
+  status=1
+fi
+
+echo "infra-check: sam validate --lint (aws-sam-cli of scripts/deploy-tools.sh)" >&2
+# Offline: --lint runs cfn-lint only (no credentials); the region names the resource specs.
+if SAM_ENV="$(bash "$ROOT/scripts/deploy-tools.sh" --no-target env)"; then
+  eval "$SAM_ENV"
+  if ! (cd "$ROOT" && SAM_CLI_TELEMETRY=0 sam validate --lint --region us-east-1 \
+    --template-file infra/template.yaml); then
+    echo "infra-check: sam validate --lint found problems in infra/template.yaml" >&2
+    status=1
+  fi
+else
+  echo "infra-check: could not install aws-sam-cli (scripts/deploy-tools.sh)" >&2
   status=1
 fi
 

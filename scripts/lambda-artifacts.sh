@@ -12,6 +12,8 @@
 #                  C compiler and linker (`ziglang` and `cargo-zigbuild` from PyPI, pinned, in a
 #                  venv under the tools cache); default out docs/bench/artifacts-arm64.json
 #   --functions    build and measure only these binaries (default: every src/bin/*.rs)
+#   --from DIR     measure the binaries in DIR (DIR/<binary>) instead of cargo's output, without
+#                  building (scripts/sam-build-sizes.sh: what `sam build` put in .aws-sam/build)
 #
 # Builds every reelgate-lambda bootstrap with the workspace's release profile (stripped; see
 # Cargo.toml's [profile.release]), zips each one as Lambda ships it (`bootstrap` at the zip's
@@ -36,6 +38,7 @@ ARCH=x86_64
 PROFILE=release
 OUT=""
 FUNCTIONS=""
+FROM=""
 ZIG_VERSION="0.17.0"
 ZIGBUILD_VERSION="0.24.0"
 while [[ $# -gt 0 ]]; do
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --functions) FUNCTIONS="$2"; shift ;;
     --profile) PROFILE="$2"; shift ;;
     --out) OUT="$2"; shift ;;
+    --from) FROM="$2"; BUILD=0; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -93,6 +97,7 @@ case "$ARCH" in
   *) echo "--arch is x86_64 or arm64, not $ARCH" >&2; exit 2 ;;
 esac
 
+[[ -z "$FROM" ]] || RELEASE_DIR="$FROM"
 python3 - "$RELEASE_DIR" "$OUT" "$ARCH" "$FUNCTIONS" "$PROFILE" <<'PY'
 import io, json, os, re, sys, time, zipfile
 from pathlib import Path
@@ -168,7 +173,7 @@ if missing:
 import subprocess
 # The commit whose sources were built (a --no-build run measures what the cache holds: say so).
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-report = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch, "commit": commit,
+report = {"source": os.environ.get("ARTIFACTS_SOURCE", "cargo"), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "arch": arch, "commit": commit,
           "profile": profile_name, "release_profile": profile, "functions": rows, "target_misses": misses}
 if os.environ.get("BUILD_SECONDS"):
     report["build_seconds"] = int(os.environ["BUILD_SECONDS"])

@@ -28,10 +28,11 @@ PYTHON="$REELGATE_TOOLS_DIR/python/bin/python"
 export REELGATE_PYTHON="$PYTHON"
 
 # --- infrastructure checks (issue 7, owned with functions/reelgate-lambda): cfn-lint on
-# infra/template.yaml and asl-validator on statemachine/*.asl.json, offline; counted as one test.
+# infra/template.yaml, asl-validator on statemachine/*.asl.json and `sam validate --lint`, offline;
+# counted as one test.
 # The Rust consistency checks (template <-> binaries <-> API_ROUTES <-> ASL placeholders) and the
 # AWS path on the emulator run with the Rust tests below.
-step "infrastructure checks (cfn-lint, asl-validator)"
+step "infrastructure checks (cfn-lint, SAM transform, asl-validator, sam validate --lint)"
 infra_status=0
 bash scripts/infra-check.sh || infra_status=1
 # --- end of infrastructure checks

@@ -71,8 +71,8 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
             binary_of(r).unwrap_or_else(|| panic!("{id} has no Metadata.BuildProperties.Binary"));
         assert_eq!(
             r["Metadata"]["BuildMethod"].as_str(),
-            Some("rust-cargolambda"),
-            "{id}: BuildMethod"
+            Some("makefile"),
+            "{id}: BuildMethod (functions/reelgate-lambda/Makefile)"
         );
         template_binaries.insert(binary.to_owned());
     }
@@ -103,6 +103,77 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
         actual, expected,
         "template functions (logical id → binary) vs the manifest"
     );
+}
+
+/// `sam build` runs `make build-<LogicalId>` in each function's CodeUri with this crate's
+/// Makefile, which names each function's binary once more (SAM hands make nothing but the
+/// logical id): both lists, the build's architecture and its profile must agree with the
+/// template and Cargo.toml, or a deploy would ship another function's code, the wrong
+/// architecture or the larger release profile.
+#[test]
+fn the_makefile_builds_every_function_from_its_binary_with_the_lambda_profile() {
+    let t = template();
+    assert_eq!(
+        t["Globals"]["Function"]["CodeUri"].as_str(),
+        Some("../functions/reelgate-lambda"),
+        "Globals.Function.CodeUri: where SAM looks for the Makefile"
+    );
+    let makefile =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Makefile"))
+            .expect("functions/reelgate-lambda/Makefile");
+    let assignment = |line: &str| {
+        let (name, value) = line.split_once(":=")?;
+        Some((name.trim().to_owned(), value.trim().to_owned()))
+    };
+    let variables: BTreeMap<String, String> = makefile.lines().filter_map(assignment).collect();
+    let in_makefile: BTreeMap<String, String> = variables
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("BINARY_")?.to_owned(), v.clone())))
+        .collect();
+    let fns = functions(&t);
+    let in_template: BTreeMap<String, String> = fns
+        .iter()
+        .map(|(id, r)| (id.clone(), binary_of(r).unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(
+        in_makefile, in_template,
+        "Makefile BINARY_<logical id> vs the template's Metadata.BuildProperties.Binary"
+    );
+    for (id, r) in &fns {
+        assert!(
+            r["Properties"].get("CodeUri").is_none(),
+            "{id} overrides the global CodeUri"
+        );
+    }
+    let triple = match t["Globals"]["Function"]["Architectures"][0].as_str() {
+        Some("arm64") => "aarch64-unknown-linux-gnu",
+        Some("x86_64") => "x86_64-unknown-linux-gnu",
+        other => panic!("Architectures {other:?}"),
+    };
+    assert_eq!(
+        variables.get("TARGET").map(String::as_str),
+        Some(triple),
+        "the Makefile's TARGET vs the template's Architectures"
+    );
+    // The profile whose sizes docs/cost.md reports (scripts/lambda-artifacts.sh --profile lambda).
+    assert_eq!(variables.get("PROFILE").map(String::as_str), Some("lambda"));
+    let cargo_toml = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        cargo_toml.contains("[profile.lambda]"),
+        "Cargo.toml has no lambda profile"
+    );
+    let recipe = makefile
+        .split_once("build-%:")
+        .map(|(_, r)| r)
+        .expect("a build-% rule");
+    for piece in [
+        "--profile $(PROFILE)",
+        "--target $(TARGET).2.17",
+        "--bins",
+        "$(TARGET)/$(PROFILE)/$(BINARY_$*) $(ARTIFACTS_DIR)/bootstrap",
+    ] {
+        assert!(recipe.contains(piece), "the build-% recipe lacks `{piece}`");
+    }
 }
 
 #[test]
