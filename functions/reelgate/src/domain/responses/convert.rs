@@ -530,7 +530,12 @@ async fn file_parts(cx: Context<'_>, caller: &Caller, p: &Value) -> ApiResult<Ve
     Ok(Vec::new())
 }
 
-async fn bytes_parts(bytes: Vec<u8>, filename: Option<&str>, param: &str) -> ApiResult<Vec<Value>> {
+/// What a file's bytes become for a chat model: an image part, a PDF's pages as images, or a text part.
+pub async fn bytes_parts(
+    bytes: Vec<u8>,
+    filename: Option<&str>,
+    param: &str,
+) -> ApiResult<Vec<Value>> {
     let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
     match sniffed.kind {
         MediaKind::Video | MediaKind::Audio => Err(av_refusal(param)),
