@@ -605,7 +605,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A message in Anthropic's Messages API shape (Anthropic's server-sent events with `stream: true`; the key also as `x-api-key`; errors in Anthropic's envelope; docs/messages.md)",
         body: Body::Json("MessageCreateRequest"),
         ok: &[(200, Answer::JsonOrStream("Message"))],
-        errors: &[400, 401, 402, 404, 413, 429, 500, 502, 504, 529],
+        errors: &[400, 401, 402, 404, 413, 429, 502, 504, 529],
         ..DEFAULT
     },
     Operation {
