@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. installs the test tools once (Python venv with pytest + the openai SDK, ffmpeg, the AWS
+#   1. installs the test tools once (Python venv with pytest + the openai and anthropic SDKs, ffmpeg, the AWS
 #      emulator) into a cache outside the clone;
 #   2. starts the AWS emulator on 127.0.0.1 so the AWS adapters' contract suite runs;
 #   3. builds the workspace once (dev profile, all features) and runs every Rust test with
@@ -100,7 +100,7 @@ run_python_suite "console (headless Chromium)" tests/console
 run_python_suite "webhooks (real binary, a signature-checking receiver)" tests/webhooks
 run_python_suite "observability: usage report, metrics, logs, traces (real binary, priced fake upstream, fake OTLP collector)" tests/observability
 run_python_suite "security (attacks on the real binary)" tests/security
-run_python_suite "SDK conformance (official openai Python and Node SDKs)" tests/sdk
+run_python_suite "SDK conformance (official openai Python and Node SDKs, anthropic Python SDK)" tests/sdk
 run_python_suite "fuzzing (Schemathesis, bounded run) and what it found" tests/fuzz
 
 # infra_status: the "infrastructure checks" step above (one test).

@@ -11,9 +11,15 @@ picks a free port). Behaviour of POST /v1/chat/completions, by the request:
 - tools given and the last message is from the user: two parallel `get_weather` calls
   (Paris, Tokyo), finish_reason `tool_calls`;
 - the last message is a `tool` result: "Weather: <results joined by '; '>";
-- an `image_url` part: the fake GETs the URL (as a vision model would) and answers
-  "image <n> bytes png=<true|false>";
+- an `image_url` part: the fake GETs the URL (as a vision model would; a `data:` URL is
+  decoded) and answers "image <n> bytes png=<true|false>";
 - otherwise: "Hello from the fake upstream.".
+
+As OpenAI does, the text is cut before the first of the request's `stop` sequences (finish
+`stop`, without saying which one matched) and after `max_completion_tokens` (or `max_tokens`)
+words (finish `length`); a `tool` message that answers no earlier assistant tool call is refused
+with OpenAI's 400. Streamed tool calls send the id and name first, then the arguments in two
+fragments, as OpenAI streams them.
 
 With `stream: true` the answer goes out as SSE, one chunk per word, `--gap-ms` apart (default
 200), then a finish chunk, a usage chunk when `stream_options.include_usage` is set, and
@@ -27,6 +33,7 @@ media URLs it fetched with their sizes.
 """
 
 import argparse
+import base64
 import json
 import sys
 import threading
@@ -39,6 +46,37 @@ FETCHED = []
 LOCK = threading.Lock()
 GAP_SECONDS = 0.2
 CACHED_TOKENS = 0
+
+
+def _refusal(body):
+    """OpenAI's 400 for a tool message that answers no earlier tool call, else None."""
+    called = set()
+    for i, m in enumerate(body.get("messages") or []):
+        for call in m.get("tool_calls") or []:
+            called.add(call.get("id"))
+        if m.get("role") == "tool" and m.get("tool_call_id") not in called:
+            return {"error": {
+                "message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                "type": "invalid_request_error", "param": f"messages.[{i}].role", "code": None}}
+    return None
+
+
+def _limit(body, text):
+    """The text as OpenAI would end it (stop sequences, the token limit) and its finish reason."""
+    finish = "stop"
+    stops = body.get("stop") or []
+    if isinstance(stops, str):
+        stops = [stops]
+    for s in stops:
+        at = text.find(s)
+        if at >= 0:
+            text = text[:at]
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    words = text.split(" ") if text else []
+    if limit and len(words) > limit:
+        text = " ".join(words[:limit])
+        finish = "length"
+    return text, finish
 
 
 def _answer(body):
@@ -62,7 +100,9 @@ def _answer(body):
                 if part.get("type") == "image_url":
                     url = part["image_url"]["url"]
                     data = b""
-                    if url.startswith("http"):
+                    if url.startswith("data:"):
+                        data = base64.b64decode(url.split(";base64,", 1)[1])
+                    elif url.startswith("http"):
                         with urllib.request.urlopen(url, timeout=10) as r:
                             data = r.read()
                         with LOCK:
@@ -107,7 +147,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK:
             REQUESTS.append(body)
+        refusal = _refusal(body)
+        if refusal:
+            self._json(400, refusal)
+            return
         text, calls = _answer(body)
+        finish = "tool_calls" if calls else "stop"
+        if text:
+            text, finish = _limit(body, text)
         words = text.split(" ") if text else []
         usage = {"prompt_tokens": 10, "completion_tokens": max(len(words), len(calls or [])),
                  "total_tokens": 10 + max(len(words), len(calls or []))}
@@ -119,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
             if calls:
                 message["tool_calls"] = calls
             self._json(200, {**base, "object": "chat.completion", "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                {"index": 0, "message": message, "finish_reason": finish}],
                 "usage": usage})
             return
         self.send_response(200)
@@ -141,11 +188,16 @@ class Handler(BaseHTTPRequestHandler):
             if calls:
                 for i, call in enumerate(calls):
                     time.sleep(GAP_SECONDS)
-                    send(chunk({"tool_calls": [{"index": i, **call}]}))
+                    args = call["function"]["arguments"]
+                    half = len(args) // 2
+                    send(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+                    for part in (args[:half], args[half:]):
+                        send(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
             for i, word in enumerate(words):
                 time.sleep(GAP_SECONDS)
                 send(chunk({"content": word if i == 0 else " " + word}))
-            send(chunk({}, "tool_calls" if calls else "stop"))
+            send(chunk({}, finish))
             if (body.get("stream_options") or {}).get("include_usage"):
                 send({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
             self.wfile.write(b"data: [DONE]\n\n")

@@ -14,8 +14,10 @@ MODEL = "fake-model-v1"
 
 
 class Tenant:
-    def __init__(self, server, key, org, user):
+    def __init__(self, server, key, org, user, fake_url):
         self.server, self.key, self.org, self.user = server, key, org, user
+        # The FakeUpstream's address, for what it received (GET /_fake/requests).
+        self.fake_url = fake_url
         self.base_url = f"{server.base_url}/v1"
 
 
@@ -29,6 +31,6 @@ def tenant():
             user = server.admin("user", "create", "--org", org["id"], "--email", "sdk@example.test")
             key = server.admin("key", "create", "--user", user["id"])["secret"]
             server.agree(user["id"], org["id"])
-            yield Tenant(server, key, org["id"], user["id"])
+            yield Tenant(server, key, org["id"], user["id"], fake.url)
     finally:
         fake.stop()

@@ -139,7 +139,9 @@ macro_rules! manifest {
     };
 }
 
-use reelgate::api::{chat, console, files, openapi, responses, uploads, usage, videos, webhooks};
+use reelgate::api::{
+    chat, console, files, messages, openapi, responses, uploads, usage, videos, webhooks,
+};
 
 manifest! {
     API_FILES = http("api-files", "ApiFilesFunction", "/v1/files", files::collection_route, Adapters::STORE.blobs());
@@ -239,6 +241,20 @@ manifest! {
         "/v1/chat/completions",
         chat::completions_route,
         Adapters::STORE.chat().blobs(),
+    );
+    API_MESSAGES = streamed(
+        "api-messages",
+        "ApiMessagesFunction",
+        "/v1/messages",
+        messages::messages_route,
+        Adapters::STORE.chat().blobs(),
+    );
+    API_MESSAGES_COUNT_TOKENS = http(
+        "api-messages-count-tokens",
+        "ApiMessagesCountTokensFunction",
+        "/v1/messages/count_tokens",
+        messages::count_tokens_route,
+        Adapters::STORE,
     );
     API_RESPONSES = streamed(
         "api-responses",

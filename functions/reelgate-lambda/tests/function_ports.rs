@@ -428,6 +428,25 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                 call_json("POST", "/v1/chat/completions", chat.clone()),
                 call_json("POST", "/v1/chat/completions", streamed_chat.clone()),
             ],
+            "api-messages" => vec![
+                call_json(
+                    "POST",
+                    "/v1/messages",
+                    json!({"model": "fake-chat", "max_tokens": 20,
+                           "messages": [{"role": "user", "content": "hi"}]}),
+                ),
+                call_json(
+                    "POST",
+                    "/v1/messages",
+                    json!({"model": "fake-chat", "max_tokens": 20, "stream": true,
+                           "messages": [{"role": "user", "content": "hi"}]}),
+                ),
+            ],
+            "api-messages-count-tokens" => vec![call_json(
+                "POST",
+                "/v1/messages/count_tokens",
+                json!({"model": "fake-chat", "messages": [{"role": "user", "content": "hi"}]}),
+            )],
             "api-responses" => vec![call_json(
                 "POST",
                 "/v1/responses",

@@ -124,9 +124,14 @@ fn every_operation_declares_its_errors_in_the_envelope() {
         for (status, r) in responses.as_object().expect("map") {
             let html = r["content"].get("text/html; charset=utf-8").is_some();
             if (status.starts_with('4') || status.starts_with('5')) && !html {
+                // The Messages API's routes answer Anthropic's envelope (docs/messages.md).
+                let envelope = if op.path.starts_with("/v1/messages") {
+                    "#/components/schemas/AnthropicErrorResponse"
+                } else {
+                    "#/components/schemas/ErrorResponse"
+                };
                 assert_eq!(
-                    r["content"]["application/json"]["schema"]["$ref"],
-                    "#/components/schemas/ErrorResponse",
+                    r["content"]["application/json"]["schema"]["$ref"], envelope,
                     "{} {status}",
                     op.id
                 );

@@ -12,7 +12,7 @@ use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
-use crate::domain::chat::{message_chars, new_completion_id, resolve_files, validate};
+use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::ApiResult;
 use crate::domain::rate_limits::{self, Grant, Kind};
 use crate::domain::usage::{self, TokenUsage};
@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -62,6 +63,20 @@ async fn completions(
 /// and the console's chat. Every answer after admission carries the rate-limit headers.
 pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Response> {
     let v = validate::validate(&app.catalog, &body)?;
+    let dialect = stream::OpenAiChat {
+        include_usage: v.include_usage,
+    };
+    complete_validated(app, caller, v, Arc::new(dialect)).await
+}
+
+/// The chat use case for a validated request, answered in `dialect` (the Messages API runs
+/// through here too, so admission, limits, fallback and billing are one rule).
+pub async fn complete_validated(
+    app: App,
+    caller: Caller,
+    v: validate::Validated,
+    dialect: Arc<dyn stream::Dialect>,
+) -> ApiResult<Response> {
     crate::domain::telemetry::note_model(&v.model.id);
     crate::domain::telemetry::note_prompt(|| {
         v.upstream_body
@@ -90,7 +105,7 @@ pub async fn complete(app: App, caller: Caller, body: Value) -> ApiResult<Respon
         Err(refused) => return Ok(refused),
     };
     let status = grant.status.clone();
-    let mut response = answer(app, caller, v, grant).await.into_response();
+    let mut response = answer(app, caller, v, grant, dialect).await.into_response();
     crate::api::rate_limits::apply(&status, response.headers_mut());
     Ok(response)
 }
@@ -100,11 +115,15 @@ async fn answer(
     caller: Caller,
     v: validate::Validated,
     grant: Grant,
+    dialect: Arc<dyn stream::Dialect>,
 ) -> ApiResult<Response> {
     let mut request = v.upstream_body;
-    resolve_files(app.context(), &caller, &v.model, &mut request, &v.files).await?;
+    if let Err(e) = resolve_files(app.context(), &caller, &v.model, &mut request, &v.files).await {
+        rate_limits::settle(app.store.as_ref(), &grant, 0).await;
+        return Err(e);
+    }
     let upstream = app.upstreams.for_model(&app.catalog, &v.model);
-    let id = new_completion_id();
+    let id = dialect.new_id();
     let created = crate::ports::store::now_secs();
     if v.stream {
         let chunks = match upstream.stream(Value::Object(request)).await {
@@ -114,13 +133,14 @@ async fn answer(
                 return Err(crate::api::upstream_error(&e));
             }
         };
+        let format = dialect.stream_format(&id, &v.model.id, created);
         let ctx = stream::StreamContext {
             app: app.clone(),
             caller,
             model: v.model,
+            format,
             id,
             created,
-            include_usage: v.include_usage,
             prompt_chars: v.prompt_chars,
             grant,
         };
@@ -144,7 +164,7 @@ async fn answer(
         grant,
     };
     let _ = tokio::spawn(stream::charge(spec, used)).await;
-    Ok(Json(completion).into_response())
+    Ok(Json(dialect.whole(completion)).into_response())
 }
 
 /// Our view of an upstream completion: our id, created time and model name; usage always

@@ -38,10 +38,102 @@ pub struct StreamContext {
     pub model: ChatModel,
     pub id: String,
     pub created: i64,
-    pub include_usage: bool,
     pub prompt_chars: usize,
+    /// How the chunks are written for the caller (OpenAI's chunks, or another API's events).
+    pub format: Box<dyn StreamFormat>,
     /// The rate-limit reservation, settled with the real token count at the charge.
     pub grant: Grant,
+}
+
+/// The API a caller speaks to the chat use case: OpenAI's chat completions ([`OpenAiChat`]) or
+/// another shape translated from it (the Messages API). Admission, limits, routing, fallback and
+/// billing are the same whatever the dialect; only the id and what the caller reads differ.
+pub trait Dialect: Send + Sync + 'static {
+    /// A new id for the answer, also the ledger's reference for its charge.
+    fn new_id(&self) -> String;
+    /// The whole answer as the caller reads it, from our re-stamped `chat.completion`.
+    fn whole(&self, completion: Value) -> Value;
+    /// The writer of a streamed answer with this id and model name.
+    fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat>;
+}
+
+/// Writes a streamed answer as SSE bytes, one call per step of the upstream's stream.
+pub trait StreamFormat: Send + 'static {
+    /// What goes out before the first chunk.
+    fn start(&mut self) -> Vec<Bytes> {
+        Vec::new()
+    }
+    /// One re-stamped `chat.completion.chunk` with choices.
+    fn chunk(&mut self, chunk: Value) -> Vec<Bytes>;
+    /// The end of a completed stream, after its charge; `usage` is the upstream's usage object
+    /// (OpenAI's shape) or our estimate in that shape.
+    fn end(&mut self, usage: Value) -> Vec<Bytes>;
+    /// A failure after the headers went out.
+    fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes>;
+}
+
+/// OpenAI's chat completions, as `/v1/chat/completions` and the console answer.
+pub struct OpenAiChat {
+    /// `stream_options.include_usage`: every chunk carries `usage: null` and a last chunk
+    /// with `choices: []` carries the usage.
+    pub include_usage: bool,
+}
+
+impl Dialect for OpenAiChat {
+    fn new_id(&self) -> String {
+        crate::domain::chat::new_completion_id()
+    }
+
+    fn whole(&self, completion: Value) -> Value {
+        completion
+    }
+
+    fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat> {
+        Box::new(OpenAiChunks {
+            include_usage: self.include_usage,
+            id: id.to_owned(),
+            model: model.to_owned(),
+            created,
+        })
+    }
+}
+
+struct OpenAiChunks {
+    include_usage: bool,
+    id: String,
+    model: String,
+    created: i64,
+}
+
+impl StreamFormat for OpenAiChunks {
+    fn chunk(&mut self, mut chunk: Value) -> Vec<Bytes> {
+        if self.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        vec![event(&chunk)]
+    }
+
+    fn end(&mut self, usage: Value) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if self.include_usage {
+            out.push(event(&json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [],
+                "usage": usage,
+            })));
+        }
+        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        out
+    }
+
+    fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes> {
+        // Headers are gone already, so the failure travels as an error event (as OpenAI sends
+        // one); the OpenAI SDKs raise it. No `[DONE]`: the completion did not complete.
+        vec![event(&crate::api::envelope::error_body(error))]
+    }
 }
 
 /// Everything a completion's charge needs, owned, so the charge can run as a task of its own.
@@ -187,7 +279,8 @@ struct State {
     finished: bool,
 }
 
-fn event(value: &Value) -> Bytes {
+/// One SSE `data:` event.
+pub fn event(value: &Value) -> Bytes {
     Bytes::from(format!("data: {value}\n\n"))
 }
 
@@ -216,36 +309,28 @@ impl State {
         obj.insert("object".into(), "chat.completion.chunk".into());
         obj.insert("created".into(), ctx.created.into());
         obj.insert("model".into(), ctx.model.id.clone().into());
-        if ctx.include_usage {
-            obj.insert("usage".into(), Value::Null);
-        }
-        self.out.push_back(event(&Value::Object(obj)));
+        let events = self.meter.ctx.format.chunk(Value::Object(obj));
+        self.out.extend(events);
     }
 
     async fn finish(&mut self) {
         let used = self.meter.settle().await;
-        let ctx = &self.meter.ctx;
-        if ctx.include_usage {
-            self.out.push_back(event(&json!({
-                "id": ctx.id,
-                "object": "chat.completion.chunk",
-                "created": ctx.created,
-                "model": ctx.model.id,
-                "choices": [],
-                "usage": self.meter.tally.usage_json.clone().unwrap_or_else(|| used.to_chat_json()),
-            })));
-        }
-        self.out.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
+        let usage = self
+            .meter
+            .tally
+            .usage_json
+            .clone()
+            .unwrap_or_else(|| used.to_chat_json());
+        let events = self.meter.ctx.format.end(usage);
+        self.out.extend(events);
     }
 
     fn fail(&mut self, error: &upstream::UpstreamError) {
-        // Headers are gone already, so the failure travels as an error event (as OpenAI sends
-        // one); the OpenAI SDKs raise it. No `[DONE]`: the completion did not complete.
         tracing::warn!(completion = %self.meter.ctx.id, %error, "upstream stream failed");
         self.meter.settled = true;
         let api = crate::api::upstream_error(error);
-        self.out
-            .push_back(event(&crate::api::envelope::error_body(&api)));
+        let events = self.meter.ctx.format.fail(&api);
+        self.out.extend(events);
     }
 }
 
@@ -269,7 +354,8 @@ impl Drop for State {
     }
 }
 
-pub fn respond(ctx: StreamContext, upstream: ChunkStream) -> Response {
+pub fn respond(mut ctx: StreamContext, upstream: ChunkStream) -> Response {
+    let first: VecDeque<Bytes> = ctx.format.start().into();
     let state = State {
         upstream,
         meter: Meter {
@@ -277,7 +363,7 @@ pub fn respond(ctx: StreamContext, upstream: ChunkStream) -> Response {
             tally: Tally::default(),
             settled: false,
         },
-        out: VecDeque::new(),
+        out: first,
         finished: false,
     };
     let body = futures::stream::unfold(state, |mut st| async move {

@@ -89,6 +89,8 @@ async fn credential_verifies(app: &App, headers: &HeaderMap) -> bool {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
+        // `x-api-key` is the Messages API's header for the same keys.
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
     {
         return matches!(app.accounts().authenticate(token.trim()).await, Ok(Some(_)));
     }

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod files;
 pub mod json_scan;
 pub mod limits;
+pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod openapi;
@@ -54,6 +55,8 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/models"),
     ("GET", "/v1/models/{model}"),
     ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
     ("POST", "/v1/responses"),
     ("GET", "/v1/responses/{response_id}"),
     ("DELETE", "/v1/responses/{response_id}"),
@@ -80,6 +83,7 @@ pub fn router(app: App) -> Router {
         .merge(uploads::routes())
         .merge(videos::routes())
         .merge(chat::routes())
+        .merge(messages::routes())
         .merge(responses::routes())
         .merge(webhooks::routes())
         .merge(usage::routes())

@@ -21,6 +21,7 @@ pub mod jobs;
 pub mod key_budgets;
 pub mod key_controls;
 pub mod keys;
+pub mod messages;
 pub mod metrics;
 pub mod moderation;
 pub mod native_renders;

@@ -599,6 +599,28 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "POST",
+        path: "/v1/messages",
+        id: "CreateMessage",
+        tag: "messages",
+        summary: "A message in Anthropic's Messages API shape (Anthropic's server-sent events with `stream: true`; the key also as `x-api-key`; errors in Anthropic's envelope; docs/messages.md)",
+        body: Body::Json("MessageCreateRequest"),
+        ok: &[(200, Answer::JsonOrStream("Message"))],
+        errors: &[400, 401, 402, 404, 413, 429, 502, 504, 529],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/messages/count_tokens",
+        id: "CountMessageTokens",
+        tag: "messages",
+        summary: "The estimated input tokens of a Messages API request (docs/messages.md)",
+        body: Body::Json("MessageCountTokensRequest"),
+        ok: &[(200, Answer::Json("MessageTokensCount"))],
+        errors: &[400, 401, 404, 413],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
         path: "/v1/responses",
         id: "CreateResponse",
         tag: "responses",
@@ -1092,6 +1114,12 @@ pub const OPERATIONS: &[Operation] = &[
     ObjectList,
     ChatCompletionRequest,
     ChatCompletion,
+    MessageCreateRequest,
+    MessageCountTokensRequest,
+    Message,
+    MessageTokensCount,
+    AnthropicErrorResponse,
+    AnthropicErrorBody,
     ResponseCreateRequest,
     ResponseObject,
     EventStream,
@@ -1137,7 +1165,13 @@ fn param_schema(kind: Kind) -> Schema {
     }
 }
 
-fn error_response(status: u16) -> utoipa::openapi::Response {
+/// An error answer; the Messages API's routes answer Anthropic's envelope.
+fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
+    let envelope = if path.starts_with("/v1/messages") {
+        "AnthropicErrorResponse"
+    } else {
+        "ErrorResponse"
+    };
     let about = match status {
         400 => "The request is invalid; `param` names the offending parameter.",
         401 => "No valid credential (API key, or console session on console routes).",
@@ -1151,6 +1185,7 @@ fn error_response(status: u16) -> utoipa::openapi::Response {
         502 => "The model provider refused the request or broke the protocol.",
         503 => "A provider (video engine or model upstream) is unavailable.",
         504 => "The model provider did not answer in time.",
+        529 => "The model provider is unreachable or overloaded (Anthropic's `overloaded_error`).",
         _ => "An error.",
     };
     ResponseBuilder::new()
@@ -1158,7 +1193,7 @@ fn error_response(status: u16) -> utoipa::openapi::Response {
         .content(
             "application/json",
             ContentBuilder::new()
-                .schema(Some(schema_ref("ErrorResponse")))
+                .schema(Some(schema_ref(envelope)))
                 .build(),
         )
         .build()
@@ -1285,7 +1320,7 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
         responses = responses.response(status.to_string(), ok_response(*answer, op.links));
     }
     for status in op.errors {
-        responses = responses.response(status.to_string(), error_response(*status));
+        responses = responses.response(status.to_string(), error_response(*status, op.path));
     }
     b = b.responses(responses.build());
     let none: [&str; 0] = [];
@@ -1360,6 +1395,7 @@ pub fn document() -> OpenApi {
             "videos",
             "models",
             "chat",
+            "messages",
             "responses",
             "webhooks",
             "usage",

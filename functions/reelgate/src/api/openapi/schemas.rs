@@ -262,6 +262,99 @@ pub struct StreamOptions {
     pub include_usage: Option<bool>,
 }
 
+/// `POST /v1/messages`: Anthropic's Messages API request (docs/messages.md maps each field).
+#[derive(ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}))]
+pub struct MessageCreateRequest {
+    pub model: String,
+    #[schema(minimum = 1)]
+    pub max_tokens: u64,
+    /// `{role: user | assistant, content: string | blocks}`; blocks are `text`, `image`,
+    /// `document`, `tool_use`, `tool_result` (and `thinking`, dropped).
+    #[schema(min_items = 1)]
+    pub messages: Vec<Value>,
+    /// A string or text blocks.
+    #[schema(value_type = Object)]
+    pub system: Option<Value>,
+    /// `true` answers `text/event-stream` of Anthropic's events.
+    pub stream: Option<bool>,
+    #[schema(max_items = 4)]
+    pub stop_sequences: Option<Vec<String>>,
+    #[schema(minimum = 0, maximum = 1)]
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    /// `{user_id}`.
+    pub metadata: Option<Value>,
+    /// `{type: enabled, budget_tokens}` or `{type: disabled}`.
+    pub thinking: Option<Value>,
+    /// `{name, description, input_schema}` each.
+    pub tools: Option<Vec<Value>>,
+    /// `{type: auto | any | tool | none, name, disable_parallel_tool_use}`.
+    pub tool_choice: Option<Value>,
+}
+
+/// `POST /v1/messages/count_tokens`: a Messages request without `max_tokens`, `stream` and
+/// the sampling fields.
+#[derive(ToSchema)]
+pub struct MessageCountTokensRequest {
+    pub model: String,
+    #[schema(min_items = 1)]
+    pub messages: Vec<Value>,
+    #[schema(value_type = Object)]
+    pub system: Option<Value>,
+    pub thinking: Option<Value>,
+    pub tools: Option<Vec<Value>>,
+    pub tool_choice: Option<Value>,
+}
+
+/// A Messages API answer.
+#[derive(ToSchema)]
+pub struct Message {
+    #[schema(pattern = "^msg_")]
+    pub id: String,
+    #[schema(rename = "type", pattern = "^message$")]
+    pub kind: String,
+    #[schema(pattern = "^assistant$")]
+    pub role: String,
+    pub model: String,
+    /// `text`, `thinking` and `tool_use` blocks.
+    pub content: Vec<Value>,
+    /// `end_turn`, `max_tokens`, `stop_sequence`, `tool_use` or `refusal`.
+    pub stop_reason: Option<String>,
+    #[schema(required = true)]
+    pub stop_sequence: Option<String>,
+    /// `input_tokens`, `output_tokens`, `cache_read_input_tokens`,
+    /// `cache_creation_input_tokens`.
+    pub usage: Value,
+}
+
+/// `POST /v1/messages/count_tokens`'s answer.
+#[derive(ToSchema)]
+pub struct MessageTokensCount {
+    pub input_tokens: u64,
+}
+
+/// Anthropic's error envelope, the body of every non-2xx answer of the Messages API's routes.
+#[derive(ToSchema)]
+pub struct AnthropicErrorResponse {
+    #[schema(rename = "type", pattern = "^error$")]
+    pub kind: String,
+    pub error: AnthropicErrorBody,
+    /// The request's id (also in the `request-id` header).
+    pub request_id: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct AnthropicErrorBody {
+    /// `invalid_request_error`, `authentication_error`, `billing_error`, `permission_error`,
+    /// `not_found_error`, `request_too_large`, `rate_limit_error`, `api_error`,
+    /// `timeout_error`, `overloaded_error`.
+    #[schema(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
 /// `GET /v1/models`: the chat models.
 #[derive(ToSchema)]
 pub struct ModelList {

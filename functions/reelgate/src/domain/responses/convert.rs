@@ -541,7 +541,8 @@ async fn file_parts(
     Ok(Vec::new())
 }
 
-async fn bytes_parts(
+/// What a file's bytes become for a chat model: an image part, a PDF's pages as images, or a text part.
+pub async fn bytes_parts(
     pdf: &dyn PdfRasterizer,
     bytes: Vec<u8>,
     filename: Option<&str>,

@@ -1,0 +1,283 @@
+//! The Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`) for Anthropic's
+//! clients. A request is translated into a chat request (`domain::messages::request`) and run
+//! through the chat use case itself ([`crate::api::chat::complete_validated`]): the same
+//! admission, rate limits, budgets, routing, fallback, usage rows and ledger. Only the answer
+//! differs, written by the [`Anthropic`] dialect (`domain::messages::reply`).
+//!
+//! At this edge ([`edge`]) a key may come as `x-api-key` (Anthropic's header) as well as
+//! `Authorization: Bearer`, and every error answer is rewritten into Anthropic's envelope
+//! `{"type": "error", "error": {"type", "message"}, "request_id"}` with its status codes.
+
+use crate::api::chat_stream::{Dialect, StreamFormat};
+use crate::api::extract::ApiJson;
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::chat::validate;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::messages::reply::{self, StreamTranslator};
+use crate::domain::messages::request::{self, Purpose};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// This module's routes, as listed in `http::API_ROUTES`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
+];
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .merge(messages_route())
+        .merge(count_tokens_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn messages_route() -> Router<App> {
+    Router::new()
+        .route("/v1/messages", post(create))
+        .route_layer(axum::middleware::from_fn(edge))
+}
+
+pub fn count_tokens_route() -> Router<App> {
+    Router::new()
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route_layer(axum::middleware::from_fn(edge))
+}
+
+/// Largest error body rewritten into Anthropic's envelope (ours are a few hundred bytes).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The Messages API's edge: `x-api-key` as the key, and Anthropic's error envelope.
+pub async fn edge(mut req: Request, next: Next) -> Response {
+    let headers = req.headers_mut();
+    if let Some(key) = headers.get("x-api-key").cloned() {
+        let bearer = HeaderValue::from_bytes(&[b"Bearer ", key.as_bytes()].concat());
+        match (headers.get(header::AUTHORIZATION), bearer) {
+            (None, Ok(bearer)) => {
+                headers.insert(header::AUTHORIZATION, bearer);
+            }
+            (Some(given), Ok(bearer)) if *given == bearer => {}
+            // Two different keys: which one to bill is not ours to guess.
+            _ => {
+                return anthropic(
+                    ApiError::unauthorized(
+                        "ambiguous_api_key",
+                        "x-api-key and Authorization name different keys; send one.",
+                    )
+                    .into_response(),
+                )
+                .await
+            }
+        }
+    }
+    let response = next.run(req).await;
+    anthropic(response).await
+}
+
+/// Anthropic's error `type` and status for one of our statuses.
+pub fn error_type(status: StatusCode) -> (&'static str, StatusCode) {
+    match status.as_u16() {
+        401 => ("authentication_error", status),
+        402 => ("billing_error", status),
+        403 => ("permission_error", status),
+        404 => ("not_found_error", status),
+        413 => ("request_too_large", status),
+        429 => ("rate_limit_error", status),
+        // Anthropic's "overloaded" status; its SDKs retry it.
+        503 => (
+            "overloaded_error",
+            StatusCode::from_u16(529).unwrap_or(status),
+        ),
+        504 => ("timeout_error", status),
+        s if s >= 500 => ("api_error", status),
+        _ => ("invalid_request_error", status),
+    }
+}
+
+/// The Anthropic envelope of an error: its type and our message (with our `code` for support).
+fn envelope(status: StatusCode, message: &str) -> (StatusCode, Value) {
+    let (kind, status) = error_type(status);
+    let mut body = json!({"type": "error", "error": {"type": kind, "message": message}});
+    if let Some(id) = crate::domain::error::current_request_id() {
+        body["request_id"] = id.into();
+    }
+    (status, body)
+}
+
+/// Rewrites an error answer (OpenAI's envelope, from any layer inside the route) into
+/// Anthropic's; every other answer passes untouched, streams included.
+async fn anthropic(response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return with_request_id_header(response);
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default();
+    let openai: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let message = openai["error"]["message"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
+    let message = match openai["error"]["code"].as_str() {
+        Some(code) if !message.contains(code) => format!("{message} ({code})"),
+        _ => message,
+    };
+    let (status, body) = envelope(status, &message);
+    parts.status = status;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    with_request_id_header(Response::from_parts(parts, Body::from(body.to_string())))
+}
+
+/// Anthropic's clients read the request id from `request-id`.
+fn with_request_id_header(mut response: Response) -> Response {
+    if let Some(id) = response
+        .headers()
+        .get(crate::api::request_id::HEADER)
+        .cloned()
+        .or_else(|| {
+            crate::domain::error::current_request_id()
+                .and_then(|id| HeaderValue::from_str(&id).ok())
+        })
+    {
+        response.headers_mut().insert("request-id", id);
+    }
+    response
+}
+
+/// The Messages API as a dialect of the chat use case.
+struct Anthropic {
+    stop_sequences: Vec<String>,
+}
+
+impl Dialect for Anthropic {
+    fn new_id(&self) -> String {
+        crate::domain::messages::new_message_id()
+    }
+
+    fn whole(&self, completion: Value) -> Value {
+        reply::message(&completion, &self.stop_sequences)
+    }
+
+    fn stream_format(&self, id: &str, model: &str, _created: i64) -> Box<dyn StreamFormat> {
+        Box::new(Events(StreamTranslator::new(
+            id,
+            model,
+            self.stop_sequences.clone(),
+        )))
+    }
+}
+
+/// Anthropic's SSE: `event: <type>` and its data, per event.
+struct Events(StreamTranslator);
+
+fn sse(events: Vec<reply::Event>) -> Vec<Bytes> {
+    events
+        .into_iter()
+        .map(|(name, data)| Bytes::from(format!("event: {name}\ndata: {data}\n\n")))
+        .collect()
+}
+
+impl StreamFormat for Events {
+    fn start(&mut self) -> Vec<Bytes> {
+        sse(self.0.start())
+    }
+
+    fn chunk(&mut self, chunk: Value) -> Vec<Bytes> {
+        sse(self.0.chunk(&chunk))
+    }
+
+    fn end(&mut self, usage: Value) -> Vec<Bytes> {
+        sse(self.0.end(&usage))
+    }
+
+    fn fail(&mut self, error: &ApiError) -> Vec<Bytes> {
+        // After the headers: the failure is an `error` event, which the SDKs raise.
+        let (_, body) = envelope(crate::api::envelope::status(error.kind), &error.message);
+        sse(vec![("error", body)])
+    }
+}
+
+async fn create(
+    State(app): State<App>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let model = validate::chat_model(&app.catalog, &body)?.clone();
+    // Funded callers only make the service fetch their image and document URLs.
+    crate::domain::usage::admit(app.context(), &caller).await?;
+    let t = request::to_chat(
+        app.fetcher.as_ref(),
+        app.pdf.as_ref(),
+        &model,
+        &body,
+        Purpose::Create,
+    )
+    .await?;
+    let v = validate::validate(&app.catalog, &t.chat)?;
+    let dialect = Anthropic {
+        stop_sequences: t.stop_sequences,
+    };
+    crate::api::chat::complete_validated(app, caller, v, Arc::new(dialect)).await
+}
+
+/// `{"input_tokens": n}`: the documented estimate of `request::estimate_input_tokens` (none of
+/// the upstreams behind the chat port exposes a counter). Checked like a message (the model's
+/// capabilities included) but neither rate limited nor billed.
+async fn count_tokens(
+    State(app): State<App>,
+    _caller: Caller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    let model = validate::chat_model(&app.catalog, &body)?.clone();
+    let t = request::to_chat(
+        app.fetcher.as_ref(),
+        app.pdf.as_ref(),
+        &model,
+        &body,
+        Purpose::CountTokens,
+    )
+    .await?;
+    validate::validate(&app.catalog, &t.chat)?;
+    Ok(Json(
+        json!({"input_tokens": request::estimate_input_tokens(&t.chat)}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_anthropics_error_types() {
+        for (ours, kind, theirs) in [
+            (400, "invalid_request_error", 400),
+            (401, "authentication_error", 401),
+            (402, "billing_error", 402),
+            (403, "permission_error", 403),
+            (404, "not_found_error", 404),
+            (413, "request_too_large", 413),
+            (429, "rate_limit_error", 429),
+            (500, "api_error", 500),
+            (502, "api_error", 502),
+            (503, "overloaded_error", 529),
+            (504, "timeout_error", 504),
+        ] {
+            let (k, s) = error_type(StatusCode::from_u16(ours).unwrap());
+            assert_eq!((k, s.as_u16()), (kind, theirs), "{ours}");
+        }
+    }
+}

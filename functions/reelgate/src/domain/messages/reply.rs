@@ -1,0 +1,413 @@
+//! The chat answer as the Messages API's: a `chat.completion` becomes a `message` object, and
+//! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
+
+use serde_json::{json, Value};
+
+/// `stop_reason` of a chat choice. Chat's `stop` does not say whether a stop sequence ended
+/// the text; an upstream that says which one matched (vLLM's `stop_reason` string) gives
+/// `stop_sequence`, otherwise it is `end_turn`.
+pub fn stop_reason(choice: &Value, stop_sequences: &[String]) -> (&'static str, Option<String>) {
+    match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("length") => ("max_tokens", None),
+        Some("tool_calls" | "function_call") => ("tool_use", None),
+        Some("content_filter") => ("refusal", None),
+        _ => match choice.get("stop_reason").and_then(Value::as_str) {
+            Some(s) if stop_sequences.iter().any(|q| q == s) => {
+                ("stop_sequence", Some(s.to_owned()))
+            }
+            _ => ("end_turn", None),
+        },
+    }
+}
+
+/// Anthropic's `usage` from chat's: cache reads are reported apart from `input_tokens`, as
+/// Anthropic counts them.
+pub fn usage(chat: &Value) -> Value {
+    let n = |k: &str| chat.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let prompt = n("prompt_tokens");
+    let cached = chat
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(prompt);
+    let written = chat
+        .pointer("/prompt_tokens_details/cache_write_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(prompt - cached);
+    json!({
+        "input_tokens": prompt - cached - written,
+        "output_tokens": n("completion_tokens"),
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": written,
+    })
+}
+
+/// A tool call's arguments as the `input` object (an upstream's malformed JSON becomes `{}`
+/// rather than a string the SDKs cannot type).
+fn tool_input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({}),
+    }
+}
+
+/// The `message` object of a re-stamped `chat.completion` (our id and model name).
+pub fn message(completion: &Value, stop_sequences: &[String]) -> Value {
+    let choice = &completion["choices"][0];
+    let m = &choice["message"];
+    let mut content = Vec::new();
+    if let Some(r) = m
+        .get("reasoning_content")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
+    {
+        content.push(json!({"type": "thinking", "thinking": r, "signature": ""}));
+    }
+    if let Some(t) = m
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        content.push(json!({"type": "text", "text": t}));
+    }
+    for call in m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        content.push(json!({
+            "type": "tool_use",
+            "id": call["id"],
+            "name": call["function"]["name"],
+            "input": tool_input(call["function"]["arguments"].as_str().unwrap_or("{}")),
+        }));
+    }
+    let (reason, sequence) = stop_reason(choice, stop_sequences);
+    json!({
+        "id": completion["id"],
+        "type": "message",
+        "role": "assistant",
+        "model": completion["model"],
+        "content": content,
+        "stop_reason": reason,
+        "stop_sequence": sequence,
+        "usage": usage(&completion["usage"]),
+    })
+}
+
+/// One stream event: its SSE `event:` name and its data.
+pub type Event = (&'static str, Value);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Open {
+    Thinking,
+    Text,
+    /// A tool call, by its chat `tool_calls[].index`.
+    Tool(u64),
+}
+
+/// Turns chat chunks into Anthropic's events: `message_start` and a `ping`, then for each
+/// content block `content_block_start`, its deltas and `content_block_stop`, then
+/// `message_delta` (stop reason, usage) and `message_stop`.
+pub struct StreamTranslator {
+    id: String,
+    model: String,
+    stop_sequences: Vec<String>,
+    open: Option<(Open, usize)>,
+    next_index: usize,
+    /// Block index of each tool call seen, by its chat index.
+    tools: Vec<(u64, usize)>,
+    stop: Option<(&'static str, Option<String>)>,
+}
+
+impl StreamTranslator {
+    pub fn new(id: &str, model: &str, stop_sequences: Vec<String>) -> Self {
+        StreamTranslator {
+            id: id.to_owned(),
+            model: model.to_owned(),
+            stop_sequences,
+            open: None,
+            next_index: 0,
+            tools: Vec::new(),
+            stop: None,
+        }
+    }
+
+    pub fn start(&self) -> Vec<Event> {
+        vec![
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                    "content": [], "stop_reason": null, "stop_sequence": null,
+                    // The upstream reports usage at the end; message_delta carries it.
+                    "usage": {"input_tokens": 0, "output_tokens": 0,
+                              "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                }}),
+            ),
+            ("ping", json!({"type": "ping"})),
+        ]
+    }
+
+    fn close(&mut self, out: &mut Vec<Event>) {
+        if let Some((_, index)) = self.open.take() {
+            out.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+    }
+
+    /// The block of kind `kind`, opened (closing the one before) unless it is the open one.
+    fn ensure(&mut self, kind: Open, block: Value, out: &mut Vec<Event>) -> usize {
+        if let Some((open, index)) = self.open {
+            if open == kind {
+                return index;
+            }
+        }
+        self.close(out);
+        let index = self.next_index;
+        self.next_index += 1;
+        self.open = Some((kind, index));
+        out.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": block}),
+        ));
+        index
+    }
+
+    fn delta(index: usize, delta: Value) -> Event {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        )
+    }
+
+    /// The events of one chunk (its first choice).
+    pub fn chunk(&mut self, chunk: &Value) -> Vec<Event> {
+        let mut out = Vec::new();
+        let Some(choice) = chunk["choices"].get(0) else {
+            return out;
+        };
+        let delta = &choice["delta"];
+        if let Some(r) = delta
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
+            let i = self.ensure(
+                Open::Thinking,
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                &mut out,
+            );
+            out.push(Self::delta(
+                i,
+                json!({"type": "thinking_delta", "thinking": r}),
+            ));
+        }
+        if let Some(t) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            let i = self.ensure(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+            out.push(Self::delta(i, json!({"type": "text_delta", "text": t})));
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let known = self
+                .tools
+                .iter()
+                .find(|(c, _)| *c == chat_index)
+                .map(|(_, b)| *b);
+            let index = match known {
+                Some(index) => index,
+                None => {
+                    let block = json!({
+                        "type": "tool_use",
+                        "id": call.get("id").and_then(Value::as_str).unwrap_or_default(),
+                        "name": call["function"].get("name").and_then(Value::as_str).unwrap_or_default(),
+                        "input": {},
+                    });
+                    let index = self.ensure(Open::Tool(chat_index), block, &mut out);
+                    self.tools.push((chat_index, index));
+                    index
+                }
+            };
+            if let Some(a) = call["function"]
+                .get("arguments")
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+            {
+                out.push(Self::delta(
+                    index,
+                    json!({"type": "input_json_delta", "partial_json": a}),
+                ));
+            }
+        }
+        if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
+            self.stop = Some(stop_reason(choice, &self.stop_sequences));
+        }
+        out
+    }
+
+    /// The closing events, with the usage (chat's shape) that was charged.
+    pub fn end(&mut self, chat_usage: &Value) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.close(&mut out);
+        let (reason, sequence) = self.stop.clone().unwrap_or(("end_turn", None));
+        out.push((
+            "message_delta",
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": reason, "stop_sequence": sequence},
+                   "usage": usage(chat_usage)}),
+        ));
+        out.push(("message_stop", json!({"type": "message_stop"})));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(delta: Value, finish: Option<&str>) -> Value {
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    }
+
+    #[test]
+    fn a_completion_with_reasoning_text_and_tool_calls_becomes_blocks_in_order() {
+        let completion = json!({
+            "id": "msg_1", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Let me look.", "reasoning_content": "hmm",
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 7,
+                      "prompt_tokens_details": {"cached_tokens": 20}},
+        });
+        let m = message(&completion, &[]);
+        let types: Vec<&str> = m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["thinking", "text", "tool_use"]);
+        assert_eq!(m["content"][2]["input"], json!({"city": "Paris"}));
+        assert_eq!(m["stop_reason"], "tool_use");
+        assert_eq!(
+            m["usage"],
+            json!({"input_tokens": 10, "output_tokens": 7, "cache_read_input_tokens": 20, "cache_creation_input_tokens": 0})
+        );
+    }
+
+    #[test]
+    fn stop_reasons_map_and_a_named_stop_sequence_is_reported() {
+        let stops = vec!["END".to_owned()];
+        let c = |f: &str| json!({"finish_reason": f});
+        assert_eq!(stop_reason(&c("length"), &stops).0, "max_tokens");
+        assert_eq!(stop_reason(&c("stop"), &stops).0, "end_turn");
+        assert_eq!(stop_reason(&c("tool_calls"), &stops).0, "tool_use");
+        let matched = json!({"finish_reason": "stop", "stop_reason": "END"});
+        assert_eq!(
+            stop_reason(&matched, &stops),
+            ("stop_sequence", Some("END".into()))
+        );
+        // A stop_reason that is not one of the request's sequences is not a stop sequence.
+        let other = json!({"finish_reason": "stop", "stop_reason": "ELSE"});
+        assert_eq!(stop_reason(&other, &stops).0, "end_turn");
+    }
+
+    #[test]
+    fn the_stream_opens_and_closes_one_block_at_a_time_and_ends_with_usage() {
+        let mut t = StreamTranslator::new("msg_1", "m", Vec::new());
+        let mut names: Vec<&str> = t.start().iter().map(|e| e.0).collect();
+        let mut all = Vec::new();
+        for c in [
+            chunk(json!({"role": "assistant", "content": ""}), None),
+            chunk(json!({"content": "Hi"}), None),
+            chunk(json!({"content": " there"}), None),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "f", "arguments": ""}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\":"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}),
+                None,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}),
+                None,
+            ),
+            chunk(json!({}), Some("tool_calls")),
+        ] {
+            all.extend(t.chunk(&c));
+        }
+        all.extend(t.end(&json!({"prompt_tokens": 10, "completion_tokens": 5})));
+        names.extend(all.iter().map(|e| e.0));
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "ping",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+        );
+        assert_eq!(all[0].1["content_block"]["type"], "text");
+        assert_eq!(
+            all[1].1["delta"],
+            json!({"type": "text_delta", "text": "Hi"})
+        );
+        assert_eq!(all[4].1["content_block"]["id"], "call_a");
+        assert_eq!(all[4].1["index"], 1);
+        assert_eq!(
+            all[5].1["delta"],
+            json!({"type": "input_json_delta", "partial_json": "{\"a\":"})
+        );
+        assert_eq!(all[8].1["index"], 2);
+        let delta = &all[11].1;
+        assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+        assert_eq!(delta["usage"]["input_tokens"], 10);
+        assert_eq!(delta["usage"]["output_tokens"], 5);
+    }
+
+    #[test]
+    fn reasoning_streams_as_a_thinking_block_before_the_text() {
+        let mut t = StreamTranslator::new("msg_1", "m", Vec::new());
+        let mut all = t.chunk(&chunk(json!({"reasoning_content": "think"}), None));
+        all.extend(t.chunk(&chunk(json!({"content": "answer"}), Some("length"))));
+        all.extend(t.end(&json!({"prompt_tokens": 1, "completion_tokens": 2})));
+        assert_eq!(all[0].1["content_block"]["type"], "thinking");
+        assert_eq!(
+            all[1].1["delta"],
+            json!({"type": "thinking_delta", "thinking": "think"})
+        );
+        assert_eq!(all[2].0, "content_block_stop");
+        assert_eq!(all[3].1["content_block"]["type"], "text");
+        assert_eq!(all[6].1["delta"]["stop_reason"], "max_tokens");
+    }
+}

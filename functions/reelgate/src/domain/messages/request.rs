@@ -1,0 +1,694 @@
+//! A Messages API request as the chat-completions request the chat use case validates and sends
+//! upstream. Checks here are the Messages API's own (its required fields, its ranges, its block
+//! types) and name the offending field the way Anthropic does (`messages.0.content.1.source`);
+//! everything the chat rules also check (capabilities, tools, reasoning efforts) is left to them.
+//!
+//! Media leave here as data URLs: a base64 image as it came, an image URL fetched through the
+//! guarded fetcher (the upstream never fetches a caller's URL), a PDF as a `file` part for a
+//! model with the `file` capability and as page images otherwise (as `/v1/responses` does).
+
+use crate::domain::catalog::ChatModel;
+use crate::domain::chat::validate::require_capability;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::responses::{convert, fetch};
+use crate::ports::fetch::Fetcher;
+use crate::ports::pdf::PdfRasterizer;
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+/// Top-level fields of a Messages request; anything else is refused, as Anthropic does.
+const KNOWN_FIELDS: &[&str] = &[
+    "model",
+    "max_tokens",
+    "messages",
+    "system",
+    "stop_sequences",
+    "temperature",
+    "top_p",
+    "top_k",
+    "metadata",
+    "stream",
+    "thinking",
+    "tool_choice",
+    "tools",
+];
+
+/// Image types the Messages API takes.
+const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
+/// Largest base64 image or document accepted inline (Anthropic's own request limit is 32 MB).
+pub const MAX_INLINE_BYTES: usize = 32 * 1024 * 1024;
+/// Stop sequences a request may give (the chat rules' limit).
+const MAX_STOP_SEQUENCES: usize = 4;
+
+/// Which request: a message to answer, or a prompt to count (no `max_tokens`, no `stream`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Purpose {
+    Create,
+    CountTokens,
+}
+
+/// The chat request and what the answer's translation needs from the original.
+#[derive(Debug, Clone)]
+pub struct Translated {
+    /// The chat-completions request (with `model`), for `chat::validate`.
+    pub chat: Value,
+    pub stream: bool,
+    pub stop_sequences: Vec<String>,
+}
+
+fn invalid(param: &str, message: impl Into<String>) -> ApiError {
+    ApiError::invalid(param, format!("{param}: {}", message.into()))
+}
+
+fn object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| invalid(param, "Input should be an object."))
+}
+
+fn string<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a str> {
+    o.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(&format!("{at}.{name}"), "Field required (a string)."))
+}
+
+/// The model a body names, for the catalog lookup (before the rest is translated).
+pub fn model_id(body: &Value) -> ApiResult<&str> {
+    match body.get("model") {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(invalid("model", "Field required (a non-empty string).")),
+    }
+}
+
+/// Translates a Messages request for `model`. Image URLs and documents are read here (through
+/// `fetcher`), so a failure names the block it came from.
+pub async fn to_chat(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    body: &Value,
+    purpose: Purpose,
+) -> ApiResult<Translated> {
+    let o = body
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
+    for key in o.keys() {
+        let known = KNOWN_FIELDS.contains(&key.as_str());
+        let counting_only = purpose == Purpose::CountTokens
+            && matches!(
+                key.as_str(),
+                "max_tokens"
+                    | "stream"
+                    | "stop_sequences"
+                    | "temperature"
+                    | "top_p"
+                    | "top_k"
+                    | "metadata"
+            );
+        if !known || counting_only {
+            return Err(invalid(key, "Extra inputs are not permitted."));
+        }
+    }
+    let present = |k: &str| o.get(k).filter(|v| !v.is_null());
+    let mut chat = Map::new();
+    chat.insert("model".into(), model_id(body)?.into());
+
+    if purpose == Purpose::Create {
+        let max_tokens = present("max_tokens")
+            .ok_or_else(|| invalid("max_tokens", "Field required."))?
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| invalid("max_tokens", "Input should be an integer of at least 1."))?;
+        chat.insert("max_completion_tokens".into(), max_tokens.into());
+    }
+    let stream = match present("stream") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(invalid("stream", "Input should be a valid boolean.")),
+    };
+    if stream {
+        chat.insert("stream".into(), true.into());
+    }
+    for (name, max) in [("temperature", 1.0), ("top_p", 1.0)] {
+        if let Some(v) = present(name) {
+            let n = v
+                .as_f64()
+                .filter(|n| (0.0..=max).contains(n))
+                .ok_or_else(|| {
+                    invalid(name, format!("Input should be a number from 0 to {max}."))
+                })?;
+            chat.insert(name.into(), json!(n));
+        }
+    }
+    if let Some(v) = present("top_k") {
+        let k = v
+            .as_u64()
+            .ok_or_else(|| invalid("top_k", "Input should be a non-negative integer."))?;
+        chat.insert("top_k".into(), k.into());
+    }
+    let mut stop_sequences = Vec::new();
+    if let Some(v) = present("stop_sequences") {
+        let list = v
+            .as_array()
+            .ok_or_else(|| invalid("stop_sequences", "Input should be a list of strings."))?;
+        if list.len() > MAX_STOP_SEQUENCES {
+            return Err(invalid(
+                "stop_sequences",
+                format!("At most {MAX_STOP_SEQUENCES} stop sequences are accepted."),
+            ));
+        }
+        for (i, s) in list.iter().enumerate() {
+            let s = s.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
+                invalid(
+                    &format!("stop_sequences.{i}"),
+                    "Input should be a non-empty string.",
+                )
+            })?;
+            stop_sequences.push(s.to_owned());
+        }
+        if !stop_sequences.is_empty() {
+            chat.insert("stop".into(), json!(stop_sequences));
+        }
+    }
+    if let Some(v) = present("metadata") {
+        let m = object(v, "metadata")?;
+        for key in m.keys() {
+            if key != "user_id" {
+                return Err(invalid(
+                    &format!("metadata.{key}"),
+                    "Extra inputs are not permitted.",
+                ));
+            }
+        }
+        match m.get("user_id") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(u)) => {
+                chat.insert("user".into(), u.clone().into());
+            }
+            Some(_) => return Err(invalid("metadata.user_id", "Input should be a string.")),
+        }
+    }
+    if let Some(v) = present("thinking") {
+        if let Some(effort) = thinking(model, v)? {
+            chat.insert("reasoning_effort".into(), effort.into());
+        }
+    }
+    let tool_names = match present("tools") {
+        Some(v) => {
+            let (tools, names) = tools(v)?;
+            if !tools.is_empty() {
+                chat.insert("tools".into(), Value::Array(tools));
+            }
+            names
+        }
+        None => Vec::new(),
+    };
+    if let Some(v) = present("tool_choice") {
+        tool_choice(v, &tool_names, &mut chat)?;
+    }
+
+    let mut messages = Vec::new();
+    if let Some(v) = present("system") {
+        messages.push(json!({"role": "system", "content": system(v)?}));
+    }
+    let list = present("messages")
+        .ok_or_else(|| invalid("messages", "Field required."))?
+        .as_array()
+        .ok_or_else(|| invalid("messages", "Input should be a list."))?;
+    if list.is_empty() {
+        return Err(invalid("messages", "At least one message is required."));
+    }
+    for (i, m) in list.iter().enumerate() {
+        let at = format!("messages.{i}");
+        message(fetcher, pdf, model, m, &at, &mut messages).await?;
+    }
+    chat.insert("messages".into(), Value::Array(messages));
+    Ok(Translated {
+        chat: Value::Object(chat),
+        stream,
+        stop_sequences,
+    })
+}
+
+/// `thinking` → the chat rules' `reasoning_effort`: the budget picks the effort whose Bedrock
+/// budget (1024, 4096, 16384 tokens) it reaches, then the nearest one the model accepts.
+fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<String>> {
+    let t = object(v, "thinking")?;
+    match t.get("type").and_then(Value::as_str) {
+        Some("disabled") => return Ok(None),
+        Some("enabled") => {}
+        _ => {
+            return Err(invalid(
+                "thinking.type",
+                "Input should be 'enabled' or 'disabled'.",
+            ))
+        }
+    }
+    let budget = t
+        .get("budget_tokens")
+        .and_then(Value::as_u64)
+        .filter(|b| *b >= 1024)
+        .ok_or_else(|| {
+            invalid(
+                "thinking.budget_tokens",
+                "Input should be an integer of at least 1024.",
+            )
+        })?;
+    if model.reasoning_efforts.is_empty() {
+        return Err(crate::domain::chat::validate::capability_mismatch(
+            model,
+            "reasoning",
+            "thinking",
+        ));
+    }
+    let wanted = match budget {
+        0..=1024 => 0,
+        1025..=4096 => 1,
+        _ => 2,
+    };
+    const LADDER: [&str; 3] = ["low", "medium", "high"];
+    let accepted: Vec<usize> = (0..LADDER.len())
+        .filter(|i| model.reasoning_efforts.iter().any(|e| e == LADDER[*i]))
+        .collect();
+    let pick = accepted
+        .iter()
+        .min_by_key(|i| i.abs_diff(wanted))
+        .map(|i| LADDER[*i].to_owned())
+        .unwrap_or_else(|| model.reasoning_efforts[0].clone());
+    Ok(Some(pick))
+}
+
+fn tools(v: &Value) -> ApiResult<(Vec<Value>, Vec<String>)> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| invalid("tools", "Input should be a list."))?;
+    let mut out = Vec::with_capacity(list.len());
+    let mut names = Vec::with_capacity(list.len());
+    for (i, t) in list.iter().enumerate() {
+        let at = format!("tools.{i}");
+        let o = object(t, &at)?;
+        match o.get("type").and_then(Value::as_str) {
+            None | Some("custom") => {}
+            Some(other) => {
+                return Err(invalid(
+                    &format!("{at}.type"),
+                    format!("The server tool '{other}' is not supported here; only client tools (name, description, input_schema) are."),
+                ))
+            }
+        }
+        let name = string(o, "name", &at)?;
+        let schema = o
+            .get("input_schema")
+            .filter(|s| s.is_object())
+            .ok_or_else(|| {
+                invalid(
+                    &format!("{at}.input_schema"),
+                    "Field required (a JSON schema object).",
+                )
+            })?;
+        let mut function = json!({"name": name, "parameters": schema});
+        if let Some(d) = o.get("description").and_then(Value::as_str) {
+            function["description"] = d.into();
+        }
+        out.push(json!({"type": "function", "function": function}));
+        names.push(name.to_owned());
+    }
+    Ok((out, names))
+}
+
+fn tool_choice(v: &Value, tool_names: &[String], chat: &mut Map<String, Value>) -> ApiResult<()> {
+    let o = object(v, "tool_choice")?;
+    let choice = match o.get("type").and_then(Value::as_str) {
+        Some("auto") => json!("auto"),
+        Some("any") => json!("required"),
+        Some("none") => json!("none"),
+        Some("tool") => {
+            let name = string(o, "name", "tool_choice")?;
+            if !tool_names.iter().any(|n| n == name) {
+                return Err(invalid(
+                    "tool_choice.name",
+                    format!("No tool named '{name}' is in tools."),
+                ));
+            }
+            json!({"type": "function", "function": {"name": name}})
+        }
+        _ => {
+            return Err(invalid(
+                "tool_choice.type",
+                "Input should be 'auto', 'any', 'tool' or 'none'.",
+            ))
+        }
+    };
+    if tool_names.is_empty() && choice != json!("none") {
+        return Err(invalid("tool_choice", "tool_choice needs tools."));
+    }
+    if !tool_names.is_empty() {
+        chat.insert("tool_choice".into(), choice);
+    }
+    if let Some(Value::Bool(true)) = o.get("disable_parallel_tool_use") {
+        if !tool_names.is_empty() {
+            chat.insert("parallel_tool_calls".into(), false.into());
+        }
+    }
+    Ok(())
+}
+
+/// `system` (a string or text blocks) as the system message's content.
+fn system(v: &Value) -> ApiResult<Value> {
+    match v {
+        Value::String(s) => Ok(Value::String(s.clone())),
+        Value::Array(blocks) => {
+            let mut parts = Vec::with_capacity(blocks.len());
+            for (i, b) in blocks.iter().enumerate() {
+                let at = format!("system.{i}");
+                let o = object(b, &at)?;
+                if o.get("type").and_then(Value::as_str) != Some("text") {
+                    return Err(invalid(
+                        &format!("{at}.type"),
+                        "System blocks must be text.",
+                    ));
+                }
+                parts.push(json!({"type": "text", "text": string(o, "text", &at)?}));
+            }
+            Ok(Value::Array(parts))
+        }
+        _ => Err(invalid(
+            "system",
+            "Input should be a string or a list of text blocks.",
+        )),
+    }
+}
+
+/// One Messages API message as chat messages: an assistant turn is one message (text and
+/// `tool_calls`); a user turn's `tool_result` blocks become `tool` messages, first, then the
+/// rest of its blocks one user message.
+async fn message(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    m: &Value,
+    at: &str,
+    out: &mut Vec<Value>,
+) -> ApiResult<()> {
+    let o = object(m, at)?;
+    let role = match o.get("role").and_then(Value::as_str) {
+        Some(r @ ("user" | "assistant")) => r,
+        _ => {
+            return Err(invalid(
+                &format!("{at}.role"),
+                "Input should be 'user' or 'assistant'.",
+            ))
+        }
+    };
+    let blocks = match o.get("content") {
+        Some(Value::String(s)) => {
+            out.push(json!({"role": role, "content": s}));
+            return Ok(());
+        }
+        Some(Value::Array(blocks)) => blocks,
+        _ => {
+            return Err(invalid(
+                &format!("{at}.content"),
+                "Input should be a string or a list of content blocks.",
+            ))
+        }
+    };
+    if role == "assistant" {
+        out.push(assistant(blocks, at)?);
+        return Ok(());
+    }
+    let mut parts = Vec::new();
+    for (j, b) in blocks.iter().enumerate() {
+        let bat = format!("{at}.content.{j}");
+        let bo = object(b, &bat)?;
+        match bo.get("type").and_then(Value::as_str) {
+            Some("text") => parts.push(json!({"type": "text", "text": string(bo, "text", &bat)?})),
+            Some("image") => parts.push(image(fetcher, model, bo, &bat).await?),
+            Some("document") => parts.extend(document(fetcher, pdf, model, bo, &bat).await?),
+            Some("tool_result") => {
+                let id = string(bo, "tool_use_id", &bat)?;
+                let (text, images) = tool_result(fetcher, model, bo, &bat).await?;
+                out.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+                // Chat tool messages carry text only: a result's images follow in the user turn.
+                parts.extend(images);
+            }
+            Some(t @ ("tool_use" | "thinking" | "redacted_thinking")) => {
+                return Err(invalid(
+                    &format!("{bat}.type"),
+                    format!("A '{t}' block belongs in an assistant message."),
+                ))
+            }
+            _ => {
+                return Err(invalid(
+                    &format!("{bat}.type"),
+                    "Input should be 'text', 'image', 'document' or 'tool_result'.",
+                ))
+            }
+        }
+    }
+    if !parts.is_empty() {
+        out.push(json!({"role": "user", "content": parts}));
+    }
+    Ok(())
+}
+
+fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for (j, b) in blocks.iter().enumerate() {
+        let bat = format!("{at}.content.{j}");
+        let bo = object(b, &bat)?;
+        match bo.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(string(bo, "text", &bat)?),
+            Some("tool_use") => {
+                let input = bo.get("input").filter(|i| i.is_object()).ok_or_else(|| {
+                    invalid(&format!("{bat}.input"), "Input should be an object.")
+                })?;
+                calls.push(json!({
+                    "id": string(bo, "id", &bat)?,
+                    "type": "function",
+                    "function": {"name": string(bo, "name", &bat)?, "arguments": input.to_string()},
+                }));
+            }
+            // Chat completions take no reasoning back; the upstream reasons afresh.
+            Some("thinking" | "redacted_thinking") => {}
+            _ => {
+                return Err(invalid(
+                    &format!("{bat}.type"),
+                    "An assistant message takes 'text', 'tool_use' and 'thinking' blocks.",
+                ))
+            }
+        }
+    }
+    let mut m = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
+    if !calls.is_empty() {
+        m["tool_calls"] = Value::Array(calls);
+    }
+    Ok(m)
+}
+
+/// A `tool_result`'s content as the tool message's text, and its images for the user turn.
+async fn tool_result(
+    fetcher: &dyn Fetcher,
+    model: &ChatModel,
+    o: &Map<String, Value>,
+    at: &str,
+) -> ApiResult<(String, Vec<Value>)> {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    match o.get("content") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => text.push_str(s),
+        Some(Value::Array(blocks)) => {
+            for (k, b) in blocks.iter().enumerate() {
+                let bat = format!("{at}.content.{k}");
+                let bo = object(b, &bat)?;
+                match bo.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(string(bo, "text", &bat)?);
+                    }
+                    Some("image") => images.push(image(fetcher, model, bo, &bat).await?),
+                    _ => {
+                        return Err(invalid(
+                            &format!("{bat}.type"),
+                            "A tool result's content takes 'text' and 'image' blocks.",
+                        ))
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(invalid(
+                &format!("{at}.content"),
+                "Input should be a string or a list of content blocks.",
+            ))
+        }
+    }
+    if let Some(Value::Bool(true)) = o.get("is_error") {
+        // Chat has no error flag on a tool message; the model reads it in the text instead.
+        text = format!("[tool error] {text}");
+    }
+    Ok((text, images))
+}
+
+/// The bytes of a `base64` source, bounded.
+fn decode(o: &Map<String, Value>, at: &str) -> ApiResult<Vec<u8>> {
+    let data = string(o, "data", at)?;
+    if data.len() > MAX_INLINE_BYTES / 3 * 4 + 4 {
+        return Err(invalid(
+            &format!("{at}.data"),
+            format!("The data is larger than {MAX_INLINE_BYTES} bytes."),
+        ));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|_| invalid(&format!("{at}.data"), "The data is not valid base64."))
+}
+
+async fn image(
+    fetcher: &dyn Fetcher,
+    model: &ChatModel,
+    o: &Map<String, Value>,
+    at: &str,
+) -> ApiResult<Value> {
+    // Before any fetch: a model that cannot see does not make us download.
+    require_capability(model, "vision", at)?;
+    let sat = format!("{at}.source");
+    let source = object(o.get("source").unwrap_or(&Value::Null), &sat)?;
+    let (mime, bytes) = match source.get("type").and_then(Value::as_str) {
+        Some("base64") => {
+            let mime = string(source, "media_type", &sat)?;
+            if !IMAGE_TYPES.contains(&mime) {
+                return Err(invalid(
+                    &format!("{sat}.media_type"),
+                    format!("Input should be one of {}.", IMAGE_TYPES.join(", ")),
+                ));
+            }
+            (mime.to_owned(), decode(source, &sat)?)
+        }
+        Some("url") => {
+            let url = string(source, "url", &sat)?;
+            let bytes = fetch::fetch(fetcher, url, &format!("{sat}.url")).await?;
+            let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
+            if !IMAGE_TYPES.contains(&sniffed.mime.as_ref()) {
+                return Err(invalid(
+                    &format!("{sat}.url"),
+                    format!("The URL did not give an image (it gave {}).", sniffed.mime),
+                ));
+            }
+            (sniffed.mime.to_string(), bytes)
+        }
+        _ => {
+            return Err(invalid(
+                &format!("{sat}.type"),
+                "Input should be 'base64' or 'url'.",
+            ))
+        }
+    };
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    Ok(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{b64}")}}))
+}
+
+async fn document(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    o: &Map<String, Value>,
+    at: &str,
+) -> ApiResult<Vec<Value>> {
+    let sat = format!("{at}.source");
+    let source = object(o.get("source").unwrap_or(&Value::Null), &sat)?;
+    let title = o.get("title").and_then(Value::as_str);
+    let bytes = match source.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            let text = string(source, "data", &sat)?;
+            let name = title.unwrap_or("document");
+            return Ok(vec![
+                json!({"type": "text", "text": format!("<document title=\"{name}\">\n{text}\n</document>")}),
+            ]);
+        }
+        Some("content") => {
+            let blocks = source
+                .get("content")
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    invalid(
+                        &format!("{sat}.content"),
+                        "Input should be a list of text blocks.",
+                    )
+                })?;
+            let mut parts = Vec::new();
+            for (k, b) in blocks.iter().enumerate() {
+                let bat = format!("{sat}.content.{k}");
+                let bo = object(b, &bat)?;
+                match bo.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        parts.push(json!({"type": "text", "text": string(bo, "text", &bat)?}))
+                    }
+                    Some("image") => parts.push(image(fetcher, model, bo, &bat).await?),
+                    _ => {
+                        return Err(invalid(
+                            &format!("{bat}.type"),
+                            "Input should be 'text' or 'image'.",
+                        ))
+                    }
+                }
+            }
+            return Ok(parts);
+        }
+        Some("base64") => {
+            let mime = string(source, "media_type", &sat)?;
+            if mime != "application/pdf" {
+                return Err(invalid(
+                    &format!("{sat}.media_type"),
+                    "Input should be 'application/pdf'.",
+                ));
+            }
+            decode(source, &sat)?
+        }
+        Some("url") => {
+            let url = string(source, "url", &sat)?;
+            fetch::fetch(fetcher, url, &format!("{sat}.url")).await?
+        }
+        _ => {
+            return Err(invalid(
+                &format!("{sat}.type"),
+                "Input should be 'base64', 'url', 'text' or 'content'.",
+            ))
+        }
+    };
+    if !bytes.starts_with(b"%PDF") {
+        return Err(invalid(&sat, "The document is not a PDF."));
+    }
+    if model.capabilities.iter().any(|c| c == "file") {
+        // The upstream reads PDFs itself: passed through as chat's file part.
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let filename = title.map_or_else(|| "document.pdf".to_owned(), |t| format!("{t}.pdf"));
+        return Ok(vec![json!({"type": "file", "file": {
+            "file_data": format!("data:application/pdf;base64,{b64}"),
+            "filename": filename,
+        }})]);
+    }
+    require_capability(model, "vision", at)?;
+    convert::bytes_parts(pdf, bytes, title, &sat).await
+}
+
+/// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the
+/// estimate `/v1/responses` uses for truncation (a quarter token a character, an image 765,
+/// 4 a message) over the translated messages, plus the tools' definitions as text.
+pub fn estimate_input_tokens(chat: &Value) -> u64 {
+    let messages = chat["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut tokens = convert::estimate_tokens(messages);
+    if let Some(tools) = chat.get("tools") {
+        tokens += (tools.to_string().chars().count() as u64).div_ceil(4);
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests;

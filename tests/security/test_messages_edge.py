@@ -1,0 +1,56 @@
+"""The Messages API's new trust boundaries (docs/security.md, "The Messages API's edge").
+
+1. An image or document URL in a /v1/messages request is fetched by the service itself, so it
+   goes through the guarded fetcher: a loopback host (and a redirect to one) is refused, and the
+   private host sees no request at all; the answer says only that the URL was refused.
+2. A second way to send the key (`x-api-key`) must not let a request name two keys: when
+   `x-api-key` and `Authorization` disagree the request is refused before anything runs, and
+   neither key's organization is charged (measured in GET /v1/usage).
+"""
+
+import time
+
+import httpx
+
+from conftest import PRIVATE_MARKER, auth
+
+
+def message(server, content, headers):
+    body = {"model": "fake-model-v1", "max_tokens": 20, "messages": [{"role": "user", "content": content}]}
+    return httpx.post(f"{server.base_url}/v1/messages", headers=headers, json=body, timeout=60)
+
+
+def requests_billed(server, key):
+    """Requests in the key's organization's usage today (GET /v1/usage): one per charge."""
+    r = httpx.get(f"{server.base_url}/v1/usage", params={"start_time": int(time.time()) - 86400},
+                  headers=auth(key), timeout=30)
+    assert r.status_code == 200, r.text
+    return sum(res.get("requests", 0) for b in r.json()["data"] for res in b["results"])
+
+
+def test_an_image_url_on_a_private_host_is_refused_without_a_request_reaching_it(server, tenant, private_host, public_host):
+    before = len(private_host.hits)
+    for url in (f"{private_host.base}/secret", f"{public_host.base}/redirect?to={private_host.base}/secret"):
+        r = message(server, [{"type": "image", "source": {"type": "url", "url": url}}], {"x-api-key": tenant["key"]})
+        assert r.status_code == 400, r.text
+        err = r.json()
+        assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+        assert "refused" in err["error"]["message"] and PRIVATE_MARKER not in r.text
+    # Measured: the private host was never asked.
+    assert len(private_host.hits) == before
+
+
+def test_two_different_keys_are_refused_and_charge_nobody(server, tenant):
+    other = server.admin("org", "create", "--name", "Other", "--credits", "20.00")
+    person = server.admin("user", "create", "--org", other["id"], "--email", "other@example.test")
+    other_key = server.admin("key", "create", "--user", person["id"])["secret"]
+    billed = (requests_billed(server, tenant["key"]), requests_billed(server, other_key))
+    headers = {"x-api-key": tenant["key"], **auth(other_key)}
+    r = message(server, "hi", headers)
+    assert r.status_code == 401, r.text
+    assert r.json()["error"]["type"] == "authentication_error"
+    assert (requests_billed(server, tenant["key"]), requests_billed(server, other_key)) == billed
+    # The same key both ways is one key.
+    same = message(server, "hi", {"x-api-key": tenant["key"], **auth(tenant["key"])})
+    assert same.status_code == 200, same.text
+    assert requests_billed(server, tenant["key"]) == billed[0] + 1
