@@ -572,7 +572,7 @@ async fn image(
             let url = string(source, "url", &sat)?;
             let bytes = fetch::fetch(fetcher, url, &format!("{sat}.url")).await?;
             let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
-            if !IMAGE_TYPES.contains(&sniffed.mime.as_ref()) {
+            if !IMAGE_TYPES.contains(&sniffed.mime) {
                 return Err(invalid(
                     &format!("{sat}.url"),
                     format!("The URL did not give an image (it gave {}).", sniffed.mime),
