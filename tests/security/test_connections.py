@@ -65,6 +65,18 @@ def read_status(s: socket.socket, timeout: float):
     return int(data.split(b" ", 2)[1])
 
 
+def seconds_until_closed(s: socket.socket, limit: float = 10.0) -> float:
+    """How long the server took to close `s` (reading and dropping whatever it sent)."""
+    started = time.monotonic()
+    s.settimeout(limit)
+    try:
+        while s.recv(4096):
+            pass
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return time.monotonic() - started
+
+
 def chat(srv, content="hello", timeout=30):
     return httpx.post(
         f"{srv.base_url}/v1/chat/completions",
@@ -191,26 +203,12 @@ def test_slow_headers_and_idle_connections_are_closed(fresh_server):
     srv = fresh_server(REELGATE_HEADER_TIMEOUT_SECS="2")
     # Headers that never finish.
     s = raw(srv, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-    started = time.monotonic()
-    s.settimeout(10)
-    try:
-        while s.recv(4096):
-            pass
-    except (socket.timeout, ConnectionResetError):
-        pass
-    took_headers = time.monotonic() - started
+    took_headers = seconds_until_closed(s)
     s.close()
     # A keep-alive connection that went quiet after one request.
     s = raw(srv, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert read_status(s, 5) == 200
-    started = time.monotonic()
-    s.settimeout(10)
-    try:
-        while s.recv(4096):
-            pass
-    except (socket.timeout, ConnectionResetError):
-        pass
-    took_idle = time.monotonic() - started
+    took_idle = seconds_until_closed(s)
     s.close()
     print(f"\nunfinished headers closed after {took_headers:.1f} s, idle keep-alive after {took_idle:.1f} s")
     assert took_headers < 4, took_headers

@@ -14,21 +14,18 @@ impl FromRequestParts<App> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
-        let header = parts
+        if parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let Some(header) = header else {
+            .and_then(|v| v.to_str().ok())
+            .is_none()
+        {
             return Err(ApiError::unauthorized(
                 "missing_api_key",
                 "No API key was given. Send it in the header `Authorization: Bearer <API_KEY>`.",
             ));
-        };
-        let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .map(str::trim)
-            .unwrap_or_default();
+        }
+        let token = bearer_token(&parts.headers).unwrap_or_default();
         match app.accounts().authenticate(token).await? {
             Some(caller) => {
                 crate::domain::telemetry::note_caller(&caller.org, caller.key_id());
@@ -40,6 +37,18 @@ impl FromRequestParts<App> for Caller {
             )),
         }
     }
+}
+
+/// The key of an `Authorization: Bearer <key>` header, trimmed (also the body budget's check).
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    header
+        .strip_prefix("Bearer ")
+        .or_else(|| header.strip_prefix("bearer "))
+        .map(str::trim)
 }
 
 /// A request body that paused too long, or arrived slower than the minimum rate (the local

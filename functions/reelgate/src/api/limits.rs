@@ -82,13 +82,7 @@ fn streams_its_body(request: &Request) -> bool {
 /// Whether the request carries an API key or a console session that verifies now. Only asked
 /// for large bodies, so the second verification (the handler's own) costs nothing that matters.
 async fn credential_verifies(app: &App, headers: &HeaderMap) -> bool {
-    if let Some(token) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
+    if let Some(token) = crate::api::extract::bearer_token(headers)
         // `x-api-key` is the Messages API's header for the same keys.
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
     {
