@@ -2,7 +2,7 @@
 # Overload shedding of the local server (docs/security.md §9). A benchmark, not a test.
 #
 #   scripts/bench-overload.sh [--no-build] [--profile release|debug] [--server-cpus 1]
-#                             [--seconds 5] [--saturation N]
+#                             [--seconds 5] [--saturation N] [--on-env "VAR=VALUE ..."]
 #
 # `reelgate serve` (release) is pinned to the CPUs of --server-cpus (taskset), in front of
 # chat_bench's fast fake upstream; chat_bench's open-loop generator (pinned to the other CPUs)
@@ -12,7 +12,8 @@
 # shedding off (REELGATE_MAX_IN_FLIGHT=1000000, REELGATE_SHED_LAG_MS=0), which is how every
 # request was queued before shedding existed. Per run: sent and admitted rates, shed (503) and
 # failed requests, admitted p50/p99, /health p99 and max (asked every 50 ms on new connections)
-# and the server's peak RSS. Writes docs/bench/overload.json.
+# and the server's peak RSS. Writes docs/bench/overload.json. --on-env sets variables for the
+# shedding server only (to compare REELGATE_SHED_FLOOR or REELGATE_SHED_LAG_MS values).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,7 @@ PROFILE="release"
 SERVER_CPUS="1"
 SECONDS_PER_RATE="5"
 SATURATION=""
+ON_ENV=""
 OUT="docs/bench/overload.json"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -30,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) SECONDS_PER_RATE="$2"; shift ;;
     --saturation) SATURATION="$2"; shift ;;
     --out) OUT="$2"; shift ;;
+    --on-env) ON_ENV="$2"; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -138,7 +141,8 @@ if [[ -z "$SATURATION" ]]; then
 fi
 RATES="$(python3 -c 'import sys; s = int(sys.argv[1]); print(",".join(str(int(s * f)) for f in (0.5, 1, 2, 4)))' "$SATURATION")"
 
-start_server shedding
+# shellcheck disable=SC2086 # ON_ENV is a list of VAR=VALUE words
+start_server shedding $ON_ENV
 load "$RATES" | sed 's/^{/{"shedding": "on", /' >"$WORK/on.jsonl"
 stop_server
 start_server unbounded REELGATE_MAX_IN_FLIGHT=1000000 REELGATE_SHED_LAG_MS=0

@@ -33,6 +33,9 @@ pub struct ServeArgs {
     /// Shed requests while the runtime runs this many milliseconds behind (0: never on lag).
     #[arg(long, default_value_t = ListenerLimits::default().shed_lag.as_millis() as u64, env = "REELGATE_SHED_LAG_MS")]
     shed_lag_ms: u64,
+    /// Requests in flight below which lag alone never sheds.
+    #[arg(long, default_value_t = ListenerLimits::default().shed_floor, env = "REELGATE_SHED_FLOOR")]
+    shed_floor: usize,
     /// Seconds a connection has to send a request's headers (idle keep-alive included).
     #[arg(long, default_value_t = ListenerLimits::default().header_read_timeout.as_secs(), env = "REELGATE_HEADER_TIMEOUT_SECS")]
     header_timeout_secs: u64,
@@ -116,6 +119,7 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
         max_connections: args.max_connections.max(1),
         max_in_flight: args.max_in_flight.max(1),
         shed_lag: std::time::Duration::from_millis(args.shed_lag_ms),
+        shed_floor: args.shed_floor,
         header_read_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
         min_body_rate: args.min_body_rate,
         ..ListenerLimits::default()

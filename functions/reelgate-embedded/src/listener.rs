@@ -55,7 +55,10 @@ pub struct ListenerLimits {
     /// (`REELGATE_SHED_LAG_MS`; zero turns lag shedding off).
     pub shed_lag: Duration,
     /// Requests in flight below which lag alone never sheds (a busy machine running one
-    /// request is not an overloaded server).
+    /// request is not an overloaded server); 16 per CPU by default (`REELGATE_SHED_FLOOR`).
+    /// Once lagging, this is how many requests share the CPUs, so it is what bounds an admitted
+    /// request's wait: every await point of a request waits its turn behind the others, and
+    /// at 4x saturation a floor of 64 per CPU let admitted requests wait half a second.
     pub shed_floor: usize,
 }
 
@@ -68,8 +71,8 @@ impl Default for ListenerLimits {
             min_body_rate: 16 * 1024,
             body_rate_grace: Duration::from_secs(10),
             max_in_flight: 1024,
-            shed_lag: Duration::from_millis(20),
-            shed_floor: 64,
+            shed_lag: Duration::from_millis(5),
+            shed_floor: 16 * std::thread::available_parallelism().map_or(1, usize::from),
         }
     }
 }

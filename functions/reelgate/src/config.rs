@@ -133,6 +133,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "local server: runtime lag that sheds requests, in milliseconds",
     ),
     (
+        "REELGATE_SHED_FLOOR",
+        "local server: requests in flight below which lag alone never sheds",
+    ),
+    (
         "REELGATE_HEADER_TIMEOUT_SECS",
         "local server: time to send a request's headers, in seconds",
     ),
