@@ -218,6 +218,63 @@ class FakeUpstream:
         self.proc = None
 
 
+FAKE_CONVERSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_converse.py")
+
+
+class FakeConverse:
+    """tests/python/fake_converse.py as a child process (a fake Bedrock Runtime: Converse,
+    ConverseStream, CountTokens). `catalog(path)` writes a catalog whose chat model `MODEL_ID`
+    is Claude on it, for REELGATE_CATALOG; `ENV` holds the fake AWS credentials it needs."""
+
+    MODEL_ID = "claude-on-bedrock"
+    UPSTREAM_MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"
+    ENV = {"AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret",
+           "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def __init__(self, gap_ms: int = 0):
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, FAKE_CONVERSE, "--port", "0", "--gap-ms", str(gap_ms)],
+                                     stdout=subprocess.PIPE, text=True)
+        first = self.proc.stdout.readline().strip()
+        if not first.startswith("FAKE_CONVERSE_URL="):
+            self.stop()
+            raise RuntimeError(f"fake converse did not start: {first!r}")
+        self.url = first.split("=", 1)[1]
+
+    def catalog(self, path: str) -> str:
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
+                               "domain", "catalog.default.toml")
+        with open(default) as f:
+            text = f.read()
+        text += f"""
+[[upstreams]]
+id = "bedrock"
+kind = "bedrock"
+region = "us-east-1"
+base_url = "{self.url}"
+
+[[chat_models]]
+id = "{self.MODEL_ID}"
+upstream = "bedrock"
+upstream_model = "{self.UPSTREAM_MODEL}"
+capabilities = ["text", "vision", "tools"]
+reasoning_efforts = ["low", "medium", "high"]
+input_per_million = "3.00"
+output_per_million = "15.00"
+"""
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def requests(self) -> list:
+        return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
+
+    def stop(self):
+        stop_process(self.proc)
+        self.proc = None
+
+
 class FakeHangingEngine:
     """A fake video engine (reelgate's engine protocol, docs/engine-protocol.md) on a thread:
     every render it accepts stays `rendering` at progress 5 until it is canceled, so a job

@@ -21,6 +21,9 @@ use aws_sdk_bedrockruntime::types as bt;
 use aws_smithy_types::{Document, Number};
 use base64::Engine;
 use reelgate::domain::catalog::UpstreamConfig;
+use reelgate::ports::upstream::extension::{
+    REASONING_BLOCKS, REASONING_SIGNATURE, THINKING_BUDGET,
+};
 use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -332,7 +335,8 @@ impl BedrockUpstream {
                         .await?,
                 ),
                 "assistant" => {
-                    let mut blocks = Vec::new();
+                    // Claude's signed reasoning goes back first, as it came.
+                    let mut blocks = reasoning_blocks(&m[REASONING_BLOCKS])?;
                     let text = text_of(&m["content"]);
                     if !text.is_empty() {
                         blocks.push(bt::ContentBlock::Text(text));
@@ -411,10 +415,13 @@ impl BedrockUpstream {
         let mut additional = Map::new();
         if let Some(effort) = request.get("reasoning_effort").and_then(Value::as_str) {
             if model_id.contains("anthropic") {
-                let budget = match effort {
-                    "minimal" | "low" => 1024,
-                    "medium" => 4096,
-                    _ => 16384,
+                let budget = match request.get(THINKING_BUDGET).and_then(Value::as_u64) {
+                    Some(exact) => exact,
+                    None => match effort {
+                        "minimal" | "low" => 1024,
+                        "medium" => 4096,
+                        _ => 16384,
+                    },
                 };
                 additional.insert(
                     "thinking".into(),
@@ -428,7 +435,12 @@ impl BedrockUpstream {
             }
         }
         if let Some(k) = request.get("top_k").and_then(Value::as_i64) {
-            additional.insert("top_k".into(), json!(k));
+            // Each family names it its own way; Nova refuses keys it does not define.
+            if model_id.contains("amazon.nova") {
+                additional.insert("inferenceConfig".into(), json!({"topK": k}));
+            } else {
+                additional.insert("top_k".into(), json!(k));
+            }
         }
         Ok(Mapped {
             model_id,
@@ -492,6 +504,33 @@ impl BedrockUpstream {
             config.set_tool_choice(choice).build().map_err(build_err)?,
         ))
     }
+}
+
+/// An assistant message's Anthropic `thinking` / `redacted_thinking` blocks (the
+/// [`REASONING_BLOCKS`] extension) as Converse reasoning blocks.
+fn reasoning_blocks(blocks: &Value) -> Result<Vec<bt::ContentBlock>, UpstreamError> {
+    let mut out = Vec::new();
+    for b in blocks.as_array().map(Vec::as_slice).unwrap_or_default() {
+        let block = match b["type"].as_str() {
+            Some("thinking") => {
+                let mut text = bt::ReasoningTextBlock::builder()
+                    .text(b["thinking"].as_str().unwrap_or_default());
+                if let Some(sig) = b["signature"].as_str().filter(|s| !s.is_empty()) {
+                    text = text.signature(sig);
+                }
+                bt::ReasoningContentBlock::ReasoningText(text.build().map_err(build_err)?)
+            }
+            Some("redacted_thinking") => {
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(b["data"].as_str().unwrap_or_default())
+                    .map_err(|_| bad("a redacted_thinking block's data is not base64"))?;
+                bt::ReasoningContentBlock::RedactedContent(Blob::new(data))
+            }
+            _ => continue,
+        };
+        out.push(bt::ContentBlock::ReasoningContent(block));
+    }
+    Ok(out)
 }
 
 fn finish_reason(reason: &bt::StopReason) -> &'static str {
@@ -597,6 +636,7 @@ impl ChatUpstream for BedrockUpstream {
         .await?;
         let mut content = String::new();
         let mut reasoning = String::new();
+        let mut signature = None;
         let mut calls = Vec::new();
         if let Some(bt::ConverseOutput::Message(message)) = output.output() {
             for block in message.content() {
@@ -612,7 +652,12 @@ impl ChatUpstream for BedrockUpstream {
                     })),
                     bt::ContentBlock::ReasoningContent(
                         bt::ReasoningContentBlock::ReasoningText(r),
-                    ) => reasoning.push_str(r.text()),
+                    ) => {
+                        reasoning.push_str(r.text());
+                        if let Some(sig) = r.signature() {
+                            signature = Some(sig.to_owned());
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -623,6 +668,9 @@ impl ChatUpstream for BedrockUpstream {
         }
         if !reasoning.is_empty() {
             message["reasoning_content"] = Value::String(reasoning);
+        }
+        if let Some(sig) = signature {
+            message[REASONING_SIGNATURE] = Value::String(sig);
         }
         let mut reply = json!({
             "id": "bedrock",
@@ -723,6 +771,9 @@ impl ChatUpstream for BedrockUpstream {
                         Some(bt::ContentBlockDelta::ReasoningContent(
                             bt::ReasoningContentBlockDelta::Text(t),
                         )) => chunk(json!({"reasoning_content": t}), Value::Null),
+                        Some(bt::ContentBlockDelta::ReasoningContent(
+                            bt::ReasoningContentBlockDelta::Signature(sig),
+                        )) => chunk(json!({ REASONING_SIGNATURE: sig }), Value::Null),
                         _ => continue,
                     },
                     bt::ConverseStreamOutput::MessageStop(s) => chunk(
@@ -746,6 +797,27 @@ impl ChatUpstream for BedrockUpstream {
             }
         });
         Ok(Box::pin(chunks))
+    }
+
+    /// Bedrock's CountTokens over the same Converse input (Claude models; for the others
+    /// Bedrock refuses, and the caller estimates).
+    async fn count_tokens(&self, request: Value) -> Result<Option<u64>, UpstreamError> {
+        let m = self.map(&request).await?;
+        let converse = bt::ConverseTokensRequest::builder()
+            .set_system(Some(m.system.clone()).filter(|s| !s.is_empty()))
+            .set_messages(Some(m.messages.clone()))
+            .set_tool_config(m.tools.clone())
+            .set_additional_model_request_fields(m.additional.clone())
+            .build();
+        let output = send_retrying_connects(|| {
+            self.client
+                .count_tokens()
+                .model_id(&m.model_id)
+                .input(bt::CountTokensInput::Converse(converse.clone()))
+                .send()
+        })
+        .await?;
+        Ok(Some(output.input_tokens().max(0) as u64))
     }
 }
 
@@ -822,5 +894,30 @@ mod tests {
         ));
         let extra = document_to_json(m.additional.as_ref().expect("additional"));
         assert_eq!(extra["thinking"]["budget_tokens"], 1024);
+
+        // A Messages request's exact budget wins over the effort's, and the assistant's signed
+        // reasoning goes back first in its turn.
+        let mut exact = request.clone();
+        exact[THINKING_BUDGET] = json!(2500);
+        exact["messages"][2][REASONING_BLOCKS] = json!([
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "b3BhcXVl"}]);
+        let m = upstream.map(&exact).await.expect("mapped");
+        let extra = document_to_json(m.additional.as_ref().expect("additional"));
+        assert_eq!(extra["thinking"]["budget_tokens"], 2500);
+        let blocks = m.messages[1].content();
+        assert_eq!(blocks.len(), 4);
+        match &blocks[0] {
+            bt::ContentBlock::ReasoningContent(bt::ReasoningContentBlock::ReasoningText(r)) => {
+                assert_eq!((r.text(), r.signature()), ("hmm", Some("sig")));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &blocks[1] {
+            bt::ContentBlock::ReasoningContent(bt::ReasoningContentBlock::RedactedContent(b)) => {
+                assert_eq!(b.as_ref(), b"opaque");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

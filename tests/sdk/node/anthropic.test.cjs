@@ -1,7 +1,9 @@
 // The official `@anthropic-ai/sdk` npm package against the real binary's Messages API (run by
 // tests/sdk/test_node_sdk.py with SDK_SERVER_URL and SDK_API_KEY; installed by
 // scripts/test-tools.sh): a plain message, a stream, a streamed tool round trip, an image,
-// count_tokens and an error type.
+// count_tokens and an error type. SDK_MODEL picks the model (default the OpenAI-compatible
+// fake's; tests/sdk/test_anthropic_sdk_bedrock.py runs it over Bedrock Converse) and
+// SDK_EXPECTED_COUNT what count_tokens answers for "hello world!" (7 by reelgate's estimate).
 "use strict";
 
 const test = require("node:test");
@@ -9,7 +11,8 @@ const assert = require("node:assert/strict");
 const { readFileSync } = require("node:fs");
 const Anthropic = require("@anthropic-ai/sdk");
 
-const MODEL = "fake-model-v1";
+const MODEL = process.env.SDK_MODEL || "fake-model-v1";
+const EXPECTED_COUNT = Number(process.env.SDK_EXPECTED_COUNT || 7);
 const client = new Anthropic({ baseURL: process.env.SDK_SERVER_URL, apiKey: process.env.SDK_API_KEY, maxRetries: 0 });
 const WEATHER = {
   name: "get_weather",
@@ -56,7 +59,7 @@ test("an image and count_tokens", async () => {
   });
   assert.equal(m.content[0].text, `image ${png.length} bytes png=true`);
   const counted = await client.messages.countTokens({ model: MODEL, messages: [{ role: "user", content: "hello world!" }] });
-  assert.equal(counted.input_tokens, 7);
+  assert.equal(counted.input_tokens, EXPECTED_COUNT);
 });
 
 test("errors are Anthropic's types", async () => {

@@ -242,6 +242,7 @@ async fn read_json(response: reqwest::Response) -> Result<Value, UpstreamError> 
 #[async_trait]
 impl ChatUpstream for OpenAiUpstream {
     async fn complete(&self, mut request: Value) -> Result<Value, UpstreamError> {
+        crate::ports::upstream::extension::strip(&mut request);
         if let Some(obj) = request.as_object_mut() {
             obj.insert("stream".into(), Value::Bool(false));
             obj.remove("stream_options");
@@ -264,6 +265,7 @@ impl ChatUpstream for OpenAiUpstream {
     }
 
     async fn stream(&self, mut request: Value) -> Result<ChunkStream, UpstreamError> {
+        crate::ports::upstream::extension::strip(&mut request);
         if let Some(obj) = request.as_object_mut() {
             obj.insert("stream".into(), Value::Bool(true));
         }

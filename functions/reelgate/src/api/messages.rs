@@ -227,16 +227,18 @@ async fn create(
         Purpose::Create,
     )
     .await?;
-    let v = validate::validate(&app.catalog, &t.chat)?;
+    let mut v = validate::validate(&app.catalog, &t.chat)?;
+    t.carry_extensions(&mut v.upstream_body);
     let dialect = Anthropic {
         stop_sequences: t.stop_sequences,
     };
     crate::api::chat::complete_validated(app, caller, v, Arc::new(dialect)).await
 }
 
-/// `{"input_tokens": n}`: the documented estimate of `request::estimate_input_tokens` (none of
-/// the upstreams behind the chat port exposes a counter). Checked like a message (the model's
-/// capabilities included) but neither rate limited nor billed.
+/// `{"input_tokens": n}`: the upstream's own count where it has a counter (Bedrock's
+/// CountTokens, for Claude), else the documented estimate of `request::estimate_input_tokens`
+/// (also when the counter fails: a count is advice, never worth an error). Checked like a
+/// message (the model's capabilities included) but neither rate limited nor billed.
 async fn count_tokens(
     State(app): State<App>,
     _caller: Caller,
@@ -251,10 +253,18 @@ async fn count_tokens(
         Purpose::CountTokens,
     )
     .await?;
-    validate::validate(&app.catalog, &t.chat)?;
-    Ok(Json(
-        json!({"input_tokens": request::estimate_input_tokens(&t.chat)}),
-    ))
+    let mut v = validate::validate(&app.catalog, &t.chat)?;
+    t.carry_extensions(&mut v.upstream_body);
+    let upstream = app.upstreams.for_model(&app.catalog, &model);
+    let counted = match upstream.count_tokens(Value::Object(v.upstream_body)).await {
+        Ok(counted) => counted,
+        Err(e) => {
+            tracing::warn!(model = %model.id, error = %e, "the upstream's token counter failed; estimating");
+            None
+        }
+    };
+    let n = counted.unwrap_or_else(|| request::estimate_input_tokens(&t.chat));
+    Ok(Json(json!({"input_tokens": n})))
 }
 
 #[cfg(test)]

@@ -171,6 +171,17 @@ pub fn upstream_error(error: &UpstreamError) -> ApiError {
                     "upstream_timeout",
                     format!("The model provider did not answer in time. ({message})"),
                 )
+            } else if *status == 400 || *status == 422 {
+                // The provider's own validation refused what the caller asked (a parameter
+                // combination its model does not take): the caller's to fix, not a gateway
+                // failure to retry.
+                ApiError::new(
+                    crate::domain::error::ErrorKind::InvalidRequest,
+                    "upstream_invalid_request",
+                    format!(
+                        "The model provider refused the request as invalid ({status}): {message}"
+                    ),
+                )
             } else if *status == 429 || *status == 503 {
                 ApiError::new(
                     crate::domain::error::ErrorKind::UpstreamUnavailable,

@@ -314,6 +314,13 @@ impl ChatUpstream for RoutedUpstream {
             })
             .boxed())
     }
+
+    async fn count_tokens(&self, request: Value) -> Result<Option<u64>, UpstreamError> {
+        self.attempt(request, |upstream, request| async move {
+            upstream.count_tokens(request).await
+        })
+        .await
+    }
 }
 
 /// Engines by catalog id.

@@ -50,6 +50,34 @@ impl UpstreamError {
     }
 }
 
+/// reelgate's extensions of the internal chat body, set only by the Messages use case after the
+/// chat rules have validated the request (callers cannot send them: the rules refuse unknown
+/// fields). Adapters that can use them do (Bedrock Converse for Claude models); the others drop
+/// them before the body leaves the process.
+pub mod extension {
+    /// Top level: the exact thinking budget (tokens) a Messages request asked for;
+    /// `reasoning_effort` carries the nearest effort for upstreams that take only that.
+    pub const THINKING_BUDGET: &str = "reelgate_thinking_budget_tokens";
+    /// On an assistant message: its Anthropic `thinking` / `redacted_thinking` blocks, in
+    /// order, signatures included, which Claude needs back alongside its tool calls.
+    pub const REASONING_BLOCKS: &str = "reelgate_reasoning_blocks";
+    /// On a reply's message (or a streamed delta): the signature of its `reasoning_content`,
+    /// as Claude models on Bedrock sign their reasoning.
+    pub const REASONING_SIGNATURE: &str = "reasoning_signature";
+
+    /// Removes the request extensions (for an upstream that has no use for them).
+    pub fn strip(request: &mut serde_json::Value) {
+        if let Some(obj) = request.as_object_mut() {
+            obj.remove(THINKING_BUDGET);
+            if let Some(messages) = obj.get_mut("messages").and_then(|m| m.as_array_mut()) {
+                for m in messages.iter_mut().filter_map(|m| m.as_object_mut()) {
+                    m.remove(REASONING_BLOCKS);
+                }
+            }
+        }
+    }
+}
+
 #[async_trait]
 pub trait ChatUpstream: Send + Sync + 'static {
     /// A non-streamed completion: returns a `chat.completion` object.
@@ -57,4 +85,9 @@ pub trait ChatUpstream: Send + Sync + 'static {
     /// A streamed completion: returns `chat.completion.chunk` objects as they arrive.
     /// Dropping the stream cancels the upstream request.
     async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError>;
+    /// The upstream's own count of the request's input tokens, where it has a counter
+    /// (Bedrock's CountTokens); `None` where it has none, and the caller estimates.
+    async fn count_tokens(&self, _request: Value) -> Result<Option<u64>, UpstreamError> {
+        Ok(None)
+    }
 }

@@ -1,6 +1,7 @@
 //! The chat answer as the Messages API's: a `chat.completion` becomes a `message` object, and
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
+use crate::ports::upstream::extension::REASONING_SIGNATURE;
 use serde_json::{json, Value};
 
 /// `stop_reason` of a chat choice. Chat's `stop` does not say whether a stop sequence ended
@@ -62,7 +63,11 @@ pub fn message(completion: &Value, stop_sequences: &[String]) -> Value {
         .and_then(Value::as_str)
         .filter(|r| !r.is_empty())
     {
-        content.push(json!({"type": "thinking", "thinking": r, "signature": ""}));
+        let signature = m
+            .get(REASONING_SIGNATURE)
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        content.push(json!({"type": "thinking", "thinking": r, "signature": signature}));
     }
     if let Some(t) = m
         .get("content")
@@ -205,6 +210,21 @@ impl StreamTranslator {
             out.push(Self::delta(
                 i,
                 json!({"type": "thinking_delta", "thinking": r}),
+            ));
+        }
+        if let Some(sig) = delta
+            .get(REASONING_SIGNATURE)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            let i = self.ensure(
+                Open::Thinking,
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                &mut out,
+            );
+            out.push(Self::delta(
+                i,
+                json!({"type": "signature_delta", "signature": sig}),
             ));
         }
         if let Some(t) = delta
@@ -409,5 +429,25 @@ mod tests {
         assert_eq!(all[2].0, "content_block_stop");
         assert_eq!(all[3].1["content_block"]["type"], "text");
         assert_eq!(all[6].1["delta"]["stop_reason"], "max_tokens");
+    }
+
+    #[test]
+    fn a_reasoning_signature_signs_the_thinking_block() {
+        let mut t = StreamTranslator::new("msg_1", "m", Vec::new());
+        let mut all = t.chunk(&chunk(json!({"reasoning_content": "think"}), None));
+        all.extend(t.chunk(&chunk(json!({ REASONING_SIGNATURE: "sig" }), None)));
+        all.extend(t.chunk(&chunk(json!({"content": "answer"}), Some("stop"))));
+        assert_eq!(
+            all[2].1,
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "signature_delta", "signature": "sig"}})
+        );
+        assert_eq!(all[3].0, "content_block_stop");
+        let completion = json!({"id": "x", "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "a", "reasoning_content": "hmm", REASONING_SIGNATURE: "sig"}}]});
+        assert_eq!(
+            message(&completion, &[])["content"][0],
+            json!({"type": "thinking", "thinking": "hmm", "signature": "sig"})
+        );
     }
 }

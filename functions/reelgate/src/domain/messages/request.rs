@@ -13,6 +13,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::{convert, fetch};
 use crate::ports::fetch::Fetcher;
 use crate::ports::pdf::PdfRasterizer;
+use crate::ports::upstream::extension;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
@@ -54,6 +55,33 @@ pub struct Translated {
     pub chat: Value,
     pub stream: bool,
     pub stop_sequences: Vec<String>,
+    /// `thinking.budget_tokens`, exactly (the chat body carries only the nearest effort).
+    pub thinking_budget: Option<u64>,
+}
+
+impl Translated {
+    /// Puts what the chat rules do not carry into their validated body
+    /// ([`extension`]): the exact thinking budget, and each assistant message's thinking blocks
+    /// (the rules keep messages one for one and in order, dropping keys they do not know).
+    pub fn carry_extensions(&self, upstream_body: &mut Map<String, Value>) {
+        if let Some(budget) = self.thinking_budget {
+            upstream_body.insert(extension::THINKING_BUDGET.into(), budget.into());
+        }
+        let (Some(ours), Some(Value::Array(theirs))) = (
+            self.chat.get("messages").and_then(Value::as_array),
+            upstream_body.get_mut("messages"),
+        ) else {
+            return;
+        };
+        for (mine, validated) in ours.iter().zip(theirs.iter_mut()) {
+            if let (Some(blocks), Some(v)) = (
+                mine.get(extension::REASONING_BLOCKS),
+                validated.as_object_mut(),
+            ) {
+                v.insert(extension::REASONING_BLOCKS.into(), blocks.clone());
+            }
+        }
+    }
 }
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
@@ -187,9 +215,22 @@ pub async fn to_chat(
             Some(_) => return Err(invalid("metadata.user_id", "Input should be a string.")),
         }
     }
+    let mut thinking_budget = None;
     if let Some(v) = present("thinking") {
-        if let Some(effort) = thinking(model, v)? {
+        if let Some((effort, budget)) = thinking(model, v)? {
+            // Anthropic's rule: the thinking budget is part of max_tokens, and less than it.
+            if chat
+                .get("max_completion_tokens")
+                .and_then(Value::as_u64)
+                .is_some_and(|max| budget >= max)
+            {
+                return Err(invalid(
+                    "thinking.budget_tokens",
+                    "Input should be less than max_tokens.",
+                ));
+            }
             chat.insert("reasoning_effort".into(), effort.into());
+            thinking_budget = Some(budget);
         }
     }
     let tool_names = match present("tools") {
@@ -226,12 +267,14 @@ pub async fn to_chat(
         chat: Value::Object(chat),
         stream,
         stop_sequences,
+        thinking_budget,
     })
 }
 
-/// `thinking` → the chat rules' `reasoning_effort`: the budget picks the effort whose Bedrock
-/// budget (1024, 4096, 16384 tokens) it reaches, then the nearest one the model accepts.
-fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<String>> {
+/// `thinking` → the chat rules' `reasoning_effort` and the exact budget: the budget picks the
+/// effort whose Bedrock budget (1024, 4096, 16384 tokens) it reaches, then the nearest one the
+/// model accepts; Claude on Bedrock gets the budget itself.
+fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<(String, u64)>> {
     let t = object(v, "thinking")?;
     match t.get("type").and_then(Value::as_str) {
         Some("disabled") => return Ok(None),
@@ -274,7 +317,7 @@ fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<String>> {
         .min_by_key(|i| i.abs_diff(wanted))
         .map(|i| LADDER[*i].to_owned())
         .unwrap_or_else(|| model.reasoning_efforts[0].clone());
-    Ok(Some(pick))
+    Ok(Some((pick, budget)))
 }
 
 fn tools(v: &Value) -> ApiResult<(Vec<Value>, Vec<String>)> {
@@ -454,6 +497,7 @@ async fn message(
 fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
     let mut text = String::new();
     let mut calls = Vec::new();
+    let mut reasoning = Vec::new();
     for (j, b) in blocks.iter().enumerate() {
         let bat = format!("{at}.content.{j}");
         let bo = object(b, &bat)?;
@@ -469,8 +513,17 @@ fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
                     "function": {"name": string(bo, "name", &bat)?, "arguments": input.to_string()},
                 }));
             }
-            // Chat completions take no reasoning back; the upstream reasons afresh.
-            Some("thinking" | "redacted_thinking") => {}
+            // Chat completions take no reasoning back; Claude (on Bedrock) wants its signed
+            // thinking again beside its tool calls, so the blocks ride along as an extension.
+            Some("thinking") => reasoning.push(json!({
+                "type": "thinking",
+                "thinking": string(bo, "thinking", &bat)?,
+                "signature": string(bo, "signature", &bat)?,
+            })),
+            Some("redacted_thinking") => reasoning.push(json!({
+                "type": "redacted_thinking",
+                "data": string(bo, "data", &bat)?,
+            })),
             _ => {
                 return Err(invalid(
                     &format!("{bat}.type"),
@@ -482,6 +535,9 @@ fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
     let mut m = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
     if !calls.is_empty() {
         m["tool_calls"] = Value::Array(calls);
+    }
+    if !reasoning.is_empty() {
+        m[extension::REASONING_BLOCKS] = Value::Array(reasoning);
     }
     Ok(m)
 }

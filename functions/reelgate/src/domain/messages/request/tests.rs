@@ -212,12 +212,55 @@ async fn the_messages_apis_own_rules_name_the_field() {
 #[tokio::test]
 async fn a_thinking_budget_picks_the_nearest_effort_the_model_accepts() {
     for (budget, effort) in [(1024, "low"), (4000, "low"), (10_000, "high")] {
-        let t = translate(json!({"model": "m", "max_tokens": 5, "thinking": {"type": "enabled", "budget_tokens": budget},
+        let t = translate(json!({"model": "m", "max_tokens": 20_000, "thinking": {"type": "enabled", "budget_tokens": budget},
             "messages": [{"role": "user", "content": "x"}]}))
         .await
         .unwrap();
         assert_eq!(t.chat["reasoning_effort"], effort, "budget {budget}");
+        assert_eq!(
+            t.thinking_budget,
+            Some(budget),
+            "the exact budget rides along"
+        );
     }
+    let e = translate(json!({"model": "m", "max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "messages": [{"role": "user", "content": "x"}]}))
+    .await
+    .unwrap_err();
+    assert_eq!(e.param.as_deref(), Some("thinking.budget_tokens"));
+}
+
+#[tokio::test]
+async fn signed_thinking_blocks_and_the_budget_reach_the_validated_body() {
+    let t = translate(json!({"model": "m", "max_tokens": 4000, "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "messages": [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "b3BhcXVl"},
+                {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]}))
+    .await
+    .unwrap();
+    // As the chat rules leave it: the same messages, without the keys they do not know.
+    let mut validated = t.chat.as_object().unwrap().clone();
+    validated.remove("reasoning_effort");
+    for m in validated["messages"].as_array_mut().unwrap() {
+        m.as_object_mut()
+            .unwrap()
+            .remove(extension::REASONING_BLOCKS);
+    }
+    t.carry_extensions(&mut validated);
+    assert_eq!(validated[extension::THINKING_BUDGET], 2000);
+    assert_eq!(
+        validated["messages"][1][extension::REASONING_BLOCKS],
+        json!([{"type": "thinking", "thinking": "hmm", "signature": "sig"},
+               {"type": "redacted_thinking", "data": "b3BhcXVl"}])
+    );
+    assert!(validated["messages"][0]
+        .get(extension::REASONING_BLOCKS)
+        .is_none());
 }
 
 #[tokio::test]
