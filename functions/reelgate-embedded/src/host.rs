@@ -177,7 +177,7 @@ pub async fn assemble(
     };
     let host = Host {
         fallback_url: public_base_url.to_owned(),
-        content_redirect_default: false,
+        defaults: reelgate::config::HostDefaults::LOCAL,
         in_process_engine_url: Some(reference_engine_url(public_base_url)),
         in_process_engine_key: Some(backend.engine_key.clone()),
         connector,

@@ -290,6 +290,10 @@ async fn rig() -> Rig {
 }
 
 async fn rig_with_credits(credits: &str) -> Rig {
+    rig_configured(credits, |_| {}).await
+}
+
+async fn rig_configured(credits: &str, configure: impl FnOnce(&mut reelgate::app::App)) -> Rig {
     let fake = FakeUpstream::start().await;
     let mut catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
     catalog
@@ -311,7 +315,7 @@ async fn rig_with_credits(credits: &str) -> Rig {
     catalog
         .chat_models
         .push(chat_model("gpt-down", "down", &["text"], &[]));
-    let server = TestServer::start_with(catalog, |_| {}).await;
+    let server = TestServer::start_with(catalog, configure).await;
     let tenant = server.tenant(credits).await;
     Rig {
         fake,
@@ -1434,4 +1438,54 @@ async fn an_upstream_failing_mid_stream_ends_with_an_error_event_and_is_not_char
         .is_some_and(|m| m.contains("crashed")));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rig.balance().await, Decimal::from_str("10.00").expect("d"));
+}
+
+/// With the account cache (Lambda's default) the balance is read while the rate windows are
+/// written: a used-up balance is still refused, and the tokens its request reserved are given
+/// back, so the window holds only what the admitted requests reserved or used.
+#[tokio::test]
+async fn with_the_account_cache_a_used_up_balance_is_refused_and_gives_its_tokens_back() {
+    let rig = rig_configured("0.00001", |app| {
+        app.credentials = Arc::new(reelgate::domain::accounts::AccountCache::new(
+            Duration::from_secs(60),
+        ));
+    })
+    .await;
+    // The first is admitted (and this process learns the plan); its charge uses the balance up.
+    let (status, first) = rig.post(&hello("gpt-fake")).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let used = first["usage"]["total_tokens"].as_u64().expect("usage");
+    // The second writes its windows while the balance is read, and is refused.
+    let (status, body) = rig.post(&hello("gpt-fake")).await;
+    assert_eq!(status, StatusCode::PAYMENT_REQUIRED, "{body}");
+    rig.server
+        .app
+        .accounts()
+        .add_credits(&rig.tenant.org, Decimal::from_str("1.00").expect("d"))
+        .await
+        .expect("credits");
+    let r = rig
+        .http
+        .post(rig.server.url("/v1/chat/completions"))
+        .bearer_auth(&rig.tenant.key)
+        .json(&hello("gpt-fake"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let header = |name: &str| -> u64 {
+        r.headers()[name]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("number")
+    };
+    let in_window = header("x-ratelimit-limit-tokens") - header("x-ratelimit-remaining-tokens");
+    // The first's usage and the third's reservation (its prompt and the default completion).
+    let admitted = used + reelgate::domain::rate_limits::DEFAULT_COMPLETION_ESTIMATE + 64;
+    assert!(
+        in_window <= admitted,
+        "the refused request gave its reservation back: {in_window} tokens in the window, \
+         at most {admitted} admitted"
+    );
 }

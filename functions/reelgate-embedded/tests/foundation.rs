@@ -563,3 +563,85 @@ async fn file_content_can_redirect_to_a_short_lived_url() {
         png
     );
 }
+
+/// With a credential cache (Lambda's default), a verified key is not read again within its
+/// lifetime; the secret is still checked every time, a revocation by this process takes effect
+/// at once, and one made elsewhere within the lifetime.
+#[tokio::test]
+async fn a_cached_credential_still_checks_the_secret_and_forgets_a_revoked_key() {
+    use reelgate::domain::accounts::AccountCache;
+    use reelgate::domain::catalog::{Catalog, DEFAULT_CATALOG};
+    let ttl = std::time::Duration::from_millis(600);
+    let catalog = Catalog::parse(DEFAULT_CATALOG).expect("catalog");
+    let server = TestServer::start_with(catalog, |app| {
+        app.credentials = std::sync::Arc::new(AccountCache::new(ttl));
+    })
+    .await;
+    let tenant = server.tenant("1.00").await;
+    let app = &server.app;
+    let key = app
+        .accounts()
+        .create_api_key(&tenant.person)
+        .await
+        .expect("key");
+    assert!(app
+        .accounts()
+        .authenticate(&key.secret)
+        .await
+        .expect("auth")
+        .is_some());
+    // Elsewhere (another instance, or `reelgate admin`): the key is revoked in the store.
+    reelgate::domain::accounts::Accounts::new(app.store.as_ref())
+        .revoke_api_key(&key.id)
+        .await
+        .expect("revoke elsewhere");
+    assert!(
+        app.accounts()
+            .authenticate(&key.secret)
+            .await
+            .expect("auth")
+            .is_some(),
+        "within the cache's lifetime this process still trusts the key"
+    );
+    let wrong = format!("{}x", &key.secret[..key.secret.len() - 1]);
+    assert!(
+        app.accounts()
+            .authenticate(&wrong)
+            .await
+            .expect("auth")
+            .is_none(),
+        "the secret is checked every time"
+    );
+    tokio::time::sleep(ttl).await;
+    assert!(
+        app.accounts()
+            .authenticate(&key.secret)
+            .await
+            .expect("auth")
+            .is_none(),
+        "past its lifetime the revocation holds"
+    );
+
+    // Revoked through this process: refused at once.
+    let second = app
+        .accounts()
+        .create_api_key(&tenant.person)
+        .await
+        .expect("key");
+    assert!(app
+        .accounts()
+        .authenticate(&second.secret)
+        .await
+        .expect("auth")
+        .is_some());
+    app.accounts()
+        .revoke_api_key(&second.id)
+        .await
+        .expect("revoke here");
+    assert!(app
+        .accounts()
+        .authenticate(&second.secret)
+        .await
+        .expect("auth")
+        .is_none());
+}

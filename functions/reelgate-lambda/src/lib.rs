@@ -166,7 +166,7 @@ pub async fn aws_app(
     let engines_sdk_config = sdk_config.clone();
     let host = Host {
         fallback_url: Settings::default().public_base_url,
-        content_redirect_default: true,
+        defaults: reelgate::config::HostDefaults::LAMBDA,
         in_process_engine_url: None,
         in_process_engine_key: None,
         connector,

@@ -43,6 +43,8 @@ pub struct App {
     /// the local host a limited child process, Lambda the renderer function; until then no
     /// PDF is rendered (never in the API process, which a hostile document must not reach).
     pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
+    /// API keys this process verified recently (`Settings::account_cache`).
+    pub credentials: Arc<crate::domain::accounts::AccountCache>,
 }
 
 impl App {
@@ -74,6 +76,9 @@ impl App {
                 ))
             }),
             pdf: Arc::new(crate::ports::pdf::NoRasterizer),
+            credentials: Arc::new(crate::domain::accounts::AccountCache::new(
+                settings.account_cache,
+            )),
             settings: Arc::new(settings),
         }
     }
@@ -113,6 +118,7 @@ impl App {
 
     pub fn accounts(&self) -> crate::domain::accounts::Accounts<'_> {
         crate::domain::accounts::Accounts::new(self.store.as_ref())
+            .with_account_cache(&self.credentials)
     }
 
     /// The narrow context of the request-side use cases.
@@ -177,9 +183,8 @@ pub type EngineRegistrar = Box<dyn FnOnce(&Catalog, &Engines) -> anyhow::Result<
 pub struct Host {
     /// The URL this host answers at when `REELGATE_PUBLIC_URL` is not set.
     pub fallback_url: String,
-    /// Whether the content routes redirect unless `REELGATE_CONTENT_REDIRECT` says (on Lambda,
-    /// whose responses stop at 6 MB).
-    pub content_redirect_default: bool,
+    /// The settings this host defaults differently (content redirects, the credential cache).
+    pub defaults: crate::config::HostDefaults,
     /// Where the reference engine is served in-process, if it is (the local host); the
     /// configured `REELGATE_REFERENCE_ENGINE_URL` wins.
     pub in_process_engine_url: Option<String>,
@@ -221,7 +226,7 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
         }
     }
     let catalog = Arc::new(catalog);
-    let settings = config.settings_for_host(&host.fallback_url, host.content_redirect_default);
+    let settings = config.settings_for_host(&host.fallback_url, &host.defaults);
     for entry in &settings.fetch_allow {
         crate::adapters::guarded_fetch::AllowEntry::parse(entry)
             .map_err(|e| anyhow::anyhow!("REELGATE_FETCH_ALLOW: {e}"))?;

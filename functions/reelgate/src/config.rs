@@ -48,6 +48,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "redirect content routes to blob URLs (on/off)",
     ),
     (
+        "REELGATE_ACCOUNT_CACHE_SECS",
+        "seconds a verified API key is trusted before it is read again",
+    ),
+    (
         "REELGATE_ALLOW_PRIVATE_FILE_URLS",
         "let file_url reach private addresses (on/off)",
     ),
@@ -281,6 +285,11 @@ pub struct Settings {
     pub content_redirect: bool,
     /// Let the responses API's `file_url` reach private and loopback addresses (tests only).
     pub allow_private_file_urls: bool,
+    /// How long this process trusts an API key it verified (its record and its holder's
+    /// membership) before reading them again: a revoked key, a removed person or an erased
+    /// organization is refused within this long (at once where this process revoked it).
+    /// Zero reads both on every request.
+    pub account_cache: Duration,
     /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
     /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
     pub origin_secrets: Option<OriginSecrets>,
@@ -461,6 +470,7 @@ impl Default for Settings {
             idempotency_ttl: Duration::from_secs(24 * 3600),
             content_redirect: false,
             allow_private_file_urls: false,
+            account_cache: Duration::ZERO,
             origin_secrets: None,
             metrics_token: None,
             console_link_ttl: Duration::from_secs(15 * 60),
@@ -526,6 +536,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// `REELGATE_CONTENT_REDIRECT` when set; each host has its own default (on for Lambda).
     pub content_redirect: Option<bool>,
+    /// `REELGATE_ACCOUNT_CACHE_SECS` when set; each host has its own default.
+    pub account_cache: Option<Duration>,
     pub catalog_path: Option<PathBuf>,
     pub moderation: ModerationConfig,
     pub reference_engine_url: Option<String>,
@@ -656,6 +668,7 @@ impl Default for Config {
             settings: Settings::default(),
             public_url: None,
             content_redirect: None,
+            account_cache: None,
             catalog_path: None,
             moderation: ModerationConfig::Rules { rules_path: None },
             reference_engine_url: None,
@@ -832,6 +845,9 @@ impl Config {
                 .text("REELGATE_PUBLIC_URL")
                 .map(|u| u.trim_end_matches('/').to_owned()),
             content_redirect: vars.switch("REELGATE_CONTENT_REDIRECT")?,
+            account_cache: vars
+                .number("REELGATE_ACCOUNT_CACHE_SECS", "a number of seconds")?
+                .map(Duration::from_secs),
             catalog_path: vars.text("REELGATE_CATALOG").map(PathBuf::from),
             moderation,
             reference_engine_url: vars.text("REELGATE_REFERENCE_ENGINE_URL"),
@@ -857,20 +873,41 @@ impl Config {
 
     /// The settings a host runs with: its public URL (the configured one, else `fallback_url`)
     /// and, unless configured, its own default for content redirects.
-    pub fn settings_for_host(
-        &self,
-        fallback_url: &str,
-        content_redirect_default: bool,
-    ) -> Settings {
+    pub fn settings_for_host(&self, fallback_url: &str, defaults: &HostDefaults) -> Settings {
         Settings {
             public_base_url: self
                 .public_url
                 .clone()
                 .unwrap_or_else(|| fallback_url.trim_end_matches('/').to_owned()),
-            content_redirect: self.content_redirect.unwrap_or(content_redirect_default),
+            content_redirect: self.content_redirect.unwrap_or(defaults.content_redirect),
+            account_cache: self.account_cache.unwrap_or(defaults.account_cache),
             ..self.settings.clone()
         }
     }
+}
+
+/// The settings whose default depends on the host, used unless the environment sets them.
+#[derive(Clone, Debug)]
+pub struct HostDefaults {
+    /// `REELGATE_CONTENT_REDIRECT`: on for Lambda, whose responses stop at 6 MB.
+    pub content_redirect: bool,
+    /// `REELGATE_ACCOUNT_CACHE_SECS`: a few seconds on Lambda, where each read is a network
+    /// round trip; none locally, where it is a SQLite lookup and `reelgate admin key revoke`
+    /// (another process) must take effect at once.
+    pub account_cache: Duration,
+}
+
+impl HostDefaults {
+    /// The local server's.
+    pub const LOCAL: HostDefaults = HostDefaults {
+        content_redirect: false,
+        account_cache: Duration::ZERO,
+    };
+    /// Lambda's.
+    pub const LAMBDA: HostDefaults = HostDefaults {
+        content_redirect: true,
+        account_cache: Duration::from_secs(5),
+    };
 }
 
 /// The shortest origin secret accepted: the header is the only thing standing between the
@@ -1104,14 +1141,28 @@ mod tests {
     #[test]
     fn content_redirect_has_one_rule_and_a_host_default() {
         let off = config(&[("REELGATE_CONTENT_REDIRECT", "false")]).expect("off");
-        assert!(!off.settings_for_host("http://x", true).content_redirect);
+        let (lambda, local) = (&HostDefaults::LAMBDA, &HostDefaults::LOCAL);
+        assert!(!off.settings_for_host("http://x", lambda).content_redirect);
         let zero = config(&[("REELGATE_CONTENT_REDIRECT", "0")]).expect("0");
-        assert!(!zero.settings_for_host("http://x", true).content_redirect);
+        assert!(!zero.settings_for_host("http://x", lambda).content_redirect);
         let on = config(&[("REELGATE_CONTENT_REDIRECT", "TRUE")]).expect("on");
-        assert!(on.settings_for_host("http://x", false).content_redirect);
+        assert!(on.settings_for_host("http://x", local).content_redirect);
         let unset = config(&[("REELGATE_CONTENT_REDIRECT", " ")]).expect("unset");
-        assert!(unset.settings_for_host("http://x", true).content_redirect);
-        assert!(!unset.settings_for_host("http://x", false).content_redirect);
+        assert!(unset.settings_for_host("http://x", lambda).content_redirect);
+        assert!(!unset.settings_for_host("http://x", local).content_redirect);
+    }
+
+    #[test]
+    fn the_account_cache_is_the_hosts_unless_set() {
+        let unset = config(&[]).expect("unset");
+        let lambda = unset.settings_for_host("http://x", &HostDefaults::LAMBDA);
+        assert_eq!(lambda.account_cache, Duration::from_secs(5));
+        let local = unset.settings_for_host("http://x", &HostDefaults::LOCAL);
+        assert_eq!(local.account_cache, Duration::ZERO);
+        let off = config(&[("REELGATE_ACCOUNT_CACHE_SECS", "0")]).expect("0");
+        let off = off.settings_for_host("http://x", &HostDefaults::LAMBDA);
+        assert_eq!(off.account_cache, Duration::ZERO);
+        assert!(config(&[("REELGATE_ACCOUNT_CACHE_SECS", "soon")]).is_err());
     }
 
     #[test]
@@ -1175,7 +1226,7 @@ mod tests {
         .expect("config");
         assert_eq!(c.settings.presign_ttl, Duration::from_secs(1));
         assert_eq!(c.settings.max_upload_bytes, 1024);
-        let s = c.settings_for_host("http://fallback", false);
+        let s = c.settings_for_host("http://fallback", &HostDefaults::LOCAL);
         assert_eq!(s.public_base_url, "https://api.example.test");
         let d = c.upstream_discovery.expect("discovery");
         assert_eq!(d.capabilities, vec!["vision", "tools"]);

@@ -14,7 +14,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::ApiResult;
-use crate::domain::rate_limits::{self, Grant, Kind};
+use crate::domain::rate_limits::{self, Grant};
 use crate::domain::usage::{self, TokenUsage};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -84,7 +84,6 @@ pub async fn complete_validated(
             .map(Value::to_string)
             .unwrap_or_default()
     });
-    let org = usage::admit(app.context(), &caller).await?;
     let max_completion = ["max_completion_tokens", "max_tokens"]
         .iter()
         .find_map(|k| v.upstream_body.get(*k).and_then(Value::as_u64));
@@ -92,16 +91,8 @@ pub async fn complete_validated(
         TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
         max_completion,
     );
-    let grant = match crate::api::rate_limits::acquire(
-        &app,
-        &caller,
-        &org.plan,
-        Kind::Text,
-        estimate,
-    )
-    .await
-    {
-        Ok(grant) => grant,
+    let grant = match crate::api::rate_limits::admit_text(&app, &caller, estimate).await? {
+        Ok((_org, grant)) => grant,
         Err(refused) => return Ok(refused),
     };
     let status = grant.status.clone();

@@ -181,11 +181,122 @@ pub fn validate_money(amount: Decimal, what: &str) -> ApiResult<Decimal> {
 
 pub struct Accounts<'a> {
     store: &'a dyn ItemStore,
+    credentials: Option<&'a AccountCache>,
+}
+
+/// What this process read about accounts recently (`Settings::account_cache`), so that a warm
+/// request skips sequential reads (on AWS, DynamoDB round trips):
+///
+/// - API keys: each key's record, kept once the key verified and its holder was a member. The
+///   secret is checked against the cached hash on every request; only successes are kept, so a
+///   wrong secret always reads the store.
+/// - Organizations' plans, so that a request's rate-limit windows can be written while its
+///   organization's balance is read, not after.
+///
+/// What goes stale within the lifetime: a key's revocation (except where this process revoked
+/// it: it forgets the key at once), a removed membership, a key's limits and its budget's
+/// committed amount (render admission still holds the budget in its transaction), and a plan
+/// change. Balances are never cached.
+pub struct AccountCache {
+    ttl: std::time::Duration,
+    keys: Recent<std::sync::Arc<crate::ports::store::Item>>,
+    plans: Recent<String>,
+}
+
+/// Entries kept at most per kind; past it the stale ones go, and if none is stale, all of them.
+const ACCOUNT_CACHE_MAX: usize = 10_000;
+
+/// Values by id with the instant each was read.
+struct Recent<V> {
+    entries: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, V)>>,
+}
+
+impl<V: Clone> Recent<V> {
+    fn new() -> Self {
+        Recent {
+            entries: Default::default(),
+        }
+    }
+
+    fn get(&self, ttl: std::time::Duration, id: &str) -> Option<V> {
+        let entries = self.entries.lock().ok()?;
+        let (at, value) = entries.get(id)?;
+        (at.elapsed() < ttl).then(|| value.clone())
+    }
+
+    fn put(&self, ttl: std::time::Duration, id: &str, value: V) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= ACCOUNT_CACHE_MAX {
+                entries.retain(|_, (at, _)| at.elapsed() < ttl);
+                if entries.len() >= ACCOUNT_CACHE_MAX {
+                    entries.clear();
+                }
+            }
+            entries.insert(id.to_owned(), (std::time::Instant::now(), value));
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(id);
+        }
+    }
+}
+
+impl AccountCache {
+    /// A cache whose entries live `ttl`; zero keeps nothing.
+    pub fn new(ttl: std::time::Duration) -> Self {
+        AccountCache {
+            ttl,
+            keys: Recent::new(),
+            plans: Recent::new(),
+        }
+    }
+
+    fn key(&self, key_id: &str) -> Option<std::sync::Arc<crate::ports::store::Item>> {
+        (!self.ttl.is_zero())
+            .then(|| self.keys.get(self.ttl, key_id))
+            .flatten()
+    }
+
+    fn remember_key(&self, key_id: &str, record: std::sync::Arc<crate::ports::store::Item>) {
+        if !self.ttl.is_zero() {
+            self.keys.put(self.ttl, key_id, record);
+        }
+    }
+
+    fn forget_key(&self, key_id: &str) {
+        self.keys.forget(key_id);
+    }
+
+    /// The organization's plan as read within the lifetime, if it was.
+    pub fn plan_of(&self, org: &str) -> Option<String> {
+        (!self.ttl.is_zero())
+            .then(|| self.plans.get(self.ttl, org))
+            .flatten()
+    }
+
+    pub fn remember_plan(&self, org: &str, plan: &str) {
+        if !self.ttl.is_zero() {
+            self.plans.put(self.ttl, org, plan.to_owned());
+        }
+    }
 }
 
 impl<'a> Accounts<'a> {
     pub fn new(store: &'a dyn ItemStore) -> Self {
-        Accounts { store }
+        Accounts {
+            store,
+            credentials: None,
+        }
+    }
+
+    /// Authentication through (and revocation forgetting from) this process's cache.
+    pub fn with_account_cache(self, cache: &'a AccountCache) -> Self {
+        Accounts {
+            credentials: Some(cache),
+            ..self
+        }
     }
 
     pub async fn create_org(
@@ -391,6 +502,9 @@ impl<'a> Accounts<'a> {
             || ApiError::not_found("api_key_not_found", format!("No API key {key_id}."));
         if !is_valid(key_id, "key") {
             return Err(not_found());
+        }
+        if let Some(cache) = self.credentials {
+            cache.forget_key(key_id);
         }
         let now = now_secs();
         let updated = match self
@@ -614,29 +728,39 @@ impl<'a> Accounts<'a> {
         if !is_valid(&id, "key") {
             return Ok(None);
         }
-        let Some(record) = self.store.get(&api_key_key(&id)).await? else {
-            return Ok(None);
+        let cached = self.credentials.and_then(|c| c.key(&id));
+        let from_cache = cached.is_some();
+        let record = match cached {
+            Some(record) => record,
+            None => match self.store.get(&api_key_key(&id)).await? {
+                Some(record) => std::sync::Arc::new(record),
+                None => return Ok(None),
+            },
         };
-        use subtle::ConstantTimeEq;
-        let stored = record.str_attr("hash").unwrap_or_default();
-        if stored
-            .as_bytes()
-            .ct_eq(hash_secret(token).as_bytes())
-            .unwrap_u8()
-            != 1
-        {
-            return Ok(None);
-        }
-        if record.bool_attr("revoked") == Some(true) {
+        let secret_matches = {
+            use subtle::ConstantTimeEq;
+            let stored = record.str_attr("hash").unwrap_or_default();
+            stored
+                .as_bytes()
+                .ct_eq(hash_secret(token).as_bytes())
+                .unwrap_u8()
+                == 1
+        };
+        if !secret_matches || record.bool_attr("revoked") == Some(true) {
             return Ok(None);
         }
         let (Some(org), Some(person)) = (record.str_attr("org"), record.str_attr("person")) else {
             return Ok(None);
         };
-        // A credential dies with its holder's membership (a removed person, an erased
-        // organization), whatever its own record says.
-        if self.store.get(&member_key(org, person)).await?.is_none() {
-            return Ok(None);
+        if !from_cache {
+            // A credential dies with its holder's membership (a removed person, an erased
+            // organization), whatever its own record says.
+            if self.store.get(&member_key(org, person)).await?.is_none() {
+                return Ok(None);
+            }
+            if let Some(cache) = self.credentials {
+                cache.remember_key(&id, record.clone());
+            }
         }
         Ok(Some(Caller {
             org: org.to_owned(),
