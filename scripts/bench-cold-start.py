@@ -24,6 +24,15 @@ This is a benchmark, not a test: the numbers depend on the machine and its load;
 average is recorded with them. Everything runs on 127.0.0.1, so network latency to DynamoDB is
 the emulator's (a Python process), not AWS's; the durations are an upper bound for the
 function's own CPU time and a lower bound for nothing.
+
+Round trips: the proxy notes when each AWS call starts and ends, so for each warm invocation the
+report also gives its sequential round trips (the longest chain of calls each starting after the
+previous one ended: calls made concurrently count once). With `--aws-delay-ms D` the proxy then
+holds every call D ms before forwarding it and the warm invocations run again: the difference of
+the two p50s is the modelled latency that AWS's per-call latency adds (about D x the sequential
+round trips). `--fn-env VAR=VALUE` (repeatable) sets a variable for the functions, e.g.
+`REELGATE_ACCOUNT_CACHE_SECS=0` for the round trips without the account cache; `--plan` the
+bench organization's plan (`starter` has rate limits, `enterprise` none).
 """
 
 import argparse
@@ -108,6 +117,37 @@ class Counter:
 
 
 COUNTER = Counter()
+
+
+class CallLog:
+    """When each proxied AWS call started and ended (monotonic seconds), and the delay the proxy
+    adds to each call (`--aws-delay-ms`)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = []
+        self.delay_s = 0.0
+
+    def add(self, started, ended):
+        with self.lock:
+            self.calls.append((started, ended))
+
+    def within(self, start, end):
+        with self.lock:
+            return [(a, b) for a, b in self.calls if a >= start and b <= end]
+
+
+CALLS = CallLog()
+
+
+def sequential_round_trips(calls):
+    """The longest chain of calls in which each starts after the previous one ended: the most
+    non-overlapping intervals, found greedily by end time."""
+    depth, last_end = 0, float("-inf")
+    for started, ended in sorted(calls, key=lambda c: c[1]):
+        if started >= last_end:
+            depth, last_end = depth + 1, ended
+    return depth
 UPSTREAM_AWS = ("127.0.0.1", 4566)
 
 
@@ -161,6 +201,9 @@ class AwsProxy(BaseHTTPRequestHandler):
         service, op, units = classify(self.command, self.path, headers, body)
         COUNTER.add(f"{service}:{op}:calls")
         COUNTER.add(f"{service}:{op}:units", units)
+        started = time.monotonic()
+        if CALLS.delay_s:
+            time.sleep(CALLS.delay_s)
         conn = http.client.HTTPConnection(*UPSTREAM_AWS, timeout=30)
         out_headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
         conn.request(self.command, self.path, body=body, headers=out_headers)
@@ -176,6 +219,7 @@ class AwsProxy(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
+        CALLS.add(started, time.monotonic())
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _forward
 
@@ -434,7 +478,7 @@ def status_of(ok, body):
     return "ok"
 
 
-def run_function(binary, bootstrap, env, event, warm, cold_runs):
+def run_function(binary, bootstrap, env, event, warm, cold_runs, aws_delay_ms=0):
     result = {"binary": binary, "cold": []}
     for run in range(cold_runs):
         runtime = Runtime()
@@ -473,10 +517,13 @@ def run_function(binary, bootstrap, env, event, warm, cold_runs):
                 log_before = stderr_path.stat().st_size
                 durations = []
                 statuses = {}
+                depths = []
                 for _ in range(warm):
+                    started_at = time.monotonic()
                     seconds, ok, body = runtime.invoke(event)
                     if seconds is None:
                         break
+                    depths.append(sequential_round_trips(CALLS.within(started_at, time.monotonic())))
                     durations.append(seconds * 1000)
                     s = status_of(ok, body)
                     statuses[s] = statuses.get(s, 0) + 1
@@ -498,6 +545,25 @@ def run_function(binary, bootstrap, env, event, warm, cold_runs):
                     if after.get(k, 0) != before.get(k, 0)
                 }
                 result["peak_rss_kb"] = vm_hwm_kb(proc.pid)
+                if depths:
+                    result["sequential_round_trips"] = {"median": statistics.median(depths),
+                                                        "max": max(depths)}
+                if aws_delay_ms and durations:
+                    CALLS.delay_s = aws_delay_ms / 1000
+                    delayed = []
+                    for _ in range(min(warm, 20)):
+                        seconds, ok, body = runtime.invoke(event)
+                        if seconds is None:
+                            break
+                        delayed.append(seconds * 1000)
+                    CALLS.delay_s = 0.0
+                    if delayed:
+                        p50 = percentile(delayed, 50)
+                        result["modelled_aws"] = {
+                            "delay_ms_per_call": aws_delay_ms,
+                            "p50_ms": round(p50, 3),
+                            "added_p50_ms": round(p50 - percentile(durations, 50), 3),
+                        }
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=5)
@@ -527,6 +593,12 @@ def main():
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--warm", type=int, default=50)
     parser.add_argument("--out", default=str(REPO / "docs/bench/cold-start.json"))
+    parser.add_argument("--aws-delay-ms", type=float, default=0,
+                        help="also run the warm invocations with this delay added to every AWS call")
+    parser.add_argument("--fn-env", action="append", default=[], metavar="VAR=VALUE",
+                        help="a variable for the functions (repeatable)")
+    parser.add_argument("--plan", default="enterprise",
+                        help="the bench organization's plan (enterprise has no rate limits)")
     args = parser.parse_args()
 
     import boto3  # installed by scripts/bench-cold-start.sh into the bench venv
@@ -569,7 +641,7 @@ def main():
     })
     # The CLI is always the release build (it is not deployed).
     reelgate = release.parent / "release" / "reelgate"
-    org = admin(reelgate, env, "org", "create", "--name", "bench", "--plan", "enterprise", "--credits", "1000000")
+    org = admin(reelgate, env, "org", "create", "--name", "bench", "--plan", args.plan, "--credits", "1000000")
     org_id = org.get("id") or org.get("org") or org.get("org_id")
     user = admin(reelgate, env, "user", "create", "--org", org_id, "--email", "bench@example.com")
     user_id = user.get("id") or user.get("user") or user.get("user_id")
@@ -581,9 +653,13 @@ def main():
     log_dir = Path(os.environ.get("BENCH_LOG_DIR", "/tmp/reelgate-bench-cold-start"))
     log_dir.mkdir(parents=True, exist_ok=True)
     fn_env["BENCH_LOG_DIR"] = str(log_dir)
+    for assignment in args.fn_env:
+        name, _, value = assignment.partition("=")
+        fn_env[name] = value
 
     results = []
-    print(f"{'function':28} {'init ms':>8} {'1st ms':>8} {'warm p50':>9} {'warm p99':>9} {'RSS MB':>7}  event -> status")
+    print(f"{'function':28} {'init ms':>8} {'1st ms':>8} {'warm p50':>9} {'warm p99':>9} {'RSS MB':>7} "
+          f"{'trips':>6} {'+AWS ms':>8}  event -> status")
     for binary in binaries:
         bootstrap = release / binary
         if not bootstrap.exists():
@@ -591,7 +667,7 @@ def main():
             results.append({"binary": binary, "error": "not built"})
             continue
         description, event = events_for(binary, secret, org_id)
-        r = run_function(binary, bootstrap, fn_env, event, args.warm, args.cold_runs)
+        r = run_function(binary, bootstrap, fn_env, event, args.warm, args.cold_runs, args.aws_delay_ms)
         r["event"] = description
         r["bootstrap_bytes"] = bootstrap.stat().st_size
         results.append(r)
@@ -600,14 +676,18 @@ def main():
             continue
         w = r["warm"]
         rss = (r.get("peak_rss_kb") or 0) / 1024
+        trips = r.get("sequential_round_trips", {}).get("median")
+        modelled = r.get("modelled_aws", {}).get("added_p50_ms")
         print(f"{binary:28} {r['init_ms_median']:8.1f} {r['first_ms_median']:8.1f} {w['p50_ms']:9.2f} "
-              f"{w['p99_ms']:9.2f} {rss:7.1f}  {description} -> {w['statuses']}")
+              f"{w['p99_ms']:9.2f} {rss:7.1f} {trips if trips is not None else '-':>6} "
+              f"{modelled if modelled is not None else '-':>8}  {description} -> {w['statuses']}")
     load = os.getloadavg()
     report = {
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load],
                     "arch": os.uname().machine},
         "cold_runs": args.cold_runs, "warm_invocations": args.warm, "profile": args.profile,
+        "plan": args.plan, "aws_delay_ms": args.aws_delay_ms, "fn_env": args.fn_env,
         "functions": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
