@@ -181,12 +181,16 @@ async fn create(
     let model = chat_model(&app, &req.model)?;
     crate::domain::telemetry::note_model(&model.id);
     req.check_model(&model)?;
-    let org = crate::domain::usage::admit(app.context(), &caller).await?;
-
-    let mut context = match &req.previous_response_id {
-        Some(previous) => persist::history(app.context(), &caller, previous).await?,
-        None => Vec::new(),
+    // The balance and the earlier turns are read at once: one round trip, not two, on AWS.
+    let history = async {
+        match &req.previous_response_id {
+            Some(previous) => persist::history(app.context(), &caller, previous).await,
+            None => Ok(Vec::new()),
+        }
     };
+    let (org, history) = tokio::join!(crate::domain::usage::admit(app.context(), &caller), history);
+    let org = org?;
+    let mut context = history?;
     let normalized = convert::normalize(app.context(), &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
     let messages = convert::to_chat_messages(
