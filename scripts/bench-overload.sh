@@ -52,88 +52,18 @@ REELGATE="$CARGO_TARGET_DIR/$PROFILE/reelgate"
 BENCH="$CARGO_TARGET_DIR/$PROFILE/examples/chat_bench"
 
 # The generator and the upstream get every CPU the server does not.
-ALL_CPUS="$(seq -s, 0 $(($(nproc) - 1)))"
-CLIENT_CPUS="$(python3 -c '
-import sys
-server = set()
-for part in sys.argv[1].split(","):
-    a, _, b = part.partition("-")
-    server.update(range(int(a), int(b or a) + 1))
-rest = [c for c in map(int, sys.argv[2].split(",")) if c not in server]
-print(",".join(map(str, rest)) or sys.argv[2])' "$SERVER_CPUS" "$ALL_CPUS")"
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+CLIENT_CPUS="$(cpus_besides "$SERVER_CPUS")"
+bench_setup "$CLIENT_CPUS"
 
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_http() {
-  local i
-  for i in $(seq 1 120); do
-    if curl -fsS -o /dev/null "$1" 2>/dev/null; then return 0; fi
-    sleep 0.5
-  done
-  echo "bench-overload: $1 did not answer" >&2
-  return 1
-}
-
-UP_PORT="$(free_port)"
-taskset -c "$CLIENT_CPUS" "$BENCH" --serve-upstream "127.0.0.1:$UP_PORT" 2>"$WORK/upstream.log" &
-PIDS+=($!)
-UPSTREAM="http://127.0.0.1:$UP_PORT"
-DATA="$WORK/data"
-mkdir -p "$DATA"
-{
-  cat functions/reelgate/src/domain/catalog.default.toml
-  cat <<EOF
-
-[[upstreams]]
-id = "fast"
-kind = "openai"
-base_url = "$UPSTREAM"
-
-[[chat_models]]
-id = "bench-model"
-upstream = "fast"
-upstream_model = "fast-model"
-capabilities = ["text"]
-reasoning_efforts = []
-input_per_million = "0.15"
-output_per_million = "0.60"
-EOF
-} >"$WORK/catalog.toml"
-export REELGATE_CATALOG="$WORK/catalog.toml"
-json_field() { python3 -c 'import json,sys; d = json.loads(sys.argv[1]); print(d.get(sys.argv[2]) or d.get(sys.argv[3], ""))' "$@"; }
-ORG_ID="$(json_field "$("$REELGATE" admin --data-dir "$DATA" org create --name bench --plan enterprise --credits 1000000)" id id)"
-USER_ID="$(json_field "$("$REELGATE" admin --data-dir "$DATA" user create --org "$ORG_ID" --email bench@example.com)" id id)"
-KEY="$(json_field "$("$REELGATE" admin --data-dir "$DATA" key create --user "$USER_ID")" secret key)"
-
-# start_server NAME [VAR=VALUE…]: a server on the server CPUs; sets RG_PID and RG_URL.
-start_server() {
-  local name="$1"; shift
-  local port; port="$(free_port)"
-  env REELGATE_LOG=warn "$@" taskset -c "$SERVER_CPUS" \
-    "$REELGATE" serve --addr "127.0.0.1:$port" --data-dir "$DATA" >"$WORK/$name.out" 2>"$WORK/$name.log" &
-  RG_PID=$!
-  PIDS+=("$RG_PID")
-  RG_URL="http://127.0.0.1:$port"
-  wait_http "$RG_URL/health"
-}
-stop_server() { kill "$RG_PID" 2>/dev/null || true; wait "$RG_PID" 2>/dev/null || true; }
 load() { # rates
   taskset -c "$CLIENT_CPUS" "$BENCH" --overload "$RG_URL|$KEY|bench-model" --server-pid "$RG_PID" \
     --rates "$1" --seconds "$SECONDS_PER_RATE"
 }
 
 if [[ -z "$SATURATION" ]]; then
-  start_server ramp
+  start_server ramp "$SERVER_CPUS"
   SATURATION="$(load 500,1000,1500,2000,3000,4000 | tee "$WORK/ramp.jsonl" |
     python3 -c 'import json,sys; print(int(max(json.loads(l)["admitted_rps"] for l in sys.stdin if l.strip())))')"
   stop_server
@@ -142,10 +72,10 @@ fi
 RATES="$(python3 -c 'import sys; s = int(sys.argv[1]); print(",".join(str(int(s * f)) for f in (0.5, 1, 2, 4)))' "$SATURATION")"
 
 # shellcheck disable=SC2086 # ON_ENV is a list of VAR=VALUE words
-start_server shedding $ON_ENV
+start_server shedding "$SERVER_CPUS" $ON_ENV
 load "$RATES" | sed 's/^{/{"shedding": "on", /' >"$WORK/on.jsonl"
 stop_server
-start_server unbounded REELGATE_MAX_IN_FLIGHT=1000000 REELGATE_SHED_LAG_MS=0
+start_server unbounded "$SERVER_CPUS" REELGATE_MAX_IN_FLIGHT=1000000 REELGATE_SHED_LAG_MS=0
 load "$RATES" | sed 's/^{/{"shedding": "off", /' >"$WORK/off.jsonl"
 stop_server
 
