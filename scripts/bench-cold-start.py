@@ -366,6 +366,14 @@ def events_for(binary, key, org):
     table = {
         "api-chat-completions": ("POST /v1/chat/completions (fake upstream)",
                                  http_event("POST", "/v1/chat/completions", key, chat)),
+        "api-messages": ("POST /v1/messages (fake upstream)",
+                         http_event("POST", "/v1/messages", key,
+                                    {"model": FAKE_MODEL, "max_tokens": 64,
+                                     "messages": [{"role": "user", "content": "Say hello"}]})),
+        "api-messages-count-tokens": ("POST /v1/messages/count_tokens (estimate)",
+                                      http_event("POST", "/v1/messages/count_tokens", key,
+                                                 {"model": FAKE_MODEL,
+                                                  "messages": [{"role": "user", "content": "Say hello"}]})),
         "api-responses": ("POST /v1/responses (fake upstream)",
                           http_event("POST", "/v1/responses", key,
                                      {"model": FAKE_MODEL, "input": "Say hello", "store": False})),
@@ -639,8 +647,8 @@ def main():
         "REELGATE_UPSTREAM_BASE_URL": f"http://127.0.0.1:{upstream.server_address[1]}/v1",
         "REELGATE_MODERATOR": "rules", "REELGATE_LOG": "info",
     })
-    # The CLI is always the release build (it is not deployed).
-    reelgate = release.parent / "release" / "reelgate"
+    # The CLI is the release build (it is not deployed) unless BENCH_CLI names another.
+    reelgate = Path(os.environ.get("BENCH_CLI") or release.parent / "release" / "reelgate")
     org = admin(reelgate, env, "org", "create", "--name", "bench", "--plan", args.plan, "--credits", "1000000")
     org_id = org.get("id") or org.get("org") or org.get("org_id")
     user = admin(reelgate, env, "user", "create", "--org", org_id, "--email", "bench@example.com")
