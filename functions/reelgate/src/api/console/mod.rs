@@ -226,11 +226,13 @@ pub(crate) fn html_escape(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// The console's own files only: no inline script, no third-party origin; media may come from
+/// The console's own files only: no inline script, no third-party origin; images may also be
+/// `blob:` URLs (the New video page's previews of files the person chose); media may come from
 /// the blob store's signed URLs (this origin locally, the bucket's https origin on AWS), and the
 /// New video page PUTs uploads to such a presigned URL (so `connect-src` allows https too; the
 /// signature in the URL is the only authority it carries, and no cookie goes with it).
-const CSP: &str = "default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; \
+const CSP: &str =
+    "default-src 'self'; img-src 'self' https: data: blob:; media-src 'self' https:; \
                    connect-src 'self' https:; frame-ancestors 'none'; base-uri 'none'; \
                    form-action 'self'";
 
@@ -270,7 +272,9 @@ fn console_page(app: &App, link_refused: bool) -> Response {
             .into();
     }
     if link_refused {
-        html = html.replacen(REFUSED_SLOT, "id=\"signin-refused\"", 1).into();
+        html = html
+            .replacen(REFUSED_SLOT, "id=\"signin-refused\"", 1)
+            .into();
     }
     asset(html.into_owned(), "text/html; charset=utf-8")
 }
