@@ -16,7 +16,7 @@ PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "anthropic==2.10.0" "httpx==0.28.1
   "prometheus-client==0.26.0" "opentelemetry-proto==1.45.2" "protobuf==7.36.2")
 # The official Node SDKs (openai, @anthropic-ai/sdk) for the Node conformance suites (tests/sdk/node), installed with the
 # machine's npm into $TOOLS_DIR/node (6.x: the 7.x line needs Node 22).
-NODE_PACKAGES=("openai@6.49.0" "@anthropic-ai/sdk@1.10.0")
+NODE_PACKAGES=("openai@6.49.0" "@anthropic-ai/sdk@1.10.0" "axe-core@4.11.0")
 
 mkdir -p "$TOOLS_DIR"
 

@@ -26,7 +26,7 @@ def test_serve_prints_a_sign_in_link_that_works_once(server):
     assert me["user"]["id"] == server.user and me["organization"]["id"] == server.org
     again = httpx.get(server.sign_in_link, follow_redirects=False)
     assert again.status_code == 401
-    assert "already used or expired" in again.text
+    assert "expired or was already used" in again.text
     assert "set-cookie" not in again.headers
     console.close()
 

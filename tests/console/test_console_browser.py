@@ -2,7 +2,9 @@
 real `reelgate serve`: sign in by link, agree, create a 4-second video, watch it complete, play
 it, delete it; chat with streaming against tests/python/fake_upstream.py (a fake upstream);
 create and revoke a key; sign out. Also the Japanese UI, 375 px without horizontal scrolling,
-and the agree and create flows by keyboard alone. Screenshots go to docs/console/."""
+the agree and create flows by keyboard alone, and an axe-core pass on every page. Screenshots go
+to a temporary folder (printed; CONSOLE_SCREENSHOTS names another): they are committed only on
+request."""
 
 import base64
 import os
@@ -10,6 +12,7 @@ import re
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 
@@ -23,7 +26,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "webhooks"))
 from receiver import Receiver, verify  # noqa: E402
 
 HERE = os.path.dirname(__file__)
-SHOTS = os.path.join(HERE, "..", "..", "docs", "console")
+SHOTS = os.environ.get("CONSOLE_SCREENSHOTS") or tempfile.mkdtemp(prefix="reelgate-console-shots-")
+print(f"console screenshots: {SHOTS}", file=sys.stderr)
+# axe-core, installed by scripts/test-tools.sh into the tools folder's node_modules (no network here).
+AXE = os.path.join(os.environ.get("REELGATE_TOOLS_DIR", os.path.expanduser("~/.cache/reelgate/tools")),
+                   "node", "node_modules", "axe-core", "axe.min.js")
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
@@ -54,8 +61,8 @@ def browser():
             b.close()
 
 
-def new_page(browser, locale="en-US", width=1280, height=900):
-    context = browser.new_context(locale=locale, viewport={"width": width, "height": height})
+def new_page(browser, locale="en-US", width=1280, height=900, bypass_csp=False):
+    context = browser.new_context(locale=locale, viewport={"width": width, "height": height}, bypass_csp=bypass_csp)
     page = context.new_page()
     page.on("dialog", lambda d: d.accept())
     page.set_default_timeout(20000)
@@ -110,17 +117,30 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
 
     expect(page.locator("#page-videos")).to_be_visible()
     card = page.locator("#video-list li.card").first
-    expect(card.locator(".badge")).to_have_text("completed", timeout=120000)
+    # The new job is in view right after Create, with its quote (not a charge) while it runs.
+    expect(card).to_be_in_viewport()
+    expect(card.locator(".charge")).to_have_text(re.compile(r"^(quote 0\.40 USD|charged 0\.40 USD)$"))
+    expect(card.locator(".badge")).to_have_text("Completed", timeout=120000)
+    expect(card.locator(".charge")).to_have_text("charged 0.40 USD")
+    # The thumbnail and Download are there without any click.
+    thumb = card.locator("img.thumb")
+    expect(thumb).to_be_visible()
+    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=thumb.element_handle())
+    box_before = card.locator(".media").bounding_box()
+    download = card.get_by_role("link", name="Download")
+    assert download.get_attribute("download", timeout=5000).endswith(".mp4")
     card.get_by_role("button", name="Play").click()
     video = card.locator("video")
     page.wait_for_function(
         "v => v.readyState >= 2 && Math.abs(v.duration - 4) < 0.25", arg=video.element_handle(), timeout=30000
     )
+    # Play plays: the time advances by itself; the player took the reserved box (no jump).
+    page.wait_for_function("v => !v.paused && v.currentTime > 0.3", arg=video.element_handle(), timeout=15000)
+    box_after = card.locator(".media").bounding_box()
+    assert abs(box_after["height"] - box_before["height"]) < 2, (box_before, box_after)
     # Seeking works (the signed URL serves ranges).
-    video.evaluate("v => { v.currentTime = 3; }")
+    video.evaluate("v => { v.pause(); v.currentTime = 3; }")
     page.wait_for_function("v => !v.seeking && v.currentTime >= 2.9", arg=video.element_handle())
-    expect(card.locator("img.thumb")).to_be_visible()
-    download = card.get_by_role("link", name="Download")
     assert download.get_attribute("download", timeout=5000).endswith(".mp4")
     r = httpx.get(download.get_attribute("href"), headers={"Range": "bytes=0-15"})
     assert r.status_code == 206 and r.content[4:8] == b"ftyp"
@@ -133,7 +153,7 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
 
     page.click("nav a[href='#usage']")
     expect(page.locator("#u-balance")).to_have_text("24.60 USD")
-    expect(page.locator("#u-charges")).to_contain_text("video render completed")
+    expect(page.locator("#u-charges")).to_contain_text("Video render · reel-1")
     shot(page, "usage.png")
     context.close()
 
@@ -154,12 +174,15 @@ def test_cancel_a_video_that_is_rendering(browser):
             sign_in(page, srv)
             page.click("nav a[href='#videos']")
             card = page.locator(f"#video-{video_id}")
-            expect(card.locator(".badge")).to_have_text("in progress", timeout=60000)
+            expect(card.locator(".badge")).to_have_text("Rendering", timeout=60000)
+            expect(card.locator(".charge")).to_have_text("quote 0.40 USD")
+            expect(card.locator(".elapsed")).to_contain_text("Elapsed 0:")
             expect(card.get_by_role("button", name=f"Delete {video_id}")).to_have_count(0)
             shot(page, "videos-rendering.png")
             card.get_by_role("button", name=f"Cancel {video_id}").click()
             card = page.locator(f"#video-{video_id}")
-            expect(card.locator(".badge")).to_have_text("canceled")
+            expect(card.locator(".badge")).to_have_text("Canceled")
+            expect(card.locator(".charge")).to_have_text("not charged")
             expect(card.get_by_role("button", name=f"Cancel {video_id}")).to_have_count(0)
             expect(card.get_by_role("button", name=f"Delete {video_id}")).to_be_visible()
             expect(page.locator("#flash")).to_contain_text("You were not charged")
@@ -176,6 +199,10 @@ def test_cancel_a_video_that_is_rendering(browser):
         engine.stop()
 
 
+def last_reply(page):
+    return page.locator("#c-log li.msg.assistant").last
+
+
 def test_chat_streams_its_reply(site, browser):
     context, page = new_page(browser)
     sign_in(page, site)
@@ -185,32 +212,100 @@ def test_chat_streams_its_reply(site, browser):
     # Record the reply's length as it grows: a streamed reply shows several partial states.
     page.evaluate("""() => {
         window.__lengths = [];
-        const out = document.getElementById('c-output');
-        new MutationObserver(() => window.__lengths.push(out.textContent.length))
-            .observe(out, {childList: true, characterData: true, subtree: true});
+        const log = document.getElementById('c-log');
+        new MutationObserver(() => {
+            const r = log.querySelector('li.msg.assistant:last-child .content');
+            if (r) window.__lengths.push(r.textContent.length);
+        }).observe(log, {childList: true, characterData: true, subtree: true});
     }""")
     # A text-only model: no image attachment is offered.
     expect(page.locator("#c-image-field")).to_be_hidden()
     page.click("#c-send")
-    expect(page.locator("#c-output")).to_have_text("Hello from the fake upstream.")
+    expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
     lengths = page.evaluate("window.__lengths")
     partial = {n for n in lengths if 0 < n < len("Hello from the fake upstream.")}
     assert len(partial) >= 2, lengths
-    shot(page, "chat.png")
     context.close()
+
+
+def test_chat_is_a_conversation_enter_sends_and_the_upstream_gets_the_whole_history(browser):
+    """Three turns typed and sent with Enter (Shift+Enter is a new line): every message and reply
+    stays on screen, and each request carries the system prompt and every earlier turn, with
+    the parameters; each turn shows its tokens and cost; New chat starts over."""
+    fake = FakeUpstream(gap_ms=5)
+    try:
+        env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
+        with serving(env=env) as srv:
+            context, page = new_page(browser)
+            sign_in(page, srv)
+            page.goto(f"{srv.base_url}/console/#chat")
+            page.select_option("#c-model", "fake-model-v1")
+            page.fill("#c-system", "Answer briefly.")
+            page.fill("#c-temperature", "0.2")
+            page.fill("#c-max-tokens", "200")
+            box = page.locator("#c-message")
+            turns = ["first question", "second question", "third\nquestion"]
+            for n, text in enumerate(turns, start=1):
+                box.click()
+                for i, line in enumerate(text.split("\n")):
+                    if i:
+                        page.keyboard.press("Shift+Enter")
+                    page.keyboard.type(line)
+                if "\n" in text:
+                    assert box.input_value() == text  # Shift+Enter made a new line, sent nothing
+                page.keyboard.press("Enter")
+                expect(page.locator("#c-log li.msg.assistant")).to_have_count(n)
+                expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
+                expect(last_reply(page).locator(".usage")).to_contain_text("tokens")
+                expect(box).to_have_value("")
+            users = page.locator("#c-log li.msg.user .content")
+            expect(users).to_have_count(3)
+            assert users.all_inner_texts() == turns
+            sent = fake.requests()[-1]
+            reply = "Hello from the fake upstream."
+            assert sent["messages"] == [
+                {"role": "system", "content": "Answer briefly."},
+                {"role": "user", "content": turns[0]}, {"role": "assistant", "content": reply},
+                {"role": "user", "content": turns[1]}, {"role": "assistant", "content": reply},
+                {"role": "user", "content": turns[2]},
+            ], sent["messages"]
+            assert sent["temperature"] == 0.2 and sent["max_tokens"] == 200, sent
+            assert [len(r["messages"]) for r in fake.requests()[-3:]] == [2, 4, 6]
+            expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"^10 in · \d+ out tokens · \d+\.\d+ USD$"))
+            shot(page, "chat.png")
+            page.click("#c-new")
+            expect(page.locator("#c-log li")).to_have_count(0)
+            page.fill("#c-message", "fresh start")
+            page.keyboard.press("Enter")
+            expect(page.locator("#c-log li.msg.assistant")).to_have_count(1)
+            expect(last_reply(page).locator(".content")).to_have_text(reply)
+            assert fake.requests()[-1]["messages"][-1] == {"role": "user", "content": "fresh start"}
+            assert len(fake.requests()[-1]["messages"]) == 2
+            context.close()
+    finally:
+        fake.stop()
 
 
 def test_create_and_revoke_a_key(site, browser):
     context, page = new_page(browser)
     sign_in(page, site)
     page.goto(f"{site.base_url}/console/#keys")
+    page.fill("#key-name", "ci pipeline")
     page.click("#key-create")
     expect(page.locator("#key-secret-value")).to_have_value(re.compile(r"^rgk_"))
     secret = page.locator("#key-secret-value").input_value()
     assert secret.startswith("rgk_")
+    page.click("#key-copy")
+    expect(page.locator("#flash")).to_have_text("Copied to the clipboard.")
+    key_id = "key_" + secret[4:30]
+    card = page.locator(f"#key-{key_id}")
+    expect(card.locator(".key-name")).to_have_text("ci pipeline")
+    expect(card.locator("div.meta")).to_contain_text("never used")
     h = {"Authorization": f"Bearer {secret}"}
     assert httpx.get(f"{site.base_url}/v1/videos/models", headers=h).status_code == 200
-    key_id = "key_" + secret[4:30]
+    page.reload()
+    expect(page.locator(f"#key-{key_id} div.meta")).to_contain_text("last used")
+    shot(page, "keys-named.png")
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_be_visible()
     page.get_by_role("button", name=f"Revoke {key_id}").click()
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_have_count(0)
@@ -241,7 +336,7 @@ def test_a_key_limited_to_2_requests_per_minute_refuses_the_third_chat(site, bro
     page.get_by_role("button", name=f"Save limits {key_id}").click()
     expect(page.locator("#flash")).to_have_text("Limits saved.")
     expect(box.locator("dd[data-limit=requests_per_minute]")).to_have_text("2 · set on this key (plan's limit: 600)")
-    expect(box.locator("dd[data-limit=monthly_budget]")).to_have_text("5.00 USD · committed this month: 0 USD")
+    expect(box.locator("dd[data-limit=monthly_budget]")).to_have_text("5.00 USD · committed this month: 0.00 USD")
     shot(page, "keys.png")
     # The limit holds on /v1: two chats pass, the third in the same minute is refused.
     h = {"Authorization": f"Bearer {secret}"}
@@ -321,7 +416,8 @@ def test_japanese_ui(site, browser):
     expect(page.locator("#page-webhooks h1")).to_have_text("Webhook")
     expect(page.locator("#wh-create")).to_have_text("エンドポイントを追加")
     page.click("nav a[href='#new']")
-    expect(page.locator("#inputs legend")).to_have_text("画像と参照(任意)")
+    expect(page.locator("#inputs summary")).to_have_text("画像と参照(任意)")
+    page.locator("#inputs summary").click()
     expect(page.locator("label[for=u-first_frame]")).to_have_text("最初のフレーム")
     page.click("nav a[href='#terms']")
     page.click("#lang")
@@ -342,6 +438,8 @@ def test_every_page_fits_375_px(site, browser):
         expect(page.locator(f"#page-{name}")).to_be_visible()
         page.wait_for_load_state("networkidle")
         assert page.evaluate(overflow) <= 0, name
+        # A compact header: two short rows, not a quarter of the screen.
+        assert page.locator("header.top").bounding_box()["height"] <= 96, name
         shot(page, f"{name}-375.png")
     context.close()
 
@@ -434,7 +532,14 @@ aspect_ratios = ["16:9", "9:16"]
         yield srv
 
 
+def open_inputs(page):
+    """Unfolds the New video page's optional inputs."""
+    if not page.locator("#inputs").evaluate("d => d.open"):
+        page.locator("#inputs summary").click()
+
+
 def slots_shown(page):
+    open_inputs(page)
     names = ["first_frame", "last_frame", "reference_images", "reference_videos", "reference_audio"]
     return [n for n in names if page.locator(f"#slot-{n}").is_visible()]
 
@@ -455,7 +560,8 @@ def test_new_video_offers_the_models_inputs_and_uploads_a_first_frame_with_progr
     assert slots_shown(page) == ["first_frame", "last_frame", "reference_images", "reference_videos", "reference_audio"]
     page.select_option("#f-model", "reel-text")
     expect(page.locator("#inputs")).to_be_hidden()
-    assert page.locator("#f-aspect option").all_inner_texts() == ["16:9", "9:16"]
+    assert page.locator("#f-aspect option").evaluate_all("os => os.map(o => o.value)") == ["16:9", "9:16"]
+    assert page.locator("#f-aspect option").all_inner_texts() == ["16:9 landscape", "9:16 tall (phones)"]
     page.select_option("#f-model", "reel-frames")
     expect(page.locator("#slot-first_frame")).to_be_visible()
     assert slots_shown(page) == ["first_frame", "last_frame"]
@@ -466,12 +572,16 @@ def test_new_video_offers_the_models_inputs_and_uploads_a_first_frame_with_progr
     expect(page.locator("#u-first_frame")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#list-first_frame li")).to_have_count(0)
 
-    # The PNG goes up through the direct upload flow; its progress bar reaches 100 %.
+    # The PNG goes up (with a preview of the picture) through the direct upload flow; its progress bar reaches 100 %.
     page.set_input_files("#u-first_frame", str(picture))
     item = page.locator("#list-first_frame li")
     expect(item).to_have_attribute("data-status", "done", timeout=30000)
     expect(item.locator(".upload-status")).to_have_text("Uploaded · 100 %")
     assert item.locator("progress").evaluate("p => p.value") == 100
+    preview = item.locator("img.preview")
+    expect(preview).to_be_visible()
+    page.wait_for_function("i => i.complete && i.naturalWidth === 1366", arg=preview.element_handle())
+    assert page.locator("#u-first_frame").evaluate("i => i.files.length") == 1
     expect(page.locator("#err-first_frame")).to_be_empty()
     page.fill("#f-prompt", "The four colours drift apart slowly")
     expect(page.locator("#quote-amount")).to_have_text("0.40 USD")
@@ -481,7 +591,7 @@ def test_new_video_offers_the_models_inputs_and_uploads_a_first_frame_with_progr
     expect(page.locator("#page-videos")).to_be_visible()
     card = page.locator("#video-list li.card").first
     expect(card.locator(".prompt")).to_have_text("The four colours drift apart slowly")
-    expect(card.locator(".badge")).to_have_text("completed", timeout=120000)
+    expect(card.locator(".badge")).to_have_text("Completed", timeout=120000)
     video_id = card.get_attribute("id").removeprefix("video-")
     # The render starts from the uploaded frame: frame 0, shrunk to 16x9, has its four colours.
     mp4 = httpx.get(f"{site.base_url}/v1/videos/{video_id}/content",
@@ -520,6 +630,7 @@ def test_upload_progress_moves_as_the_bytes_go_out(frames_site, browser, tmp_pat
     sign_in(page, frames_site)
     page.click("nav a[href='#new']")
     page.select_option("#f-model", "reel-1")
+    open_inputs(page)
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
     cdp.send("Network.emulateNetworkConditions", {
@@ -553,6 +664,7 @@ def test_new_video_shows_each_input_error_next_to_its_input(frames_site, browser
     sign_in(page, site)
     page.click("nav a[href='#new']")
     page.select_option("#f-model", "reel-1")
+    open_inputs(page)
     page.fill("#f-prompt", "A kite over the dunes")
     page.set_input_files("#u-first_frame", str(small))
     expect(page.locator("#list-first_frame li")).to_have_attribute("data-status", "done", timeout=30000)
@@ -601,7 +713,8 @@ def test_chat_sends_an_attached_image_to_a_vision_model(browser, tmp_path):
             page.fill("#c-message", "What is in this picture?")
             page.click("#c-send")
             # The fake answers an image part with "image <n> bytes …" (it does not decode data URLs).
-            expect(page.locator("#c-output")).to_contain_text("image")
+            expect(last_reply(page).locator(".content")).to_contain_text("image")
+            expect(page.locator("#c-log li.msg.user img.msg-image")).to_be_visible()
             shot(page, "chat-image.png")
             sent = fake.requests()[-1]
             parts = sent["messages"][-1]["content"]
@@ -611,12 +724,15 @@ def test_chat_sends_an_attached_image_to_a_vision_model(browser, tmp_path):
             url = image[0]["image_url"]["url"]
             assert url.startswith("data:image/png;base64,"), url[:40]
             assert base64.b64decode(url.split(",", 1)[1]) == picture
-            # Removed, the next message goes as plain text.
-            page.click("#c-image-remove")
+            # Sent, the attachment leaves the box; the next message goes as plain text, and the
+            # image stays in the conversation (the earlier turn is sent again with it).
             expect(page.locator("#c-image-chosen")).to_be_hidden()
+            page.fill("#c-message", "And the colours?")
             page.click("#c-send")
-            expect(page.locator("#c-output")).to_have_text("Hello from the fake upstream.")
-            assert fake.requests()[-1]["messages"][-1]["content"] == "What is in this picture?"
+            expect(page.locator("#c-log li.msg.assistant")).to_have_count(2)
+            messages = fake.requests()[-1]["messages"]
+            assert messages[-1]["content"] == "And the colours?"
+            assert messages[0]["content"][1]["image_url"]["url"] == url
             context.close()
     finally:
         fake.stop()
@@ -700,3 +816,177 @@ def test_webhooks_page_creates_shows_failures_rotates_and_deletes(browser):
             context.close()
     finally:
         receiver.stop()
+
+
+# --- Round 2: the fold, usage, Japanese, translation, dead ends, accessibility -------------------
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (375, 812)])
+def test_new_video_create_is_above_the_fold(site, browser, width, height):
+    context, page = new_page(browser, width=width, height=height)
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/#new")
+    page.select_option("#f-model", "reel-1")
+    expect(page.locator("#quote-amount")).to_have_text("0.40 USD")
+    assert page.evaluate("window.scrollY") == 0
+    for sel in ["#f-model", "#f-seconds", "#f-aspect", "#f-prompt", "#quote-amount", "#create"]:
+        b = page.locator(sel).bounding_box()
+        assert b and b["y"] >= 0 and b["y"] + b["height"] <= height, (sel, b)
+    # The range is shown, and every aspect ratio (Auto included) is explained.
+    expect(page.locator("#seconds-hint")).to_have_text("4–15 seconds")
+    texts = page.locator("#f-aspect option").all_inner_texts()
+    assert any(t.startswith("Auto: the engine picks") for t in texts), texts
+    assert all(" " in t for t in texts), texts
+    shot(page, f"new-video-{width}.png")
+    context.close()
+
+
+# A cell breaks inside a word only with overflow-wrap/word-break allowing it; with both normal
+# a too-long word overflows its cell instead, which scrollWidth shows.
+NO_WORD_BREAKS = """() => [...document.querySelectorAll('#page-usage th, #page-usage td')].flatMap(c => {
+    const s = getComputedStyle(c);
+    const bad = [];
+    if (s.overflowWrap !== 'normal' || s.wordBreak !== 'normal') bad.push(['style', c.textContent, s.overflowWrap, s.wordBreak]);
+    if (c.scrollWidth > c.clientWidth + 1) bad.push(['overflow', c.textContent, c.scrollWidth, c.clientWidth]);
+    return bad;
+})"""
+
+
+def test_usage_chart_has_a_bar_per_day_with_charges_and_no_cell_breaks_inside_a_word(site, browser):
+    # Charges today: a chat turn (tokens) and a 4 s render (video seconds) through the API.
+    h = {"Authorization": f"Bearer {site.api_key}"}
+    r = httpx.post(f"{site.base_url}/v1/chat/completions", headers=h,
+                   json={"model": "fake-model-v1", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+    assert r.status_code == 200, r.text
+    site.agree(site.user, site.org)
+    body = {"model": "reel-1", "prompt": "A lantern in the fog", "seconds": 4, "aspect_ratio": "16:9"}
+    r = httpx.post(f"{site.base_url}/v1/videos", json=body, headers=h)
+    assert r.status_code == 200, r.text
+    deadline = time.time() + 120
+    while httpx.get(f"{site.base_url}/v1/videos/{r.json()['id']}", headers=h).json()["status"] != "completed":
+        assert time.time() < deadline
+        time.sleep(0.5)
+    for width in (1366, 375):
+        context, page = new_page(browser, width=width, height=900)
+        sign_in(page, site)
+        page.goto(f"{site.base_url}/console/#usage")
+        expect(page.locator("#u-svg")).to_be_visible()
+        usage = page.evaluate("fetch('/console/api/usage').then(r => r.json())")
+        days = {b["start_time"] for b in usage["days"] if any(float(x["amount"]) > 0 for x in b["results"])}
+        assert days
+        expect(page.locator("#u-svg g.bar")).to_have_count(len(days))
+        expect(page.locator("#u-tokens")).not_to_have_text("0")
+        # One money format: two decimals at least, then the code.
+        for text in page.locator("#page-usage .amount").all_inner_texts():
+            assert re.fullmatch(r"-?\d+\.\d{2,6} USD", text), text
+        assert page.evaluate(NO_WORD_BREAKS) == []
+        page.click("#u-by-kind")
+        expect(page.locator("#u-legend")).to_contain_text("Video seconds")
+        expect(page.locator("#u-svg g.bar")).to_have_count(len(days))
+        shot(page, f"usage-{width}.png")
+        context.close()
+
+
+def test_a_server_error_shows_in_japanese(site, browser):
+    context, page = new_page(browser, locale="ja-JP")
+    sign_in(page, site, person(site, "ja-errors@example.test"))
+    page.goto(f"{site.base_url}/console/#new")
+    page.select_option("#f-model", "reel-1")
+    # By code: creating before agreeing to the terms (agreement_required).
+    page.fill("#f-prompt", "A quiet harbour at dawn")
+    page.click("#create")
+    expect(page.locator("#err-form")).to_have_text("動画を作成する前に動画サービス利用規約に同意してください。")
+    # An invalid field: the seconds out of range.
+    page.fill("#f-seconds", "20")
+    expect(page.locator("#err-seconds")).to_have_text("秒数は 4〜15 の整数で指定してください。")
+    # Status words differ from action words.
+    texts = page.evaluate("[TEXT.ja.status_canceled, TEXT.ja.cancel_video, TEXT.ja.cancel]")
+    assert texts[0] not in texts[1:], texts
+    shot(page, "new-video-ja-error.png")
+    context.close()
+
+
+def test_a_japanese_prompt_is_warned_about_on_a_server_without_a_translator(site, browser):
+    context, page = new_page(browser)
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/#new")
+    page.select_option("#f-model", "reel-1")
+    before = httpx.get(f"{site.base_url}/v1/videos", headers={"Authorization": f"Bearer {site.api_key}"}).json()["data"]
+    # Dialogue alone may be Japanese: no warning.
+    page.fill("#f-prompt", "A cat on a roof says <d>こんにちは</d>")
+    expect(page.locator("#translate-warning")).to_be_hidden()
+    page.fill("#f-prompt", "屋根の上の猫")
+    expect(page.locator("#translate-warning")).to_be_visible()
+    expect(page.locator("#translate-warning")).to_contain_text("cannot translate Japanese prompts")
+    page.click("#create")
+    expect(page.locator("#err-prompt")).to_contain_text("cannot translate Japanese prompts")
+    expect(page.locator("#page-new")).to_be_visible()
+    shot(page, "new-video-no-translator.png")
+    after = httpx.get(f"{site.base_url}/v1/videos", headers={"Authorization": f"Bearer {site.api_key}"}).json()["data"]
+    assert len(after) == len(before)
+    context.close()
+
+
+def test_translation_unavailable_without_a_translator_says_so_plainly(site):
+    """Through the API (which does not stop the prompt): the job fails translation_unavailable,
+    and its message says this server has no translator, not 'resubmit later'."""
+    site.agree(site.user, site.org)
+    h = {"Authorization": f"Bearer {site.api_key}"}
+    body = {"model": "reel-1", "prompt": "屋根の上の猫", "seconds": 4, "aspect_ratio": "16:9"}
+    r = httpx.post(f"{site.base_url}/v1/videos", json=body, headers=h)
+    assert r.status_code == 200, r.text
+    video_id = r.json()["id"]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        v = httpx.get(f"{site.base_url}/v1/videos/{video_id}", headers=h).json()
+        if v["status"] in ("failed", "completed", "canceled"):
+            break
+        time.sleep(0.5)
+    assert v["status"] == "failed", v
+    assert v["error"]["code"] == "translation_unavailable"
+    assert "no translator" in v["error"]["message"] and "resubmit later" not in v["error"]["message"], v
+
+
+def test_a_used_link_and_the_signed_out_page_lead_somewhere(site, browser):
+    context, page = new_page(browser)
+    link = site.console_link(site.user, site.org)
+    assert httpx.get(link, follow_redirects=False).status_code == 303  # used once
+    r = page.goto(link)
+    assert r.status == 401
+    expect(page.locator("#signin-refused")).to_be_visible()
+    expect(page.locator("header.top .brand")).to_be_visible()
+    expect(page.locator("#signin-admin")).to_contain_text("Ask your administrator")
+    body = page.locator("main").inner_text()
+    assert "`" not in body and "reelgate admin" not in body, body
+    shot(page, "link-refused.png")
+    page.click("#lang")
+    expect(page.locator("#signin-refused")).to_contain_text("期限切れ")
+    shot(page, "link-refused-ja.png")
+    context.close()
+
+
+def axe_violations(page):
+    page.add_script_tag(path=AXE)
+    result = page.evaluate("""() => axe.run(document, {resultTypes: ['violations'],
+        runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})""")
+    return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:5])
+            for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_axe_finds_no_serious_violations_on_any_page(site, browser):
+    assert os.path.exists(AXE), f"{AXE} is missing (scripts/test-tools.sh installs axe-core)"
+    found = {}
+    for width, locale in [(1280, "en-US"), (375, "ja-JP")]:
+        # The page's CSP refuses inline scripts, and add_script_tag injects one: axe alone gets in.
+        context, page = new_page(browser, locale=locale, width=width, height=800, bypass_csp=True)
+        page.goto(f"{site.base_url}/console/")
+        expect(page.locator("#page-signin")).to_be_visible()
+        found[f"signin@{width}"] = axe_violations(page)
+        sign_in(page, site)
+        for name in PAGES:
+            page.goto(f"{site.base_url}/console/#{name}")
+            expect(page.locator(f"#page-{name}")).to_be_visible()
+            page.wait_for_load_state("networkidle")
+            found[f"{name}@{width}"] = axe_violations(page)
+        context.close()
+    bad = {k: v for k, v in found.items() if v}
+    assert not bad, bad

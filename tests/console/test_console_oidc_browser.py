@@ -4,6 +4,7 @@ through the issuer, and the organization choice for a person in two organization
 
 import os
 import re
+import tempfile
 import uuid
 
 import pytest
@@ -13,7 +14,8 @@ from fake_oidc_issuer import FakeOidcIssuer
 from harness import serving
 
 HERE = os.path.dirname(__file__)
-SHOTS = os.path.join(HERE, "..", "..", "docs", "console")
+# Screenshots go to a temporary folder (committed only on request; CONSOLE_SCREENSHOTS names another).
+SHOTS = os.environ.get("CONSOLE_SCREENSHOTS") or tempfile.mkdtemp(prefix="reelgate-console-shots-")
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]

@@ -38,12 +38,23 @@ fn org_api_key_key(org: &str, person: &str, key_id: &str) -> Key {
     crate::domain::keys::api_key_listing(org, person, key_id)
 }
 
+/// The longest name a key may have.
+pub const MAX_KEY_NAME_CHARS: usize = 64;
+/// How often, at most, a key's `last_used_at` is written (seconds).
+pub const LAST_USED_EVERY_SECS: i64 = 60;
+const LAST_USED_AT: &str = "last_used_at";
+
 /// An API key as its owner sees it in a list (never the secret).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ApiKeyInfo {
     pub id: String,
     pub object: &'static str,
+    /// The name its owner gave it at creation (None for keys made without one).
+    pub name: Option<String>,
     pub created_at: i64,
+    /// When it last authenticated a request, to the minute: [`Accounts::authenticate`] writes
+    /// it at most once a minute per key (see [`LAST_USED_EVERY_SECS`]).
+    pub last_used_at: Option<i64>,
     pub revoked: bool,
     pub revoked_at: Option<i64>,
 }
@@ -458,6 +469,28 @@ impl<'a> Accounts<'a> {
 
     /// Issues an API key for a person in their organization.
     pub async fn create_api_key(&self, person: &str) -> ApiResult<IssuedSecret> {
+        self.create_named_api_key(person, None).await
+    }
+
+    /// Issues an API key with a name its owner chose (trimmed; at most
+    /// [`MAX_KEY_NAME_CHARS`] characters, param `name`).
+    pub async fn create_named_api_key(
+        &self,
+        person: &str,
+        name: Option<&str>,
+    ) -> ApiResult<IssuedSecret> {
+        let name = name.map(str::trim).filter(|n| !n.is_empty());
+        if let Some(n) = name {
+            if n.chars().count() > MAX_KEY_NAME_CHARS || n.chars().any(char::is_control) {
+                return Err(ApiError::invalid(
+                    "name",
+                    format!(
+                        "name must be at most {MAX_KEY_NAME_CHARS} characters, without control \
+                         characters."
+                    ),
+                ));
+            }
+        }
         let p = self.person(person).await?;
         self.require_member(&p.org, person).await?;
         let key_id = new_id("key");
@@ -476,6 +509,10 @@ impl<'a> Accounts<'a> {
         listed.insert("person".into(), person.into());
         listed.insert("revoked".into(), false.into());
         listed.insert("created_at".into(), now_secs().into());
+        if let Some(n) = name {
+            it.insert("name".into(), n.into());
+            listed.insert("name".into(), n.into());
+        }
         self.store
             .transact(vec![
                 TransactOp::Put {
@@ -689,7 +726,9 @@ impl<'a> Accounts<'a> {
                 Some(ApiKeyInfo {
                     id: i.str_attr("key_id")?.to_owned(),
                     object: "api_key",
+                    name: i.str_attr("name").map(str::to_owned),
                     created_at: i.i64_attr("created_at").unwrap_or_default(),
+                    last_used_at: i.i64_attr(LAST_USED_AT),
                     revoked: i.bool_attr("revoked").unwrap_or(false),
                     revoked_at: i.i64_attr("revoked_at"),
                 })
@@ -762,6 +801,7 @@ impl<'a> Accounts<'a> {
                 cache.remember_key(&id, record.clone());
             }
         }
+        self.note_used(&id, org, person, &record).await;
         Ok(Some(Caller {
             org: org.to_owned(),
             person: person.to_owned(),
@@ -769,6 +809,41 @@ impl<'a> Accounts<'a> {
             limits: key_limits_of(&record),
             budget: crate::domain::key_budgets::from_record(&record, now_secs()),
         }))
+    }
+
+    /// Records that key `id` authenticated a request, at most once every
+    /// [`LAST_USED_EVERY_SECS`]: the key record authentication just read carries the last time,
+    /// so a key in use adds one write (to the record and its listing) per minute, never one per
+    /// request. A failed write is logged and the request goes on.
+    async fn note_used(
+        &self,
+        id: &str,
+        org: &str,
+        person: &str,
+        record: &crate::ports::store::Item,
+    ) {
+        let now = now_secs();
+        if record
+            .i64_attr(LAST_USED_AT)
+            .is_some_and(|t| now - t < LAST_USED_EVERY_SECS)
+        {
+            return;
+        }
+        let ops = vec![
+            TransactOp::Update {
+                key: api_key_key(id),
+                update: Update::new().set(LAST_USED_AT, now),
+                condition: Some(Condition::Exists),
+            },
+            TransactOp::Update {
+                key: org_api_key_key(org, person, id),
+                update: Update::new().set(LAST_USED_AT, now),
+                condition: Some(Condition::Exists),
+            },
+        ];
+        if let Err(e) = self.store.transact(ops).await {
+            tracing::warn!(key_id = %id, error = %e, "could not record the key's last use");
+        }
     }
 
     pub async fn members(&self, org: &str) -> ApiResult<Vec<String>> {

@@ -6,7 +6,9 @@ use crate::domain::records::job::{self as job_record, JobRecord, JobStatus};
 use crate::domain::Context;
 use crate::ports::store::{now_secs, StoreError, Update};
 
-pub use crate::domain::video_object::{failure_code, failure_message};
+pub use crate::domain::video_object::{
+    failure_code, failure_message, stored_failure_code, TRANSLATION_NOT_CONFIGURED,
+};
 
 /// The job `video_id` of `org`, if it exists.
 pub async fn load(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<Option<JobRecord>> {
@@ -35,14 +37,15 @@ pub async fn fail(
     code: &str,
     _detail: &str,
 ) -> ApiResult<bool> {
+    let stored = stored_failure_code(code);
+    let message = failure_message(stored);
     let code = failure_code(code);
-    let message = failure_message(code);
     let Some(job) = load(cx, org, video_id).await? else {
         return Ok(false);
     };
     let quote = job.cost;
     let now = now_secs();
-    let update = job_record::failed(code, message, now, expiry(cx, now));
+    let update = job_record::failed(stored, message, now, expiry(cx, now));
     match crate::domain::billing::release(cx.store, org, video_id, quote, update).await? {
         crate::domain::billing::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");

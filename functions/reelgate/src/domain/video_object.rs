@@ -7,19 +7,39 @@ use crate::ports::store::Item;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
+/// The stored cause of a `translation_unavailable` failure on a server with no translator
+/// configured: the API shows the code `translation_unavailable` with a sentence that says the
+/// prompt can never be translated there (not "resubmit later").
+pub const TRANSLATION_NOT_CONFIGURED: &str = "translation_not_configured";
+
 /// The job failure codes of docs/errors.md; anything else a step reports is `engine_unavailable`.
 pub fn failure_code(code: &str) -> &'static str {
     match code {
         "moderation_blocked" => "moderation_blocked",
         "moderation_unavailable" => "moderation_unavailable",
-        "translation_unavailable" => "translation_unavailable",
+        "translation_unavailable" | TRANSLATION_NOT_CONFIGURED => "translation_unavailable",
         _ => "engine_unavailable",
+    }
+}
+
+/// The code a failed job's record keeps: [`failure_code`]'s, except that the cause
+/// [`TRANSLATION_NOT_CONFIGURED`] is kept so the job's message can say so.
+pub fn stored_failure_code(code: &str) -> &'static str {
+    if code == TRANSLATION_NOT_CONFIGURED {
+        TRANSLATION_NOT_CONFIGURED
+    } else {
+        failure_code(code)
     }
 }
 
 /// The one sentence a failed job's `error.message` carries for its code (docs/security.md):
 /// never a workflow cause, an engine's answer or anything else raw.
 pub fn failure_message(code: &str) -> &'static str {
+    if code == TRANSLATION_NOT_CONFIGURED {
+        return "This server has no translator for Japanese prompts, so this prompt cannot be \
+                rendered here. Write the prompt in English (dialogue between <d> and </d> may \
+                stay in Japanese). You were not charged.";
+    }
     match failure_code(code) {
         "moderation_blocked" => "The prompt or a reference was blocked by moderation. You were not charged.",
         "moderation_unavailable" => "Moderation was unavailable, so the job was not rendered. You were not charged; resubmit later.",
@@ -72,11 +92,11 @@ impl Video {
     /// The job as the API shows it.
     pub fn of(job: &JobRecord) -> Video {
         // The documented sentence for the code, whatever a writer stored (docs/security.md).
-        let error = job.error_code.as_deref().map(|code| {
-            let code = failure_code(code);
+        let error = job.error_code.as_deref().map(|stored| {
+            let code = failure_code(stored);
             JobError {
                 code: code.to_owned(),
-                message: failure_message(code).to_owned(),
+                message: failure_message(stored_failure_code(stored)).to_owned(),
             }
         });
         Video {

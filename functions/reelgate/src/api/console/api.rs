@@ -132,6 +132,9 @@ async fn models(
         "aspect_ratios": ASPECT_RATIOS,
         "max_prompt_chars": MAX_PROMPT_CHARS,
     });
+    // Whether this server can translate Japanese prompts: without a translator the New video
+    // page warns before a Japanese prompt is submitted (it would fail `translation_unavailable`).
+    v["translator"] = json!(app.translator().is_some());
     Ok(Json(v))
 }
 
@@ -264,15 +267,38 @@ async fn list_keys(
     Ok(Json(json!({"object": "list", "data": keys})))
 }
 
-/// Creates an API key for the signed-in person; the secret is in this answer only.
+/// Creates an API key for the signed-in person, with the optional `name` of the JSON body (an
+/// empty body is a key without a name); the secret is in this answer only.
 async fn create_key(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
+    body: axum::body::Bytes,
 ) -> ApiResult<Json<Value>> {
-    let issued = app.accounts().create_api_key(&s.caller.person).await?;
+    let body: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&body).map_err(|_| {
+            crate::domain::error::ApiError::invalid("name", "The body must be a JSON object.")
+        })?
+    };
+    let name = match &body["name"] {
+        Value::Null => None,
+        Value::String(n) => Some(n.as_str()),
+        _ => {
+            return Err(crate::domain::error::ApiError::invalid(
+                "name",
+                "name must be a string.",
+            ))
+        }
+    };
+    let issued = app
+        .accounts()
+        .create_named_api_key(&s.caller.person, name)
+        .await?;
     Ok(Json(json!({
         "object": "api_key",
         "id": issued.id,
+        "name": name.map(str::trim).filter(|n| !n.is_empty()),
         "secret": issued.secret,
         "organization": issued.org,
     })))
@@ -328,14 +354,15 @@ async fn set_key_limits(
     Ok(Json(json!(controls)))
 }
 
-/// Balance, reservations for renders in flight, and recent charges.
+/// Balance, reservations for renders in flight, recent charges, and the last 30 UTC days: per
+/// day by model, key and kind (`days`, the chart) and summed over the days (`last_30_days`).
 async fn usage(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<Value>> {
     let org = app.accounts().org(&s.caller.org).await?;
     let charges = crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
-    // The last 30 UTC days by model and key (the report `GET /v1/usage` answers, summed).
+    // The last 30 UTC days by model, key and kind (the report `GET /v1/usage` answers).
     use crate::domain::usage_report::{self, GroupBy, ReportRequest, DAY};
     let now = crate::ports::store::now_secs();
     let month = usage_report::report(
@@ -344,7 +371,7 @@ async fn usage(
         &ReportRequest {
             start: now - 29 * DAY,
             end: now + 1,
-            group_by: vec![GroupBy::Model, GroupBy::ApiKey],
+            group_by: vec![GroupBy::Model, GroupBy::ApiKey, GroupBy::Kind],
             limit: 30,
             page: None,
         },
@@ -360,6 +387,7 @@ async fn usage(
         "renders_in_flight": org.renders_in_flight,
         "recent_charges": charges,
         "last_30_days": usage_report::sum_days(&month),
+        "days": month["data"],
     })))
 }
 

@@ -179,14 +179,13 @@ async fn sign_in(
             }
             response
         }
-        Err(error) => no_store_html(html_page(
-            crate::api::envelope::status(error.kind),
-            "Sign-in link refused",
-            &format!(
-                "<p id=\"error\">{}</p><p><a href=\"/console/\">Back to the console</a></p>",
-                html_escape(&error.message)
-            ),
-        )),
+        // The console's own sign-in page (header, language switch, OIDC button where
+        // configured) with its notice that the link expired or was used, and what to do next.
+        Err(error) => {
+            let mut response = console_page(&app, true);
+            *response.status_mut() = crate::api::envelope::status(error.kind);
+            no_store_html(response)
+        }
     }
 }
 
@@ -227,11 +226,13 @@ pub(crate) fn html_escape(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// The console's own files only: no inline script, no third-party origin; media may come from
+/// The console's own files only: no inline script, no third-party origin; images may also be
+/// `blob:` URLs (the New video page's previews of files the person chose); media may come from
 /// the blob store's signed URLs (this origin locally, the bucket's https origin on AWS), and the
 /// New video page PUTs uploads to such a presigned URL (so `connect-src` allows https too; the
 /// signature in the URL is the only authority it carries, and no cookie goes with it).
-const CSP: &str = "default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; \
+const CSP: &str =
+    "default-src 'self'; img-src 'self' https: data: blob:; media-src 'self' https:; \
                    connect-src 'self' https:; frame-ancestors 'none'; base-uri 'none'; \
                    form-action 'self'";
 
@@ -249,27 +250,41 @@ fn asset(body: impl IntoResponse, content_type: &'static str) -> Response {
     response
 }
 
-/// `GET /console`: the single-page console (compiled into the binary), with a "Sign in with …"
-/// button on its sign-in page when an OpenID Connect issuer is configured.
+/// `GET /console`: the single-page console (compiled into the binary).
 async fn page(State(app): State<App>) -> Response {
-    match &app.oidc {
-        None => asset(INDEX_HTML, "text/html; charset=utf-8"),
-        Some(oidc) => {
-            let name = html_escape(oidc.name());
-            let button = format!(
-                "<p><a class=\"button primary\" id=\"oidc-signin\" \
-                 href=\"/console/oidc/start\" data-name=\"{name}\">Sign in with {name}</a></p>"
-            );
-            asset(
-                INDEX_HTML.replacen(OIDC_SLOT, &button, 1),
-                "text/html; charset=utf-8",
-            )
-        }
+    console_page(&app, false)
+}
+
+/// The single-page console, with a "Sign in with …" button on its sign-in page when an OpenID
+/// Connect issuer is configured, and (`link_refused`) its notice that a sign-in link expired or
+/// was already used shown.
+fn console_page(app: &App, link_refused: bool) -> Response {
+    let mut html = std::borrow::Cow::Borrowed(INDEX_HTML);
+    if let Some(oidc) = &app.oidc {
+        let name = html_escape(oidc.name());
+        let button = format!(
+            "<p><a class=\"button primary\" id=\"oidc-signin\" \
+             href=\"/console/oidc/start\" data-name=\"{name}\">Sign in with {name}</a></p>"
+        );
+        html = html.replacen(OIDC_SLOT, &button, 1).into();
+        html = html
+            .replacen(NO_OIDC_HINT, "id=\"signin-admin\" class=\"hint\" hidden", 1)
+            .into();
     }
+    if link_refused {
+        html = html
+            .replacen(REFUSED_SLOT, "id=\"signin-refused\"", 1)
+            .into();
+    }
+    asset(html.into_owned(), "text/html; charset=utf-8")
 }
 
 /// Where the sign-in page's OpenID Connect button goes (index.html).
 const OIDC_SLOT: &str = "<!-- oidc sign-in -->";
+/// The sign-in page's "ask your administrator" line, hidden where OIDC sign-in is offered.
+const NO_OIDC_HINT: &str = "id=\"signin-admin\" class=\"hint\"";
+/// The sign-in page's refused-link notice, shown only on a refused link's page.
+const REFUSED_SLOT: &str = "id=\"signin-refused\" hidden";
 async fn css() -> Response {
     asset(CONSOLE_CSS, "text/css; charset=utf-8")
 }

@@ -604,7 +604,13 @@ async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<
     let code = payload["code"].as_str().unwrap_or("engine_unavailable");
     // The caller sees the documented sentence for the code; the workflow's raw cause (which on
     // AWS can carry ARNs, task tokens or a Lambda's stack) is neither stored nor logged.
-    let code = crate::domain::jobs::failure_code(code);
+    // A Japanese prompt on a server with no translator can never be translated here: the job
+    // says so, rather than "resubmit later".
+    let code = if code == "translation_unavailable" && pipeline.translator.is_none() {
+        crate::domain::jobs::TRANSLATION_NOT_CONFIGURED
+    } else {
+        crate::domain::jobs::stored_failure_code(code)
+    };
     tracing::warn!(video_id = %job.video_id, code, "failing job");
     crate::domain::jobs::fail(pipeline.context(), &job.org, &job.video_id, code, "").await?;
     Ok(json!({"failed": code}))

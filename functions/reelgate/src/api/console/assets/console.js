@@ -135,8 +135,147 @@ const TEXT = {
   },
 };
 
+// Round 2 words (kept apart from the first set so each language's list stays easy to compare).
+Object.assign(TEXT.en, {
+  signin_body: "To use the console, open the sign-in link you were given. A link signs you in once and expires after a few minutes.",
+  signin_admin: "Need a new link? Ask your administrator to send you one.",
+  link_refused: "This sign-in link has expired or was already used. Each link works once, for a short time.",
+  status_moderating: "Checking the prompt", status_translating: "Translating the prompt", status_queued: "Waiting to render",
+  status_in_progress: "Rendering", status_completed: "Completed", status_failed: "Failed", status_canceled: "Canceled",
+  cancel: "Cancel", cancel_video: "Cancel video", elapsed: "Elapsed", engine_progress: "Engine progress",
+  no_progress_yet: "The engine has not reported progress yet.",
+  quote_running: "quote {amount}", charged: "charged {amount}", not_charged: "not charged",
+  videos_hint: "Newest first. Rendering videos update every 2 seconds.",
+  videos_empty: "No videos yet.", videos_empty_link: "Create your first video",
+  videos_none_match: "No videos with this status.", filter: "Show", filter_all: "All videos",
+  filter_running: "Rendering", filter_completed: "Completed", filter_failed: "Failed", filter_canceled: "Canceled",
+  play_video: "Play", created: "Video created. It is rendering below.",
+  seconds_range: "{min}–{max} seconds", aspect_Auto: "Auto: the engine picks (from your first frame when you upload one)",
+  aspect_21_9: "21:9 cinema wide", aspect_16_9: "16:9 landscape", aspect_4_3: "4:3 classic", aspect_1_1: "1:1 square",
+  aspect_3_4: "3:4 portrait", aspect_9_16: "9:16 tall (phones)",
+  no_translator: "This server cannot translate Japanese prompts, so a Japanese prompt would fail. Write the scene in English; dialogue between <d> and </d> may stay in Japanese.",
+  no_translator_block: "This server cannot translate Japanese prompts. Write the scene in English (dialogue between <d> and </d> may stay in Japanese).",
+  preview_of: "Preview of",
+  new_chat: "New chat", system_prompt: "System prompt", system_hint: "Instructions the model follows for the whole conversation (optional).",
+  temperature: "Temperature", max_tokens: "Max tokens", conversation: "Conversation",
+  chat_empty: "Send a message to start the conversation. Earlier turns are sent with each new message.",
+  enter_hint: "Enter sends; Shift+Enter starts a new line.", you: "You", assistant: "Model",
+  attach_hint: "This model can see images. The image goes with your message and stays in the conversation.",
+  turn_usage: "{input} in · {output} out tokens · {cost}", attached_image: "Attached image",
+  key_name: "Name (optional)", copy: "Copy", copied: "Copied to the clipboard.", unnamed: "Unnamed key",
+  last_used: "last used", never_used: "never used", keys_empty: "No keys yet. Name one above and press Create key.",
+  wh_empty_link: "Add your first endpoint above",
+  last_30: "Last 30 days", spent: "Spent", tokens: "Tokens", video_seconds: "Video seconds",
+  split_by: "Split by", by_model: "Model", by_kind: "Kind", kind: "Kind", quantity: "Quantity",
+  by_model_kind: "Last 30 days by model and kind", usage_empty: "Nothing spent in the last 30 days.", try_chat: "Try the chat",
+  kind_video_seconds: "Video seconds", kind_input_tokens: "Input tokens", kind_cached_input_tokens: "Cached input tokens",
+  kind_output_tokens: "Output tokens", kind_tokens: "Tokens", n_tokens: "{n} tokens", n_seconds: "{n} s",
+  charge_video: "Video render", charge_chat: "Text model tokens", chart_label: "Spend per day over the last 30 days, by {split}",
+  day_total: "{day}: {amount}", message_required: "Write a message first.",
+});
+Object.assign(TEXT.ja, {
+  signin_body: "コンソールを使うには、受け取ったサインインリンクを開いてください。リンクは一度だけ使え、数分で期限が切れます。",
+  signin_admin: "新しいリンクが必要な場合は、管理者に送ってもらってください。",
+  link_refused: "このサインインリンクは期限切れか、すでに使われています。リンクは短い時間に一度だけ使えます。",
+  status_moderating: "プロンプトを審査中", status_translating: "プロンプトを翻訳中", status_queued: "レンダリング待ち",
+  status_in_progress: "レンダリング中", status_completed: "完了", status_failed: "失敗", status_canceled: "キャンセル済み",
+  cancel: "中止する", cancel_video: "動画を中止", elapsed: "経過時間", engine_progress: "エンジンの進捗",
+  no_progress_yet: "エンジンからの進捗はまだありません。",
+  quote_running: "見積もり {amount}", charged: "請求額 {amount}", not_charged: "請求なし",
+  confirm_cancel: "この動画のレンダリングを中止しますか?請求はされません。",
+  canceled: "動画を中止しました。請求はありません。",
+  videos_hint: "新しい順。レンダリング中の動画は2秒ごとに更新されます。",
+  videos_empty: "動画はまだありません。", videos_empty_link: "最初の動画を作成する",
+  videos_none_match: "この状態の動画はありません。", filter: "表示", filter_all: "すべての動画",
+  filter_running: "レンダリング中", filter_completed: "完了", filter_failed: "失敗", filter_canceled: "キャンセル済み",
+  play_video: "再生", created: "動画を作成しました。下でレンダリング中です。",
+  seconds_range: "{min}〜{max} 秒", aspect_Auto: "自動: エンジンが選びます(最初のフレームがあればそれに合わせます)",
+  aspect_21_9: "21:9 シネマワイド", aspect_16_9: "16:9 横長", aspect_4_3: "4:3 クラシック", aspect_1_1: "1:1 正方形",
+  aspect_3_4: "3:4 縦長", aspect_9_16: "9:16 縦長(スマートフォン)",
+  no_translator: "このサーバーは日本語のプロンプトを翻訳できないため、日本語のプロンプトは失敗します。場面は英語で書いてください(<d> と </d> の間のせりふは日本語のままで構いません)。",
+  no_translator_block: "このサーバーは日本語のプロンプトを翻訳できません。場面は英語で書いてください(<d> と </d> の間のせりふは日本語のままで構いません)。",
+  preview_of: "プレビュー:",
+  new_chat: "新しいチャット", system_prompt: "システムプロンプト", system_hint: "会話全体でモデルが従う指示(任意)。",
+  temperature: "温度", max_tokens: "最大トークン数", conversation: "会話",
+  chat_empty: "メッセージを送って会話を始めましょう。これまでのやり取りは毎回まとめて送られます。",
+  enter_hint: "Enter で送信、Shift+Enter で改行します。", you: "あなた", assistant: "モデル",
+  attach_hint: "このモデルは画像を理解できます。画像はメッセージと一緒に送られ、会話に残ります。",
+  turn_usage: "入力 {input}・出力 {output} トークン・{cost}", attached_image: "添付画像",
+  key_name: "名前(任意)", copy: "コピー", copied: "クリップボードにコピーしました。", unnamed: "名前なしのキー",
+  last_used: "最終使用", never_used: "未使用", keys_empty: "キーはまだありません。上で名前を付けて「キーを作成」を押してください。",
+  wh_empty_link: "上のフォームで最初のエンドポイントを追加",
+  last_30: "過去30日間", spent: "利用額", tokens: "トークン", video_seconds: "動画の秒数",
+  split_by: "内訳", by_model: "モデル別", by_kind: "種類別", kind: "種類", quantity: "数量",
+  by_model_kind: "過去30日間(モデル・種類別)", usage_empty: "過去30日間の利用はありません。", try_chat: "チャットを試す",
+  kind_video_seconds: "動画の秒数", kind_input_tokens: "入力トークン", kind_cached_input_tokens: "キャッシュ済み入力トークン",
+  kind_output_tokens: "出力トークン", kind_tokens: "トークン", n_tokens: "{n} トークン", n_seconds: "{n} 秒",
+  charge_video: "動画のレンダリング", charge_chat: "テキストモデルのトークン", chart_label: "過去30日間の1日ごとの利用額({split})",
+  day_total: "{day}: {amount}", message_required: "先にメッセージを入力してください。",
+});
+
+// The API's error messages in Japanese, by `code` (and, for a request's invalid field, by `param`).
+const ERRORS_JA = {
+  console_login_required: "コンソールにサインインしてください。",
+  csrf_token_invalid: "セッションの確認に失敗しました。ページを再読み込みしてください。",
+  agreement_required: "動画を作成する前に動画サービス利用規約に同意してください。",
+  insufficient_credits: "残高が足りません。",
+  insufficient_quota: "残高が足りません。",
+  key_budget_exceeded: "このキーの月間予算を超えます。",
+  concurrency_limit_exceeded: "同時にレンダリングできる動画の数の上限に達しています。終わるのを待ってから作成してください。",
+  rate_limit_exceeded: "リクエストが多すぎます。少し待ってからもう一度お試しください。",
+  server_overloaded: "サーバーが混み合っています。少し待ってからもう一度お試しください。",
+  model_not_found: "そのモデルは見つからないか、このプランでは使えません。",
+  model_capability_mismatch: "このモデルはその入力に対応していません。",
+  unsupported_reasoning_effort: "このモデルはその推論の強さに対応していません。",
+  context_length_exceeded: "会話が長すぎてモデルの上限を超えています。「新しいチャット」で始め直してください。",
+  upstream_unavailable: "モデルの提供元に接続できませんでした。少し待ってからもう一度お試しください。",
+  upstream_timeout: "モデルの提供元が時間内に応答しませんでした。もう一度お試しください。",
+  upstream_error: "モデルの提供元でエラーが起きました。もう一度お試しください。",
+  provider_unavailable: "モデルの提供元が利用できません。少し待ってからもう一度お試しください。",
+  file_too_large: "ファイルが大きすぎます。",
+  payload_too_large: "送信するデータが大きすぎます。",
+  unsupported_file_type: "この種類のファイルは使えません。",
+  file_not_found: "ファイルが見つかりません。",
+  video_not_found: "動画が見つかりません。",
+  api_key_not_found: "APIキーが見つかりません。",
+  webhook_not_found: "エンドポイントが見つかりません。",
+  url_refused: "このURLは使えません(プライベートアドレスなど)。",
+  url_unreachable: "このURLに接続できませんでした。",
+  internal_error: "サーバーでエラーが起きました。もう一度お試しください。",
+  moderation_blocked: "プロンプトまたは参照がモデレーションによりブロックされました。請求はありません。",
+  moderation_unavailable: "審査が利用できなかったため、レンダリングしませんでした。請求はありません。後でもう一度お試しください。",
+  translation_unavailable: "日本語のプロンプトを翻訳できませんでした。請求はありません。後でもう一度お試しください。",
+  translation_not_configured: "このサーバーには日本語プロンプトの翻訳機能がないため、このプロンプトはここではレンダリングできません。場面を英語で書いてください(<d> と </d> の間のせりふは日本語のままで構いません)。請求はありません。",
+  engine_unavailable: "動画エンジンが利用できないか、レンダリング中に失敗しました。請求はありません。後でもう一度お試しください。",
+};
+const PARAMS_JA = {
+  seconds: "秒数は {min}〜{max} の整数で指定してください。",
+  aspect_ratio: "アスペクト比を一覧から選んでください。",
+  prompt: "プロンプトを入力してください(長すぎる場合は短くしてください)。",
+  model: "モデルを選んでください。",
+  name: "名前は64文字以内で、制御文字を含めずに入力してください。",
+  url: "エンドポイントURLを https:// で始まる正しいURLで入力してください。",
+  events: "イベントを1つ以上選んでください。",
+  temperature: "温度は 0〜2 の数で指定してください。",
+  max_tokens: "最大トークン数は 1 以上の整数で指定してください。",
+  messages: "メッセージを入力してください。",
+};
+
+// An API error's message in the console's language: Japanese by its code where the console knows it.
+function errorText(err) {
+  if (state.lang !== "ja" || !err) return err && err.message;
+  if (err.code === "invalid_request_error" || !err.code) {
+    const param = String(err.param || "").split(/[.[]/)[0];
+    const lim = (state.models && state.models.limits) || {};
+    if (PARAMS_JA[param]) return PARAMS_JA[param].replace("{min}", lim.min_seconds || 4).replace("{max}", lim.max_seconds || 15);
+    return err.message;
+  }
+  return ERRORS_JA[err.code] || err.message;
+}
+
 const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {},
-  uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null };
+  uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null, media: {}, videos: null, justCreated: null,
+  chat: [], chatBusy: false, chatAbort: null, usage: null, usageSplit: "model" };
 const $ = (id) => document.getElementById(id);
 const t = (key) => (TEXT[state.lang] && TEXT[state.lang][key]) || TEXT.en[key] || key;
 
@@ -155,6 +294,7 @@ function applyLanguage() {
   const other = state.lang === "ja" ? "English" : "日本語";
   $("lang").textContent = other;
   $("lang").setAttribute("aria-label", state.lang === "ja" ? "Switch to English" : "日本語に切り替える");
+  $("lang").setAttribute("lang", state.lang === "ja" ? "en" : "ja");
   document.title = "reelgate " + t("console");
 }
 
@@ -196,13 +336,23 @@ function showError(err, prefix, fallbackId) {
   const param = err.param ? String(err.param).split(/[.[]/)[0] : "";
   const target = param && $(prefix + param);
   const el = target || $(fallbackId);
-  if (el) el.textContent = err.message;
+  if (el) el.textContent = errorText(err);
   const input = document.querySelector(`[name="${param}"]`);
   if (target && input) { input.setAttribute("aria-invalid", "true"); }
 }
 
+// One money format everywhere: at least two decimals, more only where a sub-cent amount needs
+// them (at most six), then the currency code ("2.30 USD", "0.000219 USD").
 function money(amount, currency) {
-  return amount === undefined || amount === null ? "—" : `${amount} ${String(currency || "").toUpperCase()}`;
+  if (amount === undefined || amount === null || amount === "") return "—";
+  const code = String(currency || "").toUpperCase();
+  const n = Number(amount);
+  if (!Number.isFinite(n)) return `${amount} ${code}`.trim();
+  let text = n.toFixed(6).replace(/0+$/, "");
+  const [whole, frac = ""] = text.split(".");
+  text = `${whole}.${frac.padEnd(2, "0")}`;
+  if (text === "-0.00") text = "0.00";
+  return `${text} ${code}`.trim();
 }
 
 function sessionEnded() {
@@ -239,7 +389,7 @@ async function route() {
     if (page === "webhooks") await loadWebhooks();
     if (page === "usage") await loadUsage();
   } catch (err) {
-    if (err.status !== 401) flash(err.message, true);
+    if (err.status !== 401) flash(errorText(err), true);
   }
 }
 
@@ -262,7 +412,7 @@ async function agree() {
     await api("POST", "/console/api/terms/agree");
     await loadTerms();
     flash(t("agreed"));
-  } catch (err) { $("err-agree").textContent = err.message; }
+  } catch (err) { $("err-agree").textContent = errorText(err); }
 }
 
 // New video
@@ -282,6 +432,8 @@ async function loadNew() {
   if (current && models.data.some((m) => m.id === current)) sel.value = current;
   const lim = models.limits || {};
   const secs = $("f-seconds"); secs.min = lim.min_seconds || 4; secs.max = lim.max_seconds || 15;
+  $("seconds-hint").textContent = t("seconds_range").replace("{min}", secs.min).replace("{max}", secs.max);
+  checkTranslation();
   if (lim.max_prompt_chars) $("f-prompt").maxLength = lim.max_prompt_chars;
   showModelInputs();
   await updateQuote();
@@ -312,9 +464,31 @@ function showModelInputs() {
   const ratios = (m && m.aspect_ratios && m.aspect_ratios.length ? m.aspect_ratios : lim.aspect_ratios) || ["16:9"];
   const asp = $("f-aspect"); const a0 = asp.value || "16:9";
   asp.textContent = "";
-  ratios.forEach((r) => { const o = document.createElement("option"); o.value = r; o.textContent = r; asp.appendChild(o); });
+  ratios.forEach((r) => { const o = document.createElement("option"); o.value = r; o.textContent = aspectText(r); asp.appendChild(o); });
   asp.value = ratios.includes(a0) ? a0 : (ratios.includes("16:9") ? "16:9" : ratios[0]);
+  showAspectHint();
 }
+
+// Each aspect ratio explained, `Auto` included.
+function aspectText(r) {
+  const key = "aspect_" + String(r).replace(":", "_");
+  return TEXT.en[key] ? t(key) : r;
+}
+function showAspectHint() {
+  $("aspect-hint").textContent = $("f-aspect").value === "Auto" ? t("aspect_Auto") : "";
+}
+
+// Japanese outside <d>…</d> and quoted scene text needs the server's translator
+// (domain::translation::needs_translation): without one, the form says so before submitting.
+const JAPANESE = /[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f\u4e00-\u9fff\u3400-\u4dbf]/;
+function needsTranslation(prompt) {
+  const outside = String(prompt).replace(/<d>[\s\S]*?<\/d>|「[\s\S]*?」|『[\s\S]*?』|"[\s\S]*?"|“[\s\S]*?”/g, "");
+  return JAPANESE.test(outside);
+}
+function untranslatable() {
+  return !!state.models && state.models.translator === false && needsTranslation($("f-prompt").value);
+}
+function checkTranslation() { $("translate-warning").hidden = !untranslatable(); }
 
 function slotOffered(name) { return !$("slot-" + name).hidden; }
 
@@ -343,6 +517,10 @@ function renderSlot(name) {
     label.htmlFor = bar.id;
     const status = document.createElement("span"); status.className = "upload-status"; status.id = "status-" + item.key;
     status.textContent = uploadStatusText(item);
+    if (item.preview) {
+      const img = document.createElement("img"); img.className = "preview"; img.src = item.preview;
+      img.alt = `${t("preview_of")} ${item.name}`; li.appendChild(img);
+    }
     const rm = document.createElement("button"); rm.type = "button"; rm.className = "link"; rm.textContent = t("remove");
     rm.setAttribute("aria-label", `${t("remove")} ${item.name}`);
     rm.addEventListener("click", () => removeUpload(name, item));
@@ -361,6 +539,8 @@ function removeUpload(name, item) {
   item.removed = true;
   if (item.xhr) item.xhr.abort();
   state.uploads[name] = state.uploads[name].filter((i) => i !== item);
+  if (item.preview) URL.revokeObjectURL(item.preview);
+  if (!state.uploads[name].length) $("u-" + name).value = "";
   renderSlot(name);
   setUploadError(name, "");
   updateQuote();
@@ -392,7 +572,8 @@ function putWithProgress(item, up, file) {
 // One file through the direct upload flow: create the upload, PUT the bytes, complete it into a
 // file (sniffed and checked against the purpose by the server).
 async function uploadOne(name, file) {
-  const item = { key: "u" + (++uploadSeq), name: file.name, status: "uploading", percent: 0, file_id: null, xhr: null };
+  const item = { key: "u" + (++uploadSeq), name: file.name, status: "uploading", percent: 0, file_id: null, xhr: null,
+    preview: /^image\//.test(file.type) ? URL.createObjectURL(file) : null };
   state.uploads[name].push(item); renderSlot(name);
   try {
     const up = await api("POST", "/console/api/uploads", {
@@ -408,14 +589,15 @@ async function uploadOne(name, file) {
     if (item.removed) return;
     state.uploads[name] = state.uploads[name].filter((i) => i !== item);
     renderSlot(name);
-    if (err.status !== 401) setUploadError(name, `${file.name}: ${err.message}`);
+    if (!state.uploads[name].length) $("u-" + name).value = "";
+    if (err.status !== 401) setUploadError(name, `${file.name}: ${errorText(err)}`);
   }
 }
 
 async function chooseFiles(name) {
   const input = $("u-" + name);
+  // The input keeps showing what was chosen; the list below shows every upload with a preview.
   let files = Array.from(input.files || []);
-  input.value = "";
   if (!files.length) return;
   setUploadError(name, "");
   const max = SLOTS[name].max;
@@ -459,7 +641,7 @@ function showNewVideoError(err) {
   const name = newVideoField(err.param);
   let el = name ? $("err-" + name) : null;
   if (el && el.closest("[hidden]")) el = null;
-  (el || $("err-form")).textContent = err.message;
+  (el || $("err-form")).textContent = errorText(err);
   const input = !el ? null : SLOTS[name] ? $("u-" + name) : $("new-form").querySelector(`[name="${name}"]`);
   if (input) input.setAttribute("aria-invalid", "true");
 }
@@ -497,9 +679,17 @@ async function createVideo(ev) {
     $("err-form").textContent = t("wait_uploads");
     return;
   }
+  if (untranslatable()) {
+    $("translate-warning").hidden = false;
+    $("err-prompt").textContent = t("no_translator_block");
+    $("f-prompt").setAttribute("aria-invalid", "true"); $("f-prompt").focus();
+    return;
+  }
   const button = $("create"); button.disabled = true;
   try {
-    await api("POST", "/console/api/videos", formBody());
+    const created = await api("POST", "/console/api/videos", formBody());
+    state.justCreated = created && created.id;
+    $("v-filter").value = "all";
     flash(t("created"));
     Object.keys(SLOTS).forEach((name) => { state.uploads[name] = []; renderSlot(name); setUploadError(name, ""); });
     location.hash = "#videos";
@@ -513,82 +703,152 @@ async function createVideo(ev) {
 
 // Videos
 function statusText(s) { return t("status_" + s); }
+const TERMINAL = ["completed", "failed", "canceled"];
+const RUNNING_FILTER = (v) => !TERMINAL.includes(v.status);
+
+// What the job costs, truthfully: the quote while it runs, the charge once completed, nothing
+// when it failed or was canceled (a job is billed at completion only).
+function chargeText(v) {
+  if (v.status === "completed") return t("charged").replace("{amount}", money(v.cost, v.currency));
+  if (v.status === "failed" || v.status === "canceled") return t("not_charged");
+  return t("quote_running").replace("{amount}", money(v.cost, v.currency));
+}
+
+function elapsedText(v) {
+  const end = v.completed_at || Math.floor(Date.now() / 1000);
+  const secs = Math.max(0, end - v.created_at);
+  const m = Math.floor(secs / 60); const s = secs % 60;
+  return `${m}:${String(s).padStart(2, "0")}`;
+}
+
+// The card's media box keeps the video's shape before anything loads, so nothing jumps.
+function ratioOf(v) {
+  const m = String(v.aspect_ratio || "").match(/^(\d+):(\d+)$/);
+  if (m) return `${m[1]} / ${m[2]}`;
+  const size = String(v.size || "").match(/^(\d+)x(\d+)$/);
+  return size ? `${size[1]} / ${size[2]}` : "16 / 9";
+}
+
+function jobErrorText(e) {
+  if (state.lang !== "ja") return e.message;
+  const notConfigured = e.code === "translation_unavailable" && /no translator/i.test(e.message || "");
+  return ERRORS_JA[notConfigured ? "translation_not_configured" : e.code] || e.message;
+}
 
 function videoCard(v) {
-  const li = document.createElement("li"); li.className = "card"; li.id = "video-" + v.id;
-  const head = document.createElement("div");
-  const badge = document.createElement("span"); badge.className = "badge " + v.status; badge.textContent = statusText(v.status);
-  head.appendChild(badge);
-  const meta = document.createElement("span"); meta.className = "meta";
-  meta.textContent = ` ${v.model} · ${v.seconds}s · ${v.aspect_ratio} · ${money(v.cost, v.currency)} · ${new Date(v.created_at * 1000).toLocaleString(state.lang)}`;
-  head.appendChild(meta);
-  li.appendChild(head);
-  const p = document.createElement("p"); p.className = "prompt"; p.textContent = v.prompt; li.appendChild(p);
-  if (!["completed", "failed", "canceled"].includes(v.status)) {
-    const label = document.createElement("label"); label.textContent = `${t("progress")} ${v.progress}%`;
-    const bar = document.createElement("progress"); bar.max = 100; bar.value = v.progress;
-    bar.id = "progress-" + v.id; label.htmlFor = bar.id;
-    li.appendChild(label); li.appendChild(document.createElement("br")); li.appendChild(bar);
+  const li = document.createElement("li"); li.className = "card video-card"; li.id = "video-" + v.id;
+  li.tabIndex = -1; li.dataset.status = v.status;
+  const box = document.createElement("div"); box.className = "media"; box.style.aspectRatio = ratioOf(v);
+  const media = state.media[v.id];
+  if (v.status === "completed" && media && media.thumbnail_url) {
+    const img = document.createElement("img"); img.className = "thumb"; img.src = media.thumbnail_url;
+    img.alt = `${t("thumbnail")} ${v.prompt}`;
+    box.appendChild(img);
+  } else if (v.status !== "completed") {
+    const ph = document.createElement("div"); ph.className = "placeholder " + v.status; ph.textContent = statusText(v.status);
+    ph.setAttribute("aria-hidden", "true");
+    box.appendChild(ph);
   }
-  if (v.error) { const e = document.createElement("p"); e.className = "field-error"; e.textContent = `${v.error.code}: ${v.error.message}`; li.appendChild(e); }
-  const actions = document.createElement("div"); actions.className = "actions";
   if (v.status === "completed") {
-    const play = document.createElement("button"); play.type = "button"; play.textContent = t("play");
-    play.addEventListener("click", () => playVideo(v, li, play));
-    actions.appendChild(play);
+    const play = document.createElement("button"); play.type = "button"; play.className = "play";
+    play.textContent = "▶ " + t("play_video");
+    play.setAttribute("aria-label", `${t("play_video")} ${v.id}`);
+    play.addEventListener("click", () => playVideo(v, li));
+    box.appendChild(play);
   }
-  if (!["completed", "failed", "canceled"].includes(v.status)) {
-    const cancel = document.createElement("button"); cancel.type = "button"; cancel.textContent = t("cancel");
+  li.appendChild(box);
+  const body = document.createElement("div"); body.className = "body";
+  const head = document.createElement("div"); head.className = "head";
+  const badge = document.createElement("span"); badge.className = "badge " + v.status; badge.textContent = statusText(v.status);
+  const charge = document.createElement("span"); charge.className = "charge amount"; charge.textContent = chargeText(v);
+  head.append(badge, charge); body.appendChild(head);
+  const p = document.createElement("p"); p.className = "prompt"; p.textContent = v.prompt; body.appendChild(p);
+  const meta = document.createElement("p"); meta.className = "meta";
+  meta.textContent = `${v.model} · ${v.seconds} s · ${v.aspect_ratio} · ${when(v.created_at)}`;
+  body.appendChild(meta);
+  if (!TERMINAL.includes(v.status)) {
+    const live = document.createElement("p"); live.className = "live";
+    const el = document.createElement("span"); el.className = "elapsed"; el.textContent = `${t("elapsed")} ${elapsedText(v)}`;
+    live.appendChild(el);
+    body.appendChild(live);
+    const bar = document.createElement("progress"); bar.max = 100; bar.id = "progress-" + v.id;
+    const label = document.createElement("label"); label.htmlFor = bar.id; label.className = "meta";
+    if (v.progress > 0) {
+      bar.value = v.progress; label.textContent = `${t("engine_progress")} ${v.progress}%`;
+    } else {
+      label.textContent = v.status === "in_progress" ? t("no_progress_yet") : statusText(v.status);
+    }
+    body.append(label, bar);
+  }
+  if (v.error) { const e = document.createElement("p"); e.className = "field-error"; e.textContent = jobErrorText(v.error); body.appendChild(e); }
+  const actions = document.createElement("div"); actions.className = "actions";
+  if (v.status === "completed" && media) {
+    const dl = document.createElement("a"); dl.className = "button"; dl.href = media.content_url; dl.download = v.id + ".mp4";
+    dl.textContent = t("download"); dl.setAttribute("aria-label", `${t("download")} ${v.id}`);
+    actions.appendChild(dl);
+  }
+  if (!TERMINAL.includes(v.status)) {
+    const cancel = document.createElement("button"); cancel.type = "button"; cancel.textContent = t("cancel_video");
     cancel.setAttribute("aria-label", `${t("cancel")} ${v.id}`);
     cancel.addEventListener("click", () => cancelVideo(v));
     actions.appendChild(cancel);
   }
-  if (["completed", "failed", "canceled"].includes(v.status)) {
+  if (TERMINAL.includes(v.status)) {
     const del = document.createElement("button"); del.type = "button"; del.className = "danger"; del.textContent = t("delete");
     del.setAttribute("aria-label", `${t("delete")} ${v.id}`);
     del.addEventListener("click", () => deleteVideo(v));
     actions.appendChild(del);
   }
-  li.appendChild(actions);
-  if (state.players[v.id]) attachPlayer(li, state.players[v.id], v);
+  body.appendChild(actions);
+  li.appendChild(body);
+  if (state.players[v.id]) attachPlayer(li, v, false);
   return li;
 }
 
-function attachPlayer(li, media, v) {
-  const wrap = document.createElement("div"); wrap.className = "player";
+// Replaces the thumbnail with a player of the same size and starts it.
+function attachPlayer(li, v, start) {
+  const media = state.media[v.id];
+  const box = li.querySelector(".media");
+  if (!media || !box) return null;
+  box.textContent = "";
   const video = document.createElement("video");
-  video.controls = true; video.preload = "metadata"; video.src = media.content_url;
+  video.controls = true; video.preload = "metadata"; video.playsInline = true; video.src = media.content_url;
   video.setAttribute("aria-label", v.prompt);
   if (media.thumbnail_url) video.poster = media.thumbnail_url;
-  wrap.appendChild(video);
-  if (media.thumbnail_url) {
-    const img = document.createElement("img"); img.className = "thumb"; img.src = media.thumbnail_url; img.alt = `${t("thumbnail")} ${v.id}`;
-    wrap.appendChild(img);
+  box.appendChild(video);
+  if (start) {
+    const played = video.play();
+    if (played && played.catch) played.catch(() => { /* the controls remain */ });
   }
-  const dl = document.createElement("a"); dl.href = media.content_url; dl.download = v.id + ".mp4"; dl.textContent = t("download");
-  wrap.appendChild(dl);
-  li.appendChild(wrap);
+  return video;
 }
 
-async function playVideo(v, li, button) {
+async function mediaOf(id) {
+  const m = state.media[id];
+  if (m && m.fetched + (m.expires_in - 60) * 1000 > Date.now()) return m;
+  const fresh = await api("GET", `/console/api/videos/${id}/media`);
+  fresh.fetched = Date.now();
+  state.media[id] = fresh;
+  return fresh;
+}
+
+async function playVideo(v, li) {
   try {
-    const media = await api("GET", `/console/api/videos/${v.id}/media`);
-    state.players[v.id] = media;
-    button.disabled = true;
-    attachPlayer(li, media, v);
-    const video = li.querySelector("video");
+    await mediaOf(v.id);
+    state.players[v.id] = true;
+    const video = attachPlayer(li, v, true);
     if (video) video.focus();
-  } catch (err) { flash(err.message, true); }
+  } catch (err) { flash(errorText(err), true); }
 }
 
 async function deleteVideo(v) {
   if (!window.confirm(t("confirm_delete"))) return;
   try {
     await api("DELETE", `/console/api/videos/${v.id}`);
-    delete state.players[v.id];
+    delete state.players[v.id]; delete state.media[v.id];
     flash(t("deleted"));
     await loadVideos();
-  } catch (err) { flash(err.message, true); }
+  } catch (err) { flash(errorText(err), true); }
 }
 
 async function cancelVideo(v) {
@@ -596,33 +856,59 @@ async function cancelVideo(v) {
   try {
     await api("POST", `/console/api/videos/${v.id}/cancel`);
     flash(t("canceled"));
-  } catch (err) { flash(err.message, true); }
+  } catch (err) { flash(errorText(err), true); }
   await loadVideos();
+}
+
+function matchesFilter(v) {
+  const f = $("v-filter").value;
+  if (f === "all") return true;
+  if (f === "running") return RUNNING_FILTER(v);
+  return v.status === f;
 }
 
 async function loadVideos() {
   if (state.timer) { clearTimeout(state.timer); state.timer = null; }
   const list = await api("GET", "/console/api/videos?limit=50");
-  const ul = $("video-list");
-  // Keep players that are open (re-rendering would reset playback).
-  const open = new Set(Object.keys(state.players));
-  const existing = {};
-  ul.querySelectorAll("li.card").forEach((li) => { existing[li.id] = li; });
-  const fresh = document.createDocumentFragment();
-  list.data.forEach((v) => {
-    const old = existing["video-" + v.id];
-    if (old && open.has(v.id) && v.status === "completed") fresh.appendChild(old);
-    else fresh.appendChild(videoCard(v));
-  });
-  ul.textContent = ""; ul.appendChild(fresh);
-  $("videos-empty").hidden = list.data.length > 0;
-  const running = list.data.some((v) => !["completed", "failed", "canceled"].includes(v.status));
+  state.videos = list.data;
+  // Every finished card shows its thumbnail and Download without a click.
+  await Promise.all(list.data.filter((v) => v.status === "completed")
+    .map((v) => mediaOf(v.id).catch(() => null)));
+  renderVideos();
+  const running = list.data.some(RUNNING_FILTER);
   if (running && location.hash.replace("#", "") in { videos: 1, "": 1 }) {
     state.timer = setTimeout(() => { loadVideos().catch(() => {}); }, 2000);
   }
 }
 
-// Chat
+function renderVideos() {
+  const data = state.videos || [];
+  const ul = $("video-list");
+  // Keep cards whose player is open (re-rendering would reset playback).
+  const existing = {};
+  ul.querySelectorAll("li.card").forEach((li) => { existing[li.id] = li; });
+  const fresh = document.createDocumentFragment();
+  const shown = data.filter(matchesFilter);
+  shown.forEach((v) => {
+    const old = existing["video-" + v.id];
+    if (old && state.players[v.id] && v.status === "completed" && old.dataset.status === "completed") fresh.appendChild(old);
+    else fresh.appendChild(videoCard(v));
+  });
+  ul.textContent = ""; ul.appendChild(fresh);
+  $("videos-empty").hidden = data.length > 0;
+  $("videos-none-match").hidden = !(data.length > 0 && shown.length === 0);
+  if (state.justCreated) {
+    const card = $("video-" + state.justCreated);
+    state.justCreated = null;
+    if (card) {
+      card.classList.add("fresh");
+      card.scrollIntoView({ block: "center" });
+      card.focus({ preventScroll: true });
+    }
+  }
+}
+
+// Chat: a conversation. Every turn sends the system prompt and all earlier turns.
 async function loadChat() {
   if (!state.chatModels) state.chatModels = await api("GET", "/console/api/chat/models");
   const sel = $("c-model"); const current = sel.value;
@@ -630,19 +916,25 @@ async function loadChat() {
   state.chatModels.data.forEach((m) => { const o = document.createElement("option"); o.value = m.id; o.textContent = m.id; sel.appendChild(o); });
   if (current) sel.value = current;
   updateEffort();
+  renderChat();
+}
+
+function chatModel() {
+  return (state.chatModels ? state.chatModels.data : []).find((x) => x.id === $("c-model").value);
 }
 
 function updateEffort() {
-  const m = (state.chatModels ? state.chatModels.data : []).find((x) => x.id === $("c-model").value);
+  const m = chatModel();
   const efforts = (m && m.reasoning_efforts) || [];
   $("c-effort-field").hidden = efforts.length === 0;
   // Image attachments only where the model has vision.
   const vision = !!m && (m.capabilities || []).includes("vision");
   $("c-image-field").hidden = !vision;
   if (!vision) clearChatImage();
-  const sel = $("c-effort"); sel.textContent = "";
+  const sel = $("c-effort"); const was = sel.value; sel.textContent = "";
   const d = document.createElement("option"); d.value = ""; d.textContent = t("default_effort"); sel.appendChild(d);
   efforts.forEach((e) => { const o = document.createElement("option"); o.value = e; o.textContent = e; sel.appendChild(o); });
+  if (efforts.includes(was)) sel.value = was;
 }
 
 function clearChatImage() {
@@ -674,20 +966,85 @@ async function chooseChatImage() {
   } catch (err) { clearChatImage(); $("err-c-image").textContent = String(err && err.message ? err.message : err); }
 }
 
+function messageItem(turn) {
+  const li = document.createElement("li"); li.className = "msg " + turn.role;
+  const who = document.createElement("div"); who.className = "who";
+  who.textContent = turn.role === "user" ? t("you") : `${t("assistant")} · ${turn.model || ""}`;
+  const content = document.createElement("div"); content.className = "content"; content.textContent = turn.text || "";
+  li.append(who, content);
+  if (turn.image) {
+    const img = document.createElement("img"); img.src = turn.image.url; img.alt = `${t("attached_image")}: ${turn.image.name}`;
+    img.className = "msg-image"; li.appendChild(img);
+  }
+  if (turn.role === "assistant") {
+    const usage = document.createElement("div"); usage.className = "usage meta"; usage.textContent = turn.usageText || "";
+    li.appendChild(usage);
+  }
+  turn.el = li;
+  return li;
+}
+
+function renderChat() {
+  const log = $("c-log"); log.textContent = "";
+  state.chat.forEach((turn) => log.appendChild(messageItem(turn)));
+  $("c-empty").hidden = state.chat.length > 0;
+  log.hidden = state.chat.length === 0;
+}
+
+function newChat() {
+  if (state.chatAbort) state.chatAbort.abort();
+  state.chat = [];
+  clearErrors($("chat-form")); clearErrors($("chat-settings"));
+  $("c-message").value = ""; clearChatImage();
+  renderChat();
+  $("c-message").focus();
+}
+
+// A turn's token usage and what it cost at the model's catalog prices.
+function usageText(usage, model) {
+  const p = (model && model.pricing) || {};
+  const prompt = usage.prompt_tokens || 0; const out = usage.completion_tokens || 0;
+  const cached = (usage.prompt_tokens_details && usage.prompt_tokens_details.cached_tokens) || 0;
+  const price = (x) => Number(x || 0) / 1e6;
+  const cachedPrice = p.cached_input_per_million !== undefined ? p.cached_input_per_million : p.input_per_million;
+  const cost = (prompt - cached) * price(p.input_per_million) + cached * price(cachedPrice) + out * price(p.output_per_million);
+  return t("turn_usage").replace("{input}", prompt.toLocaleString(state.lang)).replace("{output}", out.toLocaleString(state.lang))
+    .replace("{cost}", money(cost.toFixed(8), p.currency));
+}
+
 async function sendChat(ev) {
-  ev.preventDefault();
-  const form = $("chat-form"); clearErrors(form);
-  const out = $("c-output"); out.textContent = "";
+  if (ev) ev.preventDefault();
+  if (state.chatBusy) return;
+  const form = $("chat-form"); clearErrors(form); clearErrors($("chat-settings"));
+  const text = $("c-message").value;
   const image = !$("c-image-field").hidden && state.chatImage;
+  if (!text.trim() && !image) { $("err-messages").textContent = t("message_required"); $("c-message").focus(); return; }
+  const model = chatModel();
   const content = image
-    ? [{ type: "text", text: $("c-message").value }, { type: "image_url", image_url: { url: image.url } }]
-    : $("c-message").value;
-  const body = { model: $("c-model").value, stream: true, messages: [{ role: "user", content }] };
-  if ($("c-effort").value) body.reasoning_effort = $("c-effort").value;
-  const button = $("c-send"); button.disabled = true;
+    ? [{ type: "text", text }, { type: "image_url", image_url: { url: image.url } }]
+    : text;
+  const userTurn = { role: "user", content, text, image: image ? { url: image.url, name: image.name } : null };
+  state.chat.push(userTurn);
+  const messages = [];
+  if ($("c-system").value.trim()) messages.push({ role: "system", content: $("c-system").value });
+  state.chat.forEach((turn) => messages.push({ role: turn.role, content: turn.content }));
+  const body = { model: $("c-model").value, stream: true, stream_options: { include_usage: true }, messages };
+  const temperature = $("c-temperature").value.trim();
+  if (temperature !== "") body.temperature = Number.isNaN(Number(temperature)) ? temperature : Number(temperature);
+  const maxTokens = $("c-max-tokens").value.trim();
+  if (maxTokens !== "") body.max_tokens = /^\d+$/.test(maxTokens) ? Number(maxTokens) : maxTokens;
+  if (!$("c-effort-field").hidden && $("c-effort").value) body.reasoning_effort = $("c-effort").value;
+  const reply = { role: "assistant", content: "", text: "", model: body.model };
+  state.chat.push(reply);
+  $("c-message").value = ""; clearChatImage();
+  renderChat();
+  reply.el.scrollIntoView({ block: "nearest" });
+  const out = reply.el.querySelector(".content");
+  const button = $("c-send"); button.disabled = true; state.chatBusy = true;
+  const abort = new AbortController(); state.chatAbort = abort;
   try {
     const r = await fetch("/console/api/chat/completions", {
-      method: "POST", credentials: "same-origin",
+      method: "POST", credentials: "same-origin", signal: abort.signal,
       headers: { "Content-Type": "application/json", "X-CSRF-Token": state.session.csrf_token },
       body: JSON.stringify(body),
     });
@@ -697,7 +1054,7 @@ async function sendChat(ev) {
       throw new ApiError(r.status, data);
     }
     const reader = r.body.getReader(); const decoder = new TextDecoder();
-    let buffer = "";
+    let buffer = ""; let streamError = null;
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
@@ -711,29 +1068,53 @@ async function sendChat(ev) {
           if (!data || data === "[DONE]") return;
           try {
             const chunk = JSON.parse(data);
-            if (chunk.error) { $("err-messages").textContent = chunk.error.message; return; }
-            (chunk.choices || []).forEach((c) => { if (c.delta && c.delta.content) out.textContent += c.delta.content; });
+            if (chunk.error) { streamError = chunk.error; return; }
+            (chunk.choices || []).forEach((c) => {
+              if (c.delta && c.delta.content) { reply.text += c.delta.content; out.textContent = reply.text; }
+            });
+            if (chunk.usage) {
+              reply.usageText = usageText(chunk.usage, model);
+              reply.el.querySelector(".usage").textContent = reply.usageText;
+            }
           } catch (_) { /* a partial line is completed by the next read */ }
         });
       }
     }
+    reply.content = reply.text;
+    if (streamError) throw new ApiError(200, { error: streamError });
   } catch (err) {
-    const map = { model: "err-chat-model", messages: "err-messages" };
+    if (err.name === "AbortError") return;
+    // The failed turn leaves the conversation; its words go back into the box to retry.
+    state.chat = state.chat.filter((turn) => turn !== reply && turn !== userTurn);
+    renderChat();
+    $("c-message").value = text;
+    if (userTurn.image) {
+      state.chatImage = userTurn.image; $("c-image-preview").src = userTurn.image.url;
+      $("c-image-preview").alt = userTurn.image.name; $("c-image-chosen").hidden = false;
+    }
+    const map = { model: "err-chat-model", messages: "err-messages", temperature: "err-temperature", max_tokens: "err-max_tokens" };
     const full = String(err.param || "");
     const param = full.split(/[.[]/)[0];
-    const aboutImage = image && (full.includes("image_url") || /^messages\[0\]\.content\[1\]/.test(full) || err.status === 413);
-    ($(aboutImage ? "err-c-image" : map[param]) || $("err-messages")).textContent = err.message;
-  } finally { button.disabled = false; }
+    const aboutImage = image && (full.includes("image_url") || /\.content\[1\]/.test(full) || err.status === 413);
+    ($(aboutImage ? "err-c-image" : map[param]) || $("err-messages")).textContent = errorText(err);
+  } finally {
+    button.disabled = false; state.chatBusy = false;
+    if (state.chatAbort === abort) state.chatAbort = null;
+  }
 }
 
 // Keys
 async function loadKeys() {
   const keys = await api("GET", "/console/api/keys");
   const ul = $("key-list"); ul.textContent = "";
+  $("keys-empty").hidden = keys.data.length > 0;
   keys.data.forEach((k) => {
-    const li = document.createElement("li"); li.className = "card";
+    const li = document.createElement("li"); li.className = "card"; li.id = "key-" + k.id;
+    const name = document.createElement("h2"); name.className = "sub key-name"; name.textContent = k.name || t("unnamed");
+    li.appendChild(name);
     const meta = document.createElement("div"); meta.className = "meta";
-    meta.textContent = `${k.id} · ${t("created_at")} ${new Date(k.created_at * 1000).toLocaleString(state.lang)} · ${k.revoked ? t("revoked") : t("active")}`;
+    const used = k.last_used_at ? `${t("last_used")} ${when(k.last_used_at)}` : t("never_used");
+    meta.textContent = `${k.id} · ${t("created_at")} ${when(k.created_at)} · ${used} · ${k.revoked ? t("revoked") : t("active")}`;
     li.appendChild(meta);
     if (!k.revoked) {
       const actions = document.createElement("div"); actions.className = "actions";
@@ -842,19 +1223,26 @@ async function saveKeyLimits(box, id, form, button) {
   } finally { button.disabled = false; }
 }
 
-async function createKey() {
+async function createKey(ev) {
+  if (ev) ev.preventDefault();
+  const form = $("key-form"); clearErrors(form);
   $("err-keys").textContent = "";
+  const name = $("key-name").value.trim();
   try {
-    const k = await api("POST", "/console/api/keys");
+    const k = await api("POST", "/console/api/keys", name ? { name } : {});
+    form.reset();
     $("key-secret").hidden = false;
     const input = $("key-secret-value"); input.value = k.secret; input.focus(); input.select();
     await loadKeys();
-  } catch (err) { $("err-keys").textContent = err.message; }
+  } catch (err) {
+    if (err.param === "name") { $("err-name").textContent = errorText(err); $("key-name").setAttribute("aria-invalid", "true"); }
+    else $("err-keys").textContent = errorText(err);
+  }
 }
 
 async function revokeKey(id) {
   if (!window.confirm(t("confirm_revoke"))) return;
-  try { await api("DELETE", `/console/api/keys/${id}`); await loadKeys(); } catch (err) { $("err-keys").textContent = err.message; }
+  try { await api("DELETE", `/console/api/keys/${id}`); await loadKeys(); } catch (err) { $("err-keys").textContent = errorText(err); }
 }
 
 // Webhooks
@@ -882,6 +1270,7 @@ function webhookCard(e) {
     const none = document.createElement("p"); none.className = "hint"; none.textContent = t("wh_no_attempts"); li.appendChild(none);
   } else {
     const wrap = document.createElement("div"); wrap.className = "table-wrap";
+    wrap.tabIndex = 0; wrap.setAttribute("role", "region"); wrap.setAttribute("aria-label", `${t("wh_attempts")} ${e.id}`);
     const table = document.createElement("table"); table.className = "attempts";
     const cap = document.createElement("caption"); cap.textContent = t("wh_attempts"); table.appendChild(cap);
     const thead = document.createElement("thead"); const hr = document.createElement("tr");
@@ -971,28 +1360,168 @@ async function deleteWebhook(id) {
 }
 
 // Usage
+const PALETTE = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0f766e", "#a16207", "#475569"];
+const DAY = 86400;
+
+function kindGroup(kind) { return kind === "video_seconds" ? "video_seconds" : "tokens"; }
+
+function quantityText(r) {
+  if (r.kind === "video_seconds") return t("n_seconds").replace("{n}", Number(r.video_seconds || 0).toLocaleString(state.lang));
+  const n = Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.output_tokens || 0);
+  return t("n_tokens").replace("{n}", n.toLocaleString(state.lang));
+}
+
+function dayLabel(start) {
+  return new Date(start * 1000).toLocaleDateString(state.lang, { month: "numeric", day: "numeric", timeZone: "UTC" });
+}
+
+// Spend per UTC day over the last 30 days as stacked bars (one bar per day with charges), drawn
+// as inline SVG: no external assets.
+function drawChart(u) {
+  const split = state.usageSplit;
+  const currency = u.currency;
+  const today = Math.floor(Date.now() / 1000 / DAY) * DAY;
+  const first = today - 29 * DAY;
+  const perDay = {}; const series = [];
+  (u.days || []).forEach((bucket) => {
+    (bucket.results || []).forEach((r) => {
+      const amount = Number(r.amount || 0);
+      if (!(amount > 0)) return;
+      const name = split === "kind" ? kindGroup(r.kind) : (r.model || "—");
+      if (!series.includes(name)) series.push(name);
+      const day = perDay[bucket.start_time] || (perDay[bucket.start_time] = {});
+      day[name] = (day[name] || 0) + amount;
+    });
+  });
+  series.sort();
+  const totals = Object.values(perDay).map((d) => Object.values(d).reduce((a, b) => a + b, 0));
+  const max = Math.max(0, ...totals);
+  const box = $("u-chart"); box.textContent = "";
+  const legend = $("u-legend"); legend.textContent = "";
+  $("u-chart-empty").hidden = max > 0;
+  box.closest("figure").hidden = !(max > 0);
+  if (!(max > 0)) return;
+  const NS = "http://www.w3.org/2000/svg";
+  // Drawn at the box's own width, so its text stays at 11 px on a phone and on a wide screen.
+  const W = Math.max(300, Math.round(box.clientWidth || 640)), H = W < 500 ? 170 : 220, L = 48, B = 24, T = 10;
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`); svg.setAttribute("role", "img"); svg.id = "u-svg";
+  svg.setAttribute("aria-labelledby", "u-svg-title");
+  const title = document.createElementNS(NS, "title"); title.id = "u-svg-title";
+  title.textContent = t("chart_label").replace("{split}", split === "kind" ? t("by_kind") : t("by_model"));
+  svg.appendChild(title);
+  const el = (name, attrs, text) => {
+    const e = document.createElementNS(NS, name);
+    Object.entries(attrs).forEach(([k, v]) => e.setAttribute(k, v));
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const plotW = W - L - 8, plotH = H - B - T;
+  const slot = plotW / 30;
+  // Axis: zero and the highest day.
+  svg.appendChild(el("line", { x1: L, y1: T + plotH, x2: W - 8, y2: T + plotH, stroke: "#8792a2" }));
+  svg.appendChild(el("line", { x1: L, y1: T, x2: W - 8, y2: T, stroke: "#d8dde3", "stroke-dasharray": "3 3" }));
+  svg.appendChild(el("text", { x: L - 6, y: T + 4, "text-anchor": "end", class: "axis" }, money(max.toFixed(6), currency).replace(/ [A-Z]+$/, "")));
+  svg.appendChild(el("text", { x: L - 6, y: T + plotH + 4, "text-anchor": "end", class: "axis" }, "0"));
+  for (let i = 0; i < 30; i += 1) {
+    const start = first + i * DAY;
+    const x = L + i * slot;
+    if ((W < 500 ? i % 10 === 2 : i % 7 === 1) || i === 29) {
+      svg.appendChild(el("text", { x: x + slot / 2, y: H - 6, "text-anchor": "middle", class: "axis" }, dayLabel(start)));
+    }
+    const day = perDay[start];
+    if (!day) continue;
+    const g = el("g", { class: "bar", "data-day": new Date(start * 1000).toISOString().slice(0, 10) });
+    const total = Object.values(day).reduce((a, b) => a + b, 0);
+    g.appendChild(el("title", {}, t("day_total").replace("{day}", dayLabel(start)).replace("{amount}", money(total.toFixed(6), currency))));
+    let y = T + plotH;
+    series.forEach((name, n) => {
+      if (!day[name]) return;
+      const h = Math.max(1, (day[name] / max) * plotH);
+      y -= h;
+      g.appendChild(el("rect", { x: x + slot * 0.15, y, width: slot * 0.7, height: h, fill: PALETTE[n % PALETTE.length] }));
+    });
+    svg.appendChild(g);
+  }
+  box.appendChild(svg);
+  series.forEach((name, n) => {
+    const item = document.createElement("span"); item.className = "legend-item";
+    const sw = document.createElement("span"); sw.className = "swatch"; sw.style.background = PALETTE[n % PALETTE.length];
+    sw.setAttribute("aria-hidden", "true");
+    item.append(sw, document.createTextNode(split === "kind" ? t("kind_" + name) : name));
+    legend.appendChild(item);
+  });
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement("td"); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td);
+}
+
 async function loadUsage() {
   const u = await api("GET", "/console/api/usage");
+  state.usage = u;
+  renderUsage();
+}
+
+function renderUsage() {
+  const u = state.usage; if (!u) return;
   $("u-balance").textContent = money(u.balance, u.currency);
   $("u-reserved").textContent = money(u.reserved, u.currency);
   $("u-available").textContent = money(u.available, u.currency);
+  const rows = u.last_30_days || [];
+  let spent = 0, tokens = 0, seconds = 0;
+  const byModelKind = {};
+  rows.forEach((r) => {
+    spent += Number(r.amount || 0);
+    tokens += Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.output_tokens || 0);
+    seconds += Number(r.video_seconds || 0);
+    const k = `${r.model}\u0000${r.kind}`;
+    const agg = byModelKind[k] || (byModelKind[k] = { model: r.model, kind: r.kind, currency: r.currency, amount: 0,
+      input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, video_seconds: 0 });
+    ["amount", "input_tokens", "cached_input_tokens", "output_tokens", "video_seconds"].forEach((f) => { agg[f] += Number(r[f] || 0); });
+  });
+  $("u-spent").textContent = money(spent.toFixed(6), u.currency);
+  $("u-tokens").textContent = tokens.toLocaleString(state.lang);
+  $("u-seconds").textContent = t("n_seconds").replace("{n}", seconds.toLocaleString(state.lang));
+  drawChart(u);
+  const bd = $("u-breakdown"); bd.textContent = "";
+  Object.values(byModelKind).sort((a, b) => b.amount - a.amount).forEach((r) => {
+    const tr = document.createElement("tr");
+    cell(tr, r.model, "name"); cell(tr, t("kind_" + r.kind)); cell(tr, quantityText(r), "num"); cell(tr, money(r.amount.toFixed(6), r.currency), "num amount");
+    bd.appendChild(tr);
+  });
+  if (!bd.children.length) {
+    const tr = document.createElement("tr"); const td = document.createElement("td"); td.colSpan = 4; td.textContent = t("none"); tr.appendChild(td); bd.appendChild(tr);
+  }
   const tb = $("u-charges"); tb.textContent = "";
   if (!u.recent_charges.length) {
     const tr = document.createElement("tr"); const td = document.createElement("td"); td.colSpan = 3; td.textContent = t("none"); tr.appendChild(td); tb.appendChild(tr);
   }
   u.recent_charges.forEach((c) => {
     const tr = document.createElement("tr");
-    [new Date((c.charged_at || 0) * 1000).toLocaleString(state.lang), `${c.reason || c.type}${c.model ? " · " + c.model : ""} · ${c.id || ""}`, money(c.amount, c.currency)]
-      .forEach((text) => { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); });
+    const what = `${c.type === "video" ? t("charge_video") : t("charge_chat")}${c.model ? " · " + c.model : ""}`;
+    cell(tr, when(c.charged_at || 0)); cell(tr, what); cell(tr, money(c.amount, c.currency), "num amount");
     tb.appendChild(tr);
   });
-  const bd = $("u-breakdown"); bd.textContent = "";
-  (u.last_30_days || []).forEach((r) => {
-    const tr = document.createElement("tr");
-    [r.model, r.api_key_id, money(r.amount, r.currency)]
-      .forEach((text) => { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); });
-    bd.appendChild(tr);
-  });
+}
+
+function setUsageSplit(split) {
+  state.usageSplit = split;
+  $("u-by-model").setAttribute("aria-pressed", String(split === "model"));
+  $("u-by-kind").setAttribute("aria-pressed", String(split === "kind"));
+  renderUsage();
+}
+
+// Copies a shown-once secret; where the clipboard API is refused, selects it for Ctrl+C.
+async function copyValue(id) {
+  const input = $(id);
+  try {
+    await navigator.clipboard.writeText(input.value);
+  } catch (_) {
+    input.focus(); input.select();
+    try { document.execCommand("copy"); } catch (__) { /* selected for the person to copy */ }
+  }
+  flash(t("copied"));
 }
 
 async function signOut() {
@@ -1016,6 +1545,19 @@ async function start() {
   ["f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
   $("f-seconds").addEventListener("input", updateQuote);
   $("chat-form").addEventListener("submit", sendChat);
+  $("chat-settings").addEventListener("submit", (e) => e.preventDefault());
+  // Enter sends, Shift+Enter is a new line (and Enter that ends an IME composition is not a send).
+  $("c-message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) { e.preventDefault(); sendChat(); }
+  });
+  $("c-new").addEventListener("click", newChat);
+  $("f-prompt").addEventListener("input", checkTranslation);
+  $("f-aspect").addEventListener("change", showAspectHint);
+  $("v-filter").addEventListener("change", renderVideos);
+  $("u-by-model").addEventListener("click", () => setUsageSplit("model"));
+  $("u-by-kind").addEventListener("click", () => setUsageSplit("kind"));
+  $("key-copy").addEventListener("click", () => copyValue("key-secret-value"));
+  $("wh-copy").addEventListener("click", () => copyValue("wh-secret-value"));
   $("c-model").addEventListener("change", updateEffort);
   $("c-image").addEventListener("change", chooseChatImage);
   $("c-image-remove").addEventListener("click", () => { clearChatImage(); $("c-image").focus(); });
@@ -1023,7 +1565,7 @@ async function start() {
   Object.keys(SLOTS).forEach((name) => $("u-" + name).addEventListener("change", () => chooseFiles(name)));
   $("wh-form").addEventListener("submit", createWebhook);
   $("wh-refresh").addEventListener("click", () => loadWebhooks().catch((err) => { $("err-webhooks").textContent = err.message; }));
-  $("key-create").addEventListener("click", createKey);
+  $("key-form").addEventListener("submit", createKey);
   window.addEventListener("hashchange", () => { flash(""); route(); });
   try {
     state.session = await api("GET", "/console/api/session");
