@@ -254,7 +254,8 @@ manifest! {
         "ApiMessagesCountTokensFunction",
         "/v1/messages/count_tokens",
         messages::count_tokens_route,
-        Adapters::STORE,
+        // The upstream's own counter (Bedrock's CountTokens) where it has one.
+        Adapters::STORE.chat(),
     );
     API_RESPONSES = streamed(
         "api-responses",

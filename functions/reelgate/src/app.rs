@@ -119,6 +119,7 @@ impl App {
     pub fn accounts(&self) -> crate::domain::accounts::Accounts<'_> {
         crate::domain::accounts::Accounts::new(self.store.as_ref())
             .with_account_cache(&self.credentials)
+            .recording_key_use(self.settings.record_key_use)
     }
 
     /// The narrow context of the request-side use cases.

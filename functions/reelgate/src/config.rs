@@ -290,6 +290,10 @@ pub struct Settings {
     /// organization is refused within this long (at once where this process revoked it).
     /// Zero reads both on every request.
     pub account_cache: Duration,
+    /// Whether authenticating a key writes its last-use time (at most once a minute per key).
+    /// A host default: on locally; off on Lambda, where most API functions may only read the
+    /// table.
+    pub record_key_use: bool,
     /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
     /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
     pub origin_secrets: Option<OriginSecrets>,
@@ -471,6 +475,7 @@ impl Default for Settings {
             content_redirect: false,
             allow_private_file_urls: false,
             account_cache: Duration::ZERO,
+            record_key_use: false,
             origin_secrets: None,
             metrics_token: None,
             console_link_ttl: Duration::from_secs(15 * 60),
@@ -881,6 +886,7 @@ impl Config {
                 .unwrap_or_else(|| fallback_url.trim_end_matches('/').to_owned()),
             content_redirect: self.content_redirect.unwrap_or(defaults.content_redirect),
             account_cache: self.account_cache.unwrap_or(defaults.account_cache),
+            record_key_use: defaults.record_key_use,
             ..self.settings.clone()
         }
     }
@@ -895,6 +901,9 @@ pub struct HostDefaults {
     /// round trip; none locally, where it is a SQLite lookup and `reelgate admin key revoke`
     /// (another process) must take effect at once.
     pub account_cache: Duration,
+    /// Whether authentication writes a key's last-use time: the local server does; on Lambda
+    /// only a few functions may write the table, so the console shows no last use there yet.
+    pub record_key_use: bool,
 }
 
 impl HostDefaults {
@@ -902,11 +911,13 @@ impl HostDefaults {
     pub const LOCAL: HostDefaults = HostDefaults {
         content_redirect: false,
         account_cache: Duration::ZERO,
+        record_key_use: true,
     };
     /// Lambda's.
     pub const LAMBDA: HostDefaults = HostDefaults {
         content_redirect: true,
         account_cache: Duration::from_secs(5),
+        record_key_use: false,
     };
 }
 

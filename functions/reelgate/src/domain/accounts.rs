@@ -193,6 +193,8 @@ pub fn validate_money(amount: Decimal, what: &str) -> ApiResult<Decimal> {
 pub struct Accounts<'a> {
     store: &'a dyn ItemStore,
     credentials: Option<&'a AccountCache>,
+    /// Whether authentication writes a key's last-use time (`Settings::record_key_use`).
+    record_key_use: bool,
 }
 
 /// What this process read about accounts recently (`Settings::account_cache`), so that a warm
@@ -299,6 +301,15 @@ impl<'a> Accounts<'a> {
         Accounts {
             store,
             credentials: None,
+            record_key_use: false,
+        }
+    }
+
+    /// Authentication that writes each key's last-use time (at most once a minute).
+    pub fn recording_key_use(self, record_key_use: bool) -> Self {
+        Accounts {
+            record_key_use,
+            ..self
         }
     }
 
@@ -793,15 +804,22 @@ impl<'a> Accounts<'a> {
         };
         if !from_cache {
             // A credential dies with its holder's membership (a removed person, an erased
-            // organization), whatever its own record says.
-            if self.store.get(&member_key(org, person)).await?.is_none() {
+            // organization), whatever its own record says. The last-use time (written from a
+            // fresh record only, at most once a minute) goes in the same round trip.
+            let member_key = member_key(org, person);
+            let note_used = async {
+                if self.record_key_use {
+                    self.note_used(&id, org, person, &record).await;
+                }
+            };
+            let (member, ()) = tokio::join!(self.store.get(&member_key), note_used);
+            if member?.is_none() {
                 return Ok(None);
             }
             if let Some(cache) = self.credentials {
                 cache.remember_key(&id, record.clone());
             }
         }
-        self.note_used(&id, org, person, &record).await;
         Ok(Some(Caller {
             org: org.to_owned(),
             person: person.to_owned(),
