@@ -646,6 +646,9 @@ def main():
         "REELGATE_WEBHOOK_QUEUE_URL": queue_url,
         "REELGATE_UPSTREAM_BASE_URL": f"http://127.0.0.1:{upstream.server_address[1]}/v1",
         "REELGATE_MODERATOR": "rules", "REELGATE_LOG": "info",
+        # api-responses declares the PDF renderer; the bench's requests carry no PDF, so the
+        # function is never invoked (a name is all start-up checks).
+        "REELGATE_PDF_FUNCTION": "bench-pdf-rasterizer",
     })
     # The CLI is the release build (it is not deployed) unless BENCH_CLI names another.
     reelgate = Path(os.environ.get("BENCH_CLI") or release.parent / "release" / "reelgate")

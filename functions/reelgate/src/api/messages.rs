@@ -217,8 +217,11 @@ async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let model = validate::chat_model(&app.catalog, &body)?.clone();
-    // Funded callers only make the service fetch their image and document URLs.
-    crate::domain::usage::admit(app.context(), &caller).await?;
+    // Funded callers only make the service fetch their image and document URLs (a request
+    // without any is admitted once, by the chat use case, with its rate limits).
+    if request::fetches_urls(&body) {
+        crate::domain::usage::admit(app.context(), &caller).await?;
+    }
     let t = request::to_chat(
         app.fetcher.as_ref(),
         app.pdf.as_ref(),

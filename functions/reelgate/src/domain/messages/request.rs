@@ -271,6 +271,22 @@ pub async fn to_chat(
     })
 }
 
+/// Whether translating `body` fetches a URL: an image or document block (anywhere, tool results
+/// included) whose `source` is `{"type": "url"}`.
+pub fn fetches_urls(body: &Value) -> bool {
+    match body {
+        Value::Object(o) => {
+            o.get("source")
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                == Some("url")
+                || o.values().any(fetches_urls)
+        }
+        Value::Array(items) => items.iter().any(fetches_urls),
+        _ => false,
+    }
+}
+
 /// `thinking` → the chat rules' `reasoning_effort` and the exact budget: the budget picks the
 /// effort whose Bedrock budget (1024, 4096, 16384 tokens) it reaches, then the nearest one the
 /// model accepts; Claude on Bedrock gets the budget itself.

@@ -290,3 +290,15 @@ async fn count_tokens_takes_no_max_tokens_and_estimates_text_and_tools() {
     .unwrap_err();
     assert_eq!(e.param.as_deref(), Some("max_tokens"));
 }
+
+#[test]
+fn a_url_source_anywhere_is_a_fetch() {
+    let plain = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    assert!(!fetches_urls(&plain));
+    let base64 = json!({"messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}]}]});
+    assert!(!fetches_urls(&base64));
+    let nested = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+        "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]}]});
+    assert!(fetches_urls(&nested));
+}
