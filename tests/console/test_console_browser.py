@@ -440,6 +440,9 @@ def test_every_page_fits_375_px(site, browser):
         assert page.evaluate(overflow) <= 0, name
         # A compact header: two short rows, not a quarter of the screen.
         assert page.locator("header.top").bounding_box()["height"] <= 96, name
+        # The tabs scroll sideways; the current one is scrolled into view.
+        tab = page.locator(f"nav a[href='#{name}']").bounding_box()
+        assert tab["x"] >= 0 and tab["x"] + tab["width"] <= 375, (name, tab)
         shot(page, f"{name}-375.png")
     context.close()
 

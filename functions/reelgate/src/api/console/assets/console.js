@@ -370,7 +370,13 @@ const PAGES = ["signin", "terms", "new", "videos", "chat", "keys", "webhooks", "
 function show(name) {
   PAGES.forEach((p) => { $("page-" + p).hidden = p !== name; });
   document.querySelectorAll("nav a").forEach((a) => {
-    if (a.getAttribute("href") === "#" + name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    if (a.getAttribute("href") === "#" + name) {
+      a.setAttribute("aria-current", "page");
+      // On a narrow screen the tabs scroll sideways: keep the current one in view.
+      if (a.parentElement && a.parentElement.scrollWidth > a.parentElement.clientWidth) {
+        a.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+    } else a.removeAttribute("aria-current");
   });
   if (state.timer && name !== "videos") { clearTimeout(state.timer); state.timer = null; }
 }
