@@ -3,6 +3,9 @@
 #
 #   scripts/bench-cold-start.sh [--no-build] [--profile release|lambda] [bench-cold-start.py options...]
 #     e.g. --functions api-models,api-chat-completions --cold-runs 3 --warm 50
+#     --aws-delay-ms 4 (the latency AWS's per-call time adds), --plan starter (rate limits on),
+#     --fn-env REELGATE_ACCOUNT_CACHE_SECS=0 (a variable for the functions); BENCH_CLI=<path>
+#     uses another `reelgate` for the admin commands (docs/hot-path.md)
 #
 #   --profile  the Cargo profile of the bootstraps (default release; `lambda` is the deployed,
 #              size-optimised profile of Cargo.toml). The CLI is always the release build.
