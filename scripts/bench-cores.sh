@@ -11,7 +11,7 @@
 # upstream directly and through reelgate, plain then streamed. One row per (N, rate): the rate
 # reelgate completed, its errors, the added latency (reelgate - direct) p50/p99 of plain
 # requests and of streamed requests' first byte, and the server's peak RSS. On a 2-core machine
-# only N = 1 fits. --perf records the server (`perf record -g`) through each N's run and prints
+# only N = 1 fits. --perf samples the server (`perf record -F 99`, flat) through each N's run and prints
 # the functions with the most self time. Writes docs/bench/cores.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +65,8 @@ for n in ${CORES//,/ }; do
   start_server "cores-$n" "$server_cpus"
   perf_pid=""
   if [[ "$PERF" == 1 ]]; then
-    perf record -F 499 -g -p "$RG_PID" -o "$WORK/perf-$n.data" >/dev/null 2>"$WORK/perf-$n.log" &
+    # Flat sampling (no call graphs): in a VM without a PMU, perf with -g takes both cores.
+    perf record -F 99 -p "$RG_PID" -o "$WORK/perf-$n.data" >/dev/null 2>"$WORK/perf-$n.log" &
     perf_pid=$!
   fi
   taskset -c "$client_cpus" "$BENCH" --upstream "$UPSTREAM" --gateways "reelgate|$RG_URL|$KEY|bench-model" \
