@@ -133,13 +133,22 @@ def rss_mib(srv):
     return peak_rss_kib(srv.proc.pid) / 1024
 
 
-def assert_refused_quickly(srv, pdf, words, within_s=ANSWER_WITHIN_S):
+def assert_refused_quickly(srv, pdf, words, within_s=ANSWER_WITHIN_S, may_render=False):
+    """The server answers within `within_s` with its RSS bounded: a 400 naming `file_data` whose
+    message has one of `words`, or, with `may_render`, the rendered page (the renderer finished
+    within its own limits)."""
     before = rss_mib(srv)
     r, took = send(srv, pdf)
     assert srv.proc.poll() is None, "the server died"
     peak = rss_mib(srv)
-    print(f"\npdf of {len(pdf) / MIB:.2f} MiB: answered in {took:.2f} s, peak RSS {before:.0f} -> {peak:.0f} MiB")
+    print(f"\npdf of {len(pdf) / MIB:.2f} MiB: answered {getattr(r, 'status_code', r)} in {took:.2f} s, "
+          f"peak RSS {before:.0f} -> {peak:.0f} MiB")
     assert isinstance(r, httpx.Response), f"no answer: {r!r}"
+    if may_render and r.status_code == 200:
+        assert r.json()["status"] == "completed", r.text[:500]
+        assert took < within_s, took
+        assert peak < RSS_BOUND_MIB, f"peak RSS {peak:.0f} MiB"
+        return
     assert r.status_code == 400, r.text[:500]
     err = r.json()["error"]
     assert err["type"] == "invalid_request_error", err
@@ -164,10 +173,12 @@ def test_an_image_declaring_huge_dimensions_is_refused_in_bounded_memory(pdf_ser
 
 def test_a_document_the_prescan_cannot_judge_is_stopped_by_the_renderers_limits(pdf_server):
     """The image's width is an indirect object, which the pre-scan leaves to the renderer: 22000 x
-    22000 1-bit pixels (60 MB of samples, under the stream cap). The renderer's process (1 GiB of
-    address space, 20 s) gives out, not the server, and the answer comes by the time limit."""
+    22000 1-bit pixels (60 MB of samples, under the stream cap). Whether the renderer's process
+    (1 GiB of address space, 20 s) gives out or finishes depends on the machine's speed (it
+    downsamples the image); either way the server survives in bounded memory and answers by the
+    time limit — a 400 "too complex" or the rendered page."""
     pdf = huge_image(side=22000, width_by_reference=True)
-    assert_refused_quickly(pdf_server, pdf, ["too complex"], within_s=25)
+    assert_refused_quickly(pdf_server, pdf, ["too complex"], within_s=25, may_render=True)
 
 
 def test_a_normal_pdf_still_reaches_the_model_as_a_page_image(pdf_server, upstream):
