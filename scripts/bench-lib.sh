@@ -53,7 +53,7 @@ bench_setup() {
   DATA="$WORK/data"
   mkdir -p "$DATA"
   {
-    cat functions/reelgate/src/domain/catalog.default.toml
+    cat functions/reelgate/src/domain/catalog/catalog.default.toml
     cat <<CATALOG
 
 [[upstreams]]

@@ -98,7 +98,7 @@ RG_PORT="$(free_port)"
 DATA="$WORK/reelgate-data"
 mkdir -p "$DATA"
 {
-  cat functions/reelgate/src/domain/catalog.default.toml
+  cat functions/reelgate/src/domain/catalog/catalog.default.toml
   cat <<EOF
 
 [[upstreams]]

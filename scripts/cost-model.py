@@ -538,7 +538,7 @@ def main():
     rows.append(("SQS requests", PRICES["sqs_request"] * sqs_per_job * jobs,
                  f"{sqs_per_job} per job: send, receive and delete for the submit and each of {polls} polls"))
     # DynamoDB: the HTTP calls measured for the item read; the job's writes counted from the code
-    # (domain/jobs.rs, workflow/steps.rs, workflow/worker.rs): admission transaction (job,
+    # (domain/videos/jobs.rs, workflow/steps.rs, workflow/worker.rs): admission transaction (job,
     # reservation, idempotency, 3 items), a status write per step (3), the finalize transaction
     # (job, charge, ledger: 3 items), one read per step and per poll.
     item = fns.get("api-video-item", {}).get("aws_per_invocation", {})

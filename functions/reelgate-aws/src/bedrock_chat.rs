@@ -826,7 +826,7 @@ impl ChatUpstream for BedrockUpstream {
 pub struct BedrockConnector;
 
 #[async_trait]
-impl reelgate::domain::registry::UpstreamConnector for BedrockConnector {
+impl reelgate::domain::catalog::providers::UpstreamConnector for BedrockConnector {
     async fn connect(
         &self,
         config: &UpstreamConfig,

@@ -3,8 +3,8 @@
 //! this test lives beside the connector rather than in the embedded host's suite. Run as
 //! `tests/contract.rs` says; without `AWS_ENDPOINT_URL` it says so and passes (and fails under CI).
 
+use reelgate::domain::catalog::providers::Upstreams;
 use reelgate::domain::catalog::{Catalog, ChatModel, UpstreamConfig, DEFAULT_CATALOG};
-use reelgate::domain::registry::Upstreams;
 use reelgate_embedded::testing::TestServer;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -96,10 +96,14 @@ async fn bedrock_upstream_through_the_gateway() {
     let prompt = reply["usage"]["prompt_tokens"].as_u64().expect("usage");
     let completion_tokens = reply["usage"]["completion_tokens"].as_u64().expect("usage");
     let id = reply["id"].as_str().expect("id");
-    let entry = reelgate::domain::usage::ledger_entry(server.app.context(), &tenant.org, id)
-        .await
-        .expect("store")
-        .expect("ledger");
+    let entry = reelgate::domain::billing::token_charges::ledger_entry(
+        server.app.context(),
+        &tenant.org,
+        id,
+    )
+    .await
+    .expect("store")
+    .expect("ledger");
     use reelgate::ports::store::ItemExt;
     assert_eq!(
         entry.decimal_attr("amount"),

@@ -62,7 +62,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         limits: Default::default(),
         budget: None,
     };
-    reelgate::domain::agreement::accept(cx, &caller)
+    reelgate::domain::accounts::agreement::accept(cx, &caller)
         .await
         .expect("agree");
     // A file with its bytes, a stored response large enough to live in S3, and a blob whose
@@ -110,7 +110,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         .expect("auth")
         .is_some());
 
-    let report = reelgate::domain::erasure::erase_org(cx, &org, false)
+    let report = reelgate::domain::accounts::erasure::erase_org(cx, &org, false)
         .await
         .expect("erase");
     assert_eq!(report.blobs_deleted, 3, "{report:?}");

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use reelgate::config::Config;
 use reelgate::domain::accounts::Accounts;
 use reelgate::domain::catalog::RateLimits;
-use reelgate::domain::{erasure, Context};
+use reelgate::domain::{accounts::erasure, Context};
 use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;
@@ -278,7 +278,10 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
         }
         AdminCommand::User(UserCommand::BackfillEmail { org }) => {
             accounts.org(&org).await?;
-            json!(reelgate::domain::identities::backfill_email(store.as_ref(), &org).await?)
+            json!(
+                reelgate::domain::accounts::identities::backfill_email(store.as_ref(), &org)
+                    .await?
+            )
         }
         AdminCommand::User(UserCommand::Create { org, email }) => {
             json!(accounts.create_person(&org, &email).await?)
@@ -307,7 +310,7 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
             let holder = accounts.api_key_holder(&key_id).await?;
             let plan = accounts.org(&holder.org).await?.plan;
             let (key, org_limits) =
-                reelgate::domain::rate_limits::limits_for(&holder, catalog.plan(&plan));
+                reelgate::domain::billing::rate_limits::limits_for(&holder, catalog.plan(&plan));
             json!({"id": key_id, "org": holder.org, "plan": plan, "own": holder.limits,
                    "effective": key, "organization": org_limits})
         }
@@ -356,7 +359,7 @@ pub async fn run(args: AdminArgs, config: &Config) -> anyhow::Result<()> {
                 .or_else(|| config.public_url.clone())
                 .unwrap_or_else(|| "http://127.0.0.1:8080".into());
             let ttl = config.settings.console_link_ttl.as_secs() as i64;
-            let link = reelgate::domain::console::Console::new(store.as_ref())
+            let link = reelgate::domain::accounts::console::Console::new(store.as_ref())
                 .create_link(&user, &org, ttl)
                 .await?;
             let mut v = json!(link);
@@ -376,7 +379,7 @@ async fn usage_report(
     until: Option<&str>,
     group_by: &[String],
 ) -> anyhow::Result<serde_json::Value> {
-    use reelgate::domain::usage_report::{self, parse_time, GroupBy, ReportRequest};
+    use reelgate::domain::billing::usage_report::{self, parse_time, GroupBy, ReportRequest};
     let time = |s: &str| {
         parse_time(s).with_context(|| format!("{s} is neither Unix seconds nor YYYY-MM-DD"))
     };

@@ -56,7 +56,7 @@ pub async fn open_blobs(
 async fn check_table(config: &aws_config::SdkConfig, table: &str) -> anyhow::Result<()> {
     let store = reelgate_aws::DynamoItemStore::new(config, table);
     store
-        .get(&reelgate::domain::keys::probe())
+        .get(&reelgate::domain::table_keys::probe())
         .await
         .map(|_| ())
         .with_context(|| {

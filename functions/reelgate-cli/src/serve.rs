@@ -98,7 +98,7 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
             demo.user
         ),
     }
-    let link = reelgate::domain::console::Console::new(app.store.as_ref())
+    let link = reelgate::domain::accounts::console::Console::new(app.store.as_ref())
         .create_link(
             &demo.user,
             &demo.org,

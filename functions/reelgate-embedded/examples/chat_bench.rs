@@ -15,7 +15,7 @@
 //! upper bound of what the gateway adds on a dedicated host. The gateway's listener sets
 //! TCP_NODELAY (see the note at the end of the output).
 //!
-//! Metrics (`domain::metrics`) are recorded unless `--no-metrics` (the baseline that isolates
+//! Metrics (`observability::metrics`) are recorded unless `--no-metrics` (the baseline that isolates
 //! their cost). `--log-json` also installs the JSON log
 //! subscriber the servers use (`REELGATE_LOG_FORMAT=json`, level info) writing to a sink, so
 //! every request's log line is formatted as in production; without it no subscriber is
@@ -319,7 +319,7 @@ async fn main() -> anyhow::Result<()> {
         return overload(&gateway, &rates, seconds, pid).await;
     }
     if std::env::args().any(|a| a == "--no-metrics") {
-        reelgate::domain::metrics::set_enabled(false);
+        reelgate::observability::metrics::set_enabled(false);
         println!("metrics: off");
     }
     let otlp = std::env::args().any(|a| a == "--otlp");

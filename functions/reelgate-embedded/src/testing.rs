@@ -226,7 +226,7 @@ pub async fn agree(app: &App, org: &str, person: &str) {
 
 /// [`agree`] against any stores (the AWS emulator test has no assembled `App`).
 pub async fn agree_in(cx: reelgate::domain::Context<'_>, org: &str, person: &str) {
-    let console = reelgate::domain::console::Console::new(cx.store);
+    let console = reelgate::domain::accounts::console::Console::new(cx.store);
     let issued = console
         .create_session(person, org)
         .await
@@ -236,7 +236,7 @@ pub async fn agree_in(cx: reelgate::domain::Context<'_>, org: &str, person: &str
         .await
         .expect("session lookup")
         .expect("live session");
-    let status = reelgate::domain::agreement::accept(cx, &session.caller)
+    let status = reelgate::domain::accounts::agreement::accept(cx, &session.caller)
         .await
         .expect("accept");
     assert!(status.accepted);
@@ -394,7 +394,7 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
         let store = store.clone();
         async move {
             store
-                .get(&reelgate::domain::keys::webhook_count(&org))
+                .get(&reelgate::domain::table_keys::webhook_count(&org))
                 .await
                 .expect("get")
                 .and_then(|c| c.i64_attr("count"))
@@ -525,8 +525,8 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
     // Every slot was freed.
     let slots = store
         .query(
-            reelgate::ports::store::Query::partition(reelgate::domain::keys::org_pk(&org))
-                .prefix(reelgate::domain::keys::WEBHOOK_SLOT_PREFIX),
+            reelgate::ports::store::Query::partition(reelgate::domain::table_keys::org_pk(&org))
+                .prefix(reelgate::domain::table_keys::WEBHOOK_SLOT_PREFIX),
         )
         .await
         .expect("query");
@@ -586,8 +586,8 @@ impl reelgate::ports::fetch::Fetcher for FakeSlowEndpoints {
 /// refused gives its unit back.
 pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStore>) {
     use reelgate::domain::accounts::{Caller, Credential};
+    use reelgate::domain::billing::rate_limits::{acquire, settle, AcquireError, Kind};
     use reelgate::domain::catalog::{Plan, RateLimits};
-    use reelgate::domain::rate_limits::{acquire, settle, AcquireError, Kind};
     // Keep the burst inside one minute's window: start at least 15 s before the minute ends.
     let into_minute = reelgate::ports::store::now_secs().rem_euclid(60);
     if into_minute > 45 {
@@ -696,15 +696,15 @@ pub async fn rate_limit_contract(store: Arc<dyn reelgate::ports::store::ItemStor
     // Key a admitted twice and was refused once by the organization: its refused unit went
     // back, so a has 3 of its 5 left — seen through another organization-free acquire: with the
     // organization full, a's own window must read 2 requests.
-    let window = reelgate::domain::keys::rate_window(
-        &reelgate::domain::keys::rate_key_scope(
+    let window = reelgate::domain::table_keys::rate_window(
+        &reelgate::domain::table_keys::rate_key_scope(
             &a.org,
             match &a.credential {
                 Credential::ApiKey { key_id } => key_id,
                 _ => unreachable!(),
             },
         ),
-        reelgate::domain::rate_limits::Kind::VideoCreate.tag(),
+        reelgate::domain::billing::rate_limits::Kind::VideoCreate.tag(),
         reelgate::ports::store::now_secs().div_euclid(60),
     );
     let item = store.get(&window).await.expect("get").expect("a's window");

@@ -6,7 +6,7 @@
 use crate::db::Database;
 use async_trait::async_trait;
 use reelgate::app::App;
-use reelgate::domain::workflow::{steps, worker};
+use reelgate::domain::videos::workflow::{steps, worker};
 use reelgate::ports::workflow::{Workflow, WorkflowError};
 use reelgate_asl::{
     ExecutionJournal, ExecutionSnapshot, JournalError, Runner, RunnerError, RunnerOptions,
@@ -200,7 +200,7 @@ impl TaskDispatcher for LocalDispatcher {
 
 /// The span of the local runner's Render state (created only while traces are exported).
 fn render_state_span(traceparent: Option<&str>) -> tracing::Span {
-    use reelgate::domain::trace_context;
+    use reelgate::observability::trace_context;
     if !trace_context::exporting() {
         return tracing::Span::none();
     }
@@ -346,10 +346,13 @@ pub async fn start(
         tracing::info!(resumed, "resumed unfinished video executions");
     }
     // Before serving: a job admitted by a process that died before starting its workflow.
-    let recovered =
-        reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), Duration::ZERO)
-            .await
-            .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
+    let recovered = reelgate::domain::videos::jobs::recover_unstarted(
+        app.context(),
+        workflow.as_ref(),
+        Duration::ZERO,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
     if recovered > 0 {
         tracing::warn!(
             recovered,
@@ -369,7 +372,7 @@ pub async fn start(
     tasks.push(tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;
-            if let Err(e) = reelgate::domain::jobs::recover_unstarted(
+            if let Err(e) = reelgate::domain::videos::jobs::recover_unstarted(
                 recovery_app.context(),
                 workflow.as_ref(),
                 grace,
@@ -526,7 +529,7 @@ pub async fn reconcile(app: &App, journal: &SqliteJournal) -> anyhow::Result<usi
         ) else {
             continue;
         };
-        if reelgate::domain::jobs::fail_if_running(app.context(), org, video_id).await? {
+        if reelgate::domain::videos::jobs::fail_if_running(app.context(), org, video_id).await? {
             tracing::warn!(execution = %reelgate_asl::runner::log_name(&execution.execution_id), "reconciled a job its execution left running");
             failed += 1;
         }

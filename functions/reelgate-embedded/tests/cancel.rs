@@ -332,7 +332,7 @@ async fn a_job_canceled_in_each_running_status_ends_canceled_unbilled() {
     let render_id = server
         .app
         .store
-        .get(&reelgate::domain::keys::job(&t.org, &id))
+        .get(&reelgate::domain::table_keys::job(&t.org, &id))
         .await
         .expect("get")
         .and_then(|i| reelgate::ports::store::ItemExt::str_attr(&i, "render_id").map(str::to_owned))

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use reelgate::config::Settings;
 use reelgate::domain::accounts::Accounts;
+use reelgate::domain::billing::token_charges::{self, Charge, TokenUsage};
 use reelgate::domain::catalog::{Catalog, ChatModel};
-use reelgate::domain::usage::{self, Charge, TokenUsage};
 use reelgate::domain::Context;
 use reelgate::ports::store::{
     Condition, Item, ItemStore, Key, Page, Query, StoreError, TransactOp, Update,
@@ -115,7 +115,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
     };
     // 1000 × 1000 / 1e6 + 500 × 2000 / 1e6 = 1 + 1 = 2.
     store.conflicts.store(3, Ordering::SeqCst);
-    let charged = usage::charge(cx, charge("chatcmpl-1"))
+    let charged = token_charges::charge(cx, charge("chatcmpl-1"))
         .await
         .expect("charged");
     assert_eq!(charged, dec!(2));
@@ -124,7 +124,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         4,
         "three conflicts, then it landed"
     );
-    assert!(usage::ledger_entry(cx, &org.id, "chatcmpl-1")
+    assert!(token_charges::ledger_entry(cx, &org.id, "chatcmpl-1")
         .await
         .expect("read")
         .is_some());
@@ -137,7 +137,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
 
     // A retry of the same completion after it landed charges nothing more.
     assert_eq!(
-        usage::charge(cx, charge("chatcmpl-1"))
+        token_charges::charge(cx, charge("chatcmpl-1"))
             .await
             .expect("again"),
         Decimal::ZERO
@@ -153,7 +153,9 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
 
     // A store that keeps conflicting is reported (the caller logs it), not silently dropped.
     store.conflicts.store(u32::MAX, Ordering::SeqCst);
-    assert!(usage::charge(cx, charge("chatcmpl-2")).await.is_err());
+    assert!(token_charges::charge(cx, charge("chatcmpl-2"))
+        .await
+        .is_err());
     store.conflicts.store(0, Ordering::SeqCst);
 }
 
@@ -200,7 +202,7 @@ async fn concurrent_charges_against_one_org_all_land() {
             budget_month: None,
             rate_settlement: Vec::new(),
         };
-        async move { usage::charge(cx, c).await }
+        async move { token_charges::charge(cx, c).await }
     });
     let results = futures::future::join_all(charges).await;
     assert!(

@@ -421,7 +421,7 @@ fn cost(prompt: u64, completion: u64) -> Decimal {
 }
 
 async fn ledger_amount(rig: &Rig, completion_id: &str) -> Decimal {
-    let entry = reelgate::domain::usage::ledger_entry(
+    let entry = reelgate::domain::billing::token_charges::ledger_entry(
         rig.server.app.context(),
         &rig.tenant.org,
         completion_id,
@@ -1482,7 +1482,7 @@ async fn with_the_account_cache_a_used_up_balance_is_refused_and_gives_its_token
     };
     let in_window = header("x-ratelimit-limit-tokens") - header("x-ratelimit-remaining-tokens");
     // The first's usage and the third's reservation (its prompt and the default completion).
-    let admitted = used + reelgate::domain::rate_limits::DEFAULT_COMPLETION_ESTIMATE + 64;
+    let admitted = used + reelgate::domain::billing::rate_limits::DEFAULT_COMPLETION_ESTIMATE + 64;
     assert!(
         in_window <= admitted,
         "the refused request gave its reservation back: {in_window} tokens in the window, \

@@ -2,7 +2,7 @@
 //! its CSRF token, server-side sign-out, the membership check on every request, and the wall
 //! between console sessions and API keys.
 
-use reelgate::domain::console::Console;
+use reelgate::domain::accounts::console::Console;
 use reelgate::ports::store::{Key, Update};
 use reelgate_embedded::testing::TestServer;
 use serde_json::Value;

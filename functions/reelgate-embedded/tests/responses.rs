@@ -466,7 +466,7 @@ async fn three_turns_through_previous_response_id_send_the_whole_history() {
         .is_some_and(|id| id.starts_with("msg_")));
 
     // Charged by usage at the model's prices, one ledger entry per response.
-    let entry = reelgate::domain::usage::ledger_entry(
+    let entry = reelgate::domain::billing::token_charges::ledger_entry(
         env.server.app.context(),
         &a.org,
         r1["id"].as_str().expect("id"),
@@ -1028,12 +1028,14 @@ async fn an_upstream_failure_mid_stream_is_response_failed() {
     let (s, got) = env.get(&env.alice, &format!("/v1/responses/{id}")).await;
     assert_eq!(s, 200);
     assert_eq!(got["status"], "failed");
-    assert!(
-        reelgate::domain::usage::ledger_entry(env.server.app.context(), &env.alice.org, id)
-            .await
-            .expect("ledger")
-            .is_none()
-    );
+    assert!(reelgate::domain::billing::token_charges::ledger_entry(
+        env.server.app.context(),
+        &env.alice.org,
+        id
+    )
+    .await
+    .expect("ledger")
+    .is_none());
 }
 
 #[tokio::test]
@@ -1265,10 +1267,13 @@ async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
     let mut entry = None;
     while entry.is_none() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        entry =
-            reelgate::domain::usage::ledger_entry(env.server.app.context(), &env.alice.org, &id)
-                .await
-                .expect("ledger");
+        entry = reelgate::domain::billing::token_charges::ledger_entry(
+            env.server.app.context(),
+            &env.alice.org,
+            &id,
+        )
+        .await
+        .expect("ledger");
     }
     let entry = entry.expect("the spent tokens were charged");
     assert_eq!(

@@ -497,7 +497,7 @@ async fn a_keys_monthly_budget_is_never_overshot_by_renders_and_refuses_text_onc
     // A render that ends unbilled gives its quote back to the month.
     let cx = server.app.context();
     assert!(
-        reelgate::domain::jobs::cancel(cx, &tenant.org, &admitted[0])
+        reelgate::domain::videos::jobs::cancel(cx, &tenant.org, &admitted[0])
             .await
             .expect("cancel")
     );

@@ -179,7 +179,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     assert!(charge.is_some(), "a ledger entry records the charge");
 
     // A duplicated completion (a retried finalize, a repeated callback) charges nothing more.
-    let again = reelgate::domain::workflow::steps::run_step(
+    let again = reelgate::domain::videos::workflow::steps::run_step(
         &server.app.pipeline(),
         "finalize",
         json!({"org": t.org, "video_id": id, "render": {"output_key": reelgate::domain::videos::output_blob_key(&t.org, &id), "render_id": "rnd_x"}}),
@@ -187,14 +187,14 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     .await
     .expect("finalize again");
     assert_eq!(again["charged"], false);
-    let settled = reelgate::domain::billing::charge(
+    let settled = reelgate::domain::billing::render_charges::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
         "0.40".parse().expect("d"),
         "usd",
         reelgate::ports::store::Update::new(),
-        reelgate::domain::billing::RenderUsage {
+        reelgate::domain::billing::render_charges::RenderUsage {
             model: "test-video",
             key: "console",
             seconds: 4,
@@ -204,7 +204,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     .expect("charge");
     assert_eq!(
         settled,
-        reelgate::domain::billing::Settlement::AlreadySettled
+        reelgate::domain::billing::render_charges::Settlement::AlreadySettled
     );
     let org = server.app.accounts().org(&t.org).await.expect("org");
     assert_eq!(org.balance.to_string(), "4.60");
@@ -248,7 +248,9 @@ async fn moderation_blocked_fails_unbilled_and_keeps_the_record_after_delete() {
     let record = server
         .app
         .store
-        .get(&reelgate::domain::moderation::record_key(&t.org, &id))
+        .get(&reelgate::domain::videos::moderation::record_key(
+            &t.org, &id,
+        ))
         .await
         .expect("get")
         .expect("record kept");
@@ -326,7 +328,7 @@ async fn japanese_reaches_the_engine_in_english_with_dialogue_unchanged() {
     let item = server
         .app
         .store
-        .get(&reelgate::domain::keys::job(&t.org, &id))
+        .get(&reelgate::domain::table_keys::job(&t.org, &id))
         .await
         .expect("get")
         .expect("job");
@@ -492,7 +494,7 @@ async fn retention_sweeps_finished_jobs_and_expired_files() {
     let (done, _) = wait_terminal(&server, &t, &id, Duration::from_secs(120)).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["size"], "768x768");
-    let key = reelgate::domain::keys::job(&t.org, &id);
+    let key = reelgate::domain::table_keys::job(&t.org, &id);
     let past = reelgate::ports::store::now_secs() - 1;
     server
         .app
@@ -528,7 +530,9 @@ async fn retention_sweeps_finished_jobs_and_expired_files() {
     assert!(server
         .app
         .store
-        .get(&reelgate::domain::moderation::record_key(&t.org, &id))
+        .get(&reelgate::domain::videos::moderation::record_key(
+            &t.org, &id
+        ))
         .await
         .expect("get")
         .is_some());

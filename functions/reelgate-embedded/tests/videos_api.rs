@@ -150,7 +150,7 @@ async fn agreement_is_per_person_and_console_only() {
     let (status, body) = c.post(&t.key, "/v1/videos/acceptance", json!({})).await;
     assert_error(status, &body, 403, "console_login_required");
     // A console session is not an API key: its cookie secret is refused as a bearer token.
-    let session = reelgate::domain::console::Console::new(server.app.store.as_ref())
+    let session = reelgate::domain::accounts::console::Console::new(server.app.store.as_ref())
         .create_session(&t.person, &t.org)
         .await
         .expect("session");
@@ -499,14 +499,14 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
         .set("thumbnail", true)
         .set("progress", 100i64)
         .set("completed_at", reelgate::ports::store::now_secs());
-    let settled = reelgate::domain::billing::charge(
+    let settled = reelgate::domain::billing::render_charges::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
         "0.40".parse().expect("d"),
         "usd",
         done,
-        reelgate::domain::billing::RenderUsage {
+        reelgate::domain::billing::render_charges::RenderUsage {
             model: "test-video",
             key: "console",
             seconds: 4,
@@ -514,10 +514,13 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
     )
     .await
     .expect("charge");
-    assert_eq!(settled, reelgate::domain::billing::Settlement::Settled);
+    assert_eq!(
+        settled,
+        reelgate::domain::billing::render_charges::Settlement::Settled
+    );
     // The settlement wrote the job's unsent-event marker; nothing queued the event here (as if
     // the process had died), so the recovery pass emits it and the marker goes.
-    let marker = reelgate::domain::keys::unsent_marker(&id);
+    let marker = reelgate::domain::table_keys::unsent_marker(&id);
     assert!(server.app.store.get(&marker).await.expect("get").is_some());
     let emitted =
         reelgate::domain::webhooks::recover_unsent(server.app.context(), std::time::Duration::ZERO)
@@ -595,7 +598,7 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     let t = agreed_tenant(&server, "10.00").await;
     let (_, v) = c.post(&t.key, "/v1/videos", job(5)).await;
     let id = v["id"].as_str().expect("id").to_owned();
-    reelgate::domain::jobs::fail(
+    reelgate::domain::videos::jobs::fail(
         server.app.context(),
         &t.org,
         &id,
@@ -608,7 +611,7 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     assert_eq!(failed["status"], "failed");
     assert_eq!(
         failed["error"],
-        json!({"code": "moderation_blocked", "message": reelgate::domain::jobs::failure_message("moderation_blocked")})
+        json!({"code": "moderation_blocked", "message": reelgate::domain::videos::jobs::failure_message("moderation_blocked")})
     );
     assert_eq!(failed["cost"], "0.50");
     let org = server.app.accounts().org(&t.org).await.expect("org");
@@ -621,7 +624,7 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
         ("10.00".into(), "10.00".into(), "0.00".into())
     );
     // A second failure of the same job changes nothing.
-    reelgate::domain::jobs::fail(
+    reelgate::domain::videos::jobs::fail(
         server.app.context(),
         &t.org,
         &id,
@@ -642,14 +645,14 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     let done = reelgate::ports::store::Update::new()
         .set("status", "completed")
         .set("thumbnail", false);
-    reelgate::domain::billing::charge(
+    reelgate::domain::billing::render_charges::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
         "0.40".parse().expect("d"),
         "usd",
         done,
-        reelgate::domain::billing::RenderUsage {
+        reelgate::domain::billing::render_charges::RenderUsage {
             model: "test-video",
             key: "console",
             seconds: 4,
@@ -686,14 +689,14 @@ async fn content_can_redirect_to_a_short_lived_url() {
         .await
         .expect("put");
     let done = reelgate::ports::store::Update::new().set("status", "completed");
-    reelgate::domain::billing::charge(
+    reelgate::domain::billing::render_charges::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
         "0.40".parse().expect("d"),
         "usd",
         done,
-        reelgate::domain::billing::RenderUsage {
+        reelgate::domain::billing::render_charges::RenderUsage {
             model: "test-video",
             key: "console",
             seconds: 4,

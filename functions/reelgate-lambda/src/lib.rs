@@ -15,7 +15,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use reelgate::app::{App, Host, Ports};
 use reelgate::config::{Config, Settings};
-use reelgate::domain::workflow::worker::Disposition;
+use reelgate::domain::videos::workflow::worker::Disposition;
 use serde_json::{json, Value};
 
 pub use lambda_runtime::Error;
@@ -208,7 +208,7 @@ async fn app_or_exit(entry: &functions::LambdaFunction) -> (App, Config) {
         std::process::exit(1);
     }
     // Nothing scrapes a Lambda: metrics leave as CloudWatch EMF lines on stdout.
-    reelgate::domain::metrics::set_emf(true);
+    reelgate::observability::metrics::set_emf(true);
     let assembled = match config {
         Ok(config) => aws_app(config, entry).await,
         Err(e) => Err(e.into()),
@@ -249,7 +249,7 @@ pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error>
 
 /// The Lambda error of a failed step: its `errorType` is the step's error name, which the state
 /// machine's `Retry`/`Catch` match.
-fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnostic {
+fn step_diagnostic(e: reelgate::domain::videos::workflow::steps::StepError) -> Diagnostic {
     Diagnostic {
         error_type: e.error,
         error_message: e.cause,
@@ -257,13 +257,14 @@ fn step_diagnostic(e: reelgate::domain::workflow::steps::StepError) -> Diagnosti
 }
 
 /// Runs one workflow step per invocation: `handler` is that step's own entry point
-/// (`reelgate::domain::workflow::steps::run_moderate`, ...), so the binary links only that
+/// (`reelgate::domain::videos::workflow::steps::run_moderate`, ...), so the binary links only that
 /// step's code.
 async fn run_step<F, Fut>(function: &functions::LambdaFunction, handler: F) -> Result<(), Error>
 where
-    F: Fn(reelgate::domain::workflow::Pipeline, Value) -> Fut + Sync,
-    Fut: std::future::Future<Output = Result<Value, reelgate::domain::workflow::steps::StepError>>
-        + Send,
+    F: Fn(reelgate::domain::videos::workflow::Pipeline, Value) -> Fut + Sync,
+    Fut: std::future::Future<
+            Output = Result<Value, reelgate::domain::videos::workflow::steps::StepError>,
+        > + Send,
 {
     let (app, _) = app_or_exit(function).await;
     let (app, handler) = (&app, &handler);
@@ -279,7 +280,7 @@ where
 
 /// The `moderate` step's function.
 pub async fn run_moderate_step() -> Result<(), Error> {
-    use reelgate::domain::workflow::steps::run_moderate;
+    use reelgate::domain::videos::workflow::steps::run_moderate;
     run_step(&functions::STEP_MODERATE, |p, payload| async move {
         run_moderate(&p, payload).await
     })
@@ -288,7 +289,7 @@ pub async fn run_moderate_step() -> Result<(), Error> {
 
 /// The `translate` step's function.
 pub async fn run_translate_step() -> Result<(), Error> {
-    use reelgate::domain::workflow::steps::run_translate;
+    use reelgate::domain::videos::workflow::steps::run_translate;
     run_step(&functions::STEP_TRANSLATE, |p, payload| async move {
         run_translate(&p, payload).await
     })
@@ -297,7 +298,7 @@ pub async fn run_translate_step() -> Result<(), Error> {
 
 /// The `finalize` step's function.
 pub async fn run_finalize_step() -> Result<(), Error> {
-    use reelgate::domain::workflow::steps::run_finalize;
+    use reelgate::domain::videos::workflow::steps::run_finalize;
     run_step(&functions::STEP_FINALIZE, |p, payload| async move {
         run_finalize(&p, payload).await
     })
@@ -306,7 +307,7 @@ pub async fn run_finalize_step() -> Result<(), Error> {
 
 /// The `fail_job` step's function.
 pub async fn run_fail_job_step() -> Result<(), Error> {
-    use reelgate::domain::workflow::steps::run_fail_job;
+    use reelgate::domain::videos::workflow::steps::run_fail_job;
     run_step(&functions::STEP_FAIL_JOB, |p, payload| async move {
         run_fail_job(&p, payload).await
     })
@@ -321,7 +322,7 @@ pub async fn handle_sqs_batch(app: &App, event: &SqsEvent) -> SqsBatchResponse {
     for record in &event.records {
         let id = record.message_id.as_deref().unwrap_or_default();
         let body = record.body.as_deref().unwrap_or_default();
-        if reelgate::domain::workflow::worker::handle(&app.pipeline(), body).await
+        if reelgate::domain::videos::workflow::worker::handle(&app.pipeline(), body).await
             == Disposition::Retry
         {
             // The queue's visibility timeout is long (sized for the worker's timeout); a retry
@@ -431,9 +432,10 @@ pub async fn handle_execution_ended(
         tracing::warn!(execution, "an ended execution without a job in its input");
         return Ok(false);
     };
-    let failed = reelgate::domain::jobs::fail_if_running(app.context(), &job.org, &job.video_id)
-        .await
-        .map_err(|e| anyhow::anyhow!("failing {}: {}", job.video_id, e.message))?;
+    let failed =
+        reelgate::domain::videos::jobs::fail_if_running(app.context(), &job.org, &job.video_id)
+            .await
+            .map_err(|e| anyhow::anyhow!("failing {}: {}", job.video_id, e.message))?;
     if failed {
         tracing::warn!(video_id = %job.video_id, status, execution, "the execution ended while the job was running; failed it");
     }
@@ -472,9 +474,10 @@ pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::R
     let workflow = app
         .workflow()
         .ok_or_else(|| anyhow::anyhow!("REELGATE_STATE_MACHINE_ARN is not set"))?;
-    let failed = reelgate::domain::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
-        .await
-        .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
+    let failed =
+        reelgate::domain::videos::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
+            .await
+            .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
     reelgate::domain::webhooks::recover_unsent(app.context(), grace)
         .await
         .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;

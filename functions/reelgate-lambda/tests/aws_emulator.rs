@@ -655,7 +655,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     // Agreement through the deployed console function, the only path that records it: a
     // one-time sign-in link, redeemed through the HTTP API, gives the session cookie; the CSRF
     // token comes from the session route; a second redemption is refused.
-    let link = reelgate::domain::console::Console::new(backend.store.as_ref())
+    let link = reelgate::domain::accounts::console::Console::new(backend.store.as_ref())
         .create_link(&person.id, &org.id, 300)
         .await
         .expect("a sign-in link");

@@ -5,9 +5,9 @@
 
 use crate::adapters::CatalogConnector;
 use crate::config::{Config, Settings};
+use crate::domain::catalog::providers::{Engines, Upstreams};
 use crate::domain::catalog::Catalog;
-use crate::domain::registry::{Engines, Upstreams};
-use crate::domain::workflow::Pipeline;
+use crate::domain::videos::workflow::Pipeline;
 use crate::domain::Context;
 use crate::ports::blobs::BlobStore;
 use crate::ports::queue::MessageQueue;
@@ -26,9 +26,9 @@ pub struct App {
     /// Set once the workflow host is up (the local runner needs the App to dispatch steps).
     workflow: Arc<OnceLock<Arc<dyn Workflow>>>,
     /// Text-model upstreams by catalog id.
-    pub upstreams: Arc<crate::domain::registry::Upstreams>,
+    pub upstreams: Arc<crate::domain::catalog::providers::Upstreams>,
     /// Video engines by catalog id.
-    pub engines: Arc<crate::domain::registry::Engines>,
+    pub engines: Arc<crate::domain::catalog::providers::Engines>,
     pub moderator: Arc<dyn crate::ports::moderator::Moderator>,
     /// An explicit translator; otherwise `settings.translation_model` through its upstream.
     pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
@@ -38,7 +38,7 @@ pub struct App {
     /// after assembly: the local host its embedded queue, Lambda `REELGATE_WEBHOOK_QUEUE_URL`.
     pub webhook_queue: Option<Arc<dyn MessageQueue>>,
     /// Console sign-in through the configured OpenID Connect issuer, if any.
-    pub oidc: Option<Arc<crate::domain::console::oidc::Oidc>>,
+    pub oidc: Option<Arc<crate::domain::accounts::console::oidc::Oidc>>,
     /// Renders PDF inputs to page images, out of this process. Hosts set it after assembly:
     /// the local host a limited child process, Lambda the renderer function; until then no
     /// PDF is rendered (never in the API process, which a hostile document must not reach).
@@ -61,16 +61,18 @@ impl App {
             render_queue,
             catalog,
             workflow: Arc::new(OnceLock::new()),
-            upstreams: Arc::new(crate::domain::registry::Upstreams::with_connector(
-                Arc::new(crate::adapters::CatalogConnector::new()),
-            )),
-            engines: Arc::new(crate::domain::registry::Engines::default()),
+            upstreams: Arc::new(
+                crate::domain::catalog::providers::Upstreams::with_connector(Arc::new(
+                    crate::adapters::CatalogConnector::new(),
+                )),
+            ),
+            engines: Arc::new(crate::domain::catalog::providers::Engines::default()),
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
             fetcher: Arc::new(guarded_fetcher(&settings)),
             webhook_queue: None,
             oidc: settings.oidc.clone().map(|oidc| {
-                Arc::new(crate::domain::console::oidc::Oidc::new(
+                Arc::new(crate::domain::accounts::console::oidc::Oidc::new(
                     oidc,
                     Arc::new(crate::adapters::issuer_http::IssuerHttpClient::default()),
                 ))
@@ -208,7 +210,7 @@ pub struct Host {
 /// upstream's models), the settings, the video engines, the moderator, the chat upstreams and
 /// the host's ports.
 pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Result<App> {
-    crate::domain::telemetry::set_log_prompts(config.log_prompts);
+    crate::observability::telemetry::set_log_prompts(config.log_prompts);
     let mut catalog =
         Catalog::load(config.catalog_path.as_deref()).context("loading the catalog")?;
     if let Some(discovery) = &config.upstream_discovery {

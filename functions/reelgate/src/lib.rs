@@ -14,4 +14,5 @@ pub mod config;
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
 pub mod domain;
+pub mod observability;
 pub mod ports;

@@ -2,11 +2,11 @@
 //! each other without circles, and the crates link what their names promise:
 //!
 //! * layers (`functions/reelgate/src/<layer>/`): `api` → `app` → `adapters` → `domain` → `ports`,
-//!   with `config` a leaf every layer may read (docs/architecture.md has the table). `domain`
+//!   with `config` and `observability` leaves every layer may use (docs/architecture.md has the table). `domain`
 //!   never sees `app` (use cases take the ports they use, not the whole application), `ports`
 //!   see nothing but ports.
 //! * no circle between the modules one level inside a layer (`domain::videos`,
-//!   `domain::workflow`, `api::files`, …).
+//!   `domain::videos::workflow`, `api::files`, …).
 //! * the core crate depends on no SQLite and no AWS SDK, and the Lambda binaries' dependency tree
 //!   (`cargo tree -p reelgate-lambda -e normal`) holds neither SQLite nor the ASL runner.
 //!
@@ -18,26 +18,45 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const LAYERS: &[&str] = &[
-    "config", "ports", "domain", "adapters", "app", "api", "contract",
+    "config",
+    "observability",
+    "ports",
+    "domain",
+    "adapters",
+    "app",
+    "api",
+    "contract",
 ];
 
 /// What each layer may import (besides itself).
 fn allowed(layer: &str) -> &'static [&'static str] {
     match layer {
-        "config" => &[],
-        "ports" => &["config"],
-        "domain" => &["ports", "config"],
-        "adapters" => &["domain", "ports", "config"],
-        "app" => &["adapters", "domain", "ports", "config"],
-        "api" => &["app", "domain", "ports", "config"],
+        "config" | "observability" => &[],
+        "ports" => &["config", "observability"],
+        "domain" => &["ports", "config", "observability"],
+        "adapters" => &["domain", "ports", "config", "observability"],
+        "app" => &["adapters", "domain", "ports", "config", "observability"],
+        "api" => &["app", "domain", "ports", "config", "observability"],
         // The adapter contract suites: test support over the ports and the domain's rules.
-        "contract" => &["domain", "ports", "config"],
+        "contract" => &["domain", "ports", "config", "observability"],
         _ => &[],
     }
 }
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every workspace crate's `src` folder (`functions/<crate>/src`).
+fn crate_src_dirs() -> Vec<PathBuf> {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&functions)
+        .expect("functions/")
+        .map(|e| e.expect("entry").path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -56,13 +75,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `src/domain/videos/create.rs` → `["domain", "videos", "create"]`; `mod.rs` names its folder.
-fn module_of(file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src_dir()).expect("under src");
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
     let mut parts: Vec<String> = rel
         .iter()
         .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
         .collect();
-    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
         parts.pop();
     }
     parts
@@ -170,12 +192,16 @@ struct Graph {
 }
 
 fn graph() -> Graph {
+    graph_of(&src_dir())
+}
+
+fn graph_of(src: &Path) -> Graph {
     let mut files = Vec::new();
-    rust_files(&src_dir(), &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
+    rust_files(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
     let mut edges = BTreeMap::new();
     for file in &files {
-        let module = module_of(file);
+        let module = module_of(src, file);
         let text = std::fs::read_to_string(file).expect("read");
         let mut targets = BTreeSet::new();
         for reference in references(&module, &code_of(&text)) {
@@ -237,24 +263,17 @@ fn layers_import_downwards_only() {
 }
 
 /// Modules one level inside their layer (`domain::videos` for `domain::videos::create`).
-fn unit(module: &str) -> String {
-    module.split("::").take(2).collect::<Vec<_>>().join("::")
-}
-
-#[test]
-fn modules_import_each_other_without_circles() {
-    let g = graph();
+/// The import circles among one crate's modules (each file a module), each as its edges.
+fn circles(g: &Graph) -> Vec<String> {
     let mut units: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, targets) in &g.edges {
         if module.is_empty() {
-            continue;
+            continue; // the crate root declares the modules
         }
-        let from = unit(module);
-        let entry = units.entry(from.clone()).or_default();
+        let entry = units.entry(module.clone()).or_default();
         for t in targets {
-            let to = unit(t);
-            if to != from && !to.is_empty() {
-                entry.insert(to);
+            if t != module && !t.is_empty() {
+                entry.insert(t.clone());
             }
         }
     }
@@ -336,11 +355,35 @@ fn modules_import_each_other_without_circles() {
             edges.join(", ")
         })
         .collect();
+    explain
+}
+
+#[test]
+fn no_crate_has_an_import_circle() {
+    let mut found = Vec::new();
+    for src in crate_src_dirs() {
+        let name = src.parent().and_then(|p| p.file_name()).unwrap_or_default();
+        for circle in circles(&graph_of(&src)) {
+            found.push(format!("{}: {circle}", name.to_string_lossy()));
+        }
+    }
     assert!(
-        explain.is_empty(),
+        found.is_empty(),
         "modules importing each other in a circle:\n  {}",
-        explain.join("\n  ")
+        found.join("\n  ")
     );
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let edges = BTreeMap::from([
+        ("a".to_owned(), BTreeSet::from(["b".to_owned()])),
+        ("b".to_owned(), BTreeSet::from(["c".to_owned()])),
+        ("c".to_owned(), BTreeSet::from(["a".to_owned()])),
+        ("d".to_owned(), BTreeSet::from(["a".to_owned()])),
+    ]);
+    let found = circles(&Graph { edges });
+    assert_eq!(found, vec!["a → b, b → c, c → a".to_owned()]);
 }
 
 #[test]
@@ -395,10 +438,16 @@ fn the_domain_knows_no_http() {
         let text = std::fs::read_to_string(file).expect("read");
         let code = code_of(&text);
         for path in http_paths(&code) {
-            violations.push(format!("{}: {path}", module_of(file).join("::")));
+            violations.push(format!(
+                "{}: {path}",
+                module_of(&src_dir(), file).join("::")
+            ));
         }
         if code.contains("use axum") {
-            violations.push(format!("{}: use axum", module_of(file).join("::")));
+            violations.push(format!(
+                "{}: use axum",
+                module_of(&src_dir(), file).join("::")
+            ));
         }
     }
     assert!(
@@ -433,7 +482,7 @@ fn key_prefix_literals(code: &str) -> Vec<String> {
 }
 
 /// The one owner of the table's key formats (docs/table-design.md lists them).
-const KEY_OWNER: &str = "domain/keys.rs";
+const KEY_OWNER: &str = "domain/table_keys.rs";
 
 #[test]
 fn key_formats_have_one_owner() {

@@ -54,7 +54,7 @@ impl Translator for ChatTranslator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::translation::translate_prompt;
+    use crate::domain::videos::translation::translate_prompt;
     use crate::ports::upstream::{ChunkStream, UpstreamError};
     use serde_json::Value;
     use std::sync::Mutex;

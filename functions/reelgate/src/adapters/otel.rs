@@ -76,7 +76,7 @@ where
     if PROVIDER.set(provider).is_err() {
         anyhow::bail!("the trace exporter is already installed");
     }
-    crate::domain::trace_context::set_exporting(true);
+    crate::observability::trace_context::set_exporting(true);
     Ok(tracing_opentelemetry::layer()
         .with_tracer(tracer)
         // Only what the spans say: no source locations, thread names or busy/idle times.

@@ -4,8 +4,8 @@
 //! `console_login_required` (the domain refuses any credential but a console session).
 
 use crate::app::App;
+use crate::domain::accounts::agreement::*;
 use crate::domain::accounts::Caller;
-use crate::domain::agreement::*;
 use crate::domain::error::ApiResult;
 use axum::extract::State;
 use axum::Json;
@@ -22,6 +22,6 @@ pub async fn get_status(
 /// Refused for API keys (the only credential `/v1` takes): agreement is recorded in the console.
 pub async fn accept(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
-        crate::domain::agreement::accept(app.context(), &caller).await?,
+        crate::domain::accounts::agreement::accept(app.context(), &caller).await?,
     ))
 }

@@ -11,11 +11,11 @@ use crate::api::chat_stream as stream;
 use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::{self, Grant};
+use crate::domain::billing::token_charges::{self, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::ApiResult;
-use crate::domain::rate_limits::{self, Grant};
-use crate::domain::usage::{self, TokenUsage};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -77,8 +77,8 @@ pub async fn complete_validated(
     v: validate::Validated,
     dialect: Arc<dyn stream::Dialect>,
 ) -> ApiResult<Response> {
-    crate::domain::telemetry::note_model(&v.model.id);
-    crate::domain::telemetry::note_prompt(|| {
+    crate::observability::telemetry::note_model(&v.model.id);
+    crate::observability::telemetry::note_prompt(|| {
         v.upstream_body
             .get("messages")
             .map(Value::to_string)
@@ -87,7 +87,7 @@ pub async fn complete_validated(
     let max_completion = ["max_completion_tokens", "max_tokens"]
         .iter()
         .find_map(|k| v.upstream_body.get(*k).and_then(Value::as_u64));
-    let estimate = usage::admission_estimate(
+    let estimate = token_charges::admission_estimate(
         TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
         max_completion,
     );

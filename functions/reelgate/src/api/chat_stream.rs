@@ -15,10 +15,10 @@
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::Grant;
+use crate::domain::billing::token_charges::{self, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::message_chars;
-use crate::domain::rate_limits::Grant;
-use crate::domain::usage::{self, TokenUsage};
 use crate::ports::upstream::{self, ChunkStream};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -221,7 +221,7 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
         id,
         grant,
     } = spec;
-    let c = usage::Charge {
+    let c = token_charges::Charge {
         org: &caller.org,
         person: &caller.person,
         model: &model,
@@ -230,12 +230,12 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
         usage: used,
         key: caller.key_id(),
         budget_month: caller.budget.as_ref().map(|b| b.month.as_str()),
-        rate_settlement: crate::domain::rate_limits::settlement_ops(
+        rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
             &grant,
             used.prompt_tokens + used.completion_tokens,
         ),
     };
-    if let Err(e) = usage::charge(app.context(), c).await {
+    if let Err(e) = token_charges::charge(app.context(), c).await {
         tracing::error!(completion = %id, org = %caller.org, error = %e, "charging chat usage failed");
     }
 }

@@ -28,7 +28,7 @@ impl FromRequestParts<App> for Caller {
         let token = bearer_token(&parts.headers).unwrap_or_default();
         match app.accounts().authenticate(token).await? {
             Some(caller) => {
-                crate::domain::telemetry::note_caller(&caller.org, caller.key_id());
+                crate::observability::telemetry::note_caller(&caller.org, caller.key_id());
                 Ok(caller)
             }
             None => Err(ApiError::unauthorized(

@@ -292,7 +292,7 @@ async fn list(
         Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
     };
     let after = match params.after {
-        Some(id) if is_valid(&id, "file") => Some(crate::domain::keys::file_sk(&id)),
+        Some(id) if is_valid(&id, "file") => Some(crate::domain::table_keys::file_sk(&id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a file id.")),
         None => None,
     };
@@ -301,8 +301,8 @@ async fn list(
     let mut has_more;
     // A purpose filter may skip items, so keep reading pages until the page is full.
     loop {
-        let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
-            .prefix(crate::domain::keys::FILE_PREFIX)
+        let mut q = Query::partition(crate::domain::table_keys::org_pk(&caller.org))
+            .prefix(crate::domain::table_keys::FILE_PREFIX)
             .limit(limit)
             .after(cursor);
         if !ascending {

@@ -90,7 +90,7 @@ async fn credential_verifies(app: &App, headers: &HeaderMap) -> bool {
     }
     if let Some(secret) = crate::api::console::session_secret(headers) {
         return matches!(
-            crate::domain::console::Console::new(app.store.as_ref())
+            crate::domain::accounts::console::Console::new(app.store.as_ref())
                 .session(secret)
                 .await,
             Ok(Some(_))

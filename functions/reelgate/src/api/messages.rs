@@ -220,7 +220,7 @@ async fn create(
     // Funded callers only make the service fetch their image and document URLs (a request
     // without any is admitted once, by the chat use case, with its rate limits).
     if request::fetches_urls(&body) {
-        crate::domain::usage::admit(app.context(), &caller).await?;
+        crate::domain::billing::token_charges::admit(app.context(), &caller).await?;
     }
     let t = request::to_chat(
         app.fetcher.as_ref(),

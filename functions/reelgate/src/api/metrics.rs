@@ -1,4 +1,4 @@
-//! `GET /metrics`: the service's metrics in the Prometheus text format (`domain::metrics`), for
+//! `GET /metrics`: the service's metrics in the Prometheus text format (`observability::metrics`), for
 //! the operator's scraper. Off (404, like any unknown URL) unless `REELGATE_METRICS_TOKEN` is
 //! set; then only `Authorization: Bearer <that token>` is answered (compared in constant time),
 //! anything else is 401. Not an API-key route: customers' keys never open it.
@@ -35,7 +35,7 @@ async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
     }
     (
         [(header::CONTENT_TYPE, CONTENT_TYPE)],
-        crate::domain::metrics::prometheus_text(),
+        crate::observability::metrics::prometheus_text(),
     )
         .into_response()
 }

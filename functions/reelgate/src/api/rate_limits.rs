@@ -1,11 +1,11 @@
 //! Rate limits at the HTTP edge: the 429 `rate_limit_exceeded` answer with `Retry-After`, and
 //! OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` headers on every answer of a
-//! limited route (docs/traffic-control.md). The rule itself is `domain::rate_limits`.
+//! limited route (docs/traffic-control.md). The rule itself is `domain::billing::rate_limits`.
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::{self, AcquireError, Grant, Kind, RateStatus};
 use crate::domain::error::ApiError;
-use crate::domain::rate_limits::{self, AcquireError, Grant, Kind, RateStatus};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
@@ -18,7 +18,7 @@ pub async fn admit_text(
     caller: &Caller,
     tokens: u64,
 ) -> Result<Result<(crate::domain::accounts::Organization, Grant), Response>, ApiError> {
-    let admit = || crate::domain::usage::admit(app.context(), caller);
+    let admit = || crate::domain::billing::token_charges::admit(app.context(), caller);
     let Some(plan) = app.credentials.plan_of(&caller.org) else {
         let org = admit().await?;
         app.credentials.remember_plan(&org.id, &org.plan);

@@ -5,15 +5,15 @@
 //!
 //! The same middleware writes the request's **one log line** (target `reelgate::request`):
 //! request id, method, route template, status, duration, upstream time, organization, key id,
-//! model — the facts the domain noted on the way (`domain::telemetry`) — and, while traces are
+//! model — the facts the domain noted on the way (`observability::telemetry`) — and, while traces are
 //! exported, the trace id. The same span is the request's OpenTelemetry span (route template,
 //! organization, model, status), parented by a caller's `traceparent` when it sent a valid one. A streamed answer's line
 //! is written when its body ends (or the client leaves), so its duration covers the stream.
 //! Prompt text is in the line only while `REELGATE_LOG_PROMPTS` is on; secrets never are.
 
 use crate::domain::error::REQUEST_ID;
-use crate::domain::telemetry::{self, RequestFacts};
-use crate::domain::trace_context;
+use crate::observability::telemetry::{self, RequestFacts};
+use crate::observability::trace_context;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
@@ -63,7 +63,7 @@ pub async fn tag(mut req: Request, next: Next) -> Response {
         model = tracing::field::Empty,
     );
     // A caller's traceparent only names the trace this request is filed under
-    // (domain/trace_context.rs); a malformed one is ignored.
+    // (observability/trace_context.rs); a malformed one is ignored.
     trace_context::adopt(
         &span,
         req.headers()
@@ -156,7 +156,7 @@ impl RequestLine {
         let duration_ms = took.as_secs_f64() * 1000.0;
         let route = self.route.as_ref().map_or("unmatched", MatchedPath::as_str);
         let upstream = f.model().zip(f.upstream_time());
-        crate::domain::metrics::request(route, self.status, took, upstream);
+        crate::observability::metrics::request(route, self.status, took, upstream);
         macro_rules! line {
             ($level:ident) => {
                 tracing::$level!(

@@ -6,13 +6,13 @@
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::{Grant, Kind};
+use crate::domain::billing::token_charges::{Charge, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::rate_limits::{Grant, Kind};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
 use crate::domain::responses::request::CreateRequest;
 use crate::domain::responses::{convert, persist};
-use crate::domain::usage::{Charge, TokenUsage};
 use crate::ports::upstream::{ChatUpstream, ChunkStream};
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
@@ -104,13 +104,14 @@ impl Turn {
         keep: bool,
     ) -> ApiResult<()> {
         if !charge {
-            crate::domain::rate_limits::settle(self.app.store.as_ref(), &self.grant, 0).await;
+            crate::domain::billing::rate_limits::settle(self.app.store.as_ref(), &self.grant, 0)
+                .await;
         } else {
             let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
             let charged = tokens.prompt_tokens + tokens.completion_tokens;
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
-            crate::domain::usage::charge(
+            crate::domain::billing::token_charges::charge(
                 self.app.context(),
                 Charge {
                     org: &self.caller.org,
@@ -121,7 +122,7 @@ impl Turn {
                     usage: tokens,
                     key: self.caller.key_id(),
                     budget_month: self.caller.budget.as_ref().map(|b| b.month.as_str()),
-                    rate_settlement: crate::domain::rate_limits::settlement_ops(
+                    rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
                         &self.grant,
                         charged,
                     ),
@@ -174,12 +175,12 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::domain::telemetry::note_prompt(|| {
+    crate::observability::telemetry::note_prompt(|| {
         body.get("input").map(Value::to_string).unwrap_or_default()
     });
     let req = CreateRequest::parse(body)?;
     let model = chat_model(&app, &req.model)?;
-    crate::domain::telemetry::note_model(&model.id);
+    crate::observability::telemetry::note_model(&model.id);
     req.check_model(&model)?;
     // The balance and the earlier turns are read at once: one round trip, not two, on AWS.
     let history = async {
@@ -188,7 +189,10 @@ async fn create(
             None => Ok(Vec::new()),
         }
     };
-    let (org, history) = tokio::join!(crate::domain::usage::admit(app.context(), &caller), history);
+    let (org, history) = tokio::join!(
+        crate::domain::billing::token_charges::admit(app.context(), &caller),
+        history
+    );
     let org = org?;
     let mut context = history?;
     let normalized = convert::normalize(app.context(), &caller, &req.input).await?;
@@ -206,7 +210,10 @@ async fn create(
     let prompt_estimate = convert::estimate_tokens(&messages);
     let chat = convert::chat_request(&req, &model, messages, req.stream);
 
-    let estimate = crate::domain::usage::admission_estimate(prompt_estimate, req.max_output_tokens);
+    let estimate = crate::domain::billing::token_charges::admission_estimate(
+        prompt_estimate,
+        req.max_output_tokens,
+    );
     let grant = match crate::api::rate_limits::acquire(
         &app,
         &caller,
@@ -255,7 +262,8 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
     let completion = match upstream.complete(chat).await {
         Ok(completion) => completion,
         Err(e) => {
-            crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
+            crate::domain::billing::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0)
+                .await;
             return Err(turn_error(&e));
         }
     };
@@ -278,7 +286,8 @@ async fn stream_turn(
     let chunks = match upstream.stream(chat).await {
         Ok(chunks) => chunks,
         Err(e) => {
-            crate::domain::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0).await;
+            crate::domain::billing::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0)
+                .await;
             return Err(turn_error(&e));
         }
     };

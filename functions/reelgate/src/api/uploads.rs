@@ -53,7 +53,7 @@ async fn create(
         // Uploads never bind a resource to their claim.
         Begin::Resource(_) => None,
     };
-    match crate::domain::uploads::create(app.context(), &caller, body).await {
+    match crate::domain::files::uploads::create(app.context(), &caller, body).await {
         Ok(upload) => {
             idem::finish(app.context(), claim, &upload).await?;
             Ok(Json(upload))
@@ -71,6 +71,6 @@ async fn complete(
     Path(upload_id): Path<String>,
 ) -> ApiResult<Json<FileObject>> {
     Ok(Json(
-        crate::domain::uploads::complete(app.context(), &caller, &upload_id).await?,
+        crate::domain::files::uploads::complete(app.context(), &caller, &upload_id).await?,
     ))
 }

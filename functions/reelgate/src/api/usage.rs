@@ -1,10 +1,10 @@
 //! `GET /v1/usage`: what the caller's organization spent, in daily UTC buckets
-//! (`domain::usage_report`). Any member's key sees the whole organization's usage.
+//! (`domain::billing::usage_report`). Any member's key sees the whole organization's usage.
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::usage_report::{self, GroupBy, ReportRequest};
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::usage_report::{self, GroupBy, ReportRequest};
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};

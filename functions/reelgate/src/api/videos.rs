@@ -90,7 +90,7 @@ pub async fn find(app: &App, org: &str, video_id: &str) -> ApiResult<Video> {
     }
     let it = app
         .store
-        .get(&crate::domain::keys::job(org, video_id))
+        .get(&crate::domain::table_keys::job(org, video_id))
         .await?;
     it.as_ref()
         .and_then(Video::from_item)
@@ -138,7 +138,7 @@ pub async fn admit(
         app,
         caller,
         &plan,
-        crate::domain::rate_limits::Kind::VideoCreate,
+        crate::domain::billing::rate_limits::Kind::VideoCreate,
         0,
     )
     .await
@@ -180,7 +180,7 @@ pub async fn admit(
 fn replayed(first: Value) -> Response {
     let running = first["status"]
         .as_str()
-        .is_some_and(|s| crate::domain::records::job::RUNNING.contains(&s));
+        .is_some_and(|s| crate::domain::videos::record::RUNNING.contains(&s));
     let mut response = Json(first).into_response();
     if running {
         response.headers_mut().insert(
@@ -214,7 +214,7 @@ async fn cancel(
 pub async fn cancel_video(app: &App, caller: &Caller, video_id: &str) -> ApiResult<Video> {
     find(app, &caller.org, video_id).await?;
     let workflow = app.workflow();
-    let canceled = crate::domain::cancel::cancel(
+    let canceled = crate::domain::videos::cancel::cancel(
         app.context(),
         workflow.as_deref(),
         &app.engines,
@@ -264,11 +264,11 @@ pub async fn list_videos(app: &App, caller: &Caller, params: &ListParams) -> Api
     };
     let after = match params.after.as_deref() {
         None | Some("") => None,
-        Some(id) if is_valid(id, "video") => Some(crate::domain::keys::video_sk(id)),
+        Some(id) if is_valid(id, "video") => Some(crate::domain::table_keys::video_sk(id)),
         Some(_) => return Err(ApiError::invalid("after", "after must be a video id.")),
     };
-    let mut q = Query::partition(crate::domain::keys::org_pk(&caller.org))
-        .prefix(crate::domain::keys::VIDEO_PREFIX)
+    let mut q = Query::partition(crate::domain::table_keys::org_pk(&caller.org))
+        .prefix(crate::domain::table_keys::VIDEO_PREFIX)
         .limit(limit)
         .after(after);
     if descending {
@@ -337,8 +337,8 @@ pub async fn delete_video(app: &App, caller: &Caller, video_id: &str) -> ApiResu
     match app
         .store
         .delete(
-            &crate::domain::keys::job(&caller.org, &video_id),
-            Some(crate::domain::records::job::is_terminal()),
+            &crate::domain::table_keys::job(&caller.org, &video_id),
+            Some(crate::domain::videos::record::is_terminal()),
         )
         .await
     {

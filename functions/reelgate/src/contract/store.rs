@@ -425,7 +425,7 @@ pub async fn update_each_applies_each_on_its_own(store: Arc<dyn ItemStore>) {
 /// Of 16 `complete` calls racing on one pending upload, exactly one claims it; the others wait
 /// for its outcome and answer its file, never copying themselves.
 pub async fn upload_complete_claims_once(store: Arc<dyn ItemStore>) {
-    use crate::domain::uploads::{claim, Claimed};
+    use crate::domain::files::uploads::{claim, Claimed};
     let k = key(&fresh("contract"), "UPLOAD#upload_x");
     let mut it = item(&k);
     it.insert("status".into(), "pending".into());

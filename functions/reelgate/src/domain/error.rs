@@ -17,7 +17,7 @@ pub fn current_request_id() -> Option<String> {
 
 /// What went wrong, in the domain's terms. The API layer maps each kind once to an HTTP status
 /// and OpenAI's error `type` (`api/envelope.rs`); the workflow steps map it once to the state
-/// machine's error names (`domain/workflow/steps.rs`).
+/// machine's error names (`domain/videos/workflow/steps.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The request is malformed or breaks a rule; `param` names the offending parameter.

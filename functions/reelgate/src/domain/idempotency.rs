@@ -160,7 +160,7 @@ fn record_key(org: &str, route: &str, scope: &str, key: &str) -> Key {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
-    crate::domain::keys::idempotency(org, route, &hex::encode(h.finalize()))
+    crate::domain::table_keys::idempotency(org, route, &hex::encode(h.finalize()))
 }
 
 fn reused() -> ApiError {

@@ -5,42 +5,20 @@
 //! SQLite or AWS.
 
 pub mod accounts;
-pub mod agreement;
 pub mod billing;
-pub mod cancel;
 pub mod catalog;
 pub mod chat;
-pub mod console;
-pub mod erasure;
 pub mod error;
 pub mod files;
 pub mod idempotency;
-pub mod identities;
 pub mod ids;
-pub mod jobs;
-pub mod key_budgets;
-pub mod key_controls;
-pub mod keys;
 pub mod messages;
-pub mod metrics;
-pub mod moderation;
-pub mod native_renders;
 pub mod params;
-pub mod rate_limits;
-pub mod records;
-pub mod registry;
 pub mod responses;
 pub mod retention;
-pub mod telemetry;
-pub mod trace_context;
-pub mod translation;
-pub mod uploads;
-pub mod usage;
-pub mod usage_report;
-pub mod video_object;
+pub mod table_keys;
 pub mod videos;
 pub mod webhooks;
-pub mod workflow;
 
 use crate::config::Settings;
 use crate::ports::blobs::BlobStore;

@@ -42,16 +42,18 @@ pub fn owned_blobs(item: &Item) -> Vec<String> {
     }
     // Organization-scoped records only: per-person partitions (`ORG#<org>#PERSON#<person>`)
     // own nothing but their bodies.
-    let Some(org) = crate::domain::keys::org_of_pk(pk) else {
+    let Some(org) = crate::domain::table_keys::org_of_pk(pk) else {
         return blobs;
     };
-    if let Some(video_id) = sk.strip_prefix(crate::domain::keys::VIDEO_PREFIX) {
+    if let Some(video_id) = sk.strip_prefix(crate::domain::table_keys::VIDEO_PREFIX) {
         blobs.push(crate::domain::videos::output_blob_key(org, video_id));
         blobs.push(crate::domain::videos::thumbnail_blob_key(org, video_id));
-    } else if let Some(file_id) = sk.strip_prefix(crate::domain::keys::FILE_PREFIX) {
+    } else if let Some(file_id) = sk.strip_prefix(crate::domain::table_keys::FILE_PREFIX) {
         blobs.push(crate::domain::files::blob_key(org, file_id));
-    } else if let Some(upload_id) = sk.strip_prefix(crate::domain::keys::UPLOAD_PREFIX) {
-        blobs.push(crate::domain::uploads::staging_blob_key(org, upload_id));
+    } else if let Some(upload_id) = sk.strip_prefix(crate::domain::table_keys::UPLOAD_PREFIX) {
+        blobs.push(crate::domain::files::uploads::staging_blob_key(
+            org, upload_id,
+        ));
     }
     blobs
 }
@@ -65,7 +67,7 @@ pub fn blob_kind(key: &str) -> &'static str {
         (Some("videos"), _) => "video_other",
         (Some("files"), _) => "files",
         (Some("responses"), _) => "stored_responses",
-        _ if key.starts_with(crate::domain::uploads::STAGING_PREFIX) => "upload_staging",
+        _ if key.starts_with(crate::domain::files::uploads::STAGING_PREFIX) => "upload_staging",
         _ => "other",
     }
 }

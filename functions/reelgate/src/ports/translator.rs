@@ -1,6 +1,6 @@
 //! The translator port: Japanese prompt text to English, keeping every `⟦n⟧` placeholder.
 //! The rules around it (which spans are protected, how the result is verified) live in
-//! `domain::translation`.
+//! `domain::videos::translation`.
 
 use async_trait::async_trait;
 

@@ -57,7 +57,7 @@
 
 use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
@@ -693,7 +693,7 @@ impl VideoEngine for FalEngine {
         let answer = answer.json()?;
         let id = self.render_id(endpoint, &answer)?;
         Ok(Render {
-            created_at: crate::domain::metrics::now_millis() / 1000,
+            created_at: crate::observability::metrics::now_millis() / 1000,
             ..render(&id, RenderStatus::Queued, None, None)
         })
     }

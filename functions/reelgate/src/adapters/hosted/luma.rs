@@ -259,7 +259,10 @@ impl VideoEngine for LumaEngine {
             EngineError::Rejected("the completed generation names no video".into())
         })?;
         self.api
-            .download(url, crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES)
+            .download(
+                url,
+                crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
+            )
             .await
     }
 }

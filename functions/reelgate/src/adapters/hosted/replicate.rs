@@ -51,7 +51,7 @@
 
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };

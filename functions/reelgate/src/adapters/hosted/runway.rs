@@ -41,7 +41,7 @@
 
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
@@ -418,7 +418,7 @@ impl VideoEngine for RunwayEngine {
             progress: 0,
             error: None,
             result_url: None,
-            created_at: crate::domain::metrics::now_millis() / 1000,
+            created_at: crate::observability::metrics::now_millis() / 1000,
         })
     }
 

@@ -364,7 +364,10 @@ impl VideoEngine for VeoEngine {
             .as_deref()
             .ok_or_else(|| EngineError::Rejected("the finished operation names no video".into()))?;
         self.api
-            .download(url, crate::domain::workflow::steps::MAX_ENGINE_OUTPUT_BYTES)
+            .download(
+                url,
+                crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
+            )
             .await
     }
 }

@@ -5,10 +5,10 @@
 use super::{cleared_cookie, ConsoleSession};
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
-use crate::domain::agreement::{self, AgreementStatus};
-use crate::domain::console::Console;
+use crate::domain::accounts::agreement::{self, AgreementStatus};
+use crate::domain::accounts::console::Console;
+use crate::domain::accounts::key_controls;
 use crate::domain::error::ApiResult;
-use crate::domain::key_controls;
 use crate::domain::webhooks;
 use axum::extract::Path;
 use axum::extract::State;
@@ -361,9 +361,11 @@ async fn usage(
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<Value>> {
     let org = app.accounts().org(&s.caller.org).await?;
-    let charges = crate::domain::usage::recent_charges(app.context(), &s.caller.org, 20).await?;
+    let charges =
+        crate::domain::billing::token_charges::recent_charges(app.context(), &s.caller.org, 20)
+            .await?;
     // The last 30 UTC days by model, key and kind (the report `GET /v1/usage` answers).
-    use crate::domain::usage_report::{self, GroupBy, ReportRequest, DAY};
+    use crate::domain::billing::usage_report::{self, GroupBy, ReportRequest, DAY};
     let now = crate::ports::store::now_secs();
     let month = usage_report::report(
         app.store.as_ref(),
@@ -400,7 +402,7 @@ async fn create_upload(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
-        crate::domain::uploads::create(app.context(), &s.caller, body).await?,
+        crate::domain::files::uploads::create(app.context(), &s.caller, body).await?,
     ))
 }
 
@@ -412,7 +414,7 @@ async fn complete_upload(
     Path(upload_id): Path<String>,
 ) -> ApiResult<Json<crate::domain::files::FileObject>> {
     Ok(Json(
-        crate::domain::uploads::complete(app.context(), &s.caller, &upload_id).await?,
+        crate::domain::files::uploads::complete(app.context(), &s.caller, &upload_id).await?,
     ))
 }
 

@@ -9,7 +9,7 @@ pub mod api;
 pub mod oidc;
 
 use crate::app::App;
-use crate::domain::console::{Console, IssuedSession, Session};
+use crate::domain::accounts::console::{Console, IssuedSession, Session};
 use crate::domain::error::ApiError;
 use axum::extract::{FromRequestParts, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
@@ -150,7 +150,7 @@ impl FromRequestParts<App> for ConsoleSession {
                 ));
             }
         }
-        crate::domain::telemetry::note_caller(&session.caller.org, session.caller.key_id());
+        crate::observability::telemetry::note_caller(&session.caller.org, session.caller.key_id());
         Ok(ConsoleSession(session))
     }
 }

@@ -1,11 +1,11 @@
-//! Console sign-in through the configured OpenID Connect issuer (`crate::domain::console::oidc`):
+//! Console sign-in through the configured OpenID Connect issuer (`crate::domain::accounts::console::oidc`):
 //! `GET /console/oidc/start` sends the browser to the issuer with a short-lived flow cookie,
 //! `GET /console/oidc/callback` completes the sign-in (or shows the organizations to choose
 //! from), `POST /console/oidc/choose` finishes a choice. Every refusal is a page that says why.
 
 use super::{html_escape, html_page, session_cookie};
 use crate::app::App;
-use crate::domain::console::oidc::{Callback, Completed, FLOW_SECS};
+use crate::domain::accounts::console::oidc::{Callback, Completed, FLOW_SECS};
 use crate::domain::error::ApiError;
 use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, LOCATION, SET_COOKIE};
@@ -104,7 +104,7 @@ async fn start(State(app): State<App>) -> Response {
     }
 }
 
-fn signed_in(session: &crate::domain::console::IssuedSession, base: &str) -> Response {
+fn signed_in(session: &crate::domain::accounts::console::IssuedSession, base: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     let h = response.headers_mut();
     h.insert(LOCATION, HeaderValue::from_static("/console/"));

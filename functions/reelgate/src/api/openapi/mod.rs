@@ -1108,7 +1108,7 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::Video,
     VideoList,
     VideoModelList,
-    crate::domain::agreement::AgreementStatus,
+    crate::domain::accounts::agreement::AgreementStatus,
     Model,
     ModelList,
     ObjectList,

@@ -770,7 +770,7 @@ impl<'a> V<'a> {
             let kind = obj.get("type").and_then(Value::as_str).unwrap_or_default();
             // Images, audio, video and files count towards the estimate charged when the
             // upstream reports no usage.
-            chars += crate::domain::usage::part_estimate_chars(kind);
+            chars += crate::domain::billing::token_charges::part_estimate_chars(kind);
             match kind {
                 "text" => {
                     let text = obj.get("text").and_then(Value::as_str).ok_or_else(|| {

@@ -22,7 +22,7 @@ const MAX_FILE_BYTES: u64 = super::pdf::MAX_INPUT_BYTES;
 const MAX_TEXT_BYTES: u64 = 1024 * 1024;
 /// Token estimate of one image, whatever its size (OpenAI bills a high-detail 512px tile
 /// about this much); used to decide truncation and in the estimate charged without usage.
-pub const IMAGE_TOKENS: u64 = crate::domain::usage::IMAGE_PART_TOKENS;
+pub const IMAGE_TOKENS: u64 = crate::domain::billing::token_charges::IMAGE_PART_TOKENS;
 /// Token estimate of a message's framing (role, separators).
 const MESSAGE_TOKENS: u64 = 4;
 
@@ -607,7 +607,9 @@ fn estimate_message(m: &Value) -> u64 {
         Some(Value::String(s)) => chars += s.chars().count() as u64,
         Some(Value::Array(parts)) => {
             for p in parts {
-                let part = crate::domain::usage::part_estimate(p["type"].as_str().unwrap_or(""));
+                let part = crate::domain::billing::token_charges::part_estimate(
+                    p["type"].as_str().unwrap_or(""),
+                );
                 if part > 0 {
                     parts_tokens += part;
                 } else if let Some(t) = p.get("text").and_then(Value::as_str) {
@@ -810,7 +812,7 @@ mod tests {
             {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA"}},
             {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
             {"type": "text", "text": "abcd"}]});
-        use crate::domain::usage::{AUDIO_PART_TOKENS, FILE_PART_TOKENS};
+        use crate::domain::billing::token_charges::{AUDIO_PART_TOKENS, FILE_PART_TOKENS};
         assert_eq!(
             estimate_tokens(&[mixed]),
             4 + FILE_PART_TOKENS + AUDIO_PART_TOKENS + 1

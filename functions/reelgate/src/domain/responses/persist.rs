@@ -26,11 +26,11 @@ const INLINE_LIMIT: usize = 300 * 1024;
 pub const MAX_CHAIN: usize = 1000;
 
 fn response_key(caller: &Caller, id: &str) -> Key {
-    crate::domain::keys::response(&caller.org, &caller.person, id)
+    crate::domain::table_keys::response(&caller.org, &caller.person, id)
 }
 
 fn item_key(caller: &Caller, id: &str) -> Key {
-    crate::domain::keys::response_item(&caller.org, &caller.person, id)
+    crate::domain::table_keys::response_item(&caller.org, &caller.person, id)
 }
 
 fn blob_key(caller: &Caller, kind: &str, id: &str) -> String {

@@ -12,8 +12,8 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
 pub const MAX_PROMPT_CHARS: usize = 7000;
-pub const MIN_SECONDS: i64 = crate::domain::native_renders::CONTRACT_SECONDS.0 as i64;
-pub const MAX_SECONDS: i64 = crate::domain::native_renders::CONTRACT_SECONDS.1 as i64;
+pub const MIN_SECONDS: i64 = crate::domain::videos::native_renders::CONTRACT_SECONDS.0 as i64;
+pub const MAX_SECONDS: i64 = crate::domain::videos::native_renders::CONTRACT_SECONDS.1 as i64;
 pub use crate::domain::catalog::ASPECT_RATIOS;
 /// The resolution every render is priced and produced at.
 pub const RESOLUTION: &str = "768p";
@@ -466,7 +466,7 @@ async fn priced(
     body: &Value,
 ) -> ApiResult<(CreateRequest, Quote)> {
     let req = parse(body)?;
-    crate::domain::telemetry::note_prompt(|| req.prompt.clone());
+    crate::observability::telemetry::note_prompt(|| req.prompt.clone());
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
         .catalog
@@ -483,7 +483,7 @@ async fn priced(
             .with_param("model")
         })?;
     // Only a catalog id reaches the log line (never a caller's arbitrary string).
-    crate::domain::telemetry::note_model(&model.id);
+    crate::observability::telemetry::note_model(&model.id);
     if model
         .engine
         .as_deref()
@@ -552,7 +552,7 @@ pub async fn create_with(
         .and_then(|e| cx.catalog.engine(e))
         .and_then(|e| e.native_renders().max_image_bytes);
     check_files(cx, &caller.org, &req, engine_image_limit).await?;
-    if !crate::domain::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
+    if !crate::domain::accounts::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
             "agreement_required",
             format!(
@@ -575,7 +575,7 @@ pub async fn create_with(
         _ => None,
     };
     if let Some((_, b)) = &budget {
-        crate::domain::key_budgets::admit_render(b, quote)?;
+        crate::domain::billing::budgets::admit_render(b, quote)?;
     }
     let record = JobRecord {
         id: id.clone(),
@@ -609,14 +609,18 @@ pub async fn create_with(
     let job = record.to_item();
     let video = Video::of(&record);
     let mut ops = vec![
-        crate::domain::billing::reserve_op(&caller.org, quote, plan.max_concurrent_renders),
+        crate::domain::billing::render_charges::reserve_op(
+            &caller.org,
+            quote,
+            plan.max_concurrent_renders,
+        ),
         TransactOp::Put {
             item: job,
             condition: Some(Condition::NotExists),
         },
         // Found by the recovery pass if the process dies before the workflow starts.
         TransactOp::Put {
-            item: crate::domain::jobs::unstarted_marker(&caller.org, &id, now),
+            item: crate::domain::videos::jobs::unstarted_marker(&caller.org, &id, now),
             condition: Some(Condition::NotExists),
         },
     ];
@@ -624,7 +628,7 @@ pub async fn create_with(
         ops.push(claim.bind_op(&id));
     }
     let budget_at = budget.map(|(key_id, b)| {
-        ops.push(crate::domain::key_budgets::reserve_op(
+        ops.push(crate::domain::billing::budgets::reserve_op(
             crate::domain::accounts::api_key_key(&key_id),
             b,
             quote,
@@ -635,7 +639,7 @@ pub async fn create_with(
     if let Err(e) = admitted {
         if let Some((at, b)) = budget_at {
             if e.failed_at(at) && !e.failed_at(0) {
-                return Err(crate::domain::key_budgets::exceeded(b));
+                return Err(crate::domain::billing::budgets::exceeded(b));
             }
         }
         if claim.is_some() && e.failed_at(3) {
@@ -667,8 +671,8 @@ pub async fn create_with(
         ));
     }
     tracing::info!(video_id = %id, org = %caller.org, %quote, "video admitted");
-    crate::domain::metrics::reservations_held(1);
-    crate::domain::jobs::start_job(cx, workflow, &caller.org, &id).await?;
+    crate::observability::metrics::reservations_held(1);
+    crate::domain::videos::jobs::start_job(cx, workflow, &caller.org, &id).await?;
     Ok(video)
 }
 

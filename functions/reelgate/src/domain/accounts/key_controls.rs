@@ -1,0 +1,306 @@
+//! A key holder's own controls over their API key: its rate-limit overrides and its monthly
+//! budget, as the console shows and sets them (docs/console.md, docs/traffic-control.md).
+//!
+//! Who may: the domain has no organization roles, so only the key's own holder sets them, for
+//! their own keys; anyone else's key does not exist to them. A holder may tighten a key, never
+//! loosen it past the plan: an override above the plan's per-key limit is refused, naming the
+//! field. (An operator's `reelgate admin key limits set` is not bounded by the plan.)
+
+use crate::domain::accounts::{Accounts, Caller};
+use crate::domain::billing::rate_limits::limits_for;
+use crate::domain::catalog::{Plan, RateLimits};
+use crate::domain::error::{ApiError, ApiResult};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::Value;
+use std::str::FromStr;
+
+/// The largest override a holder can type: far above any plan, small enough for every store.
+const MAX_LIMIT: u64 = 1_000_000_000_000;
+
+pub const FIELDS: [&str; 3] = [
+    "requests_per_minute",
+    "tokens_per_minute",
+    "video_creates_per_minute",
+];
+
+/// One limit as it applies to a key: the key's override, the plan's per-key limit, and which wins.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LimitView {
+    /// What applies; None is unlimited.
+    pub effective: Option<u64>,
+    /// `key` when the key's override applies, `plan` when the plan's does.
+    pub source: &'static str,
+    pub key: Option<u64>,
+    pub plan: Option<u64>,
+}
+
+/// A key's limits and budget, as its holder sees them.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KeyControls {
+    pub object: &'static str,
+    pub id: String,
+    pub plan: String,
+    pub currency: String,
+    pub requests_per_minute: LimitView,
+    pub tokens_per_minute: LimitView,
+    pub video_creates_per_minute: LimitView,
+    /// The monthly cap (decimal string, the organization's currency), or None.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    pub monthly_budget: Option<Decimal>,
+    /// Spent plus reserved this month (UTC) against the budget; zero without a budget.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub committed: Decimal,
+    /// `YYYY_MM` of the month `committed` is for.
+    pub month: String,
+}
+
+fn get(limits: &RateLimits, field: &str) -> Option<u64> {
+    match field {
+        "requests_per_minute" => limits.requests_per_minute,
+        "tokens_per_minute" => limits.tokens_per_minute,
+        _ => limits.video_creates_per_minute,
+    }
+}
+
+/// The view of a key: its overrides over its plan's per-key limits (the same rule the limiter
+/// applies, [`limits_for`]) and its budget.
+pub fn view(holder: &Caller, plan_id: &str, plan: Option<&Plan>, currency: &str) -> KeyControls {
+    let (effective, _) = limits_for(holder, plan);
+    let plan_limits = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
+    let one = |field: &str| LimitView {
+        effective: get(&effective, field),
+        source: if get(&holder.limits, field).is_some() {
+            "key"
+        } else {
+            "plan"
+        },
+        key: get(&holder.limits, field),
+        plan: get(&plan_limits, field),
+    };
+    let now = crate::ports::store::now_secs();
+    KeyControls {
+        object: "api_key.limits",
+        id: holder.key_id().to_owned(),
+        plan: plan_id.to_owned(),
+        currency: currency.to_owned(),
+        requests_per_minute: one("requests_per_minute"),
+        tokens_per_minute: one("tokens_per_minute"),
+        video_creates_per_minute: one("video_creates_per_minute"),
+        monthly_budget: holder.budget.as_ref().map(|b| b.monthly),
+        committed: holder
+            .budget
+            .as_ref()
+            .map(|b| b.committed)
+            .unwrap_or_default(),
+        month: holder
+            .budget
+            .as_ref()
+            .map(|b| b.month.clone())
+            .unwrap_or_else(|| crate::domain::billing::budgets::month_of(now)),
+    }
+}
+
+/// What a holder asks for: every override and the budget (absent or null clears one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Requested {
+    pub limits: RateLimits,
+    pub monthly_budget: Option<Decimal>,
+}
+
+/// Reads a holder's request: whole numbers from 1 for the limits, a decimal string for the
+/// budget, nothing above the plan's per-key limit. Every refusal names its field.
+pub fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<Requested> {
+    let obj = body
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("The body must be a JSON object."))?;
+    if let Some(unknown) = obj
+        .keys()
+        .find(|k| !FIELDS.contains(&k.as_str()) && k.as_str() != "monthly_budget")
+    {
+        return Err(ApiError::invalid(
+            unknown,
+            format!(
+                "Unknown field {unknown}; send {}, monthly_budget.",
+                FIELDS.join(", ")
+            ),
+        ));
+    }
+    let plan_limits = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
+    let mut values = [None; 3];
+    for (slot, field) in values.iter_mut().zip(FIELDS) {
+        let value = match obj.get(field) {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
+                _ => {
+                    return Err(ApiError::invalid(
+                        field,
+                        format!(
+                            "{field} must be a whole number from 1 to {MAX_LIMIT}, or null for the plan's limit."
+                        ),
+                    ))
+                }
+            },
+        };
+        if let (Some(asked), Some(cap)) = (value, get(&plan_limits, field)) {
+            if asked > cap {
+                let mut e = ApiError::invalid(
+                    field,
+                    format!(
+                        "{field} {asked} is above the {plan_id} plan's per-key limit of {cap}."
+                    ),
+                );
+                e.code = "above_plan_limit".into();
+                return Err(e);
+            }
+        }
+        *slot = value;
+    }
+    let monthly_budget = match obj.get("monthly_budget") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            let amount = Decimal::from_str(s.trim()).map_err(|_| {
+                ApiError::invalid(
+                    "monthly_budget",
+                    "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.",
+                )
+            })?;
+            Some(crate::domain::accounts::validate_money(
+                amount,
+                "monthly_budget",
+            )?)
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "monthly_budget",
+                "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.",
+            ))
+        }
+    };
+    Ok(Requested {
+        limits: RateLimits {
+            requests_per_minute: values[0],
+            tokens_per_minute: values[1],
+            video_creates_per_minute: values[2],
+        },
+        monthly_budget,
+    })
+}
+
+/// One of the person's own keys, with its plan's limits.
+pub async fn show_own(
+    accounts: &Accounts<'_>,
+    catalog: &crate::domain::catalog::Catalog,
+    org: &str,
+    person: &str,
+    key_id: &str,
+) -> ApiResult<KeyControls> {
+    let holder = accounts.own_api_key_holder(org, person, key_id).await?;
+    let organization = accounts.org(org).await?;
+    Ok(view(
+        &holder,
+        &organization.plan,
+        catalog.plan(&organization.plan),
+        &organization.currency,
+    ))
+}
+
+/// Replaces one of the person's own keys' overrides and budget, within the plan.
+pub async fn set_own(
+    accounts: &Accounts<'_>,
+    catalog: &crate::domain::catalog::Catalog,
+    org: &str,
+    person: &str,
+    key_id: &str,
+    body: &Value,
+) -> ApiResult<KeyControls> {
+    // The key is checked first, so another person's key is "not found" whatever the body says.
+    accounts.own_api_key_holder(org, person, key_id).await?;
+    let organization = accounts.org(org).await?;
+    let plan = catalog.plan(&organization.plan);
+    let asked = parse(body, &organization.plan, plan)?;
+    let holder = accounts
+        .set_own_key_controls(org, person, key_id, &asked.limits, asked.monthly_budget)
+        .await?;
+    Ok(view(
+        &holder,
+        &organization.plan,
+        plan,
+        &organization.currency,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan() -> Plan {
+        toml::from_str(
+            r#"id = "starter"
+max_concurrent_renders = 1
+key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
+        )
+        .unwrap()
+    }
+
+    fn param(r: ApiResult<Requested>) -> Option<String> {
+        r.err().and_then(|e| {
+            crate::api::envelope::error_body(&e)["error"]["param"]
+                .as_str()
+                .map(str::to_owned)
+        })
+    }
+
+    #[test]
+    fn reads_limits_and_budget() {
+        let p = plan();
+        let r = parse(
+            &json!({"requests_per_minute": 2, "tokens_per_minute": null, "video_creates_per_minute": 5000, "monthly_budget": "12.50"}),
+            "starter",
+            Some(&p),
+        )
+        .unwrap();
+        assert_eq!(r.limits.requests_per_minute, Some(2));
+        assert_eq!(r.limits.tokens_per_minute, None);
+        // The plan sets no per-key video limit: any override is within it.
+        assert_eq!(r.limits.video_creates_per_minute, Some(5000));
+        assert_eq!(r.monthly_budget, Some(Decimal::new(1250, 2)));
+    }
+
+    #[test]
+    fn refuses_above_the_plan_naming_the_field() {
+        let p = plan();
+        let e = parse(&json!({"tokens_per_minute": 2001}), "starter", Some(&p)).unwrap_err();
+        let body = crate::api::envelope::error_body(&e);
+        assert_eq!(body["error"]["param"], "tokens_per_minute");
+        assert_eq!(body["error"]["code"], "above_plan_limit");
+        assert!(parse(&json!({"tokens_per_minute": 2000}), "starter", Some(&p)).is_ok());
+    }
+
+    #[test]
+    fn refuses_malformed_numbers() {
+        let p = plan();
+        for bad in [json!(0), json!(-1), json!(1.5), json!("2"), json!(true)] {
+            assert_eq!(
+                param(parse(
+                    &json!({"requests_per_minute": bad}),
+                    "starter",
+                    Some(&p)
+                )),
+                Some("requests_per_minute".into())
+            );
+        }
+        for bad in [json!(12.5), json!("-1"), json!("1e3x"), json!("0.0000001")] {
+            assert_eq!(
+                param(parse(&json!({"monthly_budget": bad}), "starter", Some(&p))),
+                Some("monthly_budget".into())
+            );
+        }
+        assert_eq!(
+            param(parse(&json!({"rpm": 1}), "starter", Some(&p))),
+            Some("rpm".into())
+        );
+    }
+}

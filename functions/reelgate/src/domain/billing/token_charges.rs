@@ -1,0 +1,376 @@
+//! Token billing for text models (chat completions and responses).
+//!
+//! Admission: a request is admitted while the organization's `balance` is above zero (the spec's
+//! rule for chat; no quote exists before the model has answered). Charging: once a completion
+//! has ended — streamed ones included — its token usage is priced at the model's per-million
+//! prices and, in one transaction, deducted from the organization and written as a ledger item
+//! `ORG#<org>` / `LEDGER#<ledger id>`. The ledger item is put with "must not exist" and its id
+//! is derived from the completion id, so a completion is charged at most once even if the
+//! charge is retried. `balance` and `available` get the same delta, so `available = balance −
+//! reserved` keeps holding; a charge may take the balance below zero (the tokens are spent), and
+//! the next request is then refused.
+
+use crate::domain::accounts::org_key;
+use crate::domain::billing::ledger::{Charged, LedgerEntry};
+use crate::domain::billing::usage_report::Amounts;
+use crate::domain::catalog::ChatModel;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::Context;
+use crate::ports::store::{now_secs, Condition, ItemExt, StoreError, TransactOp};
+use rust_decimal::Decimal;
+use serde_json::Value;
+
+/// Token counts of one completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Of the prompt tokens, those the upstream reported as read from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens`).
+    pub cached_tokens: u64,
+    /// True when the upstream reported no usage and the counts were estimated from text length.
+    pub estimated: bool,
+}
+
+/// Tokens an estimate counts for a chat input part that is not text (an estimate is charged only
+/// when the upstream reports no usage, e.g. a stream the client left whose upstream never sent
+/// its usage). An image as OpenAI's high-detail 512px tile; audio, video and files a flat
+/// floor each, so that a prompt of images and documents is never charged as if it were empty.
+pub const IMAGE_PART_TOKENS: u64 = 765;
+pub const AUDIO_PART_TOKENS: u64 = 1_000;
+pub const VIDEO_PART_TOKENS: u64 = 2_000;
+pub const FILE_PART_TOKENS: u64 = 1_000;
+
+/// The estimate's tokens for a chat content part of type `kind` (0 for text, which is counted
+/// by its characters).
+pub fn part_estimate(kind: &str) -> u64 {
+    match kind {
+        "image_url" | "input_image" => IMAGE_PART_TOKENS,
+        "input_audio" | "audio_url" => AUDIO_PART_TOKENS,
+        "video_url" => VIDEO_PART_TOKENS,
+        "file" | "input_file" => FILE_PART_TOKENS,
+        _ => 0,
+    }
+}
+
+/// [`part_estimate`] as characters (four a token), for estimates kept in characters.
+pub fn part_estimate_chars(kind: &str) -> usize {
+    (part_estimate(kind) * 4) as usize
+}
+
+impl TokenUsage {
+    /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`,
+    /// `prompt_tokens_details.cached_tokens`) or the responses API's (`input_tokens`/
+    /// `output_tokens`, `input_tokens_details.cached_tokens`).
+    pub fn from_json(usage: &Value) -> Option<TokenUsage> {
+        let n = |a: &str, b: &str| {
+            usage
+                .get(a)
+                .or_else(|| usage.get(b))
+                .and_then(Value::as_u64)
+        };
+        let prompt_tokens = n("prompt_tokens", "input_tokens")?;
+        let cached = usage
+            .get("prompt_tokens_details")
+            .or_else(|| usage.get("input_tokens_details"))
+            .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Some(TokenUsage {
+            prompt_tokens,
+            completion_tokens: n("completion_tokens", "output_tokens").unwrap_or(0),
+            // Cached tokens are a part of the prompt's; an upstream claiming more is clamped.
+            cached_tokens: cached.min(prompt_tokens),
+            estimated: false,
+        })
+    }
+
+    /// A rough count (four characters a token) for upstreams that report no usage;
+    /// `prompt_chars` includes [`part_estimate_chars`] for each input part that is not text.
+    pub fn estimate(prompt_chars: usize, completion_chars: usize) -> TokenUsage {
+        TokenUsage {
+            prompt_tokens: prompt_chars.div_ceil(4) as u64,
+            completion_tokens: completion_chars.div_ceil(4) as u64,
+            cached_tokens: 0,
+            estimated: true,
+        }
+    }
+
+    pub fn to_chat_json(self) -> Value {
+        serde_json::json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        })
+    }
+}
+
+/// The price of `usage` at the model's prices, exact, by kind: uncached input tokens at the input
+/// price, cached ones at the cached-input price when the catalog sets one (else the input price),
+/// output tokens at the output price.
+pub fn priced(model: &ChatModel, usage: TokenUsage) -> Amounts {
+    let million = Decimal::from(1_000_000u32);
+    let cached = usage.cached_tokens.min(usage.prompt_tokens);
+    let cached_price = model
+        .cached_input_per_million
+        .unwrap_or(model.input_per_million);
+    Amounts {
+        input: Decimal::from(usage.prompt_tokens - cached) * model.input_per_million / million,
+        cached_input: Decimal::from(cached) * cached_price / million,
+        output: Decimal::from(usage.completion_tokens) * model.output_per_million / million,
+        video: Decimal::ZERO,
+    }
+}
+
+/// The price of `usage` at the model's prices, exact.
+pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
+    priced(model, usage).total()
+}
+
+/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero, and
+/// with 402 `key_budget_exceeded` once the key's monthly budget is used up; returns the
+/// organization (its plan sets the rate limits).
+pub async fn admit(
+    cx: Context<'_>,
+    caller: &crate::domain::accounts::Caller,
+) -> ApiResult<crate::domain::accounts::Organization> {
+    crate::domain::billing::budgets::admit_text(caller.budget.as_ref())?;
+    let found = cx.accounts().org(&caller.org).await?;
+    if found.balance <= Decimal::ZERO {
+        return Err(ApiError::insufficient_credits(
+            "The organization's credit balance is used up. Add credits to continue.",
+        ));
+    }
+    Ok(found)
+}
+
+/// Tokens a text request is expected to use, for the tokens-per-minute limit: the prompt's
+/// estimate plus the completion's maximum, or
+/// [`crate::domain::billing::rate_limits::DEFAULT_COMPLETION_ESTIMATE`] when it sets none.
+pub fn admission_estimate(prompt_tokens: u64, max_completion: Option<u64>) -> u64 {
+    prompt_tokens
+        + max_completion.unwrap_or(crate::domain::billing::rate_limits::DEFAULT_COMPLETION_ESTIMATE)
+}
+
+/// What a charge is for.
+#[derive(Clone, Debug)]
+pub struct Charge<'a> {
+    pub org: &'a str,
+    pub person: &'a str,
+    pub model: &'a ChatModel,
+    /// `chat.completion` or `response`.
+    pub kind: &'a str,
+    /// The completion's (or response's) id; one ledger entry per id.
+    pub reference: &'a str,
+    pub usage: TokenUsage,
+    /// The key the usage is attributed to (`console` for the console).
+    pub key: &'a str,
+    /// The month of the key's budget the cost counts against, when the key has a budget.
+    pub budget_month: Option<&'a str>,
+    /// The rate-limit settlement written with the charge
+    /// ([`crate::domain::billing::rate_limits::settlement_ops`]).
+    pub rate_settlement: Vec<TransactOp>,
+}
+
+/// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
+/// Charging the same reference twice is a no-op that returns zero.
+pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
+    let amounts = priced(c.model, c.usage);
+    let amount = amounts.total();
+    let now = now_secs();
+    let ledger = LedgerEntry {
+        org: c.org.to_owned(),
+        charge_type: c.kind.to_owned(),
+        model: Some(c.model.id.clone()),
+        key: Some(c.key.to_owned()),
+        amount,
+        currency: Some(c.model.currency.clone()),
+        charged_at: Some(now),
+        reason: Some(format!("{} token usage", c.kind)),
+        charged: Charged::Tokens {
+            reference: c.reference.to_owned(),
+            person: c.person.to_owned(),
+            prompt_tokens: c.usage.prompt_tokens,
+            completion_tokens: c.usage.completion_tokens,
+            cached_tokens: c.usage.cached_tokens,
+            estimated: c.usage.estimated,
+        },
+    }
+    .to_item();
+    let cached = c.usage.cached_tokens.min(c.usage.prompt_tokens);
+    let line = crate::domain::billing::usage_report::Line {
+        charge_type: c.kind,
+        model: &c.model.id,
+        key: c.key,
+        currency: &c.model.currency,
+        input_tokens: c.usage.prompt_tokens - cached,
+        cached_input_tokens: cached,
+        output_tokens: c.usage.completion_tokens,
+        video_seconds: 0,
+        amounts,
+    };
+    let mut ops = vec![
+        TransactOp::Update {
+            key: org_key(c.org),
+            update: crate::domain::accounts::record::deduct(amount),
+            condition: Some(Condition::Exists),
+        },
+        TransactOp::Put {
+            item: ledger,
+            condition: Some(Condition::NotExists),
+        },
+        // The day's usage rollup (the customer's usage report); counted once, with the ledger.
+        crate::domain::billing::usage_report::rollup_op(c.org, now, &line),
+    ];
+    // The key's budget, when it has one, is the fourth write: a refusal names it by that index.
+    const BUDGET_AT: usize = 3;
+    let mut budget = c.budget_month.is_some();
+    if let Some(month) = c.budget_month {
+        ops.push(crate::domain::billing::budgets::commit_op(
+            crate::domain::accounts::api_key_key(c.key),
+            month,
+            amount,
+        ));
+    }
+    ops.extend(c.rate_settlement.iter().cloned());
+    // A transaction that conflicts with a concurrent write to the organization (DynamoDB's
+    // TransactionConflict, throttling, a busy database) wrote nothing: try again with backoff.
+    // The ledger item's `NotExists` makes a retry after an unseen success a no-op, so retrying
+    // can never charge twice, and the tokens already spent are never dropped.
+    let mut attempt = 0u32;
+    loop {
+        match cx.store.transact(ops.clone()).await {
+            Ok(()) => {
+                let m = &c.model.id;
+                crate::observability::metrics::tokens(m, "input", line.input_tokens);
+                crate::observability::metrics::tokens(m, "cached_input", line.cached_input_tokens);
+                crate::observability::metrics::tokens(m, "output", line.output_tokens);
+                crate::observability::metrics::spend(m, &c.model.currency, amount);
+                return Ok(amount);
+            }
+            // The key was revoked and erased meanwhile: the usage is still charged.
+            Err(e @ StoreError::TransactionCanceled { .. }) if budget && e.failed_at(BUDGET_AT) => {
+                ops.remove(BUDGET_AT);
+                budget = false;
+            }
+            Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
+                tracing::warn!(
+                    reference = c.reference,
+                    "usage already charged; not charging again"
+                );
+                return Ok(Decimal::ZERO);
+            }
+            Err(StoreError::Unavailable(detail)) if attempt + 1 < CHARGE_ATTEMPTS => {
+                attempt += 1;
+                tracing::warn!(reference = c.reference, attempt, %detail, "token charge conflicted; retrying");
+                tokio::time::sleep(charge_backoff(attempt)).await;
+            }
+            Err(e) => {
+                tracing::error!(reference = c.reference, %amount, error = %e, "token charge failed after retries");
+                return Err(e.into());
+            }
+        }
+    }
+}
+
+/// Attempts of one token charge before it is reported as failed.
+pub const CHARGE_ATTEMPTS: u32 = 10;
+
+/// Exponential backoff with jitter from 20 ms, capped at 1 s (about 5 s over all attempts).
+fn charge_backoff(attempt: u32) -> std::time::Duration {
+    let base = 20u64.saturating_mul(1 << attempt.min(6)).min(1000);
+    let jitter = u64::from(rand::random::<u8>()) % (base / 2 + 1);
+    std::time::Duration::from_millis(base / 2 + jitter)
+}
+
+/// The organization's most recent charges (video renders and token usage), newest first.
+pub async fn recent_charges(cx: Context<'_>, org: &str, limit: usize) -> ApiResult<Vec<Value>> {
+    let mut entries = Vec::new();
+    for prefix in [
+        crate::domain::table_keys::CHARGE_PREFIX,
+        crate::domain::table_keys::LEDGER_PREFIX,
+    ] {
+        let page = cx
+            .store
+            .query(
+                crate::ports::store::Query::partition(crate::domain::table_keys::org_pk(org))
+                    .prefix(prefix)
+                    .limit(1000),
+            )
+            .await?;
+        entries.extend(
+            page.items
+                .iter()
+                .filter_map(|i| LedgerEntry::from_item(org, i)),
+        );
+    }
+    entries.sort_by_key(|e| std::cmp::Reverse(e.charged_at.unwrap_or_default()));
+    Ok(entries
+        .iter()
+        .take(limit)
+        .map(LedgerEntry::summary)
+        .collect())
+}
+
+/// A ledger entry as stored, for tests and reports.
+pub async fn ledger_entry(
+    cx: Context<'_>,
+    org: &str,
+    reference: &str,
+) -> ApiResult<Option<crate::ports::store::Item>> {
+    let key = crate::domain::table_keys::ledger(org, reference);
+    Ok(cx
+        .store
+        .get(&key)
+        .await?
+        .filter(|i| i.str_attr("kind") == Some(crate::domain::billing::ledger::KIND)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal_macros::dec;
+
+    #[test]
+    fn cost_is_exact() {
+        let mut model: ChatModel = toml::from_str("id = \"m\"\nupstream = \"u\"").expect("model");
+        model.input_per_million = dec!(0.15);
+        model.output_per_million = dec!(0.60);
+        let usage = TokenUsage {
+            prompt_tokens: 1234,
+            completion_tokens: 56,
+            cached_tokens: 0,
+            estimated: false,
+        };
+        // 1234 × 0.15 / 1e6 + 56 × 0.60 / 1e6 = 0.0001851 + 0.0000336
+        assert_eq!(cost(&model, usage), dec!(0.0002187));
+    }
+
+    #[test]
+    fn cached_tokens_are_priced_at_the_cached_price_when_the_catalog_sets_one() {
+        let mut model: ChatModel = toml::from_str("id = \"m\"\nupstream = \"u\"").expect("model");
+        model.input_per_million = dec!(2.50);
+        model.output_per_million = dec!(10);
+        let usage = TokenUsage::from_json(&serde_json::json!({
+            "prompt_tokens": 1000, "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 600}
+        }))
+        .expect("usage");
+        assert_eq!(usage.cached_tokens, 600);
+        // Without a cached price every input token costs the input price.
+        assert_eq!(cost(&model, usage), dec!(0.0026));
+        model.cached_input_per_million = Some(dec!(1.25));
+        // 400 × 2.50 + 600 × 1.25 + 10 × 10, per million.
+        let p = priced(&model, usage);
+        assert_eq!(p.input, dec!(0.001));
+        assert_eq!(p.cached_input, dec!(0.00075));
+        assert_eq!(p.output, dec!(0.0001));
+        assert_eq!(cost(&model, usage), dec!(0.00185));
+        // The responses API's spelling, and a claim above the prompt clamped to it.
+        let r = TokenUsage::from_json(&serde_json::json!({
+            "input_tokens": 5, "output_tokens": 1, "input_tokens_details": {"cached_tokens": 9}
+        }))
+        .expect("usage");
+        assert_eq!(r.cached_tokens, 5);
+    }
+}
