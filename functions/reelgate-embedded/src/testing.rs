@@ -270,7 +270,8 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
         for _ in 0..n {
             let (app, caller, body) = (app.clone(), caller.clone(), body.clone());
             tasks.push(tokio::spawn(async move {
-                reelgate::domain::videos::create::create(app.context(), None, &caller, &body).await
+                reelgate::domain::videos::create::admit_job(app.context(), None, &caller, &body)
+                    .await
             }));
         }
         let mut admitted = 0;

@@ -140,7 +140,8 @@ macro_rules! manifest {
 }
 
 use reelgate::api::{
-    chat, console, files, messages, openapi, responses, uploads, usage, videos, webhooks,
+    agreement, chat, console, files, messages, models, openapi, responses, uploads, usage, videos,
+    webhooks,
 };
 
 manifest! {
@@ -179,7 +180,7 @@ manifest! {
         "api-video-acceptance",
         "ApiVideoAcceptanceFunction",
         "/v1/videos/acceptance",
-        videos::acceptance_route,
+        agreement::acceptance_route,
         Adapters::STORE,
     );
     API_VIDEO_ITEM = http(
@@ -226,13 +227,13 @@ manifest! {
         Adapters::STORE,
     );
     API_USAGE = http("api-usage", "ApiUsageFunction", "/v1/usage", usage::routes, Adapters::STORE);
-    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", chat::models_route, Adapters::STORE);
+    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", models::models_route, Adapters::STORE);
     API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", "/openapi.json", openapi::routes, Adapters::STORE);
     API_MODEL_ITEM = http(
         "api-model-item",
         "ApiModelItemFunction",
         "/v1/models/{model}",
-        chat::model_item_route,
+        models::model_item_route,
         Adapters::STORE,
     );
     API_CHAT_COMPLETIONS = streamed(

@@ -8,19 +8,22 @@ use crate::domain::accounts::agreement::*;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
 use axum::extract::State;
-use axum::Json;
+use axum::routing::get;
+use axum::{Json, Router};
 
-pub async fn get_status(
-    State(app): State<App>,
-    caller: Caller,
-) -> ApiResult<Json<AgreementStatus>> {
+/// The one path this module serves (a Lambda function's unit, `api::PathRoutes`).
+pub fn acceptance_route() -> Router<App> {
+    Router::new().route("/v1/videos/acceptance", get(get_status).post(accept))
+}
+
+async fn get_status(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
         status(app.context(), &caller.org, &caller.person).await?,
     ))
 }
 
 /// Refused for API keys (the only credential `/v1` takes): agreement is recorded in the console.
-pub async fn accept(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
+async fn accept(State(app): State<App>, caller: Caller) -> ApiResult<Json<AgreementStatus>> {
     Ok(Json(
         crate::domain::accounts::agreement::accept(app.context(), &caller).await?,
     ))

@@ -1,5 +1,4 @@
-//! The chat completions gateway: `GET /v1/models` (the chat model catalog) and
-//! `POST /v1/chat/completions`, proxied to the upstream that serves the model.
+//! The chat completions gateway: `POST /v1/chat/completions`, proxied to the upstream that serves the model.
 //!
 //! A request is validated by hand (every failure names its `param`), admitted by the billing
 //! rule (balance above zero), its file parts are turned into short-lived signed URLs, and it goes
@@ -18,38 +17,20 @@ use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::ApiResult;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
 pub fn routes() -> Router<App> {
-    Router::new()
-        .merge(models_route())
-        .merge(model_item_route())
-        .merge(completions_route())
+    completions_route()
 }
 
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
-pub fn models_route() -> Router<App> {
-    Router::new().route("/v1/models", get(crate::api::models::list))
-}
-
-pub fn model_item_route() -> Router<App> {
-    Router::new().route("/v1/models/{model}", get(crate::api::models::retrieve))
-}
-
 pub fn completions_route() -> Router<App> {
     Router::new().route("/v1/chat/completions", post(completions))
 }
-
-/// The routes this module serves, for `http::API_ROUTES`.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/v1/models"),
-    ("GET", "/v1/models/{model}"),
-    ("POST", "/v1/chat/completions"),
-];
 
 async fn completions(
     State(app): State<App>,
@@ -91,9 +72,10 @@ pub async fn complete_validated(
         TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
         max_completion,
     );
-    let grant = match crate::api::rate_limits::admit_text(&app, &caller, estimate).await? {
-        Ok((_org, grant)) => grant,
-        Err(refused) => return Ok(refused),
+    use crate::domain::billing::admission::{admit_text, TextAdmission};
+    let grant = match admit_text(app.context(), &app.credentials, &caller, estimate).await? {
+        TextAdmission::Admitted(_org, grant) => grant,
+        TextAdmission::Limited(limited) => return Ok(crate::api::rate_limits::refused(limited)),
     };
     let status = grant.status.clone();
     let mut response = answer(app, caller, v, grant, dialect).await.into_response();
@@ -146,7 +128,6 @@ async fn answer(
         }
     };
     let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
-    // Its own task: a client leaving now cannot cancel the charge halfway.
     let spec = stream::ChargeSpec {
         app: app.clone(),
         caller,
@@ -154,7 +135,7 @@ async fn answer(
         id,
         grant,
     };
-    let _ = tokio::spawn(stream::charge(spec, used)).await;
+    stream::charge(spec, used).await;
     Ok(Json(dialect.whole(completion)).into_response())
 }
 

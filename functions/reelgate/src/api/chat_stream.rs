@@ -202,17 +202,15 @@ impl Meter {
     async fn settle(&mut self) -> TokenUsage {
         let used = self.usage();
         self.settled = true;
-        // A task of its own, so that a client leaving while the charge is written cannot cancel
-        // it halfway; the stream still waits for it, so `[DONE]` follows the charge.
-        let _ = tokio::spawn(charge(self.charge_spec(), used)).await;
+        // The stream waits for the charge, so `[DONE]` follows it.
+        charge(self.charge_spec(), used).await;
         used
     }
 }
 
 /// Charges a completion's usage and, in the same transaction, settles its tokens-per-minute
-/// reservation. A failure to
-/// charge is logged loudly but does not take the answer away from a caller whose completion was
-/// produced (and paid for upstream).
+/// reservation, under the text requests' one charge policy
+/// ([`token_charges::charge_detached`]).
 pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
     let ChargeSpec {
         app,
@@ -221,23 +219,21 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
         id,
         grant,
     } = spec;
-    let c = token_charges::Charge {
-        org: &caller.org,
-        person: &caller.person,
-        model: &model,
+    let c = token_charges::OwnedCharge {
+        org: caller.org.clone(),
+        person: caller.person.clone(),
+        model,
         kind: "chat.completion",
-        reference: &id,
+        reference: id,
         usage: used,
-        key: caller.key_id(),
-        budget_month: caller.budget.as_ref().map(|b| b.month.as_str()),
+        key: caller.key_id().to_owned(),
+        budget_month: caller.budget.as_ref().map(|b| b.month.clone()),
         rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
             &grant,
             used.prompt_tokens + used.completion_tokens,
         ),
     };
-    if let Err(e) = token_charges::charge(app.context(), c).await {
-        tracing::error!(completion = %id, org = %caller.org, error = %e, "charging chat usage failed");
-    }
+    token_charges::charge_detached(app.store.clone(), c).await;
 }
 
 /// Reads on the upstream of a stream whose client left, for at most [`DRAIN_AFTER_LEAVE`], then

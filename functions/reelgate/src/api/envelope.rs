@@ -21,6 +21,14 @@ pub fn list_envelope<T: serde::Serialize>(
     })
 }
 
+/// A domain [`Page`](crate::domain::params::Page) as a list envelope.
+pub fn page_envelope<T: serde::Serialize>(
+    page: &crate::domain::params::Page<T>,
+    id_of: impl Fn(&T) -> String,
+) -> serde_json::Value {
+    list_envelope(&page.data, id_of, page.has_more)
+}
+
 /// The HTTP status of an error kind: the one place the domain's errors meet HTTP.
 pub fn status(kind: ErrorKind) -> StatusCode {
     match kind {

@@ -6,9 +6,9 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::*;
-use crate::domain::ids::{is_valid, new_id};
+use crate::domain::ids::new_id;
+use crate::domain::params::ListQuery;
 use crate::ports::blobs::ByteStream;
-use crate::ports::store::Query;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -268,10 +268,9 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
 
 #[derive(Deserialize)]
 struct ListParams {
-    limit: Option<usize>,
-    after: Option<String>,
+    #[serde(flatten)]
+    page: ListQuery,
     purpose: Option<String>,
-    order: Option<String>,
 }
 
 async fn list(
@@ -279,54 +278,16 @@ async fn list(
     caller: Caller,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let limit = params.limit.unwrap_or(20);
-    if !(1..=10_000).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 10000.",
-        ));
-    }
-    let ascending = match params.order.as_deref() {
-        None | Some("desc") => false,
-        Some("asc") => true,
-        Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
-    };
-    let after = match params.after {
-        Some(id) if is_valid(&id, "file") => Some(crate::domain::table_keys::file_sk(&id)),
-        Some(_) => return Err(ApiError::invalid("after", "after must be a file id.")),
-        None => None,
-    };
-    let mut data = Vec::new();
-    let mut cursor = after;
-    let mut has_more;
-    // A purpose filter may skip items, so keep reading pages until the page is full.
-    loop {
-        let mut q = Query::partition(crate::domain::table_keys::org_pk(&caller.org))
-            .prefix(crate::domain::table_keys::FILE_PREFIX)
-            .limit(limit)
-            .after(cursor);
-        if !ascending {
-            q = q.descending();
-        }
-        let page = app.store.query(q).await?;
-        for it in &page.items {
-            if let Some(f) = FileObject::from_item(&caller.org, it) {
-                if params.purpose.as_deref().is_none_or(|p| p == f.purpose) && data.len() < limit {
-                    data.push(f);
-                }
-            }
-        }
-        has_more = page.last_sk.is_some();
-        cursor = page.last_sk;
-        if data.len() >= limit || cursor.is_none() {
-            break;
-        }
-    }
-    Ok(Json(crate::api::envelope::list_envelope(
-        &data,
-        |f| f.id.clone(),
-        has_more,
-    )))
+    let page = crate::domain::files::list(
+        app.context(),
+        &caller.org,
+        &params.page,
+        params.purpose.as_deref(),
+    )
+    .await?;
+    Ok(Json(crate::api::envelope::page_envelope(&page, |f| {
+        f.id.clone()
+    })))
 }
 
 async fn retrieve(

@@ -26,12 +26,6 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// This module's routes, as listed in `http::API_ROUTES`.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("POST", "/v1/messages"),
-    ("POST", "/v1/messages/count_tokens"),
-];
-
 pub fn routes() -> Router<App> {
     Router::new()
         .merge(messages_route())

@@ -22,6 +22,7 @@ pub mod request_id;
 pub mod responses;
 pub mod uploads;
 pub mod usage;
+pub mod video_answers;
 pub mod videos;
 pub mod webhooks;
 
@@ -82,6 +83,7 @@ pub fn router(app: App) -> Router {
         .merge(files::routes())
         .merge(uploads::routes())
         .merge(videos::routes())
+        .merge(models::routes())
         .merge(chat::routes())
         .merge(messages::routes())
         .merge(responses::routes())

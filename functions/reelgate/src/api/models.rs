@@ -5,11 +5,28 @@ use crate::domain::accounts::Caller;
 use crate::domain::chat::models::model_object;
 use crate::domain::error::{ApiError, ApiResult};
 use axum::extract::{Path, State};
-use axum::Json;
+use axum::routing::get;
+use axum::{Json, Router};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .merge(models_route())
+        .merge(model_item_route())
+}
+
+// One function per path (the unit a Lambda function serves, `api::PathRoutes`).
+
+pub fn models_route() -> Router<App> {
+    Router::new().route("/v1/models", get(list))
+}
+
+pub fn model_item_route() -> Router<App> {
+    Router::new().route("/v1/models/{model}", get(retrieve))
+}
 use serde_json::Value;
 
 /// `GET /v1/models`: chat models only (video models are at `/v1/videos/models`).
-pub async fn list(State(app): State<App>, _caller: Caller) -> Json<Value> {
+async fn list(State(app): State<App>, _caller: Caller) -> Json<Value> {
     let data: Vec<Value> = app.catalog.chat_models.iter().map(model_object).collect();
     Json(crate::api::envelope::list_envelope(
         &data,
@@ -19,7 +36,7 @@ pub async fn list(State(app): State<App>, _caller: Caller) -> Json<Value> {
 }
 
 /// `GET /v1/models/{model}`: one chat model; a video model or an unknown id is 404.
-pub async fn retrieve(
+async fn retrieve(
     State(app): State<App>,
     _caller: Caller,
     Path(id): Path<String>,

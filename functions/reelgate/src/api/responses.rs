@@ -6,8 +6,8 @@
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::billing::rate_limits::{Grant, Kind};
-use crate::domain::billing::token_charges::{Charge, TokenUsage};
+use crate::domain::billing::rate_limits::{AcquireError, Grant, Kind};
+use crate::domain::billing::token_charges::{OwnedCharge, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
@@ -23,14 +23,6 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// This module's routes, as listed in `http::API_ROUTES`.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("POST", "/v1/responses"),
-    ("GET", "/v1/responses/{response_id}"),
-    ("DELETE", "/v1/responses/{response_id}"),
-    ("GET", "/v1/responses/{response_id}/input_items"),
-];
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -111,24 +103,25 @@ impl Turn {
             let charged = tokens.prompt_tokens + tokens.completion_tokens;
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
-            crate::domain::billing::token_charges::charge(
-                self.app.context(),
-                Charge {
-                    org: &self.caller.org,
-                    person: &self.caller.person,
-                    model: &self.model,
+            // The text requests' one charge policy: never an error once the turn was produced.
+            crate::domain::billing::token_charges::charge_detached(
+                self.app.store.clone(),
+                OwnedCharge {
+                    org: self.caller.org.clone(),
+                    person: self.caller.person.clone(),
+                    model: self.model.clone(),
                     kind: "response",
-                    reference: &self.draft.id,
+                    reference: self.draft.id.clone(),
                     usage: tokens,
-                    key: self.caller.key_id(),
-                    budget_month: self.caller.budget.as_ref().map(|b| b.month.as_str()),
+                    key: self.caller.key_id().to_owned(),
+                    budget_month: self.caller.budget.as_ref().map(|b| b.month.clone()),
                     rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
                         &self.grant,
                         charged,
                     ),
                 },
             )
-            .await?;
+            .await;
         }
         if keep && self.draft.req.store {
             let mut own = self.own_ids.clone();
@@ -214,8 +207,8 @@ async fn create(
         prompt_estimate,
         req.max_output_tokens,
     );
-    let grant = match crate::api::rate_limits::acquire(
-        &app,
+    let grant = match crate::domain::billing::admission::acquire(
+        app.context(),
         &caller,
         &org.plan,
         Kind::Text,
@@ -224,7 +217,10 @@ async fn create(
     .await
     {
         Ok(grant) => grant,
-        Err(refused) => return Ok(refused),
+        Err(AcquireError::Limited(limited)) => {
+            return Ok(crate::api::rate_limits::refused(limited))
+        }
+        Err(AcquireError::Store(e)) => return Err(e.into()),
     };
     let status = grant.status.clone();
     let upstream = app.upstreams.for_model(&app.catalog, &model);
@@ -440,9 +436,8 @@ async fn remove(
 
 #[derive(Deserialize)]
 struct ItemsParams {
-    limit: Option<usize>,
-    order: Option<String>,
-    after: Option<String>,
+    #[serde(flatten)]
+    page: crate::domain::params::ListQuery,
     before: Option<String>,
     /// Accepted for OpenAI compatibility; items are always returned whole.
     #[allow(dead_code)]
@@ -457,21 +452,13 @@ async fn input_items(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ItemsParams>,
 ) -> ApiResult<Json<Value>> {
-    let limit = params.limit.unwrap_or(20);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "limit must be between 1 and 100.",
-        ));
-    }
+    let limit = params.page.limit(100)?;
     let mut items = match persist::load(app.context(), &caller, &id).await? {
         Some(stored) => stored.input_items,
         None => return Err(response_not_found(&id)),
     };
-    match params.order.as_deref() {
-        None | Some("desc") => items.reverse(),
-        Some("asc") => {}
-        Some(_) => return Err(ApiError::invalid("order", "order must be asc or desc.")),
+    if params.page.descending()? {
+        items.reverse();
     }
     let position = |cursor: &str, param: &str| {
         items
@@ -484,7 +471,7 @@ async fn input_items(
                 )
             })
     };
-    let start = match &params.after {
+    let start = match &params.page.after {
         Some(after) => position(after, "after")? + 1,
         None => 0,
     };

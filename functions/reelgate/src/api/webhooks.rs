@@ -47,17 +47,12 @@ async fn create(
 }
 
 async fn list(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
-    Ok(Json(list_page(&app, &caller.org).await?))
-}
-
-/// The organization's endpoints as one list envelope (also the console's Webhooks page).
-pub async fn list_page(app: &App, org: &str) -> ApiResult<Value> {
-    let data = webhooks::list(app.context(), org).await?;
-    Ok(crate::api::envelope::list_envelope(
+    let data = webhooks::list(app.context(), &caller.org).await?;
+    Ok(Json(crate::api::envelope::list_envelope(
         &data,
         |e| e.id.clone(),
         false,
-    ))
+    )))
 }
 
 async fn retrieve(
@@ -73,13 +68,10 @@ async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(delete_endpoint(&app, &caller.org, &id).await?))
-}
-
-/// Deletes one of the organization's endpoints; the deletion object (also the console's).
-pub async fn delete_endpoint(app: &App, org: &str, id: &str) -> ApiResult<Value> {
-    webhooks::delete(app.context(), org, id).await?;
-    Ok(json!({"id": id, "object": "webhook_endpoint", "deleted": true}))
+    webhooks::delete(app.context(), &caller.org, &id).await?;
+    Ok(Json(
+        json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
+    ))
 }
 
 async fn rotate_secret(

@@ -11,6 +11,61 @@
 use crate::domain::error::{ApiError, ApiResult};
 use serde_json::{Map, Value};
 
+/// The query parameters every list route reads (`limit`, `order`, `after`), as sent: the one
+/// parser of them, so that each list refuses a bad page the same way.
+#[derive(serde::Deserialize, Default, Clone)]
+pub struct ListQuery {
+    pub limit: Option<String>,
+    pub order: Option<String>,
+    pub after: Option<String>,
+}
+
+/// The page size lists use when `limit` is not given.
+pub const DEFAULT_PAGE: usize = 20;
+
+impl ListQuery {
+    /// `limit`, from 1 to `max` ([`DEFAULT_PAGE`] when not given).
+    pub fn limit(&self, max: usize) -> ApiResult<usize> {
+        match self.limit.as_deref() {
+            None | Some("") => Ok(DEFAULT_PAGE.min(max)),
+            Some(raw) => match raw.parse::<usize>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(ApiError::invalid(
+                    "limit",
+                    format!("limit must be an integer from 1 to {max}."),
+                )),
+            },
+        }
+    }
+
+    /// Newest first unless `order=asc`.
+    pub fn descending(&self) -> ApiResult<bool> {
+        match self.order.as_deref() {
+            None | Some("") | Some("desc") => Ok(true),
+            Some("asc") => Ok(false),
+            Some(_) => Err(ApiError::invalid("order", "order must be asc or desc.")),
+        }
+    }
+
+    /// The `after` cursor: an id of `kind` (`video`, `file`), or none.
+    pub fn after(&self, kind: &str) -> ApiResult<Option<&str>> {
+        match self.after.as_deref() {
+            None | Some("") => Ok(None),
+            Some(id) if crate::domain::ids::is_valid(id, kind) => Ok(Some(id)),
+            Some(_) => Err(ApiError::invalid(
+                "after",
+                format!("after must be a {kind} id."),
+            )),
+        }
+    }
+}
+
+/// One page of a list: its items, and whether more follow.
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub has_more: bool,
+}
+
 /// The parameters of a request body (a JSON object).
 #[derive(Clone, Copy)]
 pub struct Params<'a> {

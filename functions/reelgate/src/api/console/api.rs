@@ -125,7 +125,7 @@ async fn models(
     use crate::domain::videos::create::{
         ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS,
     };
-    let mut v = crate::api::videos::video_models(&app, &s.caller).await?;
+    let mut v = crate::domain::videos::queries::models(app.context(), &s.caller).await?;
     v["limits"] = json!({
         "min_seconds": MIN_SECONDS,
         "max_seconds": MAX_SECONDS,
@@ -160,25 +160,37 @@ async fn quote(
     ))
 }
 
-/// The `/v1/videos` admission itself (`api::videos::admit`): the same Idempotency-Key claim
-/// (scoped to the signed-in person), video-create rate limits, budget and concurrency checks.
+/// The `/v1/videos` create use case itself: the same Idempotency-Key claim (scoped to the
+/// signed-in person), video-create rate limits, budget and concurrency checks.
 async fn create_video(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::videos::admit(&app, &s.caller, &headers, &body).await
+    let workflow = app.workflow();
+    let answer = crate::domain::videos::create::create(
+        app.context(),
+        workflow.as_deref(),
+        &s.caller,
+        headers
+            .get(crate::domain::idempotency::HEADER)
+            .map(|v| v.as_bytes()),
+        &body,
+    )
+    .await?;
+    Ok(crate::api::video_answers::render_create(answer))
 }
 
 async fn list_videos(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-    ApiQuery(params): ApiQuery<crate::api::videos::ListParams>,
+    ApiQuery(params): ApiQuery<crate::domain::params::ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        crate::api::videos::list_videos(&app, &s.caller, &params).await?,
-    ))
+    let page = crate::domain::videos::queries::list(app.context(), &s.caller, &params).await?;
+    Ok(Json(crate::api::envelope::page_envelope(&page, |v| {
+        v.id.clone()
+    })))
 }
 
 async fn get_video(
@@ -187,7 +199,7 @@ async fn get_video(
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<crate::domain::videos::Video>> {
     Ok(Json(
-        crate::api::videos::find(&app, &s.caller.org, &video_id).await?,
+        crate::domain::videos::queries::retrieve(app.context(), &s.caller.org, &video_id).await?,
     ))
 }
 
@@ -196,8 +208,9 @@ async fn delete_video(
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    crate::domain::videos::queries::delete(app.context(), &s.caller, &video_id).await?;
     Ok(Json(
-        crate::api::videos::delete_video(&app, &s.caller, &video_id).await?,
+        json!({"id": video_id, "object": "video", "deleted": true}),
     ))
 }
 
@@ -206,8 +219,16 @@ async fn cancel_video(
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<crate::domain::videos::Video>> {
+    let workflow = app.workflow();
     Ok(Json(
-        crate::api::videos::cancel_video(&app, &s.caller, &video_id).await?,
+        crate::domain::videos::cancel::cancel_for(
+            app.context(),
+            workflow.as_deref(),
+            &app.engines,
+            &s.caller,
+            &video_id,
+        )
+        .await?,
     ))
 }
 
@@ -222,8 +243,13 @@ async fn media(
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     use crate::domain::videos::{output_blob_key, thumbnail_blob_key};
-    let video = crate::api::videos::find(&app, &s.caller.org, &video_id).await?;
-    crate::api::videos::require_completed(&video, "content")?;
+    let video = crate::domain::videos::queries::retrieve_completed(
+        app.context(),
+        &s.caller.org,
+        &video_id,
+        "content",
+    )
+    .await?;
     let ttl = std::time::Duration::from_secs(MEDIA_URL_SECS).min(app.settings.presign_ttl);
     let content_url = app
         .blobs
@@ -423,9 +449,12 @@ async fn list_webhooks(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        crate::api::webhooks::list_page(&app, &s.caller.org).await?,
-    ))
+    let data = webhooks::list(app.context(), &s.caller.org).await?;
+    Ok(Json(crate::api::envelope::list_envelope(
+        &data,
+        |e| e.id.clone(),
+        false,
+    )))
 }
 
 /// Registers an endpoint (the URL goes through the guarded fetcher's check); the signing
@@ -445,8 +474,9 @@ async fn delete_webhook(
     ConsoleSession(s): ConsoleSession,
     Path(webhook_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    webhooks::delete(app.context(), &s.caller.org, &webhook_id).await?;
     Ok(Json(
-        crate::api::webhooks::delete_endpoint(&app, &s.caller.org, &webhook_id).await?,
+        json!({"id": webhook_id, "object": "webhook_endpoint", "deleted": true}),
     ))
 }
 

@@ -2,6 +2,7 @@
 //! charge, the customer's usage report, and the limits that bound spending and traffic (rate
 //! limits per key and organization, monthly budgets per key).
 
+pub mod admission;
 pub mod budgets;
 pub mod ledger;
 pub mod rate_limits;

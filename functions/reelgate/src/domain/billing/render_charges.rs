@@ -146,12 +146,8 @@ pub async fn release(
     ];
     // A job admitted under a key's monthly budget gives its quote back to that month.
     const BUDGET_AT: usize = 3;
-    let job = store
-        .get(&crate::domain::table_keys::job(org, video_id))
-        .await?;
-    let budgeted = job
-        .as_ref()
-        .and_then(JobRecord::from_item)
+    let budgeted = crate::domain::videos::jobs::load(store, org, video_id)
+        .await?
         .and_then(|j| Some((j.key, j.budget_month?)));
     if let Some((key, month)) = &budgeted {
         ops.push(crate::domain::billing::budgets::commit_op(

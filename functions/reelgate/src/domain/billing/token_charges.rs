@@ -16,7 +16,7 @@ use crate::domain::billing::usage_report::Amounts;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, Condition, ItemExt, StoreError, TransactOp};
+use crate::ports::store::{now_secs, Condition, ItemExt, ItemStore, StoreError, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
@@ -175,6 +175,10 @@ pub struct Charge<'a> {
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
 /// Charging the same reference twice is a no-op that returns zero.
 pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
+    write(cx.store, c).await
+}
+
+async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
     let amounts = priced(c.model, c.usage);
     let amount = amounts.total();
     let now = now_secs();
@@ -239,7 +243,7 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
     // can never charge twice, and the tokens already spent are never dropped.
     let mut attempt = 0u32;
     loop {
-        match cx.store.transact(ops.clone()).await {
+        match store.transact(ops.clone()).await {
             Ok(()) => {
                 let m = &c.model.id;
                 crate::observability::metrics::tokens(m, "input", line.input_tokens);
@@ -270,6 +274,53 @@ pub async fn charge(cx: Context<'_>, c: Charge<'_>) -> ApiResult<Decimal> {
                 return Err(e.into());
             }
         }
+    }
+}
+
+/// A [`Charge`] owned by the task that writes it.
+pub struct OwnedCharge {
+    pub org: String,
+    pub person: String,
+    pub model: ChatModel,
+    /// `chat.completion` or `response`.
+    pub kind: &'static str,
+    pub reference: String,
+    pub usage: TokenUsage,
+    pub key: String,
+    pub budget_month: Option<String>,
+    pub rate_settlement: Vec<TransactOp>,
+}
+
+/// The one charge policy of text requests (chat completions, the Messages API, responses):
+/// the charge is written by a task of its own, so a client that leaves while it is written
+/// cannot cancel it halfway, and the answer waits for it (a client that has read the end of an
+/// answer can already see its charge). A charge that still fails after [`CHARGE_ATTEMPTS`] is
+/// logged loudly and never turned into an error: the completion was produced (and paid for
+/// upstream), and the caller keeps it.
+pub async fn charge_detached(store: std::sync::Arc<dyn ItemStore>, c: OwnedCharge) {
+    let reference = c.reference.clone();
+    let org = c.org.clone();
+    let written = tokio::spawn(async move {
+        let charge = Charge {
+            org: &c.org,
+            person: &c.person,
+            model: &c.model,
+            kind: c.kind,
+            reference: &c.reference,
+            usage: c.usage,
+            key: &c.key,
+            budget_month: c.budget_month.as_deref(),
+            rate_settlement: c.rate_settlement,
+        };
+        write(store.as_ref(), charge).await
+    })
+    .await;
+    match written {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            tracing::error!(%reference, %org, error = %e.message, "charging token usage failed")
+        }
+        Err(e) => tracing::error!(%reference, %org, error = %e, "the token charge task failed"),
     }
 }
 

@@ -173,3 +173,46 @@ pub async fn sniff_stream(mut body: ByteStream) -> ApiResult<(Bytes, ByteStream)
     let replay = futures::stream::iter(taken.into_iter().map(Ok));
     Ok((Bytes::from(head), Box::pin(replay.chain(body))))
 }
+
+/// The largest page `GET /v1/files` returns.
+pub const MAX_PAGE: usize = 10_000;
+
+/// A page of `org`'s files, newest first unless `order=asc`, only those of `purpose` when it is
+/// given (a filter may skip items, so pages are read until this one is full).
+pub async fn list(
+    cx: Context<'_>,
+    org: &str,
+    params: &crate::domain::params::ListQuery,
+    purpose: Option<&str>,
+) -> ApiResult<crate::domain::params::Page<FileObject>> {
+    let limit = params.limit(MAX_PAGE)?;
+    let descending = params.descending()?;
+    let mut cursor = params
+        .after("file")?
+        .map(crate::domain::table_keys::file_sk);
+    let mut data = Vec::new();
+    let mut has_more;
+    loop {
+        let mut q = crate::ports::store::Query::partition(crate::domain::table_keys::org_pk(org))
+            .prefix(crate::domain::table_keys::FILE_PREFIX)
+            .limit(limit)
+            .after(cursor);
+        if descending {
+            q = q.descending();
+        }
+        let page = cx.store.query(q).await?;
+        for it in &page.items {
+            if let Some(f) = FileObject::from_item(org, it) {
+                if purpose.is_none_or(|p| p == f.purpose) && data.len() < limit {
+                    data.push(f);
+                }
+            }
+        }
+        has_more = page.last_sk.is_some();
+        cursor = page.last_sk;
+        if data.len() >= limit || cursor.is_none() {
+            break;
+        }
+    }
+    Ok(crate::domain::params::Page { data, has_more })
+}

@@ -17,6 +17,23 @@ use crate::ports::workflow::Workflow;
 /// The cause a stopped execution carries.
 pub const STOP_CAUSE: &str = "The job was canceled by its organization.";
 
+/// The cancel use case for a caller (`POST /v1/videos/{id}/cancel` and the console): 404 for
+/// another organization's or an unknown job, 409 for a terminal one.
+pub async fn cancel_for(
+    cx: Context<'_>,
+    workflow: Option<&dyn Workflow>,
+    engines: &Engines,
+    caller: &crate::domain::accounts::Caller,
+    video_id: &str,
+) -> ApiResult<Video> {
+    crate::domain::videos::queries::retrieve(cx, &caller.org, video_id).await?;
+    let video = cancel(cx, workflow, engines, &caller.org, video_id)
+        .await?
+        .ok_or_else(|| crate::domain::videos::queries::not_found(video_id))?;
+    tracing::info!(%video_id, org = %caller.org, key = %caller.key_id(), "video canceled");
+    Ok(video)
+}
+
 /// Cancels job `video_id` of `org` and returns it as `GET` would. A job that does not exist is
 /// `None` (the caller answers 404); a terminal job, or one a completion settled first, is a 409
 /// `conflict`.
@@ -27,7 +44,7 @@ pub async fn cancel(
     org: &str,
     video_id: &str,
 ) -> ApiResult<Option<Video>> {
-    let Some(before) = crate::domain::videos::jobs::load(cx, org, video_id).await? else {
+    let Some(before) = crate::domain::videos::jobs::load(cx.store, org, video_id).await? else {
         return Ok(None);
     };
     let status = before.status.as_str();
@@ -36,7 +53,7 @@ pub async fn cancel(
     }
     if !crate::domain::videos::jobs::cancel(cx, org, video_id).await? {
         // Settled by someone else in between (a completion, a failure): report what it is now.
-        let now = crate::domain::videos::jobs::load(cx, org, video_id).await?;
+        let now = crate::domain::videos::jobs::load(cx.store, org, video_id).await?;
         let status = now.as_ref().map_or("deleted", |j| j.status.as_str());
         return Err(terminal(video_id, status));
     }
@@ -47,7 +64,7 @@ pub async fn cancel(
             tracing::warn!(%video_id, error = %e, "could not stop the workflow execution");
         }
     }
-    let Some(after) = crate::domain::videos::jobs::load(cx, org, video_id).await? else {
+    let Some(after) = crate::domain::videos::jobs::load(cx.store, org, video_id).await? else {
         return Ok(None);
     };
     // A render already submitted: ask its engine to stop (the worker also cancels it when its

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::{self, RateLimited, RateStatus};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
@@ -526,14 +527,89 @@ async fn priced(
     Ok((req, quote))
 }
 
-/// Admits a job and starts its workflow; returns the job as created.
-pub async fn create(
+/// Admits a job and starts its workflow, without an idempotency claim or the create rate
+/// limits (the admission step of [`create`]); returns the job as created.
+pub async fn admit_job(
     cx: Context<'_>,
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
     body: &Value,
 ) -> ApiResult<Video> {
     create_with(cx, workflow, caller, body, None).await
+}
+
+/// What a create answers, as the route and the console render it.
+pub enum CreateAnswer {
+    /// The first answer to this `Idempotency-Key`, sent again as it was.
+    Replayed(Value),
+    /// The job this key created before (its first answer could not be recorded).
+    Existing(Video),
+    /// Refused by the video-create rate limits of the key or the organization.
+    Limited(RateLimited),
+    /// Admitted under the limits: the job, or why it could not be created; with the limits'
+    /// status for the caller's headers.
+    Admitted {
+        result: ApiResult<Video>,
+        status: RateStatus,
+    },
+}
+
+/// The create use case, for `POST /v1/videos` and the console alike: the caller's
+/// `Idempotency-Key` claim (`idempotency_key`, the header's raw value), the video-create rate
+/// limits of the key and the organization, then the create rules, the quote and admission
+/// (balance, key budget, concurrency) in one transaction that also binds the claim.
+pub async fn create(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    body: &Value,
+) -> ApiResult<CreateAnswer> {
+    use crate::domain::idempotency::{self as idem, Begin};
+    let key = idem::key_from(idempotency_key)?;
+    let fingerprint = idem::Fingerprint::new("videos").json(body).clone().finish();
+    let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
+        Begin::Proceed(claim) => claim,
+        Begin::Replay(first) => return Ok(CreateAnswer::Replayed(first)),
+        Begin::Resource(video_id) => {
+            let video =
+                crate::domain::videos::queries::retrieve(cx, &caller.org, &video_id).await?;
+            return Ok(CreateAnswer::Existing(video));
+        }
+    };
+    let plan = cx.accounts().org(&caller.org).await?.plan;
+    let grant = match rate_limits::acquire(
+        cx.store,
+        caller,
+        cx.catalog.plan(&plan),
+        rate_limits::Kind::VideoCreate,
+        0,
+    )
+    .await
+    {
+        Ok(grant) => grant,
+        Err(refused) => {
+            idem::release(cx, claim).await;
+            return match refused {
+                rate_limits::AcquireError::Limited(limited) => Ok(CreateAnswer::Limited(limited)),
+                rate_limits::AcquireError::Store(e) => Err(e.into()),
+            };
+        }
+    };
+    let result = match create_with(cx, workflow, caller, body, claim.as_ref()).await {
+        Ok(video) => match serde_json::to_value(&video) {
+            Ok(first) => idem::finish(cx, claim, &first).await.map(|()| video),
+            Err(e) => Err(ApiError::internal("recording an idempotent answer", e)),
+        },
+        Err(e) => {
+            idem::release(cx, claim).await;
+            Err(e)
+        }
+    };
+    Ok(CreateAnswer::Admitted {
+        result,
+        status: grant.status,
+    })
 }
 
 /// [`create`] for a request holding an `Idempotency-Key` claim: the admission binds the job to

@@ -7,6 +7,7 @@ pub mod jobs;
 pub mod moderation;
 pub mod native_renders;
 pub mod object;
+pub mod queries;
 pub mod record;
 pub mod translation;
 pub mod workflow;

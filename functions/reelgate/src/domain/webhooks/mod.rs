@@ -607,12 +607,10 @@ async fn emit_to(
     if endpoints.is_empty() {
         return Ok(());
     }
-    let job = cx
-        .store
-        .get(&crate::domain::table_keys::job(org, video_id))
+    let job = crate::domain::videos::jobs::load(cx.store, org, video_id)
         .await
         .map_err(|e| e.to_string())?;
-    let Some(video) = job.as_ref().and_then(Video::from_item) else {
+    let Some(video) = job.as_ref().map(Video::of) else {
         return Ok(());
     };
     let Some(event_type) = event_type(&video.status) else {

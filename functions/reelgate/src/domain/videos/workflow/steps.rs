@@ -6,7 +6,7 @@ use super::Pipeline;
 use crate::domain::videos;
 use crate::domain::videos::record::{self as job_record, JobRecord, JobStatus, Reservation};
 use crate::ports::blobs::{read_all, read_limited};
-use crate::ports::store::{now_secs, ItemExt, Update};
+use crate::ports::store::{now_secs, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tracing::Instrument;
@@ -182,19 +182,16 @@ where
 }
 
 async fn load_running(pipeline: &Pipeline, job: &JobRef) -> Result<JobRecord, StepError> {
-    let item = pipeline
-        .store
-        .get(&crate::domain::table_keys::job(&job.org, &job.video_id))
-        .await?
-        .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
-    let record = JobRecord::from_item(&item).filter(|r| r.status.is_running());
-    let Some(record) = record else {
-        let status = item.str_attr("status").unwrap_or_default();
+    let record =
+        crate::domain::videos::jobs::load(pipeline.store.as_ref(), &job.org, &job.video_id)
+            .await?
+            .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
+    if !record.status.is_running() {
         return Err(StepError::new(
             errors::JOB_NOT_RUNNING,
-            format!("the job is {status}"),
+            format!("the job is {}", record.status.as_str()),
         ));
-    };
+    }
     Ok(record)
 }
 
@@ -521,12 +518,10 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         Ok(item) => item,
         // A retried finalize after the charge went through: report what happened.
         Err(e) => {
-            let charged = pipeline
-                .store
-                .get(&crate::domain::table_keys::job(&job.org, &job.video_id))
-                .await?
-                .and_then(|i| JobRecord::from_item(&i))
-                .is_some_and(|j| j.reservation == Reservation::Charged);
+            let charged =
+                crate::domain::videos::jobs::load(pipeline.store.as_ref(), &job.org, &job.video_id)
+                    .await?
+                    .is_some_and(|j| j.reservation == Reservation::Charged);
             if charged {
                 return Ok(json!({"charged": false, "already": true}));
             }

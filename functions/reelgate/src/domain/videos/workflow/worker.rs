@@ -327,12 +327,10 @@ async fn job_and_engine(
     org: &str,
     video_id: &str,
 ) -> Result<JobAndEngine, String> {
-    let job = pipeline
-        .store
-        .get(&crate::domain::table_keys::job(org, video_id))
+    let job = crate::domain::videos::jobs::load(pipeline.store.as_ref(), org, video_id)
         .await
         .map_err(|e| e.to_string())?;
-    let Some(job) = job.as_ref().and_then(JobRecord::from_item) else {
+    let Some(job) = job else {
         return Ok(Err((
             errors::JOB_NOT_RUNNING,
             "the job no longer exists".to_owned(),

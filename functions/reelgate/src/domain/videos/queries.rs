@@ -1,0 +1,140 @@
+//! The reads and the delete of a caller's jobs (`GET /v1/videos`, `GET`/`DELETE
+//! /v1/videos/{id}`, and the console's same actions): every query of job items outside the
+//! workflow, each scoped by the caller's organization through the key.
+
+use crate::domain::accounts::Caller;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::ids::is_valid;
+use crate::domain::params::{ListQuery, Page};
+use crate::domain::table_keys;
+use crate::domain::videos::{output_blob_key, thumbnail_blob_key, Video, STATUS_COMPLETED};
+use crate::domain::Context;
+use crate::ports::store::{Query, StoreError};
+
+/// The largest page `GET /v1/videos` returns.
+pub const MAX_PAGE: usize = 100;
+
+pub fn not_found(video_id: &str) -> ApiError {
+    ApiError::not_found(
+        "video_not_found",
+        format!("No video found with id '{video_id}'."),
+    )
+    .with_param("video_id")
+}
+
+/// A job of `org`; another organization's job does not exist.
+pub async fn retrieve(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<Video> {
+    if !is_valid(video_id, "video") {
+        return Err(not_found(video_id));
+    }
+    crate::domain::videos::jobs::load(cx.store, org, video_id)
+        .await?
+        .map(|job| Video::of(&job))
+        .ok_or_else(|| not_found(video_id))
+}
+
+/// A completed job of `org`, for its `what` (content, thumbnail).
+pub async fn retrieve_completed(
+    cx: Context<'_>,
+    org: &str,
+    video_id: &str,
+    what: &str,
+) -> ApiResult<Video> {
+    let video = retrieve(cx, org, video_id).await?;
+    if video.status != STATUS_COMPLETED {
+        return Err(ApiError::invalid(
+            "video_id",
+            format!(
+                "The {what} is available once the video has completed; it is {}.",
+                video.status
+            ),
+        ));
+    }
+    Ok(video)
+}
+
+/// A page of the caller's organization's jobs, newest first unless `order=asc`.
+pub async fn list(cx: Context<'_>, caller: &Caller, params: &ListQuery) -> ApiResult<Page<Video>> {
+    let limit = params.limit(MAX_PAGE)?;
+    let descending = params.descending()?;
+    let after = params.after("video")?.map(table_keys::video_sk);
+    let mut q = Query::partition(table_keys::org_pk(&caller.org))
+        .prefix(table_keys::VIDEO_PREFIX)
+        .limit(limit)
+        .after(after);
+    if descending {
+        q = q.descending();
+    }
+    let page = cx.store.query(q).await?;
+    Ok(Page {
+        data: page.items.iter().filter_map(Video::from_item).collect(),
+        has_more: page.last_sk.is_some(),
+    })
+}
+
+/// Deletes a finished job of the caller's organization with its output and thumbnail; a job
+/// still running is refused (409), so nothing in flight loses its record.
+pub async fn delete(cx: Context<'_>, caller: &Caller, video_id: &str) -> ApiResult<()> {
+    let video = retrieve(cx, &caller.org, video_id).await?;
+    if !video.is_terminal() {
+        return Err(ApiError::conflict(format!(
+            "Video {video_id} is still {}; it can be deleted once it has completed, failed or been canceled.",
+            video.status
+        )));
+    }
+    match cx
+        .store
+        .delete(
+            &table_keys::job(&caller.org, video_id),
+            Some(crate::domain::videos::record::is_terminal()),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::ConditionFailed) => {
+            return Err(ApiError::conflict(format!(
+                "Video {video_id} changed state; try again."
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    cx.blobs
+        .delete(&output_blob_key(&caller.org, video_id))
+        .await?;
+    cx.blobs
+        .delete(&thumbnail_blob_key(&caller.org, video_id))
+        .await?;
+    tracing::info!(%video_id, org = %caller.org, key = %caller.key_id(), "video deleted");
+    Ok(())
+}
+
+/// The video models the caller's plan is entitled to, with what a create may send and their
+/// prices per second (`GET /v1/videos/models`).
+pub async fn models(cx: Context<'_>, caller: &Caller) -> ApiResult<serde_json::Value> {
+    use serde_json::json;
+    let org = cx.accounts().org(&caller.org).await?;
+    let data: Vec<serde_json::Value> = cx
+        .catalog
+        .video_models_for_plan(&org.plan)
+        .map(|m| {
+            let caps = cx.catalog.capabilities(m);
+            json!({
+                "id": m.id,
+                "object": "video_model",
+                "name": m.name,
+                "description": m.description,
+                // Beyond the spec's fields (clients ignore unknown fields): what a create may send.
+                "inputs": caps.inputs,
+                "aspect_ratios": caps.aspect_ratios,
+                "seconds": caps.seconds.map(|(min, max)| json!({"min": min, "max": max})),
+                "native_audio": caps.native.audio,
+                "pricing": m.pricing.iter().map(|p| json!({
+                    "resolution": p.resolution,
+                    "per_second": p.per_second.to_string(),
+                    "currency": p.currency,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(json!({"object": "list", "data": data}))
+}
