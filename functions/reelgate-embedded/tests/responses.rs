@@ -1262,7 +1262,7 @@ async fn an_abandoned_stream_is_cancelled_charged_and_not_stored() {
     // reading on for `DRAIN_AFTER_LEAVE` (30 s) the gateway cancels it and charges the estimate.
     drop(body);
     let deadline = std::time::Instant::now()
-        + reelgate::api::chat_stream::DRAIN_AFTER_LEAVE
+        + reelgate::domain::chat::stream::DRAIN_AFTER_LEAVE
         + std::time::Duration::from_secs(10);
     let mut entry = None;
     while entry.is_none() && std::time::Instant::now() < deadline {

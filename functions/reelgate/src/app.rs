@@ -136,6 +136,17 @@ impl App {
         }
     }
 
+    /// What the chat use case uses.
+    pub fn chat_ports(&self) -> crate::domain::chat::complete::ChatPorts<'_> {
+        crate::domain::chat::complete::ChatPorts {
+            cx: self.context(),
+            store: self.store.clone(),
+            accounts: &self.credentials,
+            upstreams: &self.upstreams,
+            catalog: &self.catalog,
+        }
+    }
+
     /// What the workflow steps and the render worker use.
     pub fn pipeline(&self) -> Pipeline {
         Pipeline {

@@ -590,3 +590,151 @@ fn lambda_binaries_link_neither_sqlite_nor_the_asl_runner() {
     // The tree is real: the AWS adapters are in it.
     assert!(deps.contains("reelgate-aws"), "{deps:?}");
 }
+
+/// The `async fn`s of `code` that its routes name (`get(list)`, `.post(create)`): its handlers.
+fn handlers_of(code: &str) -> BTreeSet<String> {
+    let defined: BTreeSet<String> = code
+        .match_indices("async fn ")
+        .map(|(i, m)| {
+            code[i + m.len()..]
+                .chars()
+                .take_while(|c| is_ident(*c))
+                .collect()
+        })
+        .collect();
+    let mut named = BTreeSet::new();
+    for method in ["get(", "post(", "put(", "patch(", "delete("] {
+        for (i, _) in code.match_indices(method) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(is_ident) {
+                continue;
+            }
+            let arg: String = code[i + method.len()..]
+                .chars()
+                .take_while(|c| is_ident(*c) || *c == ':')
+                .collect();
+            let rest = &code[i + method.len() + arg.len()..];
+            if rest.trim_start().starts_with(')') {
+                if let Some(name) = arg.rsplit("::").next() {
+                    if defined.contains(name) {
+                        named.insert(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Every `api` file as (module, code).
+fn api_files() -> Vec<(Vec<String>, String)> {
+    let mut files = Vec::new();
+    rust_files(&src_dir().join("api"), &mut files);
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("read");
+            (module_of(&src_dir(), f), code_of(&text))
+        })
+        .collect()
+}
+
+/// References from one `api` module to another's handlers (`module → api::other::handler`).
+fn cross_handler_calls(files: &[(Vec<String>, String)]) -> Vec<String> {
+    let handlers: BTreeMap<Vec<String>, BTreeSet<String>> = files
+        .iter()
+        .map(|(m, code)| (m.clone(), handlers_of(code)))
+        .collect();
+    let mut found = Vec::new();
+    for (module, code) in files {
+        for reference in references(module, code) {
+            let Some((item, owner)) = reference.split_last() else {
+                continue;
+            };
+            if owner != module.as_slice() && handlers.get(owner).is_some_and(|h| h.contains(item)) {
+                found.push(format!("{} → {}", module.join("::"), reference.join("::")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_api_module_calls_another_api_modules_handler() {
+    let found = cross_handler_calls(&api_files());
+    assert!(
+        found.is_empty(),
+        "an api module reaches for another one's handler (call the domain's use case instead):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_handler_check_sees_a_cross_call() {
+    let files = vec![
+        (
+            vec!["api".to_owned(), "videos".to_owned()],
+            "pub fn r() -> Router<App> { Router::new().route(\"/v\", get(list).post(create)) }\n\
+             async fn list() {}\npub async fn create() {}\n"
+                .to_owned(),
+        ),
+        (
+            vec!["api".to_owned(), "console".to_owned()],
+            "async fn c() { crate::api::videos::create().await }\n".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        cross_handler_calls(&files),
+        vec!["api::console → api::videos::create".to_owned()]
+    );
+}
+
+/// Calls of the item store's methods in `code` (`app.store.get(…)`, `store.query(…)`).
+fn store_calls(code: &str) -> Vec<String> {
+    const METHODS: &[&str] = &[
+        "get",
+        "put",
+        "update",
+        "delete",
+        "transact",
+        "query",
+        "update_each",
+    ];
+    let compact: String = code.split_whitespace().collect::<Vec<_>>().join("");
+    let mut found = Vec::new();
+    for (i, m) in compact.match_indices("store.") {
+        if compact[..i].chars().next_back().is_some_and(is_ident) {
+            continue;
+        }
+        let method: String = compact[i + m.len()..]
+            .chars()
+            .take_while(|c| is_ident(*c))
+            .collect();
+        let call = compact[i + m.len() + method.len()..].starts_with('(');
+        if call && METHODS.contains(&method.as_str()) {
+            found.push(format!("store.{method}(…)"));
+        }
+    }
+    found
+}
+
+#[test]
+fn handlers_never_read_or_write_the_store() {
+    let mut found = Vec::new();
+    for (module, code) in api_files() {
+        for call in store_calls(&code) {
+            found.push(format!("{}: {call}", module.join("::")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "an api module reads or writes the item store itself (the domain module that owns the item does):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_store_check_sees_a_call_across_lines() {
+    let code = "app.store\n    .delete(&key, None)\n    .await?;\nlet s = app.store.as_ref();\nif req.store { }";
+    assert_eq!(store_calls(code), vec!["store.delete(…)".to_owned()]);
+}

@@ -303,11 +303,7 @@ async fn delete(
     caller: Caller,
     Path(file_id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    find(app.context(), &caller.org, &file_id).await?;
-    app.store
-        .delete(&file_key(&caller.org, &file_id), None)
-        .await?;
-    app.blobs.delete(&blob_key(&caller.org, &file_id)).await?;
+    crate::domain::files::delete(app.context(), &caller.org, &file_id).await?;
     Ok(Json(
         serde_json::json!({"id": file_id, "object": "file", "deleted": true}),
     ))

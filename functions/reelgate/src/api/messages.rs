@@ -1,6 +1,6 @@
 //! The Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`) for Anthropic's
 //! clients. A request is translated into a chat request (`domain::messages::request`) and run
-//! through the chat use case itself ([`crate::api::chat::complete_validated`]): the same
+//! through the chat use case itself ([`crate::domain::chat::complete::complete`]): the same
 //! admission, rate limits, budgets, routing, fallback, usage rows and ledger. Only the answer
 //! differs, written by the [`Anthropic`] dialect (`domain::messages::reply`).
 //!
@@ -8,10 +8,10 @@
 //! `Authorization: Bearer`, and every error answer is rewritten into Anthropic's envelope
 //! `{"type": "error", "error": {"type", "message"}, "request_id"}` with its status codes.
 
-use crate::api::chat_stream::{Dialect, StreamFormat};
 use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::reply::{self, StreamTranslator};
@@ -229,7 +229,10 @@ async fn create(
     let dialect = Anthropic {
         stop_sequences: t.stop_sequences,
     };
-    crate::api::chat::complete_validated(app, caller, v, Arc::new(dialect)).await
+    let answer =
+        crate::domain::chat::complete::complete(app.chat_ports(), caller, v, Arc::new(dialect))
+            .await?;
+    Ok(crate::api::chat_answers::render(answer))
 }
 
 /// `{"input_tokens": n}`: the upstream's own count where it has a counter (Bedrock's

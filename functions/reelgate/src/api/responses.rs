@@ -243,7 +243,7 @@ async fn create(
 /// the chat messages the turn was translated to; here it names `input`, the parameter the caller
 /// sent (the message keeps the part).
 fn turn_error(e: &crate::ports::upstream::UpstreamError) -> ApiError {
-    let api = crate::api::upstream_error(e);
+    let api = crate::domain::error::upstream_error(e);
     match e {
         crate::ports::upstream::UpstreamError::InvalidRequest { .. } => api.with_param("input"),
         _ => api,
@@ -346,7 +346,7 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
                 }
             }
         };
-        if tokio::time::timeout(crate::api::chat_stream::DRAIN_AFTER_LEAVE, read)
+        if tokio::time::timeout(crate::domain::chat::stream::DRAIN_AFTER_LEAVE, read)
             .await
             .is_err()
         {
@@ -368,7 +368,7 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
     }
     let (outcome, output, usage, charge) = match failure {
         Some(e) => {
-            let api = crate::api::upstream_error(&e);
+            let api = crate::domain::error::upstream_error(&e);
             let outcome = Outcome::Failed {
                 code: api.code.clone(),
                 message: api.message.clone(),

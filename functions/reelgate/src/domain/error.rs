@@ -180,3 +180,68 @@ impl From<crate::ports::blobs::BlobError> for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The gateway error a failed upstream call becomes (chat completions and responses alike):
+/// unreachable → 503 `upstream_unavailable`; a timeout (status 504/408, or code `timeout`) →
+/// 504 `upstream_timeout`; an overloaded or rate-limited upstream (429, 503) → 503
+/// `upstream_unavailable`; anything else → 502 `upstream_error`, with the upstream's message
+/// so the caller can see, e.g., that its prompt exceeds the context window.
+pub fn upstream_error(error: &crate::ports::upstream::UpstreamError) -> ApiError {
+    use crate::ports::upstream::UpstreamError;
+    match error {
+        UpstreamError::Unreachable(m) => ApiError::new(
+            ErrorKind::UpstreamUnavailable,
+            "upstream_unavailable",
+            format!("The model provider is unreachable; try again later. ({m})"),
+        ),
+        UpstreamError::Rejected {
+            status,
+            code,
+            message,
+            ..
+        } => {
+            if *status == 504 || *status == 408 || code.as_deref() == Some("timeout") {
+                ApiError::new(
+                    ErrorKind::UpstreamTimeout,
+                    "upstream_timeout",
+                    format!("The model provider did not answer in time. ({message})"),
+                )
+            } else if *status == 400 || *status == 422 {
+                // The provider's own validation refused what the caller asked (a parameter
+                // combination its model does not take): the caller's to fix, not a gateway
+                // failure to retry.
+                ApiError::new(
+                    ErrorKind::InvalidRequest,
+                    "upstream_invalid_request",
+                    format!(
+                        "The model provider refused the request as invalid ({status}): {message}"
+                    ),
+                )
+            } else if *status == 429 || *status == 503 {
+                ApiError::new(
+                    ErrorKind::UpstreamUnavailable,
+                    "upstream_unavailable",
+                    format!("The model provider is busy; try again later. ({message})"),
+                )
+            } else {
+                ApiError::new(
+                    ErrorKind::UpstreamFailed,
+                    "upstream_error",
+                    format!("The model provider refused the request ({status}): {message}"),
+                )
+            }
+        }
+        UpstreamError::Protocol(m) => ApiError::new(
+            ErrorKind::UpstreamFailed,
+            "upstream_error",
+            format!("The model provider answered outside the protocol: {m}"),
+        ),
+        // The caller's mistake (e.g. an image URL the guarded fetcher refuses): a 400.
+        UpstreamError::InvalidRequest {
+            param,
+            code,
+            message,
+        } => ApiError::new(ErrorKind::InvalidRequest, code, message.clone())
+            .with_param(param.clone()),
+    }
+}

@@ -279,7 +279,18 @@ async fn chat(
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::chat::complete(app, s.caller, body).await
+    let v = crate::domain::chat::validate::validate(&app.catalog, &body)?;
+    let dialect = crate::api::chat_answers::OpenAiChat {
+        include_usage: v.include_usage,
+    };
+    let answer = crate::domain::chat::complete::complete(
+        app.chat_ports(),
+        s.caller,
+        v,
+        std::sync::Arc::new(dialect),
+    )
+    .await?;
+    Ok(crate::api::chat_answers::render(answer))
 }
 
 async fn list_keys(

@@ -146,7 +146,7 @@ pub async fn release(
     ];
     // A job admitted under a key's monthly budget gives its quote back to that month.
     const BUDGET_AT: usize = 3;
-    let budgeted = crate::domain::videos::jobs::load(store, org, video_id)
+    let budgeted = crate::domain::videos::record::load(store, org, video_id)
         .await?
         .and_then(|j| Some((j.key, j.budget_month?)));
     if let Some((key, month)) = &budgeted {

@@ -2,8 +2,11 @@
 //! the model catalog as the API shows it (`models`), and the file parts resolved to what an
 //! upstream can use.
 
+pub mod complete;
+pub mod dialect;
 pub mod models;
 pub mod routing;
+pub mod stream;
 pub mod validate;
 
 use crate::domain::accounts::Caller;

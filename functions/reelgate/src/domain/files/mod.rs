@@ -216,3 +216,12 @@ pub async fn list(
     }
     Ok(crate::domain::params::Page { data, has_more })
 }
+
+/// Deletes a file of `org` (404 for another organization's or an unknown id): the record, then
+/// its bytes.
+pub async fn delete(cx: Context<'_>, org: &str, file_id: &str) -> ApiResult<()> {
+    find(cx, org, file_id).await?;
+    cx.store.delete(&file_key(org, file_id), None).await?;
+    cx.blobs.delete(&blob_key(org, file_id)).await?;
+    Ok(())
+}

@@ -44,7 +44,7 @@ pub async fn cancel(
     org: &str,
     video_id: &str,
 ) -> ApiResult<Option<Video>> {
-    let Some(before) = crate::domain::videos::jobs::load(cx.store, org, video_id).await? else {
+    let Some(before) = crate::domain::videos::record::load(cx.store, org, video_id).await? else {
         return Ok(None);
     };
     let status = before.status.as_str();
@@ -53,7 +53,7 @@ pub async fn cancel(
     }
     if !crate::domain::videos::jobs::cancel(cx, org, video_id).await? {
         // Settled by someone else in between (a completion, a failure): report what it is now.
-        let now = crate::domain::videos::jobs::load(cx.store, org, video_id).await?;
+        let now = crate::domain::videos::record::load(cx.store, org, video_id).await?;
         let status = now.as_ref().map_or("deleted", |j| j.status.as_str());
         return Err(terminal(video_id, status));
     }
@@ -64,7 +64,7 @@ pub async fn cancel(
             tracing::warn!(%video_id, error = %e, "could not stop the workflow execution");
         }
     }
-    let Some(after) = crate::domain::videos::jobs::load(cx.store, org, video_id).await? else {
+    let Some(after) = crate::domain::videos::record::load(cx.store, org, video_id).await? else {
         return Ok(None);
     };
     // A render already submitted: ask its engine to stop (the worker also cancels it when its

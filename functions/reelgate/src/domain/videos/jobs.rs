@@ -2,28 +2,13 @@
 //! retried or duplicated step cannot move a job backwards or out of a terminal state.
 
 use crate::domain::error::ApiResult;
-use crate::domain::videos::record::{self as job_record, JobRecord, JobStatus};
+use crate::domain::videos::record::{self as job_record, JobStatus};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, ItemStore, StoreError, Update};
+use crate::ports::store::{now_secs, StoreError, Update};
 
 pub use crate::domain::videos::object::{
     failure_code, failure_message, stored_failure_code, TRANSLATION_NOT_CONFIGURED,
 };
-
-/// The job `video_id` of `org`, if it exists: the one read of a job item (the API, the
-/// workflow steps, the worker, billing and webhooks all load a job through here). The key is
-/// the organization's, so another tenant's job is never found.
-pub async fn load(
-    store: &dyn ItemStore,
-    org: &str,
-    video_id: &str,
-) -> Result<Option<JobRecord>, StoreError> {
-    Ok(store
-        .get(&crate::domain::table_keys::job(org, video_id))
-        .await?
-        .as_ref()
-        .and_then(JobRecord::from_item))
-}
 
 /// When a job that ends now is deleted.
 fn expiry(cx: Context<'_>, now: i64) -> i64 {
@@ -45,7 +30,7 @@ pub async fn fail(
     let stored = stored_failure_code(code);
     let message = failure_message(stored);
     let code = failure_code(code);
-    let Some(job) = load(cx.store, org, video_id).await? else {
+    let Some(job) = job_record::load(cx.store, org, video_id).await? else {
         return Ok(false);
     };
     let quote = job.cost;
@@ -71,7 +56,7 @@ pub async fn fail(
 /// no longer running (a completion that won the race keeps its charge). Erasure with `--force`
 /// uses it; the workflow's next step finds the job terminal and stops.
 pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = load(cx.store, org, video_id).await? else {
+    let Some(job) = job_record::load(cx.store, org, video_id).await? else {
         return Ok(false);
     };
     let quote = job.cost;
@@ -96,7 +81,7 @@ pub const PIPELINE_STOPPED: &str =
 /// Fails a job as `engine_unavailable` if it is still running (its workflow ended without
 /// settling it); true when it did. The reconcilers of ended executions call this.
 pub async fn fail_if_running(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<bool> {
-    let Some(job) = load(cx.store, org, video_id).await? else {
+    let Some(job) = job_record::load(cx.store, org, video_id).await? else {
         return Ok(false);
     };
     if !job.status.is_running() {
@@ -217,7 +202,7 @@ pub async fn recover_unstarted(
         crate::domain::table_keys::markers_written_by(cx.store, UNSTARTED_PK, cutoff).await?
     {
         let (org, video_id) = (org.as_str(), video_id.as_str());
-        let running = load(cx.store, org, video_id)
+        let running = job_record::load(cx.store, org, video_id)
             .await?
             .is_some_and(|job| job.status.is_running());
         if running

@@ -27,7 +27,7 @@ pub async fn retrieve(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<V
     if !is_valid(video_id, "video") {
         return Err(not_found(video_id));
     }
-    crate::domain::videos::jobs::load(cx.store, org, video_id)
+    crate::domain::videos::record::load(cx.store, org, video_id)
         .await?
         .map(|job| Video::of(&job))
         .ok_or_else(|| not_found(video_id))

@@ -459,6 +459,21 @@ pub fn completed(
         .set(EXPIRES_AT, expires_at)
 }
 
+/// The job `video_id` of `org`, if it exists: the one read of a job item (the API, the
+/// workflow steps, the worker, billing and webhooks all load a job through here). The key is
+/// the organization's, so another tenant's job is never found.
+pub async fn load(
+    store: &dyn crate::ports::store::ItemStore,
+    org: &str,
+    video_id: &str,
+) -> Result<Option<JobRecord>, crate::ports::store::StoreError> {
+    Ok(store
+        .get(&crate::domain::table_keys::job(org, video_id))
+        .await?
+        .as_ref()
+        .and_then(JobRecord::from_item))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

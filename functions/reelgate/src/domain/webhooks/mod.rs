@@ -607,7 +607,7 @@ async fn emit_to(
     if endpoints.is_empty() {
         return Ok(());
     }
-    let job = crate::domain::videos::jobs::load(cx.store, org, video_id)
+    let job = crate::domain::videos::record::load(cx.store, org, video_id)
         .await
         .map_err(|e| e.to_string())?;
     let Some(video) = job.as_ref().map(Video::of) else {

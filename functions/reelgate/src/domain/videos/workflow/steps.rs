@@ -183,7 +183,7 @@ where
 
 async fn load_running(pipeline: &Pipeline, job: &JobRef) -> Result<JobRecord, StepError> {
     let record =
-        crate::domain::videos::jobs::load(pipeline.store.as_ref(), &job.org, &job.video_id)
+        crate::domain::videos::record::load(pipeline.store.as_ref(), &job.org, &job.video_id)
             .await?
             .ok_or_else(|| StepError::new(errors::JOB_NOT_RUNNING, "the job no longer exists"))?;
     if !record.status.is_running() {
@@ -518,10 +518,13 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         Ok(item) => item,
         // A retried finalize after the charge went through: report what happened.
         Err(e) => {
-            let charged =
-                crate::domain::videos::jobs::load(pipeline.store.as_ref(), &job.org, &job.video_id)
-                    .await?
-                    .is_some_and(|j| j.reservation == Reservation::Charged);
+            let charged = crate::domain::videos::record::load(
+                pipeline.store.as_ref(),
+                &job.org,
+                &job.video_id,
+            )
+            .await?
+            .is_some_and(|j| j.reservation == Reservation::Charged);
             if charged {
                 return Ok(json!({"charged": false, "already": true}));
             }

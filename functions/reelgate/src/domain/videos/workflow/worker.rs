@@ -327,7 +327,7 @@ async fn job_and_engine(
     org: &str,
     video_id: &str,
 ) -> Result<JobAndEngine, String> {
-    let job = crate::domain::videos::jobs::load(pipeline.store.as_ref(), org, video_id)
+    let job = crate::domain::videos::record::load(pipeline.store.as_ref(), org, video_id)
         .await
         .map_err(|e| e.to_string())?;
     let Some(job) = job else {

@@ -1,31 +1,31 @@
-//! Streamed chat completions: the upstream's chunks are re-stamped (our id, our model name) and
-//! written as SSE events the moment each arrives — the body is a stream polled by hyper, with
-//! no buffering layer in between. With `stream_options.include_usage` every chunk carries
-//! `usage: null` and one last chunk with `choices: []` carries the usage, just before
-//! `data: [DONE]`. The upstream is always asked for usage so that billing has it.
+//! Streamed chat completions, metered: the upstream's chunks are re-stamped (our id, our model
+//! name) and handed to the caller's dialect the moment each arrives; what was generated is
+//! tallied so that the charge is exact. The upstream is always asked for usage so that billing
+//! has it.
 //!
-//! Billing happens before `[DONE]` is written, so a client that has seen the end can already
-//! see the charge. If the client goes away, hyper drops the body stream; the upstream stream
-//! is then read on by a task of its own for at most [`DRAIN_AFTER_LEAVE`] (nothing more is
-//! sent anywhere), so that the charge is the usage the upstream reports in its final chunk,
+//! Billing happens before the dialect writes the end (`[DONE]`), so a client that has seen the
+//! end can already see the charge. If the client goes away, the HTTP layer drops the stream;
+//! the upstream stream is then read on by a task of its own for at most [`DRAIN_AFTER_LEAVE`]
+//! (nothing more is sent anywhere), so that the charge is the usage the upstream reports in its final chunk,
 //! not a guess from what the client had seen. Only when no usage arrives in that time (or the
 //! upstream breaks off) is an estimate charged: every input part (text, images, files, audio,
 //! video) and the completion seen until then. A stream that the upstream breaks while the
 //! client is still there is not charged: a failure is never billed.
 
-use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::billing::rate_limits::Grant;
 use crate::domain::billing::token_charges::{self, TokenUsage};
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::dialect::StreamFormat;
 use crate::domain::chat::message_chars;
+use crate::ports::store::ItemStore;
 use crate::ports::upstream::{self, ChunkStream};
-use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::Response;
+use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the upstream of a stream the client left is still read for its usage report
@@ -33,7 +33,8 @@ use std::time::Duration;
 pub const DRAIN_AFTER_LEAVE: Duration = Duration::from_secs(30);
 
 pub struct StreamContext {
-    pub app: App,
+    /// Owned: the charge may outlive the request (a client that left).
+    pub store: Arc<dyn ItemStore>,
     pub caller: Caller,
     pub model: ChatModel,
     pub id: String,
@@ -45,101 +46,10 @@ pub struct StreamContext {
     pub grant: Grant,
 }
 
-/// The API a caller speaks to the chat use case: OpenAI's chat completions ([`OpenAiChat`]) or
-/// another shape translated from it (the Messages API). Admission, limits, routing, fallback and
-/// billing are the same whatever the dialect; only the id and what the caller reads differ.
-pub trait Dialect: Send + Sync + 'static {
-    /// A new id for the answer, also the ledger's reference for its charge.
-    fn new_id(&self) -> String;
-    /// The whole answer as the caller reads it, from our re-stamped `chat.completion`.
-    fn whole(&self, completion: Value) -> Value;
-    /// The writer of a streamed answer with this id and model name.
-    fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat>;
-}
-
-/// Writes a streamed answer as SSE bytes, one call per step of the upstream's stream.
-pub trait StreamFormat: Send + 'static {
-    /// What goes out before the first chunk.
-    fn start(&mut self) -> Vec<Bytes> {
-        Vec::new()
-    }
-    /// One re-stamped `chat.completion.chunk` with choices.
-    fn chunk(&mut self, chunk: Value) -> Vec<Bytes>;
-    /// The end of a completed stream, after its charge; `usage` is the upstream's usage object
-    /// (OpenAI's shape) or our estimate in that shape.
-    fn end(&mut self, usage: Value) -> Vec<Bytes>;
-    /// A failure after the headers went out.
-    fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes>;
-}
-
-/// OpenAI's chat completions, as `/v1/chat/completions` and the console answer.
-pub struct OpenAiChat {
-    /// `stream_options.include_usage`: every chunk carries `usage: null` and a last chunk
-    /// with `choices: []` carries the usage.
-    pub include_usage: bool,
-}
-
-impl Dialect for OpenAiChat {
-    fn new_id(&self) -> String {
-        crate::domain::chat::new_completion_id()
-    }
-
-    fn whole(&self, completion: Value) -> Value {
-        completion
-    }
-
-    fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat> {
-        Box::new(OpenAiChunks {
-            include_usage: self.include_usage,
-            id: id.to_owned(),
-            model: model.to_owned(),
-            created,
-        })
-    }
-}
-
-struct OpenAiChunks {
-    include_usage: bool,
-    id: String,
-    model: String,
-    created: i64,
-}
-
-impl StreamFormat for OpenAiChunks {
-    fn chunk(&mut self, mut chunk: Value) -> Vec<Bytes> {
-        if self.include_usage {
-            chunk["usage"] = Value::Null;
-        }
-        vec![event(&chunk)]
-    }
-
-    fn end(&mut self, usage: Value) -> Vec<Bytes> {
-        let mut out = Vec::new();
-        if self.include_usage {
-            out.push(event(&json!({
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": usage,
-            })));
-        }
-        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
-        out
-    }
-
-    fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes> {
-        // Headers are gone already, so the failure travels as an error event (as OpenAI sends
-        // one); the OpenAI SDKs raise it. No `[DONE]`: the completion did not complete.
-        vec![event(&crate::api::envelope::error_body(error))]
-    }
-}
-
 /// Everything a completion's charge needs, owned, so the charge can run as a task of its own.
 #[derive(Clone)]
 pub(crate) struct ChargeSpec {
-    pub app: App,
+    pub store: Arc<dyn ItemStore>,
     pub caller: Caller,
     pub model: ChatModel,
     pub id: String,
@@ -191,7 +101,7 @@ impl Meter {
 
     fn charge_spec(&self) -> ChargeSpec {
         ChargeSpec {
-            app: self.ctx.app.clone(),
+            store: self.ctx.store.clone(),
             caller: self.ctx.caller.clone(),
             model: self.ctx.model.clone(),
             id: self.ctx.id.clone(),
@@ -213,7 +123,7 @@ impl Meter {
 /// ([`token_charges::charge_detached`]).
 pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
     let ChargeSpec {
-        app,
+        store,
         caller,
         model,
         id,
@@ -233,7 +143,7 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
             used.prompt_tokens + used.completion_tokens,
         ),
     };
-    token_charges::charge_detached(app.store.clone(), c).await;
+    token_charges::charge_detached(store, c).await;
 }
 
 /// Reads on the upstream of a stream whose client left, for at most [`DRAIN_AFTER_LEAVE`], then
@@ -273,11 +183,6 @@ struct State {
     meter: Meter,
     out: VecDeque<Bytes>,
     finished: bool,
-}
-
-/// One SSE `data:` event.
-pub fn event(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
 }
 
 impl State {
@@ -324,7 +229,7 @@ impl State {
     fn fail(&mut self, error: &upstream::UpstreamError) {
         tracing::warn!(completion = %self.meter.ctx.id, %error, "upstream stream failed");
         self.meter.settled = true;
-        let api = crate::api::upstream_error(error);
+        let api = crate::domain::error::upstream_error(error);
         let events = self.meter.ctx.format.fail(&api);
         self.out.extend(events);
     }
@@ -350,7 +255,9 @@ impl Drop for State {
     }
 }
 
-pub fn respond(mut ctx: StreamContext, upstream: ChunkStream) -> Response {
+/// The answer's bytes as the caller reads them, each written the moment its chunk arrives;
+/// the charge is written before the end (see the module's notes on a client that leaves).
+pub fn metered(mut ctx: StreamContext, upstream: ChunkStream) -> BoxStream<'static, Bytes> {
     let first: VecDeque<Bytes> = ctx.format.start().into();
     let state = State {
         upstream,
@@ -362,10 +269,10 @@ pub fn respond(mut ctx: StreamContext, upstream: ChunkStream) -> Response {
         out: first,
         finished: false,
     };
-    let body = futures::stream::unfold(state, |mut st| async move {
+    futures::stream::unfold(state, |mut st| async move {
         loop {
             if let Some(bytes) = st.out.pop_front() {
-                return Some((Ok::<_, std::convert::Infallible>(bytes), st));
+                return Some((bytes, st));
             }
             if st.finished {
                 return None;
@@ -382,16 +289,6 @@ pub fn respond(mut ctx: StreamContext, upstream: ChunkStream) -> Response {
                 }
             }
         }
-    });
-    let mut response = Response::new(Body::from_stream(body));
-    *response.status_mut() = StatusCode::OK;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // Tells nginx-style proxies in front of the local server not to buffer the stream.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    })
+    .boxed()
 }

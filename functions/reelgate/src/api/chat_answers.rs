@@ -1,0 +1,114 @@
+//! How a chat answer is written over HTTP, for `/v1/chat/completions`, the Messages API and the
+//! console alike: the whole answer as JSON, or its stream as server-sent events written the
+//! moment each chunk arrives (the body is a stream polled by hyper, with no buffering layer in
+//! between), and the rate limits' headers on every answer made under them. OpenAI's dialect is
+//! here; the use case and its metering are `domain::chat::complete` and `domain::chat::stream`.
+
+use crate::domain::chat::complete::{ChatAnswer, Reply};
+use crate::domain::chat::dialect::{Dialect, StreamFormat};
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+/// Renders a chat answer: JSON, or SSE for a stream; the limits' headers once admitted.
+pub fn render(answer: ChatAnswer) -> Response {
+    match answer {
+        ChatAnswer::Limited(limited) => crate::api::rate_limits::refused(limited),
+        ChatAnswer::Admitted { reply, status } => {
+            let mut response = match reply {
+                Ok(Reply::Whole(body)) => Json(body).into_response(),
+                Ok(Reply::Stream(events)) => sse(events),
+                Err(e) => e.into_response(),
+            };
+            crate::api::rate_limits::apply(&status, response.headers_mut());
+            response
+        }
+    }
+}
+
+fn sse(events: futures::stream::BoxStream<'static, Bytes>) -> Response {
+    let body = events.map(Ok::<_, std::convert::Infallible>);
+    let mut response = Response::new(Body::from_stream(body));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Tells nginx-style proxies in front of the local server not to buffer the stream.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// One SSE `data:` event.
+pub fn event(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+/// OpenAI's chat completions, as `/v1/chat/completions` and the console answer.
+pub struct OpenAiChat {
+    /// `stream_options.include_usage`: every chunk carries `usage: null` and a last chunk
+    /// with `choices: []` carries the usage.
+    pub include_usage: bool,
+}
+
+impl Dialect for OpenAiChat {
+    fn new_id(&self) -> String {
+        crate::domain::chat::new_completion_id()
+    }
+
+    fn whole(&self, completion: Value) -> Value {
+        completion
+    }
+
+    fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat> {
+        Box::new(OpenAiChunks {
+            include_usage: self.include_usage,
+            id: id.to_owned(),
+            model: model.to_owned(),
+            created,
+        })
+    }
+}
+
+struct OpenAiChunks {
+    include_usage: bool,
+    id: String,
+    model: String,
+    created: i64,
+}
+
+impl StreamFormat for OpenAiChunks {
+    fn chunk(&mut self, mut chunk: Value) -> Vec<Bytes> {
+        if self.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        vec![event(&chunk)]
+    }
+
+    fn end(&mut self, usage: Value) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if self.include_usage {
+            out.push(event(&json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [],
+                "usage": usage,
+            })));
+        }
+        out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        out
+    }
+
+    fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes> {
+        // Headers are gone already, so the failure travels as an error event (as OpenAI sends
+        // one); the OpenAI SDKs raise it. No `[DONE]`: the completion did not complete.
+        vec![event(&crate::api::envelope::error_body(error))]
+    }
+}
