@@ -212,7 +212,7 @@ async fn open_stores(args: &AdminArgs, config: &Config) -> anyhow::Result<Stores
                 .clone()
                 .unwrap_or_else(crate::default_data_dir);
             // The public URL only matters for signing blob URLs, which admin never does.
-            let backend = reelgate_embedded::host::LocalBackend::open(&dir, "http://127.0.0.1")
+            let backend = reelgate_embedded::backend::LocalBackend::open(&dir, "http://127.0.0.1")
                 .with_context(|| format!("opening {}", dir.display()))?;
             Ok(Stores {
                 store: backend.store,

@@ -1,7 +1,8 @@
 use anyhow::Context;
 use reelgate::config::Config;
+use reelgate_embedded::backend::LocalBackend;
 use reelgate_embedded::host::{
-    assemble, bootstrap_demo, local_router, start_services, LocalBackend, LocalServiceOptions,
+    assemble, bootstrap_demo, local_router, local_workflow, start_services, LocalServiceOptions,
 };
 use reelgate_embedded::listener::ListenerLimits;
 use std::path::PathBuf;
@@ -60,9 +61,16 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
         .to_owned();
     let backend = LocalBackend::open(&data_dir, &base_url)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
+    let options = LocalServiceOptions {
+        engine_parallel: args.engine_parallel,
+        engine_fault_injection: args.engine_fault_injection,
+        ..Default::default()
+    };
+    let workflow = local_workflow(&backend, &options).context("loading the workflow")?;
     let mut app = assemble(
         config,
         &backend,
+        workflow.clone(),
         &base_url,
         reelgate_aws::upstream_connector(),
     )
@@ -75,12 +83,7 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
     let demo = bootstrap_demo(&app)
         .await
         .context("creating the demo organization")?;
-    let options = LocalServiceOptions {
-        engine_parallel: args.engine_parallel,
-        engine_fault_injection: args.engine_fault_injection,
-        ..Default::default()
-    };
-    let services = start_services(&app, &backend, options)
+    let services = start_services(&app, &backend, workflow, options)
         .await
         .context("starting the local services")?;
     let router = local_router(app.clone(), &backend, &services);

@@ -1,88 +1,24 @@
-//! The local host's wiring: the embedded adapters under one data directory (a SQLite file and a
-//! blob directory), and the demo organization created on first start.
+//! The local host: assembles the App over the local backend and starts the services the
+//! process runs besides the API, each in its own module: the in-process reference engine, the
+//! workflow runner (`workflow`), the render workers (`render_worker`), webhook delivery
+//! (`webhook_delivery`), the retention sweep (`retention`) and the recovery and reconcile
+//! passes (`recovery`). Only this module knows all of them; none of them knows it. Also the demo
+//! organization created on first start.
+//!
+//! The order, as `reelgate serve` and the test server follow it: open the [`LocalBackend`],
+//! build the [`LocalWorkflow`] on its journal, [`assemble`] the App with it, then
+//! [`start_services`] on that App.
 
-use crate::blobs::{LocalBlobStore, UrlSigner};
-use crate::db::Database;
-use crate::queue::SqliteQueue;
-use crate::store::SqliteItemStore;
+use crate::backend::LocalBackend;
+use crate::journal::SqliteJournal;
+use crate::workflow::LocalWorkflow;
 use reelgate::adapters::CatalogConnector;
 use reelgate::app::{App, Host, Ports};
-use reelgate::config::{Config, Settings};
-use reelgate::domain::catalog::Catalog;
+use reelgate::config::Config;
 use reelgate::ports::store::{item, Condition, ItemExt, Key};
 use rust_decimal::Decimal;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Receives before a render message goes to the dead-letter side.
-pub const RENDER_QUEUE_MAX_RECEIVES: u32 = 5;
-/// Receives before a webhook message goes to the dead-letter side (a failed attempt is a new
-/// message; only a store or queue fault makes one come back).
-pub const WEBHOOK_QUEUE_MAX_RECEIVES: u32 = 10;
-
-#[derive(Clone)]
-pub struct LocalBackend {
-    pub db: Database,
-    pub store: Arc<SqliteItemStore>,
-    pub blobs: Arc<LocalBlobStore>,
-    pub render_queue: Arc<SqliteQueue>,
-    /// Webhook deliveries (`reelgate::domain::webhooks`), consumed by the workflow host.
-    pub webhook_queue: Arc<SqliteQueue>,
-    pub data_dir: PathBuf,
-    /// The bearer key of the in-process reference engine, new each process: the engine is
-    /// mounted on the public listener, and without this key it answers 401 to everyone.
-    pub engine_key: String,
-}
-
-impl LocalBackend {
-    pub fn open(data_dir: &Path, public_base_url: &str) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(data_dir)?;
-        let db = Database::open(&data_dir.join("reelgate.sqlite3"))?;
-        let secret = UrlSigner::load_or_create_secret(&data_dir.join("url-signing.key"))?;
-        let signer = UrlSigner::new(secret, public_base_url);
-        Ok(LocalBackend {
-            store: Arc::new(SqliteItemStore::new(db.clone())),
-            blobs: Arc::new(LocalBlobStore::new(data_dir.join("blobs"), signer)),
-            render_queue: Arc::new(SqliteQueue::new(
-                db.clone(),
-                "render",
-                RENDER_QUEUE_MAX_RECEIVES,
-            )),
-            webhook_queue: Arc::new(SqliteQueue::new(
-                db.clone(),
-                "webhooks",
-                WEBHOOK_QUEUE_MAX_RECEIVES,
-            )),
-            db,
-            data_dir: data_dir.to_owned(),
-            engine_key: reelgate::domain::ids::new_secret(40),
-        })
-    }
-
-    pub fn app(&self, catalog: Arc<Catalog>, settings: Settings) -> App {
-        let mut app = App::new(
-            self.store.clone(),
-            self.blobs.clone(),
-            self.render_queue.clone(),
-            catalog,
-            settings,
-        );
-        app.webhook_queue = Some(self.webhook_queue.clone());
-        app
-    }
-}
-
-impl LocalBackend {
-    /// The API router plus the route that serves this blob directory's signed URLs.
-    pub fn router(&self, app: App) -> axum::Router {
-        let signed = crate::blobs_route::SignedBlobs {
-            blobs: self.blobs.clone(),
-            signer: self.blobs.signer().clone(),
-            max_upload_bytes: app.settings.max_upload_bytes,
-        };
-        reelgate::api::router(app).merge(crate::blobs_route::routes(signed))
-    }
-}
+use std::time::Duration;
 
 /// What the first start prints: where the service is and the key to call it with.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -136,20 +72,61 @@ pub async fn bootstrap_demo(app: &App) -> anyhow::Result<DemoAccount> {
 /// Where the local server mounts the in-process reference engine.
 pub const REFERENCE_ENGINE_PREFIX: &str = "/_engine";
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LocalServiceOptions {
-    pub workflow: crate::workflow::LocalWorkflowOptions,
+    /// Multiplies every wait of the state machine (tests shrink heartbeats and retries); read
+    /// when the workflow is built ([`local_workflow`]).
+    pub time_scale: f64,
+    /// Render messages handled at once.
+    pub render_workers: usize,
+    /// How often expired jobs and files are swept (and ended executions reconciled).
+    pub sweep_interval: Duration,
+    /// How often the recovery pass looks for admitted jobs whose workflow never started.
+    pub recovery_interval: Duration,
+    /// How old such a job must be before the periodic pass ends it (a start takes far less).
+    pub recovery_grace: Duration,
     /// Renders the in-process reference engine runs at once.
     pub engine_parallel: usize,
     /// Serve the reference engine's fault switches (`PUT /_engine/v1/faults`), for tests.
     pub engine_fault_injection: bool,
 }
 
+impl Default for LocalServiceOptions {
+    fn default() -> Self {
+        LocalServiceOptions {
+            time_scale: 1.0,
+            render_workers: 2,
+            sweep_interval: Duration::from_secs(600),
+            recovery_interval: Duration::from_secs(60),
+            recovery_grace: Duration::from_secs(300),
+            engine_parallel: 0,
+            engine_fault_injection: false,
+        }
+    }
+}
+
 /// Everything the local process runs besides the API: the reference engine, the workflow
-/// runner, the render workers and the sweeper.
+/// runner, the render workers, webhook delivery and the periodic passes. Dropping it stops
+/// them, as [`LocalServices::shutdown`] does.
 pub struct LocalServices {
     pub engine: Arc<reelgate_engine::ReferenceEngine>,
-    pub workflow: crate::workflow::LocalWorkflowHost,
+    pub workflow: Arc<LocalWorkflow>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl LocalServices {
+    pub fn shutdown(&self) {
+        self.workflow.runner.shutdown();
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for LocalServices {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
 }
 
 /// Where the local server serves its in-process reference engine.
@@ -160,12 +137,22 @@ pub fn reference_engine_url(public_base_url: &str) -> String {
     )
 }
 
-/// The application over this data directory, assembled from `config` by
-/// [`reelgate::app::assemble`] like every host's; `connector` names the chat-upstream kinds the
-/// binary links. A failing upstream or discovery stops start-up here.
+/// The workflow runner over this backend's journal, for the App to be built with; it runs
+/// nothing until [`start_services`].
+pub fn local_workflow(
+    backend: &LocalBackend,
+    options: &LocalServiceOptions,
+) -> anyhow::Result<Arc<LocalWorkflow>> {
+    LocalWorkflow::new(SqliteJournal::new(backend.db.clone()), options.time_scale)
+}
+
+/// The application over this data directory with `workflow` as its runner, assembled from
+/// `config` by [`reelgate::app::assemble`] like every host's; `connector` names the chat-upstream
+/// kinds the binary links. A failing upstream or discovery stops start-up here.
 pub async fn assemble(
     config: &Config,
     backend: &LocalBackend,
+    workflow: Arc<LocalWorkflow>,
     public_base_url: &str,
     connector: CatalogConnector,
 ) -> anyhow::Result<App> {
@@ -173,7 +160,7 @@ pub async fn assemble(
         store: backend.store.clone(),
         blobs: backend.blobs.clone(),
         render_queue: backend.render_queue.clone(),
-        workflow: None,
+        workflow: Some(workflow),
     };
     let host = Host {
         fallback_url: public_base_url.to_owned(),
@@ -190,14 +177,20 @@ pub async fn assemble(
     Ok(app)
 }
 
-/// Starts the local services of `app`: the in-process reference engine and the workflow host
-/// (ASL runner, render workers, sweeper), which it installs as `app`'s workflow. Call before
+/// Starts the local services of `app`, whose workflow is `workflow`: the in-process reference
+/// engine; the workflow's steps on `app`, resuming unfinished executions; the start-up
+/// recovery; then the render workers, webhook delivery and the periodic passes. Call before
 /// serving; mount the engine with [`local_router`].
 pub async fn start_services(
     app: &App,
     backend: &LocalBackend,
+    workflow: Arc<LocalWorkflow>,
     options: LocalServiceOptions,
 ) -> anyhow::Result<LocalServices> {
+    anyhow::ensure!(
+        app.workflow().is_some_and(|w| workflow.is(&w)),
+        "the App must be built with the workflow its services start"
+    );
     let engine = reelgate_engine::ReferenceEngine::new(reelgate_engine::EngineConfig {
         public_base_url: reference_engine_url(&app.settings.public_base_url),
         max_parallel: options.engine_parallel.max(1),
@@ -205,8 +198,49 @@ pub async fn start_services(
         api_key: Some(backend.engine_key.clone()),
         ..Default::default()
     });
-    let workflow = crate::workflow::start(app, backend, options.workflow).await?;
-    Ok(LocalServices { engine, workflow })
+    workflow.run_steps_on(app.clone());
+    let resumed = workflow.runner.resume_unfinished().await?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed unfinished video executions");
+    }
+    crate::recovery::recover_at_start(app, workflow.as_ref()).await?;
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(crate::recovery::run(
+        app.clone(),
+        workflow.clone(),
+        options.recovery_interval,
+        options.recovery_grace,
+    )));
+    for n in 0..options.render_workers.max(1) {
+        tasks.push(tokio::spawn(crate::render_worker::run(app.clone(), n)));
+    }
+    tasks.push(tokio::spawn(crate::webhook_delivery::run(app.clone())));
+    tasks.push(tokio::spawn(sweeps(
+        app.clone(),
+        backend.clone(),
+        options.sweep_interval,
+    )));
+    Ok(LocalServices {
+        engine,
+        workflow,
+        tasks,
+    })
+}
+
+/// Every `interval`, starting at once: the retention sweep, then the reconcile of ended
+/// executions.
+async fn sweeps(app: App, backend: LocalBackend, interval: Duration) {
+    let journal = SqliteJournal::new(backend.db.clone());
+    loop {
+        let now = reelgate::ports::store::now_secs();
+        if let Err(e) = crate::retention::sweep(&backend, now).await {
+            tracing::warn!(error = %e, "retention sweep failed");
+        }
+        if let Err(e) = crate::recovery::reconcile(&app, &journal).await {
+            tracing::warn!(error = %e, "reconciling ended executions failed");
+        }
+        tokio::time::sleep(interval).await;
+    }
 }
 
 /// The local server's router: the API plus the in-process reference engine.

@@ -5,8 +5,8 @@
 //! rest, and no blob outlives [`BLOB_MAX_AGE_SECS`] even if a record never claimed it. Finished
 //! workflow executions and dead-lettered render messages, which carry prompts, go too.
 
-use crate::host::LocalBackend;
-use crate::workflow::SqliteJournal;
+use crate::backend::LocalBackend;
+use crate::journal::SqliteJournal;
 use reelgate::domain::retention::{
     owned_blobs, BLOB_MAX_AGE_SECS, DEAD_LETTER_RETENTION_SECS, RETENTION_SECS,
     STAGING_MAX_AGE_SECS,

@@ -2,7 +2,7 @@
 //! directory, and helpers to make organizations, people and keys. Used by this crate's tests and
 //! by other crates' tests (feature `contract`).
 
-use crate::host::LocalBackend;
+use crate::backend::LocalBackend;
 use reelgate::app::App;
 use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
@@ -110,7 +110,18 @@ impl TestServer {
         };
         let catalog = Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog");
         let catalog = Arc::new(catalog);
-        let mut app = backend.app(catalog.clone(), settings);
+        let options = crate::host::LocalServiceOptions {
+            time_scale,
+            render_workers: 2,
+            sweep_interval: std::time::Duration::from_secs(3600),
+            engine_parallel: 2,
+            engine_fault_injection: true,
+            ..Default::default()
+        };
+        let workflow = crate::host::local_workflow(&backend, &options).expect("workflow");
+        let mut app = backend
+            .app(catalog.clone(), settings)
+            .with_workflow(workflow.clone());
         // The harness renders PDFs in its own process (the serve binary uses a limited child).
         app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
         configure(&mut app);
@@ -125,17 +136,7 @@ impl TestServer {
             )
             .expect("engines"),
         );
-        let options = crate::host::LocalServiceOptions {
-            workflow: crate::workflow::LocalWorkflowOptions {
-                time_scale,
-                workers: 2,
-                sweep_interval: std::time::Duration::from_secs(3600),
-                ..Default::default()
-            },
-            engine_parallel: 2,
-            engine_fault_injection: true,
-        };
-        let services = crate::host::start_services(&app, &backend, options)
+        let services = crate::host::start_services(&app, &backend, workflow, options)
             .await
             .expect("services");
         let router = crate::host::local_router(app.clone(), &backend, &services);
@@ -166,7 +167,7 @@ impl TestServer {
     pub fn stop(mut self) -> (tempfile::TempDir, std::net::SocketAddr) {
         self.server.abort();
         if let Some(s) = self.services.take() {
-            s.workflow.shutdown();
+            s.shutdown();
         }
         let addr: std::net::SocketAddr = self
             .base_url

@@ -11,7 +11,7 @@ use reelgate::domain::Context;
 use reelgate::ports::store::{
     Condition, Item, ItemStore, Key, Page, Query, StoreError, TransactOp, Update,
 };
-use reelgate_embedded::host::LocalBackend;
+use reelgate_embedded::backend::LocalBackend;
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 use std::sync::atomic::{AtomicU32, Ordering};

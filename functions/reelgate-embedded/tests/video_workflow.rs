@@ -568,8 +568,8 @@ async fn a_job_whose_execution_ended_without_settling_is_failed_unbilled() {
         )
         .await
         .expect("stop");
-    let journal = reelgate_embedded::workflow::SqliteJournal::new(server.backend.db.clone());
-    let failed = reelgate_embedded::workflow::reconcile(&server.app, &journal)
+    let journal = reelgate_embedded::journal::SqliteJournal::new(server.backend.db.clone());
+    let failed = reelgate_embedded::recovery::reconcile(&server.app, &journal)
         .await
         .expect("reconcile");
     assert_eq!(failed, 1);
@@ -577,7 +577,7 @@ async fn a_job_whose_execution_ended_without_settling_is_failed_unbilled() {
     assert_eq!(done["error"]["code"], "engine_unavailable", "{done}");
     assert_unbilled(&server, &t, "5.00").await;
     assert_eq!(
-        reelgate_embedded::workflow::reconcile(&server.app, &journal)
+        reelgate_embedded::recovery::reconcile(&server.app, &journal)
             .await
             .expect("again"),
         0

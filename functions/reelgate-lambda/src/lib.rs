@@ -406,7 +406,7 @@ pub async fn run_webhook_worker() -> Result<(), Error> {
 /// `FailJob`; when it did not (the execution's own time limit, `FailJob` out of retries, an
 /// operator's StopExecution), the job would stay running with its reservation held. This fails
 /// such a job as `engine_unavailable` and releases the reservation — the AWS counterpart of the
-/// local host's `reelgate_embedded::workflow::reconcile`. Returns whether it failed a job.
+/// local host's `reelgate_embedded::recovery::reconcile`. Returns whether it failed a job.
 pub async fn handle_execution_ended(
     app: &App,
     event: &EventBridgeEvent<ExecutionStatusChange>,

@@ -7,7 +7,7 @@
 use reelgate::config::Settings;
 use reelgate::domain::accounts::Accounts;
 use reelgate::domain::catalog::Catalog;
-use reelgate_embedded::host::LocalBackend;
+use reelgate_embedded::backend::LocalBackend;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -132,7 +132,7 @@ fn assembled(full: &App, function: &LambdaFunction) -> App {
         app.webhook_queue = Some(Arc::new(absent(Port::Queues)));
     }
     if !declared.declares(Port::Workflow) {
-        app.replace_workflow(Some(Arc::new(absent(Port::Workflow))));
+        app = app.with_workflow(Arc::new(absent(Port::Workflow)));
     }
     if !declared.declares(Port::Chat) {
         app.upstreams = Arc::new(Upstreams::with_connector(Arc::new(absent(Port::Chat))));

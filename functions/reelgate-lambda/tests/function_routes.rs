@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
-use reelgate_embedded::host::LocalBackend;
+use reelgate_embedded::backend::LocalBackend;
 use reelgate_lambda::functions::{Serves, BY_CONSTANT, FUNCTIONS};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 
 use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
-use reelgate_embedded::host::LocalBackend;
+use reelgate_embedded::backend::LocalBackend;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

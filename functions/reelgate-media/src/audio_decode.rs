@@ -16,7 +16,6 @@ use symphonia::core::packet::Packet;
 use symphonia::core::units::{Duration as SymDuration, Timestamp as SymTimestamp};
 
 use crate::encode::AUDIO_SAMPLE_RATE;
-use crate::render::AudioBed;
 use crate::MediaError;
 
 /// Decoded audio: interleaved signed 16-bit samples.
@@ -52,7 +51,7 @@ impl Pcm {
             if ch == 2 && self.rate == AUDIO_SAMPLE_RATE {
                 return Ok(self.samples.clone());
             }
-            return Ok(AudioBed::from_pcm(self.rate, self.channels, &self.samples)?.samples);
+            return Ok(resample_stereo_48k(self.rate, self.channels, &self.samples));
         }
         // L R C LFE Ls Rs ... (the MPEG/WAV order); the LFE is left out.
         let mut stereo = Vec::with_capacity(self.samples.len() / ch * 2);
@@ -68,8 +67,34 @@ impl Pcm {
             stereo.push(((s(0) + c + ls) * gain).clamp(-32768.0, 32767.0) as i16);
             stereo.push(((s(1) + c + rs) * gain).clamp(-32768.0, 32767.0) as i16);
         }
-        Ok(AudioBed::from_pcm(self.rate, 2, &stereo)?.samples)
+        Ok(resample_stereo_48k(self.rate, 2, &stereo))
     }
+}
+
+/// Interleaved PCM at `rate` with one or two `channels` (neither checked here: both callers
+/// have) as 48 kHz stereo, by linear interpolation; mono is copied to both sides.
+pub(crate) fn resample_stereo_48k(rate: u32, channels: u16, samples: &[i16]) -> Vec<i16> {
+    let ch = usize::from(channels);
+    let frames_in = samples.len() / ch;
+    if frames_in == 0 {
+        return Vec::new();
+    }
+    let frames_out = (frames_in as u64 * u64::from(AUDIO_SAMPLE_RATE) / u64::from(rate)).max(1);
+    let mut out = Vec::with_capacity(frames_out as usize * 2);
+    let step = f64::from(rate) / f64::from(AUDIO_SAMPLE_RATE);
+    for i in 0..frames_out {
+        let pos = i as f64 * step;
+        let i0 = (pos.floor() as usize).min(frames_in - 1);
+        let i1 = (i0 + 1).min(frames_in - 1);
+        let frac = pos - i0 as f64;
+        for c in 0..2 {
+            let src_c = c.min(ch - 1);
+            let a = f64::from(samples[i0 * ch + src_c]);
+            let b = f64::from(samples[i1 * ch + src_c]);
+            out.push((a + (b - a) * frac).round() as i16);
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------
@@ -185,7 +210,7 @@ fn float_to_i16(f: f64) -> i16 {
 }
 
 /// Reads a WAV file's format and its sample bytes (whole frames).
-fn wav(bytes: &[u8]) -> Result<(PcmFormat, &[u8], u16), MediaError> {
+pub(crate) fn wav(bytes: &[u8]) -> Result<(PcmFormat, &[u8], u16), MediaError> {
     let bad = |m: &str| MediaError::AudioDecode(format!("the reference WAV {m}"));
     let mut pos = 12;
     let mut fmt: Option<(PcmFormat, u16)> = None;
@@ -383,7 +408,7 @@ pub(crate) fn decode_packets<'a>(
 
 /// Decodes a whole audio file that symphonia can open (MP3, FLAC, Ogg Vorbis, WAV), at most
 /// about `max_secs` seconds.
-fn decode_file(bytes: &[u8], name: &str, max_secs: f64) -> Result<Pcm, MediaError> {
+pub(crate) fn decode_file(bytes: &[u8], name: &str, max_secs: f64) -> Result<Pcm, MediaError> {
     let source = MediaSourceStream::new(
         Box::new(Cursor::new(bytes)),
         MediaSourceStreamOptions::default(),
@@ -449,83 +474,6 @@ fn decode_file(bytes: &[u8], name: &str, max_secs: f64) -> Result<Pcm, MediaErro
         return Err(MediaError::AudioDecode(format!("{name}: no audio decoded")));
     }
     Ok(pcm)
-}
-
-// ---------------------------------------------------------------------------
-// Reference audio files
-
-/// What a reference audio file is, from its first bytes.
-fn reference_kind(bytes: &[u8]) -> &'static str {
-    let at = |o: usize, m: &[u8]| bytes.len() >= o + m.len() && &bytes[o..o + m.len()] == m;
-    if at(0, b"RIFF") && at(8, b"WAVE") {
-        "WAV"
-    } else if at(4, b"ftyp") {
-        "MP4/M4A"
-    } else if at(0, b"fLaC") {
-        "FLAC"
-    } else if at(0, b"OggS") {
-        let head = &bytes[..bytes.len().min(256)];
-        if head.windows(8).any(|w| w == b"OpusHead") {
-            "Opus (in Ogg)"
-        } else {
-            "Ogg"
-        }
-    } else if at(0, b"ID3") || (bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] & 0xE0 == 0xE0) {
-        if bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] & 0xF6 == 0xF0 {
-            "AAC (ADTS)"
-        } else {
-            "MP3"
-        }
-    } else if at(0, b"FORM") {
-        "AIFF"
-    } else if at(0, b"caff") {
-        "CAF"
-    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
-        "WebM/Matroska"
-    } else {
-        "unknown"
-    }
-}
-
-/// Decodes a caller's reference audio file (WAV with 8/16/24/32-bit integer or 32/64-bit float
-/// PCM, MP3, FLAC, Ogg Vorbis, or MP4/M4A with AAC, MP3, FLAC, ALAC or PCM), at most about
-/// `max_secs` seconds of it.
-pub(crate) fn decode_reference(bytes: &[u8], max_secs: f64) -> Result<Pcm, MediaError> {
-    let kind = reference_kind(bytes);
-    match kind {
-        "WAV" => {
-            let (format, data, tag) = wav(bytes)?;
-            if format.float || tag == 1 {
-                format.check().map_err(|m| {
-                    MediaError::UnsupportedCodec(format!("the reference WAV has {m}"))
-                })?;
-                let max = (max_secs * f64::from(format.rate)).ceil() as u64;
-                let frame = format.frame_bytes() as usize;
-                let data = &data[..data.len().min((max as usize).saturating_mul(frame))];
-                let mut samples = Vec::with_capacity(data.len() / usize::from(format.bits / 8));
-                format.convert(data, &mut samples);
-                return Ok(Pcm {
-                    rate: format.rate,
-                    channels: format.channels,
-                    samples,
-                });
-            }
-            // Other WAV encodings (A-law, mu-law, ...): let symphonia try.
-            decode_file(bytes, "the reference WAV", max_secs).map_err(|_| {
-                MediaError::UnsupportedCodec(format!(
-                    "the reference WAV uses format tag 0x{tag:04x}; only PCM and float WAV are decoded"
-                ))
-            })
-        }
-        "MP4/M4A" => crate::conform::decode_mp4_audio(bytes, max_secs),
-        "MP3" | "FLAC" | "Ogg" => decode_file(bytes, &format!("the reference {kind}"), max_secs),
-        "unknown" => Err(MediaError::UnsupportedCodec(
-            "the reference audio is not in a format this service decodes (WAV, MP3, FLAC, Ogg Vorbis, M4A)".into(),
-        )),
-        other => Err(MediaError::UnsupportedCodec(format!(
-            "the reference audio is {other}; only WAV, MP3, FLAC, Ogg Vorbis and M4A are decoded"
-        ))),
-    }
 }
 
 /// Codec ids for the symphonia decoders used on MP4 tracks.

@@ -11,8 +11,10 @@
 use crate::aspect::{output_dimensions, AspectRatio};
 use crate::audio_decode::{self, Pcm, PcmFormat};
 use crate::demux::{be16, be32, Movie, Sample, Track};
-use crate::encode::{encode_aac_stereo_48k, H264Encoder, AUDIO_SAMPLE_RATE, MOVIE_TIMESCALE};
-use crate::mux::{self, AacTrack, AacUnit};
+use crate::encode::{
+    encode_aac_stereo_48k, AacTrack, AacUnit, H264Encoder, AUDIO_SAMPLE_RATE, MOVIE_TIMESCALE,
+};
+use crate::mux;
 use crate::scale::{CoverScaler, Picture};
 use crate::thumbnail::avcc_to_annexb;
 use crate::MediaError;
@@ -820,6 +822,83 @@ pub(crate) fn decode_mp4_audio(bytes: &[u8], max_secs: f64) -> Result<Pcm, Media
 }
 
 // ---------------------------------------------------------------------------
+// Reference audio files (here, beside the MP4 audio track decoder an M4A needs)
+
+/// What a reference audio file is, from its first bytes.
+fn reference_kind(bytes: &[u8]) -> &'static str {
+    let at = |o: usize, m: &[u8]| bytes.len() >= o + m.len() && &bytes[o..o + m.len()] == m;
+    if at(0, b"RIFF") && at(8, b"WAVE") {
+        "WAV"
+    } else if at(4, b"ftyp") {
+        "MP4/M4A"
+    } else if at(0, b"fLaC") {
+        "FLAC"
+    } else if at(0, b"OggS") {
+        let head = &bytes[..bytes.len().min(256)];
+        if head.windows(8).any(|w| w == b"OpusHead") {
+            "Opus (in Ogg)"
+        } else {
+            "Ogg"
+        }
+    } else if at(0, b"ID3") || (bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] & 0xE0 == 0xE0) {
+        if bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] & 0xF6 == 0xF0 {
+            "AAC (ADTS)"
+        } else {
+            "MP3"
+        }
+    } else if at(0, b"FORM") {
+        "AIFF"
+    } else if at(0, b"caff") {
+        "CAF"
+    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
+        "WebM/Matroska"
+    } else {
+        "unknown"
+    }
+}
+
+/// Decodes a caller's reference audio file (WAV with 8/16/24/32-bit integer or 32/64-bit float
+/// PCM, MP3, FLAC, Ogg Vorbis, or MP4/M4A with AAC, MP3, FLAC, ALAC or PCM), at most about
+/// `max_secs` seconds of it.
+pub(crate) fn decode_reference(bytes: &[u8], max_secs: f64) -> Result<Pcm, MediaError> {
+    let kind = reference_kind(bytes);
+    match kind {
+        "WAV" => {
+            let (format, data, tag) = audio_decode::wav(bytes)?;
+            if format.float || tag == 1 {
+                format.check().map_err(|m| {
+                    MediaError::UnsupportedCodec(format!("the reference WAV has {m}"))
+                })?;
+                let max = (max_secs * f64::from(format.rate)).ceil() as u64;
+                let frame = format.frame_bytes() as usize;
+                let data = &data[..data.len().min((max as usize).saturating_mul(frame))];
+                let mut samples = Vec::with_capacity(data.len() / usize::from(format.bits / 8));
+                format.convert(data, &mut samples);
+                return Ok(Pcm {
+                    rate: format.rate,
+                    channels: format.channels,
+                    samples,
+                });
+            }
+            // Other WAV encodings (A-law, mu-law, ...): let symphonia try.
+            audio_decode::decode_file(bytes, "the reference WAV", max_secs).map_err(|_| {
+                MediaError::UnsupportedCodec(format!(
+                    "the reference WAV uses format tag 0x{tag:04x}; only PCM and float WAV are decoded"
+                ))
+            })
+        }
+        "MP4/M4A" => decode_mp4_audio(bytes, max_secs),
+        "MP3" | "FLAC" | "Ogg" => audio_decode::decode_file(bytes, &format!("the reference {kind}"), max_secs),
+        "unknown" => Err(MediaError::UnsupportedCodec(
+            "the reference audio is not in a format this service decodes (WAV, MP3, FLAC, Ogg Vorbis, M4A)".into(),
+        )),
+        other => Err(MediaError::UnsupportedCodec(format!(
+            "the reference audio is {other}; only WAV, MP3, FLAC, Ogg Vorbis and M4A are decoded"
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Video timing
 
 /// When each decoded picture (in display order) is shown, on the clip's timeline.
@@ -1009,7 +1088,7 @@ fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError
         Some((track, codec)) => engine_audio(&movie, track, &codec, clip_secs)?,
         None => match &target.fallback_audio {
             Some(bytes) => {
-                let pcm = audio_decode::decode_reference(bytes, clip_secs + 1.0)?;
+                let pcm = decode_reference(bytes, clip_secs + 1.0)?;
                 (
                     encode_pcm(&pcm, clip_secs)?,
                     "reference audio mixed".to_string(),

@@ -1,5 +1,7 @@
 //! The encoders shared by the reference renderer and the conform stage: H.264 through openh264
 //! (one picture at a time, from YUV 4:2:0 planes) and AAC-LC through fdk-aac (48 kHz stereo).
+//! The tracks they produce ([`EncodedVideo`], [`AacTrack`]) are defined here, where they are
+//! made, so that `mux` only reads them.
 
 use fdk_aac::enc::{
     AudioObjectType as AacObjectType, BitRate as AacBitRate, ChannelMode, Encoder as AacEncoder,
@@ -12,7 +14,6 @@ use openh264::encoder::{
 use openh264::formats::YUVSlices;
 use openh264::{OpenH264API, Timestamp};
 
-use crate::mux::{AacTrack, AacUnit};
 use crate::MediaError;
 
 /// Sample rate of generated audio tracks.
@@ -41,6 +42,26 @@ pub(crate) struct EncodedVideo {
     pub sps: Vec<u8>,
     pub pps: Vec<u8>,
     pub samples: Vec<VideoSample>,
+}
+
+/// One AAC access unit as stored in the MP4.
+pub(crate) struct AacUnit {
+    pub data: Vec<u8>,
+    /// In the track's timescale (1024 for AAC-LC at the track's sample rate).
+    pub duration: u32,
+}
+
+/// An AAC track ready to mux.
+pub(crate) struct AacTrack {
+    /// Object type, sampling frequency and channel configuration written to `esds`.
+    pub config: mp4::AacConfig,
+    /// Media timescale (the sample rate).
+    pub timescale: u32,
+    pub units: Vec<AacUnit>,
+    /// Leading samples (encoder delay) the edit list skips, in `timescale` units.
+    pub priming: u64,
+    /// Presented length after the priming, in `timescale` units.
+    pub presented: u64,
 }
 
 fn strip_start_code(nal: &[u8]) -> &[u8] {

@@ -3,29 +3,9 @@
 
 use std::io::Cursor;
 
-use crate::encode::{EncodedVideo, MOVIE_TIMESCALE};
+use crate::encode::{AacTrack, EncodedVideo, MOVIE_TIMESCALE};
 use crate::faststart::{self, AudioEdit};
 use crate::MediaError;
-
-/// One AAC access unit as stored in the MP4.
-pub(crate) struct AacUnit {
-    pub data: Vec<u8>,
-    /// In the track's timescale (1024 for AAC-LC at the track's sample rate).
-    pub duration: u32,
-}
-
-/// An AAC track ready to mux.
-pub(crate) struct AacTrack {
-    /// Object type, sampling frequency and channel configuration written to `esds`.
-    pub config: mp4::AacConfig,
-    /// Media timescale (the sample rate).
-    pub timescale: u32,
-    pub units: Vec<AacUnit>,
-    /// Leading samples (encoder delay) the edit list skips, in `timescale` units.
-    pub priming: u64,
-    /// Presented length after the priming, in `timescale` units.
-    pub presented: u64,
-}
 
 /// Muxes `video` (sample durations in [`MOVIE_TIMESCALE`] ticks) and `audio` into an MP4 with
 /// `moov` before `mdat`; the audio's edit list skips its priming and presents `presented`

@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use image::imageops::FilterType;
 use image::{DynamicImage, RgbImage};
 
+use crate::audio_decode;
 use crate::captions::{self as text, Caption};
-use crate::encode::{encode_aac_stereo_48k, EncodedVideo, H264Encoder, MOVIE_TIMESCALE};
+use crate::encode::{encode_aac_stereo_48k, AacTrack, EncodedVideo, H264Encoder, MOVIE_TIMESCALE};
 pub use crate::encode::{AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
-use crate::mux::{self, AacTrack};
+use crate::mux;
 use crate::MediaError;
 
 const MAX_SIDE: u32 = 4096;
@@ -35,28 +36,9 @@ impl AudioBed {
                 "audio bed must be mono or stereo with a non-zero rate, got {channels} channel(s) at {sample_rate} Hz"
             )));
         }
-        let ch = usize::from(channels);
-        let frames_in = samples.len() / ch;
-        if frames_in == 0 {
-            return Ok(Self::default());
-        }
-        let frames_out =
-            (frames_in as u64 * u64::from(AUDIO_SAMPLE_RATE) / u64::from(sample_rate)).max(1);
-        let mut out = Vec::with_capacity(frames_out as usize * 2);
-        let step = f64::from(sample_rate) / f64::from(AUDIO_SAMPLE_RATE);
-        for i in 0..frames_out {
-            let pos = i as f64 * step;
-            let i0 = (pos.floor() as usize).min(frames_in - 1);
-            let i1 = (i0 + 1).min(frames_in - 1);
-            let frac = pos - i0 as f64;
-            for c in 0..2 {
-                let src_c = c.min(ch - 1);
-                let a = f64::from(samples[i0 * ch + src_c]);
-                let b = f64::from(samples[i1 * ch + src_c]);
-                out.push((a + (b - a) * frac).round() as i16);
-            }
-        }
-        Ok(Self { samples: out })
+        Ok(Self {
+            samples: audio_decode::resample_stereo_48k(sample_rate, channels, samples),
+        })
     }
 
     /// Parses a RIFF/WAVE file of integer or float PCM (any rate and channel count; more than
@@ -67,7 +49,7 @@ impl AudioBed {
                 "audio bed WAV: not a RIFF/WAVE file".into(),
             ));
         }
-        let pcm = crate::audio_decode::decode_reference(bytes, f64::from(MAX_SECONDS))?;
+        let pcm = crate::conform::decode_reference(bytes, f64::from(MAX_SECONDS))?;
         Ok(Self {
             samples: pcm.to_stereo_48k()?,
         })

@@ -14,7 +14,7 @@ use crate::ports::queue::MessageQueue;
 use crate::ports::store::ItemStore;
 use crate::ports::workflow::Workflow;
 use anyhow::Context as _;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 #[derive(Clone)]
 pub struct App {
@@ -23,8 +23,9 @@ pub struct App {
     pub render_queue: Arc<dyn MessageQueue>,
     pub catalog: Arc<Catalog>,
     pub settings: Arc<Settings>,
-    /// Set once the workflow host is up (the local runner needs the App to dispatch steps).
-    workflow: Arc<OnceLock<Arc<dyn Workflow>>>,
+    /// The workflow runner, if the host has one: given while the App is built
+    /// ([`App::with_workflow`]), so every clone holds the same one.
+    workflow: Option<Arc<dyn Workflow>>,
     /// Text-model upstreams by catalog id.
     pub upstreams: Arc<crate::domain::catalog::providers::Upstreams>,
     /// Video engines by catalog id.
@@ -60,7 +61,7 @@ impl App {
             blobs,
             render_queue,
             catalog,
-            workflow: Arc::new(OnceLock::new()),
+            workflow: None,
             upstreams: Arc::new(
                 crate::domain::catalog::providers::Upstreams::with_connector(Arc::new(
                     crate::adapters::CatalogConnector::new(),
@@ -85,22 +86,15 @@ impl App {
         }
     }
 
-    pub fn set_workflow(&self, workflow: Arc<dyn Workflow>) {
-        let _ = self.workflow.set(workflow);
-    }
-
-    /// Replaces the workflow (set or not) with `workflow`, in this App and its clones made from
-    /// now on; clones made before keep the one they had (tests assemble an App per function).
-    pub fn replace_workflow(&mut self, workflow: Option<Arc<dyn Workflow>>) {
-        let cell = OnceLock::new();
-        if let Some(workflow) = workflow {
-            let _ = cell.set(workflow);
-        }
-        self.workflow = Arc::new(cell);
+    /// This App with `workflow` as its workflow runner. It takes the App by value: the runner
+    /// is part of building it, before any handler holds a clone.
+    pub fn with_workflow(mut self, workflow: Arc<dyn Workflow>) -> Self {
+        self.workflow = Some(workflow);
+        self
     }
 
     pub fn workflow(&self) -> Option<Arc<dyn Workflow>> {
-        self.workflow.get().cloned()
+        self.workflow.clone()
     }
 
     /// The translator for Japanese prompts, if one is configured.
@@ -170,8 +164,9 @@ pub struct Ports {
     pub store: Arc<dyn ItemStore>,
     pub blobs: Arc<dyn BlobStore>,
     pub render_queue: Arc<dyn MessageQueue>,
-    /// The workflow, when the host has one already (Step Functions); the local runner is set
-    /// later with [`App::set_workflow`], as it dispatches steps to the App it belongs to.
+    /// The workflow runner, when the host has one: Step Functions on AWS; locally the embedded
+    /// runner, which is built before the App and reaches it through its own handle
+    /// (`reelgate_embedded::workflow`).
     pub workflow: Option<Arc<dyn Workflow>>,
 }
 
@@ -302,7 +297,7 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
     }
     app.upstreams = Arc::new(upstreams);
     if let Some(workflow) = ports.workflow {
-        app.set_workflow(workflow);
+        app = app.with_workflow(workflow);
     }
     Ok(app)
 }
