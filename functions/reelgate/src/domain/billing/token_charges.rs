@@ -226,7 +226,9 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
         // The day's usage rollup (the customer's usage report); counted once, with the ledger.
         crate::domain::billing::usage_report::rollup_op(c.org, now, &line),
     ];
-    // The key's budget, when it has one, is the fourth write: a refusal names it by that index.
+    // A refused transaction names the write that refused by its position: the ledger entry is
+    // the second (already charged), the key's budget, when it has one, the fourth.
+    const LEDGER_AT: usize = 1;
     const BUDGET_AT: usize = 3;
     let mut budget = c.budget_month.is_some();
     if let Some(month) = c.budget_month {
@@ -257,7 +259,7 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
                 ops.remove(BUDGET_AT);
                 budget = false;
             }
-            Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(1) => {
+            Err(e @ StoreError::TransactionCanceled { .. }) if e.failed_at(LEDGER_AT) => {
                 tracing::warn!(
                     reference = c.reference,
                     "usage already charged; not charging again"

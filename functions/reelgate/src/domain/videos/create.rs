@@ -684,6 +684,9 @@ pub async fn create_with(
     };
     let job = record.to_item();
     let video = Video::of(&record);
+    // The admission's writes, by position: a refused transaction names the one that refused.
+    const RESERVE_AT: usize = 0;
+    const CLAIM_AT: usize = 3;
     let mut ops = vec![
         crate::domain::billing::render_charges::reserve_op(
             &caller.org,
@@ -701,6 +704,7 @@ pub async fn create_with(
         },
     ];
     if let Some(claim) = claim {
+        debug_assert_eq!(ops.len(), CLAIM_AT);
         ops.push(claim.bind_op(&id));
     }
     let budget_at = budget.map(|(key_id, b)| {
@@ -714,18 +718,18 @@ pub async fn create_with(
     let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
         if let Some((at, b)) = budget_at {
-            if e.failed_at(at) && !e.failed_at(0) {
+            if e.failed_at(at) && !e.failed_at(RESERVE_AT) {
                 return Err(crate::domain::billing::budgets::exceeded(b));
             }
         }
-        if claim.is_some() && e.failed_at(3) {
+        if claim.is_some() && e.failed_at(CLAIM_AT) {
             return Err(ApiError::new(
                 crate::domain::error::ErrorKind::Conflict,
                 "idempotency_key_in_use",
                 "Another request took over this Idempotency-Key. Retry it later.",
             ));
         }
-        if !e.failed_at(0) {
+        if !e.failed_at(RESERVE_AT) {
             return Err(e.into());
         }
         let now_org = cx.accounts().org(&caller.org).await?;
