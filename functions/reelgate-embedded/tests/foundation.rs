@@ -340,7 +340,7 @@ async fn files_list_pages_with_after() {
 async fn every_listed_route_is_routed() {
     let server = TestServer::start().await;
     let http = reqwest::Client::new();
-    for (method, path) in reelgate::api::API_ROUTES {
+    for (method, path) in reelgate::api::API_ROUTES.iter() {
         let concrete = path
             .replace("{file_id}", "file_00000000000000000000000000")
             .replace("{video_id}", "video_00000000000000000000000000")
@@ -373,7 +373,7 @@ async fn every_console_route_is_routed() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client");
-    for (method, path) in reelgate::api::console::ROUTES {
+    for (method, path) in reelgate::api::CONSOLE_ROUTES.iter() {
         let concrete = path
             .replace("{video_id}", "video_00000000000000000000000000")
             .replace("{key_id}", "key_00000000000000000000000000");

@@ -527,7 +527,7 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
     let t = template();
     let d = distribution(&t);
     let mut checked = 0;
-    for (method, path) in reelgate::api::API_ROUTES {
+    for (method, path) in reelgate::api::API_ROUTES.iter() {
         let f = reelgate_lambda::functions::for_path(path)
             .unwrap_or_else(|| panic!("{method} {path}: no binary in the manifest serves it"));
         let b = behaviour_for(d, &concrete(path));
@@ -581,7 +581,7 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
         .expect("the console function");
     let stream_path = reelgate_lambda::functions::CONSOLE_STREAM_PATH;
     assert!(
-        reelgate::api::console::ROUTES.contains(&("POST", stream_path)),
+        reelgate::api::CONSOLE_ROUTES.contains(&("POST", stream_path)),
         "{stream_path} is a console route"
     );
     let b = behaviour_for(d, stream_path);

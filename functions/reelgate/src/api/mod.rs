@@ -32,43 +32,30 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::Router;
 
-/// Every route of the public API as (method, path template). The router, the Lambda packaging
-/// and infra/template.yaml are checked against this list by the tests.
-pub const API_ROUTES: &[(&str, &str)] = &[
-    ("POST", "/v1/files"),
-    ("GET", "/v1/files"),
-    ("GET", "/v1/files/{file_id}"),
-    ("DELETE", "/v1/files/{file_id}"),
-    ("GET", "/v1/files/{file_id}/content"),
-    ("POST", "/v1/uploads"),
-    ("POST", "/v1/uploads/{upload_id}/complete"),
-    ("POST", "/v1/videos"),
-    ("GET", "/v1/videos"),
-    ("GET", "/v1/videos/models"),
-    ("GET", "/v1/videos/acceptance"),
-    ("POST", "/v1/videos/acceptance"),
-    ("GET", "/v1/videos/{video_id}"),
-    ("DELETE", "/v1/videos/{video_id}"),
-    ("GET", "/v1/videos/{video_id}/content"),
-    ("GET", "/v1/videos/{video_id}/thumbnail"),
-    ("POST", "/v1/videos/{video_id}/cancel"),
-    ("GET", "/v1/models"),
-    ("GET", "/v1/models/{model}"),
-    ("POST", "/v1/chat/completions"),
-    ("POST", "/v1/messages"),
-    ("POST", "/v1/messages/count_tokens"),
-    ("POST", "/v1/responses"),
-    ("GET", "/v1/responses/{response_id}"),
-    ("DELETE", "/v1/responses/{response_id}"),
-    ("GET", "/v1/responses/{response_id}/input_items"),
-    ("POST", "/v1/webhooks"),
-    ("GET", "/v1/webhooks"),
-    ("GET", "/v1/webhooks/{webhook_id}"),
-    ("DELETE", "/v1/webhooks/{webhook_id}"),
-    ("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
-    ("GET", "/v1/usage"),
-    ("GET", "/openapi.json"),
-];
+/// Every route of the public API as (method, path template), derived from the one declaration
+/// of each operation's method and path, [`openapi::OPERATIONS`] (the `/v1` operations and the
+/// document itself). The tests check the router, the Lambda manifest and infra/template.yaml
+/// against it.
+pub static API_ROUTES: std::sync::LazyLock<Vec<(&'static str, &'static str)>> =
+    std::sync::LazyLock::new(|| {
+        openapi::OPERATIONS
+            .iter()
+            .filter(|op| op.path.starts_with("/v1/") || op.path == openapi::PATH)
+            .map(|op| (op.method, op.path))
+            .collect()
+    });
+
+/// Every console route as (method, path template), derived from the one declaration of each
+/// operation's method and path, [`openapi::OPERATIONS`]; the tests check the router
+/// and the console function against it.
+pub static CONSOLE_ROUTES: std::sync::LazyLock<Vec<(&'static str, &'static str)>> =
+    std::sync::LazyLock::new(|| {
+        openapi::OPERATIONS
+            .iter()
+            .filter(|op| op.path == "/console" || op.path.starts_with("/console/"))
+            .map(|op| (op.method, op.path))
+            .collect()
+    });
 
 /// The routes of one path of the public API (every method it accepts), or the console's: the
 /// unit one Lambda function serves (`reelgate_lambda::functions`). A binary that names one of

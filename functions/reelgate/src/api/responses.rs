@@ -452,7 +452,9 @@ async fn input_items(
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ItemsParams>,
 ) -> ApiResult<Json<Value>> {
-    let limit = params.page.limit(100)?;
+    let limit = params
+        .page
+        .limit(crate::domain::responses::MAX_ITEMS_PAGE)?;
     let mut items = match persist::load(app.context(), &caller, &id).await? {
         Some(stored) => stored.input_items,
         None => return Err(response_not_found(&id)),

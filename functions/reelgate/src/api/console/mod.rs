@@ -25,45 +25,6 @@ pub const COOKIE_NAME: &str = "reelgate_console";
 /// The header that carries the session's CSRF token on every state-changing console request.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
-/// Every console route as (method, path template): the OpenAPI document lists them all, and the
-/// tests check the router serves each.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/console"),
-    ("GET", "/console/"),
-    ("GET", "/console/signin"),
-    ("GET", "/console/oidc/start"),
-    ("GET", "/console/oidc/callback"),
-    ("POST", "/console/oidc/choose"),
-    ("GET", "/console/assets/console.css"),
-    ("GET", "/console/assets/console.js"),
-    ("GET", "/console/api/session"),
-    ("POST", "/console/api/signout"),
-    ("GET", "/console/api/terms"),
-    ("POST", "/console/api/terms/agree"),
-    ("GET", "/console/api/models"),
-    ("GET", "/console/api/chat/models"),
-    ("POST", "/console/api/videos/quote"),
-    ("GET", "/console/api/videos"),
-    ("POST", "/console/api/videos"),
-    ("GET", "/console/api/videos/{video_id}"),
-    ("DELETE", "/console/api/videos/{video_id}"),
-    ("GET", "/console/api/videos/{video_id}/media"),
-    ("POST", "/console/api/videos/{video_id}/cancel"),
-    ("POST", "/console/api/chat/completions"),
-    ("GET", "/console/api/keys"),
-    ("POST", "/console/api/keys"),
-    ("DELETE", "/console/api/keys/{key_id}"),
-    ("GET", "/console/api/keys/{key_id}/limits"),
-    ("POST", "/console/api/keys/{key_id}/limits"),
-    ("GET", "/console/api/usage"),
-    ("POST", "/console/api/uploads"),
-    ("POST", "/console/api/uploads/{upload_id}/complete"),
-    ("GET", "/console/api/webhooks"),
-    ("POST", "/console/api/webhooks"),
-    ("DELETE", "/console/api/webhooks/{webhook_id}"),
-    ("POST", "/console/api/webhooks/{webhook_id}/rotate_secret"),
-];
-
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/console", get(page))

@@ -290,7 +290,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "files",
         summary: "List the organization's files",
         params: &[
-            query("limit", Kind::Int(1, 10_000), "Page size (default 20)."),
+            query("limit", Kind::Int(1, crate::domain::files::MAX_PAGE as i64), "Page size (default 20)."),
             query("after", Kind::Str, "A file id: the page starts after it."),
             query("purpose", Kind::Str, "Only files of this purpose."),
             ORDER,
@@ -380,7 +380,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "List the organization's video jobs",
         params: &[
-            query("limit", Kind::Int(1, 100), "Page size (default 20)."),
+            query("limit", Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64), "Page size (default 20)."),
             query("after", Kind::Str, "A video id: the page starts after it."),
             ORDER,
         ],
@@ -546,13 +546,13 @@ pub const OPERATIONS: &[Operation] = &[
             Param {
                 name: "start_time",
                 at: In::Query,
-                kind: Kind::Int(0, 253_402_300_799),
+                kind: Kind::Int(0, crate::domain::billing::usage_report::MAX_TIME),
                 required: true,
                 about: "Unix seconds; the report starts at the UTC midnight on or before it.",
             },
             query(
                 "end_time",
-                Kind::Int(0, 253_402_300_799),
+                Kind::Int(0, crate::domain::billing::usage_report::MAX_TIME),
                 "Unix seconds (default now, exclusive); the report ends at the UTC midnight on or after it.",
             ),
             query(
@@ -560,7 +560,7 @@ pub const OPERATIONS: &[Operation] = &[
                 Kind::Str,
                 "`model`, `api_key`, `kind` (repeat it, or a comma-separated list).",
             ),
-            query("limit", Kind::Int(1, 31), "Days per page (default 7)."),
+            query("limit", Kind::Int(1, crate::domain::billing::usage_report::MAX_DAYS as i64), "Days per page (default 7)."),
             query("page", Kind::Str, "A previous answer's `next_page`."),
         ],
         ok: &[(200, Answer::Json("UsagePage"))],
@@ -659,7 +659,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "The input items of a stored response",
         params: &[
             path("response_id", "A response id (`resp_…`)."),
-            query("limit", Kind::Int(1, 100), "Page size (default 20)."),
+            query("limit", Kind::Int(1, crate::domain::responses::MAX_ITEMS_PAGE as i64), "Page size (default 20)."),
             query("after", Kind::Str, "An item id: the page starts after it."),
             query("before", Kind::Str, "An item id: the page ends before it."),
             ORDER,
@@ -864,7 +864,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "The organization's video jobs",
         auth: Auth::Console,
         params: &[
-            query("limit", Kind::Int(1, 100), "Page size (default 20)."),
+            query("limit", Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64), "Page size (default 20)."),
             query("after", Kind::Str, "A video id: the page starts after it."),
             ORDER,
         ],
@@ -1105,6 +1105,10 @@ pub const OPERATIONS: &[Operation] = &[
     UploadCreateRequest,
     Upload,
     VideoCreateRequest,
+    // Named by the create request's array schemas (built from the rules' limits).
+    FrameReference,
+    FrameRole,
+    FileRef,
     crate::domain::videos::Video,
     VideoList,
     VideoModelList,

@@ -8,25 +8,76 @@
 
 #![allow(dead_code)] // Read by the `ToSchema` derives only.
 
+use crate::domain::videos::create::{
+    MAX_FRAMES, MAX_PROMPT_CHARS, MAX_REFERENCE_AUDIO, MAX_REFERENCE_IMAGES, MAX_REFERENCE_VIDEOS,
+    MAX_SECONDS, MIN_SECONDS,
+};
 use serde_json::Value;
-use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::Ref;
 use utoipa::ToSchema;
 
-/// An integer from 4 to 15, or the same number as a string.
+// The create rules' limits come from the constants the rules check (`domain::videos::create`).
+
+/// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string.
 fn seconds_schema() -> Schema {
+    let numbers: Vec<String> = (MIN_SECONDS..=MAX_SECONDS).map(|n| n.to_string()).collect();
     OneOfBuilder::new()
         .item(
             ObjectBuilder::new()
                 .schema_type(Type::Integer)
-                .minimum(Some(4))
-                .maximum(Some(15)),
+                .minimum(Some(MIN_SECONDS))
+                .maximum(Some(MAX_SECONDS)),
         )
         .item(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some("^([4-9]|1[0-5])$")),
+                .pattern(Some(format!("^({})$", numbers.join("|")))),
         )
         .into()
+}
+
+fn prompt_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!("At most {MAX_PROMPT_CHARS} characters.")))
+        .min_length(Some(1))
+        .max_length(Some(MAX_PROMPT_CHARS))
+        .into()
+}
+
+/// An optional array of `item` (a schema name) holding `min` to `max` entries.
+fn optional_array(item: &str, min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(Ref::from_schema_name(item))
+        .description(about)
+        .min_items(min)
+        .max_items(Some(max))
+        .into()
+}
+
+fn frames_schema() -> Schema {
+    optional_array(
+        "FrameReference",
+        Some(1),
+        MAX_FRAMES,
+        Some("Image-to-video: one or two frames."),
+    )
+}
+
+fn reference_images_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_IMAGES, None)
+}
+
+fn reference_videos_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_VIDEOS, None)
+}
+
+fn reference_audio_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_AUDIO, None)
 }
 
 /// OpenAI's error envelope, the body of every non-2xx answer.
@@ -110,10 +161,10 @@ pub struct VideoCreateRequest {
     /// A video model id of `GET /v1/videos/models`.
     #[schema(min_length = 1)]
     pub model: String,
-    /// At most 7000 characters.
-    #[schema(min_length = 1, max_length = 7000)]
+    #[schema(schema_with = prompt_schema)]
     pub prompt: String,
-    /// 4 to 15; OpenAI's SDK sends it as a string (`"8"`), which is accepted too.
+    /// `MIN_SECONDS` to `MAX_SECONDS`; OpenAI's SDK sends it as a string (`"8"`), which is
+    /// accepted too.
     #[schema(schema_with = seconds_schema)]
     pub seconds: Value,
     pub aspect_ratio: AspectRatio,
@@ -121,8 +172,7 @@ pub struct VideoCreateRequest {
     /// `aspect_ratio` (`16:9` → `1366x768`, `9:16` → `768x1366`, `21:9` → `1792x768`,
     /// `4:3` → `1024x768`, `1:1` → `768x768`, `3:4` → `768x1024`); with `Auto` it is refused.
     pub size: Option<String>,
-    /// Image-to-video: one or two frames.
-    #[schema(min_items = 1, max_items = 2)]
+    #[schema(schema_with = frames_schema)]
     pub image_reference: Option<Vec<FrameReference>>,
     /// Reference-to-video.
     pub references: Option<References>,
@@ -160,11 +210,11 @@ pub enum FrameRole {
 
 #[derive(ToSchema)]
 pub struct References {
-    #[schema(max_items = 8)]
+    #[schema(schema_with = reference_images_schema)]
     pub images: Option<Vec<FileRef>>,
-    #[schema(max_items = 2)]
+    #[schema(schema_with = reference_videos_schema)]
     pub videos: Option<Vec<FileRef>>,
-    #[schema(max_items = 3)]
+    #[schema(schema_with = reference_audio_schema)]
     pub audio: Option<Vec<FileRef>>,
 }
 

@@ -4,6 +4,9 @@
 //! becomes a Response object or typed events (`output`), and the response with its items is
 //! kept per person (`persist`). Documented in docs/responses.md.
 
+/// The largest page of a stored response's input items.
+pub const MAX_ITEMS_PAGE: usize = 100;
+
 pub mod convert;
 pub mod fetch;
 pub mod output;

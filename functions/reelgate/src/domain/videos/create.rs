@@ -24,6 +24,8 @@ const MIB: u64 = 1024 * 1024;
 pub const MAX_IMAGE_BYTES: u64 = 30 * MIB;
 pub const MAX_REFERENCE_VIDEO_BYTES: u64 = 50 * MIB;
 pub const MAX_REFERENCE_AUDIO_BYTES: u64 = 15 * MIB;
+/// An image-to-video job's frames: the first, and optionally the last.
+pub const MAX_FRAMES: usize = 2;
 pub const MAX_REFERENCE_IMAGES: usize = 8;
 pub const MAX_REFERENCE_VIDEOS: usize = 2;
 pub const MAX_REFERENCE_AUDIO: usize = 3;
@@ -187,7 +189,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
     let mut file_params = Vec::new();
     if has_frames {
         let frames = expect_array(&obj["image_reference"], "image_reference")?;
-        if frames.is_empty() || frames.len() > 2 {
+        if frames.is_empty() || frames.len() > MAX_FRAMES {
             return Err(ApiError::invalid(
                 "image_reference",
                 "image_reference holds one or two images.",
