@@ -244,7 +244,7 @@ class FakeConverse:
 
     def catalog(self, path: str) -> str:
         default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
-                               "domain", "catalog.default.toml")
+                               "domain", "catalog", "catalog.default.toml")
         with open(default) as f:
             text = f.read()
         text += f"""

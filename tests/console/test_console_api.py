@@ -192,7 +192,7 @@ def test_keys_are_created_once_listed_and_revoked(server):
 
 def test_a_new_terms_version_asks_again():
     catalog_src = os.path.join(
-        os.path.dirname(__file__), "..", "..", "functions", "reelgate", "src", "domain", "catalog.default.toml"
+        os.path.dirname(__file__), "..", "..", "functions", "reelgate", "src", "domain", "catalog", "catalog.default.toml"
     )
     with tempfile.TemporaryDirectory() as data_dir:
         srv = LocalServer(data_dir).start()

@@ -483,7 +483,7 @@ def test_agree_and_create_by_keyboard_alone(site, browser):
 
 # --- New video: uploads of the inputs the model honours ------------------------------------------
 
-DEFAULT_CATALOG = os.path.join(HERE, "..", "..", "functions", "reelgate", "src", "domain", "catalog.default.toml")
+DEFAULT_CATALOG = os.path.join(HERE, "..", "..", "functions", "reelgate", "src", "domain", "catalog", "catalog.default.toml")
 W, H = 1366, 768
 
 

@@ -23,7 +23,7 @@ from harness import BIN, LocalServer, free_port  # noqa: E402
 
 FAKE_KEY = "fake-videos-key-" + uuid.uuid4().hex
 DEFAULT_CATALOG = os.path.join(
-    os.path.dirname(__file__), "..", "..", "functions", "reelgate", "src", "domain", "catalog.default.toml"
+    os.path.dirname(__file__), "..", "..", "functions", "reelgate", "src", "domain", "catalog", "catalog.default.toml"
 )
 
 EXTRA_CATALOG = """

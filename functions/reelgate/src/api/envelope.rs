@@ -21,6 +21,25 @@ pub fn list_envelope<T: serde::Serialize>(
     })
 }
 
+/// The answer to a delete: `{id, object, deleted: true}`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Deleted {
+    pub id: String,
+    /// The deleted thing's `object` (`video`, `file`, `response`, `webhook_endpoint`).
+    pub object: &'static str,
+    pub deleted: bool,
+}
+
+impl Deleted {
+    pub fn new(id: impl Into<String>, object: &'static str) -> Deleted {
+        Deleted {
+            id: id.into(),
+            object,
+            deleted: true,
+        }
+    }
+}
+
 /// A domain [`Page`](crate::domain::params::Page) as a list envelope.
 pub fn page_envelope<T: serde::Serialize>(
     page: &crate::domain::params::Page<T>,

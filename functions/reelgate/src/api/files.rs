@@ -302,11 +302,9 @@ async fn delete(
     State(app): State<App>,
     caller: Caller,
     Path(file_id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     crate::domain::files::delete(app.context(), &caller.org, &file_id).await?;
-    Ok(Json(
-        serde_json::json!({"id": file_id, "object": "file", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(file_id, "file")))
 }
 
 async fn content(

@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 pub fn routes() -> Router<App> {
@@ -425,13 +425,11 @@ async fn remove(
     State(app): State<App>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     if !persist::delete(app.context(), &caller, &id).await? {
         return Err(response_not_found(&id));
     }
-    Ok(Json(
-        json!({"id": id, "object": "response", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(id, "response")))
 }
 
 #[derive(Deserialize)]

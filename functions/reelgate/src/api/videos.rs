@@ -13,7 +13,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -116,11 +116,9 @@ async fn delete(
     State(app): State<App>,
     caller: Caller,
     Path(video_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     queries::delete(app.context(), &caller, &video_id).await?;
-    Ok(Json(
-        json!({"id": video_id, "object": "video", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(video_id, "video")))
 }
 
 #[derive(Deserialize)]

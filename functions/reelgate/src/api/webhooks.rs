@@ -10,7 +10,7 @@ use crate::domain::webhooks::{self, Endpoint};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -67,11 +67,12 @@ async fn delete(
     State(app): State<App>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     webhooks::delete(app.context(), &caller.org, &id).await?;
-    Ok(Json(
-        json!({"id": id, "object": "webhook_endpoint", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(
+        id,
+        "webhook_endpoint",
+    )))
 }
 
 async fn rotate_secret(

@@ -207,11 +207,9 @@ async fn delete_video(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     crate::domain::videos::queries::delete(app.context(), &s.caller, &video_id).await?;
-    Ok(Json(
-        json!({"id": video_id, "object": "video", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(video_id, "video")))
 }
 
 async fn cancel_video(
@@ -484,11 +482,12 @@ async fn delete_webhook(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(webhook_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::Deleted>> {
     webhooks::delete(app.context(), &s.caller.org, &webhook_id).await?;
-    Ok(Json(
-        json!({"id": webhook_id, "object": "webhook_endpoint", "deleted": true}),
-    ))
+    Ok(Json(crate::api::envelope::Deleted::new(
+        webhook_id,
+        "webhook_endpoint",
+    )))
 }
 
 /// A new signing secret, shown once; the previous one keeps signing for a day.

@@ -1100,9 +1100,9 @@ pub const OPERATIONS: &[Operation] = &[
     Health,
     crate::domain::files::FileObject,
     FileList,
-    Deleted,
+    crate::api::envelope::Deleted,
     FileUploadForm,
-    UploadCreateRequest,
+    crate::domain::files::uploads::UploadCreateRequest,
     Upload,
     VideoCreateRequest,
     // Named by the create request's array schemas (built from the rules' limits).

@@ -146,13 +146,6 @@ pub struct ObjectList {
     pub has_more: Option<bool>,
 }
 
-#[derive(ToSchema)]
-pub struct Deleted {
-    pub id: String,
-    pub object: String,
-    pub deleted: bool,
-}
-
 /// `POST /v1/videos` (and the console's create and quote). Either `image_reference` (frames)
 /// or `references`, not both.
 #[derive(ToSchema)]
@@ -231,19 +224,6 @@ pub struct FileUploadForm {
     pub purpose: String,
     #[schema(value_type = String, format = Binary)]
     pub file: Vec<u8>,
-}
-
-/// `POST /v1/uploads`: reserves a direct upload to a presigned URL.
-#[derive(ToSchema)]
-#[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]
-pub struct UploadCreateRequest {
-    /// `vision`, `video`, `audio` or `user_data`.
-    pub purpose: String,
-    #[schema(min_length = 1, max_length = 512)]
-    pub filename: String,
-    #[schema(minimum = 1)]
-    pub bytes: u64,
-    pub mime_type: Option<String>,
 }
 
 /// An upload: PUT the bytes to `upload_url` with `upload_headers`, then complete it.

@@ -62,19 +62,35 @@ pub fn staging_blob_key(org: &str, upload_id: &str) -> String {
 /// The prefix of every staging blob (the bucket expires it; see infra/template.yaml).
 pub const STAGING_PREFIX: &str = "staging/";
 
-#[derive(Deserialize)]
-struct CreateUpload {
-    purpose: String,
-    filename: String,
-    bytes: u64,
+/// The longest file name an upload keeps.
+pub const MAX_FILENAME_CHARS: usize = 512;
+
+/// `POST /v1/uploads` (and the console's): reserves a direct upload to a presigned URL.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]
+pub struct UploadCreateRequest {
+    /// `vision`, `video`, `audio` or `user_data`.
+    pub purpose: String,
+    #[schema(schema_with = filename_schema)]
+    pub filename: String,
+    #[schema(minimum = 1)]
+    pub bytes: u64,
     #[serde(default)]
-    mime_type: Option<String>,
+    pub mime_type: Option<String>,
+}
+
+fn filename_schema() -> utoipa::openapi::schema::Schema {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_FILENAME_CHARS))
+        .into()
 }
 
 /// Creates an upload of `body` (`{purpose, filename, bytes, mime_type?}`) with its presigned
 /// PUT URL.
 pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Value> {
-    let req: CreateUpload = serde_json::from_value(body).map_err(|e| {
+    let req: UploadCreateRequest = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
     })?;
     if !PURPOSES.contains(&req.purpose.as_str()) {
@@ -89,10 +105,10 @@ pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<
             format!("bytes must be from 1 to {}.", cx.settings.max_upload_bytes),
         ));
     }
-    if req.filename.is_empty() || req.filename.len() > 512 {
+    if req.filename.is_empty() || req.filename.len() > MAX_FILENAME_CHARS {
         return Err(ApiError::invalid(
             "filename",
-            "filename must be 1 to 512 characters.",
+            format!("filename must be 1 to {MAX_FILENAME_CHARS} characters."),
         ));
     }
     let upload_id = new_id("upload");
