@@ -265,3 +265,42 @@ def test_past_the_in_flight_bound_requests_are_shed_and_health_answers(fresh_ser
     assert took < 1
     assert health.status_code == 200
     assert after.status_code == 200, after.text
+
+
+def read_answer_head(s: socket.socket, timeout: float = 5.0) -> str:
+    """The answer's status line and headers, lower-cased."""
+    s.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+
+
+def test_a_refusal_before_the_body_is_read_says_the_connection_closes(fresh_server):
+    """A refusal decided from the headers alone (a bad credential here) leaves the body unread,
+    so the connection cannot carry another request: the answer says `Connection: close` rather
+    than dropping a client's next request unanswered. An answer that read its body keeps the
+    connection open for the next request."""
+    srv = fresh_server()
+    body = json.dumps({"model": "fake-model-v1", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    # The headers go first and the body later, as on a busy network: the refusal comes before it.
+    s = raw(
+        srv,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n",
+    )
+    head = read_answer_head(s)
+    assert head.startswith("http/1.1 401"), head
+    assert "connection: close" in head, head
+    s.close()
+    # The body read to its end (the same request with a good key): the connection stays open
+    # and answers a second request.
+    with httpx.Client(base_url=srv.base_url, headers=auth(srv.api_key), timeout=30) as client:
+        first = client.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+        assert first.status_code == 200, first.text
+        assert first.headers.get("connection") != "close"
+        second = client.get("/v1/models")
+        assert second.status_code == 200
