@@ -1134,7 +1134,7 @@ pub const OPERATIONS: &[Operation] = &[
     KeyLimits,
     KeyLimitsRequest,
     OpenApiJson,
-    WebhookCreateRequest,
+    crate::domain::webhooks::WebhookCreateRequest,
     crate::domain::webhooks::Endpoint,
     crate::domain::webhooks::DeliveryRecord,
     crate::domain::webhooks::Attempt,

@@ -578,19 +578,6 @@ pub struct KeyLimitsRequest {
     pub monthly_budget: Option<String>,
 }
 
-/// `POST /v1/webhooks`.
-#[derive(ToSchema)]
-#[schema(example = json!({"url": "https://example.com/hooks/reelgate", "events": ["video.completed"]}))]
-pub struct WebhookCreateRequest {
-    /// An https (or http) URL on a public address; private, loopback and link-local addresses
-    /// are refused (`url_refused`).
-    #[schema(min_length = 1)]
-    pub url: String,
-    /// Any of `video.completed`, `video.failed`, `video.canceled` (default: all three).
-    pub events: Option<Vec<String>>,
-    pub description: Option<String>,
-}
-
 /// `{object: "list", data, first_id, last_id, has_more}` of webhook endpoints.
 #[derive(ToSchema)]
 pub struct WebhookList {

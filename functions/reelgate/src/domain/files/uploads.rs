@@ -65,6 +65,7 @@ pub const STAGING_PREFIX: &str = "staging/";
 /// The longest file name an upload keeps.
 pub const MAX_FILENAME_CHARS: usize = 512;
 
+// The create body's one type: what `create` reads and the OpenAPI document's schema.
 /// `POST /v1/uploads` (and the console's): reserves a direct upload to a presigned URL.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]

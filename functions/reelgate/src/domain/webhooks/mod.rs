@@ -228,14 +228,23 @@ fn not_found(id: &str) -> ApiError {
     .with_param("webhook_id")
 }
 
-/// A create body after validation.
-struct NewEndpoint {
-    url: String,
-    events: Vec<String>,
-    description: Option<String>,
+// The create body's one type: what `parse` returns and the OpenAPI document's schema.
+/// `POST /v1/webhooks` (and the console's webhook create).
+#[derive(utoipa::ToSchema)]
+#[schema(example = json!({"url": "https://example.com/hooks/reelgate", "events": ["video.completed"]}))]
+pub struct WebhookCreateRequest {
+    /// An https (or http) URL on a public address; private, loopback and link-local addresses
+    /// are refused (`url_refused`).
+    #[schema(min_length = 1)]
+    pub url: String,
+    /// Any of `video.completed`, `video.failed`, `video.canceled` (default: all three).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub events: Vec<String>,
+    pub description: Option<String>,
 }
 
-fn parse(body: &Value) -> ApiResult<NewEndpoint> {
+/// Reads a create body, naming the parameter at fault.
+pub fn parse(body: &Value) -> ApiResult<WebhookCreateRequest> {
     let obj = body
         .as_object()
         .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
@@ -297,7 +306,7 @@ fn parse(body: &Value) -> ApiResult<NewEndpoint> {
             ))
         }
     };
-    Ok(NewEndpoint {
+    Ok(WebhookCreateRequest {
         url,
         events,
         description,
