@@ -91,26 +91,57 @@ pub fn openai_type(kind: ErrorKind) -> &'static str {
     }
 }
 
-/// OpenAI's error envelope `{"error": {"message", "type", "param", "code"}}`, with the id of
-/// the request being served (`error.request_id`) so a caller can quote it.
-pub fn error_body(error: &ApiError) -> serde_json::Value {
-    let mut body = serde_json::json!({
-        "error": {
-            "message": error.message,
-            "type": openai_type(error.kind),
-            "param": error.param,
-            "code": error.code,
+/// OpenAI's error envelope, the body of every non-2xx answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorResponse {
+    pub error: ErrorBody,
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// For people; may change.
+    pub message: String,
+    /// `invalid_request_error`, `authentication_error`, `permission_error`, `not_found_error`,
+    /// `conflict_error`, `rate_limit_error`, `insufficient_quota`, `server_error`,
+    /// `upstream_error`.
+    #[serde(rename = "type")]
+    #[schema(rename = "type")]
+    pub kind: &'static str,
+    /// The offending parameter, when one is to blame.
+    #[schema(required = true)]
+    pub param: Option<String>,
+    /// Stable: branch on it (docs/errors.md lists them all).
+    pub code: String,
+    /// The request's id (also in the `x-request-id` header and the service's log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl ErrorResponse {
+    /// The envelope of `error`, with the id of the request being served so a caller can quote
+    /// it.
+    pub fn of(error: &ApiError) -> ErrorResponse {
+        ErrorResponse {
+            error: ErrorBody {
+                message: error.message.clone(),
+                kind: openai_type(error.kind),
+                param: error.param.clone(),
+                code: error.code.clone(),
+                request_id: current_request_id(),
+            },
         }
-    });
-    if let Some(id) = current_request_id() {
-        body["error"]["request_id"] = id.into();
     }
-    body
+}
+
+/// [`ErrorResponse::of`] as a JSON value (an SSE error event, tests).
+pub fn error_body(error: &ApiError) -> serde_json::Value {
+    serde_json::to_value(ErrorResponse::of(error)).unwrap_or_default()
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (status(self.kind), axum::Json(error_body(&self))).into_response();
+        let mut response =
+            (status(self.kind), axum::Json(ErrorResponse::of(&self))).into_response();
         let headers = response.headers_mut();
         match self.kind {
             ErrorKind::Unauthenticated => {

@@ -113,8 +113,15 @@ pub fn serve(app: App, routes: Router<App>) -> Router {
         .with_state(app)
 }
 
-async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok"}))
+/// `GET /health`: answers while the process serves.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: &'static str,
+}
+
+async fn health() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok" })
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -1096,8 +1096,9 @@ pub const OPERATIONS: &[Operation] = &[
 /// The component schemas, collected with everything they refer to.
 #[derive(utoipa::OpenApi)]
 #[openapi(components(schemas(
-    ErrorResponse,
-    Health,
+    crate::api::envelope::ErrorResponse,
+    crate::api::envelope::ErrorBody,
+    crate::api::Health,
     crate::domain::files::FileObject,
     FileList,
     crate::api::envelope::Deleted,

@@ -80,35 +80,6 @@ fn reference_audio_schema() -> Schema {
     optional_array("FileRef", None, MAX_REFERENCE_AUDIO, None)
 }
 
-/// OpenAI's error envelope, the body of every non-2xx answer.
-#[derive(ToSchema)]
-pub struct ErrorResponse {
-    pub error: ErrorBody,
-}
-
-#[derive(ToSchema)]
-pub struct ErrorBody {
-    /// For people; may change.
-    pub message: String,
-    /// `invalid_request_error`, `authentication_error`, `permission_error`, `not_found_error`,
-    /// `conflict_error`, `rate_limit_error`, `insufficient_quota`, `server_error`,
-    /// `upstream_error`.
-    #[schema(rename = "type")]
-    pub kind: String,
-    /// The offending parameter, when one is to blame.
-    #[schema(required = true)]
-    pub param: Option<String>,
-    /// Stable: branch on it (docs/errors.md lists them all).
-    pub code: String,
-    /// The request's id (also in the `x-request-id` header and the service's log).
-    pub request_id: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub struct Health {
-    pub status: String,
-}
-
 /// `{object: "list", data, first_id, last_id, has_more}` of videos.
 #[derive(ToSchema)]
 pub struct VideoList {
