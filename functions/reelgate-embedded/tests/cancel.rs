@@ -20,14 +20,32 @@ const TIME_SCALE: f64 = 0.05;
 
 /// A gate a fake holds its call at until the test opens it.
 #[derive(Default)]
-struct Gate(AtomicBool);
+struct Gate {
+    open: AtomicBool,
+    /// Callers that have reached the gate (held there until it opens).
+    reached: AtomicU64,
+}
 
 impl Gate {
     fn open(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.open.store(true, Ordering::SeqCst);
     }
     async fn pass(&self) {
-        while !self.0.load(Ordering::SeqCst) {
+        self.reached.fetch_add(1, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    /// Waits until a caller is held at the gate: the job's step is really inside it (its status
+    /// alone is written before the step runs, and a step that starts after the cancel finds the
+    /// job terminal and ends the execution on its own).
+    async fn wait_reached(&self, what: &str) {
+        let start = Instant::now();
+        while self.reached.load(Ordering::SeqCst) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{what} is never reached"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -296,11 +314,13 @@ async fn a_job_canceled_in_each_running_status_ends_canceled_unbilled() {
 
     // moderating: the moderator holds the job.
     let id = create(server, &t, "waves on a reef").await;
+    rig.moderation.wait_reached("the moderator").await;
     cancel_and_check(&rig, &t, &id, "moderating", "5.00").await;
     rig.moderation.open();
 
     // translating: a Japanese prompt waits for the translator.
     let id = create(server, &t, "夜明けの静かな港").await;
+    rig.translation.wait_reached("the translator").await;
     cancel_and_check(&rig, &t, &id, "translating", "5.00").await;
     rig.translation.open();
 
