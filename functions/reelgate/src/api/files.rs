@@ -5,6 +5,7 @@ use crate::api::extract::ApiQuery;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::files::form_upload::{self, FileUploadForm, StoredPart};
 use crate::domain::files::*;
 use crate::domain::ids::new_id;
 use crate::domain::params::ListQuery;
@@ -64,8 +65,8 @@ pub async fn upload(
     let file_id = new_id("file");
     let key = blob_key(&caller.org, &file_id);
     let mut purpose: Option<String> = None;
-    let mut stored: Option<(String, u64, Bytes, String)> = None;
-    let outcome: ApiResult<()> = async {
+    let mut stored: Option<StoredPart> = None;
+    let read: ApiResult<()> = async {
         while let Some(field) = form.next_field().await.map_err(multipart_error)? {
             match field.name() {
                 Some("purpose") => {
@@ -79,8 +80,13 @@ pub async fn upload(
                         ));
                     }
                     let filename = field.file_name().unwrap_or("upload").to_owned();
-                    let (size, head, digest) = store_field(&app, &key, field).await?;
-                    stored = Some((filename, size, head, digest));
+                    let (bytes, head, sha256) = store_field(&app, &key, field).await?;
+                    stored = Some(StoredPart {
+                        filename,
+                        bytes,
+                        head,
+                        sha256,
+                    });
                 }
                 _ => {}
             }
@@ -88,95 +94,24 @@ pub async fn upload(
         Ok(())
     }
     .await;
-    let cleanup = || async {
+    if let Err(e) = read {
         let _ = app.blobs.delete(&key).await;
-    };
-    if let Err(e) = outcome {
-        cleanup().await;
         return Err(e);
     }
-    let Some(purpose) = purpose else {
-        cleanup().await;
-        return Err(ApiError::invalid(
-            "purpose",
-            "The form field 'purpose' is required.",
-        ));
+    let form = FileUploadForm {
+        purpose,
+        file: stored,
     };
-    let Some((filename, size, head, digest)) = stored else {
-        return Err(ApiError::invalid(
-            "file",
-            "The form field 'file' is required.",
-        ));
-    };
-    if size == 0 {
-        cleanup().await;
-        return Err(ApiError::invalid("file", "The file is empty."));
-    }
-    let mime = match check_purpose(&purpose, &head) {
-        Ok(mime) => mime,
-        Err(e) => {
-            cleanup().await;
-            return Err(e);
-        }
-    };
-    // The same purpose, filename and bytes under the same Idempotency-Key register one file.
-    let fingerprint = {
-        let mut f = crate::domain::idempotency::Fingerprint::new("files");
-        f.part(purpose.as_bytes())
-            .part(filename.as_bytes())
-            .part(digest.as_bytes());
-        f.finish()
-    };
-    let begun = crate::domain::idempotency::begin(
-        app.context(),
-        &caller,
-        "files",
-        idempotency_key.as_deref(),
-        &fingerprint,
-    )
-    .await;
-    let claim = match begun {
-        Ok(crate::domain::idempotency::Begin::Proceed(claim)) => claim,
-        Ok(crate::domain::idempotency::Begin::Replay(first)) => {
-            cleanup().await;
-            return Ok(Json(first));
-        }
-        Ok(crate::domain::idempotency::Begin::Resource(id)) => {
-            cleanup().await;
-            let file = find(app.context(), &caller.org, &id).await?;
-            return Ok(Json(to_json(&file)?));
-        }
-        Err(e) => {
-            cleanup().await;
-            return Err(e);
-        }
-    };
-    match register(
-        app.context(),
-        &caller.org,
-        &file_id,
-        &filename,
-        &purpose,
-        size,
-        mime,
-    )
-    .await
-    {
-        Ok(file) => {
-            let first = to_json(&file)?;
-            crate::domain::idempotency::finish(app.context(), claim, &first).await?;
-            Ok(Json(first))
-        }
-        Err(e) => {
-            crate::domain::idempotency::release(app.context(), claim).await;
-            cleanup().await;
-            Err(e)
-        }
-    }
-}
-
-fn to_json(file: &FileObject) -> ApiResult<serde_json::Value> {
-    serde_json::to_value(file).map_err(|e| ApiError::internal("answering a file", e))
+    Ok(Json(
+        form_upload::upload(
+            app.context(),
+            &caller,
+            idempotency_key.as_deref(),
+            &file_id,
+            form,
+        )
+        .await?,
+    ))
 }
 
 /// Longest text field of an upload form (`purpose`); read chunk by chunk and refused as soon as
@@ -277,7 +212,7 @@ async fn list(
     State(app): State<App>,
     caller: Caller,
     ApiQuery(params): ApiQuery<ListParams>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<crate::api::envelope::List<FileObject>>> {
     let page = crate::domain::files::list(
         app.context(),
         &caller.org,
@@ -285,7 +220,7 @@ async fn list(
         params.purpose.as_deref(),
     )
     .await?;
-    Ok(Json(crate::api::envelope::page_envelope(&page, |f| {
+    Ok(Json(crate::api::envelope::List::page(page, |f| {
         f.id.clone()
     })))
 }

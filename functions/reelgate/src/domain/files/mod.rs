@@ -2,6 +2,7 @@
 //! An upload is streamed to the blob store while its first bytes are sniffed; the content must
 //! match the purpose. Files expire 30 days after upload and belong to one organization.
 
+pub mod form_upload;
 pub mod record;
 pub mod uploads;
 
