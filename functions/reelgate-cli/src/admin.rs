@@ -9,7 +9,7 @@ use reelgate::domain::{accounts::erasure, Context};
 use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -405,19 +405,19 @@ async fn usage_report(
         limit: usage_report::MAX_DAYS,
         page: None,
     };
-    let mut data = Vec::new();
-    loop {
+    let mut whole = usage_report::report(cx.store, org, &req).await?;
+    while let Some(next) = whole.next_page.take() {
+        req.page = Some(next);
         let page = usage_report::report(cx.store, org, &req).await?;
-        data.extend(page["data"].as_array().cloned().unwrap_or_default());
-        match page["next_page"].as_str() {
-            Some(next) => req.page = Some(next.to_owned()),
-            None => break,
-        }
+        whole.data.extend(page.data);
+        whole.next_page = page.next_page;
     }
-    let mut report = json!({"object": "page", "data": data, "has_more": false, "next_page": null});
-    report["totals"] = json!(usage_report::total(&report)
+    whole.has_more = false;
+    let totals: Vec<Value> = usage_report::total(&whole)
         .into_iter()
         .map(|(currency, amount)| json!({"currency": currency, "amount": amount.normalize().to_string()}))
-        .collect::<Vec<_>>());
+        .collect();
+    let mut report = json!(whole);
+    report["totals"] = json!(totals);
     Ok(report)
 }

@@ -6,19 +6,40 @@ use axum::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-/// OpenAI's list envelope: `{object: "list", data, first_id, last_id, has_more}`.
-pub fn list_envelope<T: serde::Serialize>(
-    data: &[T],
-    id_of: impl Fn(&T) -> String,
-    has_more: bool,
-) -> serde_json::Value {
-    serde_json::json!({
-        "object": "list",
-        "data": data,
-        "first_id": data.first().map(&id_of),
-        "last_id": data.last().map(&id_of),
-        "has_more": has_more,
-    })
+/// OpenAI's list envelope: `{object: "list", data, first_id, last_id, has_more}`. Its schema
+/// in the OpenAPI document is named by the item (`List_Video`, `List_FileObject`, ...).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct List<T> {
+    #[schema(value_type = String, pattern = "^list$")]
+    pub object: &'static str,
+    pub data: Vec<T>,
+    #[schema(required = true)]
+    pub first_id: Option<String>,
+    #[schema(required = true)]
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+impl<T> List<T> {
+    pub fn new(data: Vec<T>, id_of: impl Fn(&T) -> String, has_more: bool) -> List<T> {
+        List {
+            object: "list",
+            first_id: data.first().map(&id_of),
+            last_id: data.last().map(&id_of),
+            data,
+            has_more,
+        }
+    }
+
+    /// A list with nothing after it (the routes that answer every item at once).
+    pub fn whole(data: Vec<T>, id_of: impl Fn(&T) -> String) -> List<T> {
+        List::new(data, id_of, false)
+    }
+
+    /// A domain [`Page`](crate::domain::params::Page) as a list envelope.
+    pub fn page(page: crate::domain::params::Page<T>, id_of: impl Fn(&T) -> String) -> List<T> {
+        List::new(page.data, id_of, page.has_more)
+    }
 }
 
 /// The answer to a delete: `{id, object, deleted: true}`.
@@ -38,14 +59,6 @@ impl Deleted {
             deleted: true,
         }
     }
-}
-
-/// A domain [`Page`](crate::domain::params::Page) as a list envelope.
-pub fn page_envelope<T: serde::Serialize>(
-    page: &crate::domain::params::Page<T>,
-    id_of: impl Fn(&T) -> String,
-) -> serde_json::Value {
-    list_envelope(&page.data, id_of, page.has_more)
 }
 
 /// The HTTP status of an error kind: the one place the domain's errors meet HTTP.

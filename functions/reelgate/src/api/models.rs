@@ -1,8 +1,9 @@
 //! `GET /v1/models` and `GET /v1/models/{model}`: the chat model catalog as the API shows it.
 
+use crate::api::envelope::List;
 use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::chat::models::model_object;
+use crate::domain::chat::models::{model_object, ModelObject};
 use crate::domain::error::{ApiError, ApiResult};
 use axum::extract::{Path, State};
 use axum::routing::get;
@@ -23,16 +24,16 @@ pub fn models_route() -> Router<App> {
 pub fn model_item_route() -> Router<App> {
     Router::new().route("/v1/models/{model}", get(retrieve))
 }
-use serde_json::Value;
 
 /// `GET /v1/models`: chat models only (video models are at `/v1/videos/models`).
-async fn list(State(app): State<App>, _caller: Caller) -> Json<Value> {
-    let data: Vec<Value> = app.catalog.chat_models.iter().map(model_object).collect();
-    Json(crate::api::envelope::list_envelope(
-        &data,
-        |m| m["id"].as_str().unwrap_or_default().to_owned(),
-        false,
-    ))
+async fn list(State(app): State<App>, _caller: Caller) -> Json<List<ModelObject>> {
+    Json(chat_model_list(&app))
+}
+
+/// The chat models as a list (`GET /v1/models`, and the console chat page's picker).
+pub fn chat_model_list(app: &App) -> List<ModelObject> {
+    let data = app.catalog.chat_models.iter().map(model_object).collect();
+    List::whole(data, |m| m.id.clone())
 }
 
 /// `GET /v1/models/{model}`: one chat model; a video model or an unknown id is 404.
@@ -40,7 +41,7 @@ async fn retrieve(
     State(app): State<App>,
     _caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ModelObject>> {
     app.catalog
         .chat_model(&id)
         .map(|m| Json(model_object(m)))

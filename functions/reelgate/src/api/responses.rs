@@ -449,7 +449,7 @@ async fn input_items(
     caller: Caller,
     Path(id): Path<String>,
     ApiQuery(params): ApiQuery<ItemsParams>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::api::envelope::List<Value>>> {
     let limit = params
         .page
         .limit(crate::domain::responses::MAX_ITEMS_PAGE)?;
@@ -487,8 +487,8 @@ async fn input_items(
         .cloned()
         .collect();
     let has_more = start + window.len() < end;
-    Ok(Json(crate::api::envelope::list_envelope(
-        &window,
+    Ok(Json(crate::api::envelope::List::new(
+        window,
         |i| i["id"].as_str().unwrap_or_default().to_owned(),
         has_more,
     )))

@@ -55,6 +55,9 @@ async fn create(
     };
     match crate::domain::files::uploads::create(app.context(), &caller, body).await {
         Ok(upload) => {
+            // Stored as JSON for a replay, which answers the same bytes.
+            let upload = serde_json::to_value(upload)
+                .map_err(|e| crate::domain::error::ApiError::internal("upload answer", e))?;
             idem::finish(app.context(), claim, &upload).await?;
             Ok(Json(upload))
         }

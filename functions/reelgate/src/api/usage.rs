@@ -8,7 +8,6 @@ use crate::domain::error::{ApiError, ApiResult};
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new().route("/v1/usage", get(usage))
@@ -18,7 +17,7 @@ async fn usage(
     State(app): State<App>,
     caller: Caller,
     RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<usage_report::UsagePage>> {
     let req = parse(
         query.as_deref().unwrap_or_default(),
         crate::ports::store::now_secs(),

@@ -1,19 +1,19 @@
 //! The `/v1/videos` routes.
 
+use crate::api::envelope::List;
 use crate::api::extract::{ApiQuery, JsonOrForm};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::idempotency;
 use crate::domain::params::ListQuery;
-use crate::domain::videos::{output_blob_key, queries, thumbnail_blob_key};
+use crate::domain::videos::{output_blob_key, queries, thumbnail_blob_key, Video};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -101,15 +101,17 @@ async fn list(
     State(app): State<App>,
     caller: Caller,
     ApiQuery(params): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List<Video>>> {
     let page = queries::list(app.context(), &caller, &params).await?;
-    Ok(Json(crate::api::envelope::page_envelope(&page, |v| {
-        v.id.clone()
-    })))
+    Ok(Json(List::page(page, |v| v.id.clone())))
 }
 
-async fn models(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
-    Ok(Json(queries::models(app.context(), &caller).await?))
+async fn models(
+    State(app): State<App>,
+    caller: Caller,
+) -> ApiResult<Json<List<queries::VideoModelObject>>> {
+    let data = queries::models(app.context(), &caller).await?;
+    Ok(Json(List::whole(data, |m| m.id.clone())))
 }
 
 async fn delete(

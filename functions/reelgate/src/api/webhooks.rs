@@ -2,6 +2,7 @@
 //! that answer only — list, retrieve, delete, rotate the secret). Events and delivery are
 //! `domain::webhooks`'.
 
+use crate::api::envelope::List;
 use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -46,13 +47,9 @@ async fn create(
     ))
 }
 
-async fn list(State(app): State<App>, caller: Caller) -> ApiResult<Json<Value>> {
+async fn list(State(app): State<App>, caller: Caller) -> ApiResult<Json<List<Endpoint>>> {
     let data = webhooks::list(app.context(), &caller.org).await?;
-    Ok(Json(crate::api::envelope::list_envelope(
-        &data,
-        |e| e.id.clone(),
-        false,
-    )))
+    Ok(Json(List::whole(data, |e| e.id.clone())))
 }
 
 async fn retrieve(

@@ -2,7 +2,9 @@
 //! [`ConsoleSession`] (the cookie; state-changing routes also its CSRF token) and calls the same
 //! domain use cases as the `/v1` routes, as the signed-in person in their organization.
 
+use super::answers::*;
 use super::{cleared_cookie, ConsoleSession};
+use crate::api::envelope::List;
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::agreement::{self, AgreementStatus};
@@ -63,16 +65,22 @@ pub fn routes() -> Router<App> {
 async fn session(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionInfo>> {
     let person = app.accounts().person(&s.caller.person).await?;
     let org = app.accounts().org(&s.caller.org).await?;
-    Ok(Json(json!({
-        "object": "console.session",
-        "user": {"id": person.id, "email": person.email},
-        "organization": {"id": org.id, "name": org.name},
-        "csrf_token": s.csrf_token,
-        "expires_at": s.expires_at,
-    })))
+    Ok(Json(SessionInfo {
+        object: "console.session",
+        user: SessionUser {
+            id: person.id,
+            email: person.email,
+        },
+        organization: SessionOrganization {
+            id: org.id,
+            name: org.name,
+        },
+        csrf_token: s.csrf_token,
+        expires_at: s.expires_at,
+    }))
 }
 
 /// Signs out: revokes the session server-side and clears the cookie.
@@ -83,8 +91,11 @@ async fn sign_out(
     Console::new(app.store.as_ref())
         .revoke_session(&s.session_id)
         .await?;
-    let mut response =
-        Json(json!({"object": "console.session", "signed_out": true})).into_response();
+    let mut response = Json(SignedOut {
+        object: "console.session",
+        signed_out: true,
+    })
+    .into_response();
     if let Ok(v) = HeaderValue::from_str(&cleared_cookie(&app.settings.public_base_url)) {
         response.headers_mut().insert(SET_COOKIE, v);
     }
@@ -96,16 +107,16 @@ async fn sign_out(
 async fn terms(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Terms>> {
     let status = agreement::status(app.context(), &s.caller.org, &s.caller.person).await?;
     let text = app.catalog.terms_text(&status.terms_version);
-    let mut v = serde_json::to_value(&status)
-        .map_err(|e| crate::domain::error::ApiError::internal("terms", e))?;
-    v["text"] = json!({
-        "en": text.map(|t| t.en.as_str()),
-        "ja": text.map(|t| t.ja.as_str()),
-    });
-    Ok(Json(v))
+    Ok(Json(Terms {
+        text: TermsText {
+            en: text.map(|t| t.en.clone()),
+            ja: text.map(|t| t.ja.clone()),
+        },
+        status,
+    }))
 }
 
 /// Records agreement to the current terms version: the only path that records it.
@@ -116,37 +127,28 @@ async fn agree(
     Ok(Json(agreement::accept(app.context(), &s.caller).await?))
 }
 
-/// The video models the organization's plan is entitled to, with prices per second.
-/// With the create rules' limits (seconds, aspect ratios, prompt length) for the form.
+/// The video models the organization's plan is entitled to, with prices per second, the create
+/// rules' limits for the form, and whether Japanese prompts can be translated.
 async fn models(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
-    use crate::domain::videos::create::{
-        ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS,
-    };
-    let mut v = crate::domain::videos::queries::models(app.context(), &s.caller).await?;
-    v["limits"] = json!({
-        "min_seconds": MIN_SECONDS,
-        "max_seconds": MAX_SECONDS,
-        "aspect_ratios": ASPECT_RATIOS,
-        "max_prompt_chars": MAX_PROMPT_CHARS,
-    });
-    // Whether this server can translate Japanese prompts: without a translator the New video
-    // page warns before a Japanese prompt is submitted (it would fail `translation_unavailable`).
-    v["translator"] = json!(app.translator().is_some());
-    Ok(Json(v))
+) -> ApiResult<Json<ConsoleVideoModels>> {
+    let data = crate::domain::videos::queries::models(app.context(), &s.caller).await?;
+    Ok(Json(ConsoleVideoModels {
+        list: List::whole(data, |m| m.id.clone()),
+        limits: CreateLimits::CURRENT,
+        // Without a translator the New video page warns before a Japanese prompt is submitted
+        // (it would fail `translation_unavailable`).
+        translator: app.translator().is_some(),
+    }))
 }
 
 /// The chat models (as `GET /v1/models` lists them), for the chat page's picker.
-async fn chat_models(State(app): State<App>, ConsoleSession(_): ConsoleSession) -> Json<Value> {
-    let data: Vec<Value> = app
-        .catalog
-        .chat_models
-        .iter()
-        .map(crate::domain::chat::models::model_object)
-        .collect();
-    Json(json!({"object": "list", "data": data}))
+async fn chat_models(
+    State(app): State<App>,
+    ConsoleSession(_): ConsoleSession,
+) -> Json<List<crate::domain::chat::models::ModelObject>> {
+    Json(crate::api::models::chat_model_list(&app))
 }
 
 /// The exact quote of a create request before submitting it (same validation as admission).
@@ -186,11 +188,9 @@ async fn list_videos(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     ApiQuery(params): ApiQuery<crate::domain::params::ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List<crate::domain::videos::Video>>> {
     let page = crate::domain::videos::queries::list(app.context(), &s.caller, &params).await?;
-    Ok(Json(crate::api::envelope::page_envelope(&page, |v| {
-        v.id.clone()
-    })))
+    Ok(Json(List::page(page, |v| v.id.clone())))
 }
 
 async fn get_video(
@@ -239,7 +239,7 @@ async fn media(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<VideoMedia>> {
     use crate::domain::videos::{output_blob_key, thumbnail_blob_key};
     let video = crate::domain::videos::queries::retrieve_completed(
         app.context(),
@@ -262,13 +262,13 @@ async fn media(
     } else {
         None
     };
-    Ok(Json(json!({
-        "object": "video.media",
-        "id": video_id,
-        "content_url": content_url,
-        "thumbnail_url": thumbnail_url,
-        "expires_in": ttl.as_secs(),
-    })))
+    Ok(Json(VideoMedia {
+        object: "video.media",
+        id: video_id,
+        content_url,
+        thumbnail_url,
+        expires_in: ttl.as_secs(),
+    }))
 }
 
 /// Chat completions as the signed-in person (streamed as server-sent events when asked).
@@ -294,12 +294,12 @@ async fn chat(
 async fn list_keys(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List<crate::domain::accounts::ApiKeyInfo>>> {
     let keys = app
         .accounts()
         .list_api_keys(&s.caller.org, &s.caller.person)
         .await?;
-    Ok(Json(json!({"object": "list", "data": keys})))
+    Ok(Json(List::whole(keys, |k| k.id.clone())))
 }
 
 /// Creates an API key for the signed-in person, with the optional `name` of the JSON body (an
@@ -308,7 +308,7 @@ async fn create_key(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     body: axum::body::Bytes,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ApiKeyCreated>> {
     let body: Value = if body.is_empty() {
         json!({})
     } else {
@@ -330,26 +330,31 @@ async fn create_key(
         .accounts()
         .create_named_api_key(&s.caller.person, name)
         .await?;
-    Ok(Json(json!({
-        "object": "api_key",
-        "id": issued.id,
-        "name": name.map(str::trim).filter(|n| !n.is_empty()),
-        "secret": issued.secret,
-        "organization": issued.org,
-    })))
+    Ok(Json(ApiKeyCreated {
+        object: "api_key",
+        id: issued.id,
+        name: name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned),
+        secret: issued.secret,
+        organization: issued.org,
+    }))
 }
 
 async fn revoke_key(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(key_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ApiKeyRevoked>> {
     app.accounts()
         .revoke_own_api_key(&s.caller.org, &s.caller.person, &key_id)
         .await?;
-    Ok(Json(
-        json!({"object": "api_key", "id": key_id, "revoked": true}),
-    ))
+    Ok(Json(ApiKeyRevoked {
+        object: "api_key",
+        id: key_id,
+        revoked: true,
+    }))
 }
 
 /// One of the person's own keys: its effective limits (its overrides over the plan's per-key
@@ -358,7 +363,7 @@ async fn key_limits(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(key_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<key_controls::KeyControls>> {
     let controls = key_controls::show_own(
         &app.accounts(),
         app.context().catalog,
@@ -367,7 +372,7 @@ async fn key_limits(
         &key_id,
     )
     .await?;
-    Ok(Json(json!(controls)))
+    Ok(Json(controls))
 }
 
 /// Replaces the overrides and the budget of one of the person's own keys, within the plan.
@@ -376,7 +381,7 @@ async fn set_key_limits(
     ConsoleSession(s): ConsoleSession,
     Path(key_id): Path<String>,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<key_controls::KeyControls>> {
     let controls = key_controls::set_own(
         &app.accounts(),
         app.context().catalog,
@@ -386,7 +391,7 @@ async fn set_key_limits(
         &body,
     )
     .await?;
-    Ok(Json(json!(controls)))
+    Ok(Json(controls))
 }
 
 /// Balance, reservations for renders in flight, recent charges, and the last 30 UTC days: per
@@ -394,7 +399,7 @@ async fn set_key_limits(
 async fn usage(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConsoleUsage>> {
     let org = app.accounts().org(&s.caller.org).await?;
     let charges =
         crate::domain::billing::token_charges::recent_charges(app.context(), &s.caller.org, 20)
@@ -414,18 +419,18 @@ async fn usage(
         },
     )
     .await?;
-    Ok(Json(json!({
-        "object": "console.usage",
-        "organization": org.id,
-        "currency": org.currency,
-        "balance": org.balance.to_string(),
-        "reserved": org.reserved.to_string(),
-        "available": org.available.to_string(),
-        "renders_in_flight": org.renders_in_flight,
-        "recent_charges": charges,
-        "last_30_days": usage_report::sum_days(&month),
-        "days": month["data"],
-    })))
+    Ok(Json(ConsoleUsage {
+        object: "console.usage",
+        last_30_days: usage_report::sum_days(&month),
+        days: month.data,
+        organization: org.id,
+        currency: org.currency,
+        balance: org.balance.to_string(),
+        reserved: org.reserved.to_string(),
+        available: org.available.to_string(),
+        renders_in_flight: org.renders_in_flight,
+        recent_charges: charges,
+    }))
 }
 
 /// Starts a direct upload (a first or last frame, a reference) for the New video page: the
@@ -435,7 +440,7 @@ async fn create_upload(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::domain::files::uploads::Upload>> {
     Ok(Json(
         crate::domain::files::uploads::create(app.context(), &s.caller, body).await?,
     ))
@@ -457,13 +462,9 @@ async fn complete_upload(
 async fn list_webhooks(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List<webhooks::Endpoint>>> {
     let data = webhooks::list(app.context(), &s.caller.org).await?;
-    Ok(Json(crate::api::envelope::list_envelope(
-        &data,
-        |e| e.id.clone(),
-        false,
-    )))
+    Ok(Json(List::whole(data, |e| e.id.clone())))
 }
 
 /// Registers an endpoint (the URL goes through the guarded fetcher's check); the signing

@@ -5,6 +5,7 @@
 //! A console session works only here; `/v1` takes API keys only, and an API key in the
 //! `Authorization` header is not a console session.
 
+pub mod answers;
 pub mod api;
 pub mod oidc;
 

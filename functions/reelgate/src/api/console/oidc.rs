@@ -160,10 +160,13 @@ async fn callback(
     }
 }
 
-#[derive(Deserialize)]
-struct ChooseForm {
+/// `POST /console/oidc/choose`: the choice page's form.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct OidcChooseForm {
+    /// The pending sign-in's token, from the page.
     #[serde(default)]
     token: String,
+    /// The chosen organization's id.
     #[serde(default)]
     org: String,
 }
@@ -172,7 +175,7 @@ struct ChooseForm {
 async fn choose(
     State(app): State<App>,
     headers: HeaderMap,
-    form: Result<Form<ChooseForm>, axum::extract::rejection::FormRejection>,
+    form: Result<Form<OidcChooseForm>, axum::extract::rejection::FormRejection>,
 ) -> Response {
     let Some(oidc) = app.oidc.clone() else {
         return not_configured();

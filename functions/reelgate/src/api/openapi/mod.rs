@@ -154,6 +154,8 @@ pub enum Answer {
     Html,
     /// Static text of the given media type.
     Text(&'static str),
+    /// This document: an OpenAPI 3.1 object (its schema is OpenAPI's own, not restated here).
+    OpenApiDocument,
     /// A redirect (`Location`).
     Redirect,
 }
@@ -266,7 +268,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "service",
         summary: "This document",
         auth: Auth::None,
-        ok: &[(200, Answer::Json("OpenApiJson"))],
+        ok: &[(200, Answer::OpenApiDocument)],
         errors: &[],
         ..DEFAULT
     },
@@ -295,7 +297,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("purpose", Kind::Str, "Only files of this purpose."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("FileList"))],
+        ok: &[(200, Answer::Json("List_FileObject"))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -384,7 +386,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("after", Kind::Str, "A video id: the page starts after it."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("VideoList"))],
+        ok: &[(200, Answer::Json("List_Video"))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -393,7 +395,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListVideoModels",
         tag: "videos",
         summary: "The video models the plan is entitled to, with prices per second",
-        ok: &[(200, Answer::Json("VideoModelList"))],
+        ok: &[(200, Answer::Json("List_VideoModelObject"))],
         ..DEFAULT
     },
     Operation {
@@ -501,7 +503,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListWebhooks",
         tag: "webhooks",
         summary: "The organization's webhook endpoints with their delivery records",
-        ok: &[(200, Answer::Json("WebhookList"))],
+        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
         ..DEFAULT
     },
     Operation {
@@ -573,7 +575,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListModels",
         tag: "models",
         summary: "The chat models (video models are at /v1/videos/models)",
-        ok: &[(200, Answer::Json("ModelList"))],
+        ok: &[(200, Answer::Json("List_ModelObject"))],
         ..DEFAULT
     },
     Operation {
@@ -582,7 +584,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "models",
         summary: "One chat model",
         params: &[path("model", "A chat model id.")],
-        ok: &[(200, Answer::Json("Model"))],
+        ok: &[(200, Answer::Json("ModelObject"))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -664,7 +666,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("before", Kind::Str, "An item id: the page ends before it."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("ObjectList"))],
+        ok: &[(200, Answer::Json("List_Value"))],
         errors: &[400, 401, 404],
         ..DEFAULT
     },
@@ -793,7 +795,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Who is signed in, and the session's CSRF token",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleSessionInfo"))],
+        ok: &[(200, Answer::Json("SessionInfo"))],
         ..DEFAULT
     },
     Operation {
@@ -803,7 +805,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Revoke the session and clear its cookie",
         auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("ConsoleObject"))],
+        ok: &[(200, Answer::Json("SignedOut"))],
         errors: &[401, 403],
         ..DEFAULT
     },
@@ -813,7 +815,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The current Video Service Terms and whether this person agreed",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("AgreementStatus"))],
+        ok: &[(200, Answer::Json("Terms"))],
         ..DEFAULT
     },
     Operation {
@@ -833,7 +835,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The plan's video models with prices and the create form's limits",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ObjectList"))],
+        ok: &[(200, Answer::Json("ConsoleVideoModels"))],
         ..DEFAULT
     },
     Operation {
@@ -842,7 +844,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The chat models",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ObjectList"))],
+        ok: &[(200, Answer::Json("List_ModelObject"))],
         ..DEFAULT
     },
     Operation {
@@ -853,7 +855,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "The exact quote of a create request",
         auth: Auth::ConsoleCsrf,
         body: Body::Json("VideoCreateRequest"),
-        ok: &[(200, Answer::Json("ConsoleObject"))],
+        ok: &[(200, Answer::Json("Quote"))],
         errors: &[400, 401, 403, 404, 413],
         ..DEFAULT
     },
@@ -868,7 +870,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("after", Kind::Str, "A video id: the page starts after it."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("VideoList"))],
+        ok: &[(200, Answer::Json("List_Video"))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -915,7 +917,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Short-lived signed URLs of a completed job's MP4 and thumbnail",
         auth: Auth::Console,
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("ConsoleObject"))],
+        ok: &[(200, Answer::Json("VideoMedia"))],
         errors: &[400, 401, 404],
         ..DEFAULT
     },
@@ -949,7 +951,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The signed-in person's API keys (never their secrets)",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ObjectList"))],
+        ok: &[(200, Answer::Json("List_ApiKeyInfo"))],
         ..DEFAULT
     },
     Operation {
@@ -972,7 +974,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Revoke one of the signed-in person's API keys",
         auth: Auth::ConsoleCsrf,
         params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("ConsoleObject"))],
+        ok: &[(200, Answer::Json("ApiKeyRevoked"))],
         errors: &[401, 403, 404],
         ..DEFAULT
     },
@@ -984,7 +986,7 @@ pub const OPERATIONS: &[Operation] = &[
                   the plan's per-key limits) and its monthly budget with this month's committed amount",
         auth: Auth::Console,
         params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("KeyLimits"))],
+        ok: &[(200, Answer::Json("KeyControls"))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -998,7 +1000,7 @@ pub const OPERATIONS: &[Operation] = &[
         auth: Auth::ConsoleCsrf,
         params: &[path("key_id", "An API key id.")],
         body: Body::Json("KeyLimitsRequest"),
-        ok: &[(200, Answer::Json("KeyLimits"))],
+        ok: &[(200, Answer::Json("KeyControls"))],
         errors: &[400, 401, 403, 404],
         ..DEFAULT
     },
@@ -1008,7 +1010,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Balance, reservations of renders in flight, recent charges",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleObject"))],
+        ok: &[(200, Answer::Json("ConsoleUsage"))],
         ..DEFAULT
     },
     Operation {
@@ -1043,7 +1045,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The organization's webhook endpoints with their delivery records",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("WebhookList"))],
+        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
         ..DEFAULT
     },
     Operation {
@@ -1100,23 +1102,24 @@ pub const OPERATIONS: &[Operation] = &[
     crate::api::envelope::ErrorBody,
     crate::api::Health,
     crate::domain::files::FileObject,
-    FileList,
+    crate::api::envelope::List<crate::domain::files::FileObject>,
     crate::api::envelope::Deleted,
-    FileUploadForm,
+    crate::domain::files::form_upload::FileUploadForm,
     crate::domain::files::uploads::UploadCreateRequest,
-    Upload,
-    VideoCreateRequest,
+    crate::domain::files::uploads::Upload,
+    crate::domain::videos::create::VideoCreateRequest,
     // Named by the create request's array schemas (built from the rules' limits).
-    FrameReference,
-    FrameRole,
-    FileRef,
+    crate::domain::videos::create::FrameReference,
+    crate::domain::videos::create::FrameRole,
+    crate::domain::videos::create::FileRef,
+    crate::domain::videos::create::Quote,
     crate::domain::videos::Video,
-    VideoList,
-    VideoModelList,
+    crate::api::envelope::List<crate::domain::videos::Video>,
+    crate::api::envelope::List<crate::domain::videos::queries::VideoModelObject>,
     crate::domain::accounts::agreement::AgreementStatus,
-    Model,
-    ModelList,
-    ObjectList,
+    crate::domain::chat::models::ModelObject,
+    crate::api::envelope::List<crate::domain::chat::models::ModelObject>,
+    crate::api::envelope::List<serde_json::Value>,
     ChatCompletionRequest,
     ChatCompletion,
     MessageCreateRequest,
@@ -1128,22 +1131,24 @@ pub const OPERATIONS: &[Operation] = &[
     ResponseCreateRequest,
     ResponseObject,
     EventStream,
-    ConsoleSessionInfo,
-    ConsoleObject,
-    ApiKeyCreated,
-    KeyLimit,
-    KeyLimits,
-    KeyLimitsRequest,
-    OpenApiJson,
+    crate::api::console::answers::SessionInfo,
+    crate::api::console::answers::SignedOut,
+    crate::api::console::answers::Terms,
+    crate::api::console::answers::ConsoleVideoModels,
+    crate::api::console::answers::VideoMedia,
+    crate::api::console::answers::ApiKeyCreated,
+    crate::api::console::answers::ApiKeyRevoked,
+    crate::api::console::answers::ConsoleUsage,
+    crate::api::envelope::List<crate::domain::accounts::ApiKeyInfo>,
+    crate::domain::accounts::key_controls::KeyControls,
+    crate::domain::accounts::key_controls::KeyLimitsRequest,
     crate::domain::webhooks::WebhookCreateRequest,
     crate::domain::webhooks::Endpoint,
     crate::domain::webhooks::DeliveryRecord,
     crate::domain::webhooks::Attempt,
-    WebhookList,
-    OidcChooseForm,
-    UsagePage,
-    UsageBucket,
-    UsageResult,
+    crate::api::envelope::List<crate::domain::webhooks::Endpoint>,
+    crate::api::console::oidc::OidcChooseForm,
+    crate::domain::billing::usage_report::UsagePage,
 )))]
 struct Components;
 
@@ -1250,6 +1255,18 @@ fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
         Answer::Html => r
             .description("An HTML page")
             .content("text/html; charset=utf-8", ContentBuilder::new().schema(Some(string_schema())).build()),
+        Answer::OpenApiDocument => r.description("An OpenAPI 3.1 document").content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Object)
+                        .required("openapi")
+                        .required("info")
+                        .required("paths"),
+                ))
+                .build(),
+        ),
         Answer::Text(t) => r
             .description("The file")
             .content(t, ContentBuilder::new().schema(Some(string_schema())).build()),

@@ -25,19 +25,22 @@ pub const FIELDS: [&str; 3] = [
 ];
 
 /// One limit as it applies to a key: the key's override, the plan's per-key limit, and which wins.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct LimitView {
-    /// What applies; None is unlimited.
+    /// What applies; null is unlimited.
     pub effective: Option<u64>,
     /// `key` when the key's override applies, `plan` when the plan's does.
+    #[schema(value_type = String)]
     pub source: &'static str,
     pub key: Option<u64>,
     pub plan: Option<u64>,
 }
 
-/// A key's limits and budget, as its holder sees them.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// `GET|POST /console/api/keys/{key_id}/limits`: a key's limits and budget, as its holder sees
+/// them.
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct KeyControls {
+    #[schema(value_type = String, pattern = "^api_key\\.limits$")]
     pub object: &'static str,
     pub id: String,
     pub plan: String,
@@ -47,9 +50,11 @@ pub struct KeyControls {
     pub video_creates_per_minute: LimitView,
     /// The monthly cap (decimal string, the organization's currency), or None.
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub monthly_budget: Option<Decimal>,
     /// Spent plus reserved this month (UTC) against the budget; zero without a budget.
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub committed: Decimal,
     /// `YYYY_MM` of the month `committed` is for.
     pub month: String,
@@ -101,16 +106,46 @@ pub fn view(holder: &Caller, plan_id: &str, plan: Option<&Plan>, currency: &str)
     }
 }
 
-/// What a holder asks for: every override and the budget (absent or null clears one).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Requested {
-    pub limits: RateLimits,
+/// `POST /console/api/keys/{key_id}/limits`: what a holder asks for, every override and the
+/// budget; an absent or null limit falls back to the plan's, an absent or null budget removes
+/// it. A limit above the plan's per-key limit is refused (`above_plan_limit`, naming the field).
+#[derive(Clone, Debug, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({"requests_per_minute": 60, "tokens_per_minute": null, "video_creates_per_minute": null, "monthly_budget": "25.00"}))]
+pub struct KeyLimitsRequest {
+    #[schema(schema_with = limit_schema)]
+    pub requests_per_minute: Option<u64>,
+    #[schema(schema_with = limit_schema)]
+    pub tokens_per_minute: Option<u64>,
+    #[schema(schema_with = limit_schema)]
+    pub video_creates_per_minute: Option<u64>,
+    /// A non-negative decimal string with at most 6 places.
+    #[schema(value_type = Option<String>)]
     pub monthly_budget: Option<Decimal>,
+}
+
+/// A limit override: a whole number from 1 to `MAX_LIMIT`, or null for the plan's limit.
+fn limit_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(1))
+        .maximum(Some(MAX_LIMIT))
+        .into()
+}
+
+impl KeyLimitsRequest {
+    pub fn limits(&self) -> RateLimits {
+        RateLimits {
+            requests_per_minute: self.requests_per_minute,
+            tokens_per_minute: self.tokens_per_minute,
+            video_creates_per_minute: self.video_creates_per_minute,
+        }
+    }
 }
 
 /// Reads a holder's request: whole numbers from 1 for the limits, a decimal string for the
 /// budget, nothing above the plan's per-key limit. Every refusal names its field.
-pub fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<Requested> {
+pub fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<KeyLimitsRequest> {
     let obj = body
         .as_object()
         .ok_or_else(|| ApiError::bad_request("The body must be a JSON object."))?;
@@ -178,12 +213,11 @@ pub fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<Requ
             ))
         }
     };
-    Ok(Requested {
-        limits: RateLimits {
-            requests_per_minute: values[0],
-            tokens_per_minute: values[1],
-            video_creates_per_minute: values[2],
-        },
+    let [requests_per_minute, tokens_per_minute, video_creates_per_minute] = values;
+    Ok(KeyLimitsRequest {
+        requests_per_minute,
+        tokens_per_minute,
+        video_creates_per_minute,
         monthly_budget,
     })
 }
@@ -221,7 +255,7 @@ pub async fn set_own(
     let plan = catalog.plan(&organization.plan);
     let asked = parse(body, &organization.plan, plan)?;
     let holder = accounts
-        .set_own_key_controls(org, person, key_id, &asked.limits, asked.monthly_budget)
+        .set_own_key_controls(org, person, key_id, &asked.limits(), asked.monthly_budget)
         .await?;
     Ok(view(
         &holder,
@@ -245,7 +279,7 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
         .unwrap()
     }
 
-    fn param(r: ApiResult<Requested>) -> Option<String> {
+    fn param(r: ApiResult<KeyLimitsRequest>) -> Option<String> {
         r.err().and_then(|e| {
             crate::api::envelope::error_body(&e)["error"]["param"]
                 .as_str()
@@ -262,10 +296,10 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
             Some(&p),
         )
         .unwrap();
-        assert_eq!(r.limits.requests_per_minute, Some(2));
-        assert_eq!(r.limits.tokens_per_minute, None);
+        assert_eq!(r.requests_per_minute, Some(2));
+        assert_eq!(r.tokens_per_minute, None);
         // The plan sets no per-key video limit: any override is within it.
-        assert_eq!(r.limits.video_creates_per_minute, Some(5000));
+        assert_eq!(r.video_creates_per_minute, Some(5000));
         assert_eq!(r.monthly_budget, Some(Decimal::new(1250, 2)));
     }
 

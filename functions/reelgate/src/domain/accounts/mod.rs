@@ -52,9 +52,10 @@ pub const LAST_USED_EVERY_SECS: i64 = 60;
 const LAST_USED_AT: &str = "last_used_at";
 
 /// An API key as its owner sees it in a list (never the secret).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct ApiKeyInfo {
     pub id: String,
+    #[schema(value_type = String, pattern = "^api_key$")]
     pub object: &'static str,
     /// The name its owner gave it at creation (None for keys made without one).
     pub name: Option<String>,

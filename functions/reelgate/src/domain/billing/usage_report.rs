@@ -16,8 +16,9 @@
 use crate::domain::error::{ApiError, ApiResult};
 use crate::ports::store::{ItemExt, ItemStore, Query, TransactOp, Update};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::BTreeMap;
+use utoipa::ToSchema;
 
 pub const DAY: i64 = 86_400;
 
@@ -246,7 +247,7 @@ type RowKey = (
 const READ_PAGE: usize = 1000;
 
 /// The organization's usage from the request's first page day, as a page of daily buckets.
-pub async fn report(store: &dyn ItemStore, org: &str, req: &ReportRequest) -> ApiResult<Value> {
+pub async fn report(store: &dyn ItemStore, org: &str, req: &ReportRequest) -> ApiResult<UsagePage> {
     req.validate()?;
     let first = req.first_day()?;
     let range_end = day_start(req.end - 1) + DAY;
@@ -283,26 +284,26 @@ pub async fn report(store: &dyn ItemStore, org: &str, req: &ReportRequest) -> Ap
     let mut data = Vec::new();
     let mut day = first;
     while day < stop {
-        let results: Vec<Value> = rows
+        let results = rows
             .range((day, None, None, None, String::new())..)
             .take_while(|(k, _)| k.0 == day)
-            .map(|(k, t)| result_json(k, t))
+            .map(|(k, t)| UsageResult::of(k, t))
             .collect();
-        data.push(json!({
-            "object": "bucket",
-            "start_time": day,
-            "end_time": day + DAY,
-            "results": results,
-        }));
+        data.push(UsageBucket {
+            object: "bucket",
+            start_time: day,
+            end_time: day + DAY,
+            results,
+        });
         day += DAY;
     }
     let has_more = stop < range_end;
-    Ok(json!({
-        "object": "page",
-        "data": data,
-        "has_more": has_more,
-        "next_page": has_more.then(|| format!("day_{stop}")),
-    }))
+    Ok(UsagePage {
+        object: "page",
+        data,
+        has_more,
+        next_page: has_more.then(|| format!("day_{stop}")),
+    })
 }
 
 fn add_rollup(rows: &mut BTreeMap<RowKey, Totals>, it: &crate::ports::store::Item, by: &[GroupBy]) {
@@ -362,86 +363,120 @@ fn add_rollup(rows: &mut BTreeMap<RowKey, Totals>, it: &crate::ports::store::Ite
     }
 }
 
-fn result_json(k: &RowKey, t: &Totals) -> Value {
-    let int = |d: Decimal| Value::from(i64::try_from(d).unwrap_or(i64::MAX));
-    json!({
-        "object": "organization.usage.result",
-        "model": k.1,
-        "api_key_id": k.2,
-        "kind": k.3,
-        "currency": k.4,
-        "amount": t.amount.normalize().to_string(),
-        "requests": int(t.requests),
-        "input_tokens": int(t.input_tokens),
-        "cached_input_tokens": int(t.cached_input_tokens),
-        "output_tokens": int(t.output_tokens),
-        "video_seconds": int(t.video_seconds),
-    })
+/// `GET /v1/usage`: a page of daily buckets.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct UsagePage {
+    #[schema(value_type = String, pattern = "^page$")]
+    pub object: &'static str,
+    pub data: Vec<UsageBucket>,
+    pub has_more: bool,
+    /// Pass as `page` for the next days; null on the last page.
+    pub next_page: Option<String>,
+}
+
+/// One UTC day.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct UsageBucket {
+    #[schema(value_type = String, pattern = "^bucket$")]
+    pub object: &'static str,
+    /// The day's UTC midnight (Unix seconds).
+    pub start_time: i64,
+    /// The next day's UTC midnight.
+    pub end_time: i64,
+    pub results: Vec<UsageResult>,
+}
+
+/// The usage of one group (one row per currency when nothing is grouped by).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct UsageResult {
+    #[schema(value_type = String, pattern = "^organization\\.usage\\.result$")]
+    pub object: &'static str,
+    /// The model, when grouped by `model`.
+    pub model: Option<String>,
+    /// The API key id (`console` for the console), when grouped by `api_key`.
+    pub api_key_id: Option<String>,
+    /// `input_tokens`, `cached_input_tokens`, `output_tokens` or `video_seconds`, when grouped
+    /// by `kind`.
+    #[schema(value_type = Option<String>)]
+    pub kind: Option<&'static str>,
+    /// The billing currency.
+    pub currency: String,
+    /// What was charged, an exact decimal string.
+    #[serde(serialize_with = "normalized_decimal")]
+    #[schema(value_type = String, pattern = "^-?[0-9]+(\\.[0-9]+)?$")]
+    pub amount: Decimal,
+    /// Charges counted (requests and renders).
+    pub requests: i64,
+    /// Input tokens at the input price (cached ones not included).
+    pub input_tokens: i64,
+    /// Input tokens the upstream read from its prompt cache.
+    pub cached_input_tokens: i64,
+    pub output_tokens: i64,
+    /// Seconds of completed renders.
+    pub video_seconds: i64,
+}
+
+fn normalized_decimal<S: serde::Serializer>(d: &Decimal, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&d.normalize())
+}
+
+impl UsageResult {
+    fn of(k: &RowKey, t: &Totals) -> UsageResult {
+        let int = |d: Decimal| i64::try_from(d).unwrap_or(i64::MAX);
+        UsageResult {
+            object: "organization.usage.result",
+            model: k.1.clone(),
+            api_key_id: k.2.clone(),
+            kind: k.3,
+            currency: k.4.clone(),
+            amount: t.amount,
+            requests: int(t.requests),
+            input_tokens: int(t.input_tokens),
+            cached_input_tokens: int(t.cached_input_tokens),
+            output_tokens: int(t.output_tokens),
+            video_seconds: int(t.video_seconds),
+        }
+    }
+
+    fn add(&mut self, other: &UsageResult) {
+        self.amount += other.amount;
+        self.requests = self.requests.saturating_add(other.requests);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.video_seconds = self.video_seconds.saturating_add(other.video_seconds);
+    }
 }
 
 /// A report's results summed over its days, one per group (the console's breakdown).
-pub fn sum_days(report: &Value) -> Vec<Value> {
-    let mut sums: BTreeMap<(String, String, String, String), Value> = BTreeMap::new();
-    let key = |r: &Value, f: &str| r[f].as_str().unwrap_or_default().to_owned();
-    for bucket in report["data"].as_array().into_iter().flatten() {
-        for r in bucket["results"].as_array().into_iter().flatten() {
-            let k = (
-                key(r, "model"),
-                key(r, "api_key_id"),
-                key(r, "kind"),
-                key(r, "currency"),
-            );
-            let entry = sums.entry(k).or_insert_with(|| {
-                let mut zero = r.clone();
-                for f in [
-                    "requests",
-                    "input_tokens",
-                    "cached_input_tokens",
-                    "output_tokens",
-                    "video_seconds",
-                ] {
-                    zero[f] = json!(0);
-                }
-                zero["amount"] = json!("0");
-                zero
-            });
-            for f in [
-                "requests",
-                "input_tokens",
-                "cached_input_tokens",
-                "output_tokens",
-                "video_seconds",
-            ] {
-                entry[f] = json!(entry[f].as_i64().unwrap_or(0) + r[f].as_i64().unwrap_or(0));
+pub fn sum_days(report: &UsagePage) -> Vec<UsageResult> {
+    // A result's group: model, key, kind and currency (a row key without its day).
+    type Group = (Option<String>, Option<String>, Option<&'static str>, String);
+    let mut sums: BTreeMap<Group, UsageResult> = BTreeMap::new();
+    for r in report.data.iter().flat_map(|bucket| &bucket.results) {
+        let group = (
+            r.model.clone(),
+            r.api_key_id.clone(),
+            r.kind,
+            r.currency.clone(),
+        );
+        match sums.entry(group) {
+            std::collections::btree_map::Entry::Occupied(mut sum) => sum.get_mut().add(r),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(r.clone());
             }
-            let amount = |v: &Value| {
-                v.as_str()
-                    .unwrap_or("0")
-                    .parse::<Decimal>()
-                    .unwrap_or_default()
-            };
-            entry["amount"] = json!((amount(&entry["amount"]) + amount(&r["amount"]))
-                .normalize()
-                .to_string());
         }
     }
     sums.into_values().collect()
 }
 
 /// A plain-text sum over a report's buckets, for the admin command's footer.
-pub fn total(report: &Value) -> BTreeMap<String, Decimal> {
+pub fn total(report: &UsagePage) -> BTreeMap<String, Decimal> {
     let mut sums = BTreeMap::new();
-    for bucket in report["data"].as_array().into_iter().flatten() {
-        for r in bucket["results"].as_array().into_iter().flatten() {
-            let amount: Decimal = r["amount"]
-                .as_str()
-                .unwrap_or("0")
-                .parse()
-                .unwrap_or_default();
-            *sums
-                .entry(r["currency"].as_str().unwrap_or_default().to_owned())
-                .or_default() += amount;
-        }
+    for r in report.data.iter().flat_map(|bucket| &bucket.results) {
+        *sums.entry(r.currency.clone()).or_default() += r.amount;
     }
     sums
 }

@@ -172,11 +172,14 @@ impl Capabilities {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+/// A video model's price per second of output at one resolution.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PricingRow {
     pub resolution: String,
+    /// An exact decimal string.
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub per_second: Decimal,
     pub currency: String,
 }

@@ -30,9 +30,11 @@ use crate::domain::Context;
 use crate::ports::blobs::ByteRange;
 use crate::ports::store::{item, now_secs, Condition, ItemExt, Key, Update};
 use futures::TryStreamExt;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::Duration;
+use utoipa::ToSchema;
 
 /// How long an upload URL stays valid.
 pub const UPLOAD_TTL: Duration = Duration::from_secs(3600);
@@ -90,7 +92,29 @@ fn filename_schema() -> utoipa::openapi::schema::Schema {
 
 /// Creates an upload of `body` (`{purpose, filename, bytes, mime_type?}`) with its presigned
 /// PUT URL.
-pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Value> {
+/// An upload: PUT the bytes to `upload_url` with `upload_headers`, then complete it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Upload {
+    pub id: String,
+    #[schema(value_type = String, pattern = "^upload$")]
+    pub object: &'static str,
+    /// `pending` until completed.
+    #[schema(value_type = String)]
+    pub status: &'static str,
+    pub purpose: String,
+    pub filename: String,
+    pub bytes: u64,
+    pub created_at: i64,
+    /// When `upload_url` stops working.
+    pub expires_at: i64,
+    pub upload_url: String,
+    #[schema(value_type = String, pattern = "^PUT$")]
+    pub upload_method: &'static str,
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub upload_headers: BTreeMap<&'static str, String>,
+}
+
+pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Upload> {
     let req: UploadCreateRequest = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
     })?;
@@ -142,19 +166,19 @@ pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<
         (expires_at + 24 * 3600).into(),
     );
     cx.store.put(it, Some(Condition::NotExists)).await?;
-    Ok(json!({
-        "id": upload_id,
-        "object": "upload",
-        "status": "pending",
-        "purpose": req.purpose,
-        "filename": req.filename,
-        "bytes": req.bytes,
-        "created_at": now,
-        "expires_at": expires_at,
-        "upload_url": url,
-        "upload_method": "PUT",
-        "upload_headers": {"content-type": content_type},
-    }))
+    Ok(Upload {
+        id: upload_id,
+        object: "upload",
+        status: "pending",
+        purpose: req.purpose,
+        filename: req.filename,
+        bytes: req.bytes,
+        created_at: now,
+        expires_at,
+        upload_url: url,
+        upload_method: "PUT",
+        upload_headers: BTreeMap::from([("content-type", content_type)]),
+    })
 }
 
 /// What a `complete` found when it tried to claim the upload.

@@ -11,6 +11,11 @@ use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
+use utoipa::openapi::schema::{
+    ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::Ref;
+use utoipa::ToSchema;
 
 pub const MAX_PROMPT_CHARS: usize = 7000;
 pub const MIN_SECONDS: i64 = crate::domain::videos::native_renders::CONTRACT_SECONDS.0 as i64;
@@ -30,16 +35,200 @@ pub const MAX_REFERENCE_IMAGES: usize = 8;
 pub const MAX_REFERENCE_VIDEOS: usize = 2;
 pub const MAX_REFERENCE_AUDIO: usize = 3;
 
-/// A create request after shape validation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CreateRequest {
+/// `POST /v1/videos` (and the console's create and quote), as [`parse`] reads it: either
+/// `image_reference` (frames) or `references`, not both.
+#[derive(Debug, Clone, PartialEq, ToSchema)]
+#[schema(example = json!({"model": "reel-1", "prompt": "a paper boat on a rainy street", "seconds": 4, "aspect_ratio": "16:9"}))]
+pub struct VideoCreateRequest {
+    /// A video model id of `GET /v1/videos/models`.
+    #[schema(min_length = 1)]
     pub model: String,
+    #[schema(schema_with = prompt_schema)]
     pub prompt: String,
+    /// OpenAI's SDK sends it as a string (`"8"`), which is accepted too.
+    #[schema(schema_with = seconds_schema)]
     pub seconds: u32,
+    #[schema(schema_with = aspect_ratio_schema)]
     pub aspect_ratio: String,
-    pub inputs: JobInputs,
-    /// `param` path of each file id, for errors found when the files are looked up.
-    file_params: Vec<(String, String, &'static str)>,
+    /// OpenAI's SDK parameter. Optional; when given it must be the 768p size of
+    /// `aspect_ratio` (`16:9` → `1366x768`, `9:16` → `768x1366`, `21:9` → `1792x768`,
+    /// `4:3` → `1024x768`, `1:1` → `768x768`, `3:4` → `768x1024`); with `Auto` it is refused.
+    pub size: Option<String>,
+    /// Image-to-video.
+    #[schema(schema_with = frames_schema)]
+    pub image_reference: Option<Vec<FrameReference>>,
+    /// Reference-to-video.
+    pub references: Option<References>,
+}
+
+/// An image-to-video frame.
+#[derive(Debug, Clone, PartialEq, ToSchema)]
+pub struct FrameReference {
+    pub file_id: String,
+    pub role: FrameRole,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum FrameRole {
+    FirstFrame,
+    LastFrame,
+}
+
+impl FrameRole {
+    fn parse(role: Option<&str>) -> Option<FrameRole> {
+        match role {
+            Some("first_frame") => Some(FrameRole::FirstFrame),
+            Some("last_frame") => Some(FrameRole::LastFrame),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            FrameRole::FirstFrame => "first_frame",
+            FrameRole::LastFrame => "last_frame",
+        }
+    }
+}
+
+/// Reference-to-video: the files the render should draw on.
+#[derive(Debug, Clone, Default, PartialEq, ToSchema)]
+pub struct References {
+    #[schema(schema_with = reference_images_schema)]
+    pub images: Option<Vec<FileRef>>,
+    #[schema(schema_with = reference_videos_schema)]
+    pub videos: Option<Vec<FileRef>>,
+    #[schema(schema_with = reference_audio_schema)]
+    pub audio: Option<Vec<FileRef>>,
+}
+
+#[derive(Debug, Clone, PartialEq, ToSchema)]
+pub struct FileRef {
+    pub file_id: String,
+}
+
+impl VideoCreateRequest {
+    /// The job's inputs: the frames by role, the references by kind.
+    pub fn inputs(&self) -> JobInputs {
+        let mut inputs = JobInputs::default();
+        for frame in self.image_reference.iter().flatten() {
+            let slot = match frame.role {
+                FrameRole::FirstFrame => &mut inputs.first_frame,
+                FrameRole::LastFrame => &mut inputs.last_frame,
+            };
+            *slot = Some(frame.file_id.clone());
+        }
+        if let Some(refs) = &self.references {
+            let ids = |list: &Option<Vec<FileRef>>| {
+                list.iter()
+                    .flatten()
+                    .map(|r| r.file_id.clone())
+                    .collect::<Vec<_>>()
+            };
+            inputs.reference_images = ids(&refs.images);
+            inputs.reference_videos = ids(&refs.videos);
+            inputs.reference_audio = ids(&refs.audio);
+        }
+        inputs
+    }
+
+    /// Each file id with its `param` path (for errors found when the files are looked up) and
+    /// the purpose its file must have.
+    fn file_params(&self) -> Vec<(String, &str, &'static str)> {
+        let mut out = Vec::new();
+        for (i, frame) in self.image_reference.iter().flatten().enumerate() {
+            out.push((
+                format!("image_reference[{i}].file_id"),
+                frame.file_id.as_str(),
+                "vision",
+            ));
+        }
+        if let Some(refs) = &self.references {
+            for (name, list, purpose) in [
+                ("images", &refs.images, "vision"),
+                ("videos", &refs.videos, "video"),
+                ("audio", &refs.audio, "audio"),
+            ] {
+                for (i, r) in list.iter().flatten().enumerate() {
+                    out.push((
+                        format!("references.{name}[{i}].file_id"),
+                        r.file_id.as_str(),
+                        purpose,
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+// The schemas' limits come from the constants the rules check.
+
+/// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string.
+fn seconds_schema() -> Schema {
+    let numbers: Vec<String> = (MIN_SECONDS..=MAX_SECONDS).map(|n| n.to_string()).collect();
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(MIN_SECONDS))
+                .maximum(Some(MAX_SECONDS)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(format!("^({})$", numbers.join("|")))),
+        )
+        .into()
+}
+
+fn prompt_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!("At most {MAX_PROMPT_CHARS} characters.")))
+        .min_length(Some(1))
+        .max_length(Some(MAX_PROMPT_CHARS))
+        .into()
+}
+
+fn aspect_ratio_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(ASPECT_RATIOS.iter().copied()))
+        .into()
+}
+
+/// An optional array of `item` (a schema name) holding `min` to `max` entries.
+fn optional_array(item: &str, min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(Ref::from_schema_name(item))
+        .description(about)
+        .min_items(min)
+        .max_items(Some(max))
+        .into()
+}
+
+fn frames_schema() -> Schema {
+    optional_array(
+        "FrameReference",
+        Some(1),
+        MAX_FRAMES,
+        Some("Image-to-video: one or two frames."),
+    )
+}
+
+fn reference_images_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_IMAGES, None)
+}
+
+fn reference_videos_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_VIDEOS, None)
+}
+
+fn reference_audio_schema() -> Schema {
+    optional_array("FileRef", None, MAX_REFERENCE_AUDIO, None)
 }
 
 fn expect_object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
@@ -66,9 +255,9 @@ fn file_id_of(entry: &Value, param: &str) -> ApiResult<String> {
 /// `size` (OpenAI's SDK parameter) is honoured only as what it means here: the 768p size of the
 /// requested aspect ratio (`1366x768` for `16:9`, ...). Any other size, or a size with `Auto`
 /// (whose size follows the first frame), is refused naming `size` rather than ignored.
-fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<()> {
+fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<Option<String>> {
     let size = match size {
-        None | Some(Value::Null) => return Ok(()),
+        None | Some(Value::Null) => return Ok(None),
         Some(Value::String(s)) => s.trim(),
         Some(_) => {
             return Err(ApiError::invalid(
@@ -97,11 +286,11 @@ fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(Some(expected))
 }
 
 /// Checks the body's shape and every rule that needs no lookup.
-pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
+pub fn parse(body: &Value) -> ApiResult<VideoCreateRequest> {
     let obj = crate::domain::params::Params::of(body)?.object();
     const KNOWN: &[&str] = &[
         "model",
@@ -176,7 +365,7 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
             ))
         }
     };
-    check_size(obj.get("size"), &aspect_ratio)?;
+    let size = check_size(obj.get("size"), &aspect_ratio)?;
     let has_frames = obj.get("image_reference").is_some_and(|v| !v.is_null());
     let has_refs = obj.get("references").is_some_and(|v| !v.is_null());
     if has_frames && has_refs {
@@ -185,8 +374,8 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
             "image_reference and references cannot be used together; choose image-to-video or reference-to-video.",
         ));
     }
-    let mut inputs = JobInputs::default();
-    let mut file_params = Vec::new();
+    let mut image_reference = None;
+    let mut references = None;
     if has_frames {
         let frames = expect_array(&obj["image_reference"], "image_reference")?;
         if frames.is_empty() || frames.len() > MAX_FRAMES {
@@ -195,32 +384,28 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
                 "image_reference holds one or two images.",
             ));
         }
+        let mut parsed: Vec<FrameReference> = Vec::with_capacity(frames.len());
         for (i, frame) in frames.iter().enumerate() {
             let param = format!("image_reference[{i}]");
-            let id = file_id_of(frame, &param)?;
-            let role = frame.get("role").and_then(Value::as_str);
-            let slot = match role {
-                Some("first_frame") => &mut inputs.first_frame,
-                Some("last_frame") => &mut inputs.last_frame,
-                _ => {
-                    return Err(ApiError::invalid(
-                        &format!("{param}.role"),
-                        "role must be first_frame or last_frame.",
-                    ))
-                }
+            let file_id = file_id_of(frame, &param)?;
+            let Some(role) = FrameRole::parse(frame.get("role").and_then(Value::as_str)) else {
+                return Err(ApiError::invalid(
+                    &format!("{param}.role"),
+                    "role must be first_frame or last_frame.",
+                ));
             };
-            if slot.is_some() {
+            if parsed.iter().any(|f| f.role == role) {
                 return Err(ApiError::invalid(
                     &format!("{param}.role"),
                     format!(
                         "Each role may be used once; {} appears twice.",
-                        role.unwrap_or_default()
+                        role.as_str()
                     ),
                 ));
             }
-            *slot = Some(id.clone());
-            file_params.push((format!("{param}.file_id"), id, "vision"));
+            parsed.push(FrameReference { file_id, role });
         }
+        image_reference = Some(parsed);
     }
     if has_refs {
         let refs = expect_object(&obj["references"], "references")?;
@@ -233,27 +418,13 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
                 "references holds images, videos and audio.",
             ));
         }
-        let groups: [(&str, usize, &'static str, &mut Vec<String>); 3] = [
-            (
-                "images",
-                MAX_REFERENCE_IMAGES,
-                "vision",
-                &mut inputs.reference_images,
-            ),
-            (
-                "videos",
-                MAX_REFERENCE_VIDEOS,
-                "video",
-                &mut inputs.reference_videos,
-            ),
-            (
-                "audio",
-                MAX_REFERENCE_AUDIO,
-                "audio",
-                &mut inputs.reference_audio,
-            ),
+        let mut parsed = References::default();
+        let groups: [(&str, usize, &mut Option<Vec<FileRef>>); 3] = [
+            ("images", MAX_REFERENCE_IMAGES, &mut parsed.images),
+            ("videos", MAX_REFERENCE_VIDEOS, &mut parsed.videos),
+            ("audio", MAX_REFERENCE_AUDIO, &mut parsed.audio),
         ];
-        for (name, max, purpose, into) in groups {
+        for (name, max, into) in groups {
             let Some(list) = refs.get(name).filter(|v| !v.is_null()) else {
                 continue;
             };
@@ -265,27 +436,31 @@ pub fn parse(body: &Value) -> ApiResult<CreateRequest> {
                     format!("{param} holds at most {max} files."),
                 ));
             }
+            let mut files = Vec::with_capacity(list.len());
             for (i, entry) in list.iter().enumerate() {
-                let p = format!("{param}[{i}]");
-                let id = file_id_of(entry, &p)?;
-                into.push(id.clone());
-                file_params.push((format!("{p}.file_id"), id, purpose));
+                files.push(FileRef {
+                    file_id: file_id_of(entry, &format!("{param}[{i}]"))?,
+                });
             }
+            *into = Some(files);
         }
-        if inputs.reference_images.is_empty() && inputs.reference_videos.is_empty() {
+        let none = |list: &Option<Vec<FileRef>>| list.as_ref().is_none_or(Vec::is_empty);
+        if none(&parsed.images) && none(&parsed.videos) {
             return Err(ApiError::invalid(
                 "references",
                 "references needs at least one image or video; audio alone is not accepted.",
             ));
         }
+        references = Some(parsed);
     }
-    Ok(CreateRequest {
+    Ok(VideoCreateRequest {
         model,
         prompt,
         seconds,
         aspect_ratio,
-        inputs,
-        file_params,
+        size,
+        image_reference,
+        references,
     })
 }
 
@@ -302,10 +477,11 @@ fn size_limit(purpose: &str) -> u64 {
 async fn check_files(
     cx: Context<'_>,
     org: &str,
-    req: &CreateRequest,
+    req: &VideoCreateRequest,
     engine_image_limit: Option<u64>,
 ) -> ApiResult<()> {
-    for (param, id, purpose) in &req.file_params {
+    for (param, id, purpose) in req.file_params() {
+        let (param, purpose) = (param.as_str(), &purpose);
         let file: FileObject = match crate::domain::files::find(cx, org, id).await {
             Ok(f) => f,
             Err(e) if e.kind == crate::domain::error::ErrorKind::NotFound => {
@@ -362,9 +538,9 @@ async fn check_files(
 pub fn check_capabilities(
     caps: &crate::domain::catalog::Capabilities,
     model: &str,
-    req: &CreateRequest,
+    req: &VideoCreateRequest,
 ) -> ApiResult<()> {
-    let i = &req.inputs;
+    let i = &req.inputs();
     let sent = [
         ("first_frame", i.first_frame.is_some()),
         ("last_frame", i.last_frame.is_some()),
@@ -437,19 +613,24 @@ pub fn check_capabilities(
 
 /// A create request validated and priced: what the console shows before submitting, and what
 /// admission reserves.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, ToSchema)]
 pub struct Quote {
+    #[schema(value_type = String, pattern = "^video\\.quote$")]
     pub object: &'static str,
     pub model: String,
     pub seconds: u32,
+    /// Exact decimal strings in `currency`.
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub per_second: Decimal,
     /// The exact amount reserved at admission and charged on completion.
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub amount: Decimal,
     pub currency: String,
     /// The organization's available balance (balance minus reservations in flight).
     #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub available: Decimal,
     #[serde(skip)]
     engine: Option<String>,
@@ -467,7 +648,7 @@ async fn priced(
     cx: Context<'_>,
     caller: &Caller,
     body: &Value,
-) -> ApiResult<(CreateRequest, Quote)> {
+) -> ApiResult<(VideoCreateRequest, Quote)> {
     let req = parse(body)?;
     crate::observability::telemetry::note_prompt(|| req.prompt.clone());
     let org = cx.accounts().org(&caller.org).await?;
@@ -674,7 +855,7 @@ pub async fn create_with(
         completed_at: None,
         thumbnail: false,
         reservation: Reservation::Held,
-        inputs: req.inputs.clone(),
+        inputs: req.inputs(),
         budget_month: budget.as_ref().map(|(_, b)| b.month.clone()),
         engine_prompt: None,
         render_id: None,
@@ -775,7 +956,7 @@ mod tests {
     fn minimal_request_parses() {
         let req = parse(&base()).expect("valid");
         assert_eq!(req.seconds, 4);
-        assert_eq!(req.inputs, JobInputs::default());
+        assert_eq!(req.inputs(), JobInputs::default());
     }
 
     #[test]
@@ -869,10 +1050,10 @@ mod tests {
         let mut b = base();
         b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}]);
         let req = parse(&b).expect("last frame alone");
-        assert_eq!(req.inputs.last_frame.as_deref(), Some("file_l"));
+        assert_eq!(req.inputs().last_frame.as_deref(), Some("file_l"));
         let mut b = base();
         b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}, {"file_id": "file_f", "role": "first_frame"}]);
         let req = parse(&b).expect("either order");
-        assert_eq!(req.inputs.first_frame.as_deref(), Some("file_f"));
+        assert_eq!(req.inputs().first_frame.as_deref(), Some("file_f"));
     }
 }

@@ -110,31 +110,49 @@ pub async fn delete(cx: Context<'_>, caller: &Caller, video_id: &str) -> ApiResu
 
 /// The video models the caller's plan is entitled to, with what a create may send and their
 /// prices per second (`GET /v1/videos/models`).
-pub async fn models(cx: Context<'_>, caller: &Caller) -> ApiResult<serde_json::Value> {
-    use serde_json::json;
+pub async fn models(cx: Context<'_>, caller: &Caller) -> ApiResult<Vec<VideoModelObject>> {
     let org = cx.accounts().org(&caller.org).await?;
-    let data: Vec<serde_json::Value> = cx
+    Ok(cx
         .catalog
         .video_models_for_plan(&org.plan)
         .map(|m| {
             let caps = cx.catalog.capabilities(m);
-            json!({
-                "id": m.id,
-                "object": "video_model",
-                "name": m.name,
-                "description": m.description,
-                // Beyond the spec's fields (clients ignore unknown fields): what a create may send.
-                "inputs": caps.inputs,
-                "aspect_ratios": caps.aspect_ratios,
-                "seconds": caps.seconds.map(|(min, max)| json!({"min": min, "max": max})),
-                "native_audio": caps.native.audio,
-                "pricing": m.pricing.iter().map(|p| json!({
-                    "resolution": p.resolution,
-                    "per_second": p.per_second.to_string(),
-                    "currency": p.currency,
-                })).collect::<Vec<_>>(),
-            })
+            VideoModelObject {
+                id: m.id.clone(),
+                object: "video_model",
+                name: m.name.clone(),
+                description: m.description.clone(),
+                seconds: caps.seconds.map(|(min, max)| SecondsRange { min, max }),
+                native_audio: caps.native.audio,
+                inputs: caps.inputs,
+                aspect_ratios: caps.aspect_ratios,
+                pricing: m.pricing.clone(),
+            }
         })
-        .collect();
-    Ok(json!({"object": "list", "data": data}))
+        .collect())
+}
+
+/// A video model of `GET /v1/videos/models`: the spec's fields, then (clients ignore unknown
+/// fields) what a create may send to it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct VideoModelObject {
+    pub id: String,
+    #[schema(value_type = String, pattern = "^video_model$")]
+    pub object: &'static str,
+    pub name: String,
+    pub description: String,
+    /// `text`, `first_frame`, `last_frame`, `reference_images`, ...
+    pub inputs: Vec<String>,
+    pub aspect_ratios: Vec<String>,
+    /// The `seconds` a create may ask for; null when the engine renders no clip the API allows.
+    pub seconds: Option<SecondsRange>,
+    /// Whether the engine renders the audio track itself.
+    pub native_audio: bool,
+    pub pricing: Vec<crate::domain::catalog::PricingRow>,
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct SecondsRange {
+    pub min: u32,
+    pub max: u32,
 }
