@@ -1,8 +1,12 @@
 //! How a video job is answered over HTTP, for `/v1/videos` and the console alike: the `video`
 //! object with the poll hint while it runs, and a create's answer with its rate-limit headers.
 
+use crate::app::App;
+use crate::domain::accounts::Caller;
+use crate::domain::error::ApiResult;
 use crate::domain::videos::create::CreateAnswer;
 use crate::domain::videos::Video;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
@@ -24,9 +28,30 @@ pub fn with_poll_hint(video: Video) -> Response {
     response
 }
 
-/// Renders a create's answer (`POST /v1/videos` and the console): the rate limits' headers on
-/// every answer made under them.
-pub fn render_create(answer: CreateAnswer) -> Response {
+/// Creates a video as `caller` (an API key's holder, or the console's signed-in person) through
+/// the one create use case, and answers it: `POST /v1/videos` and the console's create alike.
+pub async fn create(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &Value,
+) -> ApiResult<Response> {
+    let workflow = app.workflow();
+    let answer = crate::domain::videos::create::create(
+        app.context(),
+        workflow.as_deref(),
+        caller,
+        headers
+            .get(crate::domain::idempotency::HEADER)
+            .map(|v| v.as_bytes()),
+        body,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
+/// Renders a create's answer: the rate limits' headers on every answer made under them.
+fn render_create(answer: CreateAnswer) -> Response {
     match answer {
         CreateAnswer::Replayed(first) => replayed(first),
         CreateAnswer::Existing(video) => with_poll_hint(video),

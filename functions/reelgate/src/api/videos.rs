@@ -5,7 +5,6 @@ use crate::api::extract::{ApiQuery, JsonOrForm};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::idempotency;
 use crate::domain::params::ListQuery;
 use crate::domain::videos::{output_blob_key, queries, thumbnail_blob_key, Video};
 use axum::extract::{Path, State};
@@ -58,16 +57,7 @@ async fn create(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
-    let workflow = app.workflow();
-    let answer = crate::domain::videos::create::create(
-        app.context(),
-        workflow.as_deref(),
-        &caller,
-        headers.get(idempotency::HEADER).map(|v| v.as_bytes()),
-        &body,
-    )
-    .await?;
-    Ok(crate::api::video_answers::render_create(answer))
+    crate::api::video_answers::create(&app, &caller, &headers, &body).await
 }
 
 async fn retrieve(

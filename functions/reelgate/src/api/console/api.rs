@@ -170,18 +170,7 @@ async fn create_video(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let workflow = app.workflow();
-    let answer = crate::domain::videos::create::create(
-        app.context(),
-        workflow.as_deref(),
-        &s.caller,
-        headers
-            .get(crate::domain::idempotency::HEADER)
-            .map(|v| v.as_bytes()),
-        &body,
-    )
-    .await?;
-    Ok(crate::api::video_answers::render_create(answer))
+    crate::api::video_answers::create(&app, &s.caller, &headers, &body).await
 }
 
 async fn list_videos(
