@@ -5,11 +5,12 @@
 //! here; the use case and its metering are `domain::chat::complete` and `domain::chat::stream`.
 
 use crate::domain::chat::complete::{ChatAnswer, Reply};
+use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
+use crate::domain::error::ApiResult;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -19,7 +20,14 @@ pub fn render(answer: ChatAnswer) -> Response {
         ChatAnswer::Limited(limited) => crate::api::rate_limits::refused(limited),
         ChatAnswer::Admitted { reply, status } => {
             let mut response = match reply {
-                Ok(Reply::Whole(body)) => Json(body).into_response(),
+                Ok(Reply::Whole(json)) => (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    json,
+                )
+                    .into_response(),
                 Ok(Reply::Stream(events)) => sse(events),
                 Err(e) => e.into_response(),
             };
@@ -61,8 +69,8 @@ impl Dialect for OpenAiChat {
         crate::domain::chat::new_completion_id()
     }
 
-    fn whole(&self, completion: Value) -> Value {
-        completion
+    fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes> {
+        crate::domain::chat::dialect::json(&completion)
     }
 
     fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat> {
