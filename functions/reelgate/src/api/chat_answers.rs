@@ -11,8 +11,10 @@ use crate::domain::error::ApiResult;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 /// Renders a chat answer: JSON, or SSE for a stream; the limits' headers once admitted.
 pub fn render(answer: ChatAnswer) -> Response {
@@ -28,7 +30,7 @@ pub fn render(answer: ChatAnswer) -> Response {
                     json,
                 )
                     .into_response(),
-                Ok(Reply::Stream(events)) => sse(events),
+                Ok(Reply::Stream(events)) => EventStream(events).into_response(),
                 Err(e) => e.into_response(),
             };
             crate::api::rate_limits::apply(&status, response.headers_mut());
@@ -37,7 +39,20 @@ pub fn render(answer: ChatAnswer) -> Response {
     }
 }
 
-fn sse(events: futures::stream::BoxStream<'static, Bytes>) -> Response {
+/// Server-sent events, written the moment each is ready: `data: {json}` lines separated by
+/// blank lines (chat completions end with `data: [DONE]`; the Messages API and the responses
+/// stream name each event with `event:`).
+#[derive(ToSchema)]
+#[schema(value_type = String)]
+pub struct EventStream(pub BoxStream<'static, Bytes>);
+
+impl IntoResponse for EventStream {
+    fn into_response(self) -> Response {
+        sse(self.0)
+    }
+}
+
+fn sse(events: BoxStream<'static, Bytes>) -> Response {
     let body = events.map(Ok::<_, std::convert::Infallible>);
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = StatusCode::OK;

@@ -289,47 +289,6 @@ pub struct OpenApiJson {
     pub paths: Value,
 }
 
-/// `POST /v1/responses`: OpenAI's Responses request.
-#[derive(ToSchema)]
-#[schema(example = json!({"model": "llama-3.1-8b", "input": "Hello"}))]
-pub struct ResponseCreateRequest {
-    pub model: String,
-    /// A string or an array of input items.
-    #[schema(value_type = Object)]
-    pub input: Value,
-    pub instructions: Option<String>,
-    pub previous_response_id: Option<String>,
-    /// `true` answers `text/event-stream` of typed events (`response.created`, ...).
-    pub stream: Option<bool>,
-    pub store: Option<bool>,
-    pub tools: Option<Vec<Value>>,
-    pub reasoning: Option<Value>,
-    pub text: Option<Value>,
-    pub truncation: Option<String>,
-    pub max_output_tokens: Option<u32>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub metadata: Option<Value>,
-}
-
-/// A `response` object.
-#[derive(ToSchema)]
-pub struct ResponseObject {
-    pub id: String,
-    pub object: String,
-    pub created_at: i64,
-    pub status: String,
-    pub model: String,
-    pub output: Vec<Value>,
-    pub usage: Option<Value>,
-}
-
-/// Server-sent events: `data: {json}` lines separated by blank lines (chat completions end
-/// with `data: [DONE]`; the responses stream names each event with `event:`).
-#[derive(ToSchema)]
-#[schema(value_type = String)]
-pub struct EventStream(String);
-
 /// The video models the caller's plan is entitled to, with prices per second.
 #[derive(ToSchema)]
 pub struct VideoModelList {

@@ -68,10 +68,10 @@ fn integer_schema(range: Range<i64>) -> Schema {
         .into()
 }
 
-fn temperature_schema() -> Schema {
+pub fn temperature_schema() -> Schema {
     number_schema(TEMPERATURE)
 }
-fn top_p_schema() -> Schema {
+pub fn top_p_schema() -> Schema {
     number_schema(TOP_P)
 }
 fn n_schema() -> Schema {
