@@ -30,7 +30,7 @@ async fn completions(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let v = validate::validate(&app.catalog, &body)?;
+    let v = validate::validate(&app.catalog, body)?;
     let dialect = OpenAiChat {
         include_usage: v.include_usage,
     };

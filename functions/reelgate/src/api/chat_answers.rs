@@ -5,13 +5,16 @@
 //! here; the use case and its metering are `domain::chat::complete` and `domain::chat::stream`.
 
 use crate::domain::chat::complete::{ChatAnswer, Reply};
+use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
+use crate::domain::error::ApiResult;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 /// Renders a chat answer: JSON, or SSE for a stream; the limits' headers once admitted.
 pub fn render(answer: ChatAnswer) -> Response {
@@ -19,8 +22,15 @@ pub fn render(answer: ChatAnswer) -> Response {
         ChatAnswer::Limited(limited) => crate::api::rate_limits::refused(limited),
         ChatAnswer::Admitted { reply, status } => {
             let mut response = match reply {
-                Ok(Reply::Whole(body)) => Json(body).into_response(),
-                Ok(Reply::Stream(events)) => sse(events),
+                Ok(Reply::Whole(json)) => (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    json,
+                )
+                    .into_response(),
+                Ok(Reply::Stream(events)) => EventStream(events).into_response(),
                 Err(e) => e.into_response(),
             };
             crate::api::rate_limits::apply(&status, response.headers_mut());
@@ -29,7 +39,20 @@ pub fn render(answer: ChatAnswer) -> Response {
     }
 }
 
-fn sse(events: futures::stream::BoxStream<'static, Bytes>) -> Response {
+/// Server-sent events, written the moment each is ready: `data: {json}` lines separated by
+/// blank lines (chat completions end with `data: [DONE]`; the Messages API and the responses
+/// stream name each event with `event:`).
+#[derive(ToSchema)]
+#[schema(value_type = String)]
+pub struct EventStream(pub BoxStream<'static, Bytes>);
+
+impl IntoResponse for EventStream {
+    fn into_response(self) -> Response {
+        sse(self.0)
+    }
+}
+
+fn sse(events: BoxStream<'static, Bytes>) -> Response {
     let body = events.map(Ok::<_, std::convert::Infallible>);
     let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = StatusCode::OK;
@@ -61,8 +84,8 @@ impl Dialect for OpenAiChat {
         crate::domain::chat::new_completion_id()
     }
 
-    fn whole(&self, completion: Value) -> Value {
-        completion
+    fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes> {
+        crate::domain::chat::dialect::json(&completion)
     }
 
     fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat> {

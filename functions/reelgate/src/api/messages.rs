@@ -11,10 +11,11 @@
 use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::messages::reply::{self, StreamTranslator};
+use crate::domain::messages::reply::{self, MessageTokensCount, StreamTranslator};
 use crate::domain::messages::request::{self, Purpose};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -23,8 +24,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use utoipa::ToSchema;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -96,13 +99,41 @@ pub fn error_type(status: StatusCode) -> (&'static str, StatusCode) {
     }
 }
 
+/// Anthropic's error envelope, the body of every non-2xx answer of the Messages API's routes
+/// (and the data of a stream's `error` event).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnthropicErrorResponse {
+    #[serde(rename = "type")]
+    #[schema(value_type = String, pattern = "^error$")]
+    pub kind: &'static str,
+    pub error: AnthropicErrorBody,
+    /// The request's id (also in the `request-id` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnthropicErrorBody {
+    /// `invalid_request_error`, `authentication_error`, `billing_error`, `permission_error`,
+    /// `not_found_error`, `request_too_large`, `rate_limit_error`, `api_error`,
+    /// `timeout_error`, `overloaded_error`.
+    #[serde(rename = "type")]
+    #[schema(value_type = String)]
+    pub kind: &'static str,
+    pub message: String,
+}
+
 /// The Anthropic envelope of an error: its type and our message (with our `code` for support).
-fn envelope(status: StatusCode, message: &str) -> (StatusCode, Value) {
+fn envelope(status: StatusCode, message: &str) -> (StatusCode, AnthropicErrorResponse) {
     let (kind, status) = error_type(status);
-    let mut body = json!({"type": "error", "error": {"type": kind, "message": message}});
-    if let Some(id) = crate::domain::error::current_request_id() {
-        body["request_id"] = id.into();
-    }
+    let body = AnthropicErrorResponse {
+        kind: "error",
+        error: AnthropicErrorBody {
+            kind,
+            message: message.to_owned(),
+        },
+        request_id: crate::domain::error::current_request_id(),
+    };
     (status, body)
 }
 
@@ -133,7 +164,8 @@ async fn anthropic(response: Response) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    with_request_id_header(Response::from_parts(parts, Body::from(body.to_string())))
+    let body = serde_json::to_vec(&body).unwrap_or_default();
+    with_request_id_header(Response::from_parts(parts, Body::from(body)))
 }
 
 /// Anthropic's clients read the request id from `request-id`.
@@ -162,8 +194,8 @@ impl Dialect for Anthropic {
         crate::domain::messages::new_message_id()
     }
 
-    fn whole(&self, completion: Value) -> Value {
-        reply::message(&completion, &self.stop_sequences)
+    fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes> {
+        crate::domain::chat::dialect::json(&reply::message(&completion, &self.stop_sequences))
     }
 
     fn stream_format(&self, id: &str, model: &str, _created: i64) -> Box<dyn StreamFormat> {
@@ -201,7 +233,7 @@ impl StreamFormat for Events {
     fn fail(&mut self, error: &ApiError) -> Vec<Bytes> {
         // After the headers: the failure is an `error` event, which the SDKs raise.
         let (_, body) = envelope(crate::api::envelope::status(error.kind), &error.message);
-        sse(vec![("error", body)])
+        sse(vec![("error", json!(body))])
     }
 }
 
@@ -216,16 +248,17 @@ async fn create(
     if request::fetches_urls(&body) {
         crate::domain::billing::token_charges::admit(app.context(), &caller).await?;
     }
-    let t = request::to_chat(
+    let mut t = request::to_chat(
         app.fetcher.as_ref(),
         app.pdf.as_ref(),
         &model,
-        &body,
+        body,
         Purpose::Create,
     )
     .await?;
-    let mut v = validate::validate(&app.catalog, &t.chat)?;
-    t.carry_extensions(&mut v.upstream_body);
+    let extensions = t.take_extensions();
+    let mut v = validate::validate(&app.catalog, std::mem::take(&mut t.chat))?;
+    extensions.carry(&mut v.request);
     let dialect = Anthropic {
         stop_sequences: t.stop_sequences,
     };
@@ -243,28 +276,33 @@ async fn count_tokens(
     State(app): State<App>,
     _caller: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageTokensCount>> {
     let model = validate::chat_model(&app.catalog, &body)?.clone();
-    let t = request::to_chat(
+    let mut t = request::to_chat(
         app.fetcher.as_ref(),
         app.pdf.as_ref(),
         &model,
-        &body,
+        body,
         Purpose::CountTokens,
     )
     .await?;
-    let mut v = validate::validate(&app.catalog, &t.chat)?;
-    t.carry_extensions(&mut v.upstream_body);
+    // The documented estimate, should the upstream have no counter.
+    let estimate = request::estimate_input_tokens(&t.chat);
+    let extensions = t.take_extensions();
+    let mut v = validate::validate(&app.catalog, std::mem::take(&mut t.chat))?;
+    extensions.carry(&mut v.request);
     let upstream = app.upstreams.for_model(&app.catalog, &model);
-    let counted = match upstream.count_tokens(Value::Object(v.upstream_body)).await {
+    let request = serde_json::to_value(&v.request)
+        .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
+    let counted = match upstream.count_tokens(request).await {
         Ok(counted) => counted,
         Err(e) => {
             tracing::warn!(model = %model.id, error = %e, "the upstream's token counter failed; estimating");
             None
         }
     };
-    let n = counted.unwrap_or_else(|| request::estimate_input_tokens(&t.chat));
-    Ok(Json(json!({"input_tokens": n})))
+    let n = counted.unwrap_or(estimate);
+    Ok(Json(MessageTokensCount { input_tokens: n }))
 }
 
 #[cfg(test)]

@@ -267,7 +267,7 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
     let usage = turn.usage(reported.as_ref(), &output);
     let response = turn
         .draft
-        .object(Some(&outcome), &output, Some(&usage.json));
+        .object_json(Some(&outcome), &output, Some(&usage.json));
     turn.finish(&response, &usage, true, true).await?;
     Ok(Json(response).into_response())
 }
@@ -360,7 +360,7 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
         // count, else the estimate of every input part and the output seen). Nothing is stored.
         let partial = state.partial_output();
         let usage = turn.usage(state.usage.as_ref(), &partial);
-        let response = turn.draft.object(None, &partial, Some(&usage.json));
+        let response = turn.draft.object_json(None, &partial, Some(&usage.json));
         if let Err(e) = turn.finish(&response, &usage, true, false).await {
             tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
         }
@@ -390,7 +390,7 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
     };
     let response = turn
         .draft
-        .object(Some(&outcome), &output, Some(&usage.json));
+        .object_json(Some(&outcome), &output, Some(&usage.json));
     // Stored (and charged) before the terminal event, so a client that reads the response right
     // after `response.completed` finds it.
     if let Err(e) = turn.finish(&response, &usage, charge, true).await {

@@ -266,7 +266,7 @@ async fn chat(
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let v = crate::domain::chat::validate::validate(&app.catalog, &body)?;
+    let v = crate::domain::chat::validate::validate(&app.catalog, body)?;
     let dialect = crate::api::chat_answers::OpenAiChat {
         include_usage: v.include_usage,
     };

@@ -8,15 +8,12 @@
 //! The committed copy is `docs/openapi.json`; `functions/reelgate/tests/openapi.rs` fails when
 //! it differs from [`document_json`] and says how to refresh it.
 
-pub mod schemas;
-
 use crate::app::App;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use schemas::*;
 use std::collections::BTreeMap;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
@@ -1120,17 +1117,27 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::chat::models::ModelObject,
     crate::api::envelope::List<crate::domain::chat::models::ModelObject>,
     crate::api::envelope::List<serde_json::Value>,
-    ChatCompletionRequest,
-    ChatCompletion,
-    MessageCreateRequest,
-    MessageCountTokensRequest,
-    Message,
-    MessageTokensCount,
-    AnthropicErrorResponse,
-    AnthropicErrorBody,
-    ResponseCreateRequest,
-    ResponseObject,
-    EventStream,
+    crate::domain::chat::request::ChatCompletionRequest,
+    crate::domain::chat::request::ChatMessage,
+    crate::domain::chat::request::Role,
+    crate::domain::chat::request::StreamOptions,
+    crate::domain::chat::completion::ChatCompletion,
+    crate::domain::messages::request::MessageCreateRequest,
+    crate::domain::messages::request::MessageCountTokensRequest,
+    crate::domain::messages::request::Metadata,
+    crate::domain::messages::reply::Message,
+    crate::domain::messages::reply::Usage,
+    crate::domain::messages::reply::MessageTokensCount,
+    crate::api::messages::AnthropicErrorResponse,
+    crate::api::messages::AnthropicErrorBody,
+    crate::domain::responses::request::CreateRequest,
+    crate::domain::responses::request::Reasoning,
+    crate::domain::responses::request::Text,
+    crate::domain::responses::request::Truncation,
+    crate::domain::responses::output::ResponseObject,
+    crate::domain::responses::output::ResponseError,
+    crate::domain::responses::output::IncompleteDetails,
+    crate::api::chat_answers::EventStream,
     crate::api::console::answers::SessionInfo,
     crate::api::console::answers::SignedOut,
     crate::api::console::answers::Terms,

@@ -9,6 +9,7 @@ use crate::domain::billing::rate_limits::{self, Grant, RateLimited, RateStatus};
 use crate::domain::billing::token_charges::{self, TokenUsage};
 use crate::domain::catalog::providers::Upstreams;
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::stream::{self, ChargeSpec, StreamContext};
 use crate::domain::chat::{message_chars, resolve_files, validate};
@@ -17,7 +18,7 @@ use crate::domain::Context;
 use crate::ports::store::ItemStore;
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// What the chat use case needs beyond the request context.
@@ -44,8 +45,8 @@ pub enum ChatAnswer {
 }
 
 pub enum Reply {
-    /// The whole answer in the caller's dialect.
-    Whole(Value),
+    /// The whole answer in the caller's dialect, as JSON.
+    Whole(Bytes),
     /// The answer's events as they arrive, already in the caller's dialect.
     Stream(BoxStream<'static, Bytes>),
 }
@@ -59,14 +60,11 @@ pub async fn complete(
 ) -> ApiResult<ChatAnswer> {
     crate::observability::telemetry::note_model(&v.model.id);
     crate::observability::telemetry::note_prompt(|| {
-        v.upstream_body
-            .get("messages")
-            .map(Value::to_string)
-            .unwrap_or_default()
+        serde_json::to_string(&v.request.messages).unwrap_or_default()
     });
-    let max_completion = ["max_completion_tokens", "max_tokens"]
-        .iter()
-        .find_map(|k| v.upstream_body.get(*k).and_then(Value::as_u64));
+    let max_completion = [&v.request.max_completion_tokens, &v.request.max_tokens]
+        .into_iter()
+        .find_map(|n| n.as_ref().and_then(serde_json::Number::as_u64));
     let estimate = token_charges::admission_estimate(
         TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
         max_completion,
@@ -88,16 +86,27 @@ async fn answer(
     dialect: Arc<dyn Dialect>,
 ) -> ApiResult<Reply> {
     let cx = ports.cx;
-    let mut request = v.upstream_body;
+    let mut request = v.request;
     if let Err(e) = resolve_files(cx, &caller, &v.model, &mut request, &v.files).await {
         rate_limits::settle(cx.store, &grant, 0).await;
         return Err(e);
     }
+    // The one copy of the messages on the way upstream (the ports take JSON).
+    let request = match serde_json::to_value(&request) {
+        Ok(request) => request,
+        Err(e) => {
+            rate_limits::settle(cx.store, &grant, 0).await;
+            return Err(crate::domain::error::ApiError::internal(
+                "encoding the upstream request",
+                e,
+            ));
+        }
+    };
     let upstream = ports.upstreams.for_model(ports.catalog, &v.model);
     let id = dialect.new_id();
     let created = crate::ports::store::now_secs();
     if v.stream {
-        let chunks = match upstream.stream(Value::Object(request)).await {
+        let chunks = match upstream.stream(request).await {
             Ok(chunks) => chunks,
             Err(e) => {
                 rate_limits::settle(cx.store, &grant, 0).await;
@@ -117,7 +126,7 @@ async fn answer(
         };
         return Ok(Reply::Stream(stream::metered(ctx, chunks)));
     }
-    let reply = match upstream.complete(Value::Object(request)).await {
+    let reply = match upstream.complete(request).await {
         Ok(reply) => reply,
         Err(e) => {
             // Nothing was generated: the reservation goes back.
@@ -126,6 +135,7 @@ async fn answer(
         }
     };
     let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
+    let whole = dialect.whole(completion);
     let spec = ChargeSpec {
         store: ports.store,
         caller,
@@ -134,7 +144,7 @@ async fn answer(
         grant,
     };
     stream::charge(spec, used).await;
-    Ok(Reply::Whole(dialect.whole(completion)))
+    Ok(Reply::Whole(whole?))
 }
 
 /// Our view of an upstream completion: our id, created time and model name; usage always
@@ -145,27 +155,20 @@ fn restamp_completion(
     created: i64,
     model: &ChatModel,
     prompt_chars: usize,
-) -> (Value, TokenUsage) {
-    let mut obj = match reply {
-        Value::Object(o) => o,
-        _ => Map::new(),
-    };
-    obj.insert("id".into(), id.into());
-    obj.insert("object".into(), "chat.completion".into());
-    obj.insert("created".into(), created.into());
-    obj.insert("model".into(), model.id.clone().into());
-    let used = match obj.get("usage").and_then(TokenUsage::from_json) {
+) -> (ChatCompletion, TokenUsage) {
+    let mut completion = ChatCompletion::restamped(reply, id, created, &model.id);
+    let used = match TokenUsage::from_json(&completion.usage) {
         Some(used) => used,
         None => {
-            let completion_chars: usize = obj
-                .get("choices")
-                .and_then(Value::as_array)
-                .map(|choices| choices.iter().map(|c| message_chars(&c["message"])).sum())
-                .unwrap_or(0);
+            let completion_chars: usize = completion
+                .choices
+                .iter()
+                .map(|c| message_chars(&c["message"]))
+                .sum();
             let estimate = TokenUsage::estimate(prompt_chars, completion_chars);
-            obj.insert("usage".into(), estimate.to_chat_json());
+            completion.usage = estimate.to_chat_json();
             estimate
         }
     };
-    (Value::Object(obj), used)
+    (completion, used)
 }

@@ -3,6 +3,8 @@
 //! (admission, the upstream, metering, the charge); a dialect only decides what the caller
 //! reads, so the HTTP layer implements these.
 
+use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::error::{ApiError, ApiResult};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -12,8 +14,9 @@ use serde_json::Value;
 pub trait Dialect: Send + Sync + 'static {
     /// A new id for the answer, also the ledger's reference for its charge.
     fn new_id(&self) -> String;
-    /// The whole answer as the caller reads it, from our re-stamped `chat.completion`.
-    fn whole(&self, completion: Value) -> Value;
+    /// The whole answer as the caller reads it (JSON, written by [`json`]), from our
+    /// re-stamped `chat.completion`.
+    fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes>;
     /// The writer of a streamed answer with this id and model name.
     fn stream_format(&self, id: &str, model: &str, created: i64) -> Box<dyn StreamFormat>;
 }
@@ -31,4 +34,11 @@ pub trait StreamFormat: Send + 'static {
     fn end(&mut self, usage: Value) -> Vec<Bytes>;
     /// A failure after the headers went out.
     fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes>;
+}
+
+/// A whole answer's JSON.
+pub fn json(answer: &impl serde::Serialize) -> ApiResult<Bytes> {
+    serde_json::to_vec(answer)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal("encoding the answer", e))
 }

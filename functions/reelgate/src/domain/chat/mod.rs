@@ -3,8 +3,10 @@
 //! upstream can use.
 
 pub mod complete;
+pub mod completion;
 pub mod dialect;
 pub mod models;
+pub mod request;
 pub mod routing;
 pub mod stream;
 pub mod validate;
@@ -13,7 +15,8 @@ use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
-use serde_json::{json, Map, Value};
+use request::ChatCompletionRequest;
+use serde_json::{json, Value};
 use validate::FileRef;
 
 /// Documents sent inline (as a data URL) rather than by URL are read into memory; past this a
@@ -60,7 +63,7 @@ pub async fn resolve_files(
     cx: Context<'_>,
     caller: &Caller,
     model: &ChatModel,
-    request: &mut Map<String, Value>,
+    request: &mut ChatCompletionRequest,
     files: &[FileRef],
 ) -> ApiResult<()> {
     for f in files {
@@ -119,9 +122,9 @@ pub async fn resolve_files(
             }
         };
         let slot = request
-            .get_mut("messages")
-            .and_then(|m| m.get_mut(f.message))
-            .and_then(|m| m.get_mut("content"))
+            .messages
+            .get_mut(f.message)
+            .and_then(|m| m.content.as_mut())
             .and_then(|c| c.get_mut(f.part))
             .ok_or_else(|| ApiError::internal("resolving a file part", "the part moved"))?;
         *slot = part;

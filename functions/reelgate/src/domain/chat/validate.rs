@@ -1,12 +1,16 @@
 //! Validation of a chat completions request, by hand over the JSON so that every failure names
 //! its `param` the way OpenAI does (`temperature`, `messages[1].content[0].type`, …). What
-//! passes becomes the body sent upstream: only the parameters the contract knows, each as the
-//! caller gave it, so an upstream never sees something we did not check.
+//! passes becomes the typed request sent upstream ([`ChatCompletionRequest`]): only the
+//! parameters the contract knows, each as the caller gave it, so an upstream never sees
+//! something we did not check.
 
 use crate::domain::catalog::{Catalog, ChatModel};
+use crate::domain::chat::request::{
+    self, ChatCompletionRequest, ChatMessage, Range, Role, Stop, StreamOptions,
+};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::Params;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 use std::collections::HashSet;
 
 /// Every top-level parameter the contract accepts; anything else is refused, as OpenAI does.
@@ -59,8 +63,8 @@ pub struct FileRef {
 #[derive(Clone, Debug)]
 pub struct Validated {
     pub model: ChatModel,
-    /// The body for the upstream, without `model` (the handler sets the upstream's name).
-    pub upstream_body: Map<String, Value>,
+    /// The request for the upstream (the routed upstream sets its own name for the model).
+    pub request: ChatCompletionRequest,
     pub stream: bool,
     pub include_usage: bool,
     pub files: Vec<FileRef>,
@@ -93,7 +97,12 @@ pub fn require_capability(model: &ChatModel, capability: &str, param: &str) -> A
 /// Resolves `model` against the catalog: unknown → 404 `model_not_found`; a video model →
 /// 400 `model_not_chat_capable`.
 pub fn chat_model<'a>(catalog: &'a Catalog, body: &Value) -> ApiResult<&'a ChatModel> {
-    let id = match body.get("model") {
+    chat_model_of(catalog, body.get("model"))
+}
+
+/// [`chat_model`] of a body's `model` value.
+fn chat_model_of<'a>(catalog: &'a Catalog, model: Option<&Value>) -> ApiResult<&'a ChatModel> {
+    let id = match model {
         None | Some(Value::Null) => return Err(ApiError::invalid("model", "model is required.")),
         Some(Value::String(s)) if !s.is_empty() => s.as_str(),
         Some(_) => {
@@ -121,11 +130,13 @@ pub fn chat_model<'a>(catalog: &'a Catalog, body: &Value) -> ApiResult<&'a ChatM
     .with_param("model"))
 }
 
-pub fn validate(catalog: &Catalog, body: &Value) -> ApiResult<Validated> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
-    let model = chat_model(catalog, body)?;
+pub fn validate(catalog: &Catalog, body: Value) -> ApiResult<Validated> {
+    let Value::Object(obj) = body else {
+        return Err(ApiError::bad_request(
+            "The request body must be a JSON object.",
+        ));
+    };
+    let model = chat_model_of(catalog, obj.get("model"))?;
     for key in obj.keys() {
         if !KNOWN_PARAMS.contains(&key.as_str()) {
             return Err(ApiError::invalid(
@@ -134,13 +145,9 @@ pub fn validate(catalog: &Catalog, body: &Value) -> ApiResult<Validated> {
             ));
         }
     }
-    let mut v = V {
-        obj,
-        model,
-        out: Map::new(),
-    };
+    let mut v = V { obj, model };
 
-    let stream = v.boolean("stream")?.unwrap_or(false);
+    let stream = v.params().boolean("stream")?.unwrap_or(false);
     let include_usage = match v.get("stream_options") {
         None => false,
         Some(opts) => {
@@ -174,51 +181,75 @@ pub fn validate(catalog: &Catalog, body: &Value) -> ApiResult<Validated> {
         }
     };
 
-    v.number("temperature", 0.0, 2.0)?;
-    v.number("top_p", 0.0, 1.0)?;
-    v.integer("n", 1, 128)?;
-    let max_tokens = v.integer("max_tokens", 1, i64::MAX)?;
-    let max_completion = v.integer("max_completion_tokens", 1, i64::MAX)?;
-    if max_tokens.is_some() && max_completion.is_some() {
+    let temperature = v.number("temperature", request::TEMPERATURE)?;
+    let top_p = v.number("top_p", request::TOP_P)?;
+    let n = v.integer("n", request::N)?;
+    let max_tokens = v.integer("max_tokens", request::MAX_TOKENS)?;
+    let max_completion_tokens = v.integer("max_completion_tokens", request::MAX_TOKENS)?;
+    if max_tokens.is_some() && max_completion_tokens.is_some() {
         return Err(ApiError::invalid(
             "max_tokens",
             "Give max_completion_tokens or the deprecated max_tokens, not both.",
         ));
     }
-    v.stop()?;
-    v.number("frequency_penalty", -2.0, 2.0)?;
-    v.number("presence_penalty", -2.0, 2.0)?;
-    let logprobs = v.boolean("logprobs")?.unwrap_or(false);
-    if v.integer("top_logprobs", 0, 20)?.is_some() && !logprobs {
+    let stop = v.stop()?;
+    let frequency_penalty = v.number("frequency_penalty", request::PENALTY)?;
+    let presence_penalty = v.number("presence_penalty", request::PENALTY)?;
+    let logprobs = v.params().boolean("logprobs")?;
+    let top_logprobs = v.integer("top_logprobs", request::TOP_LOGPROBS)?;
+    if top_logprobs.is_some() && logprobs != Some(true) {
         return Err(ApiError::invalid(
             "top_logprobs",
             "top_logprobs requires logprobs to be true.",
         ));
     }
-    v.logit_bias()?;
-    v.response_format()?;
-    v.integer("seed", i64::MIN, i64::MAX)?;
-    let tool_names = v.tools()?;
-    v.tool_choice(&tool_names)?;
-    v.boolean("parallel_tool_calls")?;
-    v.reasoning_effort()?;
-    v.integer("top_k", -1, i64::MAX)?;
-    v.number("min_p", 0.0, 1.0)?;
-    v.positive("repetition_penalty")?;
-    v.string("user")?;
+    let logit_bias = v.logit_bias()?;
+    let response_format = v.response_format()?;
+    let seed = v.integer("seed", request::SEED)?;
+    let (tools, tool_names) = v.tools()?;
+    let tool_choice = v.tool_choice(&tool_names)?;
+    let parallel_tool_calls = v.params().boolean("parallel_tool_calls")?;
+    let reasoning_effort = v.reasoning_effort()?;
+    let top_k = v.integer("top_k", request::TOP_K)?;
+    let min_p = v.number("min_p", request::MIN_P)?;
+    let repetition_penalty = v.positive("repetition_penalty")?;
+    let user = v.params().string("user")?.map(str::to_owned);
     let (messages, files, prompt_chars) = v.messages()?;
-    v.out.insert("messages".into(), Value::Array(messages));
-    if stream {
-        v.out.insert("stream".into(), Value::Bool(true));
-        // Always ask the upstream for usage: billing needs it even when the caller does not.
-        v.out.insert(
-            "stream_options".into(),
-            serde_json::json!({"include_usage": true}),
-        );
-    }
+    let request = ChatCompletionRequest {
+        model: model.id.clone(),
+        messages,
+        // Always ask the upstream for usage when streaming: billing needs it even when the
+        // caller does not.
+        stream: stream.then_some(true),
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: Some(true),
+        }),
+        temperature,
+        top_p,
+        n,
+        max_tokens,
+        max_completion_tokens,
+        stop,
+        frequency_penalty,
+        presence_penalty,
+        logprobs,
+        top_logprobs,
+        logit_bias,
+        response_format,
+        seed,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning_effort,
+        top_k,
+        min_p,
+        repetition_penalty,
+        user,
+        thinking_budget: None,
+    };
     Ok(Validated {
         model: model.clone(),
-        upstream_body: v.out,
+        request,
         stream,
         include_usage,
         files,
@@ -226,10 +257,12 @@ pub fn validate(catalog: &Catalog, body: &Value) -> ApiResult<Validated> {
     })
 }
 
+/// The rules over a body they own: each parameter is read (and refused by name) where it is
+/// checked, and a large value (messages, tools, ...) is moved out into the typed request rather
+/// than copied.
 struct V<'a> {
-    obj: &'a Map<String, Value>,
+    obj: Map<String, Value>,
     model: &'a ChatModel,
-    out: Map<String, Value>,
 }
 
 fn tool_name_ok(name: &str) -> bool {
@@ -240,43 +273,41 @@ fn tool_name_ok(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-impl<'a> V<'a> {
+impl V<'_> {
     /// The body's parameters, read by the one parameter reader (`domain::params`).
-    fn params(&self) -> Params<'a> {
-        Params::new(self.obj)
+    fn params(&self) -> Params<'_> {
+        Params::new(&self.obj)
     }
 
     /// A parameter's value; an explicit `null` counts as absent, as it does for OpenAI.
-    fn get(&self, name: &str) -> Option<&'a Value> {
+    fn get(&self, name: &str) -> Option<&Value> {
         self.params().get(name)
     }
 
-    /// Keeps a parameter that was read (for the upstream request) and passes its value on.
-    fn kept<T>(&mut self, name: &str, read: Option<T>) -> Option<T> {
-        if let (Some(_), Some(value)) = (&read, self.get(name)) {
-            self.keep(name, value);
+    /// Moves a checked parameter's value out of the body (`None` for an absent or null one).
+    fn take(&mut self, name: &str) -> Option<Value> {
+        self.obj.remove(name).filter(|v| !v.is_null())
+    }
+
+    /// A checked number, as the caller wrote it.
+    fn take_number(&mut self, name: &str) -> Option<Number> {
+        match self.take(name) {
+            Some(Value::Number(n)) => Some(n),
+            _ => None,
         }
-        read
     }
 
-    fn keep(&mut self, name: &str, value: &Value) {
-        self.out.insert(name.to_owned(), value.clone());
+    fn number(&mut self, name: &str, range: Range<f64>) -> ApiResult<Option<Number>> {
+        self.params().number(name, range.min, range.max)?;
+        Ok(self.take_number(name))
     }
 
-    fn number(&mut self, name: &str, min: f64, max: f64) -> ApiResult<Option<f64>> {
-        let n = self.params().number(name, min, max)?;
-        Ok(self.kept(name, n))
-    }
-
-    fn positive(&mut self, name: &str) -> ApiResult<()> {
+    fn positive(&mut self, name: &str) -> ApiResult<Option<Number>> {
         let Some(value) = self.get(name) else {
-            return Ok(());
+            return Ok(None);
         };
         match value.as_f64() {
-            Some(n) if n > 0.0 => {
-                self.keep(name, value);
-                Ok(())
-            }
+            Some(n) if n > 0.0 => Ok(self.take_number(name)),
             _ => Err(ApiError::invalid(
                 name,
                 format!("{name} must be a number above 0."),
@@ -284,32 +315,19 @@ impl<'a> V<'a> {
         }
     }
 
-    fn integer(&mut self, name: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
-        let n = self.params().integer(name, min, max)?;
-        Ok(self.kept(name, n))
+    fn integer(&mut self, name: &str, range: Range<i64>) -> ApiResult<Option<Number>> {
+        self.params().integer(name, range.min, range.max)?;
+        Ok(self.take_number(name))
     }
 
-    fn boolean(&mut self, name: &str) -> ApiResult<Option<bool>> {
-        let b = self.params().boolean(name)?;
-        if name == "stream" {
-            return Ok(b);
-        }
-        Ok(self.kept(name, b))
-    }
-
-    fn string(&mut self, name: &str) -> ApiResult<Option<&'a str>> {
-        let s = self.params().string(name)?;
-        Ok(self.kept(name, s))
-    }
-
-    fn stop(&mut self) -> ApiResult<()> {
+    fn stop(&mut self) -> ApiResult<Option<Stop>> {
         let Some(value) = self.get("stop") else {
-            return Ok(());
+            return Ok(None);
         };
         match value {
             Value::String(_) => {}
             Value::Array(items) => {
-                if items.len() > 4 {
+                if items.len() > request::MAX_STOP {
                     return Err(ApiError::invalid("stop", "stop takes at most 4 sequences."));
                 }
                 for (i, s) in items.iter().enumerate() {
@@ -328,13 +346,24 @@ impl<'a> V<'a> {
                 ))
             }
         }
-        self.keep("stop", value);
-        Ok(())
+        Ok(match self.take("stop") {
+            Some(Value::String(s)) => Some(Stop::One(s)),
+            Some(Value::Array(items)) => Some(Stop::Many(
+                items
+                    .into_iter()
+                    .filter_map(|s| match s {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    })
+                    .collect(),
+            )),
+            _ => None,
+        })
     }
 
-    fn logit_bias(&mut self) -> ApiResult<()> {
+    fn logit_bias(&mut self) -> ApiResult<Option<Map<String, Value>>> {
         let Some(value) = self.get("logit_bias") else {
-            return Ok(());
+            return Ok(None);
         };
         let map = value.as_object().ok_or_else(|| {
             ApiError::invalid(
@@ -351,7 +380,7 @@ impl<'a> V<'a> {
                 ));
             }
             match bias.as_f64() {
-                Some(b) if (-100.0..=100.0).contains(&b) => {}
+                Some(b) if (request::LOGIT_BIAS.min..=request::LOGIT_BIAS.max).contains(&b) => {}
                 _ => {
                     return Err(ApiError::invalid(
                         &param,
@@ -360,13 +389,15 @@ impl<'a> V<'a> {
                 }
             }
         }
-        self.keep("logit_bias", value);
-        Ok(())
+        Ok(match self.take("logit_bias") {
+            Some(Value::Object(map)) => Some(map),
+            _ => None,
+        })
     }
 
-    fn response_format(&mut self) -> ApiResult<()> {
+    fn response_format(&mut self) -> ApiResult<Option<Value>> {
         let Some(value) = self.get("response_format") else {
-            return Ok(());
+            return Ok(None);
         };
         let rf = value.as_object().ok_or_else(|| {
             ApiError::invalid("response_format", "response_format must be an object.")
@@ -419,14 +450,13 @@ impl<'a> V<'a> {
                 ))
             }
         }
-        self.keep("response_format", value);
-        Ok(())
+        Ok(self.take("response_format"))
     }
 
-    /// Returns the declared function names.
-    fn tools(&mut self) -> ApiResult<Vec<String>> {
+    /// Returns the tools and their function names.
+    fn tools(&mut self) -> ApiResult<(Option<Vec<Value>>, Vec<String>)> {
         let Some(value) = self.get("tools") else {
-            return Ok(Vec::new());
+            return Ok((None, Vec::new()));
         };
         let tools = value.as_array().ok_or_else(|| {
             ApiError::invalid("tools", "tools must be an array of function tools.")
@@ -494,13 +524,16 @@ impl<'a> V<'a> {
         if !tools.is_empty() {
             require_capability(self.model, "tools", "tools")?;
         }
-        self.keep("tools", value);
-        Ok(names)
+        let tools = match self.take("tools") {
+            Some(Value::Array(tools)) => Some(tools),
+            _ => None,
+        };
+        Ok((tools, names))
     }
 
-    fn tool_choice(&mut self, names: &[String]) -> ApiResult<()> {
+    fn tool_choice(&mut self, names: &[String]) -> ApiResult<Option<Value>> {
         let Some(value) = self.get("tool_choice") else {
-            return Ok(());
+            return Ok(None);
         };
         match value {
             Value::String(s) if s == "none" || s == "auto" => {}
@@ -547,13 +580,12 @@ impl<'a> V<'a> {
                 ))
             }
         }
-        self.keep("tool_choice", value);
-        Ok(())
+        Ok(self.take("tool_choice"))
     }
 
-    fn reasoning_effort(&mut self) -> ApiResult<()> {
+    fn reasoning_effort(&mut self) -> ApiResult<Option<String>> {
         let Some(value) = self.get("reasoning_effort") else {
-            return Ok(());
+            return Ok(None);
         };
         let effort = value.as_str().ok_or_else(|| {
             ApiError::invalid("reasoning_effort", "reasoning_effort must be a string.")
@@ -574,13 +606,13 @@ impl<'a> V<'a> {
             )
             .with_param("reasoning_effort"));
         }
-        self.keep("reasoning_effort", value);
-        Ok(())
+        Ok(Some(effort.to_owned()))
     }
 
     /// The messages as sent upstream, the file parts to resolve, and the prompt's text length.
-    fn messages(&mut self) -> ApiResult<(Vec<Value>, Vec<FileRef>, usize)> {
-        let messages = match self.obj.get("messages") {
+    /// Each message is checked, then its values are moved into the typed message.
+    fn messages(&mut self) -> ApiResult<(Vec<ChatMessage>, Vec<FileRef>, usize)> {
+        let messages = match self.obj.remove("messages") {
             None | Some(Value::Null) => {
                 return Err(ApiError::invalid("messages", "messages is required."))
             }
@@ -597,74 +629,68 @@ impl<'a> V<'a> {
         let mut files = Vec::new();
         let mut chars = 0usize;
         let mut call_ids: HashSet<String> = HashSet::new();
-        for (i, message) in messages.iter().enumerate() {
+        for (i, message) in messages.into_iter().enumerate() {
             let p = format!("messages[{i}]");
-            let m = message
-                .as_object()
-                .ok_or_else(|| ApiError::invalid(&p, "Each message must be an object."))?;
-            let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-            let mut fwd = Map::new();
-            // `developer` is OpenAI's newer name for `system`; open-weight chat templates know only
-            // `system`, so it travels as that.
-            let upstream_role = match role {
-                "system" | "developer" => "system",
-                "user" | "assistant" | "tool" => role,
-                _ => {
-                    return Err(ApiError::invalid(
-                        &format!("{p}.role"),
-                        "role must be one of system, developer, user, assistant, tool.",
-                    ))
-                }
+            let Value::Object(mut m) = message else {
+                return Err(ApiError::invalid(&p, "Each message must be an object."));
             };
-            fwd.insert("role".into(), upstream_role.into());
-            if let Some(name) = m.get("name").filter(|n| !n.is_null()) {
-                if !name.is_string() {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+            let Some(role) = Role::parse(role) else {
+                return Err(ApiError::invalid(
+                    &format!("{p}.role"),
+                    "role must be one of system, developer, user, assistant, tool.",
+                ));
+            };
+            let name = match m.remove("name").filter(|n| !n.is_null()) {
+                None => None,
+                Some(Value::String(name)) => Some(name),
+                Some(_) => {
                     return Err(ApiError::invalid(
                         &format!("{p}.name"),
                         "name must be a string.",
-                    ));
+                    ))
                 }
-                fwd.insert("name".into(), name.clone());
-            }
-            let content = m.get("content").filter(|c| !c.is_null());
+            };
+            let content = m.remove("content").filter(|c| !c.is_null());
             let cp = format!("{p}.content");
+            let mut fwd = ChatMessage {
+                name,
+                ..ChatMessage::new(role.upstream())
+            };
             match role {
-                "user" => {
+                Role::User => {
                     let content = content
                         .ok_or_else(|| ApiError::invalid(&cp, "A user message needs content."))?;
-                    let (value, n) = self.user_content(content, i, &cp, &mut files)?;
-                    chars += n;
-                    fwd.insert("content".into(), value);
+                    chars += self.user_content(&content, i, &cp, &mut files)?;
+                    fwd.content = Some(content);
                 }
-                "assistant" => {
-                    let calls = self.tool_calls(m, &p, &mut call_ids)?;
+                Role::Assistant => {
+                    let calls = self.tool_calls(&mut m, &p, &mut call_ids)?;
                     if let Some(content) = content {
-                        chars += text_content(content, &cp, &["text", "refusal"])?;
-                        fwd.insert("content".into(), content.clone());
+                        chars += text_content(&content, &cp, &["text", "refusal"])?;
+                        fwd.content = Some(content);
                     } else if calls.is_none() {
                         return Err(ApiError::invalid(
                             &cp,
                             "An assistant message needs content or tool_calls.",
                         ));
                     } else {
-                        fwd.insert("content".into(), Value::Null);
+                        fwd.content = Some(Value::Null);
                     }
-                    if let Some(calls) = calls {
-                        fwd.insert("tool_calls".into(), calls);
-                    }
+                    fwd.tool_calls = calls;
                 }
-                "tool" => {
+                Role::Tool => {
                     let id_param = format!("{p}.tool_call_id");
-                    let id = m
-                        .get("tool_call_id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            ApiError::invalid(
+                    let id = match m.remove("tool_call_id") {
+                        Some(Value::String(id)) => id,
+                        _ => {
+                            return Err(ApiError::invalid(
                                 &id_param,
                                 "A tool message needs tool_call_id (a string).",
-                            )
-                        })?;
-                    if !call_ids.contains(id) {
+                            ))
+                        }
+                    };
+                    if !call_ids.contains(&id) {
                         return Err(ApiError::invalid(
                             &id_param,
                             format!("tool_call_id '{id}' answers no tool call of an earlier assistant message."),
@@ -672,31 +698,32 @@ impl<'a> V<'a> {
                     }
                     let content = content
                         .ok_or_else(|| ApiError::invalid(&cp, "A tool message needs content."))?;
-                    chars += text_content(content, &cp, &["text"])?;
-                    fwd.insert("tool_call_id".into(), id.into());
-                    fwd.insert("content".into(), content.clone());
+                    chars += text_content(&content, &cp, &["text"])?;
+                    fwd.tool_call_id = Some(id);
+                    fwd.content = Some(content);
                 }
-                _ => {
+                Role::System | Role::Developer => {
                     let content = content
                         .ok_or_else(|| ApiError::invalid(&cp, "A system message needs content."))?;
-                    chars += text_content(content, &cp, &["text"])?;
-                    fwd.insert("content".into(), content.clone());
+                    chars += text_content(&content, &cp, &["text"])?;
+                    fwd.content = Some(content);
                 }
             }
             // Other keys (`refusal`, `annotations`, `audio` echoed back from an earlier reply by
-            // SDKs) carry nothing an upstream needs and are dropped.
-            out.push(Value::Object(fwd));
+            // SDKs) carry nothing an upstream needs and are dropped with `m`.
+            out.push(fwd);
         }
         Ok((out, files, chars))
     }
 
+    /// An assistant message's tool calls, checked and moved out of it (`None` for none).
     fn tool_calls(
         &self,
-        m: &Map<String, Value>,
+        m: &mut Map<String, Value>,
         p: &str,
         call_ids: &mut HashSet<String>,
     ) -> ApiResult<Option<Value>> {
-        let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) else {
+        let Some(calls) = m.remove("tool_calls").filter(|c| !c.is_null()) else {
             return Ok(None);
         };
         let tp = format!("{p}.tool_calls");
@@ -736,7 +763,7 @@ impl<'a> V<'a> {
             }
             call_ids.insert(id.to_owned());
         }
-        Ok(Some(calls.clone()))
+        Ok(Some(calls))
     }
 
     /// A user message's content: a string, or parts of the contract's types. File parts are
@@ -747,9 +774,9 @@ impl<'a> V<'a> {
         message: usize,
         cp: &str,
         files: &mut Vec<FileRef>,
-    ) -> ApiResult<(Value, usize)> {
+    ) -> ApiResult<usize> {
         let parts = match content {
-            Value::String(s) => return Ok((content.clone(), s.chars().count())),
+            Value::String(s) => return Ok(s.chars().count()),
             Value::Array(parts) if parts.is_empty() => {
                 return Err(ApiError::invalid(cp, "content must not be an empty array."))
             }
@@ -918,7 +945,7 @@ impl<'a> V<'a> {
                 }
             }
         }
-        Ok((content.clone(), chars))
+        Ok(chars)
     }
 }
 

@@ -1,8 +1,51 @@
 //! The chat answer as the Messages API's: a `chat.completion` becomes a `message` object, and
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
+use crate::domain::chat::completion::ChatCompletion;
 use crate::ports::upstream::extension::REASONING_SIGNATURE;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+/// A Messages API answer (`POST /v1/messages` without `stream`).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Message {
+    #[schema(pattern = "^msg_")]
+    pub id: String,
+    #[serde(rename = "type")]
+    #[schema(value_type = String, pattern = "^message$")]
+    pub kind: &'static str,
+    #[schema(value_type = String, pattern = "^assistant$")]
+    pub role: &'static str,
+    pub model: String,
+    /// `thinking` (`{thinking, signature}`), `text` (`{text}`) and `tool_use` (`{id, name,
+    /// input}`) blocks, in that order.
+    #[schema(value_type = Vec<Object>)]
+    pub content: Vec<Value>,
+    /// `end_turn`, `max_tokens`, `stop_sequence`, `tool_use` or `refusal`.
+    #[schema(value_type = String)]
+    pub stop_reason: &'static str,
+    /// The stop sequence that ended the text, if one did.
+    #[schema(required = true)]
+    pub stop_sequence: Option<String>,
+    pub usage: Usage,
+}
+
+/// `POST /v1/messages/count_tokens`'s answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct MessageTokensCount {
+    pub input_tokens: u64,
+}
+
+/// Anthropic's `usage`: cache reads and writes apart from `input_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = MessageUsage)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
 
 /// `stop_reason` of a chat choice. Chat's `stop` does not say whether a stop sequence ended
 /// the text; an upstream that says which one matched (vLLM's `stop_reason` string) gives
@@ -23,7 +66,7 @@ pub fn stop_reason(choice: &Value, stop_sequences: &[String]) -> (&'static str, 
 
 /// Anthropic's `usage` from chat's: cache reads are reported apart from `input_tokens`, as
 /// Anthropic counts them.
-pub fn usage(chat: &Value) -> Value {
+pub fn usage(chat: &Value) -> Usage {
     let n = |k: &str| chat.get(k).and_then(Value::as_u64).unwrap_or(0);
     let prompt = n("prompt_tokens");
     let cached = chat
@@ -36,12 +79,12 @@ pub fn usage(chat: &Value) -> Value {
         .and_then(Value::as_u64)
         .unwrap_or(0)
         .min(prompt - cached);
-    json!({
-        "input_tokens": prompt - cached - written,
-        "output_tokens": n("completion_tokens"),
-        "cache_read_input_tokens": cached,
-        "cache_creation_input_tokens": written,
-    })
+    Usage {
+        input_tokens: prompt - cached - written,
+        output_tokens: n("completion_tokens"),
+        cache_read_input_tokens: cached,
+        cache_creation_input_tokens: written,
+    }
 }
 
 /// A tool call's arguments as the `input` object (an upstream's malformed JSON becomes `{}`
@@ -54,8 +97,8 @@ fn tool_input(arguments: &str) -> Value {
 }
 
 /// The `message` object of a re-stamped `chat.completion` (our id and model name).
-pub fn message(completion: &Value, stop_sequences: &[String]) -> Value {
-    let choice = &completion["choices"][0];
+pub fn message(completion: &ChatCompletion, stop_sequences: &[String]) -> Message {
+    let choice = completion.choices.first().unwrap_or(&Value::Null);
     let m = &choice["message"];
     let mut content = Vec::new();
     if let Some(r) = m
@@ -90,16 +133,16 @@ pub fn message(completion: &Value, stop_sequences: &[String]) -> Value {
         }));
     }
     let (reason, sequence) = stop_reason(choice, stop_sequences);
-    json!({
-        "id": completion["id"],
-        "type": "message",
-        "role": "assistant",
-        "model": completion["model"],
-        "content": content,
-        "stop_reason": reason,
-        "stop_sequence": sequence,
-        "usage": usage(&completion["usage"]),
-    })
+    Message {
+        id: completion.id.clone(),
+        kind: "message",
+        role: "assistant",
+        model: completion.model.clone(),
+        content,
+        stop_reason: reason,
+        stop_sequence: sequence,
+        usage: usage(&completion.usage),
+    }
 }
 
 /// One stream event: its SSE `event:` name and its data.
@@ -297,6 +340,17 @@ impl StreamTranslator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The message of an upstream `completion` re-stamped with the id and model it names.
+    fn message(completion: &Value, stop_sequences: &[String]) -> Value {
+        let c = ChatCompletion::restamped(
+            completion.clone(),
+            completion["id"].as_str().unwrap(),
+            0,
+            completion["model"].as_str().unwrap(),
+        );
+        serde_json::to_value(super::message(&c, stop_sequences)).unwrap()
+    }
 
     fn chunk(delta: Value, finish: Option<&str>) -> Value {
         json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})

@@ -8,6 +8,7 @@
 //! model with the `file` capability and as page images otherwise (as `/v1/responses` does).
 
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::request::ChatCompletionRequest;
 use crate::domain::chat::validate::require_capability;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::{convert, fetch};
@@ -16,6 +17,7 @@ use crate::ports::pdf::PdfRasterizer;
 use crate::ports::upstream::extension;
 use base64::Engine;
 use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
 
 /// Top-level fields of a Messages request; anything else is refused, as Anthropic does.
 const KNOWN_FIELDS: &[&str] = &[
@@ -60,25 +62,46 @@ pub struct Translated {
 }
 
 impl Translated {
-    /// Puts what the chat rules do not carry into their validated body
-    /// ([`extension`]): the exact thinking budget, and each assistant message's thinking blocks
-    /// (the rules keep messages one for one and in order, dropping keys they do not know).
-    pub fn carry_extensions(&self, upstream_body: &mut Map<String, Value>) {
-        if let Some(budget) = self.thinking_budget {
-            upstream_body.insert(extension::THINKING_BUDGET.into(), budget.into());
-        }
-        let (Some(ours), Some(Value::Array(theirs))) = (
-            self.chat.get("messages").and_then(Value::as_array),
-            upstream_body.get_mut("messages"),
-        ) else {
-            return;
+    /// Takes out of the chat request what the chat rules do not carry ([`extension`]): the
+    /// exact thinking budget, and each assistant message's thinking blocks (the rules drop
+    /// message keys they do not know), to be put into their validated request.
+    pub fn take_extensions(&mut self) -> Extensions {
+        let reasoning_blocks = match self.chat.get_mut("messages") {
+            Some(Value::Array(messages)) => messages
+                .iter_mut()
+                .map(|m| {
+                    m.as_object_mut()
+                        .and_then(|m| m.remove(extension::REASONING_BLOCKS))
+                })
+                .collect(),
+            _ => Vec::new(),
         };
-        for (mine, validated) in ours.iter().zip(theirs.iter_mut()) {
-            if let (Some(blocks), Some(v)) = (
-                mine.get(extension::REASONING_BLOCKS),
-                validated.as_object_mut(),
-            ) {
-                v.insert(extension::REASONING_BLOCKS.into(), blocks.clone());
+        Extensions {
+            thinking_budget: self.thinking_budget,
+            reasoning_blocks,
+        }
+    }
+}
+
+/// What a translated request carries past the chat rules, by message (the rules keep messages
+/// one for one and in order).
+#[derive(Debug, Default)]
+pub struct Extensions {
+    thinking_budget: Option<u64>,
+    reasoning_blocks: Vec<Option<Value>>,
+}
+
+impl Extensions {
+    /// Puts the extensions into the chat rules' validated request.
+    pub fn carry(self, request: &mut ChatCompletionRequest) {
+        request.thinking_budget = self.thinking_budget;
+        for (blocks, message) in self
+            .reasoning_blocks
+            .into_iter()
+            .zip(request.messages.iter_mut())
+        {
+            if blocks.is_some() {
+                message.reasoning_blocks = blocks;
             }
         }
     }
@@ -99,26 +122,106 @@ fn string<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a 
         .ok_or_else(|| invalid(&format!("{at}.{name}"), "Field required (a string)."))
 }
 
-/// The model a body names, for the catalog lookup (before the rest is translated).
-pub fn model_id(body: &Value) -> ApiResult<&str> {
-    match body.get("model") {
-        Some(Value::String(s)) if !s.is_empty() => Ok(s),
-        _ => Err(invalid("model", "Field required (a non-empty string).")),
-    }
+/// `POST /v1/messages/count_tokens`: a Messages request without `max_tokens`, `stream` and the
+/// sampling fields; also the prompt part of every Messages request. Its nested values are
+/// checked (each failure naming its place, `messages.0.content.1.source`) while they are
+/// translated.
+#[derive(Clone, Debug, Default, ToSchema)]
+pub struct MessageCountTokensRequest {
+    #[schema(min_length = 1)]
+    pub model: String,
+    /// `{role: user | assistant, content: string | blocks}`; blocks are `text`, `image`,
+    /// `document`, `tool_use`, `tool_result` (and `thinking`, dropped).
+    #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
+    pub messages: Option<Value>,
+    /// A string or text blocks.
+    #[schema(schema_with = crate::domain::chat::request::content_schema)]
+    pub system: Option<Value>,
+    /// `{type: enabled, budget_tokens}` (at least 1024, below `max_tokens`) or
+    /// `{type: disabled}`.
+    #[schema(value_type = Option<Object>)]
+    pub thinking: Option<Value>,
+    /// Client tools, `{name, description, input_schema}` each.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Value>,
+    /// `{type: auto | any | tool | none, name, disable_parallel_tool_use}`.
+    #[schema(value_type = Option<Object>)]
+    pub tool_choice: Option<Value>,
 }
 
-/// Translates a Messages request for `model`. Image URLs and documents are read here (through
-/// `fetcher`), so a failure names the block it came from.
-pub async fn to_chat(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    body: &Value,
-    purpose: Purpose,
-) -> ApiResult<Translated> {
-    let o = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
+/// `{user_id}`: the end user, sent upstream as chat's `user`.
+#[derive(Clone, Debug, Default, ToSchema)]
+#[schema(as = MessageMetadata)]
+pub struct Metadata {
+    pub user_id: Option<String>,
+}
+
+/// `POST /v1/messages`: Anthropic's Messages API request (docs/messages.md maps each field).
+#[derive(Clone, Debug, ToSchema)]
+#[schema(example = json!({"model": "llama-3.1-8b", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}))]
+pub struct MessageCreateRequest {
+    #[schema(min_length = 1)]
+    pub model: String,
+    #[schema(minimum = 1)]
+    pub max_tokens: u64,
+    /// See `MessageCountTokensRequest`.
+    #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
+    pub messages: Option<Value>,
+    /// A string or text blocks.
+    #[schema(schema_with = crate::domain::chat::request::content_schema)]
+    pub system: Option<Value>,
+    /// `true` answers `text/event-stream` of Anthropic's events.
+    pub stream: Option<bool>,
+    #[schema(schema_with = stop_sequences_schema)]
+    pub stop_sequences: Option<Vec<String>>,
+    #[schema(minimum = 0, maximum = 1)]
+    pub temperature: Option<f64>,
+    #[schema(minimum = 0, maximum = 1)]
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    pub metadata: Option<Metadata>,
+    /// `{type: enabled, budget_tokens}` (at least 1024, below `max_tokens`) or
+    /// `{type: disabled}`.
+    #[schema(value_type = Option<Object>)]
+    pub thinking: Option<Value>,
+    /// Client tools, `{name, description, input_schema}` each.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Value>,
+    /// `{type: auto | any | tool | none, name, disable_parallel_tool_use}`.
+    #[schema(value_type = Option<Object>)]
+    pub tool_choice: Option<Value>,
+}
+
+/// Up to [`MAX_STOP_SEQUENCES`] non-empty strings.
+fn stop_sequences_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1)),
+        )
+        .max_items(Some(MAX_STOP_SEQUENCES))
+        .into()
+}
+
+/// A parsed Messages request of either route.
+#[derive(Clone, Debug)]
+pub enum MessagesRequest {
+    Create(MessageCreateRequest),
+    CountTokens(MessageCountTokensRequest),
+}
+
+/// The body's fields, checked for presence and refused when unknown (as Anthropic does) or when
+/// the route takes no such field; its top-level values are checked by type and range here, the
+/// nested ones while they are translated.
+pub fn parse(body: Value, purpose: Purpose) -> ApiResult<MessagesRequest> {
+    let Value::Object(mut o) = body else {
+        return Err(ApiError::bad_request(
+            "The request body must be a JSON object.",
+        ));
+    };
     for key in o.keys() {
         let known = KNOWN_FIELDS.contains(&key.as_str());
         let counting_only = purpose == Purpose::CountTokens
@@ -136,87 +239,173 @@ pub async fn to_chat(
             return Err(invalid(key, "Extra inputs are not permitted."));
         }
     }
-    let present = |k: &str| o.get(k).filter(|v| !v.is_null());
-    let mut chat = Map::new();
-    chat.insert("model".into(), model_id(body)?.into());
-
-    if purpose == Purpose::Create {
-        let max_tokens = present("max_tokens")
-            .ok_or_else(|| invalid("max_tokens", "Field required."))?
-            .as_u64()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| invalid("max_tokens", "Input should be an integer of at least 1."))?;
-        chat.insert("max_completion_tokens".into(), max_tokens.into());
+    let model = match o.get("model") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => return Err(invalid("model", "Field required (a non-empty string).")),
+    };
+    let mut present = |k: &str| o.remove(k).filter(|v| !v.is_null());
+    if purpose == Purpose::CountTokens {
+        return Ok(MessagesRequest::CountTokens(MessageCountTokensRequest {
+            model,
+            messages: present("messages"),
+            system: present("system"),
+            thinking: present("thinking"),
+            tools: present("tools"),
+            tool_choice: present("tool_choice"),
+        }));
     }
+    let max_tokens = present("max_tokens")
+        .ok_or_else(|| invalid("max_tokens", "Field required."))?
+        .as_u64()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| invalid("max_tokens", "Input should be an integer of at least 1."))?;
     let stream = match present("stream") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
+        None => None,
+        Some(Value::Bool(b)) => Some(b),
         Some(_) => return Err(invalid("stream", "Input should be a valid boolean.")),
     };
-    if stream {
-        chat.insert("stream".into(), true.into());
-    }
-    for (name, max) in [("temperature", 1.0), ("top_p", 1.0)] {
-        if let Some(v) = present(name) {
-            let n = v
-                .as_f64()
-                .filter(|n| (0.0..=max).contains(n))
-                .ok_or_else(|| {
-                    invalid(name, format!("Input should be a number from 0 to {max}."))
-                })?;
-            chat.insert(name.into(), json!(n));
-        }
-    }
-    if let Some(v) = present("top_k") {
-        let k = v
-            .as_u64()
-            .ok_or_else(|| invalid("top_k", "Input should be a non-negative integer."))?;
-        chat.insert("top_k".into(), k.into());
-    }
-    let mut stop_sequences = Vec::new();
-    if let Some(v) = present("stop_sequences") {
-        let list = v
-            .as_array()
-            .ok_or_else(|| invalid("stop_sequences", "Input should be a list of strings."))?;
-        if list.len() > MAX_STOP_SEQUENCES {
-            return Err(invalid(
-                "stop_sequences",
-                format!("At most {MAX_STOP_SEQUENCES} stop sequences are accepted."),
-            ));
-        }
-        for (i, s) in list.iter().enumerate() {
-            let s = s.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
-                invalid(
-                    &format!("stop_sequences.{i}"),
-                    "Input should be a non-empty string.",
-                )
-            })?;
-            stop_sequences.push(s.to_owned());
-        }
-        if !stop_sequences.is_empty() {
-            chat.insert("stop".into(), json!(stop_sequences));
-        }
-    }
-    if let Some(v) = present("metadata") {
-        let m = object(v, "metadata")?;
-        for key in m.keys() {
-            if key != "user_id" {
+    let mut unit = |name: &str| -> ApiResult<Option<f64>> {
+        let max = 1.0;
+        present(name)
+            .map(|v| {
+                v.as_f64()
+                    .filter(|n| (0.0..=max).contains(n))
+                    .ok_or_else(|| {
+                        invalid(name, format!("Input should be a number from 0 to {max}."))
+                    })
+            })
+            .transpose()
+    };
+    let temperature = unit("temperature")?;
+    let top_p = unit("top_p")?;
+    let top_k = present("top_k")
+        .map(|v| {
+            v.as_u64()
+                .ok_or_else(|| invalid("top_k", "Input should be a non-negative integer."))
+        })
+        .transpose()?;
+    let stop_sequences = match present("stop_sequences") {
+        None => None,
+        Some(v) => {
+            let list = v
+                .as_array()
+                .ok_or_else(|| invalid("stop_sequences", "Input should be a list of strings."))?;
+            if list.len() > MAX_STOP_SEQUENCES {
                 return Err(invalid(
-                    &format!("metadata.{key}"),
-                    "Extra inputs are not permitted.",
+                    "stop_sequences",
+                    format!("At most {MAX_STOP_SEQUENCES} stop sequences are accepted."),
                 ));
             }
-        }
-        match m.get("user_id") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(u)) => {
-                chat.insert("user".into(), u.clone().into());
+            let mut sequences = Vec::with_capacity(list.len());
+            for (i, s) in list.iter().enumerate() {
+                let s = s.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
+                    invalid(
+                        &format!("stop_sequences.{i}"),
+                        "Input should be a non-empty string.",
+                    )
+                })?;
+                sequences.push(s.to_owned());
             }
-            Some(_) => return Err(invalid("metadata.user_id", "Input should be a string.")),
+            Some(sequences)
         }
-    }
+    };
+    let metadata = match present("metadata") {
+        None => None,
+        Some(v) => {
+            let m = object(&v, "metadata")?;
+            for key in m.keys() {
+                if key != "user_id" {
+                    return Err(invalid(
+                        &format!("metadata.{key}"),
+                        "Extra inputs are not permitted.",
+                    ));
+                }
+            }
+            let user_id = match m.get("user_id") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(u)) => Some(u.clone()),
+                Some(_) => return Err(invalid("metadata.user_id", "Input should be a string.")),
+            };
+            Some(Metadata { user_id })
+        }
+    };
+    Ok(MessagesRequest::Create(MessageCreateRequest {
+        model,
+        max_tokens,
+        messages: present("messages"),
+        system: present("system"),
+        stream,
+        stop_sequences,
+        temperature,
+        top_p,
+        top_k,
+        metadata,
+        thinking: present("thinking"),
+        tools: present("tools"),
+        tool_choice: present("tool_choice"),
+    }))
+}
+
+/// Parses and translates a Messages request for `model` ([`parse`], [`translate`]).
+pub async fn to_chat(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    body: Value,
+    purpose: Purpose,
+) -> ApiResult<Translated> {
+    translate(fetcher, pdf, model, parse(body, purpose)?).await
+}
+
+/// Translates a parsed Messages request for `model`. Image URLs and documents are read here
+/// (through `fetcher`), so a failure names the block it came from.
+pub async fn translate(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    request: MessagesRequest,
+) -> ApiResult<Translated> {
+    let mut chat = Map::new();
+    let (prompt, stream, stop_sequences) = match request {
+        MessagesRequest::CountTokens(prompt) => {
+            chat.insert("model".into(), prompt.model.clone().into());
+            (prompt, false, Vec::new())
+        }
+        MessagesRequest::Create(r) => {
+            chat.insert("model".into(), r.model.clone().into());
+            chat.insert("max_completion_tokens".into(), r.max_tokens.into());
+            let stream = r.stream.unwrap_or(false);
+            if stream {
+                chat.insert("stream".into(), true.into());
+            }
+            for (name, value) in [("temperature", r.temperature), ("top_p", r.top_p)] {
+                if let Some(n) = value {
+                    chat.insert(name.into(), json!(n));
+                }
+            }
+            if let Some(k) = r.top_k {
+                chat.insert("top_k".into(), k.into());
+            }
+            let stop_sequences = r.stop_sequences.unwrap_or_default();
+            if !stop_sequences.is_empty() {
+                chat.insert("stop".into(), json!(stop_sequences));
+            }
+            if let Some(user) = r.metadata.and_then(|m| m.user_id) {
+                chat.insert("user".into(), user.into());
+            }
+            let prompt = MessageCountTokensRequest {
+                model: r.model,
+                messages: r.messages,
+                system: r.system,
+                thinking: r.thinking,
+                tools: r.tools,
+                tool_choice: r.tool_choice,
+            };
+            (prompt, stream, stop_sequences)
+        }
+    };
     let mut thinking_budget = None;
-    if let Some(v) = present("thinking") {
+    if let Some(v) = &prompt.thinking {
         if let Some((effort, budget)) = thinking(model, v)? {
             // Anthropic's rule: the thinking budget is part of max_tokens, and less than it.
             if chat
@@ -233,7 +422,7 @@ pub async fn to_chat(
             thinking_budget = Some(budget);
         }
     }
-    let tool_names = match present("tools") {
+    let tool_names = match &prompt.tools {
         Some(v) => {
             let (tools, names) = tools(v)?;
             if !tools.is_empty() {
@@ -243,15 +432,17 @@ pub async fn to_chat(
         }
         None => Vec::new(),
     };
-    if let Some(v) = present("tool_choice") {
+    if let Some(v) = &prompt.tool_choice {
         tool_choice(v, &tool_names, &mut chat)?;
     }
 
     let mut messages = Vec::new();
-    if let Some(v) = present("system") {
+    if let Some(v) = &prompt.system {
         messages.push(json!({"role": "system", "content": system(v)?}));
     }
-    let list = present("messages")
+    let list = prompt
+        .messages
+        .as_ref()
         .ok_or_else(|| invalid("messages", "Field required."))?
         .as_array()
         .ok_or_else(|| invalid("messages", "Input should be a list."))?;

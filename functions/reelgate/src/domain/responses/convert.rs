@@ -725,7 +725,7 @@ pub fn chat_request(
     );
     set(
         "reasoning_effort",
-        req.reasoning_effort.clone().map(Value::from),
+        req.reasoning.effort.clone().map(Value::from),
     );
     set("user", req.user.clone().map(Value::from));
     set(
@@ -755,12 +755,12 @@ pub fn chat_request(
             None => c.clone(),
         }),
     );
-    match req.text_format.get("type").and_then(Value::as_str) {
+    match req.text.format.get("type").and_then(Value::as_str) {
         Some("json_object") => set("response_format", Some(json!({"type": "json_object"}))),
         Some("json_schema") => {
             let mut schema = Map::new();
             for k in ["name", "schema", "strict", "description"] {
-                if let Some(v) = req.text_format.get(k).filter(|v| !v.is_null()) {
+                if let Some(v) = req.text.format.get(k).filter(|v| !v.is_null()) {
                     schema.insert(k.into(), v.clone());
                 }
             }

@@ -1,9 +1,74 @@
 //! The bridge back: a `chat.completion` (or a stream of `chat.completion.chunk`s) becomes a
 //! Response object (or OpenAI's typed response events).
 
-use super::request::CreateRequest;
+use super::request::{CreateRequest, Reasoning, Text, Truncation};
 use crate::domain::ids::new_id;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
+
+/// A `response` object: what `POST /v1/responses` answers (and its stream's events carry), and
+/// what is stored for `GET /v1/responses/{id}`. It echoes the request's settings.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ResponseObject {
+    #[schema(pattern = "^resp_")]
+    pub id: String,
+    #[schema(value_type = String, pattern = "^response$")]
+    pub object: &'static str,
+    pub created_at: i64,
+    /// `in_progress`, `completed`, `incomplete` or `failed`.
+    #[schema(value_type = String)]
+    pub status: &'static str,
+    pub background: bool,
+    /// Why a `failed` response failed.
+    #[schema(required = true)]
+    pub error: Option<ResponseError>,
+    /// Why an `incomplete` response stopped.
+    #[schema(required = true)]
+    pub incomplete_details: Option<IncompleteDetails>,
+    #[schema(required = true)]
+    pub instructions: Option<String>,
+    #[schema(required = true)]
+    pub max_output_tokens: Option<u64>,
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+    pub model: String,
+    /// `message`, `function_call` and `reasoning` items.
+    #[schema(value_type = Vec<Object>)]
+    pub output: Vec<Value>,
+    pub parallel_tool_calls: bool,
+    #[schema(required = true)]
+    pub previous_response_id: Option<String>,
+    pub reasoning: Reasoning,
+    pub store: bool,
+    pub temperature: f64,
+    pub text: Text,
+    #[schema(value_type = Object)]
+    pub tool_choice: Value,
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<Value>,
+    pub top_p: f64,
+    pub truncation: Truncation,
+    /// `input_tokens`, `output_tokens`, `total_tokens` and their details; null while in
+    /// progress.
+    #[schema(value_type = Option<Object>, required = true)]
+    pub usage: Option<Value>,
+    #[schema(required = true)]
+    pub user: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ResponseError {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct IncompleteDetails {
+    /// `max_output_tokens` or `content_filter`.
+    #[schema(value_type = String)]
+    pub reason: &'static str,
+}
 
 /// What a response echoes of its request, fixed when it is created.
 #[derive(Clone, Debug)]
@@ -68,46 +133,59 @@ impl Draft {
         outcome: Option<&Outcome>,
         output: &[Value],
         usage: Option<&Value>,
-    ) -> Value {
+    ) -> ResponseObject {
         let r = &self.req;
-        let (status, error, incomplete) = match outcome {
-            None => ("in_progress", Value::Null, Value::Null),
-            Some(o @ Outcome::Completed) => (o.status(), Value::Null, Value::Null),
+        let (status, error, incomplete_details) = match outcome {
+            None => ("in_progress", None, None),
+            Some(o @ Outcome::Completed) => (o.status(), None, None),
             Some(o @ Outcome::Incomplete(reason)) => {
-                (o.status(), Value::Null, json!({"reason": reason}))
+                (o.status(), None, Some(IncompleteDetails { reason }))
             }
             Some(o @ Outcome::Failed { code, message }) => (
                 o.status(),
-                json!({"code": code, "message": message}),
-                Value::Null,
+                Some(ResponseError {
+                    code: code.clone(),
+                    message: message.clone(),
+                }),
+                None,
             ),
         };
-        json!({
-            "id": self.id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "background": false,
-            "error": error,
-            "incomplete_details": incomplete,
-            "instructions": r.instructions,
-            "max_output_tokens": r.max_output_tokens,
-            "metadata": r.metadata,
-            "model": self.model,
-            "output": output,
-            "parallel_tool_calls": r.parallel_tool_calls.unwrap_or(true),
-            "previous_response_id": r.previous_response_id,
-            "reasoning": {"effort": r.reasoning_effort, "summary": r.reasoning_summary},
-            "store": r.store,
-            "temperature": r.temperature.unwrap_or(1.0),
-            "text": {"format": r.text_format},
-            "tool_choice": r.tool_choice.clone().unwrap_or_else(|| "auto".into()),
-            "tools": r.tools,
-            "top_p": r.top_p.unwrap_or(1.0),
-            "truncation": r.truncation.as_str(),
-            "usage": usage,
-            "user": r.user,
-        })
+        ResponseObject {
+            id: self.id.clone(),
+            object: "response",
+            created_at: self.created_at,
+            status,
+            background: false,
+            error,
+            incomplete_details,
+            instructions: r.instructions.clone(),
+            max_output_tokens: r.max_output_tokens,
+            metadata: r.metadata.clone(),
+            model: self.model.clone(),
+            output: output.to_vec(),
+            parallel_tool_calls: r.parallel_tool_calls.unwrap_or(true),
+            previous_response_id: r.previous_response_id.clone(),
+            reasoning: r.reasoning.clone(),
+            store: r.store,
+            temperature: r.temperature.unwrap_or(1.0),
+            text: r.text.clone(),
+            tool_choice: r.tool_choice.clone().unwrap_or_else(|| "auto".into()),
+            tools: r.tools.clone(),
+            top_p: r.top_p.unwrap_or(1.0),
+            truncation: r.truncation,
+            usage: usage.cloned(),
+            user: r.user.clone(),
+        }
+    }
+
+    /// [`Draft::object`] as JSON (as it is stored and sent in the stream's events).
+    pub fn object_json(
+        &self,
+        outcome: Option<&Outcome>,
+        output: &[Value],
+        usage: Option<&Value>,
+    ) -> Value {
+        json!(self.object(outcome, output, usage))
     }
 }
 
@@ -272,7 +350,7 @@ impl StreamState {
 
     /// `response.created` and `response.in_progress`.
     pub fn start(&mut self, draft: &Draft) -> Vec<Event> {
-        let response = draft.object(None, &[], None);
+        let response = draft.object_json(None, &[], None);
         vec![
             self.event("response.created", json!({"response": response})),
             self.event("response.in_progress", json!({"response": response})),

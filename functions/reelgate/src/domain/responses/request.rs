@@ -3,9 +3,12 @@
 //! model (reasoning efforts) or the store (references, files) happen later, in `convert`.
 
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::request::{TEMPERATURE, TOP_P};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{self, Params};
+use serde::Serialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 /// Parameters OpenAI's SDK may send that this service accepts and ignores: they change nothing
 /// in the bridged chat request (`include` asks for extra output fields we do not produce).
@@ -21,7 +24,9 @@ const METADATA_MAX_PAIRS: usize = 16;
 const METADATA_MAX_KEY: usize = 64;
 const METADATA_MAX_VALUE: usize = 512;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = ResponseTruncation)]
 pub enum Truncation {
     Auto,
     Disabled,
@@ -36,30 +41,94 @@ impl Truncation {
     }
 }
 
-/// A checked request. `input` is still raw items: their shapes are checked while they are
-/// resolved (references and files need the store).
-#[derive(Clone, Debug)]
+/// `reasoning`: an effort the model accepts (`GET /v1/models`) and the summary asked for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, ToSchema)]
+#[schema(as = ResponseReasoning)]
+pub struct Reasoning {
+    pub effort: Option<String>,
+    pub summary: Option<String>,
+}
+
+/// `text`: the output's format.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+#[schema(as = ResponseText)]
+pub struct Text {
+    /// `{type: text}` (the default), `{type: json_object}` or `{type: json_schema, name,
+    /// schema, strict}`.
+    #[schema(value_type = Object)]
+    pub format: Value,
+}
+
+/// Up to `METADATA_MAX_PAIRS` pairs of strings.
+fn metadata_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .max_properties(Some(METADATA_MAX_PAIRS))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(METADATA_MAX_VALUE)),
+        ))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(METADATA_MAX_KEY)),
+        ))
+        .into()
+}
+
+/// A string or an array of input items.
+fn input_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)))
+        .into()
+}
+
+/// `POST /v1/responses`: OpenAI's Responses request, checked. `input` is still raw items (a
+/// string is one user message): their shapes are checked while they are resolved (references
+/// and files need the store). `background: true` is refused; `include`, `service_tier`,
+/// `prompt_cache_key` and `safety_identifier` are accepted and ignored.
+#[derive(Clone, Debug, ToSchema)]
+#[schema(as = ResponseCreateRequest, example = json!({"model": "llama-3.1-8b", "input": "Hello"}))]
 pub struct CreateRequest {
+    #[schema(min_length = 1)]
     pub model: String,
+    #[schema(schema_with = input_schema, required = true)]
     pub input: Vec<Value>,
     pub instructions: Option<String>,
+    /// `true` answers `text/event-stream` of typed events (`response.created`, ...).
+    #[schema(required = false, default = false)]
     pub stream: bool,
+    #[schema(required = false, default = true)]
     pub store: bool,
+    #[schema(schema_with = crate::domain::chat::request::temperature_schema)]
     pub temperature: Option<f64>,
+    #[schema(schema_with = crate::domain::chat::request::top_p_schema)]
     pub top_p: Option<f64>,
+    #[schema(minimum = 1)]
     pub max_output_tokens: Option<u64>,
     /// Function tools in the Responses shape (`{type, name, description, parameters, strict}`).
+    #[schema(value_type = Vec<Object>, required = false)]
     pub tools: Vec<Value>,
+    /// `none`, `auto`, `required` or `{type: function, name}`.
+    #[schema(value_type = Option<Object>)]
     pub tool_choice: Option<Value>,
     pub parallel_tool_calls: Option<bool>,
-    pub reasoning_effort: Option<String>,
-    pub reasoning_summary: Option<String>,
+    #[schema(required = false)]
+    pub reasoning: Reasoning,
+    #[schema(required = false)]
     pub truncation: Truncation,
     pub previous_response_id: Option<String>,
+    #[schema(schema_with = metadata_schema, required = false)]
     pub metadata: Map<String, Value>,
-    /// `text.format`, checked; defaults to `{type: "text"}`.
-    pub text_format: Value,
+    #[schema(required = false)]
+    pub text: Text,
     pub seed: Option<i64>,
+    /// A string or an array of strings.
+    #[schema(value_type = Option<Object>)]
     pub stop: Option<Value>,
     pub top_k: Option<u64>,
     pub repetition_penalty: Option<f64>,
@@ -165,18 +234,22 @@ impl CreateRequest {
             stream: p.boolean("stream")?.unwrap_or(false),
             // Stored by default, as in OpenAI's API.
             store: p.boolean("store")?.unwrap_or(true),
-            temperature: p.number("temperature", 0.0, 2.0)?,
-            top_p: p.number("top_p", 0.0, 1.0)?,
+            temperature: p.number("temperature", TEMPERATURE.min, TEMPERATURE.max)?,
+            top_p: p.number("top_p", TOP_P.min, TOP_P.max)?,
             max_output_tokens: unsigned(p, "max_output_tokens", 1)?,
             tools,
             tool_choice,
             parallel_tool_calls: p.boolean("parallel_tool_calls")?,
-            reasoning_effort,
-            reasoning_summary,
+            reasoning: Reasoning {
+                effort: reasoning_effort,
+                summary: reasoning_summary,
+            },
             truncation,
             previous_response_id,
             metadata,
-            text_format,
+            text: Text {
+                format: text_format,
+            },
             seed,
             stop,
             top_k: unsigned(p, "top_k", 0)?,
@@ -187,7 +260,7 @@ impl CreateRequest {
 
     /// Checks what depends on the model: its reasoning efforts and its tool capability.
     pub fn check_model(&self, model: &ChatModel) -> ApiResult<()> {
-        if let Some(effort) = &self.reasoning_effort {
+        if let Some(effort) = &self.reasoning.effort {
             if !model.reasoning_efforts.iter().any(|e| e == effort) {
                 let accepted = if model.reasoning_efforts.is_empty() {
                     "none (the model takes no reasoning effort)".to_owned()
@@ -211,7 +284,7 @@ impl CreateRequest {
             )
             .with_code("model_capability_mismatch"));
         }
-        if self.text_format.get("type").and_then(Value::as_str) == Some("json_schema")
+        if self.text.format.get("type").and_then(Value::as_str) == Some("json_schema")
             && !model.capabilities.iter().any(|c| c == "json_schema")
         {
             return Err(ApiError::invalid(

@@ -54,7 +54,7 @@ async fn translate(body: Value) -> ApiResult<Translated> {
         &FakeFetcher::default(),
         &crate::ports::pdf::NoRasterizer,
         &model(&["text", "tools", "vision"]),
-        &body,
+        body.clone(),
         Purpose::Create,
     )
     .await
@@ -120,7 +120,7 @@ async fn images_arrive_as_data_urls_and_a_url_goes_through_the_fetcher() {
         &fetcher,
         &crate::ports::pdf::NoRasterizer,
         &model(&["text", "vision"]),
-        &body,
+        body.clone(),
         Purpose::Create,
     )
     .await
@@ -145,7 +145,7 @@ async fn images_arrive_as_data_urls_and_a_url_goes_through_the_fetcher() {
         &fetcher,
         &crate::ports::pdf::NoRasterizer,
         &model(&["text", "vision"]),
-        &refused,
+        refused.clone(),
         Purpose::Create,
     )
     .await
@@ -163,7 +163,7 @@ async fn a_model_without_vision_is_refused_before_anything_is_fetched() {
         &fetcher,
         &crate::ports::pdf::NoRasterizer,
         &model(&["text"]),
-        &body,
+        body.clone(),
         Purpose::Create,
     )
     .await
@@ -243,15 +243,24 @@ async fn signed_thinking_blocks_and_the_budget_reach_the_validated_body() {
         ]}))
     .await
     .unwrap();
-    // As the chat rules leave it: the same messages, without the keys they do not know.
-    let mut validated = t.chat.as_object().unwrap().clone();
-    validated.remove("reasoning_effort");
-    for m in validated["messages"].as_array_mut().unwrap() {
-        m.as_object_mut()
-            .unwrap()
-            .remove(extension::REASONING_BLOCKS);
-    }
-    t.carry_extensions(&mut validated);
+    let mut t = t;
+    let extensions = t.take_extensions();
+    // The chat rules never see them.
+    assert!(t.chat["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m.get(extension::REASONING_BLOCKS).is_none()));
+    // As the chat rules leave it: the same messages, one for one.
+    use crate::domain::chat::request::{ChatCompletionRequest, ChatMessage, Role};
+    let mut request = ChatCompletionRequest {
+        messages: [Role::User, Role::Assistant, Role::Tool]
+            .map(ChatMessage::new)
+            .to_vec(),
+        ..ChatCompletionRequest::default()
+    };
+    extensions.carry(&mut request);
+    let validated = serde_json::to_value(&request).unwrap();
     assert_eq!(validated[extension::THINKING_BUDGET], 2000);
     assert_eq!(
         validated["messages"][1][extension::REASONING_BLOCKS],
@@ -270,7 +279,7 @@ async fn count_tokens_takes_no_max_tokens_and_estimates_text_and_tools() {
         &FakeFetcher::default(),
         &crate::ports::pdf::NoRasterizer,
         &model(&["text"]),
-        &body,
+        body.clone(),
         Purpose::CountTokens,
     )
     .await
@@ -283,7 +292,7 @@ async fn count_tokens_takes_no_max_tokens_and_estimates_text_and_tools() {
         &FakeFetcher::default(),
         &crate::ports::pdf::NoRasterizer,
         &model(&["text"]),
-        &with_max,
+        with_max,
         Purpose::CountTokens,
     )
     .await
