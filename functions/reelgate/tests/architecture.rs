@@ -738,3 +738,170 @@ fn the_store_check_sees_a_call_across_lines() {
     let code = "app.store\n    .delete(&key, None)\n    .await?;\nlet s = app.store.as_ref();\nif req.store { }";
     assert_eq!(store_calls(code), vec!["store.delete(…)".to_owned()]);
 }
+
+/// The Rust types the OpenAPI document's component list names (`#[openapi(components(schemas(…)))]`
+/// in `api/openapi/mod.rs`), generic arguments included, as written.
+fn schema_types(document_module: &str) -> Vec<String> {
+    let code = code_of(document_module);
+    let Some(start) = code.find("components(schemas(") else {
+        return Vec::new();
+    };
+    let list = &code[start + "components(schemas(".len()..];
+    let list = &list[..list.find(")))]").unwrap_or(list.len())];
+    let mut types = Vec::new();
+    for entry in list.split([',', '<', '>']) {
+        let entry = entry.trim();
+        if !entry.is_empty() && !types.iter().any(|t| t == entry) {
+            types.push(entry.to_owned());
+        }
+    }
+    types
+}
+
+/// Whether `code` holds `name` as a whole word at `at`.
+fn word_at(code: &str, at: usize, name: &str) -> bool {
+    let before = code[..at].chars().next_back();
+    let after = code[at + name.len()..].chars().next();
+    !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+}
+
+/// Uses of `name` in `code` other than its own definition and impl headers.
+fn uses_of(code: &str, name: &str) -> usize {
+    code.match_indices(name)
+        .filter(|(at, _)| word_at(code, *at, name))
+        .filter(|(at, _)| {
+            let line_start = code[..*at].rfind('\n').map_or(0, |i| i + 1);
+            let head = code[line_start..*at].trim_start();
+            !(head.ends_with("struct ")
+                || head.ends_with("enum ")
+                || head.starts_with("impl")
+                || head.starts_with("#["))
+        })
+        .count()
+}
+
+/// Every component schema of the document whose Rust type is a shadow: named without a path,
+/// defined under `api/openapi/` (the document's assembly, not an owner of wire shapes), missing,
+/// or never used by the service's code (only described).
+fn shadow_schemas(src: &Path) -> Vec<String> {
+    let openapi_dir = src.join("api").join("openapi");
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    rust_files(&openapi_dir, &mut files);
+    for file in &files {
+        if file.file_name().is_some_and(|n| n != "mod.rs") {
+            problems.push(format!(
+                "{}: api/openapi assembles the document; wire types live with their owners",
+                file.strip_prefix(src).expect("under src").display()
+            ));
+        }
+    }
+    let mut code_files = Vec::new();
+    rust_files(src, &mut code_files);
+    let service_code: Vec<String> = code_files
+        .iter()
+        .filter(|f| !f.starts_with(&openapi_dir))
+        .map(|f| code_of(&std::fs::read_to_string(f).expect("read")))
+        .collect();
+    let document = std::fs::read_to_string(openapi_dir.join("mod.rs")).expect("api/openapi/mod.rs");
+    for ty in schema_types(&document) {
+        if ty == "serde_json::Value" {
+            continue;
+        }
+        let Some(path) = ty.strip_prefix("crate::") else {
+            problems.push(format!(
+                "{ty}: name the schema's type by its path (crate::…)"
+            ));
+            continue;
+        };
+        let mut parts: Vec<&str> = path.split("::").collect();
+        let name = parts.pop().expect("a name");
+        if parts.starts_with(&["api", "openapi"]) {
+            problems.push(format!(
+                "{ty}: defined by the document, not by the code that uses it"
+            ));
+            continue;
+        }
+        // The module's file, or any file of its folder (a type it re-exports).
+        let module: PathBuf = parts.iter().collect();
+        let mut candidates = vec![src.join(&module).with_extension("rs")];
+        if src.join(&module).is_dir() {
+            rust_files(&src.join(&module), &mut candidates);
+        }
+        let defined = candidates
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .any(|text| {
+                let code = code_of(&text);
+                ["struct ", "enum "].iter().any(|kind| {
+                    let def = format!("{kind}{name}");
+                    code.match_indices(&def)
+                        .any(|(at, _)| word_at(&code, at + kind.len(), name))
+                })
+            });
+        if !defined {
+            problems.push(format!("{ty}: no such struct or enum"));
+            continue;
+        }
+        if service_code.iter().map(|c| uses_of(c, name)).sum::<usize>() == 0 {
+            problems.push(format!(
+                "{ty}: described in the document but never read or written by the service"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_openapi_schema_has_a_rust_type_behind_it() {
+    let problems = shadow_schemas(&src_dir());
+    assert!(
+        problems.is_empty(),
+        "OpenAPI schemas without a Rust type the service uses (derive ToSchema on the type a \
+         request is parsed into or an answer is serialized from):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_schema_check_finds_shadow_types() {
+    let src = std::env::temp_dir().join(format!("reelgate-schema-check-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&src);
+    let write = |rel: &str, text: &str| {
+        let path = src.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        "api/openapi/mod.rs",
+        "#[openapi(components(schemas(\n    Bare,\n    crate::domain::things::Described,\n    \
+         crate::domain::things::Used,\n    crate::api::envelope::List<crate::domain::things::Used>,\n    \
+         crate::domain::things::Missing,\n)))]\nstruct Components;\n",
+    );
+    write(
+        "api/openapi/schemas.rs",
+        "#[derive(ToSchema)]\npub struct Bare;\n",
+    );
+    write(
+        "api/envelope.rs",
+        "#[derive(ToSchema)]\npub struct List<T> { data: Vec<T> }\nfn page() -> List<u8> { todo!() }\n",
+    );
+    write(
+        "domain/things.rs",
+        "// Described and Used are both here.\n#[derive(ToSchema)]\npub struct Described {}\n\
+         #[derive(ToSchema)]\npub struct Used {}\nimpl Used {}\npub fn parse() -> Used { Used {} }\n",
+    );
+    let problems = shadow_schemas(&src);
+    let _ = std::fs::remove_dir_all(&src);
+    let found: Vec<&str> = problems
+        .iter()
+        .map(|p| p.split(':').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        found,
+        ["api/openapi/schemas.rs", "Bare", "crate", "crate",],
+        "{problems:#?}"
+    );
+    assert!(problems[2].contains("Described") && problems[2].contains("never read or written"));
+    assert!(problems[3].contains("Missing") && problems[3].contains("no such"));
+}
