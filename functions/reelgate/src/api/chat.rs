@@ -2,18 +2,15 @@
 //! answered by the chat use case (`domain::chat::complete`) in OpenAI's dialect, whole or
 //! streamed (`api::chat_answers`).
 
-use crate::api::chat_answers::{render, OpenAiChat};
 use crate::api::extract::ApiJson;
 use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::chat::validate;
 use crate::domain::error::ApiResult;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 use serde_json::Value;
-use std::sync::Arc;
 
 pub fn routes() -> Router<App> {
     completions_route()
@@ -30,12 +27,5 @@ async fn completions(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let v = validate::validate(&app.catalog, body)?;
-    let dialect = OpenAiChat {
-        include_usage: v.include_usage,
-    };
-    let answer =
-        crate::domain::chat::complete::complete(app.chat_ports(), caller, v, Arc::new(dialect))
-            .await?;
-    Ok(render(answer))
+    crate::api::chat_answers::complete(&app, caller, body).await
 }

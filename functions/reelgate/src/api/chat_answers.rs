@@ -4,6 +4,8 @@
 //! between), and the rate limits' headers on every answer made under them. OpenAI's dialect is
 //! here; the use case and its metering are `domain::chat::complete` and `domain::chat::stream`.
 
+use crate::app::App;
+use crate::domain::accounts::Caller;
 use crate::domain::chat::complete::{ChatAnswer, Reply};
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
@@ -14,7 +16,21 @@ use axum::response::{IntoResponse, Response};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use utoipa::ToSchema;
+
+/// Answers a chat completions request as `caller` (an API key's holder, or the console's
+/// signed-in person) in OpenAI's dialect: `POST /v1/chat/completions` and the console's chat.
+pub async fn complete(app: &App, caller: Caller, body: Value) -> ApiResult<Response> {
+    let v = crate::domain::chat::validate::validate(&app.catalog, body)?;
+    let dialect = OpenAiChat {
+        include_usage: v.include_usage,
+    };
+    let answer =
+        crate::domain::chat::complete::complete(app.chat_ports(), caller, v, Arc::new(dialect))
+            .await?;
+    Ok(render(answer))
+}
 
 /// Renders a chat answer: JSON, or SSE for a stream; the limits' headers once admitted.
 pub fn render(answer: ChatAnswer) -> Response {

@@ -266,18 +266,7 @@ async fn chat(
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let v = crate::domain::chat::validate::validate(&app.catalog, body)?;
-    let dialect = crate::api::chat_answers::OpenAiChat {
-        include_usage: v.include_usage,
-    };
-    let answer = crate::domain::chat::complete::complete(
-        app.chat_ports(),
-        s.caller,
-        v,
-        std::sync::Arc::new(dialect),
-    )
-    .await?;
-    Ok(crate::api::chat_answers::render(answer))
+    crate::api::chat_answers::complete(&app, s.caller, body).await
 }
 
 async fn list_keys(
