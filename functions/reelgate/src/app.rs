@@ -130,6 +130,22 @@ impl App {
         }
     }
 
+    /// What the Responses use case uses (a streamed turn keeps it after the request).
+    pub fn responses_ports(&self) -> crate::domain::responses::create::ResponsesPorts {
+        crate::domain::responses::create::ResponsesPorts {
+            shared: crate::domain::SharedContext {
+                store: self.store.clone(),
+                blobs: self.blobs.clone(),
+                catalog: self.catalog.clone(),
+                settings: self.settings.clone(),
+                fetcher: self.fetcher.clone(),
+                webhooks: self.webhook_queue.clone(),
+            },
+            upstreams: self.upstreams.clone(),
+            pdf: self.pdf.clone(),
+        }
+    }
+
     /// What the chat use case uses.
     pub fn chat_ports(&self) -> crate::domain::chat::complete::ChatPorts<'_> {
         crate::domain::chat::complete::ChatPorts {

@@ -1,19 +1,14 @@
-//! The Responses API (`/v1/responses`), bridged onto the chat-completions port every upstream
-//! implements: the request (instructions, stored history, input items, files) becomes a chat
-//! request (`convert`), the reply becomes a Response object or typed events (`output`), and the
-//! response with its items is kept per person (`persist`). Documented in docs/responses.md.
+//! The Responses API's routes (`/v1/responses`): the create handler hands the body to the use
+//! case (`domain::responses::create`) and writes its answer, the Response object or its events
+//! as server-sent events; the stored response's reads and delete. Documented in
+//! docs/responses.md.
 
 use crate::api::extract::{ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::billing::rate_limits::{AcquireError, Grant, Kind};
-use crate::domain::billing::token_charges::{OwnedCharge, TokenUsage};
-use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
-use crate::domain::responses::request::CreateRequest;
-use crate::domain::responses::{convert, persist};
-use crate::ports::upstream::{ChatUpstream, ChunkStream};
+use crate::domain::responses::create::{CreateAnswer, Reply};
+use crate::domain::responses::persist;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,7 +17,6 @@ use axum::{Json, Router};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::Arc;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -53,361 +47,44 @@ fn response_not_found(id: &str) -> ApiError {
     .with_param("response_id")
 }
 
-/// The chat model a request names; a video model is refused (it has its own endpoint).
-pub fn chat_model(app: &App, id: &str) -> ApiResult<ChatModel> {
-    if let Some(model) = app.catalog.chat_model(id) {
-        return Ok(model.clone());
-    }
-    if app.catalog.video_model(id).is_some() {
-        return Err(ApiError::invalid(
-            "model",
-            format!("{id} is a video model; use /v1/videos for it. /v1/responses takes chat models (see /v1/models)."),
-        )
-        .with_code("model_not_chat_capable"));
-    }
-    Err(ApiError::not_found(
-        "model_not_found",
-        format!("The model '{id}' does not exist."),
-    )
-    .with_param("model"))
-}
-
-/// One turn being answered: everything needed to finish it once the upstream has replied.
-struct Turn {
-    app: App,
-    caller: Caller,
-    model: ChatModel,
-    draft: Draft,
-    input_items: Vec<Value>,
-    own_ids: Vec<String>,
-    prompt_estimate: u64,
-    /// The rate-limit reservation, settled with what is charged.
-    grant: Grant,
-}
-
-impl Turn {
-    /// Charges the usage (when `charge`) and, with the request's `store` (and `keep`), keeps the
-    /// response and its items.
-    async fn finish(
-        &self,
-        response: &Value,
-        usage: &Usage,
-        charge: bool,
-        keep: bool,
-    ) -> ApiResult<()> {
-        if !charge {
-            crate::domain::billing::rate_limits::settle(self.app.store.as_ref(), &self.grant, 0)
-                .await;
-        } else {
-            let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
-            let charged = tokens.prompt_tokens + tokens.completion_tokens;
-            // The ledger records whether the counts came from the upstream or our estimate.
-            tokens.estimated = usage.estimated;
-            // The text requests' one charge policy: never an error once the turn was produced.
-            crate::domain::billing::token_charges::charge_detached(
-                self.app.store.clone(),
-                OwnedCharge {
-                    org: self.caller.org.clone(),
-                    person: self.caller.person.clone(),
-                    model: self.model.clone(),
-                    kind: "response",
-                    reference: self.draft.id.clone(),
-                    usage: tokens,
-                    key: self.caller.key_id().to_owned(),
-                    budget_month: self.caller.budget.as_ref().map(|b| b.month.clone()),
-                    rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
-                        &self.grant,
-                        charged,
-                    ),
-                },
-            )
-            .await;
-        }
-        if keep && self.draft.req.store {
-            let mut own = self.own_ids.clone();
-            if let Some(items) = response["output"].as_array() {
-                own.extend(
-                    items
-                        .iter()
-                        .filter_map(|i| i["id"].as_str().map(str::to_owned)),
-                );
-            }
-            let stored = persist::Stored {
-                response: response.clone(),
-                input_items: self.input_items.clone(),
-                own_item_ids: own,
-                previous_response_id: self.draft.req.previous_response_id.clone(),
-            };
-            persist::save(self.app.context(), &self.caller, &stored).await?;
-        }
-        Ok(())
-    }
-
-    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Usage {
-        match reported {
-            Some(u) => Usage {
-                json: output::usage_from_chat(u),
-                estimated: false,
-            },
-            None => Usage {
-                json: output::estimated_usage(self.prompt_estimate, output),
-                estimated: true,
-            },
-        }
-    }
-}
-
-/// A response's `usage` object and whether it is our estimate (the upstream reported none).
-struct Usage {
-    json: Value,
-    estimated: bool,
-}
-
 async fn create(
     State(app): State<App>,
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::observability::telemetry::note_prompt(|| {
-        body.get("input").map(Value::to_string).unwrap_or_default()
-    });
-    let req = CreateRequest::parse(body)?;
-    let model = chat_model(&app, &req.model)?;
-    crate::observability::telemetry::note_model(&model.id);
-    req.check_model(&model)?;
-    // The balance and the earlier turns are read at once: one round trip, not two, on AWS.
-    let history = async {
-        match &req.previous_response_id {
-            Some(previous) => persist::history(app.context(), &caller, previous).await,
-            None => Ok(Vec::new()),
-        }
-    };
-    let (org, history) = tokio::join!(
-        crate::domain::billing::token_charges::admit(app.context(), &caller),
-        history
-    );
-    let org = org?;
-    let mut context = history?;
-    let normalized = convert::normalize(app.context(), &caller, &req.input).await?;
-    context.extend(normalized.items.iter().cloned());
-    let messages = convert::to_chat_messages(
-        app.context(),
-        app.pdf.as_ref(),
-        &caller,
-        &model,
-        req.instructions.as_deref(),
-        &context,
-    )
-    .await?;
-    let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
-    let prompt_estimate = convert::estimate_tokens(&messages);
-    let chat = convert::chat_request(&req, &model, messages, req.stream);
-
-    let estimate = crate::domain::billing::token_charges::admission_estimate(
-        prompt_estimate,
-        req.max_output_tokens,
-    );
-    let grant = match crate::domain::billing::admission::acquire(
-        app.context(),
-        &caller,
-        &org.plan,
-        Kind::Text,
-        estimate,
-    )
-    .await
-    {
-        Ok(grant) => grant,
-        Err(AcquireError::Limited(limited)) => {
-            return Ok(crate::api::rate_limits::refused(limited))
-        }
-        Err(AcquireError::Store(e)) => return Err(e.into()),
-    };
-    let status = grant.status.clone();
-    let upstream = app.upstreams.for_model(&app.catalog, &model);
-    let turn = Turn {
-        draft: Draft::new(&model.id, req),
-        app,
+    let (reply, status) = match crate::domain::responses::create::create(
+        app.responses_ports(),
         caller,
-        model,
-        input_items: normalized.items,
-        own_ids: normalized.own_ids,
-        prompt_estimate,
-        grant,
+        body,
+    )
+    .await?
+    {
+        CreateAnswer::Limited(limited) => return Ok(crate::api::rate_limits::refused(limited)),
+        CreateAnswer::Admitted { reply, status } => (reply, status),
     };
-    let mut response = answer(turn, upstream, chat).await.into_response();
+    let mut response = match reply {
+        Ok(Reply::Whole(object)) => Json(object).into_response(),
+        Ok(Reply::Events(mut rx)) => {
+            let events =
+                futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(kind, body)| {
+                    Ok::<_, std::convert::Infallible>(
+                        SseEvent::default().event(kind).data(body.to_string()),
+                    )
+                });
+            let done = futures::stream::once(async { Ok(SseEvent::default().data("[DONE]")) });
+            // Comment lines every 15 s keep proxies and load balancers from closing a stream
+            // while the model thinks; SSE clients ignore them.
+            Sse::new(events.chain(done))
+                .keep_alive(
+                    axum::response::sse::KeepAlive::new()
+                        .interval(std::time::Duration::from_secs(15)),
+                )
+                .into_response()
+        }
+        Err(e) => e.into_response(),
+    };
     crate::api::rate_limits::apply(&status, response.headers_mut());
     Ok(response)
-}
-
-/// An upstream failure as this API answers it. A refusal of the caller's input names a part of
-/// the chat messages the turn was translated to; here it names `input`, the parameter the caller
-/// sent (the message keeps the part).
-fn turn_error(e: &crate::ports::upstream::UpstreamError) -> ApiError {
-    let api = crate::domain::error::upstream_error(e);
-    match e {
-        crate::ports::upstream::UpstreamError::InvalidRequest { .. } => api.with_param("input"),
-        _ => api,
-    }
-}
-
-/// Answers an admitted turn, streamed or whole.
-async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Response> {
-    if turn.draft.req.stream {
-        return stream_turn(turn, upstream, chat).await;
-    }
-    let completion = match upstream.complete(chat).await {
-        Ok(completion) => completion,
-        Err(e) => {
-            crate::domain::billing::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0)
-                .await;
-            return Err(turn_error(&e));
-        }
-    };
-    let (outcome, output, reported) = output::from_completion(&completion);
-    let usage = turn.usage(reported.as_ref(), &output);
-    let response = turn
-        .draft
-        .object_json(Some(&outcome), &output, Some(&usage.json));
-    turn.finish(&response, &usage, true, true).await?;
-    Ok(Json(response).into_response())
-}
-
-/// Starts the upstream stream (its refusal is still an HTTP error), then forwards events as the
-/// chunks arrive from a task that also finishes the turn.
-async fn stream_turn(
-    turn: Turn,
-    upstream: Arc<dyn ChatUpstream>,
-    chat: Value,
-) -> ApiResult<Response> {
-    let chunks = match upstream.stream(chat).await {
-        Ok(chunks) => chunks,
-        Err(e) => {
-            crate::domain::billing::rate_limits::settle(turn.app.store.as_ref(), &turn.grant, 0)
-                .await;
-            return Err(turn_error(&e));
-        }
-    };
-    // A small buffer: events leave as soon as the client reads them, and a slow client slows
-    // the upstream read rather than piling events up in memory.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Event>(16);
-    tokio::spawn(drive(turn, chunks, tx));
-    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(kind, body)| {
-        Ok::<_, std::convert::Infallible>(SseEvent::default().event(kind).data(body.to_string()))
-    });
-    let done = futures::stream::once(async { Ok(SseEvent::default().data("[DONE]")) });
-    // Comment lines every 15 s keep proxies and load balancers from closing a stream while the
-    // model thinks; SSE clients ignore them.
-    Ok(Sse::new(events.chain(done))
-        .keep_alive(
-            axum::response::sse::KeepAlive::new().interval(std::time::Duration::from_secs(15)),
-        )
-        .into_response())
-}
-
-async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sender<Event>) {
-    let mut state = StreamState::new();
-    let mut client_gone = false;
-    let mut failure = None;
-    let start = state.start(&turn.draft);
-    client_gone |= !send_all(&tx, start).await;
-    while !client_gone {
-        // Waiting on the upstream alone would notice a departed client only at the next chunk;
-        // a slow upstream (long reasoning) would keep generating for nobody meanwhile.
-        let next = tokio::select! {
-            next = chunks.next() => next,
-            _ = tx.closed() => {
-                client_gone = true;
-                break;
-            }
-        };
-        match next {
-            Some(Ok(chunk)) => {
-                let events = state.on_chunk(&chunk);
-                client_gone |= !send_all(&tx, events).await;
-            }
-            Some(Err(e)) => {
-                failure = Some(e);
-                break;
-            }
-            None => break,
-        }
-    }
-    if client_gone && failure.is_none() {
-        // The client left; the upstream bills what it generates until its stream is dropped,
-        // and reports it in its last chunk: read on for that usage, at most
-        // `DRAIN_AFTER_LEAVE`, as a chat stream does.
-        let read = async {
-            while state.usage.is_none() {
-                match chunks.next().await {
-                    Some(Ok(chunk)) => {
-                        state.on_chunk(&chunk);
-                    }
-                    Some(Err(_)) | None => break,
-                }
-            }
-        };
-        if tokio::time::timeout(crate::domain::chat::stream::DRAIN_AFTER_LEAVE, read)
-            .await
-            .is_err()
-        {
-            tracing::info!(response = %turn.draft.id, "no usage from the upstream in time; charging an estimate");
-        }
-    }
-    // Dropping the chunk stream cancels the upstream request.
-    drop(chunks);
-    if client_gone {
-        // The client left; the tokens generated were spent, so they are charged (the upstream's
-        // count, else the estimate of every input part and the output seen). Nothing is stored.
-        let partial = state.partial_output();
-        let usage = turn.usage(state.usage.as_ref(), &partial);
-        let response = turn.draft.object_json(None, &partial, Some(&usage.json));
-        if let Err(e) = turn.finish(&response, &usage, true, false).await {
-            tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
-        }
-        return;
-    }
-    let (outcome, output, usage, charge) = match failure {
-        Some(e) => {
-            let api = crate::domain::error::upstream_error(&e);
-            let outcome = Outcome::Failed {
-                code: api.code.clone(),
-                message: api.message.clone(),
-            };
-            let output = state.partial_output();
-            let usage = turn.usage(state.usage.as_ref(), &output);
-            // A failed response is never billed.
-            (outcome, output, usage, false)
-        }
-        None => {
-            let (outcome, events) = state.finish();
-            if !send_all(&tx, events).await {
-                tracing::info!(response = %turn.draft.id, "client left before the stream ended");
-            }
-            let output = state.output.clone();
-            let usage = turn.usage(state.usage.as_ref(), &output);
-            (outcome, output, usage, true)
-        }
-    };
-    let response = turn
-        .draft
-        .object_json(Some(&outcome), &output, Some(&usage.json));
-    // Stored (and charged) before the terminal event, so a client that reads the response right
-    // after `response.completed` finds it.
-    if let Err(e) = turn.finish(&response, &usage, charge, true).await {
-        tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
-    }
-    let terminal = state.terminal(&outcome, response);
-    let _ = tx.send(terminal).await;
-}
-
-/// Sends events in order; false once the client has gone.
-async fn send_all(tx: &tokio::sync::mpsc::Sender<Event>, events: Vec<Event>) -> bool {
-    for e in events {
-        if tx.send(e).await.is_err() {
-            return false;
-        }
-    }
-    true
 }
 
 async fn retrieve(

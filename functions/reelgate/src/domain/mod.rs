@@ -44,3 +44,28 @@ impl<'a> Context<'a> {
         accounts::Accounts::new(self.store)
     }
 }
+
+/// The [`Context`]'s ports, owned: for work that outlives the request (a streamed turn that is
+/// charged and stored after its client has gone).
+#[derive(Clone)]
+pub struct SharedContext {
+    pub store: std::sync::Arc<dyn ItemStore>,
+    pub blobs: std::sync::Arc<dyn BlobStore>,
+    pub catalog: std::sync::Arc<Catalog>,
+    pub settings: std::sync::Arc<Settings>,
+    pub fetcher: std::sync::Arc<dyn crate::ports::fetch::Fetcher>,
+    pub webhooks: Option<std::sync::Arc<dyn crate::ports::queue::MessageQueue>>,
+}
+
+impl SharedContext {
+    pub fn context(&self) -> Context<'_> {
+        Context {
+            store: self.store.as_ref(),
+            blobs: self.blobs.as_ref(),
+            catalog: &self.catalog,
+            settings: &self.settings,
+            fetcher: self.fetcher.as_ref(),
+            webhooks: self.webhooks.as_deref(),
+        }
+    }
+}

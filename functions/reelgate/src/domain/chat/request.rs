@@ -141,7 +141,8 @@ pub fn content_schema() -> Schema {
     string_or(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)))
 }
 
-fn tool_choice_schema() -> Schema {
+/// `none`, `auto`, `required`, or an object naming a tool.
+pub fn tool_choice_schema() -> Schema {
     string_or(ObjectBuilder::new().schema_type(Type::Object))
 }
 

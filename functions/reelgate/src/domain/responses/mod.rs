@@ -1,4 +1,4 @@
-//! The Responses API's rules, bridged onto the chat-completions port every upstream implements:
+//! The Responses API's rules and its use case (`create`), bridged onto the chat-completions port every upstream implements:
 //! the request is parsed (`request`), its instructions, stored history, input items and files
 //! become a chat request (`convert`, with `fetch` for URLs and `pdf` for documents), the reply
 //! becomes a Response object or typed events (`output`), and the response with its items is
@@ -8,6 +8,7 @@
 pub const MAX_ITEMS_PAGE: usize = 100;
 
 pub mod convert;
+pub mod create;
 pub mod fetch;
 pub mod output;
 pub mod pdf;

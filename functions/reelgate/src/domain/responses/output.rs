@@ -43,7 +43,7 @@ pub struct ResponseObject {
     pub store: bool,
     pub temperature: f64,
     pub text: Text,
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::domain::chat::request::tool_choice_schema)]
     pub tool_choice: Value,
     #[schema(value_type = Vec<Object>)]
     pub tools: Vec<Value>,

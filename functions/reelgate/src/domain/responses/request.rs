@@ -114,7 +114,7 @@ pub struct CreateRequest {
     #[schema(value_type = Vec<Object>, required = false)]
     pub tools: Vec<Value>,
     /// `none`, `auto`, `required` or `{type: function, name}`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::domain::chat::request::tool_choice_schema)]
     pub tool_choice: Option<Value>,
     pub parallel_tool_calls: Option<bool>,
     #[schema(required = false)]

@@ -1,0 +1,394 @@
+//! `POST /v1/responses`, the use case: one turn from the parsed request to the stored, charged
+//! response. The reply is the Response object, or its typed events as they are produced (the
+//! HTTP layer writes them as server-sent events).
+
+use crate::domain::accounts::Caller;
+use crate::domain::billing::rate_limits::{AcquireError, Grant, Kind, RateLimited, RateStatus};
+use crate::domain::billing::token_charges::{OwnedCharge, TokenUsage};
+use crate::domain::catalog::{Catalog, ChatModel};
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
+use crate::domain::responses::request::CreateRequest;
+use crate::domain::responses::{convert, persist};
+use crate::domain::SharedContext;
+use crate::ports::upstream::{ChatUpstream, ChunkStream};
+use futures::StreamExt;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What the Responses use case needs: the request context in a form a streamed turn can keep
+/// after the request has gone, the routed upstreams and the PDF rasterizer.
+#[derive(Clone)]
+pub struct ResponsesPorts {
+    pub shared: SharedContext,
+    pub upstreams: Arc<crate::domain::catalog::providers::Upstreams>,
+    pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
+}
+
+impl std::ops::Deref for ResponsesPorts {
+    type Target = SharedContext;
+    fn deref(&self) -> &SharedContext {
+        &self.shared
+    }
+}
+
+/// A create's answer, as the HTTP layer renders it.
+pub enum CreateAnswer {
+    /// Refused by a rate limit of the key or the organization.
+    Limited(RateLimited),
+    /// Admitted: the reply, or why it failed; with the limits' status.
+    Admitted {
+        reply: ApiResult<Reply>,
+        status: RateStatus,
+    },
+}
+
+pub enum Reply {
+    /// The Response object.
+    Whole(Value),
+    /// Its events (`(name, data)`), in order, ending with the terminal one.
+    Events(tokio::sync::mpsc::Receiver<Event>),
+}
+
+/// The chat model a request names; a video model is refused (it has its own endpoint).
+pub fn chat_model(catalog: &Catalog, id: &str) -> ApiResult<ChatModel> {
+    if let Some(model) = catalog.chat_model(id) {
+        return Ok(model.clone());
+    }
+    if catalog.video_model(id).is_some() {
+        return Err(ApiError::invalid(
+            "model",
+            format!("{id} is a video model; use /v1/videos for it. /v1/responses takes chat models (see /v1/models)."),
+        )
+        .with_code("model_not_chat_capable"));
+    }
+    Err(ApiError::not_found(
+        "model_not_found",
+        format!("The model '{id}' does not exist."),
+    )
+    .with_param("model"))
+}
+
+/// One turn being answered: everything needed to finish it once the upstream has replied.
+struct Turn {
+    ports: ResponsesPorts,
+    caller: Caller,
+    model: ChatModel,
+    draft: Draft,
+    input_items: Vec<Value>,
+    own_ids: Vec<String>,
+    prompt_estimate: u64,
+    /// The rate-limit reservation, settled with what is charged.
+    grant: Grant,
+}
+
+impl Turn {
+    /// Charges the usage (when `charge`) and, with the request's `store` (and `keep`), keeps the
+    /// response and its items.
+    async fn finish(
+        &self,
+        response: &Value,
+        usage: &Usage,
+        charge: bool,
+        keep: bool,
+    ) -> ApiResult<()> {
+        if !charge {
+            crate::domain::billing::rate_limits::settle(self.ports.store.as_ref(), &self.grant, 0)
+                .await;
+        } else {
+            let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
+            let charged = tokens.prompt_tokens + tokens.completion_tokens;
+            // The ledger records whether the counts came from the upstream or our estimate.
+            tokens.estimated = usage.estimated;
+            // The text requests' one charge policy: never an error once the turn was produced.
+            crate::domain::billing::token_charges::charge_detached(
+                self.ports.store.clone(),
+                OwnedCharge {
+                    org: self.caller.org.clone(),
+                    person: self.caller.person.clone(),
+                    model: self.model.clone(),
+                    kind: "response",
+                    reference: self.draft.id.clone(),
+                    usage: tokens,
+                    key: self.caller.key_id().to_owned(),
+                    budget_month: self.caller.budget.as_ref().map(|b| b.month.clone()),
+                    rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
+                        &self.grant,
+                        charged,
+                    ),
+                },
+            )
+            .await;
+        }
+        if keep && self.draft.req.store {
+            let mut own = self.own_ids.clone();
+            if let Some(items) = response["output"].as_array() {
+                own.extend(
+                    items
+                        .iter()
+                        .filter_map(|i| i["id"].as_str().map(str::to_owned)),
+                );
+            }
+            let stored = persist::Stored {
+                response: response.clone(),
+                input_items: self.input_items.clone(),
+                own_item_ids: own,
+                previous_response_id: self.draft.req.previous_response_id.clone(),
+            };
+            persist::save(self.ports.context(), &self.caller, &stored).await?;
+        }
+        Ok(())
+    }
+
+    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Usage {
+        match reported {
+            Some(u) => Usage {
+                json: output::usage_from_chat(u),
+                estimated: false,
+            },
+            None => Usage {
+                json: output::estimated_usage(self.prompt_estimate, output),
+                estimated: true,
+            },
+        }
+    }
+}
+
+/// A response's `usage` object and whether it is our estimate (the upstream reported none).
+struct Usage {
+    json: Value,
+    estimated: bool,
+}
+
+/// `POST /v1/responses`: parses the body, builds the turn's chat request from the stored history
+/// and the input items, admits it (balance, budget, rate limits), and answers it through the
+/// routed upstream, whole or as a stream of events; charges it with the text requests' one
+/// charge policy and keeps it when `store` is set.
+pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiResult<CreateAnswer> {
+    crate::observability::telemetry::note_prompt(|| {
+        body.get("input").map(Value::to_string).unwrap_or_default()
+    });
+    let req = CreateRequest::parse(body)?;
+    let model = chat_model(&ports.catalog, &req.model)?;
+    crate::observability::telemetry::note_model(&model.id);
+    req.check_model(&model)?;
+    let cx = ports.context();
+    // The balance and the earlier turns are read at once: one round trip, not two, on AWS.
+    let history = async {
+        match &req.previous_response_id {
+            Some(previous) => persist::history(cx, &caller, previous).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (org, history) = tokio::join!(
+        crate::domain::billing::token_charges::admit(cx, &caller),
+        history
+    );
+    let org = org?;
+    let mut context = history?;
+    let normalized = convert::normalize(cx, &caller, &req.input).await?;
+    context.extend(normalized.items.iter().cloned());
+    let messages = convert::to_chat_messages(
+        cx,
+        ports.pdf.as_ref(),
+        &caller,
+        &model,
+        req.instructions.as_deref(),
+        &context,
+    )
+    .await?;
+    let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
+    let prompt_estimate = convert::estimate_tokens(&messages);
+    let chat = convert::chat_request(&req, &model, messages, req.stream);
+
+    let estimate = crate::domain::billing::token_charges::admission_estimate(
+        prompt_estimate,
+        req.max_output_tokens,
+    );
+    let grant = match crate::domain::billing::admission::acquire(
+        cx,
+        &caller,
+        &org.plan,
+        Kind::Text,
+        estimate,
+    )
+    .await
+    {
+        Ok(grant) => grant,
+        Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
+        Err(AcquireError::Store(e)) => return Err(e.into()),
+    };
+    let status = grant.status.clone();
+    let upstream = ports.upstreams.for_model(&ports.catalog, &model);
+    let turn = Turn {
+        draft: Draft::new(&model.id, req),
+        ports,
+        caller,
+        model,
+        input_items: normalized.items,
+        own_ids: normalized.own_ids,
+        prompt_estimate,
+        grant,
+    };
+    Ok(CreateAnswer::Admitted {
+        reply: answer(turn, upstream, chat).await,
+        status,
+    })
+}
+
+/// An upstream failure as this API answers it. A refusal of the caller's input names a part of
+/// the chat messages the turn was translated to; here it names `input`, the parameter the caller
+/// sent (the message keeps the part).
+fn turn_error(e: &crate::ports::upstream::UpstreamError) -> ApiError {
+    let api = crate::domain::error::upstream_error(e);
+    match e {
+        crate::ports::upstream::UpstreamError::InvalidRequest { .. } => api.with_param("input"),
+        _ => api,
+    }
+}
+
+/// Answers an admitted turn, streamed or whole.
+async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Reply> {
+    if turn.draft.req.stream {
+        return stream_turn(turn, upstream, chat).await;
+    }
+    let completion = match upstream.complete(chat).await {
+        Ok(completion) => completion,
+        Err(e) => {
+            crate::domain::billing::rate_limits::settle(turn.ports.store.as_ref(), &turn.grant, 0)
+                .await;
+            return Err(turn_error(&e));
+        }
+    };
+    let (outcome, output, reported) = output::from_completion(&completion);
+    let usage = turn.usage(reported.as_ref(), &output);
+    let response = turn
+        .draft
+        .object_json(Some(&outcome), &output, Some(&usage.json));
+    turn.finish(&response, &usage, true, true).await?;
+    Ok(Reply::Whole(response))
+}
+
+/// Starts the upstream stream (its refusal is still an error answer), then hands the events over
+/// as the chunks arrive from a task that also finishes the turn.
+async fn stream_turn(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Reply> {
+    let chunks = match upstream.stream(chat).await {
+        Ok(chunks) => chunks,
+        Err(e) => {
+            crate::domain::billing::rate_limits::settle(turn.ports.store.as_ref(), &turn.grant, 0)
+                .await;
+            return Err(turn_error(&e));
+        }
+    };
+    // A small buffer: events leave as soon as the client reads them, and a slow client slows
+    // the upstream read rather than piling events up in memory.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(16);
+    tokio::spawn(drive(turn, chunks, tx));
+    Ok(Reply::Events(rx))
+}
+
+async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sender<Event>) {
+    let mut state = StreamState::new();
+    let mut client_gone = false;
+    let mut failure = None;
+    let start = state.start(&turn.draft);
+    client_gone |= !send_all(&tx, start).await;
+    while !client_gone {
+        // Waiting on the upstream alone would notice a departed client only at the next chunk;
+        // a slow upstream (long reasoning) would keep generating for nobody meanwhile.
+        let next = tokio::select! {
+            next = chunks.next() => next,
+            _ = tx.closed() => {
+                client_gone = true;
+                break;
+            }
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                let events = state.on_chunk(&chunk);
+                client_gone |= !send_all(&tx, events).await;
+            }
+            Some(Err(e)) => {
+                failure = Some(e);
+                break;
+            }
+            None => break,
+        }
+    }
+    if client_gone && failure.is_none() {
+        // The client left; the upstream bills what it generates until its stream is dropped,
+        // and reports it in its last chunk: read on for that usage, at most
+        // `DRAIN_AFTER_LEAVE`, as a chat stream does.
+        let read = async {
+            while state.usage.is_none() {
+                match chunks.next().await {
+                    Some(Ok(chunk)) => {
+                        state.on_chunk(&chunk);
+                    }
+                    Some(Err(_)) | None => break,
+                }
+            }
+        };
+        if tokio::time::timeout(crate::domain::chat::stream::DRAIN_AFTER_LEAVE, read)
+            .await
+            .is_err()
+        {
+            tracing::info!(response = %turn.draft.id, "no usage from the upstream in time; charging an estimate");
+        }
+    }
+    // Dropping the chunk stream cancels the upstream request.
+    drop(chunks);
+    if client_gone {
+        // The client left; the tokens generated were spent, so they are charged (the upstream's
+        // count, else the estimate of every input part and the output seen). Nothing is stored.
+        let partial = state.partial_output();
+        let usage = turn.usage(state.usage.as_ref(), &partial);
+        let response = turn.draft.object_json(None, &partial, Some(&usage.json));
+        if let Err(e) = turn.finish(&response, &usage, true, false).await {
+            tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
+        }
+        return;
+    }
+    let (outcome, output, usage, charge) = match failure {
+        Some(e) => {
+            let api = crate::domain::error::upstream_error(&e);
+            let outcome = Outcome::Failed {
+                code: api.code.clone(),
+                message: api.message.clone(),
+            };
+            let output = state.partial_output();
+            let usage = turn.usage(state.usage.as_ref(), &output);
+            // A failed response is never billed.
+            (outcome, output, usage, false)
+        }
+        None => {
+            let (outcome, events) = state.finish();
+            if !send_all(&tx, events).await {
+                tracing::info!(response = %turn.draft.id, "client left before the stream ended");
+            }
+            let output = state.output.clone();
+            let usage = turn.usage(state.usage.as_ref(), &output);
+            (outcome, output, usage, true)
+        }
+    };
+    let response = turn
+        .draft
+        .object_json(Some(&outcome), &output, Some(&usage.json));
+    // Stored (and charged) before the terminal event, so a client that reads the response right
+    // after `response.completed` finds it.
+    if let Err(e) = turn.finish(&response, &usage, charge, true).await {
+        tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
+    }
+    let terminal = state.terminal(&outcome, response);
+    let _ = tx.send(terminal).await;
+}
+
+/// Sends events in order; false once the client has gone.
+async fn send_all(tx: &tokio::sync::mpsc::Sender<Event>, events: Vec<Event>) -> bool {
+    for e in events {
+        if tx.send(e).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
