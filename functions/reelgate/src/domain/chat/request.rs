@@ -51,7 +51,8 @@ fn nullable(kind: Type) -> SchemaType {
     SchemaType::from_iter([kind, Type::Null])
 }
 
-fn number_schema(range: Range<f64>) -> Schema {
+/// A nullable number within `range`.
+pub fn number_schema(range: Range<f64>) -> Schema {
     ObjectBuilder::new()
         .schema_type(nullable(Type::Number))
         .minimum(Some(range.min))

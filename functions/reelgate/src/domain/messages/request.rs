@@ -9,6 +9,7 @@
 
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::request::ChatCompletionRequest;
+use crate::domain::chat::request::Range;
 use crate::domain::chat::validate::require_capability;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::{convert, fetch};
@@ -156,6 +157,13 @@ pub struct Metadata {
     pub user_id: Option<String>,
 }
 
+/// Anthropic's range of `temperature` and `top_p`.
+pub const SAMPLING: Range<f64> = Range { min: 0.0, max: 1.0 };
+
+fn unit_schema() -> utoipa::openapi::schema::Schema {
+    crate::domain::chat::request::number_schema(SAMPLING)
+}
+
 /// `POST /v1/messages`: Anthropic's Messages API request (docs/messages.md maps each field).
 #[derive(Clone, Debug, ToSchema)]
 #[schema(example = json!({"model": "llama-3.1-8b", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}))]
@@ -174,9 +182,9 @@ pub struct MessageCreateRequest {
     pub stream: Option<bool>,
     #[schema(schema_with = stop_sequences_schema)]
     pub stop_sequences: Option<Vec<String>>,
-    #[schema(minimum = 0, maximum = 1)]
+    #[schema(schema_with = unit_schema)]
     pub temperature: Option<f64>,
-    #[schema(minimum = 0, maximum = 1)]
+    #[schema(schema_with = unit_schema)]
     pub top_p: Option<f64>,
     pub top_k: Option<u64>,
     pub metadata: Option<Metadata>,
@@ -265,13 +273,16 @@ pub fn parse(body: Value, purpose: Purpose) -> ApiResult<MessagesRequest> {
         Some(_) => return Err(invalid("stream", "Input should be a valid boolean.")),
     };
     let mut unit = |name: &str| -> ApiResult<Option<f64>> {
-        let max = 1.0;
+        let Range { min, max } = SAMPLING;
         present(name)
             .map(|v| {
                 v.as_f64()
-                    .filter(|n| (0.0..=max).contains(n))
+                    .filter(|n| (min..=max).contains(n))
                     .ok_or_else(|| {
-                        invalid(name, format!("Input should be a number from 0 to {max}."))
+                        invalid(
+                            name,
+                            format!("Input should be a number from {min} to {max}."),
+                        )
                     })
             })
             .transpose()

@@ -60,6 +60,28 @@ pub struct Text {
 }
 
 /// Up to `METADATA_MAX_PAIRS` pairs of strings.
+/// The fewest output tokens a request may allow.
+pub const MIN_OUTPUT_TOKENS: u64 = 1;
+/// The largest `repetition_penalty` (it must also be above 0).
+pub const REPETITION_PENALTY_MAX: f64 = 2.0;
+
+fn max_output_tokens_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(MIN_OUTPUT_TOKENS))
+        .into()
+}
+
+fn repetition_penalty_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Number, Type::Null]))
+        .exclusive_minimum(Some(0))
+        .maximum(Some(REPETITION_PENALTY_MAX))
+        .into()
+}
+
 fn metadata_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ObjectBuilder, Type};
     ObjectBuilder::new()
@@ -108,7 +130,7 @@ pub struct CreateRequest {
     pub temperature: Option<f64>,
     #[schema(schema_with = crate::domain::chat::request::top_p_schema)]
     pub top_p: Option<f64>,
-    #[schema(minimum = 1)]
+    #[schema(schema_with = max_output_tokens_schema)]
     pub max_output_tokens: Option<u64>,
     /// Function tools in the Responses shape (`{type, name, description, parameters, strict}`).
     #[schema(value_type = Vec<Object>, required = false)]
@@ -131,6 +153,8 @@ pub struct CreateRequest {
     #[schema(value_type = Option<Object>)]
     pub stop: Option<Value>,
     pub top_k: Option<u64>,
+    /// Above 0, at most `REPETITION_PENALTY_MAX`.
+    #[schema(schema_with = repetition_penalty_schema)]
     pub repetition_penalty: Option<f64>,
     pub user: Option<String>,
 }
@@ -217,11 +241,13 @@ impl CreateRequest {
         let repetition_penalty = match p.get("repetition_penalty") {
             None => None,
             Some(v) => match v.as_f64() {
-                Some(x) if x > 0.0 && x <= 2.0 => Some(x),
+                Some(x) if x > 0.0 && x <= REPETITION_PENALTY_MAX => Some(x),
                 _ => {
                     return Err(ApiError::invalid(
                         "repetition_penalty",
-                        "repetition_penalty must be a number above 0 and at most 2.",
+                        format!(
+                            "repetition_penalty must be a number above 0 and at most {REPETITION_PENALTY_MAX}."
+                        ),
                     ))
                 }
             },
@@ -236,7 +262,7 @@ impl CreateRequest {
             store: p.boolean("store")?.unwrap_or(true),
             temperature: p.number("temperature", TEMPERATURE.min, TEMPERATURE.max)?,
             top_p: p.number("top_p", TOP_P.min, TOP_P.max)?,
-            max_output_tokens: unsigned(p, "max_output_tokens", 1)?,
+            max_output_tokens: unsigned(p, "max_output_tokens", MIN_OUTPUT_TOKENS)?,
             tools,
             tool_choice,
             parallel_tool_calls: p.boolean("parallel_tool_calls")?,
