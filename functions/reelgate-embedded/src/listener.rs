@@ -12,7 +12,12 @@
 //! - overload sheds load ([`Load`]): past [`ListenerLimits::max_in_flight`] requests, or once
 //!   the runtime falls behind by more than [`ListenerLimits::shed_lag`] with more than
 //!   [`ListenerLimits::shed_floor`] requests in flight, a request is answered at once with
-//!   `503 server_overloaded` and `Retry-After: 1`. `GET /health` is never shed.
+//!   `503 server_overloaded` and `Retry-After: 1`. `GET /health` is never shed;
+//! - an answer given before its request's body was read to the end (a shed request, a refusal
+//!   at the front door, a missing CSRF token, a bad credential) says `Connection: close`: hyper
+//!   cannot reuse that connection (the unread bytes would be taken for the next request) and
+//!   closes it once the answer is out, and a client that has already sent its next request on it
+//!   must learn why that request goes unanswered.
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -25,7 +30,7 @@ use reelgate::api::extract::BodyTooSlow;
 use reelgate::domain::error::{ApiError, ErrorKind};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -148,19 +153,31 @@ impl hyper::service::Service<hyper::Request<Incoming>> for RequestService {
 
     fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
         let health = request.uri().path() == "/health";
+        let announces_body = announces_body(request.headers());
         let ticket = if health {
             None
         } else {
             match self.load.admit() {
                 Some(ticket) => Some(ticket),
-                None => return Box::pin(async { Ok(overloaded()) }),
+                None => {
+                    let mut response = overloaded();
+                    if announces_body {
+                        close_after(&mut response);
+                    }
+                    return Box::pin(async { Ok(response) });
+                }
             }
         };
         let limits = self.limits.clone();
-        let request = request.map(|body| Body::new(MinRateBody::new(body, &limits)));
+        let body_ended = Arc::new(AtomicBool::new(false));
+        let ended = body_ended.clone();
+        let request = request.map(|body| Body::new(MinRateBody::new(body, &limits, ended)));
         let router = self.router.clone();
         Box::pin(async move {
-            let response = router.oneshot(request).await?;
+            let mut response = router.oneshot(request).await?;
+            if announces_body && !body_ended.load(Ordering::Relaxed) {
+                close_after(&mut response);
+            }
             Ok(match ticket {
                 // The request counts as in flight until its answer's last byte has gone out.
                 Some(ticket) => response.map(|body| Body::new(Ticketed { body, ticket })),
@@ -168,6 +185,23 @@ impl hyper::service::Service<hyper::Request<Incoming>> for RequestService {
             })
         })
     }
+}
+
+/// Whether a request announces a body: a non-zero length, or a chunked one.
+fn announces_body(headers: &http::HeaderMap) -> bool {
+    let length = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    length.is_some_and(|n| n > 0) || headers.contains_key(http::header::TRANSFER_ENCODING)
+}
+
+/// Says that the connection closes after this answer (its request's body was left unread).
+fn close_after(response: &mut Response) {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
 }
 
 fn overloaded() -> Response {
@@ -289,10 +323,12 @@ pub struct MinRateBody {
     received: u64,
     deadline: Pin<Box<Sleep>>,
     failed: bool,
+    /// Set once the body has been read to its end.
+    ended: Arc<AtomicBool>,
 }
 
 impl MinRateBody {
-    fn new(inner: Incoming, limits: &ListenerLimits) -> Self {
+    fn new(inner: Incoming, limits: &ListenerLimits, ended: Arc<AtomicBool>) -> Self {
         let now = Instant::now();
         MinRateBody {
             inner,
@@ -304,6 +340,7 @@ impl MinRateBody {
             received: 0,
             deadline: Box::pin(tokio::time::sleep_until(now + limits.body_idle_timeout)),
             failed: false,
+            ended,
         }
     }
 
@@ -358,7 +395,10 @@ impl HttpBody for MinRateBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(None) => {
+                this.ended.store(true, Ordering::Relaxed);
+                Poll::Ready(None)
+            }
             Poll::Pending => match this.deadline.as_mut().poll(cx) {
                 Poll::Ready(()) => {
                     this.failed = true;
@@ -370,7 +410,11 @@ impl HttpBody for MinRateBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        let ended = self.inner.is_end_stream();
+        if ended {
+            self.ended.store(true, Ordering::Relaxed);
+        }
+        ended
     }
 
     fn size_hint(&self) -> SizeHint {

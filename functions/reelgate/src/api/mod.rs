@@ -11,7 +11,6 @@ pub mod envelope;
 pub mod extract;
 pub mod files;
 pub mod json_scan;
-pub mod keep_alive;
 pub mod limits;
 pub mod messages;
 pub mod metrics;
@@ -104,8 +103,6 @@ pub fn serve(app: App, routes: Router<App>) -> Router {
             origin_secrets,
             origin::guard,
         ))
-        // A refusal given before the body was read closes the connection, and says so.
-        .layer(axum::middleware::from_fn(keep_alive::close_if_unread))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         // Outermost of all: every answer, a refusal at the front door included, carries the
         // request's id, and everything logged while serving it names that id.
