@@ -1,6 +1,6 @@
 //! The Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`) for Anthropic's
-//! clients. A request is translated into a chat request (`domain::messages::request`) and run
-//! through the chat use case itself ([`crate::domain::chat::complete::complete`]): the same
+//! clients. The use cases (`domain::messages::create`) translate a request into a chat request
+//! and run it through the chat use case itself ([`crate::domain::chat::complete::complete`]): the same
 //! admission, rate limits, budgets, routing, fallback, usage rows and ledger. Only the answer
 //! differs, written by the [`Anthropic`] dialect (`domain::messages::reply`).
 //!
@@ -13,10 +13,8 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
-use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::reply::{self, MessageTokensCount, StreamTranslator};
-use crate::domain::messages::request::{self, Purpose};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -242,67 +240,26 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let model = validate::chat_model(&app.catalog, &body)?.clone();
-    // Funded callers only make the service fetch their image and document URLs (a request
-    // without any is admitted once, by the chat use case, with its rate limits).
-    if request::fetches_urls(&body) {
-        crate::domain::billing::token_charges::admit(app.context(), &caller).await?;
-    }
-    let mut t = request::to_chat(
-        app.fetcher.as_ref(),
+    let answer = crate::domain::messages::create::create(
+        app.chat_ports(),
         app.pdf.as_ref(),
-        &model,
+        caller,
         body,
-        Purpose::Create,
+        |stop_sequences| Arc::new(Anthropic { stop_sequences }),
     )
     .await?;
-    let extensions = t.take_extensions();
-    let mut v = validate::validate(&app.catalog, std::mem::take(&mut t.chat))?;
-    extensions.carry(&mut v.request);
-    let dialect = Anthropic {
-        stop_sequences: t.stop_sequences,
-    };
-    let answer =
-        crate::domain::chat::complete::complete(app.chat_ports(), caller, v, Arc::new(dialect))
-            .await?;
     Ok(crate::api::chat_answers::render(answer))
 }
 
-/// `{"input_tokens": n}`: the upstream's own count where it has a counter (Bedrock's
-/// CountTokens, for Claude), else the documented estimate of `request::estimate_input_tokens`
-/// (also when the counter fails: a count is advice, never worth an error). Checked like a
-/// message (the model's capabilities included) but neither rate limited nor billed.
 async fn count_tokens(
     State(app): State<App>,
     _caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<MessageTokensCount>> {
-    let model = validate::chat_model(&app.catalog, &body)?.clone();
-    let mut t = request::to_chat(
-        app.fetcher.as_ref(),
-        app.pdf.as_ref(),
-        &model,
-        body,
-        Purpose::CountTokens,
-    )
-    .await?;
-    // The documented estimate, should the upstream have no counter.
-    let estimate = request::estimate_input_tokens(&t.chat);
-    let extensions = t.take_extensions();
-    let mut v = validate::validate(&app.catalog, std::mem::take(&mut t.chat))?;
-    extensions.carry(&mut v.request);
-    let upstream = app.upstreams.for_model(&app.catalog, &model);
-    let request = serde_json::to_value(&v.request)
-        .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
-    let counted = match upstream.count_tokens(request).await {
-        Ok(counted) => counted,
-        Err(e) => {
-            tracing::warn!(model = %model.id, error = %e, "the upstream's token counter failed; estimating");
-            None
-        }
-    };
-    let n = counted.unwrap_or(estimate);
-    Ok(Json(MessageTokensCount { input_tokens: n }))
+    Ok(Json(
+        crate::domain::messages::create::count_tokens(app.chat_ports(), app.pdf.as_ref(), body)
+            .await?,
+    ))
 }
 
 #[cfg(test)]

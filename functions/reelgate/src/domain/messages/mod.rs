@@ -4,6 +4,7 @@
 //! between is the same one `/v1/chat/completions` runs (admission, limits, routing, fallback,
 //! billing). The mapping both ways is documented in docs/messages.md.
 
+pub mod create;
 pub mod reply;
 pub mod request;
 

@@ -1,0 +1,70 @@
+//! The Messages API's use cases: a message (`POST /v1/messages`), answered by the chat use case
+//! itself, and a token count (`POST /v1/messages/count_tokens`), neither rate limited nor billed.
+
+use crate::domain::accounts::Caller;
+use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
+use crate::domain::chat::dialect::Dialect;
+use crate::domain::chat::validate;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::messages::reply::MessageTokensCount;
+use crate::domain::messages::request::{self, Purpose};
+use crate::ports::pdf::PdfRasterizer;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Translates the request into a chat request and answers it through the chat use case (the
+/// same admission, rate limits, budgets, routing, fallback, usage rows and ledger), in the
+/// dialect `dialect` makes from the request's stop sequences.
+pub async fn create(
+    ports: ChatPorts<'_>,
+    pdf: &dyn PdfRasterizer,
+    caller: Caller,
+    body: Value,
+    dialect: impl FnOnce(Vec<String>) -> Arc<dyn Dialect>,
+) -> ApiResult<ChatAnswer> {
+    let cx = ports.cx;
+    let model = validate::chat_model(cx.catalog, &body)?.clone();
+    // Funded callers only make the service fetch their image and document URLs (a request
+    // without any is admitted once, by the chat use case, with its rate limits).
+    if request::fetches_urls(&body) {
+        crate::domain::billing::token_charges::admit(cx, &caller).await?;
+    }
+    let mut t = request::to_chat(cx.fetcher, pdf, &model, body, Purpose::Create).await?;
+    let extensions = t.take_extensions();
+    let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
+    extensions.carry(&mut v.request);
+    let dialect = dialect(t.stop_sequences);
+    crate::domain::chat::complete::complete(ports, caller, v, dialect).await
+}
+
+/// `{"input_tokens": n}`: the upstream's own count where it has a counter (Bedrock's
+/// CountTokens, for Claude), else the documented estimate of `request::estimate_input_tokens`
+/// (also when the counter fails: a count is advice, never worth an error). Checked like a
+/// message (the model's capabilities included).
+pub async fn count_tokens(
+    ports: ChatPorts<'_>,
+    pdf: &dyn PdfRasterizer,
+    body: Value,
+) -> ApiResult<MessageTokensCount> {
+    let cx = ports.cx;
+    let model = validate::chat_model(cx.catalog, &body)?.clone();
+    let mut t = request::to_chat(cx.fetcher, pdf, &model, body, Purpose::CountTokens).await?;
+    // The documented estimate, should the upstream have no counter.
+    let estimate = request::estimate_input_tokens(&t.chat);
+    let extensions = t.take_extensions();
+    let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
+    extensions.carry(&mut v.request);
+    let upstream = ports.upstreams.for_model(ports.catalog, &model);
+    let request = serde_json::to_value(&v.request)
+        .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
+    let counted = match upstream.count_tokens(request).await {
+        Ok(counted) => counted,
+        Err(e) => {
+            tracing::warn!(model = %model.id, error = %e, "the upstream's token counter failed; estimating");
+            None
+        }
+    };
+    Ok(MessageTokensCount {
+        input_tokens: counted.unwrap_or(estimate),
+    })
+}
