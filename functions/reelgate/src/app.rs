@@ -16,8 +16,29 @@ use crate::ports::workflow::Workflow;
 use anyhow::Context as _;
 use std::sync::Arc;
 
+/// The state every handler shares: one `Arc`, so the per-request clone axum makes of the
+/// router's state is one reference count, not one per port. Fields are read through `Deref`;
+/// a host or a test that sets one before serving writes through `DerefMut`, which copies the
+/// state only if another clone already shares it (as setting a field of a clone always did).
 #[derive(Clone)]
-pub struct App {
+pub struct App(Arc<AppState>);
+
+impl std::ops::Deref for App {
+    type Target = AppState;
+    fn deref(&self) -> &AppState {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for App {
+    fn deref_mut(&mut self) -> &mut AppState {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// The ports and settings an [`App`] holds.
+#[derive(Clone)]
+pub struct AppState {
     pub store: Arc<dyn ItemStore>,
     pub blobs: Arc<dyn BlobStore>,
     pub render_queue: Arc<dyn MessageQueue>,
@@ -56,7 +77,7 @@ impl App {
         catalog: Arc<Catalog>,
         settings: Settings,
     ) -> Self {
-        App {
+        App(Arc::new(AppState {
             store,
             blobs,
             render_queue,
@@ -83,7 +104,7 @@ impl App {
                 settings.account_cache,
             )),
             settings: Arc::new(settings),
-        }
+        }))
     }
 
     /// This App with `workflow` as its workflow runner. It takes the App by value: the runner

@@ -28,6 +28,8 @@ const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct OpenAiUpstream {
     client: reqwest::Client,
     base: String,
+    /// `{base}/chat/completions`, parsed once: every request posts to it.
+    completions_url: reqwest::Url,
     api_key: Option<String>,
 }
 
@@ -56,9 +58,10 @@ impl OpenAiUpstream {
         headers: HeaderMap,
     ) -> Result<Self, UpstreamError> {
         let base = api_base(base_url);
-        url::Url::parse(&base).map_err(|e| {
-            UpstreamError::Protocol(format!("the upstream base URL {base} is not a URL: {e}"))
-        })?;
+        let completions_url =
+            url::Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
+                UpstreamError::Protocol(format!("the upstream base URL {base} is not a URL: {e}"))
+            })?;
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .default_headers(headers)
@@ -69,6 +72,7 @@ impl OpenAiUpstream {
         Ok(OpenAiUpstream {
             client,
             base,
+            completions_url,
             api_key: api_key.filter(|k| !k.is_empty()),
         })
     }
@@ -247,10 +251,9 @@ impl ChatUpstream for OpenAiUpstream {
             obj.insert("stream".into(), Value::Bool(false));
             obj.remove("stream_options");
         }
-        let url = format!("{}/chat/completions", self.base);
         let response = self
             .send(|| {
-                self.authorized(self.client.post(&url))
+                self.authorized(self.client.post(self.completions_url.clone()))
                     .timeout(COMPLETION_TIMEOUT)
                     .json(&request)
             })
@@ -269,10 +272,9 @@ impl ChatUpstream for OpenAiUpstream {
         if let Some(obj) = request.as_object_mut() {
             obj.insert("stream".into(), Value::Bool(true));
         }
-        let url = format!("{}/chat/completions", self.base);
         let response = self
             .send(|| {
-                self.authorized(self.client.post(&url))
+                self.authorized(self.client.post(self.completions_url.clone()))
                     .header(reqwest::header::ACCEPT, "text/event-stream")
                     .json(&request)
             })
