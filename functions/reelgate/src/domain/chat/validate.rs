@@ -328,7 +328,10 @@ impl V<'_> {
             Value::String(_) => {}
             Value::Array(items) => {
                 if items.len() > request::MAX_STOP {
-                    return Err(ApiError::invalid("stop", "stop takes at most 4 sequences."));
+                    return Err(ApiError::invalid(
+                        "stop",
+                        format!("stop takes at most {} sequences.", request::MAX_STOP),
+                    ));
                 }
                 for (i, s) in items.iter().enumerate() {
                     if !s.is_string() {

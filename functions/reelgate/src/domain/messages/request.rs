@@ -168,16 +168,11 @@ fn unit_schema() -> utoipa::openapi::schema::Schema {
 #[derive(Clone, Debug, ToSchema)]
 #[schema(example = json!({"model": "llama-3.1-8b", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}))]
 pub struct MessageCreateRequest {
-    #[schema(min_length = 1)]
-    pub model: String,
+    /// The model, the messages, the system prompt, thinking and tools.
+    #[serde(flatten)]
+    pub prompt: MessageCountTokensRequest,
     #[schema(minimum = 1)]
     pub max_tokens: u64,
-    /// See `MessageCountTokensRequest`.
-    #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
-    pub messages: Option<Value>,
-    /// A string or text blocks.
-    #[schema(schema_with = crate::domain::chat::request::content_schema)]
-    pub system: Option<Value>,
     /// `true` answers `text/event-stream` of Anthropic's events.
     pub stream: Option<bool>,
     #[schema(schema_with = stop_sequences_schema)]
@@ -188,16 +183,6 @@ pub struct MessageCreateRequest {
     pub top_p: Option<f64>,
     pub top_k: Option<u64>,
     pub metadata: Option<Metadata>,
-    /// `{type: enabled, budget_tokens}` (at least 1024, below `max_tokens`) or
-    /// `{type: disabled}`.
-    #[schema(value_type = Option<Object>)]
-    pub thinking: Option<Value>,
-    /// Client tools, `{name, description, input_schema}` each.
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub tools: Option<Value>,
-    /// `{type: auto | any | tool | none, name, disable_parallel_tool_use}`.
-    #[schema(value_type = Option<Object>)]
-    pub tool_choice: Option<Value>,
 }
 
 /// Up to [`MAX_STOP_SEQUENCES`] non-empty strings.
@@ -252,15 +237,16 @@ pub fn parse(body: Value, purpose: Purpose) -> ApiResult<MessagesRequest> {
         _ => return Err(invalid("model", "Field required (a non-empty string).")),
     };
     let mut present = |k: &str| o.remove(k).filter(|v| !v.is_null());
+    let prompt = MessageCountTokensRequest {
+        model,
+        messages: present("messages"),
+        system: present("system"),
+        thinking: present("thinking"),
+        tools: present("tools"),
+        tool_choice: present("tool_choice"),
+    };
     if purpose == Purpose::CountTokens {
-        return Ok(MessagesRequest::CountTokens(MessageCountTokensRequest {
-            model,
-            messages: present("messages"),
-            system: present("system"),
-            thinking: present("thinking"),
-            tools: present("tools"),
-            tool_choice: present("tool_choice"),
-        }));
+        return Ok(MessagesRequest::CountTokens(prompt));
     }
     let max_tokens = present("max_tokens")
         .ok_or_else(|| invalid("max_tokens", "Field required."))?
@@ -341,19 +327,14 @@ pub fn parse(body: Value, purpose: Purpose) -> ApiResult<MessagesRequest> {
         }
     };
     Ok(MessagesRequest::Create(MessageCreateRequest {
-        model,
+        prompt,
         max_tokens,
-        messages: present("messages"),
-        system: present("system"),
         stream,
         stop_sequences,
         temperature,
         top_p,
         top_k,
         metadata,
-        thinking: present("thinking"),
-        tools: present("tools"),
-        tool_choice: present("tool_choice"),
     }))
 }
 
@@ -383,7 +364,7 @@ pub async fn translate(
             (prompt, false, Vec::new())
         }
         MessagesRequest::Create(r) => {
-            chat.insert("model".into(), r.model.clone().into());
+            chat.insert("model".into(), r.prompt.model.clone().into());
             chat.insert("max_completion_tokens".into(), r.max_tokens.into());
             let stream = r.stream.unwrap_or(false);
             if stream {
@@ -404,15 +385,7 @@ pub async fn translate(
             if let Some(user) = r.metadata.and_then(|m| m.user_id) {
                 chat.insert("user".into(), user.into());
             }
-            let prompt = MessageCountTokensRequest {
-                model: r.model,
-                messages: r.messages,
-                system: r.system,
-                thinking: r.thinking,
-                tools: r.tools,
-                tool_choice: r.tool_choice,
-            };
-            (prompt, stream, stop_sequences)
+            (r.prompt, stream, stop_sequences)
         }
     };
     let mut thinking_budget = None;
