@@ -267,6 +267,69 @@ def test_past_the_in_flight_bound_requests_are_shed_and_health_answers(fresh_ser
     assert after.status_code == 200, after.text
 
 
+def read_answer(s: socket.socket, timeout: float = 5.0) -> tuple[str, bytes]:
+    """One whole answer with a Content-Length body: its head (lower-cased) and its body."""
+    s.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise AssertionError(f"the connection closed mid-answer: {data!r}")
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    head = head.decode("latin-1").lower()
+    length = next(int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.startswith("content-length:"))
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise AssertionError("the connection closed mid-body")
+        body += chunk
+    return head, body[:length]
+
+
+def test_a_shed_request_keeps_its_connection_when_its_body_came_with_it(fresh_server):
+    """Shedding must cost less than serving: a shed request whose small body arrived with its
+    headers keeps its connection open for the client's next request (closing it made every
+    client reconnect, and under overload the reconnects took the CPU the admitted requests
+    needed). A shed request whose body has not arrived still says `Connection: close`."""
+    srv = fresh_server(REELGATE_MAX_IN_FLIGHT="2", REELGATE_SHED_LAG_MS="0")
+    stalled = [
+        raw(
+            srv,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 200\r\n\r\n",
+            b'{"model": "fake-model-v1", ',
+        )
+        for _ in range(2)
+    ]
+    time.sleep(0.5)
+    body = json.dumps({"model": "fake-model-v1", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    whole = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    s = raw(srv, whole, body)
+    head, answer = read_answer(s)
+    assert head.startswith("http/1.1 503"), head
+    assert json.loads(answer)["error"]["code"] == "server_overloaded"
+    assert "connection: close" not in head, head
+    # The same connection carries the next request.
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, _ = read_answer(s)
+    assert head.startswith("http/1.1 200"), head
+    s.close()
+    # Headers alone, the body still to come: the connection cannot be kept, and the answer says so.
+    partial = raw(srv, whole)
+    head, _ = read_answer(partial)
+    assert head.startswith("http/1.1 503"), head
+    assert "connection: close" in head, head
+    partial.close()
+    for st in stalled:
+        st.close()
+
+
 def read_answer_head(s: socket.socket, timeout: float = 5.0) -> str:
     """The answer's status line and headers, lower-cased."""
     s.settimeout(timeout)
