@@ -8,6 +8,7 @@ reports 50,000 prompt tokens in its last chunk (a fake, below), and a vision mod
 image is refused before any AWS call, so no AWS is needed).
 """
 
+import base64
 import hashlib
 import json
 import tempfile
@@ -29,7 +30,8 @@ REPORTED_COMPLETION_TOKENS = 400
 class ReportingUpstream:
     """A fake OpenAI-compatible upstream (for tests): a stream of 10 word chunks 0.3 s apart,
     then, as OpenAI does with `stream_options.include_usage`, a last chunk with the usage: 50,000
-    prompt tokens. Counts the streams it finished sending."""
+    prompt tokens; for the upstream model `m-silent`, no usage at all, as an upstream that never
+    reports it. Counts the streams it finished sending."""
 
     def __init__(self):
         fake = self
@@ -75,7 +77,8 @@ class ReportingUpstream:
                         send({**base, "choices": [{"index": 0, "delta": {"content": f" w{i}"},
                                                    "finish_reason": None}]})
                     send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                    if (body.get("stream_options") or {}).get("include_usage"):
+                    silent = body.get("model") == "m-silent"
+                    if (body.get("stream_options") or {}).get("include_usage") and not silent:
                         send({**base, "choices": [], "usage": usage})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
@@ -128,6 +131,14 @@ base_url = "http://127.0.0.1:9"
 id = "reporting-chat"
 upstream = "reporting"
 upstream_model = "m"
+capabilities = ["text", "vision"]
+input_per_million = "1.00"
+output_per_million = "2.00"
+
+[[chat_models]]
+id = "silent-chat"
+upstream = "reporting"
+upstream_model = "m-silent"
 capabilities = ["text", "vision"]
 input_per_million = "1.00"
 output_per_million = "2.00"
@@ -236,8 +247,17 @@ def test_a_budget_of_0_admits_nothing(money):
 # --- 4. The console's admission is /v1's ------------------------------------------------------
 
 
+def well_inside_a_minute():
+    """Waits for a new minute when this one ends within 20 s: the video-create limit is a fixed
+    one-minute window, and a test whose creates straddle two windows sees the limit reset."""
+    left = 60 - time.time() % 60
+    if left < 20:
+        time.sleep(left + 0.5)
+
+
 def test_console_creates_are_refused_once_the_organization_limit_answered_429(money):
     org, (p,) = org_of(money)
+    well_inside_a_minute()
     assert create(money, p["key"], 4).status_code == 200
     assert create(money, p["key"], 4).status_code == 200
     limited = create(money, p["key"], 4)
@@ -258,6 +278,23 @@ def test_the_console_replays_an_idempotency_key_instead_of_creating_a_second_job
     assert second.status_code == 200, second.text
     assert first.json()["id"] == second.json()["id"]
     assert len(videos_of(money, p["key"])) == 1
+
+
+def test_a_console_session_scopes_idempotency_keys_to_its_person(money):
+    """Two teammates' console sessions that send the same Idempotency-Key create two jobs; each
+    person's own retry replays their own."""
+    org, (a, b) = org_of(money, n_users=2)
+    h = {"Idempotency-Key": "shared-string"}
+    with money.console(a["user"], org) as console:
+        first_a = console.post("/console/api/videos", json=video(4), headers=h)
+    with money.console(b["user"], org) as console:
+        first_b = console.post("/console/api/videos", json=video(4), headers=h)
+        again_b = console.post("/console/api/videos", json=video(4), headers=h)
+    assert first_a.status_code == 200, first_a.text
+    assert first_b.status_code == 200, first_b.text
+    assert first_a.json()["id"] != first_b.json()["id"]
+    assert again_b.json()["id"] == first_b.json()["id"]
+    assert len(videos_of(money, a["key"])) == 2  # the organization's jobs: one each
 
 
 # --- 4. Streams the client leaves ---------------------------------------------------------
@@ -309,6 +346,28 @@ def test_a_responses_stream_left_early_is_charged_the_upstreams_usage(money, rep
     charged = wait_charged(money, p["key"], start)
     print(f"responses stream left after 1 event: charged {charged} input tokens")
     assert charged == REPORTED_PROMPT_TOKENS
+
+
+# The estimate's tokens for an image part (token_charges::IMAGE_PART_TOKENS: one 512px tile).
+IMAGE_PART_TOKENS = 765
+
+
+def test_a_stream_left_whose_upstream_reports_no_usage_is_charged_every_input_part(money, reporting):
+    """Without the upstream's usage the charge is an estimate, and it must count what was sent:
+    an image part is 765 tokens, not the 0 its missing text would give (the issue's stream was
+    charged 1 token)."""
+    org, (p,) = org_of(money)
+    image = "data:image/png;base64," + base64.b64encode(PNG_A).decode()
+    start = int(time.time()) - 5
+    leave_after_first_event(money, p["key"], "/v1/chat/completions", {
+        "model": "silent-chat", "stream": True,
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": image}}]}]})
+    charged = wait_charged(money, p["key"], start)
+    print(f"chat stream with an image, left after 1 chunk, no usage upstream: charged {charged} "
+          f"input tokens (image part {IMAGE_PART_TOKENS})")
+    assert IMAGE_PART_TOKENS < charged < IMAGE_PART_TOKENS + 50, charged
 
 
 # --- 6. Idempotency keys belong to the caller -------------------------------------------------
