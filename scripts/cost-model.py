@@ -254,11 +254,18 @@ def main():
         w("")
         built = (f", the whole-stack `sam build` took {deployed['build_seconds']} s"
                  if deployed.get("build_seconds") else "")
+        cold_build = deployed.get("cold_build")
+        if cold_build:
+            built += (f" over a warm cache; from a fresh clone and an empty cache, cargo built every "
+                      f"bootstrap in {cold_build['cargo_seconds'] // 60} min {cold_build['cargo_seconds'] % 60} s "
+                      f"(tools installed in {cold_build['tools_install_seconds']} s; "
+                      "docs/deploy.md, \"Build\")")
         w(f"What `sam build` puts in `.aws-sam/build/<LogicalId>/bootstrap` (every function through "
           f"`functions/reelgate-lambda/Makefile`: profile `{deployed['profile']}`, "
           f"{deployed['arch']}, zig linking against glibc 2.17; docs/deploy.md, \"Build\"), measured "
           f"by `scripts/sam-build-sizes.sh` at {deployed['measured_at']} (sources of commit "
-          f"{deployed.get('commit', 'not recorded')}{built}; {deployed.get('note', '')}); zip = "
+          f"{deployed.get('commit', 'not recorded')}{built}"
+          + (f"; {deployed['note']}" if deployed.get("note") else "") + "); zip = "
           "the deployment package (deflate level 9). The streaming twins (`…StreamFunction`) "
           "deploy the same bootstrap as their HTTP function (the script checks that the copies "
           "are identical).")

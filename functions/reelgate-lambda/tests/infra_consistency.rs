@@ -170,7 +170,11 @@ fn the_makefile_builds_every_function_from_its_binary_with_the_lambda_profile() 
         "--profile $(PROFILE)",
         "--target $(TARGET).2.17",
         "--bins",
-        "$(TARGET)/$(PROFILE)/$(BINARY_$*) $(ARTIFACTS_DIR)/bootstrap",
+        // cargo-lambda moves every binary it builds to <lambda dir>/<binary>/bootstrap: the
+        // copy must take it from there (the first whole-stack sam build failed copying from
+        // cargo's own output directory, which cargo-lambda had emptied).
+        "--lambda-dir $(BOOTSTRAPS)",
+        "$(BOOTSTRAPS)/$(BINARY_$*)/bootstrap $(ARTIFACTS_DIR)/bootstrap",
     ] {
         assert!(recipe.contains(piece), "the build-% recipe lacks `{piece}`");
     }
