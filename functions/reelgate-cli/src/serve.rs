@@ -34,7 +34,7 @@ pub struct ServeArgs {
     /// Shed requests while the runtime runs this many milliseconds behind (0: never on lag).
     #[arg(long, default_value_t = ListenerLimits::default().shed_lag.as_millis() as u64, env = "REELGATE_SHED_LAG_MS")]
     shed_lag_ms: u64,
-    /// Requests in flight below which lag alone never sheds.
+    /// Requests in flight a server lagging just past the threshold admits (fewer as it lags more).
     #[arg(long, default_value_t = ListenerLimits::default().shed_floor, env = "REELGATE_SHED_FLOOR")]
     shed_floor: usize,
     /// Seconds a connection has to send a request's headers (idle keep-alive included).

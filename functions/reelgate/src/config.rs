@@ -138,7 +138,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "REELGATE_SHED_FLOOR",
-        "local server: requests in flight below which lag alone never sheds",
+        "local server: requests in flight a lagging server still admits, fewer the further it lags",
     ),
     (
         "REELGATE_HEADER_TIMEOUT_SECS",
