@@ -234,20 +234,20 @@ def test_connections_past_the_cap_are_closed_at_once(fresh_server):
     assert after == 200
 
 
+def stalled_request(srv) -> socket.socket:
+    """A chat request's headers and half its body: in flight, its handler waiting for the rest."""
+    return raw(
+        srv,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 200\r\n\r\n",
+        b'{"model": "fake-model-v1", ',
+    )
+
+
 def test_past_the_in_flight_bound_requests_are_shed_and_health_answers(fresh_server):
     srv = fresh_server(REELGATE_MAX_IN_FLIGHT="4", REELGATE_SHED_LAG_MS="0")
-    stalled = []
-    for _ in range(4):
-        # Headers and half a body: each request is in flight, its handler waiting for the rest.
-        stalled.append(
-            raw(
-                srv,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
-                "Content-Length: 200\r\n\r\n",
-                b'{"model": "fake-model-v1", ',
-            )
-        )
+    stalled = [stalled_request(srv) for _ in range(4)]
     time.sleep(0.5)
     started = time.monotonic()
     shed = chat(srv, timeout=10)
@@ -293,16 +293,7 @@ def test_a_shed_request_keeps_its_connection_when_its_body_came_with_it(fresh_se
     client reconnect, and under overload the reconnects took the CPU the admitted requests
     needed). A shed request whose body has not arrived still says `Connection: close`."""
     srv = fresh_server(REELGATE_MAX_IN_FLIGHT="2", REELGATE_SHED_LAG_MS="0")
-    stalled = [
-        raw(
-            srv,
-            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-            f"Authorization: Bearer {srv.api_key}\r\nContent-Type: application/json\r\n"
-            "Content-Length: 200\r\n\r\n",
-            b'{"model": "fake-model-v1", ',
-        )
-        for _ in range(2)
-    ]
+    stalled = [stalled_request(srv) for _ in range(2)]
     time.sleep(0.5)
     body = json.dumps({"model": "fake-model-v1", "messages": [{"role": "user", "content": "hi"}]}).encode()
     whole = (
