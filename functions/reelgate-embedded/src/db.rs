@@ -359,16 +359,17 @@ where
 /// Each pass copies passively on a connection of its own (pages a reader still needs stay in the
 /// log), which blocks no one, at the lowest CPU priority: a pass copies the pages of every write
 /// since the last one (at 1,000 requests a second, megabytes), and at normal priority that copy
-/// held the CPU from the requests sharing it for milliseconds at a time. That alone never lets the log start again from its beginning on a
-/// busy server: a write restarts the log only when it begins with every frame copied and no
-/// reader on an older snapshot, and with writes and reads always running that moment never comes
-/// (the log grew by 134 MB within 15 s at 1,000 requests/s, every append zeroing new file
-/// blocks). So once the log holds more than [`RESTART_AT_FRAMES`], the pass asks the writer
-/// thread to restart the log: it takes the write connection, which stops this process's writes without waiting for SQLite's file lock, copies
-/// the few frames committed meanwhile and waits up to [`RESTART_WAIT`] for the readers of older
-/// snapshots, which take microseconds. The next write then starts the log again. If a reader
-/// (or another process's write) outlasts the wait, the pass gives up and the next one retries:
-/// writes are never held longer than that wait plus the copy.
+/// held the CPU from the requests sharing it for milliseconds at a time. That alone never lets the
+/// log start again from its beginning on a busy server: a write restarts the log only when it
+/// begins with every frame copied and no reader on an older snapshot, and with writes and reads
+/// always running that moment never comes (the log grew by 134 MB within 15 s at 1,000 requests/s,
+/// every append zeroing new file blocks). So once the log holds more than [`RESTART_AT_FRAMES`],
+/// the pass asks the writer thread to restart the log: it takes the write connection, which stops
+/// this process's writes without waiting for SQLite's file lock, copies the few frames committed
+/// meanwhile and waits up to [`RESTART_WAIT`] for the readers of older snapshots, which take
+/// microseconds. The next write then starts the log again. If a reader (or another process's write)
+/// outlasts the wait, the restart gives up and a later pass asks again: writes are never held longer than
+/// that wait plus the copy.
 ///
 /// The restart runs on the writer thread, not here: a thread of the lowest priority that held
 /// the write connection could be kept off the CPU by the very requests waiting for it.
