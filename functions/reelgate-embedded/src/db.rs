@@ -367,9 +367,9 @@ where
 /// the pass asks the writer thread to restart the log: it takes the write connection, which stops
 /// this process's writes without waiting for SQLite's file lock, copies the few frames committed
 /// meanwhile and waits up to [`RESTART_WAIT`] for the readers of older snapshots, which take
-/// microseconds. The next write then starts the log again. If a reader (or another process's write)
-/// outlasts the wait, the restart gives up and a later pass asks again: writes are never held longer than
-/// that wait plus the copy.
+/// microseconds. The next write then starts the log again. If a reader (or another process's
+/// write) outlasts the wait, the restart gives up and a later pass asks again: writes are never
+/// held longer than that wait plus the copy.
 ///
 /// The restart runs on the writer thread, not here: a thread of the lowest priority that held
 /// the write connection could be kept off the CPU by the very requests waiting for it.
