@@ -321,18 +321,6 @@ def test_a_shed_request_keeps_its_connection_when_its_body_came_with_it(fresh_se
         st.close()
 
 
-def read_answer_head(s: socket.socket, timeout: float = 5.0) -> str:
-    """The answer's status line and headers, lower-cased."""
-    s.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
-
-
 def test_a_refusal_before_the_body_is_read_says_the_connection_closes(fresh_server):
     """A refusal decided from the headers alone (a bad credential here) leaves the body unread,
     so the connection cannot carry another request: the answer says `Connection: close` rather
@@ -346,7 +334,7 @@ def test_a_refusal_before_the_body_is_read_says_the_connection_closes(fresh_serv
         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-wrong\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n",
     )
-    head = read_answer_head(s)
+    head, _ = read_answer(s)
     assert head.startswith("http/1.1 401"), head
     assert "connection: close" in head, head
     s.close()
