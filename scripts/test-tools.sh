@@ -11,7 +11,7 @@ set -euo pipefail
 TOOLS_DIR="${REELGATE_TOOLS_DIR:-$HOME/.cache/reelgate/tools}"
 VENV="$TOOLS_DIR/python"
 # Pinned so a new release cannot change what the tests assert.
-PY_PACKAGES=("pytest==9.2.0" "openai==3.52.0" "anthropic==2.10.0" "httpx==0.28.1" "playwright==1.65.0"
+PY_PACKAGES=("pytest==9.2.0" "openai==3.57.0" "anthropic==2.10.0" "httpx==0.28.1" "playwright==1.65.0"
   "jsonschema==4.26.0" "schemathesis==4.32.5" "pyjwt==2.15.1" "cryptography==50.0.2"
   "prometheus-client==0.26.0" "opentelemetry-proto==1.45.2" "protobuf==7.36.2")
 # The official Node SDKs (openai, @anthropic-ai/sdk) for the Node conformance suites (tests/sdk/node), installed with the

@@ -583,3 +583,145 @@ async fn a_job_whose_execution_ended_without_settling_is_failed_unbilled() {
         0
     );
 }
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let res = request.send().await.expect("request");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_billed_once() {
+    let server = TestServer::start_full(TIME_SCALE, |_| {}).await;
+    let t = tenant(&server, "5.00").await;
+    let http = reqwest::Client::new();
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::RgbImage::from_pixel(64, 36, image::Rgb([220, 30, 30]))
+        .write_to(&mut png, image::ImageFormat::Png)
+        .expect("png");
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "vision")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(png.into_inner()).file_name("red.png"),
+        );
+    let (status, file) = send(
+        http.post(server.url("/v1/files"))
+            .bearer_auth(&t.key)
+            .multipart(form),
+    )
+    .await;
+    assert_eq!(status, 200, "{file}");
+    let file_id = file["id"].as_str().expect("file id").to_owned();
+    let mut body = job("a red kite over green hills", 4, "16:9");
+    body["image_reference"] = json!([{"file_id": file_id, "role": "first_frame"}]);
+    let source = create(&server, &t, body).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let remix_url = server.url(&format!("/v1/videos/{source}/remix"));
+    let remix_body = json!({"prompt": "the same kite at night under neon signs"});
+
+    // A source still rendering cannot be remixed, and the refusal reserves nothing.
+    let (status, refused) = send(http.post(&remix_url).bearer_auth(&t.key).json(&remix_body)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "video_id");
+    let (done, _) = wait_terminal(&server, &t, &source, Duration::from_secs(120)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let org = server.app.accounts().org(&t.org).await.expect("org");
+    assert_eq!(org.balance.to_string(), "4.60");
+
+    // Another organization's key finds no such video, and makes no job.
+    let other = tenant(&server, "5.00").await;
+    let (status, _) = send(
+        http.post(&remix_url)
+            .bearer_auth(&other.key)
+            .json(&remix_body),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let other_org = server.app.accounts().org(&other.org).await.expect("org");
+    assert_eq!(other_org.renders_in_flight, 0);
+    assert_eq!(other_org.reserved.to_string(), "0.00");
+
+    let (status, remix) = send(http.post(&remix_url).bearer_auth(&t.key).json(&remix_body)).await;
+    assert_eq!(status, 200, "{remix}");
+    let remix_id = remix["id"].as_str().expect("id").to_owned();
+    assert_eq!(remix["remixed_from_video_id"], source.as_str());
+    assert_eq!(
+        (&remix["model"], &remix["seconds"], &remix["aspect_ratio"]),
+        (&done["model"], &done["seconds"], &done["aspect_ratio"])
+    );
+    assert_eq!(
+        remix["cost"], "0.40",
+        "quoted as a create of the source's seconds"
+    );
+    // Neither the source nor the file it was made from is needed any more.
+    for path in [
+        format!("/v1/videos/{source}"),
+        format!("/v1/files/{file_id}"),
+    ] {
+        let (status, body) = send(http.delete(server.url(&path)).bearer_auth(&t.key)).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (remixed, _) = wait_terminal(&server, &t, &remix_id, Duration::from_secs(120)).await;
+    assert_eq!(remixed["status"], "completed", "{remixed}");
+    assert_eq!(remixed["remixed_from_video_id"], source.as_str());
+    let org = server.app.accounts().org(&t.org).await.expect("org");
+    assert_eq!(
+        org.balance.to_string(),
+        "4.20",
+        "each job billed its quote once"
+    );
+    assert_eq!(org.reserved.to_string(), "0.00");
+
+    // The remix opens with the source's (red) first frame.
+    let mp4 = http
+        .get(server.url(&format!("/v1/videos/{remix_id}/content")))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("content")
+        .bytes()
+        .await
+        .expect("bytes");
+    let opening = image::load_from_memory(&reelgate_media::first_frame_jpeg(&mp4).expect("frame"))
+        .expect("jpeg")
+        .to_rgb8();
+    let p = opening
+        .get_pixel(opening.width() / 2, opening.height() / 2)
+        .0;
+    assert!(
+        p[0] > 150 && p[1] < 120 && p[2] < 120,
+        "the remix opens red: {p:?}"
+    );
+
+    // A spritesheet: 16 frames of 160 px in 4 columns.
+    let sheet = http
+        .get(server.url(&format!(
+            "/v1/videos/{remix_id}/content?variant=spritesheet"
+        )))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("spritesheet");
+    assert_eq!(sheet.headers()["content-type"], "image/jpeg");
+    let sheet = image::load_from_memory(&sheet.bytes().await.expect("bytes")).expect("jpeg");
+    assert_eq!((sheet.width(), sheet.height()), (640, 360));
+
+    // Deleting the remix deletes every blob it owned, its source copy and frame included.
+    let blobs = server.app.blobs.clone();
+    let owned = reelgate::domain::videos::job_blob_keys(&t.org, &remix_id);
+    for key in &owned {
+        assert!(blobs.head(key).await.expect("head").is_some(), "{key}");
+    }
+    let (status, _) = send(
+        http.delete(server.url(&format!("/v1/videos/{remix_id}")))
+            .bearer_auth(&t.key),
+    )
+    .await;
+    assert_eq!(status, 200);
+    for key in &owned {
+        assert!(blobs.head(key).await.expect("head").is_none(), "{key}");
+    }
+}

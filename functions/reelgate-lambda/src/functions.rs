@@ -211,6 +211,13 @@ manifest! {
         videos::cancel_route,
         Adapters::STORE.workflow().queues().video_engines(),
     );
+    API_VIDEO_REMIX = http(
+        "api-video-remix",
+        "ApiVideoRemixFunction",
+        "/v1/videos/{video_id}/remix",
+        videos::remix_route,
+        Adapters::STORE.blobs().workflow().queues(),
+    );
     API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks", webhooks::collection_route, Adapters::STORE);
     API_WEBHOOK_ITEM = http(
         "api-webhook-item",

@@ -408,6 +408,11 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
             "api-video-thumbnail" => vec![call("GET", format!("/v1/videos/{done}/thumbnail"))],
             // The video `api-videos` admitted (its render held running): see below.
             "api-video-cancel" => vec![call("POST", "/v1/videos/{held}/cancel")],
+            "api-video-remix" => vec![call_json(
+                "POST",
+                format!("/v1/videos/{done}/remix"),
+                json!({"prompt": "the same dot, now blue"}),
+            )],
             "api-webhooks" => vec![
                 call_json("POST", "/v1/webhooks", json!({"url": hook})),
                 call("GET", "/v1/webhooks"),

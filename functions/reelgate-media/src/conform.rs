@@ -998,6 +998,75 @@ fn describe_source(
     )
 }
 
+/// An uploaded source video as the conform stage reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceVideo {
+    pub width: u32,
+    pub height: u32,
+    pub duration_secs: f64,
+    pub frames: u32,
+    /// e.g. "H.264 High 1920x1080 30.00 fps, AAC 48000 Hz stereo, 8.00 s".
+    pub description: String,
+}
+
+/// Checks a caller's video (a character's, a source to extend or edit) with the conform
+/// stage's own reading of it, before a frame is decoded: H.264 Baseline, Main or High, 8-bit
+/// 4:2:0 and progressive (what the decoder takes), at most `max_pixels` per picture, at most
+/// `max_secs` long. Errors are [`MediaError::UnsupportedCodec`], [`MediaError::Unconformable`],
+/// [`MediaError::NoVideoTrack`] or [`MediaError::NotMp4`], each with a sentence for the caller.
+pub fn check_source(
+    input: &[u8],
+    max_secs: f64,
+    max_pixels: u64,
+) -> Result<SourceVideo, MediaError> {
+    if !crate::probe::looks_like_mp4(input) {
+        return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
+    }
+    let movie = Movie::parse(input)?;
+    let video = video_input(&movie)?;
+    let (sw, sh) = (video.sps.width, video.sps.height);
+    let (ew, eh) = video.entry_size;
+    let (w, h) = (sw.max(ew), sh.max(eh));
+    if u64::from(w) * u64::from(h) > max_pixels
+        || w > MAX_SIDE
+        || h > MAX_SIDE
+        || sw < 16
+        || sh < 16
+    {
+        return Err(unconformable(format!(
+            "the video is {w}x{h}; at most {max_pixels} pixels a picture (1920x1080) are accepted"
+        )));
+    }
+    let frame_count = movie.sample_count(video.track)?;
+    let max_frames = (max_secs * 60.0).ceil() as u32;
+    if frame_count > max_frames {
+        return Err(unconformable(format!(
+            "the video has {frame_count} frames, more than the {max_frames} of {max_secs} s at 60 fps"
+        )));
+    }
+    let samples = movie.samples(video.track, max_frames)?;
+    let timing = Timing::new(&samples, video.track, movie.timescale)?;
+    let secs = timing.secs();
+    let declared = if movie.timescale == 0 {
+        0.0
+    } else {
+        movie.duration as f64 / f64::from(movie.timescale)
+    };
+    if secs.max(declared) > max_secs {
+        return Err(unconformable(format!(
+            "the video lasts {:.2} s, longer than the {max_secs} s accepted",
+            secs.max(declared)
+        )));
+    }
+    Ok(SourceVideo {
+        width: sw,
+        height: sh,
+        duration_secs: secs,
+        frames: frame_count,
+        description: describe_source(&video, samples.len(), secs, None),
+    })
+}
+
 fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError> {
     if !(1..=60).contains(&target.seconds) {
         return Err(MediaError::InvalidSpec(format!(

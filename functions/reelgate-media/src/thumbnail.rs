@@ -66,32 +66,79 @@ pub(crate) fn avcc_to_annexb(
 /// (e.g. from x264) are supported; the decoder runs without automatic
 /// flushing so frames come out in display order.
 pub fn thumbnail_jpeg(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
-    // The demuxer is not ours: turn a panic on a malformed file into an error.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| thumbnail(mp4, width))).unwrap_or_else(
-        |_| {
-            Err(MediaError::NotMp4(
-                "malformed MP4 (the demuxer panicked)".into(),
-            ))
-        },
-    )
+    guarded(|| thumbnail(mp4, width))
 }
 
 /// Frames sampled evenly through the clip for moderation: `count` JPEGs `width` pixels wide,
 /// taken at (i + 0.5) / count of its duration, from the first H.264 track.
 pub fn sample_frames_jpeg(mp4: &[u8], width: u32, count: u32) -> Result<Vec<Vec<u8>>, MediaError> {
     let count = count.clamp(1, 32);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        frames(mp4, width, |secs| {
-            (0..count)
-                .map(|i| (f64::from(i) + 0.5) / f64::from(count) * secs)
-                .collect()
-        })
-    }))
-    .unwrap_or_else(|_| {
+    guarded(|| frames(mp4, width, |secs| evenly(count, secs)))
+}
+
+/// `count` times spread evenly through `secs`: (i + 0.5) / count of it.
+fn evenly(count: u32, secs: f64) -> Vec<f64> {
+    (0..count)
+        .map(|i| (f64::from(i) + 0.5) / f64::from(count) * secs)
+        .collect()
+}
+
+/// How many frames a spritesheet shows, and in how many columns.
+pub const SPRITESHEET_FRAMES: u32 = 16;
+pub const SPRITESHEET_COLUMNS: u32 = 4;
+
+/// One JPEG grid of [`SPRITESHEET_FRAMES`] frames taken evenly through the clip (at
+/// (i + 0.5) / n of its duration), each `tile_width` pixels wide, left to right and top to
+/// bottom in [`SPRITESHEET_COLUMNS`] columns: what a scrubber previews.
+pub fn spritesheet_jpeg(mp4: &[u8], tile_width: u32) -> Result<Vec<u8>, MediaError> {
+    check_width(tile_width)?;
+    let n = SPRITESHEET_FRAMES;
+    let tiles = guarded(|| pictures(mp4, |secs| evenly(n, secs), Some(tile_width)))?;
+    let (tw, th) = tiles
+        .first()
+        .map(|t| (t.width(), t.height()))
+        .ok_or_else(|| MediaError::VideoDecode("the decoder produced no picture".into()))?;
+    let columns = SPRITESHEET_COLUMNS.min(n);
+    let rows = n.div_ceil(columns);
+    let mut sheet = RgbImage::new(tw * columns, th * rows);
+    for (i, tile) in tiles.iter().enumerate() {
+        let i = i as u32;
+        image::imageops::replace(
+            &mut sheet,
+            tile,
+            i64::from(i % columns * tw),
+            i64::from(i / columns * th),
+        );
+    }
+    jpeg(sheet)
+}
+
+/// The clip's first frame at its own size, as JPEG: what a render chained onto an earlier
+/// video (a remix on an engine without video-to-video) opens with.
+pub fn first_frame_jpeg(mp4: &[u8]) -> Result<Vec<u8>, MediaError> {
+    let mut pictures = guarded(|| pictures(mp4, |_| vec![0.0], None))?;
+    let first = pictures
+        .pop()
+        .ok_or_else(|| MediaError::VideoDecode("the decoder produced no picture".into()))?;
+    jpeg(first)
+}
+
+/// `decode`, with a panic in the demuxer (not ours) turned into an error.
+fn guarded<T>(decode: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|_| {
         Err(MediaError::NotMp4(
             "malformed MP4 (the demuxer panicked)".into(),
         ))
     })
+}
+
+fn check_width(width: u32) -> Result<(), MediaError> {
+    if !(16..=4096).contains(&width) {
+        return Err(MediaError::InvalidSpec(format!(
+            "thumbnail width must be within 16..=4096, got {width}"
+        )));
+    }
+    Ok(())
 }
 
 fn thumbnail(mp4: &[u8], width: u32) -> Result<Vec<u8>, MediaError> {
@@ -108,11 +155,26 @@ fn frames(
     width: u32,
     at: impl FnOnce(f64) -> Vec<f64>,
 ) -> Result<Vec<Vec<u8>>, MediaError> {
-    if !(16..=4096).contains(&width) {
-        return Err(MediaError::InvalidSpec(format!(
-            "thumbnail width must be within 16..=4096, got {width}"
-        )));
-    }
+    check_width(width)?;
+    pictures(mp4, at, Some(width))?
+        .into_iter()
+        .map(jpeg)
+        .collect()
+}
+
+/// Decodes the pictures shown at the times `at(duration)` picks (ascending seconds; the last
+/// frame for times past the end), at the clip's own size.
+/// With `width`, each picture is scaled to it as it is picked, so that many pictures never sit
+/// in memory at the clip's size.
+fn pictures(
+    mp4: &[u8],
+    at: impl FnOnce(f64) -> Vec<f64>,
+    width: Option<u32>,
+) -> Result<Vec<RgbImage>, MediaError> {
+    let sized = |frame: &RgbImage| match width {
+        Some(w) => scaled(frame.clone(), w),
+        None => frame.clone(),
+    };
     let mut reader = probe::open(mp4)?;
     let mut chosen: Option<AvcTrack> = None;
     for track in reader.tracks().values() {
@@ -173,7 +235,7 @@ fn frames(
         if let Some(frame) = last {
             for t in &targets {
                 if *t + 1 == produced {
-                    picked.push(frame.clone());
+                    picked.push(sized(frame));
                 }
             }
         }
@@ -232,18 +294,24 @@ fn frames(
     };
     // Targets past the frames the decoder produced get the last picture.
     while picked.len() < targets.len() {
-        picked.push(frame.clone());
+        picked.push(sized(&frame));
     }
-    picked.into_iter().map(|f| encode(f, width)).collect()
+    Ok(picked)
 }
 
-fn encode(frame: RgbImage, width: u32) -> Result<Vec<u8>, MediaError> {
+/// `frame` scaled to `width` pixels wide, keeping its aspect ratio.
+fn scaled(frame: RgbImage, width: u32) -> RgbImage {
     let height = ((f64::from(frame.height()) * f64::from(width) / f64::from(frame.width())).round()
         as u32)
         .max(1);
-    let scaled = DynamicImage::ImageRgb8(frame).resize_exact(width, height, FilterType::Triangle);
+    DynamicImage::ImageRgb8(frame)
+        .resize_exact(width, height, FilterType::Triangle)
+        .to_rgb8()
+}
+
+fn jpeg(picture: RgbImage) -> Result<Vec<u8>, MediaError> {
     let mut out = Cursor::new(Vec::new());
-    scaled
+    DynamicImage::ImageRgb8(picture)
         .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
             &mut out,
             JPEG_QUALITY,

@@ -271,3 +271,41 @@ fn audio_bed_from_wav() {
     assert!(AudioBed::from_wav(b"RIFF\0\0\0\0WAVE").is_err());
     assert!(AudioBed::from_wav(b"nope").is_err());
 }
+
+#[test]
+fn a_spritesheet_is_a_grid_of_frames_in_order_and_the_first_frame_is_full_size() {
+    let red = RgbImage::from_pixel(320, 240, Rgb([220, 30, 30]));
+    let blue = RgbImage::from_pixel(320, 240, Rgb([20, 40, 230]));
+    let mut spec = RenderSpec::new(320, 240, 2, "fade");
+    spec.first_frame = Some(red);
+    spec.last_frame = Some(blue);
+    let (mp4, _) = render(&spec);
+
+    let sheet = reelgate_media::spritesheet_jpeg(&mp4, 80).expect("spritesheet");
+    assert_eq!(sniff(&sheet).mime, "image/jpeg");
+    let sheet = decode_image(&sheet).expect("jpeg");
+    let (columns, rows) = (
+        reelgate_media::SPRITESHEET_COLUMNS,
+        reelgate_media::SPRITESHEET_FRAMES / reelgate_media::SPRITESHEET_COLUMNS,
+    );
+    assert_eq!((sheet.width(), sheet.height()), (80 * columns, 60 * rows));
+    // The first tile is the reddish start, the last the bluish end: frames run in order.
+    let first = sheet.get_pixel(40, 10).0;
+    let last = sheet.get_pixel(80 * columns - 40, 60 * rows - 10).0;
+    assert!(first[0] > 150 && first[2] < 120, "first tile {first:?}");
+    assert!(last[2] > 150 && last[0] < 120, "last tile {last:?}");
+
+    let opening =
+        decode_image(&reelgate_media::first_frame_jpeg(&mp4).expect("first frame")).expect("jpeg");
+    assert_eq!((opening.width(), opening.height()), (320, 240));
+    let p = opening.get_pixel(160, 120).0;
+    assert!(
+        p[0] > 150 && p[2] < 120,
+        "the first frame is the red one: {p:?}"
+    );
+
+    assert!(matches!(
+        reelgate_media::spritesheet_jpeg(b"not an mp4 at all", 80),
+        Err(MediaError::NotMp4(_))
+    ));
+}

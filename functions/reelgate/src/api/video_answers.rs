@@ -41,13 +41,38 @@ pub async fn create(
         app.context(),
         workflow.as_deref(),
         caller,
-        headers
-            .get(crate::domain::idempotency::HEADER)
-            .map(|v| v.as_bytes()),
+        idempotency_key(headers),
         body,
     )
     .await?;
     Ok(render_create(answer))
+}
+
+/// Remixes `source_id` as `caller` through the one remix use case, and answers as a create does.
+pub async fn remix(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    source_id: &str,
+    body: &Value,
+) -> ApiResult<Response> {
+    let workflow = app.workflow();
+    let answer = crate::domain::videos::remix::remix(
+        app.context(),
+        workflow.as_deref(),
+        caller,
+        idempotency_key(headers),
+        source_id,
+        body,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Option<&[u8]> {
+    headers
+        .get(crate::domain::idempotency::HEADER)
+        .map(|v| v.as_bytes())
 }
 
 /// Renders a create's answer: the rate limits' headers on every answer made under them.

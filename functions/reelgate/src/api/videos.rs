@@ -6,7 +6,9 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::ListQuery;
-use crate::domain::videos::{output_blob_key, queries, thumbnail_blob_key, Video};
+use crate::domain::videos::{
+    output_blob_key, queries, spritesheet_blob_key, thumbnail_blob_key, Video,
+};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -23,6 +25,7 @@ pub fn routes() -> Router<App> {
         .merge(content_route())
         .merge(thumbnail_route())
         .merge(cancel_route())
+        .merge(remix_route())
 }
 
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
@@ -51,6 +54,10 @@ pub fn cancel_route() -> Router<App> {
     Router::new().route("/v1/videos/{video_id}/cancel", post(cancel))
 }
 
+pub fn remix_route() -> Router<App> {
+    Router::new().route("/v1/videos/{video_id}/remix", post(remix))
+}
+
 async fn create(
     State(app): State<App>,
     caller: Caller,
@@ -58,6 +65,16 @@ async fn create(
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
     crate::api::video_answers::create(&app, &caller, &headers, &body).await
+}
+
+async fn remix(
+    State(app): State<App>,
+    caller: Caller,
+    Path(video_id): Path<String>,
+    headers: HeaderMap,
+    JsonOrForm(body): JsonOrForm,
+) -> ApiResult<Response> {
+    crate::api::video_answers::remix(&app, &caller, &headers, &video_id, &body).await
 }
 
 async fn retrieve(
@@ -129,10 +146,11 @@ async fn content(
         None | Some("video") => {}
         // OpenAI's SDK asks for the thumbnail through the content route.
         Some("thumbnail") => return serve_thumbnail(&app, &caller, &video_id, &headers).await,
+        Some("spritesheet") => return serve_spritesheet(&app, &caller, &video_id, &headers).await,
         Some(_) => {
             return Err(ApiError::invalid(
                 "variant",
-                "variant must be video or thumbnail.",
+                "variant must be video, thumbnail or spritesheet.",
             ))
         }
     }
@@ -183,4 +201,23 @@ async fn serve_thumbnail(
         Some("image/jpeg"),
     )
     .await
+}
+
+/// The completed job's spritesheet: 16 frames through the clip in one JPEG grid of 4 columns.
+/// Jobs completed before spritesheets were made have none (404).
+async fn serve_spritesheet(
+    app: &App,
+    caller: &Caller,
+    video_id: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    queries::retrieve_completed(app.context(), &caller.org, video_id, "spritesheet").await?;
+    let key = spritesheet_blob_key(&caller.org, video_id);
+    if app.blobs.head(&key).await?.is_none() {
+        return Err(ApiError::not_found(
+            "spritesheet_not_found",
+            format!("Video {video_id} has no spritesheet."),
+        ));
+    }
+    crate::api::content::stream_blob(app.blobs.as_ref(), &key, headers, Some("image/jpeg")).await
 }

@@ -27,7 +27,8 @@ pub const STAGING_MAX_AGE_SECS: i64 = DAY;
 /// in between leaves a record without bytes (which reads as gone) rather than bytes nobody can
 /// find.
 ///
-/// - a video job owns its MP4 and its thumbnail;
+/// - a video job owns its MP4, its thumbnail and spritesheet, and the copy of its source with
+///   that source's first frame (a remix);
 /// - an uploaded file owns its bytes;
 /// - an upload owns the staging blob its URL writes (`complete` copies it to the file's blob and
 ///   deletes it, but a PUT after `complete` may write it again);
@@ -46,8 +47,7 @@ pub fn owned_blobs(item: &Item) -> Vec<String> {
         return blobs;
     };
     if let Some(video_id) = sk.strip_prefix(crate::domain::table_keys::VIDEO_PREFIX) {
-        blobs.push(crate::domain::videos::output_blob_key(org, video_id));
-        blobs.push(crate::domain::videos::thumbnail_blob_key(org, video_id));
+        blobs.extend(crate::domain::videos::job_blob_keys(org, video_id));
     } else if let Some(file_id) = sk.strip_prefix(crate::domain::table_keys::FILE_PREFIX) {
         blobs.push(crate::domain::files::blob_key(org, file_id));
     } else if let Some(upload_id) = sk.strip_prefix(crate::domain::table_keys::UPLOAD_PREFIX) {
@@ -63,7 +63,8 @@ pub fn blob_kind(key: &str) -> &'static str {
     let mut parts = key.split('/').skip(1);
     match (parts.next(), key.rsplit('/').next()) {
         (Some("videos"), Some("video.mp4")) => "video_outputs",
-        (Some("videos"), Some("thumbnail.jpg")) => "thumbnails",
+        (Some("videos"), Some("thumbnail.jpg" | "spritesheet.jpg")) => "thumbnails",
+        (Some("videos"), Some("source.mp4" | "source_frame.jpg")) => "video_sources",
         (Some("videos"), _) => "video_other",
         (Some("files"), _) => "files",
         (Some("responses"), _) => "stored_responses",
@@ -91,7 +92,10 @@ mod tests {
             owned_blobs(&record("ORG#org_1", "VIDEO#video_9", &[])),
             vec![
                 "org_1/videos/video_9/video.mp4",
-                "org_1/videos/video_9/thumbnail.jpg"
+                "org_1/videos/video_9/thumbnail.jpg",
+                "org_1/videos/video_9/spritesheet.jpg",
+                "org_1/videos/video_9/source.mp4",
+                "org_1/videos/video_9/source_frame.jpg"
             ]
         );
         assert_eq!(
@@ -115,6 +119,8 @@ mod tests {
     fn blob_keys_have_kinds() {
         assert_eq!(blob_kind("o/videos/v/video.mp4"), "video_outputs");
         assert_eq!(blob_kind("o/videos/v/thumbnail.jpg"), "thumbnails");
+        assert_eq!(blob_kind("o/videos/v/spritesheet.jpg"), "thumbnails");
+        assert_eq!(blob_kind("o/videos/v/source.mp4"), "video_sources");
         assert_eq!(blob_kind("o/files/f"), "files");
         assert_eq!(blob_kind("o/responses/u/item/i.json"), "stored_responses");
     }

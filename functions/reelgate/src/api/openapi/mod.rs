@@ -438,13 +438,14 @@ pub const OPERATIONS: &[Operation] = &[
         path: "/v1/videos/{video_id}/content",
         id: "DownloadVideoContent",
         tag: "videos",
-        summary: "The MP4 of a completed job (`variant=thumbnail`: its JPEG thumbnail)",
+        summary: "The MP4 of a completed job (`variant=thumbnail`: its JPEG thumbnail; \
+                  `variant=spritesheet`: 16 frames in one JPEG grid of 4 columns)",
         params: &[
             path("video_id", "A video id (`video_…`)."),
             query(
                 "variant",
-                Kind::OneOf(&["video", "thumbnail"]),
-                "`video` (default) or `thumbnail`.",
+                Kind::OneOf(&["video", "thumbnail", "spritesheet"]),
+                "`video` (default), `thumbnail` or `spritesheet`.",
             ),
             RANGE,
         ],
@@ -479,6 +480,23 @@ pub const OPERATIONS: &[Operation] = &[
         params: &[path("video_id", "A video id (`video_…`).")],
         ok: &[(200, Answer::Json("Video"))],
         errors: &[401, 404, 409],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/videos/{video_id}/remix",
+        id: "RemixVideo",
+        tag: "videos",
+        summary: "A new job on a completed video's model, seconds, aspect ratio and inputs, \
+                  with a new prompt (quoted, reserved and billed as a create)",
+        params: &[
+            path("video_id", "The completed video to remix (`video_…`)."),
+            IDEMPOTENCY_KEY,
+        ],
+        body: Body::JsonOrForm("VideoRemixRequest"),
+        ok: &[(200, Answer::PolledVideo)],
+        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+        links: VIDEO_LINKS,
         ..DEFAULT
     },
     // ---- webhooks
@@ -1110,6 +1128,7 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::create::FrameRole,
     crate::domain::videos::create::FileRef,
     crate::domain::videos::create::Quote,
+    crate::domain::videos::remix::VideoRemixRequest,
     crate::domain::videos::Video,
     crate::api::envelope::List<crate::domain::videos::Video>,
     crate::api::envelope::List<crate::domain::videos::queries::VideoModelObject>,

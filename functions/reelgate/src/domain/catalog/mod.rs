@@ -170,6 +170,39 @@ impl Capabilities {
     pub fn renders(&self, aspect_ratio: &str) -> bool {
         self.aspect_ratios.iter().any(|a| a == aspect_ratio)
     }
+
+    /// How the model does the operations made from an earlier video
+    /// (`GET /v1/videos/models`, and each operation's use case).
+    pub fn operations(&self) -> VideoOperations {
+        VideoOperations {
+            // No engine kind takes a source video yet: a remix re-renders from the source's
+            // first frame with the new prompt, where the engine takes a first frame.
+            remix: if self.honours("first_frame") {
+                OperationSupport::Chained
+            } else {
+                OperationSupport::Unavailable
+            },
+        }
+    }
+}
+
+/// How a model does an operation on an earlier video.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationSupport {
+    /// The engine takes the source video itself.
+    Native,
+    /// reelgate chains it onto what the engine takes (a remix: the source's first frame).
+    Chained,
+    /// Refused at create, before anything is reserved.
+    Unavailable,
+}
+
+/// The operations on an earlier video a model offers, and how.
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct VideoOperations {
+    /// `POST /v1/videos/{video_id}/remix`.
+    pub remix: OperationSupport,
 }
 
 /// A video model's price per second of output at one resolution.

@@ -718,7 +718,38 @@ pub async fn admit_job(
     caller: &Caller,
     body: &Value,
 ) -> ApiResult<Video> {
-    create_with(cx, workflow, caller, body, None).await
+    create_with(cx, workflow, caller, body, None, None).await
+}
+
+/// The completed video of the caller's organization a new job is made from (a remix), as its
+/// use case checked it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub video_id: String,
+    /// The render opens with the source's first frame (the engine has no video-to-video).
+    pub opens_with_first_frame: bool,
+}
+
+/// The largest source a job copies: a conformed output is 768p H.264 of at most
+/// `MAX_SECONDS`, far below this.
+pub const MAX_SOURCE_BYTES: u64 = 256 * MIB;
+
+/// Copies the source's output into the new job's folder, so that deleting the source (or its
+/// retention ending) never takes a running job's input.
+async fn copy_source(cx: Context<'_>, org: &str, source: &Source, video_id: &str) -> ApiResult<()> {
+    let read = cx
+        .blobs
+        .get(&output_blob_key(org, &source.video_id), None)
+        .await?;
+    cx.blobs
+        .put_stream(
+            &source_video_blob_key(org, video_id),
+            "video/mp4",
+            read.body,
+            MAX_SOURCE_BYTES,
+        )
+        .await?;
+    Ok(())
 }
 
 /// What a create answers, as the route and the console render it.
@@ -748,9 +779,29 @@ pub async fn create(
     idempotency_key: Option<&[u8]>,
     body: &Value,
 ) -> ApiResult<CreateAnswer> {
+    create_from(cx, workflow, caller, idempotency_key, body, None).await
+}
+
+/// [`create`] of a job made from `source` (a remix: `body` is the create request its use case
+/// made of the source and the new prompt), or of a new video when `source` is None. One
+/// `Idempotency-Key` names one request: the same key on a create and a remix is a conflict.
+pub async fn create_from(
+    cx: Context<'_>,
+    workflow: Option<&dyn crate::ports::workflow::Workflow>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    body: &Value,
+    source: Option<&Source>,
+) -> ApiResult<CreateAnswer> {
     use crate::domain::idempotency::{self as idem, Begin};
     let key = idem::key_from(idempotency_key)?;
-    let fingerprint = idem::Fingerprint::new("videos").json(body).clone().finish();
+    let mut fingerprint = idem::Fingerprint::new("videos");
+    if let Some(source) = source {
+        fingerprint
+            .part(b"remix_of")
+            .part(source.video_id.as_bytes());
+    }
+    let fingerprint = fingerprint.json(body).clone().finish();
     let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
         Begin::Proceed(claim) => claim,
         Begin::Replay(first) => return Ok(CreateAnswer::Replayed(first)),
@@ -779,7 +830,7 @@ pub async fn create(
             };
         }
     };
-    let result = match create_with(cx, workflow, caller, body, claim.as_ref()).await {
+    let result = match create_with(cx, workflow, caller, body, claim.as_ref(), source).await {
         Ok(video) => match serde_json::to_value(&video) {
             Ok(first) => idem::finish(cx, claim, &first).await.map(|()| video),
             Err(e) => Err(ApiError::internal("recording an idempotent answer", e)),
@@ -803,6 +854,7 @@ pub async fn create_with(
     caller: &Caller,
     body: &Value,
     claim: Option<&crate::domain::idempotency::Claim>,
+    source: Option<&Source>,
 ) -> ApiResult<Video> {
     let (req, priced) = priced(cx, caller, body).await?;
     let engine_image_limit = priced
@@ -855,7 +907,10 @@ pub async fn create_with(
         completed_at: None,
         thumbnail: false,
         reservation: Reservation::Held,
-        inputs: req.inputs(),
+        inputs: JobInputs {
+            source_frame: source.is_some_and(|s| s.opens_with_first_frame),
+            ..req.inputs()
+        },
         budget_month: budget.as_ref().map(|(_, b)| b.month.clone()),
         engine_prompt: None,
         render_id: None,
@@ -864,7 +919,11 @@ pub async fn create_with(
         error_code: None,
         error_message: None,
         expires_at: None,
+        remixed_from: source.map(|s| s.video_id.clone()),
     };
+    if let Some(source) = source {
+        copy_source(cx, &caller.org, source, &id).await?;
+    }
     let job = record.to_item();
     let video = Video::of(&record);
     // The admission's writes, by position: a refused transaction names the one that refused.
@@ -900,6 +959,17 @@ pub async fn create_with(
     });
     let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
+        if source.is_some() {
+            // Nothing was admitted: the copy has no job. A crash before this delete leaves it
+            // to the blobs' age rule (docs/data.md).
+            if let Err(e) = cx
+                .blobs
+                .delete(&source_video_blob_key(&caller.org, &id))
+                .await
+            {
+                tracing::warn!(video_id = %id, error = %e, "a refused remix's source copy stays until the age rule");
+            }
+        }
         if let Some((at, b)) = budget_at {
             if e.failed_at(at) && !e.failed_at(RESERVE_AT) {
                 return Err(crate::domain::billing::budgets::exceeded(b));

@@ -9,6 +9,7 @@ pub mod native_renders;
 pub mod object;
 pub mod queries;
 pub mod record;
+pub mod remix;
 pub mod translation;
 pub mod workflow;
 
@@ -24,6 +25,34 @@ pub fn output_blob_key(org: &str, video_id: &str) -> String {
 
 pub fn thumbnail_blob_key(org: &str, video_id: &str) -> String {
     format!("{org}/videos/{video_id}/thumbnail.jpg")
+}
+
+/// The JPEG grid of frames (`GET /v1/videos/{id}/content?variant=spritesheet`).
+pub fn spritesheet_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/spritesheet.jpg")
+}
+
+/// The job's own copy of the video it was made from (a remix's source): taken at admission, so
+/// that deleting the source, or its retention ending, never breaks a job made from it.
+pub fn source_video_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/source.mp4")
+}
+
+/// The source's first frame, which a render chained onto the source opens with (taken by the
+/// moderate step, which decodes the source's frames anyway).
+pub fn source_frame_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/source_frame.jpg")
+}
+
+/// Every blob a job owns: deleting the job, or its retention ending, deletes these.
+pub fn job_blob_keys(org: &str, video_id: &str) -> [String; 5] {
+    [
+        output_blob_key(org, video_id),
+        thumbnail_blob_key(org, video_id),
+        spritesheet_blob_key(org, video_id),
+        source_video_blob_key(org, video_id),
+        source_frame_blob_key(org, video_id),
+    ]
 }
 
 pub use crate::domain::videos::object::{JobError, Video};

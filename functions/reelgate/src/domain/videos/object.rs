@@ -82,6 +82,8 @@ pub struct Video {
     pub thumbnail: bool,
     /// Output size, e.g. `1366x768`, once known.
     pub size: Option<String>,
+    /// The video this one remixes (`POST /v1/videos/{id}/remix`).
+    pub remixed_from_video_id: Option<String>,
 }
 
 impl Video {
@@ -116,6 +118,7 @@ impl Video {
             expires_at: job.expires_at,
             thumbnail: job.thumbnail,
             size: job.size.clone(),
+            remixed_from_video_id: job.remixed_from.clone(),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::params::{ListQuery, Page};
 use crate::domain::table_keys;
-use crate::domain::videos::{output_blob_key, thumbnail_blob_key, Video, STATUS_COMPLETED};
+use crate::domain::videos::{Video, STATUS_COMPLETED};
 use crate::domain::Context;
 use crate::ports::store::{Query, StoreError};
 
@@ -98,12 +98,9 @@ pub async fn delete(cx: Context<'_>, caller: &Caller, video_id: &str) -> ApiResu
         }
         Err(e) => return Err(e.into()),
     }
-    cx.blobs
-        .delete(&output_blob_key(&caller.org, video_id))
-        .await?;
-    cx.blobs
-        .delete(&thumbnail_blob_key(&caller.org, video_id))
-        .await?;
+    for key in crate::domain::videos::job_blob_keys(&caller.org, video_id) {
+        cx.blobs.delete(&key).await?;
+    }
     tracing::info!(%video_id, org = %caller.org, key = %caller.key_id(), "video deleted");
     Ok(())
 }
@@ -117,6 +114,7 @@ pub async fn models(cx: Context<'_>, caller: &Caller) -> ApiResult<Vec<VideoMode
         .video_models_for_plan(&org.plan)
         .map(|m| {
             let caps = cx.catalog.capabilities(m);
+            let operations = caps.operations();
             VideoModelObject {
                 id: m.id.clone(),
                 object: "video_model",
@@ -125,6 +123,7 @@ pub async fn models(cx: Context<'_>, caller: &Caller) -> ApiResult<Vec<VideoMode
                 seconds: caps.seconds.map(|(min, max)| SecondsRange { min, max }),
                 native_audio: caps.native.audio,
                 inputs: caps.inputs,
+                operations,
                 aspect_ratios: caps.aspect_ratios,
                 pricing: m.pricing.clone(),
             }
@@ -148,6 +147,8 @@ pub struct VideoModelObject {
     pub seconds: Option<SecondsRange>,
     /// Whether the engine renders the audio track itself.
     pub native_audio: bool,
+    /// The operations on an earlier video (remix) the model offers: natively, by chaining, or not.
+    pub operations: crate::domain::catalog::VideoOperations,
     pub pricing: Vec<crate::domain::catalog::PricingRow>,
 }
 

@@ -138,6 +138,7 @@ mod attr {
     pub const SIZE: &str = "size";
     pub const ERROR_CODE: &str = "error_code";
     pub const ERROR_MESSAGE: &str = "error_message";
+    pub const REMIXED_FROM: &str = "remixed_from";
 }
 
 /// The item's `kind`.
@@ -156,6 +157,11 @@ pub struct JobInputs {
     pub reference_videos: Vec<String>,
     #[serde(default)]
     pub reference_audio: Vec<String>,
+    /// The render opens with the source video's first frame (the job's own
+    /// `source_frame_blob_key`, taken by the moderate step): a remix chained onto an engine
+    /// without video-to-video. Never set together with `first_frame`.
+    #[serde(default)]
+    pub source_frame: bool,
 }
 
 impl JobInputs {
@@ -167,6 +173,9 @@ impl JobInputs {
         m.insert("reference_images".into(), list(&self.reference_images));
         m.insert("reference_videos".into(), list(&self.reference_videos));
         m.insert("reference_audio".into(), list(&self.reference_audio));
+        if self.source_frame {
+            m.insert("source_frame".into(), true.into());
+        }
         Attr::M(m)
     }
 
@@ -187,6 +196,7 @@ impl JobInputs {
             reference_images: list("reference_images"),
             reference_videos: list("reference_videos"),
             reference_audio: list("reference_audio"),
+            source_frame: m.bool_attr("source_frame").unwrap_or(false),
         }
     }
 
@@ -248,6 +258,9 @@ pub struct JobRecord {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub expires_at: Option<i64>,
+    /// The completed video of the organization this job remixes (its output copied to the
+    /// job's `source_video_blob_key` at admission).
+    pub remixed_from: Option<String>,
 }
 
 impl JobRecord {
@@ -284,7 +297,7 @@ impl JobRecord {
         put(attr::THUMBNAIL, self.thumbnail.into());
         put(attr::RESERVATION, self.reservation.as_str().into());
         put(attr::INPUTS, self.inputs.to_attr());
-        let optional: [(&str, Option<Attr>); 8] = [
+        let optional: [(&str, Option<Attr>); 9] = [
             (
                 attr::BUDGET_MONTH,
                 self.budget_month.clone().map(Attr::from),
@@ -305,6 +318,10 @@ impl JobRecord {
                 self.error_message.clone().map(Attr::from),
             ),
             (EXPIRES_AT, self.expires_at.map(Attr::from)),
+            (
+                attr::REMIXED_FROM,
+                self.remixed_from.clone().map(Attr::from),
+            ),
         ];
         for (name, value) in optional {
             if let Some(value) = value {
@@ -348,6 +365,7 @@ impl JobRecord {
             error_code: optional(attr::ERROR_CODE),
             error_message: optional(attr::ERROR_MESSAGE),
             expires_at: it.i64_attr(EXPIRES_AT),
+            remixed_from: optional(attr::REMIXED_FROM),
         })
     }
 }
@@ -509,6 +527,7 @@ mod tests {
             error_code: None,
             error_message: None,
             expires_at: None,
+            remixed_from: None,
         }
     }
 
@@ -594,6 +613,11 @@ mod tests {
         job.render_started_ms = Some(1_700_000_050_000);
         job.size = Some("1366x768".into());
         job.expires_at = Some(1_702_592_100);
+        job.remixed_from = Some("video_0".into());
+        job.inputs = JobInputs {
+            source_frame: true,
+            ..JobInputs::default()
+        };
         assert_eq!(JobRecord::from_item(&job.to_item()), Some(job));
     }
 

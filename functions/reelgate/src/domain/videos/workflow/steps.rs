@@ -223,7 +223,17 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
     }
     // Reference videos: frames sampled through each clip go to the moderator as images.
     for file_id in &inputs.reference_videos {
-        images.extend(sampled_frames(pipeline, &job.org, file_id).await?);
+        let key = crate::domain::files::blob_key(&job.org, file_id);
+        images.extend(sampled_frames(pipeline, &key, file_id).await?);
+    }
+    // A remix's source: its frames are moderated like a reference video's, and the render of a
+    // chained remix opens with its first frame.
+    if let Some(source_id) = &item.remixed_from {
+        let key = videos::source_video_blob_key(&job.org, &job.video_id);
+        images.extend(sampled_frames(pipeline, &key, source_id).await?);
+        if inputs.source_frame {
+            keep_source_frame(pipeline, job, &key).await?;
+        }
     }
     // Reference audio: it must decode and last as long as the engine accepts. No configured
     // moderator classifies audio content (see docs/security.md).
@@ -291,7 +301,7 @@ pub const REFERENCE_AUDIO_SECS: (f64, f64) = (2.0, 15.0);
 /// cannot be cleared: moderation fails closed.
 async fn sampled_frames(
     pipeline: &Pipeline,
-    org: &str,
+    key: &str,
     file_id: &str,
 ) -> Result<Vec<crate::ports::moderator::ImageInput>, StepError> {
     use base64::Engine as _;
@@ -301,8 +311,7 @@ async fn sampled_frames(
             format!("reference video {file_id}: {e}"),
         )
     };
-    let key = crate::domain::files::blob_key(org, file_id);
-    let bytes = read_all(pipeline.blobs.as_ref(), &key)
+    let bytes = read_all(pipeline.blobs.as_ref(), key)
         .await
         .map_err(|e| unavailable(e.to_string()))?;
     let frames = tokio::task::spawn_blocking(move || {
@@ -327,6 +336,38 @@ async fn sampled_frames(
             bytes: bytes::Bytes::from(jpeg),
         })
         .collect())
+}
+
+/// Stores the first frame of the job's source copy (`source_key`) as the frame its render opens
+/// with. A source whose first frame cannot be decoded fails the job unbilled, as an input
+/// moderation could not clear does.
+async fn keep_source_frame(
+    pipeline: &Pipeline,
+    job: &JobRef,
+    source_key: &str,
+) -> Result<(), StepError> {
+    let unavailable = |e: String| {
+        StepError::new(
+            errors::MODERATION_UNAVAILABLE,
+            format!("the source's first frame: {e}"),
+        )
+    };
+    let bytes = read_all(pipeline.blobs.as_ref(), source_key)
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    let frame = tokio::task::spawn_blocking(move || reelgate_media::first_frame_jpeg(&bytes))
+        .await
+        .map_err(|e| unavailable(e.to_string()))?
+        .map_err(|e| unavailable(e.to_string()))?;
+    pipeline
+        .blobs
+        .put_bytes(
+            &videos::source_frame_blob_key(&job.org, &job.video_id),
+            "image/jpeg",
+            frame.into(),
+        )
+        .await
+        .map_err(|e| unavailable(e.to_string()))
 }
 
 /// Checks reference audio `file_id`: a file whose container does not parse fails moderation
@@ -544,26 +585,37 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
     }
     let mp4 = conform(pipeline, job, &item, &render.output_key, &output_key).await?;
     let size = check_output(&mp4, item.seconds as f64)?;
-    let thumb_key = videos::thumbnail_blob_key(&job.org, &job.video_id);
-    let thumbnail = match tokio::task::spawn_blocking(move || {
-        reelgate_media::thumbnail_jpeg(&mp4, 480)
+    let previews = tokio::task::spawn_blocking(move || {
+        (
+            reelgate_media::thumbnail_jpeg(&mp4, THUMBNAIL_WIDTH),
+            reelgate_media::spritesheet_jpeg(&mp4, SPRITESHEET_TILE_WIDTH),
+        )
     })
-    .await
-    {
-        Ok(Ok(jpeg)) => pipeline
-            .blobs
-            .put_bytes(&thumb_key, "image/jpeg", jpeg.into())
-            .await
-            .is_ok(),
-        Ok(Err(e)) => {
-            tracing::warn!(video_id = %job.video_id, error = %e, "no thumbnail: the first frames could not be decoded");
-            false
-        }
+    .await;
+    let (thumbnail, spritesheet) = match previews {
+        Ok((thumbnail, spritesheet)) => (Some(thumbnail), Some(spritesheet)),
         Err(e) => {
             tracing::warn!(video_id = %job.video_id, error = %e, "thumbnail task failed");
-            false
+            (None, None)
         }
     };
+    let thumbnail = store_preview(
+        pipeline,
+        job,
+        "thumbnail",
+        &videos::thumbnail_blob_key(&job.org, &job.video_id),
+        thumbnail,
+    )
+    .await;
+    // A job without a spritesheet still completes: its variant answers 404.
+    store_preview(
+        pipeline,
+        job,
+        "spritesheet",
+        &videos::spritesheet_blob_key(&job.org, &job.video_id),
+        spritesheet,
+    )
+    .await;
     let now = now_secs();
     let quote = item.cost;
     let currency = item.currency.clone();
@@ -597,6 +649,35 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         crate::domain::webhooks::emit(pipeline.context(), &job.org, &job.video_id).await;
     }
     Ok(json!({"charged": charged}))
+}
+
+/// The thumbnail's width in pixels (`GET /v1/videos/{id}/thumbnail`).
+pub const THUMBNAIL_WIDTH: u32 = 480;
+/// Each spritesheet frame's width in pixels: a 16:9 video's sheet is 640x360.
+pub const SPRITESHEET_TILE_WIDTH: u32 = 160;
+
+/// Stores a preview JPEG of the output (`what`: thumbnail or spritesheet); whether it is stored.
+/// A preview is not worth failing a rendered, conformed job for: a missing one is logged.
+async fn store_preview(
+    pipeline: &Pipeline,
+    job: &JobRef,
+    what: &str,
+    key: &str,
+    jpeg: Option<Result<Vec<u8>, reelgate_media::MediaError>>,
+) -> bool {
+    match jpeg {
+        Some(Ok(jpeg)) => pipeline
+            .blobs
+            .put_bytes(key, "image/jpeg", jpeg.into())
+            .await
+            .inspect_err(|e| tracing::warn!(video_id = %job.video_id, error = %e, "no {what}: storing it failed"))
+            .is_ok(),
+        Some(Err(e)) => {
+            tracing::warn!(video_id = %job.video_id, error = %e, "no {what}: the frames could not be decoded");
+            false
+        }
+        None => false,
+    }
 }
 
 async fn fail_job(pipeline: &Pipeline, job: &JobRef, payload: &Value) -> Result<Value, StepError> {

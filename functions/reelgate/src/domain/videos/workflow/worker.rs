@@ -9,7 +9,7 @@
 use super::steps::{errors, RenderResult};
 use super::Pipeline;
 use crate::domain::videos;
-use crate::domain::videos::record::{self as job_record, JobInputs, JobRecord, JobStatus};
+use crate::domain::videos::record::{self as job_record, JobRecord, JobStatus};
 use crate::ports::engine::{
     EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
 };
@@ -208,24 +208,31 @@ async fn enqueue(pipeline: &Pipeline, message: &RenderMessage, delay: Duration) 
         .map_err(|e| e.to_string())
 }
 
-async fn sign_inputs(
-    pipeline: &Pipeline,
-    org: &str,
-    inputs: &JobInputs,
-) -> Result<RenderInputs, String> {
-    let sign = |id: String| async move {
+/// The blob of the frame the job's render opens with: its uploaded first frame, or the source's
+/// first frame of a chained remix.
+fn first_frame_key(job: &JobRecord) -> Option<String> {
+    match &job.inputs.first_frame {
+        Some(id) => Some(crate::domain::files::blob_key(&job.org, id)),
+        None if job.inputs.source_frame => Some(crate::domain::videos::source_frame_blob_key(
+            &job.org, &job.id,
+        )),
+        None => None,
+    }
+}
+
+async fn sign_inputs(pipeline: &Pipeline, job: &JobRecord) -> Result<RenderInputs, String> {
+    let (org, inputs) = (job.org.as_str(), &job.inputs);
+    let presign = |key: String| async move {
         pipeline
             .blobs
-            .presign_get(
-                &crate::domain::files::blob_key(org, &id),
-                pipeline.settings.presign_ttl,
-            )
+            .presign_get(&key, pipeline.settings.presign_ttl)
             .await
-            .map_err(|e| format!("signing input {id}: {e}"))
+            .map_err(|e| format!("signing input {key}: {e}"))
     };
+    let sign = |id: String| presign(crate::domain::files::blob_key(org, &id));
     let mut out = RenderInputs::default();
-    if let Some(id) = inputs.first_frame.clone() {
-        out.first_frame_url = Some(sign(id).await?);
+    if let Some(key) = first_frame_key(job) {
+        out.first_frame_url = Some(presign(key).await?);
     }
     if let Some(id) = inputs.last_frame.clone() {
         out.last_frame_url = Some(sign(id).await?);
@@ -291,20 +298,14 @@ async fn claim_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Res
 /// now describes it, renders no such clip (the create refused it under the catalog of the time).
 async fn render_shape(
     pipeline: &Pipeline,
-    org: &str,
     job: &JobRecord,
 ) -> Option<crate::domain::videos::native_renders::RenderShape> {
     let ratio = reelgate_media::AspectRatio::parse(&job.aspect_ratio)
         .unwrap_or(reelgate_media::AspectRatio::R16x9);
     let mut first = None;
     if ratio == reelgate_media::AspectRatio::Auto {
-        if let Some(id) = &job.inputs.first_frame {
-            if let Ok(bytes) = crate::ports::blobs::read_all(
-                pipeline.blobs.as_ref(),
-                &crate::domain::files::blob_key(org, id),
-            )
-            .await
-            {
+        if let Some(key) = first_frame_key(job) {
+            if let Ok(bytes) = crate::ports::blobs::read_all(pipeline.blobs.as_ref(), &key).await {
                 first = reelgate_media::decode_image(&bytes)
                     .ok()
                     .map(|i| (i.width(), i.height()));
@@ -375,8 +376,7 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
         );
         return enqueue(pipeline, &next, Duration::ZERO).await;
     }
-    let inputs = job.inputs.clone();
-    let signed = match sign_inputs(pipeline, org, &inputs).await {
+    let signed = match sign_inputs(pipeline, &job).await {
         Ok(s) => s,
         Err(e) => {
             return fail_task(pipeline, token, video_id, errors::ENGINE_UNAVAILABLE, &e).await
@@ -385,7 +385,7 @@ async fn submit(pipeline: &Pipeline, token: &str, org: &str, video_id: &str) -> 
     let aspect = Some(job.aspect_ratio.clone())
         .filter(|a| !a.is_empty())
         .unwrap_or_else(|| "16:9".to_owned());
-    let Some(shape) = render_shape(pipeline, org, &job).await else {
+    let Some(shape) = render_shape(pipeline, &job).await else {
         return fail_task(
             pipeline,
             token,

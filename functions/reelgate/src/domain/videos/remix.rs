@@ -1,0 +1,185 @@
+//! `POST /v1/videos/{video_id}/remix`: a new job on a completed video's model, seconds, aspect
+//! ratio and inputs, with a new prompt. It goes through the create use case (idempotency, rate
+//! limits, the rules, the quote, admission, moderation, translation, the workflow, billing at
+//! completion), made from the source: the new job keeps its own copy of the source's output,
+//! and its render opens with the source's first frame on an engine without video-to-video.
+
+use crate::domain::accounts::Caller;
+use crate::domain::catalog::OperationSupport;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::videos::create::{CreateAnswer, Source};
+use crate::domain::videos::{JobRecord, JobStatus};
+use crate::domain::Context;
+use crate::ports::workflow::Workflow;
+use serde_json::{json, Value};
+
+/// `POST /v1/videos/{video_id}/remix` as OpenAI's SDK sends it (`{"prompt"}`).
+#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({"prompt": "the same boat, now at night under neon signs"}))]
+pub struct VideoRemixRequest {
+    /// The new prompt, under the create rules' limits.
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+}
+
+/// Reads a remix body: `prompt` and nothing else (the model, seconds and ratio are the
+/// source's; a field a caller might expect to change them is refused by name, not ignored).
+pub fn parse(body: &Value) -> ApiResult<VideoRemixRequest> {
+    let obj = crate::domain::params::Params::of(body)?.object();
+    if let Some(unknown) = obj.keys().find(|k| k.as_str() != "prompt") {
+        return Err(ApiError::invalid(
+            unknown,
+            format!(
+                "Unknown parameter: {unknown}. A remix keeps the source's model, seconds, \
+                 aspect ratio and inputs; only prompt is sent."
+            ),
+        ));
+    }
+    match obj.get("prompt") {
+        Some(Value::String(p)) => Ok(VideoRemixRequest { prompt: p.clone() }),
+        Some(_) => Err(crate::domain::params::wrong_type("prompt", "a string")),
+        None => Err(crate::domain::params::required("prompt")),
+    }
+}
+
+/// The remix use case: the source must be a completed video of the caller's organization
+/// (another organization's is not found, a running one is a 400), on a model that can remix.
+/// Nothing is reserved and no job is made when any check refuses.
+pub async fn remix(
+    cx: Context<'_>,
+    workflow: Option<&dyn Workflow>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    source_id: &str,
+    body: &Value,
+) -> ApiResult<CreateAnswer> {
+    let request = parse(body)?;
+    let not_found = || crate::domain::videos::queries::not_found(source_id);
+    // An id of another organization reads as one that does not exist.
+    if !crate::domain::ids::is_valid(source_id, "video") {
+        return Err(not_found());
+    }
+    let source = crate::domain::videos::record::load(cx.store, &caller.org, source_id)
+        .await?
+        .ok_or_else(not_found)?;
+    if source.status != JobStatus::Completed {
+        return Err(ApiError::invalid(
+            "video_id",
+            format!(
+                "Only a completed video can be remixed; video {source_id} is {}.",
+                source.status.as_str()
+            ),
+        ));
+    }
+    // A model gone from the catalog is refused by the create rules (model_not_found).
+    if let Some(model) = cx.catalog.video_model(&source.model) {
+        if cx.catalog.capabilities(model).operations().remix == OperationSupport::Unavailable {
+            return Err(ApiError::invalid(
+                "video_id",
+                format!(
+                    "The video model '{}' takes neither a source video nor a first frame, so \
+                     video {source_id} cannot be remixed. Create a new video instead.",
+                    source.model
+                ),
+            ));
+        }
+    }
+    let create_body = create_request(&source, &request.prompt);
+    let from = Source {
+        video_id: source.id.clone(),
+        opens_with_first_frame: true,
+    };
+    crate::domain::videos::create::create_from(
+        cx,
+        workflow,
+        caller,
+        idempotency_key,
+        &create_body,
+        Some(&from),
+    )
+    .await
+    .map_err(|e| about_source_inputs(e, source_id))
+}
+
+/// The create request a remix of `source` is: its model, seconds and aspect ratio, its last
+/// frame and references, and the new prompt. Its first frame is the source's own (taken from
+/// the output by the moderate step), so a first frame it was made from is not asked for again.
+fn create_request(source: &JobRecord, prompt: &str) -> Value {
+    let mut body = json!({
+        "model": source.model,
+        "prompt": prompt,
+        "seconds": source.seconds,
+        "aspect_ratio": source.aspect_ratio,
+    });
+    let inputs = &source.inputs;
+    if let Some(last) = &inputs.last_frame {
+        body["image_reference"] = json!([{"file_id": last, "role": "last_frame"}]);
+    }
+    let refs = |ids: &[String]| -> Value { ids.iter().map(|id| json!({"file_id": id})).collect() };
+    if !(inputs.reference_images.is_empty() && inputs.reference_videos.is_empty()) {
+        let mut references = json!({
+            "images": refs(&inputs.reference_images),
+            "videos": refs(&inputs.reference_videos),
+        });
+        if !inputs.reference_audio.is_empty() {
+            references["audio"] = refs(&inputs.reference_audio);
+        }
+        body["references"] = references;
+    }
+    body
+}
+
+/// A create error about one of the source's input files (deleted since, say) names the source,
+/// since the caller sent none of those fields.
+fn about_source_inputs(e: ApiError, source_id: &str) -> ApiError {
+    let from_inputs = e
+        .param
+        .as_deref()
+        .is_some_and(|p| p.starts_with("image_reference") || p.starts_with("references"));
+    if !from_inputs {
+        return e;
+    }
+    ApiError::invalid(
+        "video_id",
+        format!(
+            "A remix reuses the inputs video {source_id} was made from, and one of them can no \
+             longer be used: {}",
+            e.message
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_prompt_is_read_and_anything_else_is_refused_by_name() {
+        assert_eq!(
+            parse(&json!({"prompt": "at night"})).map(|r| r.prompt).ok(),
+            Some("at night".to_owned())
+        );
+        for (body, param) in [
+            (json!({}), "prompt"),
+            (json!({"prompt": 3}), "prompt"),
+            (json!({"prompt": "x", "seconds": 8}), "seconds"),
+            (json!({"prompt": "x", "model": "reel-1"}), "model"),
+        ] {
+            let e = parse(&body).expect_err("refused");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_source_input_error_names_the_source() {
+        let e = ApiError::invalid(
+            "image_reference[0].file_id",
+            "No file file_1 exists in your organization.",
+        );
+        let named = about_source_inputs(e, "video_9");
+        assert_eq!(named.param.as_deref(), Some("video_id"));
+        assert!(named.message.contains("video_9") && named.message.contains("file_1"));
+        let other = about_source_inputs(ApiError::invalid("prompt", "too long"), "video_9");
+        assert_eq!(other.param.as_deref(), Some("prompt"));
+    }
+}

@@ -1,0 +1,119 @@
+"""The rest of OpenAI's video surface through the official `openai` Python SDK (3.57, whose
+methods still send although OpenAI's own service closed): `videos.remix` and
+`download_content(variant="spritesheet")`, against the real binary and the reference engine.
+Each job is billed exactly its quote (the balance before minus after), a remix of a running job
+or of another organization's job is refused with nothing reserved, and the answers are checked
+against docs/openapi.json by tests/harness.py."""
+
+import json
+import subprocess
+from decimal import Decimal
+
+import httpx
+import openai
+import pytest
+
+from test_python_sdk import TERMINAL, wait_for
+
+
+@pytest.fixture(scope="module")
+def client(tenant):
+    return openai.OpenAI(base_url=tenant.base_url, api_key=tenant.key, max_retries=0)
+
+
+def org_state(tenant):
+    return tenant.server.admin("org", "show", "--org", tenant.org)
+
+
+def balance(tenant):
+    return Decimal(org_state(tenant)["balance"])
+
+
+def probe(mp4: bytes) -> dict:
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", "-"],
+        input=mp4, capture_output=True, check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def completed_source(client, prompt="a paper boat on a rainy street", ratio="9:16", size="768x1366"):
+    video = client.videos.create(
+        model="reel-1", prompt=prompt, seconds="4", size=size, extra_body={"aspect_ratio": ratio}
+    )
+    video = wait_for(client, video.id)
+    assert video.status == "completed", video
+    return video
+
+
+def test_a_remix_is_a_new_job_on_the_source_settings_billed_its_quote(client, tenant):
+    source = completed_source(client)
+    before = balance(tenant)
+
+    remix = client.videos.remix(source.id, prompt="the same boat, now at night under neon signs")
+    assert remix.id != source.id
+    assert remix.remixed_from_video_id == source.id
+    assert remix.status not in TERMINAL
+    assert remix.model == source.model and remix.seconds == source.seconds
+
+    # Deleting the source does not break the remix: it rendered from its own copy.
+    client.videos.delete(source.id)
+    done = wait_for(client, remix.id)
+    assert done.status == "completed", done
+    assert done.remixed_from_video_id == source.id
+    assert done.expires_at is not None and done.expires_at > done.completed_at
+    cost = Decimal(done.model_extra["cost"])
+    assert cost == Decimal(source.model_extra["cost"]), "quoted as a create of the source's seconds"
+    assert before - balance(tenant) == cost
+
+    mp4 = client.videos.download_content(done.id).read()
+    streams = {s["codec_type"]: s for s in probe(mp4)["streams"]}
+    assert (streams["video"]["width"], streams["video"]["height"]) == (768, 1366), "the source's orientation"
+    assert streams["audio"]["codec_name"] == "aac"
+    assert abs(float(probe(mp4)["format"]["duration"]) - 4.0) <= 0.5
+
+
+def test_a_spritesheet_is_one_jpeg_grid_of_frames(client):
+    source = completed_source(client, prompt="a lighthouse at dusk", ratio="16:9", size="1366x768")
+    sheet = client.videos.download_content(source.id, variant="spritesheet").read()
+    assert sheet[:3] == b"\xff\xd8\xff"
+    image = probe(sheet)["streams"][0]
+    # 16 frames 160 px wide in 4 columns: 640 x (4 x 90).
+    assert (image["width"], image["height"]) == (640, 360), image
+
+
+def test_a_remix_of_a_running_or_foreign_video_is_refused_with_nothing_reserved(client, tenant):
+    running = client.videos.create(
+        model="reel-1", prompt="a slow pan over hills", seconds="8", size="1366x768",
+        extra_body={"aspect_ratio": "16:9"},
+    )
+    state = org_state(tenant)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.remix(running.id, prompt="faster")
+    assert e.value.body["param"] == "video_id"
+    after = org_state(tenant)
+    assert (after["reserved"], after["balance"]) == (state["reserved"], state["balance"])
+
+    server = tenant.server
+    other_org = server.admin("org", "create", "--name", "Other", "--plan", "enterprise", "--credits", "5.00")
+    other_user = server.admin("user", "create", "--org", other_org["id"], "--email", "other@example.test")
+    other_key = server.admin("key", "create", "--user", other_user["id"])["secret"]
+    server.agree(other_user["id"], other_org["id"])
+    other = openai.OpenAI(base_url=tenant.base_url, api_key=other_key, max_retries=0)
+    with pytest.raises(openai.NotFoundError):
+        other.videos.remix(running.id, prompt="mine now")
+    assert [v.id for v in other.videos.list()] == [], "no job was made for the other organization"
+    wait_for(client, running.id)
+
+
+def test_remix_bodies_the_sdk_would_not_send_are_refused_by_name(client, tenant):
+    source = completed_source(client, prompt="a kite", ratio="1:1", size="768x768")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.remix(source.id, prompt="a kite", extra_body={"seconds": "8"})
+    assert e.value.body["param"] == "seconds"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.remix(source.id, prompt="")
+    assert e.value.body["param"] == "prompt"
+    models = httpx.get(f"{tenant.base_url}/videos/models", headers={"Authorization": f"Bearer {tenant.key}"}).json()
+    reel = next(m for m in models["data"] if m["id"] == "reel-1")
+    assert reel["operations"]["remix"] == "chained"
