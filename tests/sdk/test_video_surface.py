@@ -1,6 +1,7 @@
 """The rest of OpenAI's video surface through the official `openai` Python SDK (3.57, whose
-methods still send although OpenAI's own service closed): `videos.remix` and
-`download_content(variant="spritesheet")`, against the real binary and the reference engine.
+methods still send although OpenAI's own service closed): `videos.remix`,
+`download_content(variant="spritesheet")`, `videos.create_character` and `get_character` (and a
+create naming the character), against the real binary and the reference engine.
 Each job is billed exactly its quote (the balance before minus after), a remix of a running job
 or of another organization's job is refused with nothing reserved, and the answers are checked
 against docs/openapi.json by tests/harness.py."""
@@ -117,3 +118,31 @@ def test_remix_bodies_the_sdk_would_not_send_are_refused_by_name(client, tenant)
     models = httpx.get(f"{tenant.base_url}/videos/models", headers={"Authorization": f"Bearer {tenant.key}"}).json()
     reel = next(m for m in models["data"] if m["id"] == "reel-1")
     assert reel["operations"]["remix"] == "chained"
+
+
+def test_a_character_from_an_mp4_is_drawn_into_a_create_billed_its_quote(client, tenant):
+    source = completed_source(client, prompt="a red kite", ratio="1:1", size="768x768")
+    clip = client.videos.download_content(source.id).read()
+    made = client.videos.create_character(name="Kite", video=("kite.mp4", clip, "video/mp4"))
+    assert made.id.startswith("char_") and made.name == "Kite" and made.created_at > 0
+    got = client.videos.get_character(made.id)
+    assert (got.id, got.name, got.created_at) == (made.id, made.name, made.created_at)
+
+    before = balance(tenant)
+    video = client.videos.create(
+        model="reel-1", prompt="the kite over the sea", seconds="4", size="1366x768",
+        extra_body={"aspect_ratio": "16:9", "characters": [made.id]},
+    )
+    # Deleting the character does not break the job: it copied the frames at admission.
+    assert httpx.delete(f"{tenant.base_url}/videos/characters/{made.id}",
+                        headers={"Authorization": f"Bearer {tenant.key}"}).status_code == 200
+    done = wait_for(client, video.id)
+    assert done.status == "completed", done
+    assert before - balance(tenant) == Decimal(done.model_extra["cost"])
+
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.create(
+            model="reel-1", prompt="x", seconds="4", size="1366x768",
+            extra_body={"aspect_ratio": "16:9", "characters": [made.id]},
+        )
+    assert e.value.body["param"] == "characters[0]", "a deleted character is named"

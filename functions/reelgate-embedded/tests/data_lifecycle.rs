@@ -204,6 +204,20 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
     .await
     .expect("save bob");
 
+    // A character made from an image: its record and its one frame.
+    let character = reelgate::domain::videos::characters::create(
+        server.app.context(),
+        &org,
+        reelgate::domain::videos::characters::CharacterCreateRequest {
+            name: "Dot".into(),
+            video: Some(tiny_png().into()),
+            file_id: None,
+        },
+    )
+    .await
+    .expect("character")
+    .id;
+
     // A blob no record claims (a crash between writing bytes and their record), and a partial
     // upload a crash left in the blob directory.
     let orphan = format!("{org}/files/file_orphaned");
@@ -272,6 +286,7 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
     };
 
     let day0_records = with(&[
+        format!("CHARACTER#{character}"),
         format!("VIDEO#{completed}"),
         format!("VIDEO#{failed}"),
         format!("MODERATION#{completed}"),
@@ -294,6 +309,8 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
     let day0_blobs: BTreeSet<String> = set(&[
         format!("{org}/videos/{completed}/video.mp4"),
         format!("{org}/videos/{completed}/thumbnail.jpg"),
+        format!("{org}/videos/{completed}/spritesheet.jpg"),
+        format!("{org}/characters/{character}/frame_0.jpg"),
         format!("{org}/files/{file}"),
         abandoned_blob.clone(),
         orphan.clone(),

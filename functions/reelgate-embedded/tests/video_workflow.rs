@@ -712,7 +712,14 @@ async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_bill
     // Deleting the remix deletes every blob it owned, its source copy and frame included.
     let blobs = server.app.blobs.clone();
     let owned = reelgate::domain::videos::job_blob_keys(&t.org, &remix_id);
-    for key in &owned {
+    let written = [
+        reelgate::domain::videos::output_blob_key(&t.org, &remix_id),
+        reelgate::domain::videos::spritesheet_blob_key(&t.org, &remix_id),
+        reelgate::domain::videos::source_video_blob_key(&t.org, &remix_id),
+        reelgate::domain::videos::source_frame_blob_key(&t.org, &remix_id),
+    ];
+    for key in &written {
+        assert!(owned.contains(key), "{key} is owned by the job");
         assert!(blobs.head(key).await.expect("head").is_some(), "{key}");
     }
     let (status, _) = send(

@@ -140,8 +140,8 @@ macro_rules! manifest {
 }
 
 use reelgate::api::{
-    agreement, chat, console, files, messages, models, openapi, responses, uploads, usage, videos,
-    webhooks,
+    agreement, characters, chat, console, files, messages, models, openapi, responses, uploads,
+    usage, videos, webhooks,
 };
 
 manifest! {
@@ -168,7 +168,7 @@ manifest! {
         uploads::complete_route,
         Adapters::STORE.blobs(),
     );
-    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route, Adapters::STORE.workflow().queues());
+    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route, Adapters::STORE.blobs().workflow().queues());
     API_VIDEO_MODELS = http(
         "api-video-models",
         "ApiVideoModelsFunction",
@@ -210,6 +210,20 @@ manifest! {
         "/v1/videos/{video_id}/cancel",
         videos::cancel_route,
         Adapters::STORE.workflow().queues().video_engines(),
+    );
+    API_VIDEO_CHARACTERS = http(
+        "api-video-characters",
+        "ApiVideoCharactersFunction",
+        "/v1/videos/characters",
+        characters::collection_route,
+        Adapters::STORE.blobs(),
+    );
+    API_VIDEO_CHARACTER_ITEM = http(
+        "api-video-character-item",
+        "ApiVideoCharacterItemFunction",
+        "/v1/videos/characters/{character_id}",
+        characters::item_route,
+        Adapters::STORE.blobs(),
     );
     API_VIDEO_REMIX = http(
         "api-video-remix",

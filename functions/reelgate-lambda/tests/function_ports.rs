@@ -344,6 +344,16 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
     )
     .await;
     let stored = stored["id"].as_str().expect("response id").to_owned();
+    let character = json!({"name": "Dot", "file_id": image});
+    let seeded = seed(
+        &server,
+        &t,
+        "POST",
+        "/v1/videos/characters",
+        character.clone(),
+    )
+    .await;
+    let seeded = seeded["id"].as_str().expect("character id").to_owned();
 
     let chat = json!({"model": "fake-chat", "messages": [{"role": "user", "content": [
         {"type": "text", "text": "What is in the image?"},
@@ -384,9 +394,11 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                 call_json(
                     "POST",
                     "/v1/videos",
+                    // A create naming a character copies its frames into the job's folder.
                     json!({"model": "reel-1", "prompt": "the dot grows",
                     "seconds": 4, "aspect_ratio": "1:1",
-                    "image_reference": [{"file_id": image, "role": "first_frame"}]}),
+                    "image_reference": [{"file_id": image, "role": "first_frame"}],
+                    "characters": [seeded]}),
                 ),
                 call("GET", "/v1/videos"),
             ],
@@ -408,6 +420,14 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
             "api-video-thumbnail" => vec![call("GET", format!("/v1/videos/{done}/thumbnail"))],
             // The video `api-videos` admitted (its render held running): see below.
             "api-video-cancel" => vec![call("POST", "/v1/videos/{held}/cancel")],
+            "api-video-characters" => vec![
+                call_json("POST", "/v1/videos/characters", character.clone()),
+                call("GET", "/v1/videos/characters"),
+            ],
+            "api-video-character-item" => vec![
+                call("GET", format!("/v1/videos/characters/{seeded}")),
+                call("DELETE", format!("/v1/videos/characters/{seeded}")),
+            ],
             "api-video-remix" => vec![call_json(
                 "POST",
                 format!("/v1/videos/{done}/remix"),

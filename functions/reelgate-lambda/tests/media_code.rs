@@ -23,9 +23,12 @@ const STRIPPED_MARKER: &[u8] = b"CWelsDecoder";
 const AWS_LC_PREFIX: &str = " aws_lc_";
 const RING_PREFIX: &str = " ring_core_";
 
-/// The functions whose work is media: finalize (probe, thumbnail) and moderate (frames of
-/// reference videos). The render worker only talks to the engine, so it carries no codec.
-const MAY_CARRY_CODECS: &[&str] = &["step-finalize", "step-moderate"];
+/// The functions whose work is media: finalize (probe, thumbnail, spritesheet), moderate
+/// (frames of reference videos and of a remix's source) and the characters' create, which
+/// checks a caller's video with the conform stage's reading and decodes its frames before it
+/// answers (a character without a decodable frame is a 400, not a failed job later). The
+/// render worker only talks to the engine, so it carries no codec.
+const MAY_CARRY_CODECS: &[&str] = &["step-finalize", "step-moderate", "api-video-characters"];
 
 fn binary(name: &str) -> PathBuf {
     // target/<profile>/deps/<test> → target/<profile>/<name>
@@ -112,12 +115,20 @@ fn only_the_media_steps_link_video_codecs() {
         "these functions link video codec code they never run:\n  {}",
         carrying.join("\n  ")
     );
-    // Every HTTP function is among the checked ones.
+    // Every HTTP function is among the checked ones, but the one HTTP function whose answer
+    // needs a decoded picture (the characters' create).
     for f in FUNCTIONS {
-        if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. }) {
+        if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. })
+            && f.binary != "api-video-characters"
+        {
             assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
         }
     }
+    let characters = binary("api-video-characters");
+    assert!(
+        !codec_markers(&characters).is_empty(),
+        "api-video-characters decodes a caller's frames: it should carry the H.264 decoder"
+    );
 }
 
 #[test]

@@ -66,3 +66,39 @@ pub fn fit_frame_jpeg(bytes: &[u8], width: u32, height: u32) -> Result<Vec<u8>, 
         .map_err(|e| MediaError::ImageEncode(e.to_string()))?;
     Ok(out.into_inner())
 }
+
+/// An image re-encoded as JPEG at most `max_width` pixels wide (aspect kept), refused before it
+/// is decoded when its header declares more than `max_pixels` (a small file may declare a huge
+/// picture; its decoding would hold every pixel).
+pub fn bounded_image_jpeg(
+    bytes: &[u8],
+    max_width: u32,
+    max_pixels: u64,
+) -> Result<Vec<u8>, MediaError> {
+    let (w, h) = image::ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| MediaError::ImageDecode(e.to_string()))?
+        .into_dimensions()
+        .map_err(|e| MediaError::ImageDecode(e.to_string()))?;
+    if u64::from(w) * u64::from(h) > max_pixels {
+        return Err(MediaError::ImageDecode(format!(
+            "the image is {w}x{h}; at most {max_pixels} pixels are accepted"
+        )));
+    }
+    let image = image::DynamicImage::ImageRgb8(decode_image(bytes)?);
+    let image = if image.width() > max_width {
+        let height = ((f64::from(image.height()) * f64::from(max_width) / f64::from(image.width()))
+            .round() as u32)
+            .max(1);
+        image.resize_exact(max_width, height, image::imageops::FilterType::Triangle)
+    } else {
+        image
+    };
+    let mut out = Cursor::new(Vec::new());
+    image
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut out, 90,
+        ))
+        .map_err(|e| MediaError::ImageEncode(e.to_string()))?;
+    Ok(out.into_inner())
+}

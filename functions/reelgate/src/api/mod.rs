@@ -3,6 +3,7 @@
 //! values and every rejection into the OpenAI error envelope.
 
 pub mod agreement;
+pub mod characters;
 pub mod chat;
 pub mod chat_answers;
 pub mod console;
@@ -69,6 +70,7 @@ pub fn router(app: App) -> Router {
         .merge(files::routes())
         .merge(uploads::routes())
         .merge(videos::routes())
+        .merge(characters::routes())
         .merge(models::routes())
         .merge(chat::routes())
         .merge(messages::routes())

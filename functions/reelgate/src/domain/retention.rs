@@ -29,7 +29,7 @@ pub const STAGING_MAX_AGE_SECS: i64 = DAY;
 ///
 /// - a video job owns its MP4, its thumbnail and spritesheet, and the copy of its source with
 ///   that source's first frame (a remix);
-/// - an uploaded file owns its bytes;
+/// - an uploaded file owns its bytes, a character its frames;
 /// - an upload owns the staging blob its URL writes (`complete` copies it to the file's blob and
 ///   deletes it, but a PUT after `complete` may write it again);
 /// - a stored response or item kept outside the table owns that body.
@@ -48,6 +48,8 @@ pub fn owned_blobs(item: &Item) -> Vec<String> {
     };
     if let Some(video_id) = sk.strip_prefix(crate::domain::table_keys::VIDEO_PREFIX) {
         blobs.extend(crate::domain::videos::job_blob_keys(org, video_id));
+    } else if let Some(id) = sk.strip_prefix(crate::domain::table_keys::CHARACTER_PREFIX) {
+        blobs.extend(crate::domain::videos::characters::blob_keys(org, id));
     } else if let Some(file_id) = sk.strip_prefix(crate::domain::table_keys::FILE_PREFIX) {
         blobs.push(crate::domain::files::blob_key(org, file_id));
     } else if let Some(upload_id) = sk.strip_prefix(crate::domain::table_keys::UPLOAD_PREFIX) {
@@ -65,8 +67,10 @@ pub fn blob_kind(key: &str) -> &'static str {
         (Some("videos"), Some("video.mp4")) => "video_outputs",
         (Some("videos"), Some("thumbnail.jpg" | "spritesheet.jpg")) => "thumbnails",
         (Some("videos"), Some("source.mp4" | "source_frame.jpg")) => "video_sources",
+        (Some("videos"), Some(name)) if name.starts_with("character_") => "characters",
         (Some("videos"), _) => "video_other",
         (Some("files"), _) => "files",
+        (Some("characters"), _) => "characters",
         (Some("responses"), _) => "stored_responses",
         _ if key.starts_with(crate::domain::files::uploads::STAGING_PREFIX) => "upload_staging",
         _ => "other",
@@ -88,15 +92,25 @@ mod tests {
 
     #[test]
     fn each_record_names_the_blobs_it_owns() {
+        let job = owned_blobs(&record("ORG#org_1", "VIDEO#video_9", &[]));
         assert_eq!(
-            owned_blobs(&record("ORG#org_1", "VIDEO#video_9", &[])),
-            vec![
+            job[..5],
+            [
                 "org_1/videos/video_9/video.mp4",
                 "org_1/videos/video_9/thumbnail.jpg",
                 "org_1/videos/video_9/spritesheet.jpg",
                 "org_1/videos/video_9/source.mp4",
                 "org_1/videos/video_9/source_frame.jpg"
             ]
+        );
+        assert_eq!(job[5], "org_1/videos/video_9/character_0.jpg");
+        assert_eq!(
+            job.len(),
+            5 + crate::domain::videos::record::MAX_CHARACTER_FRAMES
+        );
+        assert_eq!(
+            owned_blobs(&record("ORG#org_1", "CHARACTER#char_3", &[])).len(),
+            4
         );
         assert_eq!(
             owned_blobs(&record("ORG#org_1", "FILE#file_2", &[])),

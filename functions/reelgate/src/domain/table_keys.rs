@@ -49,6 +49,17 @@ pub fn file(org: &str, file_id: &str) -> Key {
     Key::new(org_pk(org), file_sk(file_id))
 }
 
+pub const CHARACTER_PREFIX: &str = "CHARACTER#";
+
+pub fn character_sk(character_id: &str) -> String {
+    format!("{CHARACTER_PREFIX}{character_id}")
+}
+
+/// A video character (`ORG#<org>` / `CHARACTER#<character id>`).
+pub fn character(org: &str, character_id: &str) -> Key {
+    Key::new(org_pk(org), character_sk(character_id))
+}
+
 pub const UPLOAD_PREFIX: &str = "UPLOAD#";
 
 /// A direct upload (`ORG#<org>` / `UPLOAD#<upload id>`).

@@ -213,6 +213,10 @@ const VIDEO_LINKS: &[Link] = &[
     link("GetVideoThumbnail", "DownloadVideoThumbnail", "video_id"),
     link("DeleteVideo", "DeleteVideo", "video_id"),
 ];
+const CHARACTER_LINKS: &[Link] = &[
+    link("GetCharacter", "RetrieveVideoCharacter", "character_id"),
+    link("DeleteCharacter", "DeleteVideoCharacter", "character_id"),
+];
 const FILE_LINKS: &[Link] = &[
     link("GetFile", "RetrieveFile", "file_id"),
     link("GetFileContent", "DownloadFileContent", "file_id"),
@@ -497,6 +501,54 @@ pub const OPERATIONS: &[Operation] = &[
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/videos/characters",
+        id: "CreateVideoCharacter",
+        tag: "videos",
+        summary: "A named set of reference frames, from a short H.264 MP4 or an image \
+                  (`characters: [id]` on a create or remix adds them as reference images)",
+        body: Body::JsonOrForm("CharacterCreateRequest"),
+        ok: &[(200, Answer::Json("Character"))],
+        errors: &[400, 401, 404, 413],
+        links: CHARACTER_LINKS,
+        ..DEFAULT
+    },
+    Operation {
+        path: "/v1/videos/characters",
+        id: "ListVideoCharacters",
+        tag: "videos",
+        summary: "The organization's characters",
+        params: &[
+            query("limit", Kind::Int(1, crate::domain::videos::characters::MAX_PAGE as i64), "Page size (default 20)."),
+            query("after", Kind::Str, "A character id: the page starts after it."),
+            ORDER,
+        ],
+        ok: &[(200, Answer::Json("List_Character"))],
+        errors: &[400, 401],
+        ..DEFAULT
+    },
+    Operation {
+        path: "/v1/videos/characters/{character_id}",
+        id: "RetrieveVideoCharacter",
+        tag: "videos",
+        summary: "A character",
+        params: &[path("character_id", "A character id (`char_…`).")],
+        ok: &[(200, Answer::Json("Character"))],
+        errors: &[401, 404],
+        ..DEFAULT
+    },
+    Operation {
+        method: "DELETE",
+        path: "/v1/videos/characters/{character_id}",
+        id: "DeleteVideoCharacter",
+        tag: "videos",
+        summary: "Delete a character and its frames (jobs that named it keep their copies)",
+        params: &[path("character_id", "A character id (`char_…`).")],
+        ok: &[(200, Answer::Json("Deleted"))],
+        errors: &[401, 404],
         ..DEFAULT
     },
     // ---- webhooks
@@ -1129,6 +1181,9 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::create::FileRef,
     crate::domain::videos::create::Quote,
     crate::domain::videos::remix::VideoRemixRequest,
+    crate::domain::videos::characters::Character,
+    crate::domain::videos::characters::CharacterCreateRequest,
+    crate::api::envelope::List<crate::domain::videos::characters::Character>,
     crate::domain::videos::Video,
     crate::api::envelope::List<crate::domain::videos::Video>,
     crate::api::envelope::List<crate::domain::videos::queries::VideoModelObject>,

@@ -31,7 +31,7 @@ pub const MAX_REFERENCE_VIDEO_BYTES: u64 = 50 * MIB;
 pub const MAX_REFERENCE_AUDIO_BYTES: u64 = 15 * MIB;
 /// An image-to-video job's frames: the first, and optionally the last.
 pub const MAX_FRAMES: usize = 2;
-pub const MAX_REFERENCE_IMAGES: usize = 8;
+pub const MAX_REFERENCE_IMAGES: usize = crate::domain::videos::record::MAX_CHARACTER_FRAMES;
 pub const MAX_REFERENCE_VIDEOS: usize = 2;
 pub const MAX_REFERENCE_AUDIO: usize = 3;
 
@@ -59,6 +59,10 @@ pub struct VideoCreateRequest {
     pub image_reference: Option<Vec<FrameReference>>,
     /// Reference-to-video.
     pub references: Option<References>,
+    /// Characters of the organization (`POST /v1/videos/characters`) whose frames the render
+    /// takes as reference images (`characters[]` in a form).
+    #[schema(max_items = 2)]
+    pub characters: Option<Vec<String>>,
 }
 
 /// An image-to-video frame.
@@ -300,6 +304,7 @@ pub fn parse(body: &Value) -> ApiResult<VideoCreateRequest> {
         "image_reference",
         "references",
         "size",
+        "characters",
     ];
     if obj.contains_key("input_reference") {
         return Err(ApiError::invalid(
@@ -461,7 +466,34 @@ pub fn parse(body: &Value) -> ApiResult<VideoCreateRequest> {
         size,
         image_reference,
         references,
+        characters: parse_characters(obj.get("characters"))?,
     })
+}
+
+/// `characters`: ids of the organization's characters (checked when admitted).
+pub fn parse_characters(value: Option<&Value>) -> ApiResult<Option<Vec<String>>> {
+    use crate::domain::videos::characters::MAX_CHARACTERS_PER_JOB;
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let list = expect_array(value, "characters")?;
+    if list.len() > MAX_CHARACTERS_PER_JOB {
+        return Err(ApiError::invalid(
+            "characters",
+            format!("characters holds at most {MAX_CHARACTERS_PER_JOB} ids."),
+        ));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::String(id) if !id.is_empty() => Ok(id.clone()),
+            _ => Err(ApiError::invalid(
+                &format!("characters[{i}]"),
+                "Each character is the id of one of your characters (char_…).",
+            )),
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
 }
 
 fn size_limit(purpose: &str) -> u64 {
@@ -545,6 +577,10 @@ pub fn check_capabilities(
         ("first_frame", i.first_frame.is_some()),
         ("last_frame", i.last_frame.is_some()),
         ("reference_images", !i.reference_images.is_empty()),
+        (
+            "reference_images",
+            req.characters.as_ref().is_some_and(|c| !c.is_empty()),
+        ),
         ("reference_videos", !i.reference_videos.is_empty()),
         ("reference_audio", !i.reference_audio.is_empty()),
     ];
@@ -568,6 +604,15 @@ pub fn check_capabilities(
                 ),
             ));
         }
+    }
+    if req.characters.as_ref().is_some_and(|c| !c.is_empty()) && !caps.honours("reference_images") {
+        return Err(ApiError::invalid(
+            "characters",
+            format!(
+                "The video model '{model}' takes no reference images, so it cannot draw \
+                 characters. Remove characters or choose another model."
+            ),
+        ));
     }
     if let Some(max) = caps.native.max_reference_images {
         if i.reference_images.len() > max {
@@ -734,22 +779,49 @@ pub struct Source {
 /// `MAX_SECONDS`, far below this.
 pub const MAX_SOURCE_BYTES: u64 = 256 * MIB;
 
-/// Copies the source's output into the new job's folder, so that deleting the source (or its
-/// retention ending) never takes a running job's input.
-async fn copy_source(cx: Context<'_>, org: &str, source: &Source, video_id: &str) -> ApiResult<()> {
-    let read = cx
-        .blobs
-        .get(&output_blob_key(org, &source.video_id), None)
-        .await?;
-    cx.blobs
-        .put_stream(
-            &source_video_blob_key(org, video_id),
-            "video/mp4",
-            read.body,
-            MAX_SOURCE_BYTES,
-        )
-        .await?;
+/// Copies what the job takes from other records into its own folder: the source's output (a
+/// remix) and its characters' frames. Deleting the source or a character (or its retention
+/// ending) then never takes a running job's input.
+async fn copy_inputs(
+    cx: Context<'_>,
+    org: &str,
+    source: Option<&Source>,
+    character_frames: &[String],
+    video_id: &str,
+) -> ApiResult<()> {
+    let copies = source
+        .map(|s| {
+            (
+                output_blob_key(org, &s.video_id),
+                source_video_blob_key(org, video_id),
+                "video/mp4",
+            )
+        })
+        .into_iter()
+        .chain(character_frames.iter().enumerate().map(|(i, from)| {
+            (
+                from.clone(),
+                character_frame_blob_key(org, video_id, i),
+                "image/jpeg",
+            )
+        }));
+    for (from, to, content_type) in copies {
+        let read = cx.blobs.get(&from, None).await?;
+        cx.blobs
+            .put_stream(&to, content_type, read.body, MAX_SOURCE_BYTES)
+            .await?;
+    }
     Ok(())
+}
+
+/// Deletes the copies of a job that was not admitted. A crash before this leaves them to the
+/// blobs' age rule (docs/data.md).
+async fn discard_copies(cx: Context<'_>, org: &str, video_id: &str) {
+    for key in job_blob_keys(org, video_id) {
+        if let Err(e) = cx.blobs.delete(&key).await {
+            tracing::warn!(%video_id, error = %e, "a refused job's input copy stays until the age rule");
+        }
+    }
 }
 
 /// What a create answers, as the route and the console render it.
@@ -863,6 +935,31 @@ pub async fn create_with(
         .and_then(|e| cx.catalog.engine(e))
         .and_then(|e| e.native_renders().max_image_bytes);
     check_files(cx, &caller.org, &req, engine_image_limit).await?;
+    let character_frames = match &req.characters {
+        Some(ids) => {
+            crate::domain::videos::characters::frames_for_job(cx, &caller.org, ids).await?
+        }
+        None => Vec::new(),
+    };
+    let reference_images = req.inputs().reference_images.len() + character_frames.len();
+    let most = cx
+        .catalog
+        .video_model(&priced.model)
+        .and_then(|m| cx.catalog.capabilities(m).native.max_reference_images)
+        .unwrap_or(MAX_REFERENCE_IMAGES)
+        .min(MAX_REFERENCE_IMAGES);
+    if !character_frames.is_empty() && reference_images > most {
+        return Err(ApiError::invalid(
+            "characters",
+            format!(
+                "The characters' {} frames and {} reference images make {reference_images} \
+                 reference images; the video model '{}' takes at most {most}.",
+                character_frames.len(),
+                reference_images - character_frames.len(),
+                priced.model
+            ),
+        ));
+    }
     if !crate::domain::accounts::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
             "agreement_required",
@@ -909,6 +1006,8 @@ pub async fn create_with(
         reservation: Reservation::Held,
         inputs: JobInputs {
             source_frame: source.is_some_and(|s| s.opens_with_first_frame),
+            characters: req.characters.clone().unwrap_or_default(),
+            character_frames: character_frames.len() as u32,
             ..req.inputs()
         },
         budget_month: budget.as_ref().map(|(_, b)| b.month.clone()),
@@ -921,8 +1020,10 @@ pub async fn create_with(
         expires_at: None,
         remixed_from: source.map(|s| s.video_id.clone()),
     };
-    if let Some(source) = source {
-        copy_source(cx, &caller.org, source, &id).await?;
+    let copied = source.is_some() || !character_frames.is_empty();
+    if let Err(e) = copy_inputs(cx, &caller.org, source, &character_frames, &id).await {
+        discard_copies(cx, &caller.org, &id).await;
+        return Err(e);
     }
     let job = record.to_item();
     let video = Video::of(&record);
@@ -959,16 +1060,8 @@ pub async fn create_with(
     });
     let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
-        if source.is_some() {
-            // Nothing was admitted: the copy has no job. A crash before this delete leaves it
-            // to the blobs' age rule (docs/data.md).
-            if let Err(e) = cx
-                .blobs
-                .delete(&source_video_blob_key(&caller.org, &id))
-                .await
-            {
-                tracing::warn!(video_id = %id, error = %e, "a refused remix's source copy stays until the age rule");
-            }
+        if copied {
+            discard_copies(cx, &caller.org, &id).await;
         }
         if let Some((at, b)) = budget_at {
             if e.failed_at(at) && !e.failed_at(RESERVE_AT) {

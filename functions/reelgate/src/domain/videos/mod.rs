@@ -2,6 +2,7 @@
 //! workflow's (`crate::ports::workflow`); this module admits jobs and serves their results.
 
 pub mod cancel;
+pub mod characters;
 pub mod create;
 pub mod jobs;
 pub mod moderation;
@@ -44,15 +45,25 @@ pub fn source_frame_blob_key(org: &str, video_id: &str) -> String {
     format!("{org}/videos/{video_id}/source_frame.jpg")
 }
 
+/// The job's own copy of frame `i` of the characters it names (reference images), taken at
+/// admission so that deleting a character never takes a running job's input.
+pub fn character_frame_blob_key(org: &str, video_id: &str, i: usize) -> String {
+    format!("{org}/videos/{video_id}/character_{i}.jpg")
+}
+
 /// Every blob a job owns: deleting the job, or its retention ending, deletes these.
-pub fn job_blob_keys(org: &str, video_id: &str) -> [String; 5] {
-    [
+pub fn job_blob_keys(org: &str, video_id: &str) -> Vec<String> {
+    let mut keys = vec![
         output_blob_key(org, video_id),
         thumbnail_blob_key(org, video_id),
         spritesheet_blob_key(org, video_id),
         source_video_blob_key(org, video_id),
         source_frame_blob_key(org, video_id),
-    ]
+    ];
+    keys.extend(
+        (0..record::MAX_CHARACTER_FRAMES).map(|i| character_frame_blob_key(org, video_id, i)),
+    );
+    keys
 }
 
 pub use crate::domain::videos::object::{JobError, Video};

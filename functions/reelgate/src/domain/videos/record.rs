@@ -144,6 +144,10 @@ mod attr {
 /// The item's `kind`.
 pub const KIND: &str = "video";
 
+/// The most character frames one job copies (the create rules keep every job's reference
+/// images, characters' frames included, within `create::MAX_REFERENCE_IMAGES`, this number).
+pub const MAX_CHARACTER_FRAMES: usize = 8;
+
 /// The job's inputs as the workflow needs them (stored on the job item as a map).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct JobInputs {
@@ -162,6 +166,13 @@ pub struct JobInputs {
     /// without video-to-video. Never set together with `first_frame`.
     #[serde(default)]
     pub source_frame: bool,
+    /// The characters the job names (their ids, as sent).
+    #[serde(default)]
+    pub characters: Vec<String>,
+    /// How many of their frames the job copied (`character_frame_blob_key` 0..n): reference
+    /// images of the render, moderated with the job's other images.
+    #[serde(default)]
+    pub character_frames: u32,
 }
 
 impl JobInputs {
@@ -175,6 +186,13 @@ impl JobInputs {
         m.insert("reference_audio".into(), list(&self.reference_audio));
         if self.source_frame {
             m.insert("source_frame".into(), true.into());
+        }
+        if !self.characters.is_empty() {
+            m.insert("characters".into(), list(&self.characters));
+            m.insert(
+                "character_frames".into(),
+                i64::from(self.character_frames).into(),
+            );
         }
         Attr::M(m)
     }
@@ -197,6 +215,11 @@ impl JobInputs {
             reference_videos: list("reference_videos"),
             reference_audio: list("reference_audio"),
             source_frame: m.bool_attr("source_frame").unwrap_or(false),
+            characters: list("characters"),
+            character_frames: m
+                .i64_attr("character_frames")
+                .unwrap_or_default()
+                .clamp(0, MAX_CHARACTER_FRAMES as i64) as u32,
         }
     }
 
@@ -616,6 +639,8 @@ mod tests {
         job.remixed_from = Some("video_0".into());
         job.inputs = JobInputs {
             source_frame: true,
+            characters: vec!["char_1".into()],
+            character_frames: 4,
             ..JobInputs::default()
         };
         assert_eq!(JobRecord::from_item(&job.to_item()), Some(job));

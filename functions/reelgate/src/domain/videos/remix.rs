@@ -20,26 +20,36 @@ pub struct VideoRemixRequest {
     /// The new prompt, under the create rules' limits.
     #[schema(min_length = 1, max_length = 7000)]
     pub prompt: String,
+    /// Characters whose frames the remix also takes as reference images.
+    #[schema(max_items = 2)]
+    pub characters: Option<Vec<String>>,
 }
 
-/// Reads a remix body: `prompt` and nothing else (the model, seconds and ratio are the
+/// Reads a remix body: `prompt` and `characters` (the model, seconds and ratio are the
 /// source's; a field a caller might expect to change them is refused by name, not ignored).
 pub fn parse(body: &Value) -> ApiResult<VideoRemixRequest> {
     let obj = crate::domain::params::Params::of(body)?.object();
-    if let Some(unknown) = obj.keys().find(|k| k.as_str() != "prompt") {
+    if let Some(unknown) = obj
+        .keys()
+        .find(|k| !["prompt", "characters"].contains(&k.as_str()))
+    {
         return Err(ApiError::invalid(
             unknown,
             format!(
                 "Unknown parameter: {unknown}. A remix keeps the source's model, seconds, \
-                 aspect ratio and inputs; only prompt is sent."
+                 aspect ratio and inputs; it takes prompt and characters."
             ),
         ));
     }
-    match obj.get("prompt") {
-        Some(Value::String(p)) => Ok(VideoRemixRequest { prompt: p.clone() }),
-        Some(_) => Err(crate::domain::params::wrong_type("prompt", "a string")),
-        None => Err(crate::domain::params::required("prompt")),
-    }
+    let prompt = match obj.get("prompt") {
+        Some(Value::String(p)) => p.clone(),
+        Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
+        None => return Err(crate::domain::params::required("prompt")),
+    };
+    Ok(VideoRemixRequest {
+        prompt,
+        characters: crate::domain::videos::create::parse_characters(obj.get("characters"))?,
+    })
 }
 
 /// The remix use case: the source must be a completed video of the caller's organization
@@ -84,7 +94,16 @@ pub async fn remix(
             ));
         }
     }
-    let create_body = create_request(&source, &request.prompt);
+    let mut create_body = create_request(&source, &request.prompt);
+    // The characters the remix names, else the source's own.
+    let source_characters = request.characters.is_none();
+    let characters = request
+        .characters
+        .clone()
+        .unwrap_or_else(|| source.inputs.characters.clone());
+    if !characters.is_empty() {
+        create_body["characters"] = json!(characters);
+    }
     let from = Source {
         video_id: source.id.clone(),
         opens_with_first_frame: true,
@@ -98,11 +117,11 @@ pub async fn remix(
         Some(&from),
     )
     .await
-    .map_err(|e| about_source_inputs(e, source_id))
+    .map_err(|e| about_source_inputs(e, source_id, source_characters))
 }
 
 /// The create request a remix of `source` is: its model, seconds and aspect ratio, its last
-/// frame and references, and the new prompt. Its first frame is the source's own (taken from
+/// frame and references, and the new prompt (its characters are added by the caller). Its first frame is the source's own (taken from
 /// the output by the moderate step), so a first frame it was made from is not asked for again.
 fn create_request(source: &JobRecord, prompt: &str) -> Value {
     let mut body = json!({
@@ -131,11 +150,12 @@ fn create_request(source: &JobRecord, prompt: &str) -> Value {
 
 /// A create error about one of the source's input files (deleted since, say) names the source,
 /// since the caller sent none of those fields.
-fn about_source_inputs(e: ApiError, source_id: &str) -> ApiError {
-    let from_inputs = e
-        .param
-        .as_deref()
-        .is_some_and(|p| p.starts_with("image_reference") || p.starts_with("references"));
+fn about_source_inputs(e: ApiError, source_id: &str, source_characters: bool) -> ApiError {
+    let from_inputs = e.param.as_deref().is_some_and(|p| {
+        p.starts_with("image_reference")
+            || p.starts_with("references")
+            || (source_characters && p.starts_with("characters"))
+    });
     if !from_inputs {
         return e;
     }
@@ -176,10 +196,14 @@ mod tests {
             "image_reference[0].file_id",
             "No file file_1 exists in your organization.",
         );
-        let named = about_source_inputs(e, "video_9");
+        let named = about_source_inputs(e, "video_9", false);
         assert_eq!(named.param.as_deref(), Some("video_id"));
         assert!(named.message.contains("video_9") && named.message.contains("file_1"));
-        let other = about_source_inputs(ApiError::invalid("prompt", "too long"), "video_9");
+        let other = about_source_inputs(ApiError::invalid("prompt", "too long"), "video_9", true);
+        assert_eq!(other.param.as_deref(), Some("prompt"));
+        let named_by_caller = ApiError::invalid("characters[0]", "No character char_1 exists.");
+        let kept = about_source_inputs(named_by_caller, "video_9", false);
+        assert_eq!(kept.param.as_deref(), Some("characters[0]"));
         assert_eq!(other.param.as_deref(), Some("prompt"));
     }
 }

@@ -199,8 +199,19 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
     let item = load_running(pipeline, job).await?;
     let inputs = item.inputs.clone();
     let mut images = Vec::new();
-    for file_id in inputs.image_file_ids() {
-        let key = crate::domain::files::blob_key(&job.org, file_id);
+    let character_frames = (0..inputs.character_frames as usize).map(|i| {
+        (
+            format!("character frame {i}"),
+            videos::character_frame_blob_key(&job.org, &job.video_id, i),
+        )
+    });
+    let image_keys = inputs
+        .image_file_ids()
+        .into_iter()
+        .map(|id| (id.to_owned(), crate::domain::files::blob_key(&job.org, id)))
+        .chain(character_frames);
+    for (file_id, key) in image_keys {
+        let file_id = file_id.as_str();
         let unavailable = |e: crate::ports::blobs::BlobError| {
             StepError::new(
                 errors::MODERATION_UNAVAILABLE,

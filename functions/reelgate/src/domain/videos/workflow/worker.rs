@@ -240,6 +240,10 @@ async fn sign_inputs(pipeline: &Pipeline, job: &JobRecord) -> Result<RenderInput
     for id in &inputs.reference_images {
         out.reference_image_urls.push(sign(id.clone()).await?);
     }
+    for i in 0..inputs.character_frames as usize {
+        let key = crate::domain::videos::character_frame_blob_key(org, &job.id, i);
+        out.reference_image_urls.push(presign(key).await?);
+    }
     for id in &inputs.reference_videos {
         out.reference_video_urls.push(sign(id.clone()).await?);
     }
