@@ -1298,7 +1298,10 @@ struct Pipeline {
     received: usize,
     /// Output time reached.
     written: u64,
+    /// The end of the part being decoded, on that part's own timeline.
     clip_end: i64,
+    /// Where the part being decoded starts on the output timeline (a stitch's second part).
+    offset: u64,
 }
 
 impl Pipeline {
@@ -1306,13 +1309,14 @@ impl Pipeline {
     fn push(&mut self, frame: &DecodedYUV<'_>, timing: &Timing) -> Result<bool, MediaError> {
         let k = self.received;
         self.received += 1;
-        let Some((mut start, mut duration)) = timing.span(k, self.clip_end) else {
+        let Some((start, mut duration)) = timing.span(k, self.clip_end) else {
             // Not shown: cut by an edit before the start, or past the clip's end.
             return Ok(timing
                 .starts
                 .get(k)
                 .is_none_or(|s| timing.to_out(*s) >= self.clip_end));
         };
+        let mut start = start + self.offset;
         let (fw, fh) = frame.dimensions();
         if fw as u32 > MAX_SIDE || fh as u32 > MAX_SIDE || fw < 2 || fh < 2 {
             return Err(unconformable(format!("a decoded picture is {fw}x{fh}")));
@@ -1343,7 +1347,7 @@ impl Pipeline {
             duration,
         )?;
         self.written = start + u64::from(duration);
-        Ok(self.written as i64 >= self.clip_end)
+        Ok(self.written as i64 >= self.offset as i64 + self.clip_end)
     }
 }
 
@@ -1358,13 +1362,7 @@ fn encode_video(
     (width, height): (u32, u32),
 ) -> Result<crate::encode::EncodedVideo, MediaError> {
     let (w, h) = (width as usize, height as usize);
-    let shown = timing
-        .starts
-        .iter()
-        .filter(|s| timing.to_out(**s) < clip_end)
-        .count()
-        .max(1);
-    let fps = shown as f64 / (clip_end as f64 / f64::from(MOVIE_TIMESCALE));
+    let fps = shown_fps(timing, clip_end);
     let mut pipe = Pipeline {
         width: w,
         height: h,
@@ -1374,7 +1372,41 @@ fn encode_video(
         received: 0,
         written: 0,
         clip_end,
+        offset: 0,
     };
+    decode_part(&mut pipe, movie, video, samples, timing)?;
+    pipe.encoder.finish()
+}
+
+/// Pictures a second of the part shows before `clip_end`.
+fn shown_fps(timing: &Timing, clip_end: i64) -> f64 {
+    let shown = timing
+        .starts
+        .iter()
+        .filter(|s| timing.to_out(**s) < clip_end)
+        .count()
+        .max(1);
+    shown as f64 / (clip_end as f64 / f64::from(MOVIE_TIMESCALE))
+}
+
+/// Decodes one part's video track in display order into `pipe` (whose `clip_end` and `offset`
+/// place it on the output timeline), then holds its last picture to the part's end.
+fn decode_part(
+    pipe: &mut Pipeline,
+    movie: &Movie<'_>,
+    video: &VideoInput<'_>,
+    samples: &[Sample],
+    timing: &Timing,
+) -> Result<(), MediaError> {
+    let clip_end = pipe.clip_end;
+    let shown = timing
+        .starts
+        .iter()
+        .filter(|s| timing.to_out(**s) < clip_end)
+        .count()
+        .max(1);
+    pipe.received = 0;
+    let before = pipe.written;
     let config = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
     let mut decoder = Decoder::with_api_config(OpenH264API::from_source(), config)
         .map_err(|e| MediaError::VideoDecode(e.to_string()))?;
@@ -1412,7 +1444,7 @@ fn encode_video(
             }
         }
     }
-    if pipe.written == 0 {
+    if pipe.written == before {
         return Err(MediaError::VideoDecode(
             last_error.unwrap_or_else(|| "the decoder produced no picture".into()),
         ));
@@ -1424,10 +1456,130 @@ fn encode_video(
             last_error.map(|e| format!(" ({e})")).unwrap_or_default()
         )));
     }
-    // Pictures the decoder did not deliver: the last one stays up to the clip's end.
-    let mut encoder = pipe.encoder;
-    if (pipe.written as i64) < clip_end {
-        encoder.extend_last((clip_end - pipe.written as i64) as u32);
+    // Pictures the decoder did not deliver: the last one stays up to the part's end.
+    let end = pipe.offset as i64 + clip_end;
+    if (pipe.written as i64) < end {
+        pipe.encoder.extend_last((end - pipe.written as i64) as u32);
+        pipe.written = end as u64;
     }
-    encoder.finish()
+    Ok(())
+}
+
+/// One part of a stitch, read: its movie, video track, samples and timing, and its length on
+/// the output timeline.
+struct Part<'a> {
+    movie: &'a Movie<'a>,
+    video: VideoInput<'a>,
+    samples: Vec<Sample>,
+    timing: Timing,
+    end: i64,
+}
+
+impl<'a> Part<'a> {
+    fn read(movie: &'a Movie<'a>) -> Result<Part<'a>, MediaError> {
+        let video = video_input(movie)?;
+        let (sw, sh) = (video.sps.width, video.sps.height);
+        if sw.max(video.entry_size.0) > MAX_SIDE || sh.max(video.entry_size.1) > MAX_SIDE {
+            return Err(unconformable(format!("the video is {sw}x{sh}")));
+        }
+        let samples = movie.samples(video.track, MAX_FRAMES)?;
+        let timing = Timing::new(&samples, video.track, movie.timescale)?;
+        if timing.secs() > MAX_INPUT_SECS {
+            return Err(unconformable(format!(
+                "a part lasts {:.2} s, longer than the {MAX_INPUT_SECS} s accepted",
+                timing.secs()
+            )));
+        }
+        let end = timing.to_out(timing.length).max(1);
+        Ok(Part {
+            movie,
+            video,
+            samples,
+            timing,
+            end,
+        })
+    }
+
+    fn secs(&self) -> f64 {
+        self.end as f64 / f64::from(MOVIE_TIMESCALE)
+    }
+
+    /// The part's audio as 48 kHz stereo PCM of exactly its length (silence where it has none
+    /// or stops early).
+    fn audio(&self) -> Result<Vec<i16>, MediaError> {
+        let frames = samples_48k(self.secs()) as usize;
+        let mut stereo = match self.movie.first(b"soun") {
+            Some(track) => {
+                let codec = audio_codec(self.movie, track)?;
+                let pcm = decode_track(self.movie, track, &codec, self.secs() + 0.5)?;
+                if pcm.samples.is_empty() {
+                    Vec::new()
+                } else {
+                    pcm.to_stereo_48k()?
+                }
+            }
+            None => Vec::new(),
+        };
+        stereo.resize(frames * 2, 0);
+        Ok(stereo)
+    }
+}
+
+/// Joins two clips into one MP4 at the first clip's size: `first` then `second`, the pictures
+/// of both scaled to cover that size and encoded as one H.264 stream (so the parameter sets of
+/// two encoders never meet in one track), the audio of both decoded and laid end to end as one
+/// AAC track, with no gap at the seam (each part lasts exactly its video's length, its audio
+/// cut or padded with silence to it). Used by the workflow's stitch step to extend a video.
+pub fn stitch_mp4(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
+    guarded(|| stitch(first, second))
+}
+
+fn stitch(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
+    for part in [first, second] {
+        if !crate::probe::looks_like_mp4(part) {
+            return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
+        }
+    }
+    let (a, b) = (Movie::parse(first)?, Movie::parse(second)?);
+    let (a, b) = (Part::read(&a)?, Part::read(&b)?);
+    let (width, height) = (a.video.sps.width & !1, a.video.sps.height & !1);
+    let (w, h) = (width as usize, height as usize);
+    let total = a.end + b.end;
+    let fps = (shown_fps(&a.timing, a.end) + shown_fps(&b.timing, b.end)) / 2.0;
+    let mut pipe = Pipeline {
+        width: w,
+        height: h,
+        scaler: None,
+        picture: Picture::new(w, h),
+        encoder: H264Encoder::new(w, h, fps, true)?,
+        received: 0,
+        written: 0,
+        clip_end: a.end,
+        offset: 0,
+    };
+    decode_part(&mut pipe, a.movie, &a.video, &a.samples, &a.timing)?;
+    pipe.offset = a.end as u64;
+    pipe.clip_end = b.end;
+    decode_part(&mut pipe, b.movie, &b.video, &b.samples, &b.timing)?;
+    let video_out = pipe.encoder.finish()?;
+    let secs = total as f64 / f64::from(MOVIE_TIMESCALE);
+    let mut pcm = a.audio()?;
+    pcm.extend(b.audio()?);
+    let audio = encode_aac_stereo_48k(&pcm, samples_48k(secs))?;
+    let mp4 = mux::mux(width, height, &video_out, &audio)?;
+    Ok(Conformed {
+        mp4,
+        passed_through: false,
+        width,
+        height,
+        duration_secs: secs,
+        source: format!("{:.2} s + {:.2} s", a.secs(), b.secs()),
+        audio: "joined".into(),
+    })
+}
+
+/// `work`, with a panic in a decoder (not ours) turned into an error.
+fn guarded<T>(work: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(MediaError::Unconformable("the decoder panicked".into())))
 }

@@ -123,6 +123,17 @@ pub fn first_frame_jpeg(mp4: &[u8]) -> Result<Vec<u8>, MediaError> {
     jpeg(first)
 }
 
+/// The clip's last frame at its own size, as JPEG: what the segment of an extension chained
+/// onto the clip opens with.
+pub fn last_frame_jpeg(mp4: &[u8]) -> Result<Vec<u8>, MediaError> {
+    // A time past the end picks the last picture the decoder produces.
+    let mut pictures = guarded(|| pictures(mp4, |secs| vec![secs + 1.0], None))?;
+    let last = pictures
+        .pop()
+        .ok_or_else(|| MediaError::VideoDecode("the decoder produced no picture".into()))?;
+    jpeg(last)
+}
+
 /// `decode`, with a panic in the demuxer (not ours) turned into an error.
 fn guarded<T>(decode: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|_| {

@@ -434,3 +434,52 @@ fn the_reference_renderers_output_passes_through() {
         assert_eq!(c.audio, "kept");
     }
 }
+
+#[test]
+fn a_stitch_joins_two_clips_into_one_stream_with_no_silence_at_the_seam() {
+    let scratch = Scratch::new("stitch");
+    let clip = |colour: &str, hz: u32, file: &str| {
+        scratch.ffmpeg(
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("color=c={colour}:size=1366x768:rate=24"),
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("sine=frequency={hz}:sample_rate=48000"),
+                "-t",
+                "4",
+                "-c:v",
+                "libx264",
+                "-profile:v",
+                "high",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                "-shortest",
+            ],
+            file,
+        )
+    };
+    let (red, blue) = (clip("red", 440, "red.mp4"), clip("blue", 660, "blue.mp4"));
+    let started = std::time::Instant::now();
+    let joined = reelgate_media::stitch_mp4(&red, &blue).expect("stitch");
+    eprintln!("stitched 4 s + 4 s at 1366x768 in {:?}", started.elapsed());
+    assert_contract(&scratch, &joined, (1366, 768), 8.0);
+    let path = scratch.write("joined.mp4", &joined.mp4);
+    // The sound carries on across the seam (no gap of silence).
+    let (mean, _) = volume(&path, 3.8, 4.2);
+    assert!(mean > -40.0, "the seam is silent: {mean} dB");
+    let first =
+        decode_image(&reelgate_media::first_frame_jpeg(&joined.mp4).expect("first")).expect("jpeg");
+    let last =
+        decode_image(&reelgate_media::last_frame_jpeg(&joined.mp4).expect("last")).expect("jpeg");
+    let (f, l) = (first.get_pixel(683, 384).0, last.get_pixel(683, 384).0);
+    assert!(f[0] > 150 && f[2] < 100, "opens red: {f:?}");
+    assert!(l[2] > 150 && l[0] < 100, "ends blue: {l:?}");
+    // A part that is not an MP4 is refused, not joined.
+    assert!(reelgate_media::stitch_mp4(&red, b"not a clip at all").is_err());
+}
