@@ -146,3 +146,51 @@ def test_a_character_from_an_mp4_is_drawn_into_a_create_billed_its_quote(client,
             extra_body={"aspect_ratio": "16:9", "characters": [made.id]},
         )
     assert e.value.body["param"] == "characters[0]", "a deleted character is named"
+
+
+def seam_volume(mp4: bytes, at: float) -> float:
+    """The mean loudness (dB) of the audio 0.2 s either side of `at`, by ffmpeg's volumedetect."""
+    out = subprocess.run(
+        ["ffmpeg", "-hide_banner", "-nostats", "-i", "-", "-map", "0:a", "-af",
+         f"atrim={at - 0.2}:{at + 0.2},volumedetect", "-f", "null", "-"],
+        input=mp4, capture_output=True,
+    )
+    line = next(l for l in out.stderr.decode().splitlines() if "mean_volume:" in l)
+    return float(line.split("mean_volume:")[1].strip().removesuffix("dB").strip())
+
+
+def test_an_extension_is_the_source_then_a_new_segment_billed_for_the_segment(client, tenant):
+    source = completed_source(client, prompt="a paper boat on a rainy street", ratio="9:16", size="768x1366")
+    before = balance(tenant)
+    # The SDK refuses video={"id": …} before sending; extra_body sends the form field video[id].
+    extension = client.videos.extend(
+        prompt="the boat drifts under a stone bridge", seconds="4", video=openai.omit,
+        extra_body={"video": {"id": source.id}},
+    )
+    assert extension.model_extra["extended_from_video_id"] == source.id
+    assert extension.seconds == "8" or extension.seconds == 8, "the stitched total"
+    assert Decimal(extension.model_extra["cost"]) == Decimal(source.model_extra["cost"]), "the segment's 4 s"
+    done = wait_for(client, extension.id)
+    assert done.status == "completed", done
+    assert before - balance(tenant) == Decimal(done.model_extra["cost"])
+
+    mp4 = client.videos.download_content(done.id).read()
+    info = probe(mp4)
+    streams = {s["codec_type"]: s for s in info["streams"]}
+    assert (streams["video"]["width"], streams["video"]["height"]) == (768, 1366), "the source's orientation"
+    assert streams["audio"]["codec_name"] == "aac"
+    assert abs(float(info["format"]["duration"]) - 8.0) <= 0.5
+    assert seam_volume(mp4, 4.0) > -60.0, "no silence at the seam"
+
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.extend(prompt="on", seconds="20", video=openai.omit, extra_body={"video": {"id": source.id}})
+    assert e.value.body["param"] == "seconds"
+    running = client.videos.create(
+        model="reel-1", prompt="a slow pan", seconds="8", size="1366x768", extra_body={"aspect_ratio": "16:9"}
+    )
+    state = org_state(tenant)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.extend(prompt="on", seconds="4", video=openai.omit, extra_body={"video": {"id": running.id}})
+    assert e.value.body["param"] == "video"
+    assert org_state(tenant)["reserved"] == state["reserved"], "nothing reserved"
+    wait_for(client, running.id)

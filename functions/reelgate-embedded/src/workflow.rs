@@ -30,6 +30,7 @@ pub fn local_substitutions() -> BTreeMap<String, String> {
     [
         ("ModerateFunctionArn", "local:moderate"),
         ("TranslateFunctionArn", "local:translate"),
+        ("StitchFunctionArn", "local:stitch"),
         ("FinalizeFunctionArn", "local:finalize"),
         ("FailJobFunctionArn", "local:fail_job"),
         ("RenderQueueUrl", "local:render"),

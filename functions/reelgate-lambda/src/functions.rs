@@ -225,6 +225,13 @@ manifest! {
         characters::item_route,
         Adapters::STORE.blobs(),
     );
+    API_VIDEO_EXTENSIONS = http(
+        "api-video-extensions",
+        "ApiVideoExtensionsFunction",
+        "/v1/videos/extensions",
+        videos::extensions_route,
+        Adapters::STORE.blobs().workflow().queues(),
+    );
     API_VIDEO_REMIX = http(
         "api-video-remix",
         "ApiVideoRemixFunction",
@@ -307,6 +314,7 @@ manifest! {
         "translate",
         "TranslateFunctionArn",
     );
+    STEP_STITCH = step("step-stitch", "StepStitchFunction", "stitch", "StitchFunctionArn");
     STEP_FINALIZE = step("step-finalize", "StepFinalizeFunction", "finalize", "FinalizeFunctionArn");
     STEP_FAIL_JOB = step("step-fail-job", "StepFailJobFunction", "fail_job", "FailJobFunctionArn");
     RENDER_WORKER = other("render-worker", "RenderWorkerFunction", Serves::RenderWorker, Adapters::ALL);

@@ -296,6 +296,15 @@ pub async fn run_translate_step() -> Result<(), Error> {
     .await
 }
 
+/// The `stitch` step's function.
+pub async fn run_stitch_step() -> Result<(), Error> {
+    use reelgate::domain::videos::workflow::steps::run_stitch;
+    run_step(&functions::STEP_STITCH, |p, payload| async move {
+        run_stitch(&p, payload).await
+    })
+    .await
+}
+
 /// The `finalize` step's function.
 pub async fn run_finalize_step() -> Result<(), Error> {
     use reelgate::domain::videos::workflow::steps::run_finalize;

@@ -289,6 +289,13 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
     });
     server.app.engines.insert("reference", engine.clone());
     let t = server.tenant("1000.00").await;
+    // The held render, the first-frame job, a remix and an extension may run at once.
+    server
+        .app
+        .accounts()
+        .set_plan(&t.org, "enterprise")
+        .await
+        .expect("plan");
     agree(&server.app, &t.org, &t.person).await;
 
     // The objects the routes read, made through the whole service.
@@ -428,6 +435,11 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                 call("GET", format!("/v1/videos/characters/{seeded}")),
                 call("DELETE", format!("/v1/videos/characters/{seeded}")),
             ],
+            "api-video-extensions" => vec![call_json(
+                "POST",
+                "/v1/videos/extensions",
+                json!({"prompt": "the lake at noon", "seconds": 4, "video": {"id": done}}),
+            )],
             "api-video-remix" => vec![call_json(
                 "POST",
                 format!("/v1/videos/{done}/remix"),

@@ -23,12 +23,18 @@ const STRIPPED_MARKER: &[u8] = b"CWelsDecoder";
 const AWS_LC_PREFIX: &str = " aws_lc_";
 const RING_PREFIX: &str = " ring_core_";
 
-/// The functions whose work is media: finalize (probe, thumbnail, spritesheet), moderate
+/// The functions whose work is media: finalize (probe, thumbnail, spritesheet), stitch (an
+/// extension's segment joined after its source), moderate
 /// (frames of reference videos and of a remix's source) and the characters' create, which
 /// checks a caller's video with the conform stage's reading and decodes its frames before it
 /// answers (a character without a decodable frame is a 400, not a failed job later). The
 /// render worker only talks to the engine, so it carries no codec.
-const MAY_CARRY_CODECS: &[&str] = &["step-finalize", "step-moderate", "api-video-characters"];
+const MAY_CARRY_CODECS: &[&str] = &[
+    "step-finalize",
+    "step-stitch",
+    "step-moderate",
+    "api-video-characters",
+];
 
 fn binary(name: &str) -> PathBuf {
     // target/<profile>/deps/<test> → target/<profile>/<name>

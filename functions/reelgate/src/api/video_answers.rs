@@ -69,6 +69,26 @@ pub async fn remix(
     Ok(render_create(answer))
 }
 
+/// Extends a completed video as `caller` through the one extension use case, and answers as a
+/// create does.
+pub async fn extend(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: &Value,
+) -> ApiResult<Response> {
+    let workflow = app.workflow();
+    let answer = crate::domain::videos::extensions::extend(
+        app.context(),
+        workflow.as_deref(),
+        caller,
+        idempotency_key(headers),
+        body,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
 fn idempotency_key(headers: &HeaderMap) -> Option<&[u8]> {
     headers
         .get(crate::domain::idempotency::HEADER)

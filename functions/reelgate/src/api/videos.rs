@@ -26,6 +26,7 @@ pub fn routes() -> Router<App> {
         .merge(thumbnail_route())
         .merge(cancel_route())
         .merge(remix_route())
+        .merge(extensions_route())
 }
 
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
@@ -54,6 +55,10 @@ pub fn cancel_route() -> Router<App> {
     Router::new().route("/v1/videos/{video_id}/cancel", post(cancel))
 }
 
+pub fn extensions_route() -> Router<App> {
+    Router::new().route("/v1/videos/extensions", post(extend))
+}
+
 pub fn remix_route() -> Router<App> {
     Router::new().route("/v1/videos/{video_id}/remix", post(remix))
 }
@@ -75,6 +80,15 @@ async fn remix(
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
     crate::api::video_answers::remix(&app, &caller, &headers, &video_id, &body).await
+}
+
+async fn extend(
+    State(app): State<App>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonOrForm(body): JsonOrForm,
+) -> ApiResult<Response> {
+    crate::api::video_answers::extend(&app, &caller, &headers, &body).await
 }
 
 async fn retrieve(

@@ -103,10 +103,10 @@ mod tests {
                 "org_1/videos/video_9/source_frame.jpg"
             ]
         );
-        assert_eq!(job[5], "org_1/videos/video_9/character_0.jpg");
+        assert_eq!(job[7], "org_1/videos/video_9/character_0.jpg");
         assert_eq!(
             job.len(),
-            5 + crate::domain::videos::record::MAX_CHARACTER_FRAMES
+            7 + crate::domain::videos::record::MAX_CHARACTER_FRAMES
         );
         assert_eq!(
             owned_blobs(&record("ORG#org_1", "CHARACTER#char_3", &[])).len(),

@@ -505,6 +505,21 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "POST",
+        path: "/v1/videos/extensions",
+        id: "ExtendVideo",
+        tag: "videos",
+        summary: "A new job whose output is a completed video followed by a new segment of \
+                  `seconds` (rendered from its last frame and stitched after it; quoted, \
+                  reserved and billed for the segment's seconds)",
+        params: &[IDEMPOTENCY_KEY],
+        body: Body::JsonOrForm("VideoExtensionRequest"),
+        ok: &[(200, Answer::PolledVideo)],
+        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+        links: VIDEO_LINKS,
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
         path: "/v1/videos/characters",
         id: "CreateVideoCharacter",
         tag: "videos",
@@ -1181,6 +1196,8 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::create::FileRef,
     crate::domain::videos::create::Quote,
     crate::domain::videos::remix::VideoRemixRequest,
+    crate::domain::videos::extensions::VideoExtensionRequest,
+    crate::domain::videos::extensions::VideoReference,
     crate::domain::videos::characters::Character,
     crate::domain::videos::characters::CharacterCreateRequest,
     crate::api::envelope::List<crate::domain::videos::characters::Character>,

@@ -174,14 +174,17 @@ impl Capabilities {
     /// How the model does the operations made from an earlier video
     /// (`GET /v1/videos/models`, and each operation's use case).
     pub fn operations(&self) -> VideoOperations {
+        // No engine kind takes a source video yet: a remix re-renders from the source's first
+        // frame with the new prompt, an extension's segment opens with the source's last frame
+        // (the stitch step joins them), where the engine takes a first frame.
+        let chained = if self.honours("first_frame") {
+            OperationSupport::Chained
+        } else {
+            OperationSupport::Unavailable
+        };
         VideoOperations {
-            // No engine kind takes a source video yet: a remix re-renders from the source's
-            // first frame with the new prompt, where the engine takes a first frame.
-            remix: if self.honours("first_frame") {
-                OperationSupport::Chained
-            } else {
-                OperationSupport::Unavailable
-            },
+            remix: chained,
+            extension: chained,
         }
     }
 }
@@ -203,6 +206,8 @@ pub enum OperationSupport {
 pub struct VideoOperations {
     /// `POST /v1/videos/{video_id}/remix`.
     pub remix: OperationSupport,
+    /// `POST /v1/videos/extensions`.
+    pub extension: OperationSupport,
 }
 
 /// A video model's price per second of output at one resolution.

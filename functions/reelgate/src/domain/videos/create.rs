@@ -766,13 +766,21 @@ pub async fn admit_job(
     create_with(cx, workflow, caller, body, None, None).await
 }
 
-/// The completed video of the caller's organization a new job is made from (a remix), as its
-/// use case checked it.
+/// The completed video of the caller's organization a new job is made from, as its use case
+/// checked it: the render opens with a frame of it (the engines have no video-to-video).
 #[derive(Clone, Debug)]
 pub struct Source {
     pub video_id: String,
-    /// The render opens with the source's first frame (the engine has no video-to-video).
-    pub opens_with_first_frame: bool,
+    pub operation: SourceOperation,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SourceOperation {
+    /// A remix: the render opens with the source's first frame.
+    Remix,
+    /// An extension: the render opens with the source's last frame and is joined after the
+    /// source, which lasts `base_seconds`.
+    Extension { base_seconds: i64 },
 }
 
 /// The largest source a job copies: a conformed output is 768p H.264 of at most
@@ -869,9 +877,11 @@ pub async fn create_from(
     let key = idem::key_from(idempotency_key)?;
     let mut fingerprint = idem::Fingerprint::new("videos");
     if let Some(source) = source {
-        fingerprint
-            .part(b"remix_of")
-            .part(source.video_id.as_bytes());
+        let operation = match source.operation {
+            SourceOperation::Remix => b"remix_of".as_slice(),
+            SourceOperation::Extension { .. } => b"extension_of".as_slice(),
+        };
+        fingerprint.part(operation).part(source.video_id.as_bytes());
     }
     let fingerprint = fingerprint.json(body).clone().finish();
     let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
@@ -1005,7 +1015,7 @@ pub async fn create_with(
         thumbnail: false,
         reservation: Reservation::Held,
         inputs: JobInputs {
-            source_frame: source.is_some_and(|s| s.opens_with_first_frame),
+            source_frame: source.is_some(),
             characters: req.characters.clone().unwrap_or_default(),
             character_frames: character_frames.len() as u32,
             ..req.inputs()
@@ -1018,7 +1028,16 @@ pub async fn create_with(
         error_code: None,
         error_message: None,
         expires_at: None,
-        remixed_from: source.map(|s| s.video_id.clone()),
+        remixed_from: source
+            .filter(|s| s.operation == SourceOperation::Remix)
+            .map(|s| s.video_id.clone()),
+        extended_from: source
+            .filter(|s| s.operation != SourceOperation::Remix)
+            .map(|s| s.video_id.clone()),
+        extension_base_seconds: source.and_then(|s| match s.operation {
+            SourceOperation::Extension { base_seconds } => Some(base_seconds),
+            SourceOperation::Remix => None,
+        }),
     };
     let copied = source.is_some() || !character_frames.is_empty();
     if let Err(e) = copy_inputs(cx, &caller.org, source, &character_frames, &id).await {

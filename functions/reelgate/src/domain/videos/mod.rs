@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod characters;
 pub mod create;
+pub mod extensions;
 pub mod jobs;
 pub mod moderation;
 pub mod native_renders;
@@ -45,6 +46,16 @@ pub fn source_frame_blob_key(org: &str, video_id: &str) -> String {
     format!("{org}/videos/{video_id}/source_frame.jpg")
 }
 
+/// An extension's segment as the stitch step conformed it.
+pub fn segment_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/segment.mp4")
+}
+
+/// An extension's source and segment joined, which finalize checks and completes.
+pub fn stitched_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/stitched.mp4")
+}
+
 /// The job's own copy of frame `i` of the characters it names (reference images), taken at
 /// admission so that deleting a character never takes a running job's input.
 pub fn character_frame_blob_key(org: &str, video_id: &str, i: usize) -> String {
@@ -59,6 +70,8 @@ pub fn job_blob_keys(org: &str, video_id: &str) -> Vec<String> {
         spritesheet_blob_key(org, video_id),
         source_video_blob_key(org, video_id),
         source_frame_blob_key(org, video_id),
+        segment_blob_key(org, video_id),
+        stitched_blob_key(org, video_id),
     ];
     keys.extend(
         (0..record::MAX_CHARACTER_FRAMES).map(|i| character_frame_blob_key(org, video_id, i)),

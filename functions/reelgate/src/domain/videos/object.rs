@@ -84,6 +84,9 @@ pub struct Video {
     pub size: Option<String>,
     /// The video this one remixes (`POST /v1/videos/{id}/remix`).
     pub remixed_from_video_id: Option<String>,
+    /// The video this one extends (`POST /v1/videos/extensions`); its `seconds` are the
+    /// source's and the new segment's together.
+    pub extended_from_video_id: Option<String>,
 }
 
 impl Video {
@@ -106,7 +109,7 @@ impl Video {
             object: "video",
             model: job.model.clone(),
             prompt: job.prompt.clone(),
-            seconds: job.seconds as u32,
+            seconds: job.output_seconds() as u32,
             aspect_ratio: job.aspect_ratio.clone(),
             status: job.status.as_str().to_owned(),
             progress: job.progress.clamp(0, 100) as u32,
@@ -119,6 +122,7 @@ impl Video {
             thumbnail: job.thumbnail,
             size: job.size.clone(),
             remixed_from_video_id: job.remixed_from.clone(),
+            extended_from_video_id: job.extended_from.clone(),
         }
     }
 

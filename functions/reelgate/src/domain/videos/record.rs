@@ -139,6 +139,8 @@ mod attr {
     pub const ERROR_CODE: &str = "error_code";
     pub const ERROR_MESSAGE: &str = "error_message";
     pub const REMIXED_FROM: &str = "remixed_from";
+    pub const EXTENDED_FROM: &str = "extended_from";
+    pub const EXTENSION_BASE_SECONDS: &str = "extension_base_seconds";
 }
 
 /// The item's `kind`.
@@ -284,9 +286,27 @@ pub struct JobRecord {
     /// The completed video of the organization this job remixes (its output copied to the
     /// job's `source_video_blob_key` at admission).
     pub remixed_from: Option<String>,
+    /// The completed video of the organization this job extends (its output copied to the
+    /// job's `source_video_blob_key` at admission; the segment rendered from its last frame is
+    /// joined after it by the stitch step).
+    pub extended_from: Option<String>,
+    /// An extension's source length in seconds: the output lasts it plus `seconds`.
+    pub extension_base_seconds: Option<i64>,
 }
 
 impl JobRecord {
+    /// How long the output lasts: the seconds rendered, after an extension's source.
+    pub fn output_seconds(&self) -> i64 {
+        self.seconds + self.extension_base_seconds.unwrap_or(0)
+    }
+
+    /// The video this job was made from (a remix's or an extension's source).
+    pub fn source_video(&self) -> Option<&str> {
+        self.remixed_from
+            .as_deref()
+            .or(self.extended_from.as_deref())
+    }
+
     pub fn key(&self) -> Key {
         crate::domain::table_keys::job(&self.org, &self.id)
     }
@@ -320,7 +340,7 @@ impl JobRecord {
         put(attr::THUMBNAIL, self.thumbnail.into());
         put(attr::RESERVATION, self.reservation.as_str().into());
         put(attr::INPUTS, self.inputs.to_attr());
-        let optional: [(&str, Option<Attr>); 9] = [
+        let optional: [(&str, Option<Attr>); 11] = [
             (
                 attr::BUDGET_MONTH,
                 self.budget_month.clone().map(Attr::from),
@@ -344,6 +364,14 @@ impl JobRecord {
             (
                 attr::REMIXED_FROM,
                 self.remixed_from.clone().map(Attr::from),
+            ),
+            (
+                attr::EXTENDED_FROM,
+                self.extended_from.clone().map(Attr::from),
+            ),
+            (
+                attr::EXTENSION_BASE_SECONDS,
+                self.extension_base_seconds.map(Attr::from),
             ),
         ];
         for (name, value) in optional {
@@ -389,6 +417,8 @@ impl JobRecord {
             error_message: optional(attr::ERROR_MESSAGE),
             expires_at: it.i64_attr(EXPIRES_AT),
             remixed_from: optional(attr::REMIXED_FROM),
+            extended_from: optional(attr::EXTENDED_FROM),
+            extension_base_seconds: it.i64_attr(attr::EXTENSION_BASE_SECONDS),
         })
     }
 }
@@ -551,6 +581,8 @@ mod tests {
             error_message: None,
             expires_at: None,
             remixed_from: None,
+            extended_from: None,
+            extension_base_seconds: None,
         }
     }
 
@@ -637,6 +669,8 @@ mod tests {
         job.size = Some("1366x768".into());
         job.expires_at = Some(1_702_592_100);
         job.remixed_from = Some("video_0".into());
+        job.extended_from = Some("video_00".into());
+        job.extension_base_seconds = Some(4);
         job.inputs = JobInputs {
             source_frame: true,
             characters: vec!["char_1".into()],

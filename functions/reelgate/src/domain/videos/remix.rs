@@ -106,7 +106,7 @@ pub async fn remix(
     }
     let from = Source {
         video_id: source.id.clone(),
-        opens_with_first_frame: true,
+        operation: crate::domain::videos::create::SourceOperation::Remix,
     };
     crate::domain::videos::create::create_from(
         cx,

@@ -85,6 +85,7 @@ pub async fn run_step(pipeline: &Pipeline, step: &str, payload: Value) -> Result
     match step {
         "moderate" => run_moderate(pipeline, payload).await,
         "translate" => run_translate(pipeline, payload).await,
+        "stitch" => run_stitch(pipeline, payload).await,
         "finalize" => run_finalize(pipeline, payload).await,
         "fail_job" => run_fail_job(pipeline, payload).await,
         other => Err(StepError::new(
@@ -106,6 +107,14 @@ pub async fn run_moderate(pipeline: &Pipeline, payload: Value) -> Result<Value, 
 pub async fn run_translate(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
     run_with(pipeline, "translate", payload, |p, job, _| async move {
         translate(p, &job).await
+    })
+    .await
+}
+
+/// The `stitch` step with its Lambda payload.
+pub async fn run_stitch(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
+    run_with(pipeline, "stitch", payload, |p, job, payload| async move {
+        stitch(p, &job, &payload["render"]).await
     })
     .await
 }
@@ -237,13 +246,14 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
         let key = crate::domain::files::blob_key(&job.org, file_id);
         images.extend(sampled_frames(pipeline, &key, file_id).await?);
     }
-    // A remix's source: its frames are moderated like a reference video's, and the render of a
-    // chained remix opens with its first frame.
-    if let Some(source_id) = &item.remixed_from {
+    // The source of a remix or an extension: its frames are moderated like a reference
+    // video's, and the render opens with its first frame (a remix) or its last (an extension).
+    if let Some(source_id) = item.source_video() {
         let key = videos::source_video_blob_key(&job.org, &job.video_id);
         images.extend(sampled_frames(pipeline, &key, source_id).await?);
         if inputs.source_frame {
-            keep_source_frame(pipeline, job, &key).await?;
+            let last = item.extended_from.is_some();
+            keep_source_frame(pipeline, job, &key, last).await?;
         }
     }
     // Reference audio: it must decode and last as long as the engine accepts. No configured
@@ -349,13 +359,14 @@ async fn sampled_frames(
         .collect())
 }
 
-/// Stores the first frame of the job's source copy (`source_key`) as the frame its render opens
-/// with. A source whose first frame cannot be decoded fails the job unbilled, as an input
-/// moderation could not clear does.
+/// Stores the first frame (`last`: the last) of the job's source copy (`source_key`) as the
+/// frame its render opens with. A source whose frame cannot be decoded fails the job unbilled,
+/// as an input moderation could not clear does.
 async fn keep_source_frame(
     pipeline: &Pipeline,
     job: &JobRef,
     source_key: &str,
+    last: bool,
 ) -> Result<(), StepError> {
     let unavailable = |e: String| {
         StepError::new(
@@ -366,10 +377,16 @@ async fn keep_source_frame(
     let bytes = read_all(pipeline.blobs.as_ref(), source_key)
         .await
         .map_err(|e| unavailable(e.to_string()))?;
-    let frame = tokio::task::spawn_blocking(move || reelgate_media::first_frame_jpeg(&bytes))
-        .await
-        .map_err(|e| unavailable(e.to_string()))?
-        .map_err(|e| unavailable(e.to_string()))?;
+    let frame = tokio::task::spawn_blocking(move || {
+        if last {
+            reelgate_media::last_frame_jpeg(&bytes)
+        } else {
+            reelgate_media::first_frame_jpeg(&bytes)
+        }
+    })
+    .await
+    .map_err(|e| unavailable(e.to_string()))?
+    .map_err(|e| unavailable(e.to_string()))?;
     pipeline
         .blobs
         .put_bytes(
@@ -482,10 +499,17 @@ async fn conform(
         ),
         None => None,
     };
+    // The engine's segment of an extension is conformed to its own seconds by the stitch step;
+    // finalize then conforms the joined clip, which lasts the source and the segment.
+    let seconds = if engine_key == videos::stitched_blob_key(&job.org, &job.video_id) {
+        item.output_seconds()
+    } else {
+        item.seconds
+    };
     let target = reelgate_media::ConformTarget {
         aspect: reelgate_media::AspectRatio::parse(&item.aspect_ratio)
             .unwrap_or(reelgate_media::AspectRatio::R16x9),
-        seconds: item.seconds as u32,
+        seconds: seconds as u32,
         fallback_audio,
     };
     let started = std::time::Instant::now();
@@ -555,6 +579,66 @@ fn check_output(mp4: &[u8], seconds: f64) -> Result<String, StepError> {
     Ok(format!("{}x{}", video.width, video.height))
 }
 
+/// Joins an extension's segment after its source (any other job passes through): the engine's
+/// output is conformed to the segment's seconds (kept as `segment_blob_key`), then stitched
+/// after the job's own copy of the source into `stitched_blob_key`, which finalize checks and
+/// completes. The engine's output is never overwritten, so a retried stitch starts over from it.
+async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
+    let result: RenderResult = serde_json::from_value(render.clone())
+        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
+    let item = load_running(pipeline, job).await?;
+    if item.extended_from.is_none() {
+        return Ok(render.clone());
+    }
+    if !result
+        .output_key
+        .starts_with(&format!("{}/videos/{}/", job.org, job.video_id))
+    {
+        return Err(StepError::new(
+            errors::BAD_INPUT,
+            "the render result names a blob outside the job's folder",
+        ));
+    }
+    let segment_key = videos::segment_blob_key(&job.org, &job.video_id);
+    let segment = conform(pipeline, job, &item, &result.output_key, &segment_key).await?;
+    let source = read_limited(
+        pipeline.blobs.as_ref(),
+        &videos::source_video_blob_key(&job.org, &job.video_id),
+        crate::domain::videos::create::MAX_SOURCE_BYTES,
+    )
+    .await
+    .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, format!("the source copy: {e}")))?;
+    let started = std::time::Instant::now();
+    let joined = tokio::task::spawn_blocking(move || reelgate_media::stitch_mp4(&source, &segment))
+        .await
+        .map_err(|e| {
+            StepError::new(
+                errors::ENGINE_OUTPUT_INVALID,
+                format!("the stitch task failed: {e}"),
+            )
+        })?
+        .map_err(|e| {
+            StepError::new(
+                errors::ENGINE_OUTPUT_INVALID,
+                format!("the source and the segment cannot be joined: {e}"),
+            )
+        })?;
+    tracing::info!(
+        video_id = %job.video_id,
+        parts = %joined.source,
+        seconds = joined.duration_secs,
+        millis = started.elapsed().as_millis() as u64,
+        "extension stitched"
+    );
+    let stitched_key = videos::stitched_blob_key(&job.org, &job.video_id);
+    pipeline
+        .blobs
+        .put_bytes(&stitched_key, "video/mp4", bytes::Bytes::from(joined.mp4))
+        .await
+        .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
+    Ok(json!({"output_key": stitched_key, "render_id": result.render_id}))
+}
+
 /// What the render worker hands the execution when the output is stored.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RenderResult {
@@ -595,7 +679,7 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         ));
     }
     let mp4 = conform(pipeline, job, &item, &render.output_key, &output_key).await?;
-    let size = check_output(&mp4, item.seconds as f64)?;
+    let size = check_output(&mp4, item.output_seconds() as f64)?;
     let previews = tokio::task::spawn_blocking(move || {
         (
             reelgate_media::thumbnail_jpeg(&mp4, THUMBNAIL_WIDTH),

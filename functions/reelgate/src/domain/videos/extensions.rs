@@ -1,0 +1,218 @@
+//! `POST /v1/videos/extensions`: a new job whose output is a completed video followed by a new
+//! segment of `seconds`. It goes through the create use case (idempotency, rate limits, the
+//! rules, the quote of the segment's seconds, admission, moderation of the prompt and the
+//! source's frames, translation, the workflow, billing at completion); the segment is rendered
+//! from the source's last frame and the workflow's stitch step joins it after the job's own copy
+//! of the source.
+
+use crate::domain::accounts::Caller;
+use crate::domain::catalog::OperationSupport;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::videos::create::{CreateAnswer, Source, SourceOperation};
+use crate::domain::videos::JobStatus;
+use crate::domain::Context;
+use crate::ports::workflow::Workflow;
+use serde_json::{json, Map, Value};
+
+/// The longest video an extension makes (the source and the segment together): what the
+/// conform stage joins and checks.
+pub const MAX_EXTENDED_SECONDS: i64 = 60;
+
+/// `POST /v1/videos/extensions` as OpenAI's SDK sends it: a form with `prompt`, `seconds` (a
+/// string) and `video[id]`, or the same as JSON (`"video": {"id": …}`).
+#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({"prompt": "the boat drifts under a bridge", "seconds": "4", "video": {"id": "video_01h…"}}))]
+pub struct VideoExtensionRequest {
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+    /// The new segment's length, within the model's range (a string is accepted, as the SDK
+    /// sends it); the source and the segment together last at most 60 s.
+    #[schema(value_type = String, example = "4")]
+    pub seconds: Value,
+    pub video: VideoReference,
+    /// Characters whose frames the segment takes as reference images.
+    #[schema(max_items = 2)]
+    pub characters: Option<Vec<String>>,
+}
+
+/// A completed video of the organization, by id.
+#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+pub struct VideoReference {
+    pub id: String,
+}
+
+impl VideoExtensionRequest {
+    pub fn parse(body: &Value) -> ApiResult<VideoExtensionRequest> {
+        let obj = crate::domain::params::Params::of(body)?.object();
+        const KNOWN: &[&str] = &["prompt", "seconds", "video", "characters"];
+        if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(ApiError::invalid(
+                unknown,
+                format!(
+                    "Unknown parameter: {unknown}. An extension keeps the source's model and \
+                     aspect ratio; it takes prompt, seconds, video and characters."
+                ),
+            ));
+        }
+        let prompt = match obj.get("prompt") {
+            Some(Value::String(p)) => p.clone(),
+            Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
+            None => return Err(crate::domain::params::required("prompt")),
+        };
+        let seconds = obj
+            .get("seconds")
+            .cloned()
+            .ok_or_else(|| crate::domain::params::required("seconds"))?;
+        let video = match obj.get("video") {
+            Some(Value::Object(v)) => video_id(v)?,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "video",
+                    "video must be {\"id\": \"video_…\"}, a completed video of your \
+                     organization (the SDK: extra_body={\"video\": {\"id\": …}}).",
+                ))
+            }
+            None => return Err(crate::domain::params::required("video")),
+        };
+        Ok(VideoExtensionRequest {
+            prompt,
+            seconds,
+            video,
+            characters: crate::domain::videos::create::parse_characters(obj.get("characters"))?,
+        })
+    }
+}
+
+fn video_id(v: &Map<String, Value>) -> ApiResult<VideoReference> {
+    if let Some(unknown) = v.keys().find(|k| k.as_str() != "id") {
+        return Err(ApiError::invalid(
+            &format!("video.{unknown}"),
+            "video holds id only.",
+        ));
+    }
+    match v.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => Ok(VideoReference { id: id.clone() }),
+        _ => Err(ApiError::invalid(
+            "video.id",
+            "video.id must be the id of a completed video.",
+        )),
+    }
+}
+
+/// The extension use case: the source must be a completed video of the caller's organization
+/// (another organization's is not found, a running one is a 400 naming `video`), on a model
+/// that extends; `seconds` must be in the model's range and the total within
+/// [`MAX_EXTENDED_SECONDS`]. Nothing is reserved and no job is made when any check refuses.
+pub async fn extend(
+    cx: Context<'_>,
+    workflow: Option<&dyn Workflow>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    body: &Value,
+) -> ApiResult<CreateAnswer> {
+    let request = VideoExtensionRequest::parse(body)?;
+    let source_id = request.video.id.as_str();
+    let not_found = || crate::domain::videos::queries::not_found(source_id).with_param("video");
+    if !crate::domain::ids::is_valid(source_id, "video") {
+        return Err(not_found());
+    }
+    let source = crate::domain::videos::record::load(cx.store, &caller.org, source_id)
+        .await?
+        .ok_or_else(not_found)?;
+    if source.status != JobStatus::Completed {
+        return Err(ApiError::invalid(
+            "video",
+            format!(
+                "Only a completed video can be extended; video {source_id} is {}.",
+                source.status.as_str()
+            ),
+        ));
+    }
+    if let Some(model) = cx.catalog.video_model(&source.model) {
+        if cx.catalog.capabilities(model).operations().extension == OperationSupport::Unavailable {
+            return Err(ApiError::invalid(
+                "video",
+                format!(
+                    "The video model '{}' takes neither a source video nor a first frame, so \
+                     video {source_id} cannot be extended.",
+                    source.model
+                ),
+            ));
+        }
+    }
+    let mut create_body = json!({
+        "model": source.model,
+        "prompt": request.prompt,
+        "seconds": request.seconds,
+        "aspect_ratio": source.aspect_ratio,
+    });
+    if let Some(characters) = &request.characters {
+        create_body["characters"] = json!(characters);
+    }
+    // The segment's own rules (its seconds against the model's range) come first, then the
+    // whole: both before anything is reserved.
+    let segment = crate::domain::videos::create::parse(&create_body)?;
+    let base_seconds = source.output_seconds();
+    let total = base_seconds + i64::from(segment.seconds);
+    if total > MAX_EXTENDED_SECONDS {
+        return Err(ApiError::invalid(
+            "seconds",
+            format!(
+                "Video {source_id} lasts {base_seconds} s; with {} s more it would last {total} s, \
+                 and an extended video lasts at most {MAX_EXTENDED_SECONDS} s.",
+                segment.seconds
+            ),
+        ));
+    }
+    let from = Source {
+        video_id: source.id.clone(),
+        operation: SourceOperation::Extension { base_seconds },
+    };
+    crate::domain::videos::create::create_from(
+        cx,
+        workflow,
+        caller,
+        idempotency_key,
+        &create_body,
+        Some(&from),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sdk_form_and_json_read_alike_and_anything_else_is_named() {
+        // `video[id]` in a form arrives as {"video": {"id": …}} (api::extract).
+        let form = json!({"prompt": "on", "seconds": "4", "video": {"id": "video_1"}});
+        let parsed = VideoExtensionRequest::parse(&form).expect("form");
+        assert_eq!(parsed.video.id, "video_1");
+        assert_eq!(parsed.seconds, json!("4"));
+        for (body, param) in [
+            (json!({"seconds": "4", "video": {"id": "v"}}), "prompt"),
+            (json!({"prompt": "x", "video": {"id": "v"}}), "seconds"),
+            (json!({"prompt": "x", "seconds": 4}), "video"),
+            (
+                json!({"prompt": "x", "seconds": 4, "video": "video_1"}),
+                "video",
+            ),
+            (
+                json!({"prompt": "x", "seconds": 4, "video": {"id": ""}}),
+                "video.id",
+            ),
+            (
+                json!({"prompt": "x", "seconds": 4, "video": {"id": "v", "url": "u"}}),
+                "video.url",
+            ),
+            (
+                json!({"prompt": "x", "seconds": 4, "video": {"id": "v"}, "model": "m"}),
+                "model",
+            ),
+        ] {
+            let e = VideoExtensionRequest::parse(&body).expect_err("refused");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+    }
+}
