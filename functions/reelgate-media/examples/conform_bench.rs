@@ -2,6 +2,10 @@
 //! a 15 s 1920x1080 30 fps x264 High profile clip with AAC, conformed to 16:9 for 15 s, and a
 //! 15 s 720x1280 30 fps clip without audio, conformed to 9:16 (silence added).
 //!
+//! Then the stitch step's join: a 12 s and an 8 s 1366x768 24 fps clip with AAC (as the conform
+//! stage writes them) joined into one 20 s clip, with the ratio of its wall time to the output's
+//! length.
+//!
 //! `cargo run --release -p reelgate-media --example conform_bench [-- OUT_DIR]`
 //!
 //! For each it prints the input size, the wall time and the CPU time of the conform (getrusage
@@ -111,6 +115,62 @@ fn bench(
     Ok(())
 }
 
+/// A `secs` long 1366x768 24 fps H.264 clip with a sine of `hz` as AAC, as the conform stage
+/// leaves a 16:9 render.
+fn clip_768p(out_dir: &Path, secs: u32, hz: u32) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let path = out_dir.join(format!("1366x768-24fps-aac-{secs}s.mp4"));
+    ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=1366x768:rate=24",
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("sine=frequency={hz}:sample_rate=48000"),
+            "-ac",
+            "2",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-t",
+            &secs.to_string(),
+        ],
+        &path,
+    )?;
+    Ok(path)
+}
+
+fn stitch_bench(out_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let first = std::fs::read(clip_768p(out_dir, 12, 440)?)?;
+    let second = std::fs::read(clip_768p(out_dir, 8, 660)?)?;
+    let rss_before = peak_rss_mib();
+    let cpu_before = cpu_secs();
+    let started = Instant::now();
+    let joined = reelgate_media::stitch_mp4(&first, &second)?;
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - cpu_before;
+    let rss_after = peak_rss_mib();
+    let out = out_dir.join("stitched-12s-8s.mp4");
+    std::fs::write(&out, &joined.mp4)?;
+    println!("stitch 12 s + 8 s at 1366x768:");
+    println!("  parts:   {}", joined.source);
+    println!(
+        "  wall:    {wall:.2} s for {:.2} s of output: {:.2}x real time",
+        joined.duration_secs,
+        wall / joined.duration_secs
+    );
+    println!("  cpu:     {cpu:.2} s (user + system)");
+    println!("  peak RSS (VmHWM): {rss_before:.1} MiB before, {rss_after:.1} MiB after");
+    println!("  output:  {:.2} MB", joined.mp4.len() as f64 / 1e6);
+    println!("  ffprobe: {}", ffprobe_summary(&out));
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out_dir: PathBuf = match std::env::args().nth(1) {
         Some(d) => d.into(),
@@ -162,6 +222,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &portrait,
     )?;
     println!("files in {}", out_dir.display());
+    // First, so that the process's high-water mark after it is the stitch's own.
+    stitch_bench(&out_dir)?;
     bench(
         "1920x1080 High + AAC -> 16:9 15 s",
         "landscape",
