@@ -194,3 +194,10 @@ def test_an_extension_is_the_source_then_a_new_segment_billed_for_the_segment(cl
     assert e.value.body["param"] == "video"
     assert org_state(tenant)["reserved"] == state["reserved"], "nothing reserved"
     wait_for(client, running.id)
+
+
+def test_an_extension_of_a_file_is_refused_naming_video_with_the_way_that_works(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.videos.extend(prompt="on", seconds="4", video=("clip.mp4", b"\x00\x00\x00\x18ftypisom", "video/mp4"))
+    assert e.value.body["param"] == "video"
+    assert "video[id]" in e.value.body["message"]

@@ -28,64 +28,33 @@ pub fn with_poll_hint(video: Video) -> Response {
     response
 }
 
-/// Creates a video as `caller` (an API key's holder, or the console's signed-in person) through
-/// the one create use case, and answers it: `POST /v1/videos` and the console's create alike.
+/// Which of the operations that make a job a request asks for.
+pub enum Making<'a> {
+    /// `POST /v1/videos` (and the console's create).
+    Create,
+    /// `POST /v1/videos/{video_id}/remix` of this source.
+    Remix(&'a str),
+    /// `POST /v1/videos/extensions`.
+    Extend,
+}
+
+/// Makes a job as `caller` (an API key's holder, or the console's signed-in person) through the
+/// one use case of `making`, and answers it as every such route does.
 pub async fn create(
     app: &App,
     caller: &Caller,
     headers: &HeaderMap,
+    making: Making<'_>,
     body: &Value,
 ) -> ApiResult<Response> {
+    use crate::domain::videos::{create, extensions, remix};
     let workflow = app.workflow();
-    let answer = crate::domain::videos::create::create(
-        app.context(),
-        workflow.as_deref(),
-        caller,
-        idempotency_key(headers),
-        body,
-    )
-    .await?;
-    Ok(render_create(answer))
-}
-
-/// Remixes `source_id` as `caller` through the one remix use case, and answers as a create does.
-pub async fn remix(
-    app: &App,
-    caller: &Caller,
-    headers: &HeaderMap,
-    source_id: &str,
-    body: &Value,
-) -> ApiResult<Response> {
-    let workflow = app.workflow();
-    let answer = crate::domain::videos::remix::remix(
-        app.context(),
-        workflow.as_deref(),
-        caller,
-        idempotency_key(headers),
-        source_id,
-        body,
-    )
-    .await?;
-    Ok(render_create(answer))
-}
-
-/// Extends a completed video as `caller` through the one extension use case, and answers as a
-/// create does.
-pub async fn extend(
-    app: &App,
-    caller: &Caller,
-    headers: &HeaderMap,
-    body: &Value,
-) -> ApiResult<Response> {
-    let workflow = app.workflow();
-    let answer = crate::domain::videos::extensions::extend(
-        app.context(),
-        workflow.as_deref(),
-        caller,
-        idempotency_key(headers),
-        body,
-    )
-    .await?;
+    let (cx, workflow, key) = (app.context(), workflow.as_deref(), idempotency_key(headers));
+    let answer = match making {
+        Making::Create => create::create(cx, workflow, caller, key, body).await?,
+        Making::Remix(source) => remix::remix(cx, workflow, caller, key, source, body).await?,
+        Making::Extend => extensions::extend(cx, workflow, caller, key, body).await?,
+    };
     Ok(render_create(answer))
 }
 

@@ -2,6 +2,7 @@
 
 use crate::api::envelope::List;
 use crate::api::extract::{ApiQuery, JsonOrForm};
+use crate::api::video_answers::Making;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -69,7 +70,7 @@ async fn create(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::create(&app, &caller, &headers, &body).await
+    crate::api::video_answers::create(&app, &caller, &headers, Making::Create, &body).await
 }
 
 async fn remix(
@@ -79,16 +80,30 @@ async fn remix(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::remix(&app, &caller, &headers, &video_id, &body).await
+    crate::api::video_answers::create(&app, &caller, &headers, Making::Remix(&video_id), &body)
+        .await
 }
 
 async fn extend(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    JsonOrForm(body): JsonOrForm,
+    body: Result<JsonOrForm, ApiError>,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::extend(&app, &caller, &headers, &body).await
+    // The SDK sends a file as `video` when given one; only a completed video's id is taken.
+    let JsonOrForm(body) = body.map_err(|e| {
+        if e.param.as_deref() == Some("video") {
+            ApiError::invalid(
+                "video",
+                "A source video sent as a file is not taken: extend a completed video of your \
+                 organization by its id (video[id] in a form, {\"video\": {\"id\": …}} in JSON; \
+                 the SDK: video=openai.omit, extra_body={\"video\": {\"id\": …}}).",
+            )
+        } else {
+            e
+        }
+    })?;
+    crate::api::video_answers::create(&app, &caller, &headers, Making::Extend, &body).await
 }
 
 async fn retrieve(

@@ -170,7 +170,14 @@ async fn create_video(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::create(&app, &s.caller, &headers, &body).await
+    crate::api::video_answers::create(
+        &app,
+        &s.caller,
+        &headers,
+        crate::api::video_answers::Making::Create,
+        &body,
+    )
+    .await
 }
 
 async fn list_videos(

@@ -6,10 +6,8 @@
 //! of the source.
 
 use crate::domain::accounts::Caller;
-use crate::domain::catalog::OperationSupport;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::videos::create::{CreateAnswer, Source, SourceOperation};
-use crate::domain::videos::JobStatus;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
 use serde_json::{json, Map, Value};
@@ -112,34 +110,15 @@ pub async fn extend(
 ) -> ApiResult<CreateAnswer> {
     let request = VideoExtensionRequest::parse(body)?;
     let source_id = request.video.id.as_str();
-    let not_found = || crate::domain::videos::queries::not_found(source_id).with_param("video");
-    if !crate::domain::ids::is_valid(source_id, "video") {
-        return Err(not_found());
-    }
-    let source = crate::domain::videos::record::load(cx.store, &caller.org, source_id)
-        .await?
-        .ok_or_else(not_found)?;
-    if source.status != JobStatus::Completed {
-        return Err(ApiError::invalid(
-            "video",
-            format!(
-                "Only a completed video can be extended; video {source_id} is {}.",
-                source.status.as_str()
-            ),
-        ));
-    }
-    if let Some(model) = cx.catalog.video_model(&source.model) {
-        if cx.catalog.capabilities(model).operations().extension == OperationSupport::Unavailable {
-            return Err(ApiError::invalid(
-                "video",
-                format!(
-                    "The video model '{}' takes neither a source video nor a first frame, so \
-                     video {source_id} cannot be extended.",
-                    source.model
-                ),
-            ));
-        }
-    }
+    let source = crate::domain::videos::queries::completed_source(
+        cx,
+        &caller.org,
+        source_id,
+        "video",
+        "extended",
+        |operations| operations.extension,
+    )
+    .await?;
     let mut create_body = json!({
         "model": source.model,
         "prompt": request.prompt,

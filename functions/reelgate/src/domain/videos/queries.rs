@@ -3,6 +3,7 @@
 //! workflow, each scoped by the caller's organization through the key.
 
 use crate::domain::accounts::Caller;
+use crate::domain::catalog::OperationSupport;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::params::{ListQuery, Page};
@@ -51,6 +52,51 @@ pub async fn retrieve_completed(
         ));
     }
     Ok(video)
+}
+
+/// The completed job of `org` a new job is made from (`verb`: "remixed", "extended"; `param`
+/// names the source in errors): another organization's id is not found, a job that has not
+/// completed is a 400, and so is one whose model offers the operation (`operation`) neither
+/// natively nor by chaining. A model gone from the catalog is left to the create rules
+/// (`model_not_found`).
+pub async fn completed_source(
+    cx: Context<'_>,
+    org: &str,
+    source_id: &str,
+    param: &str,
+    verb: &str,
+    operation: impl Fn(&crate::domain::catalog::VideoOperations) -> OperationSupport,
+) -> ApiResult<crate::domain::videos::JobRecord> {
+    let not_found = || self::not_found(source_id).with_param(param);
+    if !is_valid(source_id, "video") {
+        return Err(not_found());
+    }
+    let source = crate::domain::videos::record::load(cx.store, org, source_id)
+        .await?
+        .ok_or_else(not_found)?;
+    if source.status != crate::domain::videos::JobStatus::Completed {
+        return Err(ApiError::invalid(
+            param,
+            format!(
+                "Only a completed video can be {verb}; video {source_id} is {}.",
+                source.status.as_str()
+            ),
+        ));
+    }
+    if let Some(model) = cx.catalog.video_model(&source.model) {
+        if operation(&cx.catalog.capabilities(model).operations()) == OperationSupport::Unavailable
+        {
+            return Err(ApiError::invalid(
+                param,
+                format!(
+                    "The video model '{}' takes neither a source video nor a first frame, so \
+                     video {source_id} cannot be {verb}.",
+                    source.model
+                ),
+            ));
+        }
+    }
+    Ok(source)
 }
 
 /// A page of the caller's organization's jobs, newest first unless `order=asc`.

@@ -5,10 +5,9 @@
 //! and its render opens with the source's first frame on an engine without video-to-video.
 
 use crate::domain::accounts::Caller;
-use crate::domain::catalog::OperationSupport;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::videos::create::{CreateAnswer, Source};
-use crate::domain::videos::{JobRecord, JobStatus};
+use crate::domain::videos::JobRecord;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
 use serde_json::{json, Value};
@@ -64,36 +63,15 @@ pub async fn remix(
     body: &Value,
 ) -> ApiResult<CreateAnswer> {
     let request = parse(body)?;
-    let not_found = || crate::domain::videos::queries::not_found(source_id);
-    // An id of another organization reads as one that does not exist.
-    if !crate::domain::ids::is_valid(source_id, "video") {
-        return Err(not_found());
-    }
-    let source = crate::domain::videos::record::load(cx.store, &caller.org, source_id)
-        .await?
-        .ok_or_else(not_found)?;
-    if source.status != JobStatus::Completed {
-        return Err(ApiError::invalid(
-            "video_id",
-            format!(
-                "Only a completed video can be remixed; video {source_id} is {}.",
-                source.status.as_str()
-            ),
-        ));
-    }
-    // A model gone from the catalog is refused by the create rules (model_not_found).
-    if let Some(model) = cx.catalog.video_model(&source.model) {
-        if cx.catalog.capabilities(model).operations().remix == OperationSupport::Unavailable {
-            return Err(ApiError::invalid(
-                "video_id",
-                format!(
-                    "The video model '{}' takes neither a source video nor a first frame, so \
-                     video {source_id} cannot be remixed. Create a new video instead.",
-                    source.model
-                ),
-            ));
-        }
-    }
+    let source = crate::domain::videos::queries::completed_source(
+        cx,
+        &caller.org,
+        source_id,
+        "video_id",
+        "remixed",
+        |operations| operations.remix,
+    )
+    .await?;
     let mut create_body = create_request(&source, &request.prompt);
     // The characters the remix names, else the source's own.
     let source_characters = request.characters.is_none();
