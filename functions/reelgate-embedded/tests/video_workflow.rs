@@ -732,3 +732,48 @@ async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_bill
         assert!(blobs.head(key).await.expect("head").is_none(), "{key}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_source_whose_output_vanished_mid_request_reserves_nothing() {
+    let server = TestServer::start_full(TIME_SCALE, |_| {}).await;
+    let t = tenant(&server, "5.00").await;
+    let source = create(&server, &t, job("a quiet harbour", 4, "16:9")).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (done, _) = wait_terminal(&server, &t, &source, Duration::from_secs(120)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    // A delete racing the request: the record still reads completed, its output is gone.
+    server
+        .app
+        .blobs
+        .delete(&reelgate::domain::videos::output_blob_key(&t.org, &source))
+        .await
+        .expect("delete");
+    let http = reqwest::Client::new();
+    for (path, body, param) in [
+        (
+            format!("/v1/videos/{source}/remix"),
+            json!({"prompt": "at night"}),
+            "video_id",
+        ),
+        (
+            "/v1/videos/extensions".to_owned(),
+            json!({"prompt": "on", "seconds": 4, "video": {"id": source}}),
+            "video",
+        ),
+    ] {
+        let (status, refused) =
+            send(http.post(server.url(&path)).bearer_auth(&t.key).json(&body)).await;
+        assert_eq!(status, 400, "{path}: {refused}");
+        assert_eq!(refused["error"]["param"], param, "{refused}");
+    }
+    let org = server.app.accounts().org(&t.org).await.expect("org");
+    assert_eq!(org.reserved.to_string(), "0.00");
+    assert_eq!(org.renders_in_flight, 0);
+    assert_eq!(
+        org.balance.to_string(),
+        "4.60",
+        "only the source was charged"
+    );
+}

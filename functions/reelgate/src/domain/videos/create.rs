@@ -799,10 +799,15 @@ async fn copy_inputs(
 ) -> ApiResult<()> {
     let copies = source
         .map(|s| {
+            let param = match s.operation {
+                SourceOperation::Remix => "video_id",
+                SourceOperation::Extension { .. } => "video",
+            };
             (
                 output_blob_key(org, &s.video_id),
                 source_video_blob_key(org, video_id),
                 "video/mp4",
+                param,
             )
         })
         .into_iter()
@@ -811,10 +816,19 @@ async fn copy_inputs(
                 from.clone(),
                 character_frame_blob_key(org, video_id, i),
                 "image/jpeg",
+                "characters",
             )
         }));
-    for (from, to, content_type) in copies {
-        let read = cx.blobs.get(&from, None).await?;
+    for (from, to, content_type, param) in copies {
+        // Deleted since it was checked (a delete racing this request): nothing is reserved yet.
+        let read = cx.blobs.get(&from, None).await.map_err(|e| match e {
+            crate::ports::blobs::BlobError::NotFound => ApiError::invalid(
+                param,
+                "What this request is made from was deleted while it was admitted; nothing was \
+                 reserved.",
+            ),
+            other => other.into(),
+        })?;
         cx.blobs
             .put_stream(&to, content_type, read.body, MAX_SOURCE_BYTES)
             .await?;
