@@ -329,3 +329,37 @@ def test_a_job_renders_through_a_second_reelgate(server, upstream, tmp_path):
     # The upstream rendered it as one of its own jobs, on its own model.
     theirs = httpx.get(f"{upstream.base_url}/v1/videos", headers=auth(upstream.api_key)).json()["data"]
     assert any(x["prompt"] == "a tram in the rain" and x["model"] == "reel-1" and x["status"] == "completed" for x in theirs)
+
+
+def test_remix_and_extension_chain_onto_an_openai_shaped_engine(server, fake_videos, tmp_path):
+    """On an engine without video-to-video (the OpenAI-shaped fake of sora-2), a remix sends the
+    source's first frame and an extension its last frame as `input_reference`, each within the
+    model's documented values; the extension's output is the source then the segment."""
+    from decimal import Decimal
+
+    source = create(server, {"model": "far-openai", "prompt": "a paper boat on a pond", "seconds": 4,
+                             "aspect_ratio": "16:9"})
+    assert source.status_code == 200, source.text
+    source = wait_terminal(server, source.json()["id"])
+    assert source["status"] == "completed", source
+    for path, body in [
+        (f"/v1/videos/{source['id']}/remix", {"prompt": "the same boat at night"}),
+        ("/v1/videos/extensions", {"prompt": "the boat drifts on", "seconds": 4, "video": {"id": source["id"]}}),
+    ]:
+        before = org_state(server)
+        made = httpx.post(f"{server.base_url}{path}", headers=auth(server.api_key), json=body, timeout=30)
+        assert made.status_code == 200, made.text
+        done = wait_terminal(server, made.json()["id"])
+        assert done["status"] == "completed", done
+        post = [s for s in fake_videos.seen if s[0] == "POST"][-1]
+        request = json.loads(post[3])
+        assert (request["seconds"], request["size"]) == ("4", "1280x720"), request
+        assert "input_reference" in request, "the source's frame opens the render"
+        video, audio, duration = ffprobe_streams(content(server, done["id"]), tmp_path)
+        assert (video["width"], video["height"]) == (1366, 768)
+        assert audio is not None and audio["codec_name"] == "aac"
+        expected = 8 if "extensions" in path else 4
+        assert abs(duration - expected) <= 0.5, (path, duration)
+        assert done["seconds"] == expected
+        after = org_state(server)
+        assert Decimal(after["balance"]) == Decimal(before["balance"]) - Decimal(done["cost"])
