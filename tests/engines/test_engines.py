@@ -121,6 +121,8 @@ def test_the_models_list_says_what_each_model_honours(server):
     [
         ("reel-text", "frame", "image_reference"),
         ("reel-text", "refs", "references.images"),
+        # A character is reference images: refused naming characters, before it is looked up.
+        ("reel-text", "characters", "characters"),
         ("reel-text", "ratio", "aspect_ratio"),
         ("far-openai", "last", "image_reference"),
         ("far-openai", "long", "seconds"),
@@ -138,6 +140,8 @@ def test_an_input_the_model_does_not_honour_is_refused_before_anything_is_reserv
         body["seconds"] = 13
     elif extra == "refs":
         body["references"] = {"images": [{"file_id": image}]}
+    elif extra == "characters":
+        body["characters"] = ["char_01h00000000000000000000000"]
     else:
         body["aspect_ratio"] = "1:1"
     before = org_state(server)

@@ -577,10 +577,6 @@ pub fn check_capabilities(
         ("first_frame", i.first_frame.is_some()),
         ("last_frame", i.last_frame.is_some()),
         ("reference_images", !i.reference_images.is_empty()),
-        (
-            "reference_images",
-            req.characters.as_ref().is_some_and(|c| !c.is_empty()),
-        ),
         ("reference_videos", !i.reference_videos.is_empty()),
         ("reference_audio", !i.reference_audio.is_empty()),
     ];
