@@ -217,8 +217,18 @@ def test_slow_headers_and_idle_connections_are_closed(fresh_server):
 
 def test_connections_past_the_cap_are_closed_at_once(fresh_server):
     srv = fresh_server(REELGATE_MAX_CONNECTIONS="16")
-    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(16)]
-    time.sleep(0.3)
+    # The start-up probe's connection may still hold a slot for a moment after it closed: wait
+    # until 16 connections of ours are each answered (and kept alive), so all 16 slots are ours.
+    deadline = time.monotonic() + 10
+    while True:
+        held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(16)]
+        for s in held:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        if all(read_status(s, 5) == 200 for s in held) or time.monotonic() > deadline:
+            break
+        for s in held:
+            s.close()
+        time.sleep(0.2)
     extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
     extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     started = time.monotonic()
