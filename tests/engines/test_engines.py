@@ -367,3 +367,17 @@ def test_remix_and_extension_chain_onto_an_openai_shaped_engine(server, fake_vid
         assert done["seconds"] == expected
         after = org_state(server)
         assert Decimal(after["balance"]) == Decimal(before["balance"]) - Decimal(done["cost"])
+
+    # An edit keeps the source's picture, which no still frame stands in for: without
+    # video-to-video it is refused naming video, before anything is reserved.
+    models = httpx.get(f"{server.base_url}/v1/videos/models", headers=auth(server.api_key)).json()["data"]
+    far = next(m for m in models if m["id"] == "far-openai")
+    assert far["operations"] == {"remix": "chained", "extension": "chained", "edit": "unavailable"}
+    before = org_state(server)
+    refused = httpx.post(f"{server.base_url}/v1/videos/edits", headers=auth(server.api_key),
+                         json={"prompt": "in snow", "video": {"id": source["id"]}}, timeout=30)
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["param"] == "video" and "video-to-video" in error["message"], error
+    after = org_state(server)
+    assert (after["reserved"], after["balance"]) == (before["reserved"], before["balance"])

@@ -117,7 +117,8 @@ def test_remix_bodies_the_sdk_would_not_send_are_refused_by_name(client, tenant)
     assert e.value.body["param"] == "prompt"
     models = httpx.get(f"{tenant.base_url}/videos/models", headers={"Authorization": f"Bearer {tenant.key}"}).json()
     reel = next(m for m in models["data"] if m["id"] == "reel-1")
-    assert reel["operations"]["remix"] == "chained"
+    # The reference engine takes the source video itself for every operation.
+    assert reel["operations"] == {"remix": "native", "extension": "native", "edit": "native"}
 
 
 def test_a_character_from_an_mp4_is_drawn_into_a_create_billed_its_quote(client, tenant):
@@ -196,8 +197,63 @@ def test_an_extension_is_the_source_then_a_new_segment_billed_for_the_segment(cl
     wait_for(client, running.id)
 
 
-def test_an_extension_of_a_file_is_refused_naming_video_with_the_way_that_works(client):
-    with pytest.raises(openai.BadRequestError) as e:
-        client.videos.extend(prompt="on", seconds="4", video=("clip.mp4", b"\x00\x00\x00\x18ftypisom", "video/mp4"))
-    assert e.value.body["param"] == "video"
-    assert "video[id]" in e.value.body["message"]
+def test_an_extension_of_an_uploaded_mp4_keeps_its_orientation_and_length(client, tenant):
+    source = completed_source(client, prompt="a tram at dawn", ratio="9:16", size="768x1366")
+    clip = client.videos.download_content(source.id).read()
+    client.videos.delete(source.id)
+    before = balance(tenant)
+    extension = client.videos.extend(
+        prompt="the tram turns a corner", seconds="4", video=("tram.mp4", clip, "video/mp4"),
+        extra_body={"model": "reel-1"},
+    )
+    assert extension.model_extra["extended_from_video_id"] is None, "made from a file, not a video"
+    assert extension.model_extra["aspect_ratio"] == "9:16", "the file's shape"
+    done = wait_for(client, extension.id)
+    assert done.status == "completed", done
+    assert before - balance(tenant) == Decimal(done.model_extra["cost"]) == Decimal("0.40")
+    info = probe(client.videos.download_content(done.id).read())
+    streams = {s["codec_type"]: s for s in info["streams"]}
+    assert (streams["video"]["width"], streams["video"]["height"]) == (768, 1366)
+    assert abs(float(info["format"]["duration"]) - 8.0) <= 0.5
+
+
+def test_a_source_file_that_is_not_a_usable_mp4_is_refused_naming_video(client, tenant):
+    state = org_state(tenant)
+    for call in (
+        lambda video, body: client.videos.extend(prompt="on", seconds="4", video=video, extra_body=body),
+        lambda video, body: client.videos.edit(prompt="in snow", video=video, extra_body=body),
+    ):
+        with pytest.raises(openai.BadRequestError) as e:
+            call(("clip.mp4", b"\x00\x00\x00\x18ftypisom" + b"\x00" * 64, "video/mp4"), {"model": "reel-1"})
+        assert e.value.body["param"] == "video", e.value.body
+        with pytest.raises(openai.BadRequestError) as e:
+            call(("clip.mp4", b"\x00\x00\x00\x18ftypisom", "video/mp4"), None)
+        assert e.value.body["param"] == "model", "a file needs the model to render with"
+    after = org_state(tenant)
+    assert (after["reserved"], after["balance"]) == (state["reserved"], state["balance"])
+
+
+def test_an_edit_rerenders_the_source_at_its_seconds_and_ratio_billed_its_quote(client, tenant):
+    source = completed_source(client, prompt="a quiet canal", ratio="16:9", size="1366x768")
+    before = balance(tenant)
+    # The SDK refuses video={"id": …} before sending, as for extend.
+    edit = client.videos.edit(prompt="the canal in snow", video=openai.omit, extra_body={"video": {"id": source.id}})
+    assert edit.model_extra["edited_from_video_id"] == source.id
+    assert (edit.model, edit.seconds) == (source.model, source.seconds)
+    client.videos.delete(source.id)
+    done = wait_for(client, edit.id)
+    assert done.status == "completed", done
+    assert before - balance(tenant) == Decimal(done.model_extra["cost"]) == Decimal(source.model_extra["cost"])
+    info = probe(client.videos.download_content(done.id).read())
+    streams = {s["codec_type"]: s for s in info["streams"]}
+    assert (streams["video"]["width"], streams["video"]["height"]) == (1366, 768)
+    assert streams["audio"]["codec_name"] == "aac"
+    assert abs(float(info["format"]["duration"]) - 4.0) <= 0.5
+
+    # An edit of a file the caller sends: the same, at the file's length and shape.
+    clip = client.videos.download_content(done.id).read()
+    again = client.videos.edit(prompt="the canal at night", video=("canal.mp4", clip, "video/mp4"),
+                               extra_body={"model": "reel-1"})
+    assert again.model_extra["edited_from_video_id"] is None
+    assert again.model_extra["aspect_ratio"] == "16:9" and str(again.seconds) == "4"
+    assert wait_for(client, again.id).status == "completed"

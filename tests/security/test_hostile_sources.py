@@ -1,6 +1,7 @@
-"""Hostile source videos against the real binary: a character made from an HEVC or a 10-bit
-H.264 MP4, one declaring an hour or 8192x8192, a truncated one and one with no decodable frame
-is refused at create with a 400 naming `video`, nothing stored, and the server's peak RSS
+"""Hostile source videos against the real binary: a character, an edit or an extension made from
+an HEVC or a 10-bit H.264 MP4, one declaring an hour or 8192x8192, a truncated one and one with no
+decodable frame is refused at create with a 400 naming `video`, nothing stored or reserved, and
+the server's peak RSS
 (VmHWM, /proc/<pid>/status) stays within the 256 MiB docs/security.md states. The clips are
 made by ffmpeg (installed by scripts/test-tools.sh) as an attacker would make them."""
 
@@ -85,6 +86,32 @@ def test_a_hostile_character_video_is_refused_at_create_naming_video(fresh, key,
     peak = peak_rss_kib(fresh.proc.pid) / 1024
     print(f"{kind}: {len(clip)} bytes refused; server peak RSS {peak:.0f} MiB")
     assert peak < RSS_BOUND_MIB, f"{kind}: peak RSS {peak:.0f} MiB"
+
+
+@pytest.mark.parametrize("route", ["edits", "extensions"])
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_a_hostile_source_file_is_refused_at_create_naming_video(fresh, key, kind, route):
+    clip = HOSTILE[kind]()
+    form = {"prompt": "in snow", "model": "reel-1"}
+    if route == "extensions":
+        form["seconds"] = "4"
+    r = httpx.post(
+        f"{fresh.base_url}/v1/videos/{route}",
+        headers=auth(key),
+        data=form,
+        files={"video": ("clip.mp4", clip, "video/mp4")},
+        timeout=120,
+    )
+    assert r.status_code == 400, (kind, route, r.status_code, r.text)
+    assert r.json()["error"]["param"] == "video", r.text
+    listed = httpx.get(f"{fresh.base_url}/v1/videos", headers=auth(key)).json()
+    assert listed["data"] == [], "a refused source makes no job"
+    blobs = os.path.join(fresh.data_dir, "blobs")
+    stored = [f for d, _, files in os.walk(blobs) for f in files if "/videos/" in d + "/"]
+    assert stored == [], stored
+    peak = peak_rss_kib(fresh.proc.pid) / 1024
+    print(f"{route} {kind}: {len(clip)} bytes refused; server peak RSS {peak:.0f} MiB")
+    assert peak < RSS_BOUND_MIB, f"{route} {kind}: peak RSS {peak:.0f} MiB"
 
 
 def test_a_valid_clip_makes_a_character_of_four_frames_and_its_delete_removes_them(fresh, key):

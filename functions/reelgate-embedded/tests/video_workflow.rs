@@ -591,7 +591,7 @@ async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_billed_once() {
+async fn a_native_remix_shows_its_source_from_its_own_copy_and_is_billed_once() {
     let server = TestServer::start_full(TIME_SCALE, |_| {}).await;
     let t = tenant(&server, "5.00").await;
     let http = reqwest::Client::new();
@@ -675,7 +675,7 @@ async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_bill
     );
     assert_eq!(org.reserved.to_string(), "0.00");
 
-    // The remix opens with the source's (red) first frame.
+    // The reference engine remixes natively: the remix shows the source's (red) frames.
     let mp4 = http
         .get(server.url(&format!("/v1/videos/{remix_id}/content")))
         .bearer_auth(&t.key)
@@ -716,8 +716,12 @@ async fn a_remix_opens_with_its_source_first_frame_from_its_own_copy_and_is_bill
         reelgate::domain::videos::output_blob_key(&t.org, &remix_id),
         reelgate::domain::videos::spritesheet_blob_key(&t.org, &remix_id),
         reelgate::domain::videos::source_video_blob_key(&t.org, &remix_id),
-        reelgate::domain::videos::source_frame_blob_key(&t.org, &remix_id),
     ];
+    let chained_frame = reelgate::domain::videos::source_frame_blob_key(&t.org, &remix_id);
+    assert!(
+        blobs.head(&chained_frame).await.expect("head").is_none(),
+        "a native remix takes the source video, not a frame of it"
+    );
     for key in &written {
         assert!(owned.contains(key), "{key} is owned by the job");
         assert!(blobs.head(key).await.expect("head").is_some(), "{key}");

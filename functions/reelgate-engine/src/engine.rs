@@ -350,6 +350,7 @@ impl ReferenceEngine {
         spec.last_frame = fetched.last_frame;
         spec.audio_bed = fetched.audio_bed;
         spec.reference_images = fetched.pictures;
+        spec.source_frames = fetched.source_frames;
         spec.captions = reelgate_media::timed_captions(
             &reelgate_media::dialogue(&req.prompt),
             f64::from(seconds),
@@ -458,6 +459,18 @@ impl ReferenceEngine {
             for (i, u) in list.iter().enumerate() {
                 urls.push((format!("inputs.{name}[{i}]"), u));
             }
+        }
+        if let Some(source) = &inputs.source {
+            if !crate::protocol::operations::ALL.contains(&source.operation.as_str()) {
+                return Err(ApiError::invalid(
+                    "inputs.source.operation",
+                    format!(
+                        "inputs.source.operation must be one of {}",
+                        crate::protocol::operations::ALL.join(", ")
+                    ),
+                ));
+            }
+            urls.push(("inputs.source.video_url".into(), &source.video_url));
         }
         if let Some(u) = &req.callback_url {
             urls.push(("callback_url".into(), u));

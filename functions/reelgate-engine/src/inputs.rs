@@ -6,7 +6,7 @@ use bytes::Bytes;
 use image::RgbImage;
 use reelgate_media::{decode_image, probe_mp4, sniff, AudioBed, MediaKind};
 
-use crate::protocol::{codes, RenderError, RenderInputs};
+use crate::protocol::{codes, operations, RenderError, RenderInputs, RenderSource};
 
 /// Images of this size or more are refused (`input_invalid`).
 pub const MAX_IMAGE_BYTES: usize = 30 * 1024 * 1024;
@@ -25,6 +25,8 @@ pub(crate) struct FetchedInputs {
     pub audio_bed: Option<AudioBed>,
     /// Reference images, then a still from each reference video, shown in the clip in turn.
     pub pictures: Vec<RgbImage>,
+    /// A remix's or an edit's source, as frames sampled through it.
+    pub source_frames: Vec<RgbImage>,
 }
 
 fn unreadable(what: &str, detail: impl std::fmt::Display) -> RenderError {
@@ -212,6 +214,51 @@ async fn check_audio(
     }
 }
 
+/// The longest source video taken, in seconds (an extended video lasts at most 60 s).
+pub const MAX_SOURCE_SECONDS: f64 = 60.0;
+/// The most pixels a source picture may have (1920x1080).
+const MAX_SOURCE_PIXELS: u64 = 1920 * 1080;
+/// Width of the frames taken from a source video (scaled to the output when drawn).
+const SOURCE_FRAME_WIDTH: u32 = 640;
+
+/// What the render takes of its source: frames through it (remix, edit) or its last frame,
+/// which the continuation opens with (extension). Anything but an H.264 MP4 within the
+/// limits, every picture decodable, is `input_invalid` or `input_unreadable`.
+async fn fetch_source(
+    http: &reqwest::Client,
+    source: &RenderSource,
+) -> Result<(Vec<RgbImage>, Option<RgbImage>), RenderError> {
+    let what = "source.video_url";
+    let bytes = download(http, what, &source.video_url, MAX_MEDIA_BYTES).await?;
+    let extension = source.operation == operations::EXTENSION;
+    tokio::task::spawn_blocking(move || {
+        reelgate_media::check_source(
+            &bytes,
+            MAX_SOURCE_SECONDS + DURATION_SLACK,
+            MAX_SOURCE_PIXELS,
+        )
+        .map_err(|e| invalid(what, e))?;
+        let decode = |jpeg: Vec<u8>| decode_image(&jpeg).map_err(|e| unreadable(what, e));
+        if extension {
+            let last = reelgate_media::last_frame_jpeg(&bytes).map_err(|e| unreadable(what, e))?;
+            return Ok((Vec::new(), Some(decode(last)?)));
+        }
+        let frames = reelgate_media::sample_frames_jpeg(
+            &bytes,
+            SOURCE_FRAME_WIDTH,
+            reelgate_media::MAX_SOURCE_FRAMES as u32,
+        )
+        .map_err(|e| unreadable(what, e))?;
+        let frames = frames
+            .into_iter()
+            .map(decode)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((frames, None))
+    })
+    .await
+    .map_err(|e| unreadable(what, format!("decoder crashed: {e}")))?
+}
+
 /// Downloads and checks every input. First/last frames and reference images
 /// are decoded for use; MP4/MOV video and M4A/MP4/WAV audio references must
 /// last 2–15 s; a still from the middle of each H.264 reference video joins
@@ -224,6 +271,14 @@ pub(crate) async fn fetch_all(
     let mut out = FetchedInputs::default();
     if let Some(url) = &inputs.first_frame_url {
         out.first_frame = Some(fetch_image(http, "first_frame_url", url).await?);
+    }
+    if let Some(source) = &inputs.source {
+        let (frames, last) = fetch_source(http, source).await?;
+        out.source_frames = frames;
+        // An extension continues from the source's last picture.
+        if out.first_frame.is_none() {
+            out.first_frame = last;
+        }
     }
     if let Some(url) = &inputs.last_frame_url {
         out.last_frame = Some(fetch_image(http, "last_frame_url", url).await?);

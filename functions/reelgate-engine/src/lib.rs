@@ -13,4 +13,6 @@ pub use engine::{
     serve, serve_on, EngineConfig, ReferenceEngine, BAD_OUTPUT_SIZE, HANG_PROGRESS, MAX_SECONDS,
 };
 pub use inputs::{MAX_IMAGE_BYTES, MAX_MEDIA_BYTES, REFERENCE_SECONDS};
-pub use protocol::{FaultSwitches, Render, RenderError, RenderInputs, RenderRequest, RenderStatus};
+pub use protocol::{
+    FaultSwitches, Render, RenderError, RenderInputs, RenderRequest, RenderSource, RenderStatus,
+};

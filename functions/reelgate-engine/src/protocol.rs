@@ -48,6 +48,30 @@ pub struct RenderInputs {
     pub reference_video_urls: Vec<String>,
     #[serde(default)]
     pub reference_audio_urls: Vec<String>,
+    /// The video the render is made from, for an engine that declares the operation
+    /// natively; absent on every other render.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RenderSource>,
+}
+
+/// What [`RenderInputs::source`] asks of the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderSource {
+    /// `remix` or `edit`: re-render the source guided by the prompt, at the request's
+    /// seconds and size (video-to-video); `extension`: render the request's seconds of new
+    /// footage that continue the source from its last frame (the segment only: the caller
+    /// joins it after the source).
+    pub operation: String,
+    /// A signed GET URL of the source MP4 (H.264, at most 1920x1080 and 60 s).
+    pub video_url: String,
+}
+
+/// The operations of [`RenderSource::operation`].
+pub mod operations {
+    pub const REMIX: &str = "remix";
+    pub const EDIT: &str = "edit";
+    pub const EXTENSION: &str = "extension";
+    pub const ALL: &[&str] = &[REMIX, EDIT, EXTENSION];
 }
 
 /// Lifecycle of a render. `queued` → `rendering` → one of the terminal states.

@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use image::{Rgb, RgbImage};
 use reelgate_engine::{
     serve_on, EngineClient, EngineClientError, EngineConfig, FaultSwitches, ReferenceEngine,
-    Render, RenderInputs, RenderRequest, RenderStatus, HANG_PROGRESS,
+    Render, RenderInputs, RenderRequest, RenderSource, RenderStatus, HANG_PROGRESS,
 };
 use reelgate_media::{decode_image, probe_mp4, render_mp4, thumbnail_jpeg, RenderSpec};
 
@@ -64,8 +64,12 @@ async fn start_fixtures() -> Fixtures {
         &AtomicBool::new(false),
     )
     .expect("clip");
+    let mut green_spec = RenderSpec::new(320, 180, 2, "a green field");
+    green_spec.first_frame = Some(RgbImage::from_pixel(320, 180, Rgb([20, 200, 40])));
+    let green_clip = render_mp4(&green_spec, &mut |_| {}, &AtomicBool::new(false)).expect("clip");
     let callbacks: Arc<Mutex<Vec<Render>>> = Arc::default();
     let app = Router::new()
+        .route("/green.mp4", get(move || async move { ([(header::CONTENT_TYPE, "video/mp4")], green_clip) }))
         .route("/red.png", get(move || async move { ([(header::CONTENT_TYPE, "image/png")], red) }))
         .route("/short.mp4", get(move || async move { ([(header::CONTENT_TYPE, "video/mp4")], short_clip) }))
         .route("/text.png", get(|| async { "this is not a picture" }))
@@ -377,6 +381,60 @@ async fn first_frame_is_fetched_and_used() {
     assert!(
         p[0] > 150 && p[1] < 100 && p[2] < 100,
         "expected the red first frame, got {p:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_video_is_drawn_by_every_operation() {
+    let e = start_engine(|_| {}).await;
+    let fx = start_fixtures().await;
+    for operation in ["remix", "edit", "extension"] {
+        let mut req = request(2, "16:9", (1366, 768));
+        req.inputs.source = Some(RenderSource {
+            operation: operation.into(),
+            video_url: format!("{}/green.mp4", fx.base),
+        });
+        let accepted = e.client.submit(&req).await.expect("submit");
+        let done = wait_terminal(&e.client, &accepted.id).await;
+        assert_eq!(
+            done.status,
+            RenderStatus::Succeeded,
+            "{operation}: {done:?}"
+        );
+        let mp4 = e
+            .client
+            .download_result(done.result_url.as_deref().expect("url"))
+            .await
+            .expect("download");
+        // Remix and edit show the source's frames; an extension opens on its last picture.
+        let thumb = decode_image(&thumbnail_jpeg(&mp4, 160).expect("thumb")).expect("jpeg");
+        let p = thumb.get_pixel(80, 40).0;
+        assert!(
+            p[1] > 120 && p[0] < 110 && p[2] < 110,
+            "{operation}: expected the green source, got {p:?}"
+        );
+    }
+    // A source that is not an H.264 MP4 fails the render; an unknown operation is refused.
+    let mut req = request(1, "16:9", (1366, 768));
+    req.inputs.source = Some(RenderSource {
+        operation: "edit".into(),
+        video_url: format!("{}/text.png", fx.base),
+    });
+    let accepted = e.client.submit(&req).await.expect("submit");
+    let done = wait_terminal(&e.client, &accepted.id).await;
+    assert_eq!(
+        done.error.as_ref().map(|e| e.code.as_str()),
+        Some("input_invalid"),
+        "{done:?}"
+    );
+    req.inputs.source = Some(RenderSource {
+        operation: "teleport".into(),
+        video_url: format!("{}/green.mp4", fx.base),
+    });
+    let refused = e.client.submit(&req).await.expect_err("refused");
+    assert!(
+        refused.to_string().contains("inputs.source.operation"),
+        "{refused}"
     );
 }
 

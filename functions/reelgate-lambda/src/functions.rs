@@ -225,6 +225,13 @@ manifest! {
         characters::item_route,
         Adapters::STORE.blobs(),
     );
+    API_VIDEO_EDITS = http(
+        "api-video-edits",
+        "ApiVideoEditsFunction",
+        "/v1/videos/edits",
+        videos::edits_route,
+        Adapters::STORE.blobs().workflow().queues(),
+    );
     API_VIDEO_EXTENSIONS = http(
         "api-video-extensions",
         "ApiVideoExtensionsFunction",

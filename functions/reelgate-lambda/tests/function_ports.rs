@@ -435,6 +435,11 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                 call("GET", format!("/v1/videos/characters/{seeded}")),
                 call("DELETE", format!("/v1/videos/characters/{seeded}")),
             ],
+            "api-video-edits" => vec![call_json(
+                "POST",
+                "/v1/videos/edits",
+                json!({"prompt": "the lake in snow", "video": {"id": done}}),
+            )],
             "api-video-extensions" => vec![call_json(
                 "POST",
                 "/v1/videos/extensions",

@@ -25,15 +25,24 @@ const RING_PREFIX: &str = " ring_core_";
 
 /// The functions whose work is media: finalize (probe, thumbnail, spritesheet), stitch (an
 /// extension's segment joined after its source), moderate
-/// (frames of reference videos and of a remix's source) and the characters' create, which
-/// checks a caller's video with the conform stage's reading and decodes its frames before it
-/// answers (a character without a decodable frame is a 400, not a failed job later). The
-/// render worker only talks to the engine, so it carries no codec.
+/// (frames of reference videos and of a remix's source), and the characters' create, edits and
+/// extensions, which check a caller's video with the conform stage's reading and decode it
+/// before they answer (a video without decodable pictures is a 400, not a failed job later).
+/// The render worker only talks to the engine, so it carries no codec.
 const MAY_CARRY_CODECS: &[&str] = &[
     "step-finalize",
     "step-stitch",
     "step-moderate",
     "api-video-characters",
+    "api-video-edits",
+    "api-video-extensions",
+];
+
+/// The HTTP functions whose answer needs a decoded picture.
+const DECODES_BEFORE_ANSWERING: &[&str] = &[
+    "api-video-characters",
+    "api-video-edits",
+    "api-video-extensions",
 ];
 
 fn binary(name: &str) -> PathBuf {
@@ -121,20 +130,21 @@ fn only_the_media_steps_link_video_codecs() {
         "these functions link video codec code they never run:\n  {}",
         carrying.join("\n  ")
     );
-    // Every HTTP function is among the checked ones, but the one HTTP function whose answer
-    // needs a decoded picture (the characters' create).
+    // Every HTTP function is among the checked ones, but those whose answer needs a decoded
+    // picture.
     for f in FUNCTIONS {
         if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. })
-            && f.binary != "api-video-characters"
+            && !DECODES_BEFORE_ANSWERING.contains(&f.binary)
         {
             assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
         }
     }
-    let characters = binary("api-video-characters");
-    assert!(
-        !codec_markers(&characters).is_empty(),
-        "api-video-characters decodes a caller's frames: it should carry the H.264 decoder"
-    );
+    for name in DECODES_BEFORE_ANSWERING {
+        assert!(
+            !codec_markers(&binary(name)).is_empty(),
+            "{name} decodes a caller's video: it should carry the H.264 decoder"
+        );
+    }
 }
 
 #[test]

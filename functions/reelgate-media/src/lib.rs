@@ -35,7 +35,9 @@ pub use captions::{dialogue, timed as timed_captions, Caption};
 pub use conform::{check_source, conform_mp4, stitch_mp4, ConformTarget, Conformed, SourceVideo};
 pub use image_io::{bounded_image_jpeg, decode_image, fit_frame_jpeg};
 pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
-pub use render::{render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
+pub use render::{
+    render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE, MAX_SOURCE_FRAMES,
+};
 pub use sniff::{sniff, MediaKind, Sniffed};
 pub use thumbnail::{
     first_frame_jpeg, last_frame_jpeg, sample_frames_jpeg, spritesheet_jpeg, thumbnail_jpeg,

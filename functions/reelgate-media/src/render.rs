@@ -81,7 +81,14 @@ pub struct RenderSpec {
     pub reference_images: Vec<RgbImage>,
     /// Text burned in at the bottom of the picture while each caption is on.
     pub captions: Vec<Caption>,
+    /// Frames sampled evenly through a source video (a remix or an edit): shown in turn in
+    /// place of every other background, tinted with the prompt's colour, so the output keeps
+    /// the source's picture and timing. At most [`MAX_SOURCE_FRAMES`].
+    pub source_frames: Vec<RgbImage>,
 }
+
+/// The most source frames a render takes (each is held scaled to the output size).
+pub const MAX_SOURCE_FRAMES: usize = 24;
 
 impl RenderSpec {
     /// A spec at 24 fps with no images and no audio bed.
@@ -97,6 +104,7 @@ impl RenderSpec {
             audio_bed: None,
             reference_images: Vec::new(),
             captions: Vec::new(),
+            source_frames: Vec::new(),
         }
     }
 
@@ -120,6 +128,19 @@ impl RenderSpec {
                 "fps must divide 48000 and be at most 60, got {}",
                 self.fps
             ));
+        }
+        if self.source_frames.len() > MAX_SOURCE_FRAMES {
+            return bad(format!(
+                "at most {MAX_SOURCE_FRAMES} source frames, got {}",
+                self.source_frames.len()
+            ));
+        }
+        if self
+            .source_frames
+            .iter()
+            .any(|f| f.width() == 0 || f.height() == 0)
+        {
+            return bad("a source frame is empty".to_owned());
         }
         for (name, img) in [
             ("first_frame", &self.first_frame),
@@ -519,6 +540,8 @@ enum Background {
         cached_step: Option<u32>,
         cached: Box<Planes>,
     },
+    /// A source video's frames in turn, each already tinted (a remix or an edit).
+    Source(Vec<Planes>),
 }
 
 /// How far the first frame zooms in over the clip (1.0 + this).
@@ -714,6 +737,20 @@ fn encode_video(
     let look = Look::from_prompt(&scene);
 
     let mut background = match (&spec.first_frame, &spec.last_frame) {
+        _ if !spec.source_frames.is_empty() => {
+            // A fifth of the prompt's colour over each source frame: the prompt's guidance.
+            let tint = Planes::filled(w, h, look.flat);
+            let frames = spec
+                .source_frames
+                .iter()
+                .map(|f| {
+                    let mut tinted = Planes::new(w, h);
+                    Planes::blend(&Planes::from_image(f, w, h), &tint, 1, 5, &mut tinted);
+                    tinted
+                })
+                .collect();
+            Background::Source(frames)
+        }
         (None, None) => Background::Animated(Box::new(Gradient::new(&look, w, h))),
         (Some(first), last) => {
             Background::Motion(Box::new(Motion::new(first, last.as_ref(), w, h, &scene)))
@@ -784,6 +821,10 @@ fn encode_video(
                 frame.copy_from(cached);
             }
             Background::Motion(m) => m.draw(frac, &mut frame),
+            Background::Source(frames) => {
+                let at = ((frac * frames.len() as f64) as usize).min(frames.len() - 1);
+                frame.copy_from(&frames[at]);
+            }
         }
         cards.draw(t, f64::from(spec.seconds), &mut frame);
         captions.draw(t, &mut frame);

@@ -201,62 +201,110 @@ impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let multipart = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("multipart/form-data")
-            });
-        if !multipart {
-            let ApiJson(v) = ApiJson::<serde_json::Value>::from_request(req, state).await?;
-            return Ok(JsonOrForm(v));
+        let (body, _) = json_or_form(req, state, None).await?;
+        Ok(JsonOrForm(body))
+    }
+}
+
+/// [`JsonOrForm`] for the routes that also take a source video as the form's one `video` file
+/// part (`POST /v1/videos/edits` and `/extensions`, as OpenAI's SDK sends a file): its bytes,
+/// within [`crate::domain::videos::source_upload::MAX_UPLOAD_BYTES`], besides the object.
+pub struct JsonOrFormWithVideo {
+    pub body: serde_json::Value,
+    pub video: Option<bytes::Bytes>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for JsonOrFormWithVideo {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = crate::domain::videos::source_upload::MAX_UPLOAD_BYTES;
+        let (body, video) = json_or_form(req, state, Some(("video", limit))).await?;
+        Ok(JsonOrFormWithVideo { body, video })
+    }
+}
+
+/// The body as an object, and the bytes of the one file part `file` names (at most its limit),
+/// when the form had it. Any other file part is refused naming its field.
+async fn json_or_form<S: Send + Sync>(
+    req: Request,
+    state: &S,
+    file: Option<(&str, u64)>,
+) -> Result<(serde_json::Value, Option<bytes::Bytes>), ApiError> {
+    let multipart = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        });
+    if !multipart {
+        let ApiJson(v) = ApiJson::<serde_json::Value>::from_request(req, state).await?;
+        return Ok((v, None));
+    }
+    let mut form = axum::extract::Multipart::from_request(req, state)
+        .await
+        .map_err(|e| {
+            ApiError::bad_request(format!(
+                "The multipart form could not be read: {}",
+                e.body_text()
+            ))
+        })?;
+    let read_error = |e: axum::extract::multipart::MultipartError| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large()
+        } else {
+            body_read_error(&e, "The multipart form could not be read")
         }
-        let mut form = axum::extract::Multipart::from_request(req, state)
-            .await
-            .map_err(|e| {
-                ApiError::bad_request(format!(
-                    "The multipart form could not be read: {}",
-                    e.body_text()
-                ))
-            })?;
-        // A form's values become a JSON object: it may hold no more values than a JSON body.
-        let mut fields = 0usize;
-        let mut object = serde_json::Value::Object(Default::default());
-        while let Some(field) = form.next_field().await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                too_large()
-            } else {
-                body_read_error(&e, "The multipart form could not be read")
-            }
-        })? {
-            fields += 1;
-            if fields > crate::api::json_scan::BASE_VALUES {
-                return Err(ApiError::bad_request(format!(
-                    "The form has more than {} fields.",
-                    crate::api::json_scan::BASE_VALUES
-                )));
-            }
-            let name = field.name().unwrap_or_default().to_owned();
-            let top = name.split('[').next().unwrap_or_default().to_owned();
-            if field.file_name().is_some() {
+    };
+    // A form's values become a JSON object: it may hold no more values than a JSON body.
+    let mut fields = 0usize;
+    let mut object = serde_json::Value::Object(Default::default());
+    let mut file_bytes: Option<bytes::Bytes> = None;
+    while let Some(mut field) = form.next_field().await.map_err(read_error)? {
+        fields += 1;
+        if fields > crate::api::json_scan::BASE_VALUES {
+            return Err(ApiError::bad_request(format!(
+                "The form has more than {} fields.",
+                crate::api::json_scan::BASE_VALUES
+            )));
+        }
+        let name = field.name().unwrap_or_default().to_owned();
+        let top = name.split('[').next().unwrap_or_default().to_owned();
+        if field.file_name().is_some() {
+            let Some((_, max)) = file.filter(|(wanted, _)| *wanted == name) else {
                 return Err(ApiError::invalid(
                     &top,
                     format!(
-                        "{top} cannot be a file here: upload it with POST /v1/files and refer to \
-                         it by file_id (image_reference or references)."
+                        "{top} cannot be a file here: upload it with POST /v1/files and refer \
+                         to it by file_id (image_reference or references)."
                     ),
                 ));
+            };
+            if file_bytes.is_some() {
+                return Err(ApiError::invalid(&top, format!("Send one {top} file.")));
             }
-            let text = field.text().await.map_err(|e| {
-                ApiError::invalid(&top, format!("{top} could not be read: {}", e.body_text()))
-            })?;
-            insert_form_value(&mut object, &name, text)?;
+            let mut bytes = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(read_error)? {
+                if (bytes.len() + chunk.len()) as u64 > max {
+                    return Err(ApiError::invalid(
+                        &top,
+                        format!("{top} is larger than {} MiB.", max / (1024 * 1024)),
+                    ));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            file_bytes = Some(bytes.into());
+            continue;
         }
-        Ok(JsonOrForm(object))
+        let text = field.text().await.map_err(|e| {
+            ApiError::invalid(&top, format!("{top} could not be read: {}", e.body_text()))
+        })?;
+        insert_form_value(&mut object, &name, text)?;
     }
+    Ok((object, file_bytes))
 }
 
 /// Puts one form field into the object at the path its name spells (`a[b][0][c]`).

@@ -1,9 +1,6 @@
 //! How a video job is answered over HTTP, for `/v1/videos` and the console alike: the `video`
 //! object with the poll hint while it runs, and a create's answer with its rate-limit headers.
 
-use crate::app::App;
-use crate::domain::accounts::Caller;
-use crate::domain::error::ApiResult;
 use crate::domain::videos::create::CreateAnswer;
 use crate::domain::videos::Video;
 use axum::http::HeaderMap;
@@ -28,44 +25,17 @@ pub fn with_poll_hint(video: Video) -> Response {
     response
 }
 
-/// Which of the operations that make a job a request asks for.
-pub enum Making<'a> {
-    /// `POST /v1/videos` (and the console's create).
-    Create,
-    /// `POST /v1/videos/{video_id}/remix` of this source.
-    Remix(&'a str),
-    /// `POST /v1/videos/extensions`.
-    Extend,
-}
-
-/// Makes a job as `caller` (an API key's holder, or the console's signed-in person) through the
-/// one use case of `making`, and answers it as every such route does.
-pub async fn create(
-    app: &App,
-    caller: &Caller,
-    headers: &HeaderMap,
-    making: Making<'_>,
-    body: &Value,
-) -> ApiResult<Response> {
-    use crate::domain::videos::{create, extensions, remix};
-    let workflow = app.workflow();
-    let (cx, workflow, key) = (app.context(), workflow.as_deref(), idempotency_key(headers));
-    let answer = match making {
-        Making::Create => create::create(cx, workflow, caller, key, body).await?,
-        Making::Remix(source) => remix::remix(cx, workflow, caller, key, source, body).await?,
-        Making::Extend => extensions::extend(cx, workflow, caller, key, body).await?,
-    };
-    Ok(render_create(answer))
-}
-
-fn idempotency_key(headers: &HeaderMap) -> Option<&[u8]> {
+/// The request's `Idempotency-Key`, raw, for a use case that makes a job. (Each route calls its
+/// own use case, so that a Lambda function links only the operation it serves: a create does not
+/// carry the decoder an edit of an uploaded file needs.)
+pub fn idempotency_key(headers: &HeaderMap) -> Option<&[u8]> {
     headers
         .get(crate::domain::idempotency::HEADER)
         .map(|v| v.as_bytes())
 }
 
 /// Renders a create's answer: the rate limits' headers on every answer made under them.
-fn render_create(answer: CreateAnswer) -> Response {
+pub fn render_create(answer: CreateAnswer) -> Response {
     match answer {
         CreateAnswer::Replayed(first) => replayed(first),
         CreateAnswer::Existing(video) => with_poll_hint(video),

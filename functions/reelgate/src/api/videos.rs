@@ -1,12 +1,13 @@
 //! The `/v1/videos` routes.
 
 use crate::api::envelope::List;
-use crate::api::extract::{ApiQuery, JsonOrForm};
-use crate::api::video_answers::Making;
+use crate::api::extract::{ApiQuery, JsonOrForm, JsonOrFormWithVideo};
+use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::ListQuery;
+use crate::domain::videos::{create, edits, extensions, remix};
 use crate::domain::videos::{
     output_blob_key, queries, spritesheet_blob_key, thumbnail_blob_key, Video,
 };
@@ -28,6 +29,7 @@ pub fn routes() -> Router<App> {
         .merge(cancel_route())
         .merge(remix_route())
         .merge(extensions_route())
+        .merge(edits_route())
 }
 
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
@@ -60,6 +62,10 @@ pub fn extensions_route() -> Router<App> {
     Router::new().route("/v1/videos/extensions", post(extend))
 }
 
+pub fn edits_route() -> Router<App> {
+    Router::new().route("/v1/videos/edits", post(edit))
+}
+
 pub fn remix_route() -> Router<App> {
     Router::new().route("/v1/videos/{video_id}/remix", post(remix))
 }
@@ -70,7 +76,10 @@ async fn create(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::create(&app, &caller, &headers, Making::Create, &body).await
+    let workflow = app.workflow();
+    let key = idempotency_key(&headers);
+    let answer = create::create(app.context(), workflow.as_deref(), &caller, key, &body).await?;
+    Ok(render_create(answer))
 }
 
 async fn remix(
@@ -80,30 +89,44 @@ async fn remix(
     headers: HeaderMap,
     JsonOrForm(body): JsonOrForm,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::create(&app, &caller, &headers, Making::Remix(&video_id), &body)
-        .await
+    let workflow = app.workflow();
+    let key = idempotency_key(&headers);
+    let (cx, workflow) = (app.context(), workflow.as_deref());
+    let answer = remix::remix(cx, workflow, &caller, key, &video_id, &body).await?;
+    Ok(render_create(answer))
 }
 
 async fn extend(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    body: Result<JsonOrForm, ApiError>,
+    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo,
 ) -> ApiResult<Response> {
-    // The SDK sends a file as `video` when given one; only a completed video's id is taken.
-    let JsonOrForm(body) = body.map_err(|e| {
-        if e.param.as_deref() == Some("video") {
-            ApiError::invalid(
-                "video",
-                "A source video sent as a file is not taken: extend a completed video of your \
-                 organization by its id (video[id] in a form, {\"video\": {\"id\": …}} in JSON; \
-                 the SDK: video=openai.omit, extra_body={\"video\": {\"id\": …}}).",
-            )
-        } else {
-            e
-        }
-    })?;
-    crate::api::video_answers::create(&app, &caller, &headers, Making::Extend, &body).await
+    let workflow = app.workflow();
+    let key = idempotency_key(&headers);
+    let (cx, workflow) = (app.context(), workflow.as_deref());
+    let answer = extensions::extend(cx, workflow, &caller, key, &body, video).await?;
+    Ok(render_create(answer))
+}
+
+async fn edit(
+    State(app): State<App>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo,
+) -> ApiResult<Response> {
+    let workflow = app.workflow();
+    let key = idempotency_key(&headers);
+    let answer = edits::edit(
+        app.context(),
+        workflow.as_deref(),
+        &caller,
+        key,
+        &body,
+        video,
+    )
+    .await?;
+    Ok(render_create(answer))
 }
 
 async fn retrieve(

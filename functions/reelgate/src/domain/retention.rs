@@ -66,7 +66,9 @@ pub fn blob_kind(key: &str) -> &'static str {
     match (parts.next(), key.rsplit('/').next()) {
         (Some("videos"), Some("video.mp4")) => "video_outputs",
         (Some("videos"), Some("thumbnail.jpg" | "spritesheet.jpg")) => "thumbnails",
-        (Some("videos"), Some("source.mp4" | "source_frame.jpg")) => "video_sources",
+        (Some("videos"), Some("source.mp4" | "source_conformed.mp4" | "source_frame.jpg")) => {
+            "video_sources"
+        }
         (Some("videos"), Some(name)) if name.starts_with("character_") => "characters",
         (Some("videos"), _) => "video_other",
         (Some("files"), _) => "files",
@@ -103,10 +105,11 @@ mod tests {
                 "org_1/videos/video_9/source_frame.jpg"
             ]
         );
-        assert_eq!(job[7], "org_1/videos/video_9/character_0.jpg");
+        assert_eq!(job[7], "org_1/videos/video_9/source_conformed.mp4");
+        assert_eq!(job[8], "org_1/videos/video_9/character_0.jpg");
         assert_eq!(
             job.len(),
-            7 + crate::domain::videos::record::MAX_CHARACTER_FRAMES
+            8 + crate::domain::videos::record::MAX_CHARACTER_FRAMES
         );
         assert_eq!(
             owned_blobs(&record("ORG#org_1", "CHARACTER#char_3", &[])).len(),

@@ -6,7 +6,9 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-pub use reelgate_engine::protocol::{Render, RenderInputs, RenderRequest, RenderStatus};
+pub use reelgate_engine::protocol::{
+    Render, RenderInputs, RenderRequest, RenderSource, RenderStatus,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

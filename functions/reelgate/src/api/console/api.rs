@@ -170,14 +170,18 @@ async fn create_video(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::video_answers::create(
-        &app,
+    use crate::api::video_answers::{idempotency_key, render_create};
+    let workflow = app.workflow();
+    let key = idempotency_key(&headers);
+    let answer = crate::domain::videos::create::create(
+        app.context(),
+        workflow.as_deref(),
         &s.caller,
-        &headers,
-        crate::api::video_answers::Making::Create,
+        key,
         &body,
     )
-    .await
+    .await?;
+    Ok(render_create(answer))
 }
 
 async fn list_videos(

@@ -508,11 +508,27 @@ pub const OPERATIONS: &[Operation] = &[
         path: "/v1/videos/extensions",
         id: "ExtendVideo",
         tag: "videos",
-        summary: "A new job whose output is a completed video followed by a new segment of \
-                  `seconds` (rendered from its last frame and stitched after it; quoted, \
+        summary: "A new job whose output is a source video (a completed video by id, or an MP4 \
+                  file in a form) followed by a new segment of `seconds` (continued by the \
+                  engine, or rendered from its last frame, and stitched after it; quoted, \
                   reserved and billed for the segment's seconds)",
         params: &[IDEMPOTENCY_KEY],
         body: Body::JsonOrForm("VideoExtensionRequest"),
+        ok: &[(200, Answer::PolledVideo)],
+        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+        links: VIDEO_LINKS,
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/videos/edits",
+        id: "EditVideo",
+        tag: "videos",
+        summary: "A new job that re-renders a source video (a completed video by id, or an MP4 \
+                  file in a form) guided by the prompt, at its seconds and aspect ratio, on a \
+                  model with video-to-video (quoted, reserved and billed as a create)",
+        params: &[IDEMPOTENCY_KEY],
+        body: Body::JsonOrForm("VideoEditRequest"),
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
@@ -1197,7 +1213,8 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::create::Quote,
     crate::domain::videos::remix::VideoRemixRequest,
     crate::domain::videos::extensions::VideoExtensionRequest,
-    crate::domain::videos::extensions::VideoReference,
+    crate::domain::videos::edits::VideoEditRequest,
+    crate::domain::videos::source_request::VideoReference,
     crate::domain::videos::characters::Character,
     crate::domain::videos::characters::CharacterCreateRequest,
     crate::api::envelope::List<crate::domain::videos::characters::Character>,

@@ -174,17 +174,31 @@ impl Capabilities {
     /// How the model does the operations made from an earlier video
     /// (`GET /v1/videos/models`, and each operation's use case).
     pub fn operations(&self) -> VideoOperations {
-        // No engine kind takes a source video yet: a remix re-renders from the source's first
-        // frame with the new prompt, an extension's segment opens with the source's last frame
-        // (the stitch step joins them), where the engine takes a first frame.
+        // Without the engine's own operation, a remix re-renders from the source's first frame
+        // with the new prompt and an extension's segment opens with the source's last frame
+        // (the stitch step joins them), where the engine takes a first frame. An edit keeps the
+        // source's picture, which no frame stands in for: native or nothing.
         let chained = if self.honours("first_frame") {
             OperationSupport::Chained
         } else {
             OperationSupport::Unavailable
         };
+        let native = self.native.operations;
+        let either = |native: bool| {
+            if native {
+                OperationSupport::Native
+            } else {
+                chained
+            }
+        };
         VideoOperations {
-            remix: chained,
-            extension: chained,
+            remix: either(native.video_to_video),
+            extension: either(native.extension),
+            edit: if native.video_to_video {
+                OperationSupport::Native
+            } else {
+                OperationSupport::Unavailable
+            },
         }
     }
 }
@@ -208,6 +222,8 @@ pub struct VideoOperations {
     pub remix: OperationSupport,
     /// `POST /v1/videos/extensions`.
     pub extension: OperationSupport,
+    /// `POST /v1/videos/edits`.
+    pub edit: OperationSupport,
 }
 
 /// A video model's price per second of output at one resolution.
@@ -286,6 +302,11 @@ pub struct EngineConfig {
     /// every subdomain), overriding the kind's default. Outputs anywhere else are refused.
     #[serde(default)]
     pub output_hosts: Option<Vec<String>>,
+    /// The operations on a source video the engine does itself (`video_to_video`, which remix
+    /// and edit use, and `extension`), overriding its kind's default (the reference engine:
+    /// both; every other kind: none, so remix and extension are chained and edit refused).
+    #[serde(default)]
+    pub operations: Option<Vec<String>>,
 }
 
 /// Every engine kind the catalog may name.
@@ -350,6 +371,10 @@ impl EngineConfig {
         if self.max_image_bytes.is_some() {
             native.max_image_bytes = self.max_image_bytes;
         }
+        if let Some(names) = &self.operations {
+            native.operations =
+                crate::domain::videos::native_renders::NativeOperations::from_names(names);
+        }
         native
     }
 
@@ -380,6 +405,15 @@ impl EngineConfig {
             if let Some(bad) = sizes.iter().find(|s| Size::parse(s).is_none()) {
                 return Some(format!(
                     "size {bad:?} is not WIDTHxHEIGHT with even sides from 16 to 4096"
+                ));
+            }
+        }
+        if let Some(names) = &self.operations {
+            let known = crate::domain::videos::native_renders::NativeOperations::NAMES;
+            if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+                return Some(format!(
+                    "operation {bad:?} is not one of {}",
+                    known.join(", ")
                 ));
             }
         }
@@ -942,6 +976,50 @@ aspect_ratios = ["16:9", "9:16"]
             let err = Catalog::parse(&engine(bad)).expect_err(bad);
             assert!(err.to_string().contains("engine far"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn operations_are_native_where_the_engine_declares_them_else_chained_or_refused() {
+        use OperationSupport::*;
+        let with = |extra: &str| {
+            let text = format!(
+                "{DEFAULT_CATALOG}\n[[engines]]\nid = \"far\"\nkind = \"http\"\n\
+                 base_url = \"http://127.0.0.1:1\"\n{extra}\n\
+                 [[video_models]]\nid = \"far-1\"\nname = \"Far\"\ndescription = \"d\"\n\
+                 engine = \"far\"\nplans = [\"starter\"]\n\
+                 pricing = [{{ resolution = \"768p\", per_second = \"0.10\", currency = \"usd\" }}]\n"
+            );
+            Catalog::parse(&text).map(|c| {
+                let ops = |id: &str| {
+                    c.capabilities(c.video_model(id).expect("model"))
+                        .operations()
+                };
+                (ops("reel-1"), ops("far-1"))
+            })
+        };
+        let (reference, http) = with("").expect("defaults");
+        assert_eq!(
+            (reference.remix, reference.extension, reference.edit),
+            (Native, Native, Native),
+            "the reference engine does every operation"
+        );
+        assert_eq!(
+            (http.remix, http.extension, http.edit),
+            (Chained, Chained, Unavailable),
+            "an http engine declares its own"
+        );
+        let (_, http) = with("operations = [\"extension\"]").expect("declared");
+        assert_eq!(
+            (http.remix, http.extension, http.edit),
+            (Chained, Native, Unavailable)
+        );
+        let (_, http) = with("operations = [\"video_to_video\"]").expect("declared");
+        assert_eq!(
+            (http.remix, http.extension, http.edit),
+            (Native, Chained, Native)
+        );
+        let err = with("operations = [\"teleport\"]").expect_err("refused");
+        assert!(err.to_string().contains("teleport"), "{err}");
     }
 
     #[test]

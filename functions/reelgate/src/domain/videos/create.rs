@@ -762,30 +762,61 @@ pub async fn admit_job(
     create_with(cx, workflow, caller, body, None, None).await
 }
 
-/// The completed video of the caller's organization a new job is made from, as its use case
-/// checked it: the render opens with a frame of it (the engines have no video-to-video).
+/// The video a new job is made from, as its use case checked it: a completed video of the
+/// caller's organization, or a file the caller sent with the request.
 #[derive(Clone, Debug)]
 pub struct Source {
-    pub video_id: String,
+    pub origin: SourceOrigin,
     pub operation: SourceOperation,
+    /// An extension's source length in seconds (the output lasts it and the segment).
+    pub base_seconds: Option<i64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SourceOperation {
-    /// A remix: the render opens with the source's first frame.
-    Remix,
-    /// An extension: the render opens with the source's last frame and is joined after the
-    /// source, which lasts `base_seconds`.
-    Extension { base_seconds: i64 },
+#[derive(Clone, Debug)]
+pub enum SourceOrigin {
+    /// A completed video of the organization, by id.
+    Video(String),
+    /// The caller's MP4, checked by [`crate::domain::videos::source_upload::check`].
+    Upload(bytes::Bytes),
+}
+
+impl Source {
+    fn video_id(&self) -> Option<&str> {
+        match &self.origin {
+            SourceOrigin::Video(id) => Some(id),
+            SourceOrigin::Upload(_) => None,
+        }
+    }
+
+    /// The request parameter that names the source.
+    fn param(&self) -> &'static str {
+        match (&self.origin, self.operation) {
+            (SourceOrigin::Video(_), SourceOperation::Remix) => "video_id",
+            _ => "video",
+        }
+    }
+
+    /// How the render takes the source on a model whose operations are `operations` (the use
+    /// case has refused an operation the model cannot do).
+    fn source_use(&self, operations: &crate::domain::catalog::VideoOperations) -> SourceUse {
+        use crate::domain::catalog::OperationSupport::Native;
+        match self.operation {
+            SourceOperation::Remix if operations.remix == Native => SourceUse::Video,
+            SourceOperation::Remix => SourceUse::FirstFrame,
+            SourceOperation::Edit => SourceUse::Video,
+            SourceOperation::Extension if operations.extension == Native => SourceUse::Video,
+            SourceOperation::Extension => SourceUse::LastFrame,
+        }
+    }
 }
 
 /// The largest source a job copies: a conformed output is 768p H.264 of at most
 /// `MAX_SECONDS`, far below this.
 pub const MAX_SOURCE_BYTES: u64 = 256 * MIB;
 
-/// Copies what the job takes from other records into its own folder: the source's output (a
-/// remix) and its characters' frames. Deleting the source or a character (or its retention
-/// ending) then never takes a running job's input.
+/// Copies what the job takes from other records into its own folder: the source's output (or
+/// the caller's uploaded source) and its characters' frames. Deleting the source or a
+/// character (or its retention ending) then never takes a running job's input.
 async fn copy_inputs(
     cx: Context<'_>,
     org: &str,
@@ -793,28 +824,26 @@ async fn copy_inputs(
     character_frames: &[String],
     video_id: &str,
 ) -> ApiResult<()> {
-    let copies = source
-        .map(|s| {
-            let param = match s.operation {
-                SourceOperation::Remix => "video_id",
-                SourceOperation::Extension { .. } => "video",
-            };
-            (
-                output_blob_key(org, &s.video_id),
-                source_video_blob_key(org, video_id),
-                "video/mp4",
-                param,
-            )
-        })
-        .into_iter()
-        .chain(character_frames.iter().enumerate().map(|(i, from)| {
-            (
-                from.clone(),
-                character_frame_blob_key(org, video_id, i),
-                "image/jpeg",
-                "characters",
-            )
-        }));
+    let mut copies = Vec::new();
+    if let Some(source) = source {
+        let to = source_video_blob_key(org, video_id);
+        match &source.origin {
+            SourceOrigin::Video(id) => {
+                copies.push((output_blob_key(org, id), to, "video/mp4", source.param()))
+            }
+            SourceOrigin::Upload(bytes) => {
+                cx.blobs.put_bytes(&to, "video/mp4", bytes.clone()).await?
+            }
+        }
+    }
+    copies.extend(character_frames.iter().enumerate().map(|(i, from)| {
+        (
+            from.clone(),
+            character_frame_blob_key(org, video_id, i),
+            "image/jpeg",
+            "characters",
+        )
+    }));
     for (from, to, content_type, param) in copies {
         // Deleted since it was checked (a delete racing this request): nothing is reserved yet.
         let read = cx.blobs.get(&from, None).await.map_err(|e| match e {
@@ -887,11 +916,11 @@ pub async fn create_from(
     let key = idem::key_from(idempotency_key)?;
     let mut fingerprint = idem::Fingerprint::new("videos");
     if let Some(source) = source {
-        let operation = match source.operation {
-            SourceOperation::Remix => b"remix_of".as_slice(),
-            SourceOperation::Extension { .. } => b"extension_of".as_slice(),
+        fingerprint.part(source.operation.as_str().as_bytes());
+        match &source.origin {
+            SourceOrigin::Video(id) => fingerprint.part(b"of").part(id.as_bytes()),
+            SourceOrigin::Upload(bytes) => fingerprint.part(b"upload").part(bytes),
         };
-        fingerprint.part(operation).part(source.video_id.as_bytes());
     }
     let fingerprint = fingerprint.json(body).clone().finish();
     let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
@@ -1005,6 +1034,11 @@ pub async fn create_with(
     if let Some((_, b)) = &budget {
         crate::domain::billing::budgets::admit_render(b, quote)?;
     }
+    let from = |operation: SourceOperation| {
+        source
+            .filter(|s| s.operation == operation)
+            .and_then(|s| s.video_id().map(str::to_owned))
+    };
     let record = JobRecord {
         id: id.clone(),
         org: caller.org.clone(),
@@ -1025,7 +1059,16 @@ pub async fn create_with(
         thumbnail: false,
         reservation: Reservation::Held,
         inputs: JobInputs {
-            source_frame: source.is_some(),
+            source_use: source.map(|s| {
+                let operations = cx
+                    .catalog
+                    .video_model(&priced.model)
+                    .map(|m| cx.catalog.capabilities(m).operations());
+                match operations {
+                    Some(operations) => s.source_use(&operations),
+                    None => SourceUse::FirstFrame,
+                }
+            }),
             characters: req.characters.clone().unwrap_or_default(),
             character_frames: character_frames.len() as u32,
             ..req.inputs()
@@ -1038,16 +1081,11 @@ pub async fn create_with(
         error_code: None,
         error_message: None,
         expires_at: None,
-        remixed_from: source
-            .filter(|s| s.operation == SourceOperation::Remix)
-            .map(|s| s.video_id.clone()),
-        extended_from: source
-            .filter(|s| s.operation != SourceOperation::Remix)
-            .map(|s| s.video_id.clone()),
-        extension_base_seconds: source.and_then(|s| match s.operation {
-            SourceOperation::Extension { base_seconds } => Some(base_seconds),
-            SourceOperation::Remix => None,
-        }),
+        remixed_from: from(SourceOperation::Remix),
+        extended_from: from(SourceOperation::Extension),
+        edited_from: from(SourceOperation::Edit),
+        extension_base_seconds: source.and_then(|s| s.base_seconds),
+        source_operation: source.map(|s| s.operation),
     };
     let copied = source.is_some() || !character_frames.is_empty();
     if let Err(e) = copy_inputs(cx, &caller.org, source, &character_frames, &id).await {

@@ -1,23 +1,27 @@
-//! `POST /v1/videos/extensions`: a new job whose output is a completed video followed by a new
+//! `POST /v1/videos/extensions`: a new job whose output is a source video followed by a new
 //! segment of `seconds`. It goes through the create use case (idempotency, rate limits, the
 //! rules, the quote of the segment's seconds, admission, moderation of the prompt and the
-//! source's frames, translation, the workflow, billing at completion); the segment is rendered
-//! from the source's last frame and the workflow's stitch step joins it after the job's own copy
-//! of the source.
+//! source's frames, translation, the workflow, billing at completion); the engine continues
+//! the source (natively, or from its last frame) and the workflow's stitch step joins the
+//! segment after the job's own copy of the source.
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::videos::create::{CreateAnswer, Source, SourceOperation};
+use crate::domain::videos::create::CreateAnswer;
+pub use crate::domain::videos::source_request::VideoReference;
+use crate::domain::videos::source_request::{self, VideoSource};
+use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
-use serde_json::{json, Map, Value};
+use bytes::Bytes;
+use serde_json::{json, Value};
 
 /// The longest video an extension makes (the source and the segment together): what the
 /// conform stage joins and checks.
 pub const MAX_EXTENDED_SECONDS: i64 = 60;
 
 /// `POST /v1/videos/extensions` as OpenAI's SDK sends it: a form with `prompt`, `seconds` (a
-/// string) and `video[id]`, or the same as JSON (`"video": {"id": …}`).
+/// string) and `video[id]` or a `video` file, or the same as JSON (`"video": {"id": …}`).
 #[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
 #[schema(example = json!({"prompt": "the boat drifts under a bridge", "seconds": "4", "video": {"id": "video_01h…"}}))]
 pub struct VideoExtensionRequest {
@@ -27,28 +31,28 @@ pub struct VideoExtensionRequest {
     /// sends it); the source and the segment together last at most 60 s.
     #[schema(value_type = String, example = "4")]
     pub seconds: Value,
-    pub video: VideoReference,
+    /// A completed video of your organization, or (in a form) an H.264 MP4 file of at most
+    /// 32 MiB and 1920x1080.
+    #[schema(value_type = VideoReference)]
+    pub video: VideoSource,
+    /// The video model to render with; only with a source file (a video by id keeps its own).
+    pub model: Option<String>,
     /// Characters whose frames the segment takes as reference images.
     #[schema(max_items = 2)]
     pub characters: Option<Vec<String>>,
 }
 
-/// A completed video of the organization, by id.
-#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
-pub struct VideoReference {
-    pub id: String,
-}
-
 impl VideoExtensionRequest {
-    pub fn parse(body: &Value) -> ApiResult<VideoExtensionRequest> {
+    /// Reads the body, with the form's `video` file part when it had one.
+    pub fn parse(body: &Value, upload: Option<Bytes>) -> ApiResult<VideoExtensionRequest> {
         let obj = crate::domain::params::Params::of(body)?.object();
-        const KNOWN: &[&str] = &["prompt", "seconds", "video", "characters"];
+        const KNOWN: &[&str] = &["prompt", "seconds", "video", "model", "characters"];
         if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(ApiError::invalid(
                 unknown,
                 format!(
-                    "Unknown parameter: {unknown}. An extension keeps the source's model and \
-                     aspect ratio; it takes prompt, seconds, video and characters."
+                    "Unknown parameter: {unknown}. An extension keeps the source's aspect \
+                     ratio; it takes prompt, seconds, video, model (with a file) and characters."
                 ),
             ));
         }
@@ -61,62 +65,42 @@ impl VideoExtensionRequest {
             .get("seconds")
             .cloned()
             .ok_or_else(|| crate::domain::params::required("seconds"))?;
-        let video = match obj.get("video") {
-            Some(Value::Object(v)) => video_id(v)?,
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "video",
-                    "video must be {\"id\": \"video_…\"}, a completed video of your \
-                     organization (the SDK: extra_body={\"video\": {\"id\": …}}).",
-                ))
-            }
-            None => return Err(crate::domain::params::required("video")),
-        };
+        let (video, model) = source_request::parse(obj, upload)?;
         Ok(VideoExtensionRequest {
             prompt,
             seconds,
             video,
+            model,
             characters: crate::domain::videos::create::parse_characters(obj.get("characters"))?,
         })
     }
 }
 
-fn video_id(v: &Map<String, Value>) -> ApiResult<VideoReference> {
-    if let Some(unknown) = v.keys().find(|k| k.as_str() != "id") {
-        return Err(ApiError::invalid(
-            &format!("video.{unknown}"),
-            "video holds id only.",
-        ));
-    }
-    match v.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => Ok(VideoReference { id: id.clone() }),
-        _ => Err(ApiError::invalid(
-            "video.id",
-            "video.id must be the id of a completed video.",
-        )),
-    }
-}
-
 /// The extension use case: the source must be a completed video of the caller's organization
-/// (another organization's is not found, a running one is a 400 naming `video`), on a model
-/// that extends; `seconds` must be in the model's range and the total within
-/// [`MAX_EXTENDED_SECONDS`]. Nothing is reserved and no job is made when any check refuses.
+/// (another organization's is not found, a running one is a 400 naming `video`) or a file that
+/// passes the source checks, on a model that extends; `seconds` must be in the model's range
+/// and the total within [`MAX_EXTENDED_SECONDS`]. Nothing is reserved and no job is made when
+/// any check refuses.
 pub async fn extend(
     cx: Context<'_>,
     workflow: Option<&dyn Workflow>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
     body: &Value,
+    upload: Option<Bytes>,
 ) -> ApiResult<CreateAnswer> {
-    let request = VideoExtensionRequest::parse(body)?;
-    let source_id = request.video.id.as_str();
-    let source = crate::domain::videos::queries::completed_source(
+    let request = VideoExtensionRequest::parse(body, upload)?;
+    let source_id = match &request.video {
+        VideoSource::Id(reference) => reference.id.clone(),
+        VideoSource::Upload(_) => "sent as video".to_owned(),
+    };
+    let source = source_request::resolve(
         cx,
-        &caller.org,
-        source_id,
-        "video",
-        "extended",
-        |operations| operations.extension,
+        caller,
+        request.video,
+        request.model,
+        SourceOperation::Extension,
+        |_| (MAX_EXTENDED_SECONDS - 1) as f64,
     )
     .await?;
     let mut create_body = json!({
@@ -131,22 +115,19 @@ pub async fn extend(
     // The segment's own rules (its seconds against the model's range) come first, then the
     // whole: both before anything is reserved.
     let segment = crate::domain::videos::create::parse(&create_body)?;
-    let base_seconds = source.output_seconds();
+    let base_seconds = source.seconds;
     let total = base_seconds + i64::from(segment.seconds);
     if total > MAX_EXTENDED_SECONDS {
         return Err(ApiError::invalid(
             "seconds",
             format!(
-                "Video {source_id} lasts {base_seconds} s; with {} s more it would last {total} s, \
-                 and an extended video lasts at most {MAX_EXTENDED_SECONDS} s.",
+                "The video ({source_id}) lasts {base_seconds} s; with {} s more it would last \
+                 {total} s, and an extended video lasts at most {MAX_EXTENDED_SECONDS} s.",
                 segment.seconds
             ),
         ));
     }
-    let from = Source {
-        video_id: source.id.clone(),
-        operation: SourceOperation::Extension { base_seconds },
-    };
+    let from = source.source(SourceOperation::Extension);
     crate::domain::videos::create::create_from(
         cx,
         workflow,
@@ -166,8 +147,13 @@ mod tests {
     fn the_sdk_form_and_json_read_alike_and_anything_else_is_named() {
         // `video[id]` in a form arrives as {"video": {"id": …}} (api::extract).
         let form = json!({"prompt": "on", "seconds": "4", "video": {"id": "video_1"}});
-        let parsed = VideoExtensionRequest::parse(&form).expect("form");
-        assert_eq!(parsed.video.id, "video_1");
+        let parsed = VideoExtensionRequest::parse(&form, None).expect("form");
+        assert_eq!(
+            parsed.video,
+            VideoSource::Id(VideoReference {
+                id: "video_1".into()
+            })
+        );
         assert_eq!(parsed.seconds, json!("4"));
         for (body, param) in [
             (json!({"seconds": "4", "video": {"id": "v"}}), "prompt"),
@@ -190,7 +176,7 @@ mod tests {
                 "model",
             ),
         ] {
-            let e = VideoExtensionRequest::parse(&body).expect_err("refused");
+            let e = VideoExtensionRequest::parse(&body, None).expect_err("refused");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod characters;
 pub mod create;
+pub mod edits;
 pub mod extensions;
 pub mod jobs;
 pub mod moderation;
@@ -12,13 +13,16 @@ pub mod object;
 pub mod queries;
 pub mod record;
 pub mod remix;
+pub mod source_request;
+pub mod source_upload;
 pub mod translation;
 pub mod workflow;
 
 pub use crate::domain::videos::record::{
-    JobInputs, JobRecord, JobStatus, Reservation, RESERVATION_CHARGED, RESERVATION_HELD,
-    RESERVATION_RELEASED, RUNNING, STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED,
-    STATUS_IN_PROGRESS, STATUS_MODERATING, STATUS_QUEUED, STATUS_TRANSLATING, TERMINAL,
+    JobInputs, JobRecord, JobStatus, Reservation, SourceOperation, SourceUse, RESERVATION_CHARGED,
+    RESERVATION_HELD, RESERVATION_RELEASED, RUNNING, STATUS_CANCELED, STATUS_COMPLETED,
+    STATUS_FAILED, STATUS_IN_PROGRESS, STATUS_MODERATING, STATUS_QUEUED, STATUS_TRANSLATING,
+    TERMINAL,
 };
 
 pub fn output_blob_key(org: &str, video_id: &str) -> String {
@@ -56,6 +60,11 @@ pub fn stitched_blob_key(org: &str, video_id: &str) -> String {
     format!("{org}/videos/{video_id}/stitched.mp4")
 }
 
+/// An extension's uploaded source conformed to the job's size, before the stitch joins it.
+pub fn conformed_source_blob_key(org: &str, video_id: &str) -> String {
+    format!("{org}/videos/{video_id}/source_conformed.mp4")
+}
+
 /// The job's own copy of frame `i` of the characters it names (reference images), taken at
 /// admission so that deleting a character never takes a running job's input.
 pub fn character_frame_blob_key(org: &str, video_id: &str, i: usize) -> String {
@@ -72,6 +81,7 @@ pub fn job_blob_keys(org: &str, video_id: &str) -> Vec<String> {
         source_frame_blob_key(org, video_id),
         segment_blob_key(org, video_id),
         stitched_blob_key(org, video_id),
+        conformed_source_blob_key(org, video_id),
     ];
     keys.extend(
         (0..record::MAX_CHARACTER_FRAMES).map(|i| character_frame_blob_key(org, video_id, i)),

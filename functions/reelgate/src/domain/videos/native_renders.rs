@@ -97,6 +97,32 @@ pub struct NativeRenders {
     pub max_image_bytes: Option<u64>,
     /// The most reference images the engine takes (the API's own limit applies besides).
     pub max_reference_images: Option<usize>,
+    /// The operations on an earlier video the engine does itself, given the source video.
+    pub operations: NativeOperations,
+}
+
+/// The operations on a source video an engine does natively (the engine protocol's
+/// `inputs.source`); the others are chained onto a frame of the source, or refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NativeOperations {
+    /// Re-renders a source video guided by a prompt: remix and edit.
+    pub video_to_video: bool,
+    /// Renders the segment that continues a source video.
+    pub extension: bool,
+}
+
+impl NativeOperations {
+    /// The names an engine's `operations` list in the catalog uses.
+    pub const NAMES: &'static [&'static str] = &["video_to_video", "extension"];
+
+    /// The operations `names` lists (names outside [`Self::NAMES`] are the catalog check's).
+    pub fn from_names(names: &[String]) -> NativeOperations {
+        let has = |n: &str| names.iter().any(|x| x == n);
+        NativeOperations {
+            video_to_video: has("video_to_video"),
+            extension: has("extension"),
+        }
+    }
 }
 
 /// The 768p sizes the engine protocol renders at (reelgate's own contract sizes).
@@ -136,8 +162,19 @@ impl NativeRenders {
             audio: true,
             max_image_bytes: None,
             max_reference_images: None,
+            operations: NativeOperations::default(),
         };
         match (kind, request_shape) {
+            // The reference engine draws the source's frames: every operation is native, so
+            // every path is testable offline. An `http` engine declares its own (`operations`),
+            // since an engine written before `inputs.source` would ignore it.
+            ("reference", _) => NativeRenders {
+                operations: NativeOperations {
+                    video_to_video: true,
+                    extension: true,
+                },
+                ..contract()
+            },
             ("openai_videos", Some("reelgate")) => contract(),
             ("openai_videos", _) => NativeRenders {
                 durations: Durations::Set {
@@ -156,6 +193,7 @@ impl NativeRenders {
                 audio: true,
                 max_image_bytes: None,
                 max_reference_images: None,
+                operations: NativeOperations::default(),
             },
             // Veo renders 1080p and 4k only at 8 s: 720p is what every duration has.
             ("veo", _) => NativeRenders {
@@ -209,6 +247,7 @@ impl NativeRenders {
                 audio: false,
                 max_image_bytes: None,
                 max_reference_images: None,
+                operations: NativeOperations::default(),
             },
             _ => contract(),
         }
@@ -281,6 +320,7 @@ fn hosted(durations: &[u32], sizes: &[(u32, u32)], audio: bool) -> NativeRenders
         audio,
         max_image_bytes: None,
         max_reference_images: None,
+        operations: NativeOperations::default(),
     }
 }
 

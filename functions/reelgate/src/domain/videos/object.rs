@@ -87,6 +87,12 @@ pub struct Video {
     /// The video this one extends (`POST /v1/videos/extensions`); its `seconds` are the
     /// source's and the new segment's together.
     pub extended_from_video_id: Option<String>,
+    /// The video this one edits (`POST /v1/videos/edits`).
+    pub edited_from_video_id: Option<String>,
+    /// What this video was made from a source by (`remix`, `edit` or `extension`), the source
+    /// being a video above or a file the caller sent; null for a plain create.
+    #[schema(value_type = Option<String>, example = "extension")]
+    pub source_operation: Option<&'static str>,
 }
 
 impl Video {
@@ -123,6 +129,8 @@ impl Video {
             size: job.size.clone(),
             remixed_from_video_id: job.remixed_from.clone(),
             extended_from_video_id: job.extended_from.clone(),
+            edited_from_video_id: job.edited_from.clone(),
+            source_operation: job.source_operation.map(|o| o.as_str()),
         }
     }
 

@@ -8,7 +8,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::params::{ListQuery, Page};
 use crate::domain::table_keys;
-use crate::domain::videos::{Video, STATUS_COMPLETED};
+use crate::domain::videos::{SourceOperation, Video, STATUS_COMPLETED};
 use crate::domain::Context;
 use crate::ports::store::{Query, StoreError};
 
@@ -54,18 +54,16 @@ pub async fn retrieve_completed(
     Ok(video)
 }
 
-/// The completed job of `org` a new job is made from (`verb`: "remixed", "extended"; `param`
-/// names the source in errors): another organization's id is not found, a job that has not
-/// completed is a 400, and so is one whose model offers the operation (`operation`) neither
-/// natively nor by chaining. A model gone from the catalog is left to the create rules
-/// (`model_not_found`).
+/// The completed job of `org` a new job is made from by `operation` (`param` names the source
+/// in errors): another organization's id is not found, a job that has not completed is a 400,
+/// and so is one whose model cannot do the operation, natively or by chaining. A model gone
+/// from the catalog is left to the create rules.
 pub async fn completed_source(
     cx: Context<'_>,
     org: &str,
     source_id: &str,
     param: &str,
-    verb: &str,
-    operation: impl Fn(&crate::domain::catalog::VideoOperations) -> OperationSupport,
+    operation: SourceOperation,
 ) -> ApiResult<crate::domain::videos::JobRecord> {
     let not_found = || self::not_found(source_id).with_param(param);
     if !is_valid(source_id, "video") {
@@ -74,6 +72,11 @@ pub async fn completed_source(
     let source = crate::domain::videos::record::load(cx.store, org, source_id)
         .await?
         .ok_or_else(not_found)?;
+    let verb = match operation {
+        SourceOperation::Remix => "remixed",
+        SourceOperation::Edit => "edited",
+        SourceOperation::Extension => "extended",
+    };
     if source.status != crate::domain::videos::JobStatus::Completed {
         return Err(ApiError::invalid(
             param,
@@ -83,20 +86,62 @@ pub async fn completed_source(
             ),
         ));
     }
-    if let Some(model) = cx.catalog.video_model(&source.model) {
-        if operation(&cx.catalog.capabilities(model).operations()) == OperationSupport::Unavailable
-        {
-            return Err(ApiError::invalid(
-                param,
-                format!(
-                    "The video model '{}' takes neither a source video nor a first frame, so \
-                     video {source_id} cannot be {verb}.",
-                    source.model
-                ),
-            ));
-        }
+    if cx.catalog.video_model(&source.model).is_some() {
+        check_operation(cx, &source.model, operation, param)?;
     }
     Ok(source)
+}
+
+/// Refuses `operation` on `model` when the model can do it neither natively nor by chaining,
+/// naming the models that can (a 400 on `param`).
+pub fn check_operation(
+    cx: Context<'_>,
+    model: &str,
+    operation: SourceOperation,
+    param: &str,
+) -> ApiResult<()> {
+    let support = |m: &crate::domain::catalog::VideoModel| {
+        let ops = cx.catalog.capabilities(m).operations();
+        match operation {
+            SourceOperation::Remix => ops.remix,
+            SourceOperation::Edit => ops.edit,
+            SourceOperation::Extension => ops.extension,
+        }
+    };
+    let Some(found) = cx.catalog.video_model(model) else {
+        return Ok(());
+    };
+    if support(found) != OperationSupport::Unavailable {
+        return Ok(());
+    }
+    let able: Vec<&str> = cx
+        .catalog
+        .video_models
+        .iter()
+        .filter(|m| support(m) != OperationSupport::Unavailable)
+        .map(|m| m.id.as_str())
+        .collect();
+    let why = match operation {
+        SourceOperation::Edit => "does not re-render a source video (no video-to-video)",
+        _ => "takes neither a source video nor a first frame",
+    };
+    let able = if able.is_empty() {
+        "no model of this service does".to_owned()
+    } else {
+        format!("models that do: {}", able.join(", "))
+    };
+    Err(ApiError::invalid(
+        param,
+        format!(
+            "The video model '{model}' {why}, so it cannot make a{} {} ({able}).",
+            if operation == SourceOperation::Extension {
+                "n"
+            } else {
+                ""
+            },
+            operation.as_str()
+        ),
+    ))
 }
 
 /// A page of the caller's organization's jobs, newest first unless `order=asc`.

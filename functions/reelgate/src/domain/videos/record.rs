@@ -141,6 +141,75 @@ mod attr {
     pub const REMIXED_FROM: &str = "remixed_from";
     pub const EXTENDED_FROM: &str = "extended_from";
     pub const EXTENSION_BASE_SECONDS: &str = "extension_base_seconds";
+    pub const EDITED_FROM: &str = "edited_from";
+    pub const SOURCE_OPERATION: &str = "source_operation";
+}
+
+/// What a job made from a source video does with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceOperation {
+    /// A new video on the source's model, seconds and ratio, with a new prompt.
+    Remix,
+    /// The source re-rendered, guided by the prompt, at its seconds and ratio.
+    Edit,
+    /// A segment continuing the source, joined after it by the stitch step.
+    Extension,
+}
+
+impl SourceOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceOperation::Remix => "remix",
+            SourceOperation::Edit => "edit",
+            SourceOperation::Extension => "extension",
+        }
+    }
+    pub fn parse(s: &str) -> Option<SourceOperation> {
+        [
+            SourceOperation::Remix,
+            SourceOperation::Edit,
+            SourceOperation::Extension,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+}
+
+/// How the render takes the job's source video (its copy, `source_video_blob_key`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceUse {
+    /// The engine takes the video itself (its native operation).
+    Video,
+    /// Chained: the render opens with the source's first frame (`source_frame_blob_key`,
+    /// taken by the moderate step), a remix on an engine without video-to-video.
+    FirstFrame,
+    /// Chained: the render opens with the source's last frame, an extension's segment.
+    LastFrame,
+}
+
+impl SourceUse {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceUse::Video => "video",
+            SourceUse::FirstFrame => "first_frame",
+            SourceUse::LastFrame => "last_frame",
+        }
+    }
+    pub fn parse(s: &str) -> Option<SourceUse> {
+        [
+            SourceUse::Video,
+            SourceUse::FirstFrame,
+            SourceUse::LastFrame,
+        ]
+        .into_iter()
+        .find(|u| u.as_str() == s)
+    }
+    /// Whether the render opens with a frame of the source the moderate step keeps.
+    pub fn takes_frame(self) -> bool {
+        self != SourceUse::Video
+    }
 }
 
 /// The item's `kind`.
@@ -163,11 +232,10 @@ pub struct JobInputs {
     pub reference_videos: Vec<String>,
     #[serde(default)]
     pub reference_audio: Vec<String>,
-    /// The render opens with the source video's first frame (the job's own
-    /// `source_frame_blob_key`, taken by the moderate step): a remix chained onto an engine
-    /// without video-to-video. Never set together with `first_frame`.
+    /// How the render takes the job's source video, when the job has one. A frame of it is
+    /// never set together with `first_frame`.
     #[serde(default)]
-    pub source_frame: bool,
+    pub source_use: Option<SourceUse>,
     /// The characters the job names (their ids, as sent).
     #[serde(default)]
     pub characters: Vec<String>,
@@ -186,8 +254,8 @@ impl JobInputs {
         m.insert("reference_images".into(), list(&self.reference_images));
         m.insert("reference_videos".into(), list(&self.reference_videos));
         m.insert("reference_audio".into(), list(&self.reference_audio));
-        if self.source_frame {
-            m.insert("source_frame".into(), true.into());
+        if let Some(source_use) = self.source_use {
+            m.insert("source_use".into(), source_use.as_str().into());
         }
         if !self.characters.is_empty() {
             m.insert("characters".into(), list(&self.characters));
@@ -216,7 +284,7 @@ impl JobInputs {
             reference_images: list("reference_images"),
             reference_videos: list("reference_videos"),
             reference_audio: list("reference_audio"),
-            source_frame: m.bool_attr("source_frame").unwrap_or(false),
+            source_use: m.str_attr("source_use").and_then(SourceUse::parse),
             characters: list("characters"),
             character_frames: m
                 .i64_attr("character_frames")
@@ -292,6 +360,11 @@ pub struct JobRecord {
     pub extended_from: Option<String>,
     /// An extension's source length in seconds: the output lasts it plus `seconds`.
     pub extension_base_seconds: Option<i64>,
+    /// The completed video of the organization this job edits (copied like a remix's).
+    pub edited_from: Option<String>,
+    /// What the job does with its source video (copied to `source_video_blob_key` at
+    /// admission: a completed video's output, or the caller's uploaded file).
+    pub source_operation: Option<SourceOperation>,
 }
 
 impl JobRecord {
@@ -300,11 +373,18 @@ impl JobRecord {
         self.seconds + self.extension_base_seconds.unwrap_or(0)
     }
 
-    /// The video this job was made from (a remix's or an extension's source).
+    /// The completed video this job was made from (a remix's, an edit's or an extension's
+    /// source; None for one made from an uploaded file).
     pub fn source_video(&self) -> Option<&str> {
         self.remixed_from
             .as_deref()
             .or(self.extended_from.as_deref())
+            .or(self.edited_from.as_deref())
+    }
+
+    /// Whether the output is the source followed by the rendered segment.
+    pub fn is_extension(&self) -> bool {
+        self.source_operation == Some(SourceOperation::Extension)
     }
 
     pub fn key(&self) -> Key {
@@ -340,7 +420,7 @@ impl JobRecord {
         put(attr::THUMBNAIL, self.thumbnail.into());
         put(attr::RESERVATION, self.reservation.as_str().into());
         put(attr::INPUTS, self.inputs.to_attr());
-        let optional: [(&str, Option<Attr>); 11] = [
+        let optional: [(&str, Option<Attr>); 13] = [
             (
                 attr::BUDGET_MONTH,
                 self.budget_month.clone().map(Attr::from),
@@ -372,6 +452,11 @@ impl JobRecord {
             (
                 attr::EXTENSION_BASE_SECONDS,
                 self.extension_base_seconds.map(Attr::from),
+            ),
+            (attr::EDITED_FROM, self.edited_from.clone().map(Attr::from)),
+            (
+                attr::SOURCE_OPERATION,
+                self.source_operation.map(|o| Attr::from(o.as_str())),
             ),
         ];
         for (name, value) in optional {
@@ -419,6 +504,10 @@ impl JobRecord {
             remixed_from: optional(attr::REMIXED_FROM),
             extended_from: optional(attr::EXTENDED_FROM),
             extension_base_seconds: it.i64_attr(attr::EXTENSION_BASE_SECONDS),
+            edited_from: optional(attr::EDITED_FROM),
+            source_operation: it
+                .str_attr(attr::SOURCE_OPERATION)
+                .and_then(SourceOperation::parse),
         })
     }
 }
@@ -582,6 +671,8 @@ mod tests {
             expires_at: None,
             remixed_from: None,
             extended_from: None,
+            edited_from: None,
+            source_operation: None,
             extension_base_seconds: None,
         }
     }
@@ -671,8 +762,10 @@ mod tests {
         job.remixed_from = Some("video_0".into());
         job.extended_from = Some("video_00".into());
         job.extension_base_seconds = Some(4);
+        job.edited_from = Some("video_000".into());
+        job.source_operation = Some(SourceOperation::Extension);
         job.inputs = JobInputs {
-            source_frame: true,
+            source_use: Some(SourceUse::LastFrame),
             characters: vec!["char_1".into()],
             character_frames: 4,
             ..JobInputs::default()

@@ -2,11 +2,11 @@
 //! ratio and inputs, with a new prompt. It goes through the create use case (idempotency, rate
 //! limits, the rules, the quote, admission, moderation, translation, the workflow, billing at
 //! completion), made from the source: the new job keeps its own copy of the source's output,
-//! and its render opens with the source's first frame on an engine without video-to-video.
+//! which an engine with video-to-video takes whole, and any other opens its render with.
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::videos::create::{CreateAnswer, Source};
+use crate::domain::videos::create::{CreateAnswer, Source, SourceOrigin};
 use crate::domain::videos::JobRecord;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
@@ -68,8 +68,7 @@ pub async fn remix(
         &caller.org,
         source_id,
         "video_id",
-        "remixed",
-        |operations| operations.remix,
+        crate::domain::videos::SourceOperation::Remix,
     )
     .await?;
     let mut create_body = create_request(&source, &request.prompt);
@@ -83,8 +82,9 @@ pub async fn remix(
         create_body["characters"] = json!(characters);
     }
     let from = Source {
-        video_id: source.id.clone(),
-        operation: crate::domain::videos::create::SourceOperation::Remix,
+        origin: SourceOrigin::Video(source.id.clone()),
+        operation: crate::domain::videos::SourceOperation::Remix,
+        base_seconds: None,
     };
     crate::domain::videos::create::create_from(
         cx,

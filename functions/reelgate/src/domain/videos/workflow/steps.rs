@@ -246,13 +246,15 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
         let key = crate::domain::files::blob_key(&job.org, file_id);
         images.extend(sampled_frames(pipeline, &key, file_id).await?);
     }
-    // The source of a remix or an extension: its frames are moderated like a reference
-    // video's, and the render opens with its first frame (a remix) or its last (an extension).
-    if let Some(source_id) = item.source_video() {
+    // The source of a remix, an edit or an extension: its frames are moderated like a
+    // reference video's, and a chained render opens with its first frame (a remix) or its
+    // last (an extension's segment).
+    if item.source_operation.is_some() {
         let key = videos::source_video_blob_key(&job.org, &job.video_id);
-        images.extend(sampled_frames(pipeline, &key, source_id).await?);
-        if inputs.source_frame {
-            let last = item.extended_from.is_some();
+        let label = item.source_video().unwrap_or("the source video");
+        images.extend(sampled_frames(pipeline, &key, label).await?);
+        if let Some(source_use) = inputs.source_use.filter(|u| u.takes_frame()) {
+            let last = source_use == crate::domain::videos::SourceUse::LastFrame;
             keep_source_frame(pipeline, job, &key, last).await?;
         }
     }
@@ -499,10 +501,13 @@ async fn conform(
         ),
         None => None,
     };
-    // The engine's segment of an extension is conformed to its own seconds by the stitch step;
-    // finalize then conforms the joined clip, which lasts the source and the segment.
+    // The engine's segment of an extension is conformed to its own seconds by the stitch step
+    // (and an uploaded source to its own); finalize then conforms the joined clip, which lasts
+    // the source and the segment.
     let seconds = if engine_key == videos::stitched_blob_key(&job.org, &job.video_id) {
         item.output_seconds()
+    } else if engine_key == videos::source_video_blob_key(&job.org, &job.video_id) {
+        item.extension_base_seconds.unwrap_or(item.seconds)
     } else {
         item.seconds
     };
@@ -587,7 +592,7 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
     let result: RenderResult = serde_json::from_value(render.clone())
         .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
     let item = load_running(pipeline, job).await?;
-    if item.extended_from.is_none() {
+    if !item.is_extension() {
         return Ok(render.clone());
     }
     if !result
@@ -601,13 +606,21 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
     }
     let segment_key = videos::segment_blob_key(&job.org, &job.video_id);
     let segment = conform(pipeline, job, &item, &result.output_key, &segment_key).await?;
-    let source = read_limited(
-        pipeline.blobs.as_ref(),
-        &videos::source_video_blob_key(&job.org, &job.video_id),
-        crate::domain::videos::create::MAX_SOURCE_BYTES,
-    )
-    .await
-    .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, format!("the source copy: {e}")))?;
+    let source_key = videos::source_video_blob_key(&job.org, &job.video_id);
+    let source = if item.source_video().is_some() {
+        // A completed video's output is already the job's size and format.
+        read_limited(
+            pipeline.blobs.as_ref(),
+            &source_key,
+            crate::domain::videos::create::MAX_SOURCE_BYTES,
+        )
+        .await
+        .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, format!("the source copy: {e}")))?
+    } else {
+        // The caller's file: conformed to the job's size and its whole seconds first.
+        let conformed_key = videos::conformed_source_blob_key(&job.org, &job.video_id);
+        conform(pipeline, job, &item, &source_key, &conformed_key).await?
+    };
     let started = std::time::Instant::now();
     let joined = tokio::task::spawn_blocking(move || reelgate_media::stitch_mp4(&source, &segment))
         .await

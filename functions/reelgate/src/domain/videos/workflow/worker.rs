@@ -209,13 +209,13 @@ async fn enqueue(pipeline: &Pipeline, message: &RenderMessage, delay: Duration) 
 }
 
 /// The blob of the frame the job's render opens with: its uploaded first frame, or the source's
-/// first frame of a chained remix.
+/// first (or last) frame of a chained remix (or extension).
 fn first_frame_key(job: &JobRecord) -> Option<String> {
     match &job.inputs.first_frame {
         Some(id) => Some(crate::domain::files::blob_key(&job.org, id)),
-        None if job.inputs.source_frame => Some(crate::domain::videos::source_frame_blob_key(
-            &job.org, &job.id,
-        )),
+        None if job.inputs.source_use.is_some_and(|u| u.takes_frame()) => Some(
+            crate::domain::videos::source_frame_blob_key(&job.org, &job.id),
+        ),
         None => None,
     }
 }
@@ -249,6 +249,15 @@ async fn sign_inputs(pipeline: &Pipeline, job: &JobRecord) -> Result<RenderInput
     }
     for id in &inputs.reference_audio {
         out.reference_audio_urls.push(sign(id.clone()).await?);
+    }
+    if let (Some(crate::domain::videos::SourceUse::Video), Some(operation)) =
+        (inputs.source_use, job.source_operation)
+    {
+        let key = crate::domain::videos::source_video_blob_key(org, &job.id);
+        out.source = Some(crate::ports::engine::RenderSource {
+            operation: operation.as_str().to_owned(),
+            video_url: presign(key).await?,
+        });
     }
     Ok(out)
 }

@@ -1,0 +1,150 @@
+//! `POST /v1/videos/edits`: a new job that re-renders a source video guided by the prompt, at
+//! the source's seconds and aspect ratio. It goes through the create use case (idempotency,
+//! rate limits, the rules, the quote, admission, moderation of the prompt and the source's
+//! frames, translation, the workflow, billing at completion). An edit keeps the source's
+//! picture, which no still frame stands in for: it needs an engine that takes the source video
+//! itself, and elsewhere is a 400 naming `video` with nothing reserved.
+
+use crate::domain::accounts::Caller;
+use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::videos::create::CreateAnswer;
+use crate::domain::videos::source_request::{self, VideoReference, VideoSource};
+use crate::domain::videos::SourceOperation;
+use crate::domain::Context;
+use crate::ports::workflow::Workflow;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+/// `POST /v1/videos/edits` as OpenAI's SDK sends it: a form with `prompt` and `video[id]` or a
+/// `video` file, or the same as JSON (`"video": {"id": …}`).
+#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({"prompt": "make it snow", "video": {"id": "video_01h…"}}))]
+pub struct VideoEditRequest {
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+    /// A completed video of your organization, or (in a form) an H.264 MP4 file of at most
+    /// 32 MiB and 1920x1080, no longer than the model renders.
+    #[schema(value_type = VideoReference)]
+    pub video: VideoSource,
+    /// The video model to render with; only with a source file (a video by id keeps its own).
+    pub model: Option<String>,
+}
+
+impl VideoEditRequest {
+    /// Reads the body, with the form's `video` file part when it had one.
+    pub fn parse(body: &Value, upload: Option<Bytes>) -> ApiResult<VideoEditRequest> {
+        let obj = crate::domain::params::Params::of(body)?.object();
+        const KNOWN: &[&str] = &["prompt", "video", "model"];
+        if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(ApiError::invalid(
+                unknown,
+                format!(
+                    "Unknown parameter: {unknown}. An edit keeps the source's seconds and aspect \
+                     ratio; it takes prompt, video and model (with a file)."
+                ),
+            ));
+        }
+        let prompt = match obj.get("prompt") {
+            Some(Value::String(p)) => p.clone(),
+            Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
+            None => return Err(crate::domain::params::required("prompt")),
+        };
+        let (video, model) = source_request::parse(obj, upload)?;
+        Ok(VideoEditRequest {
+            prompt,
+            video,
+            model,
+        })
+    }
+}
+
+/// The edit use case: the source must be a completed video of the caller's organization
+/// (another organization's is not found, a running one is a 400 naming `video`) or a file that
+/// passes the source checks, on a model with video-to-video, and last as long as the model
+/// renders. Nothing is reserved and no job is made when any check refuses.
+pub async fn edit(
+    cx: Context<'_>,
+    workflow: Option<&dyn Workflow>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    body: &Value,
+    upload: Option<Bytes>,
+) -> ApiResult<CreateAnswer> {
+    let request = VideoEditRequest::parse(body, upload)?;
+    let source = source_request::resolve(
+        cx,
+        caller,
+        request.video,
+        request.model,
+        SourceOperation::Edit,
+        |capabilities| {
+            capabilities
+                .seconds
+                .map_or(0.0, |(_, max)| f64::from(max) + 0.5)
+        },
+    )
+    .await?;
+    let range = cx
+        .catalog
+        .video_model(&source.model)
+        .and_then(|m| cx.catalog.capabilities(m).seconds);
+    if let Some((min, max)) = range {
+        if !(i64::from(min)..=i64::from(max)).contains(&source.seconds) {
+            return Err(ApiError::invalid(
+                "video",
+                format!(
+                    "The source lasts {} s; the video model '{}' renders {min} to {max} s, and an \
+                     edit keeps the source's length.",
+                    source.seconds, source.model
+                ),
+            ));
+        }
+    }
+    let create_body = json!({
+        "model": source.model,
+        "prompt": request.prompt,
+        "seconds": source.seconds,
+        "aspect_ratio": source.aspect_ratio,
+    });
+    let from = source.source(SourceOperation::Edit);
+    crate::domain::videos::create::create_from(
+        cx,
+        workflow,
+        caller,
+        idempotency_key,
+        &create_body,
+        Some(&from),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_takes_a_prompt_and_a_source_and_refuses_what_it_keeps() {
+        let parsed = VideoEditRequest::parse(
+            &json!({"prompt": "make it snow", "video": {"id": "video_1"}}),
+            None,
+        )
+        .expect("parsed");
+        assert_eq!(parsed.prompt, "make it snow");
+        for (body, param) in [
+            (json!({"video": {"id": "v"}}), "prompt"),
+            (json!({"prompt": 1, "video": {"id": "v"}}), "prompt"),
+            (json!({"prompt": "x"}), "video"),
+            (
+                json!({"prompt": "x", "video": {"id": "v"}, "seconds": 4}),
+                "seconds",
+            ),
+            (
+                json!({"prompt": "x", "video": {"id": "v"}, "aspect_ratio": "1:1"}),
+                "aspect_ratio",
+            ),
+        ] {
+            let e = VideoEditRequest::parse(&body, None).expect_err("refused");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+    }
+}
