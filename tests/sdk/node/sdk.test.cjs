@@ -1,7 +1,8 @@
 // The official `openai` npm package against the real binary (run by tests/sdk/test_node_sdk.py,
 // which starts the server and passes SDK_BASE_URL and SDK_API_KEY; the package is
 // installed by scripts/test-tools.sh and found through NODE_PATH). Same routes as the Python
-// suite: models; files; videos create/retrieve/list (auto-paging)/download/delete; chat plain,
+// suite: models; files; videos create/retrieve/list (auto-paging)/download/delete, remix, extend,
+// edit, characters and spritesheets; chat plain,
 // streamed with usage, tool calls; responses plain, streamed (typed events), chained.
 "use strict";
 
@@ -90,6 +91,40 @@ test("videos create, retrieve, auto-paging list, download, delete", async () => 
     client.videos.create({ model: "reel-1", prompt: "x", seconds: "4", aspect_ratio: "16:9", size: "1280x720" }),
     (e) => e.status === 400 && e.param === "size",
   );
+});
+
+test("video surface: remix, extend, edit, characters, a source file and a spritesheet", async () => {
+  const made = await client.videos.create({ model: "reel-1", prompt: "a paper lantern", seconds: "4", aspect_ratio: "16:9", size: "1366x768" });
+  const source = await waitFor(made.id);
+  assert.equal(source.status, "completed");
+  const remix = await client.videos.remix(source.id, { prompt: "the lantern at dawn" });
+  assert.equal(remix.remixed_from_video_id, source.id);
+  // The Node SDK sends `video: {id}` as the form field video[id].
+  const extension = await client.videos.extend({ prompt: "the lantern swings", seconds: "4", video: { id: source.id } });
+  assert.equal(extension.extended_from_video_id, source.id);
+  assert.equal(String(extension.seconds), "8");
+  const edit = await client.videos.edit({ prompt: "the lantern in snow", video: { id: source.id } });
+  assert.equal(edit.edited_from_video_id, source.id);
+  const clip = Buffer.from(await (await client.videos.downloadContent(source.id)).arrayBuffer());
+  const character = await client.videos.createCharacter({
+    name: "Lantern",
+    video: await OpenAI.toFile(clip, "lantern.mp4", { type: "video/mp4" }),
+  });
+  assert.equal((await client.videos.getCharacter(character.id)).name, "Lantern");
+  // A source file of the caller's own, with the model to render it (beyond OpenAI's shape).
+  const fromFile = await client.videos.extend({
+    prompt: "the lantern drifts away",
+    seconds: "4",
+    video: await OpenAI.toFile(clip, "lantern.mp4", { type: "video/mp4" }),
+    model: "reel-1",
+  });
+  assert.equal(fromFile.source_operation, "extension");
+  for (const job of [remix, extension, edit, fromFile]) {
+    const done = await waitFor(job.id);
+    assert.equal(done.status, "completed", `${job.id}: ${JSON.stringify(done.error)}`);
+  }
+  const sheet = Buffer.from(await (await client.videos.downloadContent(source.id, { variant: "spritesheet" })).arrayBuffer());
+  assert.deepEqual([...sheet.subarray(0, 3)], [0xff, 0xd8, 0xff]);
 });
 
 test("chat completions plain, streamed with usage, tool calls", async () => {
