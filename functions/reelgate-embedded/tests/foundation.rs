@@ -622,3 +622,76 @@ async fn a_cached_credential_still_checks_the_secret_and_forgets_a_revoked_key()
         .expect("revoke here");
     assert!(!verifies(second.secret.clone()).await);
 }
+
+/// What an engine or a provider fetching a file by its signed URL is told it is: the sniffed
+/// type, whatever the uploader declared (a multipart part's type, or the PUT to a staging URL).
+#[tokio::test]
+async fn signed_urls_serve_uploaded_files_under_their_sniffed_type() {
+    let server = TestServer::start().await;
+    let t = server.tenant("1.00").await;
+    let http = reqwest::Client::new();
+    let png = tiny_png();
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "vision")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(png.clone())
+                .file_name("dot.bin")
+                .mime_str("application/octet-stream")
+                .expect("mime"),
+        );
+    let by_form: Value = http
+        .post(server.url("/v1/files"))
+        .bearer_auth(&t.key)
+        .multipart(form)
+        .send()
+        .await
+        .expect("upload")
+        .json()
+        .await
+        .expect("json");
+    let upload: Value = http
+        .post(server.url("/v1/uploads"))
+        .bearer_auth(&t.key)
+        .json(&serde_json::json!({"purpose": "vision", "filename": "dot.bin", "bytes": png.len(), "mime_type": "application/octet-stream"}))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    let put = http
+        .put(upload["upload_url"].as_str().expect("url"))
+        .header("content-type", "application/octet-stream")
+        .body(png.clone())
+        .send()
+        .await
+        .expect("put");
+    assert!(put.status().is_success(), "{}", put.status());
+    let direct: Value = http
+        .post(server.url(&format!(
+            "/v1/uploads/{}/complete",
+            upload["id"].as_str().expect("id")
+        )))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .expect("complete")
+        .json()
+        .await
+        .expect("json");
+    for file in [by_form, direct] {
+        let id = file["id"].as_str().expect("file id");
+        let key = reelgate::domain::files::blob_key(&t.org, id);
+        let url = server
+            .app
+            .blobs
+            .presign_get(&key, std::time::Duration::from_secs(60))
+            .await
+            .expect("presign");
+        let fetched = http.get(&url).send().await.expect("fetch");
+        assert_eq!(fetched.status(), 200);
+        assert_eq!(fetched.headers()["content-type"], "image/png", "{file}");
+        assert_eq!(fetched.bytes().await.expect("bytes").to_vec(), png);
+    }
+}

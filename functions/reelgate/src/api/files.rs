@@ -169,9 +169,12 @@ async fn store_field(
     };
     let store = async {
         let (head, body) = sniff_stream(body).await?;
+        // Stored under its sniffed type, so that whoever fetches it by a signed URL (an engine,
+        // a provider) is told what it is.
+        let content_type = reelgate_media::sniff(&head).mime;
         let size = app
             .blobs
-            .put_stream(key, "application/octet-stream", body, app.settings.max_upload_bytes)
+            .put_stream(key, content_type, body, app.settings.max_upload_bytes)
             .await
             .map_err(|e| match e {
                 crate::ports::blobs::BlobError::TooLarge { limit } => ApiError::new(

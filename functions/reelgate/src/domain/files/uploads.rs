@@ -319,9 +319,13 @@ async fn register_claimed(
         Err(crate::ports::blobs::BlobError::NotFound) => return Err(nothing_yet()),
         Err(e) => return Err(e.into()),
     };
+    // Stored under its sniffed type, so that whoever fetches it by a signed URL is told what
+    // it is (whatever type the PUT to the staging URL claimed).
+    let (sniffed, source) = crate::domain::files::sniff_stream(source).await?;
+    let content_type = reelgate_media::sniff(&sniffed).mime;
     let copied = match cx
         .blobs
-        .put_stream(&blob, "application/octet-stream", source, declared)
+        .put_stream(&blob, content_type, source, declared)
         .await
     {
         Ok(size) => size,
