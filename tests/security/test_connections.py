@@ -356,3 +356,29 @@ def test_a_refusal_before_the_body_is_read_says_the_connection_closes(fresh_serv
         assert first.headers.get("connection") != "close"
         second = client.get("/v1/models")
         assert second.status_code == 200
+
+
+def test_bodies_declaring_more_than_the_limit_are_refused_before_a_byte_is_read(fresh_server):
+    """Twelve authenticated requests at once declaring 33 MiB (the limit is 32 MiB), each sending
+    its body in full: every one is a 413 answered before the body is read, and the server's peak
+    RSS does not grow by the bodies (it grew 376 MiB when the extractors' limit refused them only
+    after reading 32 MiB each)."""
+    srv = fresh_server()
+    chat(srv).raise_for_status()
+    before = rss_mib(srv)
+    declared = 33 * MIB
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {srv.api_key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n")
+    socks = [raw(srv, head, b'{"model": "' + b"a" * 65536) for _ in range(12)]
+    answers = []
+    started = time.monotonic()
+    for s in socks:
+        answers.append(read_status(s, 10))
+    took = time.monotonic() - started
+    for s in socks:
+        s.close()
+    grew = rss_mib(srv) - before
+    print(f"\n12 bodies declaring 33 MiB: {answers} in {took:.2f} s, peak RSS +{grew:.0f} MiB")
+    assert answers == [413] * 12, answers
+    assert grew < 32, f"peak RSS grew {grew:.0f} MiB"
+    assert chat(srv).status_code == 200

@@ -54,3 +54,26 @@ def test_two_different_keys_are_refused_and_charge_nobody(server, tenant):
     same = message(server, "hi", {"x-api-key": tenant["key"], **auth(tenant["key"])})
     assert same.status_code == 200, same.text
     assert requests_billed(server, tenant["key"]) == billed[0] + 1
+
+
+def test_count_tokens_does_no_work_for_an_unfunded_key(server, tenant, public_host):
+    """3. `count_tokens` is admitted as a message is: a key whose organization has no credit is
+    refused (402) before the service fetches anything on its behalf (the URL's host sees no
+    request), and a funded key's count still fetches and answers."""
+    broke = server.admin("org", "create", "--name", "Broke", "--credits", "0.00")
+    person = server.admin("user", "create", "--org", broke["id"], "--email", "broke@example.test")
+    broke_key = server.admin("key", "create", "--user", person["id"])["secret"]
+    url = f"{public_host.base}/file.txt?count-tokens"
+    body = {"model": "fake-model-v1", "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": url}}, {"type": "text", "text": "what is this?"}]}]}
+    before = len([h for h in public_host.hits if "count-tokens" in h])
+    r = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers={"x-api-key": broke_key}, json=body, timeout=60)
+    print(f"\nunfunded count_tokens: {r.status_code}; fetches of its URL: "
+          f"{len([h for h in public_host.hits if 'count-tokens' in h]) - before}")
+    assert r.status_code == 402, r.text
+    assert r.json()["error"]["type"] == "billing_error"
+    assert len([h for h in public_host.hits if "count-tokens" in h]) == before, "nothing fetched"
+    funded = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers={"x-api-key": tenant["key"]},
+                        json={"model": "fake-model-v1", "messages": [{"role": "user", "content": "hello"}]}, timeout=60)
+    assert funded.status_code == 200, funded.text
+    assert funded.json()["input_tokens"] > 0

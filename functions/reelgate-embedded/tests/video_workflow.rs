@@ -438,6 +438,13 @@ async fn engine_failure_and_bad_output_fail_unbilled() {
     assert_eq!(done["error"]["code"], "engine_unavailable", "{done}");
     assert_eq!(done["thumbnail"], false);
     assert_unbilled(&server, &t, "5.00").await;
+    // The engine's unusable output is deleted with the failure, not kept until retention.
+    for key in reelgate::domain::videos::job_blob_keys(&t.org, &id) {
+        assert!(
+            server.app.blobs.head(&key).await.expect("head").is_none(),
+            "{key} outlived the failed job"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

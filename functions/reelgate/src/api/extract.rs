@@ -135,7 +135,8 @@ pub fn body_read_error(error: &(dyn std::error::Error + 'static), what_failed: &
     ApiError::bad_request(format!("{what_failed}: {error}"))
 }
 
-fn too_large() -> ApiError {
+/// The 413 of a body over the route's limit.
+pub(crate) fn too_large() -> ApiError {
     ApiError::new(
         crate::domain::error::ErrorKind::TooLarge,
         "payload_too_large",

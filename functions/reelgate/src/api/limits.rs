@@ -119,8 +119,12 @@ pub async fn body_budget(
         // Small bodies (every ordinary API call) are not counted: they cannot add up to much,
         // and a slow client must not be able to hold the budget with a tiny request.
         Some(n) if n < SMALL_BODY => return next.run(request).await,
-        // Over the route limit: refused by the body limit before anything is buffered.
-        Some(n) if n > budget.max_request_bytes => return next.run(request).await,
+        // Over the route limit: refused now, before a byte is read. (The extractors' limit only
+        // refuses once it has read that much, so a dozen such bodies at once would each hold
+        // the limit in memory first, outside the budget.)
+        Some(n) if n > budget.max_request_bytes && !streams_its_body(&request) => {
+            return crate::api::extract::too_large().into_response()
+        }
         _ => {}
     }
     let authenticated = credential_verifies(&app, request.headers()).await;

@@ -14,7 +14,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::messages::reply::{self, MessageTokensCount, StreamTranslator};
+use crate::domain::messages::reply::{self, StreamTranslator};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -253,13 +253,25 @@ async fn create(
 
 async fn count_tokens(
     State(app): State<App>,
-    _caller: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<MessageTokensCount>> {
-    Ok(Json(
-        crate::domain::messages::create::count_tokens(app.chat_ports(), app.pdf.as_ref(), body)
-            .await?,
-    ))
+) -> ApiResult<Response> {
+    use crate::domain::messages::create::TokenCountAnswer;
+    let answer = crate::domain::messages::create::count_tokens(
+        app.chat_ports(),
+        app.pdf.as_ref(),
+        &caller,
+        body,
+    )
+    .await?;
+    Ok(match answer {
+        TokenCountAnswer::Counted { count, status } => {
+            let mut response = Json(count).into_response();
+            crate::api::rate_limits::apply(&status, response.headers_mut());
+            response
+        }
+        TokenCountAnswer::Limited(limited) => crate::api::rate_limits::refused(limited),
+    })
 }
 
 #[cfg(test)]

@@ -713,10 +713,12 @@ pub const OPERATIONS: &[Operation] = &[
         path: "/v1/messages/count_tokens",
         id: "CountMessageTokens",
         tag: "messages",
-        summary: "The estimated input tokens of a Messages API request (docs/messages.md)",
+        summary: "The estimated input tokens of a Messages API request, admitted as a message is \
+                  (a funded organization, the key's budget, the rate limits) and not billed \
+                  (docs/messages.md)",
         body: Body::Json("MessageCountTokensRequest"),
         ok: &[(200, Answer::Json("MessageTokensCount"))],
-        errors: &[400, 401, 404, 413],
+        errors: &[400, 401, 402, 404, 413, 429],
         ..DEFAULT
     },
     Operation {

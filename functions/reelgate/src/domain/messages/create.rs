@@ -1,5 +1,6 @@
 //! The Messages API's use cases: a message (`POST /v1/messages`), answered by the chat use case
-//! itself, and a token count (`POST /v1/messages/count_tokens`), neither rate limited nor billed.
+//! itself, and a token count (`POST /v1/messages/count_tokens`), admitted as a message is (a
+//! funded organization, the key's budget and the rate limits' request windows) and not billed.
 
 use crate::domain::accounts::Caller;
 use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
@@ -44,17 +45,49 @@ pub async fn create(
 pub async fn count_tokens(
     ports: ChatPorts<'_>,
     pdf: &dyn PdfRasterizer,
+    caller: &Caller,
+    body: Value,
+) -> ApiResult<TokenCountAnswer> {
+    let cx = ports.cx;
+    let model = validate::chat_model(cx.catalog, &body)?.clone();
+    // Admitted before any URL is fetched or document rasterized: an unfunded key, or one over
+    // its limits, makes the service do no work on its behalf.
+    use crate::domain::billing::admission::{admit_text, TextAdmission};
+    let grant = match admit_text(cx, ports.accounts, caller, 0).await? {
+        TextAdmission::Admitted(_org, grant) => grant,
+        TextAdmission::Limited(limited) => return Ok(TokenCountAnswer::Limited(limited)),
+    };
+    let counted = count(ports, pdf, &model, body).await;
+    crate::domain::billing::rate_limits::settle(cx.store, &grant, 0).await;
+    Ok(TokenCountAnswer::Counted {
+        count: counted?,
+        status: grant.status.clone(),
+    })
+}
+
+/// A token count's answer: the count with the caller's rate-limit status, or the refusal.
+pub enum TokenCountAnswer {
+    Counted {
+        count: MessageTokensCount,
+        status: crate::domain::billing::rate_limits::RateStatus,
+    },
+    Limited(crate::domain::billing::rate_limits::RateLimited),
+}
+
+async fn count(
+    ports: ChatPorts<'_>,
+    pdf: &dyn PdfRasterizer,
+    model: &crate::domain::catalog::ChatModel,
     body: Value,
 ) -> ApiResult<MessageTokensCount> {
     let cx = ports.cx;
-    let model = validate::chat_model(cx.catalog, &body)?.clone();
-    let mut t = request::to_chat(cx.fetcher, pdf, &model, body, Purpose::CountTokens).await?;
+    let mut t = request::to_chat(cx.fetcher, pdf, model, body, Purpose::CountTokens).await?;
     // The documented estimate, should the upstream have no counter.
     let estimate = request::estimate_input_tokens(&t.chat);
     let extensions = t.take_extensions();
     let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
     extensions.carry(&mut v.request);
-    let upstream = ports.upstreams.for_model(ports.catalog, &model);
+    let upstream = ports.upstreams.for_model(ports.catalog, model);
     let request = serde_json::to_value(&v.request)
         .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
     let counted = match upstream.count_tokens(request).await {

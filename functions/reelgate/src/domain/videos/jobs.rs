@@ -42,12 +42,25 @@ pub async fn fail(
         crate::domain::billing::render_charges::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
             crate::observability::metrics::video_job(job_record::STATUS_FAILED, code);
+            discard_blobs(cx, org, video_id).await;
             crate::domain::webhooks::emit(cx, org, video_id).await;
             Ok(true)
         }
         crate::domain::billing::render_charges::Settlement::AlreadySettled => {
             tracing::info!(%video_id, %code, "video already settled; failure not applied");
             Ok(false)
+        }
+    }
+}
+
+/// Deletes what a job that ended without an output holds in the blob store (the engine's output,
+/// its copies of inputs, intermediate clips): nothing of it is ever served, and an engine that
+/// answers with large failing outputs must not fill the store until retention. A delete that
+/// fails leaves the blob to the age rule.
+async fn discard_blobs(cx: Context<'_>, org: &str, video_id: &str) {
+    for key in crate::domain::videos::job_blob_keys(org, video_id) {
+        if let Err(e) = cx.blobs.delete(&key).await {
+            tracing::warn!(%video_id, %key, error = %e, "an ended job's blob stays until the age rule");
         }
     }
 }
