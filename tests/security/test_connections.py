@@ -382,3 +382,35 @@ def test_bodies_declaring_more_than_the_limit_are_refused_before_a_byte_is_read(
     assert answers == [413] * 12, answers
     assert grew < 32, f"peak RSS grew {grew:.0f} MiB"
     assert chat(srv).status_code == 200
+
+
+def test_a_client_that_never_reads_its_answers_loses_its_connection(fresh_server):
+    """A client that asks for large answers and never reads them fills its socket buffers; once a
+    write has waited the write timeout the server closes the connection and its slot is free
+    (with a cap of 4 connections, 4 such clients left a tenant unanswered before)."""
+    srv = fresh_server(REELGATE_MAX_CONNECTIONS="4", REELGATE_WRITE_TIMEOUT_SECS="2")
+    spec = "/openapi.json"
+    size = len(httpx.get(f"{srv.base_url}{spec}", timeout=10).content)
+    # Enough pipelined requests that their answers overflow both sides' socket buffers.
+    repeats = max(4, (8 << 20) // max(size, 1))
+    hogs = []
+    for _ in range(4):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(f"GET {spec} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * repeats)
+        hogs.append(s)
+    started = time.monotonic()
+    answered = None
+    while time.monotonic() - started < 20:
+        try:
+            r = httpx.get(f"{srv.base_url}/health", timeout=2)
+            answered = r.status_code
+            break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    took = time.monotonic() - started
+    for s in hogs:
+        s.close()
+    print(f"\n4 connections that never read {repeats} answers of {size} bytes: a new client answered "
+          f"{answered} after {took:.1f} s")
+    assert answered == 200 and took < 15, (answered, took)

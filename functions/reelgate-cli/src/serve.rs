@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// Seconds a connection has to send a request's headers (idle keep-alive included).
     #[arg(long, default_value_t = ListenerLimits::default().header_read_timeout.as_secs(), env = "REELGATE_HEADER_TIMEOUT_SECS")]
     header_timeout_secs: u64,
+    /// Seconds one write of an answer may wait for the client to read before the connection
+    /// closes.
+    #[arg(long, default_value_t = ListenerLimits::default().write_timeout.as_secs(), env = "REELGATE_WRITE_TIMEOUT_SECS")]
+    write_timeout_secs: u64,
     /// Bytes a second a request body must average after its first 10 s (0: no minimum).
     #[arg(long, default_value_t = ListenerLimits::default().min_body_rate, env = "REELGATE_MIN_BODY_RATE")]
     min_body_rate: u64,
@@ -124,6 +128,7 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
         shed_lag: std::time::Duration::from_millis(args.shed_lag_ms),
         shed_floor: args.shed_floor,
         header_read_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
+        write_timeout: std::time::Duration::from_secs(args.write_timeout_secs.max(1)),
         min_body_rate: args.min_body_rate,
         ..ListenerLimits::default()
     };

@@ -4,6 +4,9 @@
 //!
 //! - at most [`ListenerLimits::max_connections`] open connections; one more is closed at once
 //!   (a client is told "no" instead of sitting in the kernel's backlog);
+//! - an answer the client stops reading is given up once one write has waited
+//!   [`ListenerLimits::write_timeout`]: the connection closes and frees its slot (a client that
+//!   never reads could otherwise hold a slot forever);
 //! - request headers must arrive within [`ListenerLimits::header_read_timeout`], counted from
 //!   the moment the connection waits for a request, so an idle keep-alive connection is closed
 //!   after that long too;
@@ -49,6 +52,8 @@ pub struct ListenerLimits {
     pub max_connections: usize,
     /// Time a connection has to send a request's headers, idle keep-alive time included.
     pub header_read_timeout: Duration,
+    /// Longest one write to the client may wait for it to read (`REELGATE_WRITE_TIMEOUT_SECS`).
+    pub write_timeout: Duration,
     /// Longest pause between two pieces of a request body.
     pub body_idle_timeout: Duration,
     /// Bytes a second a request body must average once [`Self::body_rate_grace`] has passed
@@ -75,6 +80,7 @@ impl Default for ListenerLimits {
         ListenerLimits {
             max_connections: 4096,
             header_read_timeout: Duration::from_secs(15),
+            write_timeout: Duration::from_secs(30),
             body_idle_timeout: Duration::from_secs(15),
             min_body_rate: 16 * 1024,
             body_rate_grace: Duration::from_secs(10),
@@ -134,6 +140,7 @@ pub async fn serve(
             builder
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_timeout);
+            let stream = WriteDeadline::new(stream, limits.write_timeout);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let _ = watcher.watch(connection).await;
             drop(slot);
@@ -142,6 +149,92 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A connection whose writes fail once one has waited longer than `timeout` for the client to
+/// make room (the kernel's send buffer full because nothing reads it).
+struct WriteDeadline {
+    stream: tokio::net::TcpStream,
+    timeout: Duration,
+    /// Set while a write is pending: when it gives up.
+    waiting: Option<Pin<Box<Sleep>>>,
+}
+
+impl WriteDeadline {
+    fn new(stream: tokio::net::TcpStream, timeout: Duration) -> Self {
+        WriteDeadline {
+            stream,
+            timeout,
+            waiting: None,
+        }
+    }
+
+    /// `Pending` while the deadline has not passed (registering the wake-up), else the error.
+    fn check_deadline(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        let timeout = self.timeout;
+        let waiting = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match waiting.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading the answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for WriteDeadline {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for WriteDeadline {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.stream).poll_write(cx, buf) {
+            Poll::Ready(done) => {
+                self.waiting = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => self.check_deadline(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.stream).poll_write_vectored(cx, bufs) {
+            Poll::Ready(done) => {
+                self.waiting = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => self.check_deadline(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// One connection's request handler: sheds, bounds the body's pace, runs the router.

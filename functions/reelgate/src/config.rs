@@ -145,6 +145,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "local server: time to send a request's headers, in seconds",
     ),
     (
+        "REELGATE_WRITE_TIMEOUT_SECS",
+        "local server: time one write of an answer may wait for the client to read, in seconds",
+    ),
+    (
         "REELGATE_MIN_BODY_RATE",
         "local server: bytes a second a request body must average",
     ),
