@@ -861,16 +861,6 @@ async fn copy_inputs(
     Ok(())
 }
 
-/// Deletes the copies of a job that was not admitted. A crash before this leaves them to the
-/// blobs' age rule (docs/data.md).
-async fn discard_copies(cx: Context<'_>, org: &str, video_id: &str) {
-    for key in job_blob_keys(org, video_id) {
-        if let Err(e) = cx.blobs.delete(&key).await {
-            tracing::warn!(%video_id, error = %e, "a refused job's input copy stays until the age rule");
-        }
-    }
-}
-
 /// What a create answers, as the route and the console render it.
 pub enum CreateAnswer {
     /// The first answer to this `Idempotency-Key`, sent again as it was.
@@ -1089,7 +1079,8 @@ pub async fn create_with(
     };
     let copied = source.is_some() || !character_frames.is_empty();
     if let Err(e) = copy_inputs(cx, &caller.org, source, &character_frames, &id).await {
-        discard_copies(cx, &caller.org, &id).await;
+        // A crash before this leaves the copies to the blobs' age rule (docs/data.md).
+        crate::domain::videos::jobs::discard_blobs(cx, &caller.org, &id).await;
         return Err(e);
     }
     let job = record.to_item();
@@ -1128,7 +1119,7 @@ pub async fn create_with(
     let admitted = cx.store.transact(ops).await;
     if let Err(e) = admitted {
         if copied {
-            discard_copies(cx, &caller.org, &id).await;
+            crate::domain::videos::jobs::discard_blobs(cx, &caller.org, &id).await;
         }
         if let Some((at, b)) = budget_at {
             if e.failed_at(at) && !e.failed_at(RESERVE_AT) {

@@ -53,14 +53,14 @@ pub async fn fail(
     }
 }
 
-/// Deletes what a job that ended without an output holds in the blob store (the engine's output,
-/// its copies of inputs, intermediate clips): nothing of it is ever served, and an engine that
-/// answers with large failing outputs must not fill the store until retention. A delete that
-/// fails leaves the blob to the age rule.
-async fn discard_blobs(cx: Context<'_>, org: &str, video_id: &str) {
+/// Deletes what a job that ended without an output, or was never admitted, holds in the blob
+/// store (the engine's output, its copies of inputs, intermediate clips): nothing of it is ever
+/// served, and an engine that answers with large failing outputs must not fill the store until
+/// retention. A delete that fails leaves the blob to the age rule.
+pub(crate) async fn discard_blobs(cx: Context<'_>, org: &str, video_id: &str) {
     for key in crate::domain::videos::job_blob_keys(org, video_id) {
         if let Err(e) = cx.blobs.delete(&key).await {
-            tracing::warn!(%video_id, %key, error = %e, "an ended job's blob stays until the age rule");
+            tracing::warn!(%video_id, %key, error = %e, "a job's blob stays until the age rule");
         }
     }
 }
