@@ -1,4 +1,4 @@
-"""The hosted video providers' engine kinds (`veo`, `runway`, `luma`, `fal`, `replicate`) through
+"""The hosted video providers' engine kinds (`veo`, `runway`, `luma`, `fal`, `replicate`, `xai`) through
 the real `reelgate serve` binary, each against its fake under tests/engines/fakes/ (written from
 that provider's documentation; see each module). For every provider: a text job and a
 first-frame job complete to the contract (768p H.264 in the job's ratio, AAC, the seconds asked)
@@ -14,14 +14,16 @@ import time
 from decimal import Decimal
 
 import httpx
+import openai
 import pytest
 from conftest import DEFAULT_CATALOG, auth, content, org_state, upload, wait_terminal
-from fakes import fal, luma, replicate, runway, veo
+from fakes import fal, luma, replicate, runway, veo, xai
 from fakes.base import REFUSE_WORD
 from harness import LocalServer
 from test_engines import ffprobe_streams, png
 
-PROVIDERS = {"veo": veo.Fake, "runway": runway.Fake, "luma": luma.Fake, "fal": fal.Fake, "replicate": replicate.Fake}
+PROVIDERS = {"veo": veo.Fake, "runway": runway.Fake, "luma": luma.Fake, "fal": fal.Fake, "replicate": replicate.Fake,
+             "xai": xai.Fake}
 # While developing one provider: HOSTED_ONLY=veo runs just that one.
 if os.environ.get("HOSTED_ONLY"):
     PROVIDERS = {k: v for k, v in PROVIDERS.items() if k in os.environ["HOSTED_ONLY"].split(",")}
@@ -201,3 +203,151 @@ def test_a_render_message_delivered_twice_starts_one_render(hosted, kind):
     done = wait_terminal(server, job["id"])
     assert done["status"] == "completed", done
     assert fake.creates == creates + 1, "one render was started, not two"
+
+
+# --- operations on an earlier video ------------------------------------------------------------
+
+
+def sdk(server):
+    return openai.OpenAI(base_url=f"{server.base_url}/v1", api_key=server.api_key, max_retries=0)
+
+
+def operations(fake):
+    return getattr(fake, "OPERATIONS", {"remix": "chained", "extension": "chained", "edit": "unavailable"})
+
+
+def completed(server, kind, prompt, seconds=4, ratio="16:9"):
+    job = create(server, {"model": model_id(kind), "prompt": prompt, "seconds": seconds, "aspect_ratio": ratio})
+    done = wait_terminal(server, job["id"])
+    assert done["status"] == "completed", done
+    return done
+
+
+def billed_exactly(server, before, done):
+    after = org_state(server)
+    assert Decimal(before["balance"]) - Decimal(after["balance"]) == Decimal(done["cost"])
+    assert Decimal(after["reserved"]) == Decimal(before["reserved"])
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_the_models_list_shows_each_operation_native_or_chained(hosted, kind):
+    server, fakes = hosted
+    r = httpx.get(f"{server.base_url}/v1/videos/models", headers=auth(server.api_key), timeout=30)
+    assert r.status_code == 200, r.text
+    model = next(m for m in r.json()["data"] if m["id"] == model_id(kind))
+    assert model["operations"] == operations(fakes[kind]), model
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_a_native_extension_reaches_the_provider_and_completes(hosted, kind, tmp_path):
+    server, fakes = hosted
+    fake = fakes[kind]
+    if operations(fake)["extension"] != "native":
+        pytest.skip(f"{kind} extends by chaining")
+    source = completed(server, kind, "a paper boat drifts")
+    ops, frames, before = len(fake.native_ops), len(fake.first_frames), org_state(server)
+    extension = sdk(server).videos.extend(prompt="the boat drifts under a bridge", seconds="4", video=openai.omit,
+                                          extra_body={"video": {"id": source["id"]}})
+    done = wait_terminal(server, extension.id)
+    assert done["status"] == "completed", done
+    assert [op["operation"] for op in fake.native_ops[ops:]] == ["extension"], fake.native_ops[ops:]
+    assert len(fake.first_frames) == frames, "not chained onto a frame"
+    assert_contract(server, tmp_path, done, 8, (1366, 768))
+    billed_exactly(server, before, done)
+    assert Decimal(done["cost"]) == Decimal("0.40"), "the segment's seconds are billed"
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_a_native_edit_and_remix_reach_the_provider_and_complete(hosted, kind, tmp_path):
+    server, fakes = hosted
+    fake = fakes[kind]
+    native = [op for op in ("edit", "remix") if operations(fake)[op] == "native"]
+    if not native:
+        pytest.skip(f"{kind} has no video-to-video")
+    source = completed(server, kind, "a quiet canal")
+    client = sdk(server)
+    for op in native:
+        ops, before = len(fake.native_ops), org_state(server)
+        if op == "edit":
+            made = client.videos.edit(prompt="the canal in snow", video=openai.omit,
+                                      extra_body={"video": {"id": source["id"]}})
+        else:
+            made = client.videos.remix(source["id"], prompt="the canal at night")
+        done = wait_terminal(server, made.id)
+        assert done["status"] == "completed", (op, done)
+        seen = fake.native_ops[ops:]
+        assert len(seen) == 1, seen
+        if "content_type" in seen[0]:
+            assert seen[0]["content_type"] == "video/mp4", "the source is served as what it is"
+        assert_contract(server, tmp_path, done, 4, (1366, 768))
+        billed_exactly(server, before, done)
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_what_the_provider_cannot_extend_natively_is_chained_onto_the_last_frame(hosted, kind, tmp_path):
+    server, fakes = hosted
+    fake = fakes[kind]
+    client = sdk(server)
+    source = completed(server, kind, "a tram at dawn")
+    if operations(fake)["extension"] == "native" and not getattr(fake, "OWN_RENDERS_ONLY", False):
+        pytest.skip(f"{kind} extends any video natively")
+    ops, frames, before = len(fake.native_ops), len(fake.first_frames), org_state(server)
+    if operations(fake)["extension"] == "native":
+        # The provider extends only its own videos: a file it never made is chained.
+        clip = content(server, source["id"])
+        made = client.videos.extend(prompt="the tram turns", seconds="4", video=("tram.mp4", clip, "video/mp4"),
+                                    extra_body={"model": model_id(kind)})
+    else:
+        made = client.videos.extend(prompt="the tram turns", seconds="4", video=openai.omit,
+                                    extra_body={"video": {"id": source["id"]}})
+    done = wait_terminal(server, made.id)
+    assert done["status"] == "completed", done
+    assert fake.native_ops[ops:] == [], "no native operation"
+    assert len(fake.first_frames) == frames + 1, "the segment opened on the source's last frame"
+    assert_contract(server, tmp_path, done, 8, (1366, 768))
+    billed_exactly(server, before, done)
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_a_provider_refusal_of_an_operation_ends_moderation_blocked_unbilled(hosted, kind):
+    server, fakes = hosted
+    fake = fakes[kind]
+    native = [op for op in ("extension", "edit") if operations(fake)[op] == "native"]
+    if not native:
+        pytest.skip(f"{kind} has no native operation")
+    source = completed(server, kind, "a lighthouse")
+    before = org_state(server)
+    client = sdk(server)
+    prompt = f"the {REFUSE_WORD} appears"
+    if native[0] == "extension":
+        made = client.videos.extend(prompt=prompt, seconds="4", video=openai.omit,
+                                    extra_body={"video": {"id": source["id"]}})
+    else:
+        made = client.videos.edit(prompt=prompt, video=openai.omit, extra_body={"video": {"id": source["id"]}})
+    done = wait_terminal(server, made.id)
+    assert done["status"] == "failed" and done["error"]["code"] == "moderation_blocked", done
+    after = org_state(server)
+    assert (Decimal(after["balance"]), Decimal(after["reserved"])) == (Decimal(before["balance"]), Decimal(before["reserved"]))
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_a_character_is_drawn_as_reference_images_where_the_provider_takes_them(hosted, kind, tmp_path):
+    server, fakes = hosted
+    fake = fakes[kind]
+    client = sdk(server)
+    source = completed(server, kind, "a red kite")
+    clip = content(server, source["id"])
+    character = client.videos.create_character(name=f"Kite {kind}", video=("kite.mp4", clip, "video/mp4"))
+    before = org_state(server)
+    body = {"model": model_id(kind), "prompt": "the kite over a beach", "seconds": 4, "aspect_ratio": "16:9",
+            "characters": [character.id]}
+    if not getattr(fake, "REFERENCES", False):
+        r = httpx.post(f"{server.base_url}/v1/videos", headers=auth(server.api_key), json=body, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "characters", r.text
+        return
+    counts = len(fake.reference_counts)
+    done = wait_terminal(server, create(server, body)["id"])
+    assert done["status"] == "completed", done
+    assert fake.reference_counts[counts:] and fake.reference_counts[-1] >= 1, fake.reference_counts
+    assert_contract(server, tmp_path, done, 4, (1366, 768))
+    billed_exactly(server, before, done)

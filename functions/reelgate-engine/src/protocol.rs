@@ -64,6 +64,10 @@ pub struct RenderSource {
     pub operation: String,
     /// A signed GET URL of the source MP4 (H.264, at most 1920x1080 and 60 s).
     pub video_url: String,
+    /// The engine's own id of the render that made the source, sent only to an engine that
+    /// extends only its own renders (a hosted provider's adapter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render_id: Option<String>,
 }
 
 /// The operations of [`RenderSource::operation`].

@@ -393,6 +393,7 @@ async fn a_source_video_is_drawn_by_every_operation() {
         req.inputs.source = Some(RenderSource {
             operation: operation.into(),
             video_url: format!("{}/green.mp4", fx.base),
+            render_id: None,
         });
         let accepted = e.client.submit(&req).await.expect("submit");
         let done = wait_terminal(&e.client, &accepted.id).await;
@@ -419,6 +420,7 @@ async fn a_source_video_is_drawn_by_every_operation() {
     req.inputs.source = Some(RenderSource {
         operation: "edit".into(),
         video_url: format!("{}/text.png", fx.base),
+        render_id: None,
     });
     let accepted = e.client.submit(&req).await.expect("submit");
     let done = wait_terminal(&e.client, &accepted.id).await;
@@ -430,6 +432,7 @@ async fn a_source_video_is_drawn_by_every_operation() {
     req.inputs.source = Some(RenderSource {
         operation: "teleport".into(),
         video_url: format!("{}/green.mp4", fx.base),
+        render_id: None,
     });
     let refused = e.client.submit(&req).await.expect_err("refused");
     assert!(

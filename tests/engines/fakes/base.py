@@ -39,6 +39,10 @@ class HostedFake:
         self.unavailable_next = 0
         self.create_delay = 0.0
         self.first_frames = []  # the first-frame images (bytes) the creates carried
+        # each native operation on a source: {"operation", and for a downloaded source
+        # "seconds" and "content_type"}
+        self.native_ops = []
+        self.reference_counts = []  # how many reference images each create carried
         self.lock = threading.Lock()
         self.dir = tempfile.TemporaryDirectory()
         self.clips = {}  # CDN name -> (width, height, seconds, audio, first frame bytes or None)
@@ -154,6 +158,26 @@ class HostedFake:
             return base64.b64decode(reference.split(",", 1)[1])
         with urllib.request.urlopen(reference, timeout=30) as r:  # noqa: S310 (test fake)
             return r.read()
+
+    def read_video(self, url):
+        """Downloads a source video as the provider would: (bytes, seconds, content type), or
+        (None, None, reason) when it is unusable (a provider takes an MP4 served as one)."""
+        import subprocess
+
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:  # noqa: S310 (test fake)
+                data, ctype = r.read(), r.headers.get("content-type", "")
+        except OSError as e:
+            return None, None, f"the video could not be downloaded: {e}"
+        if ctype.split(";")[0].strip() != "video/mp4":
+            return None, None, f"the video is served as {ctype!r}, not video/mp4"
+        probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", "-"],
+                               input=data, capture_output=True)
+        try:
+            seconds = float(probe.stdout.decode().strip())
+        except ValueError:
+            return None, None, "the video is not a readable MP4"
+        return data, seconds, ctype
 
     @staticmethod
     def refused(prompt):

@@ -145,6 +145,11 @@ pub fn engines_from_catalog_with_key(
                 key,
                 fetcher.clone(),
             )?),
+            "xai" => Arc::new(hosted::xai::XaiEngine::from_config(
+                e,
+                key,
+                fetcher.clone(),
+            )?),
             // Registered by the AWS hosts (reelgate-aws), which have S3 for its output.
             "bedrock" => continue,
             other => anyhow::bail!("engine {}: unknown kind {other}", e.id),

@@ -1,5 +1,5 @@
 //! What every hosted video provider's adapter shares (`veo`, `runway`, `luma`, `fal`,
-//! `replicate`): calls to the provider's API with its key, the one mapping of HTTP answers to
+//! `replicate`, `xai`): calls to the provider's API with its key, the one mapping of HTTP answers to
 //! [`EngineError`], the caller's input files read back from reelgate's own signed URLs when a
 //! provider wants them inline, and the download of the output.
 //!
@@ -20,6 +20,7 @@ pub mod luma;
 pub mod replicate;
 pub mod runway;
 pub mod veo;
+pub mod xai;
 
 use crate::ports::engine::EngineError;
 use crate::ports::fetch::{FetchError, Fetcher};

@@ -148,6 +148,7 @@ pub fn kind_inputs(kind: &str, request_shape: Option<&str>) -> &'static [&'stati
         ("veo", _) => &["first_frame", "last_frame", "reference_images"],
         ("runway", _) => &["first_frame"],
         ("luma" | "fal" | "replicate", _) => &["first_frame", "last_frame"],
+        ("xai", _) => &["first_frame", "reference_images"],
         _ => &[],
     }
 }
@@ -183,7 +184,7 @@ impl Capabilities {
         } else {
             OperationSupport::Unavailable
         };
-        let native = self.native.operations;
+        let native = &self.native.operations;
         let either = |native: bool| {
             if native {
                 OperationSupport::Native
@@ -320,6 +321,7 @@ pub const ENGINE_KINDS: &[&str] = &[
     "luma",
     "fal",
     "replicate",
+    "xai",
 ];
 
 /// `duration_range` of an engine.
@@ -372,8 +374,10 @@ impl EngineConfig {
             native.max_image_bytes = self.max_image_bytes;
         }
         if let Some(names) = &self.operations {
-            native.operations =
-                crate::domain::videos::native_renders::NativeOperations::from_names(names);
+            // The listed operations, with the kind's documented bounds on them.
+            let listed = crate::domain::videos::native_renders::NativeOperations::from_names(names);
+            native.operations.video_to_video = listed.video_to_video;
+            native.operations.extension = listed.extension;
         }
         native
     }

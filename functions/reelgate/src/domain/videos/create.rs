@@ -770,6 +770,20 @@ pub struct Source {
     pub operation: SourceOperation,
     /// An extension's source length in seconds (the output lasts it and the segment).
     pub base_seconds: Option<i64>,
+    /// The source's seconds, as video-to-video's bounds weigh them.
+    pub seconds: f64,
+    /// The render that made a source by id: an engine that extends only its own videos is
+    /// sent its render id.
+    pub render: Option<SourceRender>,
+}
+
+/// The engine render a completed source video came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceRender {
+    pub engine: String,
+    pub render_id: String,
+    /// When the source completed (Unix seconds).
+    pub completed_at: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -781,6 +795,25 @@ pub enum SourceOrigin {
 }
 
 impl Source {
+    /// A completed video of the organization as the source of `operation`.
+    pub fn of_job(job: &JobRecord, operation: SourceOperation) -> Source {
+        let seconds = job.output_seconds();
+        Source {
+            origin: SourceOrigin::Video(job.id.clone()),
+            operation,
+            base_seconds: (operation == SourceOperation::Extension).then_some(seconds),
+            seconds: seconds as f64,
+            render: match (&job.engine, &job.render_id) {
+                (Some(engine), Some(render_id)) => Some(SourceRender {
+                    engine: engine.clone(),
+                    render_id: render_id.clone(),
+                    completed_at: job.completed_at.unwrap_or(job.created_at),
+                }),
+                _ => None,
+            },
+        }
+    }
+
     fn video_id(&self) -> Option<&str> {
         match &self.origin {
             SourceOrigin::Video(id) => Some(id),
@@ -796,17 +829,43 @@ impl Source {
         }
     }
 
-    /// How the render takes the source on a model whose operations are `operations` (the use
-    /// case has refused an operation the model cannot do).
-    fn source_use(&self, operations: &crate::domain::catalog::VideoOperations) -> SourceUse {
-        use crate::domain::catalog::OperationSupport::Native;
+    /// How the render takes the source on a model whose engine is `engine` with `native`
+    /// operations (the use case has refused an operation the model cannot do at all): the
+    /// video itself where the engine does the operation natively within its bounds, else a
+    /// frame of it. `segment` is an extension's seconds; `now` is Unix seconds.
+    fn source_use(
+        &self,
+        engine: Option<&str>,
+        native: &crate::domain::videos::native_renders::NativeOperations,
+        segment: u32,
+        now: i64,
+    ) -> SourceUse {
         match self.operation {
-            SourceOperation::Remix if operations.remix == Native => SourceUse::Video,
+            SourceOperation::Remix if native.video_to_video_takes(self.seconds) => SourceUse::Video,
             SourceOperation::Remix => SourceUse::FirstFrame,
             SourceOperation::Edit => SourceUse::Video,
-            SourceOperation::Extension if operations.extension == Native => SourceUse::Video,
-            SourceOperation::Extension => SourceUse::LastFrame,
+            SourceOperation::Extension => {
+                let own = self.render.as_ref().is_some_and(|r| {
+                    Some(r.engine.as_str()) == engine
+                        && native
+                            .own_renders_kept_hours
+                            .is_none_or(|h| now - r.completed_at < i64::from(h) * 3600)
+                });
+                let base = self.base_seconds.unwrap_or_default();
+                match native.extends(base, segment, own) {
+                    true if native.extension_includes_source => SourceUse::VideoWithContinuation,
+                    true => SourceUse::Video,
+                    false => SourceUse::LastFrame,
+                }
+            }
         }
+    }
+
+    /// The provider's render id the engine is sent with the source, when it extends its own.
+    fn own_render(&self, source_use: SourceUse) -> Option<String> {
+        (source_use != SourceUse::LastFrame && self.operation == SourceOperation::Extension)
+            .then(|| self.render.as_ref().map(|r| r.render_id.clone()))
+            .flatten()
     }
 }
 
@@ -1014,6 +1073,14 @@ pub async fn create_with(
     let quote = priced.amount;
     let id = new_id("video");
     let now = now_secs();
+    let source_use = source.map(|s| {
+        let native = cx
+            .catalog
+            .video_model(&priced.model)
+            .map(|m| cx.catalog.capabilities(m).native.operations)
+            .unwrap_or_default();
+        s.source_use(priced.engine.as_deref(), &native, req.seconds, now)
+    });
     // A key with a monthly budget commits the quote now; an unbilled end gives it back.
     let budget = match &caller.credential {
         crate::domain::accounts::Credential::ApiKey { key_id } => {
@@ -1049,16 +1116,8 @@ pub async fn create_with(
         thumbnail: false,
         reservation: Reservation::Held,
         inputs: JobInputs {
-            source_use: source.map(|s| {
-                let operations = cx
-                    .catalog
-                    .video_model(&priced.model)
-                    .map(|m| cx.catalog.capabilities(m).operations());
-                match operations {
-                    Some(operations) => s.source_use(&operations),
-                    None => SourceUse::FirstFrame,
-                }
-            }),
+            source_use,
+            source_render: source.and_then(|s| source_use.and_then(|u| s.own_render(u))),
             characters: req.characters.clone().unwrap_or_default(),
             character_frames: character_frames.len() as u32,
             ..req.inputs()

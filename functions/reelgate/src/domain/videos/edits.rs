@@ -78,16 +78,35 @@ pub async fn edit(
         request.model,
         SourceOperation::Edit,
         |capabilities| {
-            capabilities
+            let renders = capabilities
                 .seconds
-                .map_or(0.0, |(_, max)| f64::from(max) + 0.5)
+                .map_or(0.0, |(_, max)| f64::from(max) + 0.5);
+            capabilities
+                .native
+                .operations
+                .max_video_to_video_seconds
+                .map_or(renders, |max| renders.min(max))
         },
     )
     .await?;
-    let range = cx
+    let capabilities = cx
         .catalog
         .video_model(&source.model)
-        .and_then(|m| cx.catalog.capabilities(m).seconds);
+        .map(|m| cx.catalog.capabilities(m));
+    if let Some(max) = capabilities
+        .as_ref()
+        .and_then(|c| c.native.operations.max_video_to_video_seconds)
+        .filter(|max| source.exact_seconds > max + 1e-9)
+    {
+        return Err(ApiError::invalid(
+            "video",
+            format!(
+                "The source lasts {:.1} s; the video model '{}' edits sources of at most {max} s.",
+                source.exact_seconds, source.model
+            ),
+        ));
+    }
+    let range = capabilities.and_then(|c| c.seconds);
     if let Some((min, max)) = range {
         if !(i64::from(min)..=i64::from(max)).contains(&source.seconds) {
             return Err(ApiError::invalid(

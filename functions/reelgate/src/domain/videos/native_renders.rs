@@ -102,26 +102,68 @@ pub struct NativeRenders {
 }
 
 /// The operations on a source video an engine does natively (the engine protocol's
-/// `inputs.source`); the others are chained onto a frame of the source, or refused.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// `inputs.source`), with the provider's documented bounds on them; a source or a segment
+/// outside them is chained onto a frame of the source (or, for an edit, refused at create).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct NativeOperations {
     /// Re-renders a source video guided by a prompt: remix and edit.
     pub video_to_video: bool,
     /// Renders the segment that continues a source video.
     pub extension: bool,
+    /// The longest source video-to-video takes, in seconds (xAI's edits: 8.7 s).
+    pub max_video_to_video_seconds: Option<f64>,
+    /// The source lengths an extension takes, in seconds (xAI: 2 to 15).
+    pub extension_source_seconds: Option<(u32, u32)>,
+    /// The segment lengths an extension renders (Veo: 7 s); `None`: the engine's durations.
+    pub extension_durations: Option<Durations>,
+    /// The engine extends only videos it rendered itself, named by its own render id (Veo,
+    /// Luma); any other source is chained.
+    pub extends_own_renders_only: bool,
+    /// How long the provider keeps what it rendered, in hours (Veo's generated files: two
+    /// days): an own render older than this is chained too.
+    pub own_renders_kept_hours: Option<u32>,
+    /// The engine answers an extension with the source and its continuation as one video
+    /// (Veo, xAI), which is conformed whole instead of joined after the source.
+    pub extension_includes_source: bool,
 }
 
 impl NativeOperations {
     /// The names an engine's `operations` list in the catalog uses.
     pub const NAMES: &'static [&'static str] = &["video_to_video", "extension"];
 
-    /// The operations `names` lists (names outside [`Self::NAMES`] are the catalog check's).
+    /// The operations `names` lists (names outside [`Self::NAMES`] are the catalog check's),
+    /// with no bounds: an engine declared this way takes any source (the engine protocol's).
     pub fn from_names(names: &[String]) -> NativeOperations {
         let has = |n: &str| names.iter().any(|x| x == n);
         NativeOperations {
             video_to_video: has("video_to_video"),
             extension: has("extension"),
+            ..NativeOperations::default()
         }
+    }
+
+    /// Whether video-to-video takes a source of `seconds`.
+    pub fn video_to_video_takes(&self, seconds: f64) -> bool {
+        self.video_to_video
+            && self
+                .max_video_to_video_seconds
+                .is_none_or(|max| seconds <= max + 1e-9)
+    }
+
+    /// Whether the engine extends natively a source of `source_seconds` by a segment of
+    /// `seconds`, given whether it rendered the source itself (and still keeps it).
+    pub fn extends(&self, source_seconds: i64, seconds: u32, own_render: bool) -> bool {
+        let source_fits = self
+            .extension_source_seconds
+            .is_none_or(|(min, max)| (i64::from(min)..=i64::from(max)).contains(&source_seconds));
+        let segment_fits = self
+            .extension_durations
+            .as_ref()
+            .is_none_or(|d| d.shortest_at_least(seconds).is_some());
+        self.extension
+            && source_fits
+            && segment_fits
+            && (!self.extends_own_renders_only || own_render)
     }
 }
 
@@ -172,6 +214,7 @@ impl NativeRenders {
                 operations: NativeOperations {
                     video_to_video: true,
                     extension: true,
+                    ..NativeOperations::default()
                 },
                 ..contract()
             },
@@ -196,9 +239,54 @@ impl NativeRenders {
                 operations: NativeOperations::default(),
             },
             // Veo renders 1080p and 4k only at 8 s: 720p is what every duration has.
+            // Veo extends only its own videos, by 7 s, answering the whole extended video.
             ("veo", _) => NativeRenders {
                 max_reference_images: Some(3),
+                operations: NativeOperations {
+                    extension: true,
+                    extension_durations: Some(Durations::Set { values: vec![7] }),
+                    extends_own_renders_only: true,
+                    own_renders_kept_hours: Some(48),
+                    extension_includes_source: true,
+                    ..NativeOperations::default()
+                },
                 ..hosted(&[4, 6, 8], &[(1280, 720), (720, 1280)], true)
+            },
+            // Grok Imagine: 1 to 15 s at 720p in seven ratios, with audio; edits take a source
+            // of at most 8.7 s, extensions one of 2 to 15 s and add 2 to 10 s.
+            ("xai", _) => NativeRenders {
+                durations: Durations::Range {
+                    min: 1,
+                    max: 15,
+                    step: 1,
+                },
+                max_reference_images: Some(7),
+                operations: NativeOperations {
+                    video_to_video: true,
+                    extension: true,
+                    max_video_to_video_seconds: Some(8.7),
+                    extension_source_seconds: Some((2, 15)),
+                    extension_durations: Some(Durations::Range {
+                        min: 2,
+                        max: 10,
+                        step: 1,
+                    }),
+                    extension_includes_source: true,
+                    ..NativeOperations::default()
+                },
+                ..hosted(
+                    &[],
+                    &[
+                        (1280, 720),
+                        (720, 1280),
+                        (720, 720),
+                        (960, 720),
+                        (720, 960),
+                        (1080, 720),
+                        (720, 1080),
+                    ],
+                    true,
+                )
             },
             // gen4.5 takes any whole second from 2 to 10.
             ("runway", _) => NativeRenders {
@@ -206,6 +294,12 @@ impl NativeRenders {
                     min: 2,
                     max: 10,
                     step: 1,
+                },
+                // gen4_aleph re-renders a source video (its first 5 s).
+                operations: NativeOperations {
+                    video_to_video: true,
+                    max_video_to_video_seconds: Some(5.0),
+                    ..NativeOperations::default()
                 },
                 ..hosted(
                     &[10],
@@ -220,18 +314,29 @@ impl NativeRenders {
                     false,
                 )
             },
-            ("luma", _) => hosted(
-                &[5, 9],
-                &[
-                    (1920, 1080),
-                    (1080, 1920),
-                    (1080, 1080),
-                    (1440, 1080),
-                    (1080, 1440),
-                    (2520, 1080),
-                ],
-                false,
-            ),
+            // Ray 2 extends its own generations (the segment only) and modifies a video of at
+            // most 10 s.
+            ("luma", _) => NativeRenders {
+                operations: NativeOperations {
+                    video_to_video: true,
+                    extension: true,
+                    max_video_to_video_seconds: Some(10.0),
+                    extends_own_renders_only: true,
+                    ..NativeOperations::default()
+                },
+                ..hosted(
+                    &[5, 9],
+                    &[
+                        (1920, 1080),
+                        (1080, 1920),
+                        (1080, 1080),
+                        (1440, 1080),
+                        (1080, 1440),
+                        (2520, 1080),
+                    ],
+                    false,
+                )
+            },
             ("fal", _) => hosted(&[5, 10], &[(1920, 1080), (1080, 1920), (1080, 1080)], false),
             ("replicate", _) => hosted(&[6, 10], &[(1366, 768)], false),
             ("bedrock", _) => NativeRenders {

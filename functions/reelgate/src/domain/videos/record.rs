@@ -187,6 +187,9 @@ pub enum SourceUse {
     FirstFrame,
     /// Chained: the render opens with the source's last frame, an extension's segment.
     LastFrame,
+    /// The engine takes the video and answers it with its continuation as one video (a native
+    /// extension on Veo or xAI): conformed whole, never joined after the source.
+    VideoWithContinuation,
 }
 
 impl SourceUse {
@@ -195,6 +198,7 @@ impl SourceUse {
             SourceUse::Video => "video",
             SourceUse::FirstFrame => "first_frame",
             SourceUse::LastFrame => "last_frame",
+            SourceUse::VideoWithContinuation => "video_with_continuation",
         }
     }
     pub fn parse(s: &str) -> Option<SourceUse> {
@@ -202,13 +206,14 @@ impl SourceUse {
             SourceUse::Video,
             SourceUse::FirstFrame,
             SourceUse::LastFrame,
+            SourceUse::VideoWithContinuation,
         ]
         .into_iter()
         .find(|u| u.as_str() == s)
     }
     /// Whether the render opens with a frame of the source the moderate step keeps.
     pub fn takes_frame(self) -> bool {
-        self != SourceUse::Video
+        matches!(self, SourceUse::FirstFrame | SourceUse::LastFrame)
     }
 }
 
@@ -236,6 +241,10 @@ pub struct JobInputs {
     /// never set together with `first_frame`.
     #[serde(default)]
     pub source_use: Option<SourceUse>,
+    /// The provider's id of the render that made the source, for an engine that extends only
+    /// its own videos.
+    #[serde(default)]
+    pub source_render: Option<String>,
     /// The characters the job names (their ids, as sent).
     #[serde(default)]
     pub characters: Vec<String>,
@@ -256,6 +265,9 @@ impl JobInputs {
         m.insert("reference_audio".into(), list(&self.reference_audio));
         if let Some(source_use) = self.source_use {
             m.insert("source_use".into(), source_use.as_str().into());
+        }
+        if let Some(render) = &self.source_render {
+            m.insert("source_render".into(), render.clone().into());
         }
         if !self.characters.is_empty() {
             m.insert("characters".into(), list(&self.characters));
@@ -285,6 +297,7 @@ impl JobInputs {
             reference_videos: list("reference_videos"),
             reference_audio: list("reference_audio"),
             source_use: m.str_attr("source_use").and_then(SourceUse::parse),
+            source_render: m.str_attr("source_render").map(str::to_owned),
             characters: list("characters"),
             character_frames: m
                 .i64_attr("character_frames")

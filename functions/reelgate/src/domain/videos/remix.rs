@@ -6,7 +6,7 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::videos::create::{CreateAnswer, Source, SourceOrigin};
+use crate::domain::videos::create::{CreateAnswer, Source};
 use crate::domain::videos::JobRecord;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
@@ -81,11 +81,7 @@ pub async fn remix(
     if !characters.is_empty() {
         create_body["characters"] = json!(characters);
     }
-    let from = Source {
-        origin: SourceOrigin::Video(source.id.clone()),
-        operation: crate::domain::videos::SourceOperation::Remix,
-        base_seconds: None,
-    };
+    let from = Source::of_job(&source, crate::domain::videos::SourceOperation::Remix);
     crate::domain::videos::create::create_from(
         cx,
         workflow,

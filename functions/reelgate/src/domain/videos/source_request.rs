@@ -97,6 +97,8 @@ pub struct Resolved {
     pub aspect_ratio: String,
     /// How long the source lasts, in whole seconds.
     pub seconds: i64,
+    /// How long an uploaded source lasts exactly.
+    pub exact_seconds: f64,
     pub origin: SourceOrigin,
     /// The stored job, for a source by id.
     pub job: Option<crate::domain::videos::JobRecord>,
@@ -128,6 +130,7 @@ pub async fn resolve(
                 model: job.model.clone(),
                 aspect_ratio: job.aspect_ratio.clone(),
                 seconds: job.output_seconds(),
+                exact_seconds: job.output_seconds() as f64,
                 origin: SourceOrigin::Video(job.id.clone()),
                 job: Some(job),
             })
@@ -154,6 +157,7 @@ pub async fn resolve(
                 model,
                 aspect_ratio,
                 seconds: upload.whole_seconds(),
+                exact_seconds: upload.duration_secs,
                 origin: SourceOrigin::Upload(upload.bytes),
                 job: None,
             })
@@ -164,10 +168,15 @@ pub async fn resolve(
 impl Resolved {
     /// The source as the create use case takes it.
     pub fn source(&self, operation: SourceOperation) -> Source {
-        Source {
-            origin: self.origin.clone(),
-            operation,
-            base_seconds: (operation == SourceOperation::Extension).then_some(self.seconds),
+        match &self.job {
+            Some(job) => Source::of_job(job, operation),
+            None => Source {
+                origin: self.origin.clone(),
+                operation,
+                base_seconds: (operation == SourceOperation::Extension).then_some(self.seconds),
+                seconds: self.exact_seconds,
+                render: None,
+            },
         }
     }
 }

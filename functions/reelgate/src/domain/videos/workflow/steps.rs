@@ -508,6 +508,9 @@ async fn conform(
         item.output_seconds()
     } else if engine_key == videos::source_video_blob_key(&job.org, &job.video_id) {
         item.extension_base_seconds.unwrap_or(item.seconds)
+    } else if item.inputs.source_use == Some(videos::SourceUse::VideoWithContinuation) {
+        // The engine answered the source and its continuation as one video.
+        item.output_seconds()
     } else {
         item.seconds
     };
@@ -592,7 +595,8 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
     let result: RenderResult = serde_json::from_value(render.clone())
         .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
     let item = load_running(pipeline, job).await?;
-    if !item.is_extension() {
+    let continued = item.inputs.source_use == Some(videos::SourceUse::VideoWithContinuation);
+    if !item.is_extension() || continued {
         return Ok(render.clone());
     }
     if !result

@@ -250,14 +250,15 @@ async fn sign_inputs(pipeline: &Pipeline, job: &JobRecord) -> Result<RenderInput
     for id in &inputs.reference_audio {
         out.reference_audio_urls.push(sign(id.clone()).await?);
     }
-    if let (Some(crate::domain::videos::SourceUse::Video), Some(operation)) =
-        (inputs.source_use, job.source_operation)
-    {
-        let key = crate::domain::videos::source_video_blob_key(org, &job.id);
-        out.source = Some(crate::ports::engine::RenderSource {
-            operation: operation.as_str().to_owned(),
-            video_url: presign(key).await?,
-        });
+    if let (Some(source_use), Some(operation)) = (inputs.source_use, job.source_operation) {
+        if !source_use.takes_frame() {
+            let key = crate::domain::videos::source_video_blob_key(org, &job.id);
+            out.source = Some(crate::ports::engine::RenderSource {
+                operation: operation.as_str().to_owned(),
+                video_url: presign(key).await?,
+                render_id: inputs.source_render.clone(),
+            });
+        }
     }
     Ok(out)
 }
