@@ -21,6 +21,11 @@ veo.rs for the sources and what only third-party copies show).
   tier and orientation (720p: 1280x720 / 720x1280, 1080p: 1920x1080 / 1080x1920).
 - A prompt with the refuse word: the operation ends `done` with `raiMediaFilteredCount: 1`,
   `raiMediaFilteredReasons` and no sample (how the API reports its safety filters).
+- An extension (*Extending Veo videos*, same page; Veo 3.1 only): the instance's `video` is
+  `{"uri"}` naming a file this fake generated (a video Veo did not make, or one given inline,
+  is refused: "only supports video extensions for Veo-generated videos"), never with `image`,
+  `lastFrame` or `referenceImages`; `durationSeconds` must be 8 and `resolution` 720p. The
+  answer is one video: the source and 7 s more.
 - No cancel: the Gemini API has none for these operations (`cancel_supported = False`).
 """
 
@@ -58,6 +63,9 @@ class Fake(HostedFake):
     kind = "veo"
     key_env = "FAKE_VEO_KEY"
     cancel_supported = False
+    OPERATIONS = {"remix": "chained", "extension": "native", "edit": "unavailable"}
+    OWN_RENDERS_ONLY = True
+    REFERENCES = True
 
     def __init__(self):
         super().__init__()
@@ -142,7 +150,7 @@ class Fake(HostedFake):
         for name in set(params) - PARAMETER_FIELDS:
             return invalid(f'Invalid JSON payload received. Unknown name "{name}" at \'parameters\': Cannot find field.')
         if "video" in instance:
-            return invalid("Video extension is not supported by this fake.")
+            return self.extend(model, instance, params)
         prompt = instance.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             return invalid("prompt must be a string.")
@@ -197,9 +205,37 @@ class Fake(HostedFake):
         self.started()
         if first is not None:
             self.first_frames.append(first)
+        self.reference_counts.append(len(references or []))
         name = f"models/{model}/operations/{uuid.uuid4().hex[:12]}"
         width, height = SIZES[(resolution, aspect)]
         spec = None if self.refused(prompt) else (width, height, duration, first)
+        with self.lock:
+            self.operations[name] = {"polls": 0, "spec": spec}
+        return 200, {"name": name}, []
+
+    def extend(self, model, instance, params):
+        if not MODELS[model]["references"]:
+            return invalid(f"Video extension isn't supported by {model}.")
+        video = instance["video"]
+        if not isinstance(video, dict) or set(video) != {"uri"} or not isinstance(video["uri"], str):
+            return invalid("Gemini API only supports video extensions for Veo-generated videos (video.uri).")
+        prefix = f"{self.base_url}/v1beta/files/"
+        uri = video["uri"]
+        file_id = uri[len(prefix):-len(":download?alt=media")] if uri.startswith(prefix) else None
+        if file_id not in self.files or not uri.endswith(":download?alt=media"):
+            return invalid("Gemini API only supports video extensions for Veo-generated videos.")
+        for field in ("image", "lastFrame", "referenceImages"):
+            if field in instance:
+                return invalid(f"{field} cannot be combined with video.")
+        if params.get("durationSeconds") not in (8, "8") or params.get("resolution", "720p") != "720p":
+            return invalid("Video extension needs durationSeconds 8 and resolution 720p.")
+        width, height, seconds, _ = self.clips[self.files[file_id]][:3] + (None,)
+        if params.get("aspectRatio", "16:9") != ("9:16" if height > width else "16:9"):
+            return invalid("aspectRatio must match the input video.")
+        self.started()
+        self.native_ops.append({"operation": "extension"})
+        name = f"models/{model}/operations/{uuid.uuid4().hex[:12]}"
+        spec = None if self.refused(instance.get("prompt")) else (width, height, seconds + 7, None)
         with self.lock:
             self.operations[name] = {"polls": 0, "spec": spec}
         return 200, {"name": name}, []

@@ -21,6 +21,15 @@
 //! clip is trimmed). Nothing else (`personGeneration`, `negativePrompt`, the model's defaults
 //! stand). Veo renders its own soundtrack.
 //!
+//! An extension (Veo 3.1 only) continues a video Veo made itself, within the two days the
+//! Gemini API keeps it: the worker sends the source's own operation name as
+//! `inputs.source.render_id` (reelgate chains any other source onto its last frame), the adapter
+//! reads that operation's `video.uri` and sends it as the instance's `video` (`{"uri"}`, as the
+//! `google-genai` SDK sends a generated video) with the prompt, `durationSeconds` 8 and
+//! `resolution` 720p (the API's only values for an extension). Veo adds 7 s and answers the
+//! source and the extension as one video, which the finalize step conforms whole (trimmed to
+//! the source's seconds and the segment's).
+//!
 //! Best effort: the Gemini API has no cancel for these operations, so [`VideoEngine::cancel`]
 //! does nothing (the render runs out; its output is never fetched), and an operation says only
 //! whether it is done (no queue position, no progress).
@@ -33,7 +42,10 @@
 //! `referenceImages[].{image, referenceType}`, `durationSeconds` a number); the `google-genai`
 //! SDK's `GenerateVideosConfig`; `googleapis/js-genai` issues #1270 (the Gemini API takes images
 //! inline only) and #1272 (`raiMediaFilteredCount`/`raiMediaFilteredReasons` in a done
-//! operation). The 8 s rule for 1080p, 4k and reference images, the operation name
+//! operation); *Extending Veo videos* in the same Gemini API page (Veo 3.1 only, 7 s per
+//! extension, Veo-made videos of the last two days, 720p, `durationSeconds` 8, the output the
+//! input and the extension combined) and the `google-genai` SDK's `GenerateVideosSource.video`
+//! (sent as `{"uri"}`). The 8 s rule for 1080p, 4k and reference images, the operation name
 //! `models/{model}/operations/{id}` and `video.uri` on the API host come from third-party
 //! copies of the API's behaviour, not from a Google page in the reference store.
 
@@ -292,9 +304,48 @@ pub fn render_from_operation(id: &str, op: &Value) -> Render {
     render
 }
 
-#[async_trait]
-impl VideoEngine for VeoEngine {
-    async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
+/// The `durationSeconds` and `resolution` the API takes for an extension.
+const EXTENSION_SECONDS: u32 = 8;
+
+/// The `predictLongRunning` body that extends the generated video at `video_uri`.
+pub fn extension_body(request: &RenderRequest, video_uri: &str) -> Value {
+    let aspect = if request.height > request.width {
+        "9:16"
+    } else {
+        "16:9"
+    };
+    json!({
+        "instances": [{ "prompt": request.prompt, "video": { "uri": video_uri } }],
+        "parameters": {
+            "aspectRatio": aspect,
+            "durationSeconds": EXTENSION_SECONDS,
+            "resolution": "720p",
+        },
+    })
+}
+
+impl VeoEngine {
+    /// The `video.uri` of the finished operation `render_id` (a video this engine made).
+    async fn generated_video(&self, render_id: &str) -> Result<String, EngineError> {
+        let name = operation_name(render_id)?;
+        let op = self
+            .api
+            .call(
+                reqwest::Method::GET,
+                &self.api.url(&format!("/{name}")),
+                None,
+                Some(render_id),
+            )
+            .await?;
+        render_from_operation(render_id, &op)
+            .result_url
+            .ok_or_else(|| {
+                EngineError::Rejected("the source's operation holds no video to extend".into())
+            })
+    }
+
+    /// The body of a render made from the prompt and the caller's images (inline).
+    async fn images_body(&self, request: &RenderRequest) -> Result<Value, EngineError> {
         let inputs = &request.inputs;
         let mut images = Images::default();
         if let Some(url) = &inputs.first_frame_url {
@@ -313,13 +364,14 @@ impl VideoEngine for VeoEngine {
                 images.references.push(self.inline(url).await?);
             }
         }
-        let body = create_body(request, &images);
-        let url = self
-            .api
-            .url(&format!("/models/{}:predictLongRunning", self.model));
+        Ok(create_body(request, &images))
+    }
+
+    /// Starts the operation `body` asks for at `url`.
+    async fn start(&self, url: &str, body: &Value) -> Result<Render, EngineError> {
         let answer = match self
             .api
-            .call(reqwest::Method::POST, &url, Some(&body), None)
+            .call(reqwest::Method::POST, url, Some(body), None)
             .await
         {
             Ok(answer) => answer,
@@ -340,6 +392,41 @@ impl VideoEngine for VeoEngine {
             render.status = RenderStatus::Queued;
         }
         Ok(render)
+    }
+}
+
+#[async_trait]
+impl VideoEngine for VeoEngine {
+    async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
+        let inputs = &request.inputs;
+        let body = match &inputs.source {
+            Some(source)
+                if source.operation == reelgate_engine::protocol::operations::EXTENSION =>
+            {
+                let render_id = source.render_id.as_deref().ok_or_else(|| {
+                    EngineError::Rejected("Veo extends only a video it made".into())
+                })?;
+                Some(extension_body(
+                    request,
+                    &self.generated_video(render_id).await?,
+                ))
+            }
+            Some(source) => {
+                return Err(EngineError::Rejected(format!(
+                    "Veo has no {} operation",
+                    source.operation
+                )))
+            }
+            None => None,
+        };
+        let body = match body {
+            Some(body) => body,
+            None => self.images_body(request).await?,
+        };
+        let url = self
+            .api
+            .url(&format!("/models/{}:predictLongRunning", self.model));
+        self.start(&url, &body).await
     }
 
     async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
@@ -411,6 +498,21 @@ mod tests {
         let body = create_body(&request(8, 1080, 1920), &Images::default());
         assert_eq!(body["parameters"]["aspectRatio"], "9:16");
         assert_eq!(body["parameters"]["resolution"], "1080p");
+    }
+
+    #[test]
+    fn an_extension_names_the_generated_video_at_the_api_s_only_values() {
+        let body = extension_body(
+            &request(4, 720, 1280),
+            "https://api/v1beta/files/f1:download",
+        );
+        assert_eq!(
+            body,
+            json!({
+                "instances": [{ "prompt": "a paper boat", "video": { "uri": "https://api/v1beta/files/f1:download" } }],
+                "parameters": { "aspectRatio": "9:16", "durationSeconds": 8, "resolution": "720p" },
+            })
+        );
     }
 
     #[test]

@@ -302,15 +302,22 @@ pub async fn delete(cx: Context<'_>, org: &str, id: &str) -> ApiResult<()> {
 }
 
 /// The frames of the characters a job names, checked (each exists in `org`, at most
-/// [`MAX_CHARACTERS_PER_JOB`], no repeats): the blob keys of their frames, in order.
-pub async fn frames_for_job(cx: Context<'_>, org: &str, ids: &[String]) -> ApiResult<Vec<String>> {
+/// [`MAX_CHARACTERS_PER_JOB`], no repeats): the blob keys of their frames, in order, at most
+/// `room` in all (the model's reference images left): when their frames are more, each
+/// character keeps an even share, spread over its frames.
+pub async fn frames_for_job(
+    cx: Context<'_>,
+    org: &str,
+    ids: &[String],
+    room: usize,
+) -> ApiResult<Vec<String>> {
     if ids.len() > MAX_CHARACTERS_PER_JOB {
         return Err(ApiError::invalid(
             "characters",
             format!("characters holds at most {MAX_CHARACTERS_PER_JOB} ids."),
         ));
     }
-    let mut keys = Vec::new();
+    let mut frames = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         if ids[..i].contains(id) {
             return Err(ApiError::invalid(
@@ -328,14 +335,40 @@ pub async fn frames_for_job(cx: Context<'_>, org: &str, ids: &[String]) -> ApiRe
                 e
             }
         })?;
-        keys.extend((0..character.frames).map(|f| frame_blob_key(org, id, f)));
+        frames.push((id, character.frames));
+    }
+    let total: u32 = frames.iter().map(|(_, n)| n).sum();
+    let mut keys = Vec::new();
+    for (i, (id, count)) in frames.iter().enumerate() {
+        let keep = if total as usize <= room {
+            *count
+        } else {
+            // An even share of the room, the first characters taking what does not divide.
+            let share = room / frames.len() + usize::from(i < room % frames.len());
+            (share as u32).min(*count)
+        };
+        keys.extend(spread(*count, keep).map(|f| frame_blob_key(org, id, f)));
     }
     Ok(keys)
+}
+
+/// `keep` of the frame indexes `0..count`, spread evenly from the first.
+fn spread(count: u32, keep: u32) -> impl Iterator<Item = u32> {
+    (0..keep).map(move |k| k * count / keep.max(1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_are_spread_when_the_model_takes_fewer() {
+        assert_eq!(spread(4, 4).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(spread(4, 3).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(spread(4, 2).collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(spread(4, 1).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(spread(4, 0).count(), 0);
+    }
 
     #[test]
     fn a_character_reads_back_what_it_wrote() {

@@ -1033,31 +1033,33 @@ pub async fn create_with(
         .and_then(|e| cx.catalog.engine(e))
         .and_then(|e| e.native_renders().max_image_bytes);
     check_files(cx, &caller.org, &req, engine_image_limit).await?;
-    let character_frames = match &req.characters {
-        Some(ids) => {
-            crate::domain::videos::characters::frames_for_job(cx, &caller.org, ids).await?
-        }
-        None => Vec::new(),
-    };
-    let reference_images = req.inputs().reference_images.len() + character_frames.len();
     let most = cx
         .catalog
         .video_model(&priced.model)
         .and_then(|m| cx.catalog.capabilities(m).native.max_reference_images)
         .unwrap_or(MAX_REFERENCE_IMAGES)
         .min(MAX_REFERENCE_IMAGES);
-    if !character_frames.is_empty() && reference_images > most {
-        return Err(ApiError::invalid(
-            "characters",
-            format!(
-                "The characters' {} frames and {} reference images make {reference_images} \
-                 reference images; the video model '{}' takes at most {most}.",
-                character_frames.len(),
-                reference_images - character_frames.len(),
-                priced.model
-            ),
-        ));
-    }
+    let own_references = req.inputs().reference_images.len();
+    let character_frames = match &req.characters {
+        Some(ids) if !ids.is_empty() => {
+            // Each character needs one frame at least; more are spread within the room.
+            let room = most.saturating_sub(own_references);
+            if ids.len() > room {
+                return Err(ApiError::invalid(
+                    "characters",
+                    format!(
+                        "{} characters and {own_references} reference images need at least {} \
+                         reference images; the video model '{}' takes at most {most}.",
+                        ids.len(),
+                        ids.len() + own_references,
+                        priced.model
+                    ),
+                ));
+            }
+            crate::domain::videos::characters::frames_for_job(cx, &caller.org, ids, room).await?
+        }
+        _ => Vec::new(),
+    };
     if !crate::domain::accounts::agreement::has_agreed(cx, &caller.org, &caller.person).await? {
         return Err(ApiError::forbidden(
             "agreement_required",
