@@ -19,6 +19,18 @@
 //! frame is refused before anything is sent, as is a text job on `gen4_turbo`, which needs an
 //! image); reference images are not passed on (`kind_inputs`).
 //!
+//! A remix or an edit (`inputs.source`, the kind's native video-to-video) is
+//! `POST /v1/video_to_video` with `model` [`VIDEO_TO_VIDEO_MODEL`] (`aleph2`, whatever the
+//! catalog's `model_id`, which stays the generation model), `videoUri` and `promptText` (cut as
+//! above, left out when empty: it is optional on `aleph2`). The source is read back from its
+//! signed URL for the same reason as frames and sent as `data:video/mp4;base64,…`, at most
+//! 16 MB as a data URI (a larger source is refused before anything is sent, naming the
+//! limit). No `ratio` is sent: on `aleph2` it is deprecated and undocumented, the output
+//! following the input video's resolution and length (the finalize step conforms it); no
+//! `keyframes`, `seed`, `targetAspectRatio` (outpainting) or `contentModeration` either, and
+//! `aleph2` takes no `references`. Runway has no extension endpoint: an extension is chained by
+//! the worker, and an `extension` source reaching this adapter is refused.
+//!
 //! What comes back: `{"id"}`, then `GET /v1/tasks/{id}` is polled: `PENDING` and `THROTTLED`
 //! are queued, `RUNNING` is rendering with `progress` (0 to 1) as a percentage, `SUCCEEDED`
 //! carries `output`, URLs of the MP4 on Runway's CDN (downloaded without the key from
@@ -34,12 +46,22 @@
 //! image_to_video) and *Task management* (get, cancel/delete), docs.dev.runwayml.com/api/, as
 //! published in Runway's OpenAPI-generated SDK (runwayml/sdk-python 5.13.0, July 2026: the
 //! per-model `ratio`, `duration`, `promptImage` positions and task statuses); *API Input
-//! Parameters* (docs.dev.runwayml.com/assets/inputs/: URL rules, 5 MB data URIs); *Handle Task
-//! Failures* (docs.dev.runwayml.com/errors/task-failures/: `SAFETY.INPUT.*`,
-//! `SAFETY.OUTPUT.*`); *HTTP Errors* (docs.dev.runwayml.com/errors/errors: 429 and 502–504 may
-//! be retried).
+//! Parameters* (docs.dev.runwayml.com/assets/inputs/: URL rules, data URIs of at most 5 MB for
+//! images and 16 MB for videos); *Handle Task Failures*
+//! (docs.dev.runwayml.com/errors/task-failures/: `SAFETY.INPUT.*`, `SAFETY.OUTPUT.*`); *HTTP
+//! Errors* (docs.dev.runwayml.com/errors/errors: 429 and 502–504 may be retried). Video to
+//! video (checked 2026-11-29), from the same SDK's `video_to_video_create_params.py` and its
+//! history: `aleph2` added 2026-06-02, `gen4_aleph` removed 2026-06-10; `promptText` optional
+//! since 2026-06-17 (its "up to 1000 characters" dropped from the description 2026-06-26, so
+//! the 1,000-unit cut is kept as the last documented bound); `targetAspectRatio` (outpainting)
+//! added 2026-06-12; `ratio` an undocumented string, marked `@deprecated` in runwayml/sdk-node
+//! 4.12.0 (2026-07-23), as `gen4_aleph`'s was ("ignored: the resolution of the output video is
+//! determined by the input video", 2026-02-03); `videoUri` an HTTPS URL, Runway upload URI or
+//! data URI "up to 16MB". Not confirmed by any Runway page: the longest source `aleph2` takes
+//! (see the kind's `max_video_to_video_seconds`) and whether its output keeps the source's
+//! soundtrack (the kind renders no audio; the finalize step lays the soundtrack).
 
-use super::{path_segment, Auth, Provider, ProviderApi};
+use super::{path_segment, transport, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
@@ -48,7 +70,7 @@ use crate::ports::engine::{
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reelgate_engine::protocol::{codes, RenderError};
+use reelgate_engine::protocol::{codes, operations, RenderError};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -65,6 +87,19 @@ pub const DEFAULT_OUTPUT_HOSTS: &[&str] = &["dnznrvs05pmza.cloudfront.net"];
 pub const MAX_DATA_URI_BYTES: usize = 5 * 1000 * 1000;
 /// The longest `promptText`, in UTF-16 code units.
 pub const MAX_PROMPT_UNITS: usize = 1000;
+/// The model `POST /v1/video_to_video` re-renders a source with (remix and edit), whatever the
+/// catalog's `model_id` (the generation model).
+pub const VIDEO_TO_VIDEO_MODEL: &str = "aleph2";
+/// The largest data URI Runway takes for a video (docs: *API Input Parameters*).
+pub const MAX_VIDEO_DATA_URI_BYTES: usize = 16 * 1000 * 1000;
+/// How a source video goes inline.
+const VIDEO_DATA_URI_PREFIX: &str = "data:video/mp4;base64,";
+/// The largest source whose data URI fits in [`MAX_VIDEO_DATA_URI_BYTES`] (base64 writes 4
+/// characters for every 3 bytes, the last 1 or 2 padded to 4).
+const MAX_SOURCE_VIDEO_BYTES: usize =
+    (MAX_VIDEO_DATA_URI_BYTES - VIDEO_DATA_URI_PREFIX.len()) / 4 * 3;
+/// The longest the read of a source video may take.
+const SOURCE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What Runway documents for one model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,7 +171,7 @@ pub struct RunwayEngine {
 /// The create call the adapter makes for one job.
 #[derive(Debug, Clone, PartialEq)]
 struct Create {
-    /// `/v1/text_to_video` or `/v1/image_to_video`.
+    /// `/v1/text_to_video`, `/v1/image_to_video` or `/v1/video_to_video`.
     path: &'static str,
     body: Value,
     /// The frame size `ratio` names (frames are fitted to it).
@@ -171,8 +206,12 @@ impl RunwayEngine {
         })
     }
 
-    /// The endpoint, body and frame size for `request` (frames not yet attached).
+    /// The endpoint, body and frame size for `request` (frames and a source video not yet
+    /// attached).
     fn plan(&self, request: &RenderRequest) -> Result<Create, EngineError> {
+        if let Some(source) = &request.inputs.source {
+            return video_to_video(request, &source.operation);
+        }
         let spec = model_spec(&self.model);
         let first = request.inputs.first_frame_url.is_some();
         let last = request.inputs.last_frame_url.is_some();
@@ -262,6 +301,84 @@ impl RunwayEngine {
         }
         Ok(uri)
     }
+}
+
+/// The `POST /v1/video_to_video` call for a remix or an edit (`videoUri` not yet attached):
+/// `aleph2`, with the prompt if there is one. No `ratio`: the output follows the source.
+fn video_to_video(request: &RenderRequest, operation: &str) -> Result<Create, EngineError> {
+    if !matches!(operation, operations::REMIX | operations::EDIT) {
+        return Err(EngineError::Rejected(format!(
+            "Runway has no native {operation}: it is chained onto a frame of the source"
+        )));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(VIDEO_TO_VIDEO_MODEL));
+    let prompt = prompt_text(&request.prompt);
+    if !prompt.is_empty() {
+        body.insert("promptText".into(), json!(prompt));
+    }
+    Ok(Create {
+        path: "/v1/video_to_video",
+        body: Value::Object(body),
+        size: (request.width, request.height),
+    })
+}
+
+/// A source video as the data URI `videoUri` takes, refused over Runway's 16 MB.
+fn video_data_uri(video: &[u8]) -> Result<String, EngineError> {
+    use base64::Engine as _;
+    if video.len() > MAX_SOURCE_VIDEO_BYTES {
+        return Err(too_large_source());
+    }
+    let uri = format!(
+        "{VIDEO_DATA_URI_PREFIX}{}",
+        base64::engine::general_purpose::STANDARD.encode(video)
+    );
+    if uri.len() > MAX_VIDEO_DATA_URI_BYTES {
+        return Err(too_large_source());
+    }
+    Ok(uri)
+}
+
+fn too_large_source() -> EngineError {
+    EngineError::Rejected(format!(
+        "the source video is over Runway's {} MB limit for a video sent as a data URI",
+        MAX_VIDEO_DATA_URI_BYTES / 1_000_000
+    ))
+}
+
+/// Reads the source video back from the URL reelgate signed for it, refusing it as soon as it
+/// is known to be too large to go inline ([`MAX_SOURCE_VIDEO_BYTES`]).
+async fn read_source_video(
+    http: &reqwest::Client,
+    signed_url: &str,
+) -> Result<Vec<u8>, EngineError> {
+    let mut response = http
+        .get(signed_url)
+        .timeout(SOURCE_READ_TIMEOUT)
+        .send()
+        .await
+        .map_err(transport)?;
+    if !response.status().is_success() {
+        return Err(EngineError::Unreachable(format!(
+            "reading the source video: HTTP {}",
+            response.status()
+        )));
+    }
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_SOURCE_VIDEO_BYTES as u64)
+    {
+        return Err(too_large_source());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        if bytes.len() + chunk.len() > MAX_SOURCE_VIDEO_BYTES {
+            return Err(too_large_source());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// `prompt` cut to Runway's limit of 1,000 UTF-16 code units, at a character boundary.
@@ -388,17 +505,23 @@ impl VideoEngine for RunwayEngine {
             mut body,
             size,
         } = self.plan(request)?;
-        let mut frames = Vec::new();
-        for (url, position) in [
-            (&request.inputs.first_frame_url, "first"),
-            (&request.inputs.last_frame_url, "last"),
-        ] {
-            if let Some(url) = url {
-                frames.push(json!({"uri": self.frame(url, size).await?, "position": position}));
+        if let Some(source) = &request.inputs.source {
+            // The API client: no redirects, as for the frames (`ProviderApi::read_input`).
+            let video = read_source_video(&self.api.http, &source.video_url).await?;
+            body["videoUri"] = json!(video_data_uri(&video)?);
+        } else {
+            let mut frames = Vec::new();
+            for (url, position) in [
+                (&request.inputs.first_frame_url, "first"),
+                (&request.inputs.last_frame_url, "last"),
+            ] {
+                if let Some(url) = url {
+                    frames.push(json!({"uri": self.frame(url, size).await?, "position": position}));
+                }
             }
-        }
-        if !frames.is_empty() {
-            body["promptImage"] = Value::Array(frames);
+            if !frames.is_empty() {
+                body["promptImage"] = Value::Array(frames);
+            }
         }
         let answer = self
             .api
@@ -456,7 +579,7 @@ impl VideoEngine for RunwayEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::engine::RenderInputs;
+    use crate::ports::engine::{RenderInputs, RenderSource};
 
     fn engine(model: Option<&str>) -> RunwayEngine {
         let config: EngineConfig = toml::from_str(&format!(
@@ -555,6 +678,81 @@ mod tests {
             (plan.body["ratio"].clone(), plan.body["duration"].clone()),
             (json!("1112:834"), json!(7))
         );
+    }
+
+    fn with_source(mut r: RenderRequest, operation: &str) -> RenderRequest {
+        r.inputs.source = Some(RenderSource {
+            operation: operation.into(),
+            video_url: "http://blob/source.mp4".into(),
+            render_id: None,
+        });
+        r
+    }
+
+    #[test]
+    fn a_remix_or_an_edit_maps_to_video_to_video_with_aleph2() {
+        // The catalog's model renders the generations; aleph2 the video-to-video, even on a
+        // model that needs an image.
+        for model in [None, Some("gen4_turbo"), Some("veo3.1")] {
+            let e = engine(model);
+            for operation in ["remix", "edit"] {
+                let plan = e
+                    .plan(&with_source(request(7, 1366, 768), operation))
+                    .expect("plan");
+                assert_eq!(plan.path, "/v1/video_to_video");
+                assert_eq!(
+                    plan.body,
+                    json!({"model": "aleph2", "promptText": "a paper boat"}),
+                    "no ratio, duration or audio: the output follows the source"
+                );
+                assert_eq!(plan.size, (1366, 768));
+            }
+        }
+        assert_ne!(engine(None).model, VIDEO_TO_VIDEO_MODEL);
+        // Frames sent with a source are not the source's: they are not attached.
+        let plan = engine(None)
+            .plan(&with_source(
+                with_frames(request(4, 1280, 720), true, true),
+                "edit",
+            ))
+            .expect("plan");
+        assert_eq!(plan.path, "/v1/video_to_video");
+        // The prompt is optional on aleph2: an empty one is left out; a long one is cut.
+        let mut quiet = with_source(request(4, 1280, 720), "remix");
+        quiet.prompt = "   ".into();
+        assert_eq!(
+            engine(None).plan(&quiet).expect("plan").body,
+            json!({"model": "aleph2"})
+        );
+        quiet.prompt = "x".repeat(1500);
+        let body = engine(None).plan(&quiet).expect("plan").body;
+        assert_eq!(body["promptText"].as_str().map(str::len), Some(1000));
+    }
+
+    #[test]
+    fn runway_has_no_native_extension() {
+        assert!(matches!(
+            engine(None).plan(&with_source(request(4, 1280, 720), "extension")),
+            Err(EngineError::Rejected(m)) if m.contains("extension")
+        ));
+    }
+
+    #[test]
+    fn a_source_goes_inline_as_an_mp4_data_uri_of_at_most_16_mb() {
+        let uri = video_data_uri(b"\x00\x00\x00\x18ftypmp42").expect("uri");
+        assert_eq!(uri, "data:video/mp4;base64,AAAAGGZ0eXBtcDQy");
+        let largest = vec![0u8; MAX_SOURCE_VIDEO_BYTES];
+        let uri = video_data_uri(&largest).expect("the largest source fits");
+        assert!(uri.len() <= MAX_VIDEO_DATA_URI_BYTES);
+        assert!(
+            uri.len() > MAX_VIDEO_DATA_URI_BYTES - 4,
+            "the bound is tight"
+        );
+        let over = vec![0u8; MAX_SOURCE_VIDEO_BYTES + 1];
+        assert!(matches!(
+            video_data_uri(&over),
+            Err(EngineError::Rejected(m)) if m.contains("16 MB")
+        ));
     }
 
     #[test]
