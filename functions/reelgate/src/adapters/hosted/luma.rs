@@ -1,34 +1,65 @@
-//! Luma's Dream Machine API (`kind = "luma"`, Ray models). A render is one generation:
-//! `POST {base}/generations/video` with `{"generation_type": "video", "model", "prompt",
-//! "aspect_ratio", "resolution", "duration", "keyframes"?}` and a bearer key, answered with the
-//! generation (`id`, `state`); `GET {base}/generations/{id}` is polled through its states
-//! `queued` → `dreaming` → `completed` (with `assets.video`, an MP4 on Luma's CDN, downloaded
-//! without the key) or `failed` (with `failure_reason`). A generation its moderation refused
-//! fails with a `failure_reason` that names moderation: the render fails with
-//! [`CONTENT_REFUSED`]; a create refused for its content (a 400 naming moderation) is
-//! [`EngineError::ContentRefused`].
+//! Luma's Dream Machine API (`kind = "luma"`, Ray models). A render is one generation, created
+//! with a bearer key and answered with the generation (`id`, `state`); `GET {base}/generations/{id}`
+//! is polled through its states `queued` → `dreaming` → `completed` (with `assets.video`, an MP4
+//! on Luma's CDN, downloaded without the key) or `failed` (with `failure_reason`). A generation
+//! its moderation refused fails with a `failure_reason` that names moderation or blacklisted
+//! words: the render fails with [`CONTENT_REFUSED`]; a create refused for its content (a 400
+//! naming moderation) is [`EngineError::ContentRefused`].
 //!
-//! What is sent: the native duration the worker chose as `duration` (`"5s"`, `"9s"`); the size's
-//! shape as the nearest of Luma's `aspect_ratio` values (`1:1`, `16:9`, `9:16`, `4:3`, `3:4`,
-//! `21:9`, `9:21`) and its tier as `resolution` (`540p`, `720p`, `1080p`, `4k`, the smallest at
-//! or above the size's short side); the first and last frames as keyframes `frame0`/`frame1`
-//! of type `image` with reelgate's signed URLs (Luma downloads them). Nothing else (`loop`,
-//! `callback_url`, `concepts` keep their defaults). Ray renders no soundtrack.
+//! What is sent:
+//! - a job without a source is `POST {base}/generations/video` with `{"generation_type":
+//!   "video", "model", "prompt", "aspect_ratio", "resolution", "duration", "keyframes"?}`: the
+//!   native duration the worker chose as `duration` (`"5s"`, `"9s"`); the size's shape as the
+//!   nearest of Luma's `aspect_ratio` values (`1:1`, `16:9`, `9:16`, `4:3`, `3:4`, `21:9`,
+//!   `9:21`) and its tier as `resolution` (`540p`, `720p`, `1080p`, `4k`, the smallest at or
+//!   above the size's short side); the first and last frames as keyframes `frame0`/`frame1` of
+//!   type `image` with reelgate's signed URLs (Luma downloads them). Nothing else (`loop`,
+//!   `callback_url`, `concepts` keep their defaults). Ray renders no soundtrack.
+//! - an extension is the same create with `keyframes.frame0 = {"type": "generation", "id"}`,
+//!   the id of the completed generation that made the source (`inputs.source.render_id`, which
+//!   reelgate sends only for a source this engine rendered: Luma extends only its own
+//!   generations, so any other source is chained onto its last frame before it gets here; an
+//!   extension without it, or with an id that is not a UUID, is refused). The new generation
+//!   is taken as the segment alone, which reelgate joins after the source.
+//! - a remix or an edit is `POST {base}/generations/video/modify` with `{"generation_type":
+//!   "modify_video", "model", "mode", "media": {"url"}, "prompt", "first_frame"?}`: the source's
+//!   signed URL as `media.url` (Luma downloads it; at most 10 s and 100 MB on ray-2, which the
+//!   create checks first for the length), `model` the engine's when it is `ray-2` or
+//!   `ray-flash-2` (the two modify takes), else `ray-2`, `mode` `adhere_1` for an edit (the
+//!   output keeps the source's structure closely) and `flex_1` for a remix (freer restyling
+//!   that keeps recognisable elements), a first frame the caller sent as `first_frame.url`.
 //!
 //! Best effort: the API has no cancel; [`VideoEngine::cancel`] deletes the generation
 //! (`DELETE {base}/generations/{id}`, documented as deleting it; whether that stops a running
 //! render is not documented), and a generation says only which state it is in (no progress).
 //!
-//! Sources (read 2026-11-26): the Dream Machine API as Luma's official Python SDK carries its
-//! specification (`lumalabs/lumaai-python` 1.18, generated from Luma's OpenAPI document:
-//! `api.md` for the routes `POST /generations/video`, `GET`/`DELETE /generations/{id}`;
-//! `types/generations/video_create_params.py` for the body: `model` required, `ray-2`,
+//! Sources: the Dream Machine API as Luma's official Python SDK carries its specification
+//! (`lumalabs/lumaai-python` 1.18.1, 2025-10-18, generated from Luma's OpenAPI document, read
+//! 2026-11-26 and 2026-11-28): `api.md` for the routes `POST /generations/video`,
+//! `POST /generations/video/modify`, `GET`/`DELETE /generations/{id}`;
+//! `types/generations/video_create_params.py` for the body (`model` required, `ray-2`,
 //! `ray-flash-2`, `ray-1-6`, `resolution` `540p`/`720p`/`1080p`/`4k`, `duration` `5s`/`9s`, the
-//! seven aspect ratios, keyframes `{"type": "image", "url"}`; `types/generation.py` for the
-//! states, `assets.video` and `failure_reason`; `_client.py` for the base URL and the bearer
-//! key), and Luma's ComfyUI node's issue #7 for a moderation refusal arriving as a failed
-//! generation ("Advanced moderation failed"). Luma's documentation site (docs.lumalabs.ai) was
-//! not in the reference store.
+//! seven aspect ratios, keyframes `{"type": "image", "url"}` or `{"type": "generation", "id"}`);
+//! `types/generations/video_modify_params.py` for the modify body (`generation_type`
+//! `modify_video`, `media.url`, `mode` `adhere_1..3`/`flex_1..3`/`reimagine_1..3`, `model`
+//! `ray-2`/`ray-flash-2`, optional `prompt`, `first_frame.url`, `callback_url`);
+//! `types/generation.py` for the states, `assets.video` and `failure_reason`; `_client.py` for
+//! the base URL and the bearer key. Luma's documentation (docs.lumalabs.ai, read 2026-11-28):
+//! *Modify Video* (ray-2 takes at most 10 s and 100 MB; what the three mode families do),
+//! *Errors* (prompts of 3 to 5000 characters; the moderation failure reasons "Contains
+//! blacklisted words", "Frame moderation failed", "Advanced prompt moderation failed"), and
+//! *Video Generation* for extending a generation by id ("Extend is currently supported only for
+//! generated videos"); Luma's ComfyUI node's issue #7 for a refusal seen as "Advanced
+//! moderation failed".
+//!
+//! Not confirmed without the real service: that an extension's video holds the new segment
+//! only (the documentation shows none; if Luma answered the source and its continuation, the
+//! engine would need `extension_includes_source`), that the segment continues from the end of
+//! the Luma generation (5 s or 9 s) even where reelgate trimmed the source shorter (a 4 s video
+//! from a 5 s generation: up to a second of motion skipped at the seam), that a `modify_video`
+//! generation can itself be extended, the output length of a modify (assumed the input's; the
+//! finalize step conforms it to the job's seconds either way) and its frame size, and the
+//! wording of a create refused for its content.
 
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
@@ -38,7 +69,7 @@ use crate::ports::engine::{
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reelgate_engine::protocol::{codes, RenderError};
+use reelgate_engine::protocol::{codes, operations, RenderError};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -59,6 +90,9 @@ const ASPECT_RATIOS: &[(&str, u32, u32)] = &[
     ("21:9", 21, 9),
     ("9:21", 9, 21),
 ];
+/// The models `POST /generations/video/modify` takes; any other engine model modifies with the
+/// first.
+const MODIFY_MODELS: &[&str] = &["ray-2", "ray-flash-2"];
 /// Luma's resolutions, as (name, short side in pixels).
 const RESOLUTIONS: &[(&str, u32)] = &[("540p", 540), ("720p", 720), ("1080p", 1080), ("4k", 2160)];
 
@@ -142,9 +176,84 @@ pub fn create_body(model: &str, request: &RenderRequest) -> Value {
     body
 }
 
-/// Whether a provider message says its moderation refused the request.
+/// A Luma generation id (a UUID) as sent back in `keyframes.frame0.id`: hex digits and dashes
+/// only, so an id from elsewhere can never reshape the request.
+pub fn generation_id(id: &str) -> Result<&str, EngineError> {
+    let uuid_like = (8..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+        && id.bytes().any(|b| b.is_ascii_hexdigit());
+    if uuid_like {
+        Ok(id)
+    } else {
+        Err(EngineError::Rejected(format!(
+            "{:?} is not a Luma generation id",
+            id.chars().take(80).collect::<String>()
+        )))
+    }
+}
+
+/// The endpoint (under the base URL) and body for `request` on `model`: a generation, an
+/// extension of one of this engine's generations, or a modify of the source video.
+pub fn create_call(
+    model: &str,
+    request: &RenderRequest,
+) -> Result<(&'static str, Value), EngineError> {
+    let Some(source) = &request.inputs.source else {
+        return Ok(("/generations/video", create_body(model, request)));
+    };
+    match source.operation.as_str() {
+        operations::EXTENSION => {
+            let id = source.render_id.as_deref().ok_or_else(|| {
+                EngineError::Rejected(
+                    "Luma extends only its own generations, and the source names none".into(),
+                )
+            })?;
+            let mut body = create_body(model, request);
+            let frame0 = json!({ "type": "generation", "id": generation_id(id)? });
+            match body.get_mut("keyframes").and_then(Value::as_object_mut) {
+                Some(keyframes) => {
+                    keyframes.insert("frame0".into(), frame0);
+                }
+                None => body["keyframes"] = json!({ "frame0": frame0 }),
+            }
+            Ok(("/generations/video", body))
+        }
+        operations::REMIX | operations::EDIT => {
+            let model = if MODIFY_MODELS.contains(&model) {
+                model
+            } else {
+                MODIFY_MODELS[0]
+            };
+            // Adhere keeps the source closely (an edit changes what it names and keeps the
+            // rest); flex restyles while keeping recognisable elements (a remix).
+            let mode = if source.operation == operations::EDIT {
+                "adhere_1"
+            } else {
+                "flex_1"
+            };
+            let mut body = json!({
+                "generation_type": "modify_video",
+                "model": model,
+                "mode": mode,
+                "media": { "url": source.video_url },
+                "prompt": request.prompt,
+            });
+            if let Some(url) = &request.inputs.first_frame_url {
+                body["first_frame"] = json!({ "url": url });
+            }
+            Ok(("/generations/video/modify", body))
+        }
+        other => Err(EngineError::Rejected(format!(
+            "Luma has no {other} operation"
+        ))),
+    }
+}
+
+/// Whether a provider message says its moderation refused the request ("Advanced prompt
+/// moderation failed", "Frame moderation failed", "Contains blacklisted words").
 fn names_moderation(message: &str) -> bool {
-    message.to_ascii_lowercase().contains("moderation")
+    let m = message.to_ascii_lowercase();
+    m.contains("moderation") || m.contains("blacklisted")
 }
 
 fn now_secs() -> i64 {
@@ -208,8 +317,8 @@ pub fn render_from_generation(id: &str, generation: &Value) -> Render {
 #[async_trait]
 impl VideoEngine for LumaEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
-        let body = create_body(&self.model, request);
-        let url = self.api.url("/generations/video");
+        let (path, body) = create_call(&self.model, request)?;
+        let url = self.api.url(path);
         let generation = match self
             .api
             .call(reqwest::Method::POST, &url, Some(&body), None)
@@ -270,7 +379,19 @@ impl VideoEngine for LumaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reelgate_engine::protocol::RenderInputs;
+    use reelgate_engine::protocol::{RenderInputs, RenderSource};
+
+    const GEN: &str = "0f3ea4aa-10e7-4dae-af0b-263ab4ac45f9";
+
+    fn with_source(operation: &str, render_id: Option<&str>) -> RenderRequest {
+        let mut req = request(5, 1920, 1080);
+        req.inputs.source = Some(RenderSource {
+            operation: operation.into(),
+            video_url: "https://blobs.test/source.mp4?sig=3".into(),
+            render_id: render_id.map(str::to_owned),
+        });
+        req
+    }
 
     fn request(seconds: u32, width: u32, height: u32) -> RenderRequest {
         RenderRequest {
@@ -381,5 +502,137 @@ mod tests {
             &json!({ "id": "g1", "state": "completed", "assets": {} }),
         );
         assert_eq!(empty.status, RenderStatus::Failed);
+    }
+
+    #[test]
+    fn a_job_without_a_source_is_a_generation() {
+        let req = request(5, 1920, 1080);
+        let (path, body) = create_call("ray-2", &req).expect("call");
+        assert_eq!(path, "/generations/video");
+        assert_eq!(body, create_body("ray-2", &req));
+    }
+
+    #[test]
+    fn an_extension_names_the_source_generation_as_frame0() {
+        let (path, body) =
+            create_call("ray-2", &with_source("extension", Some(GEN))).expect("extension");
+        assert_eq!(path, "/generations/video");
+        assert_eq!(
+            body,
+            json!({
+                "generation_type": "video",
+                "model": "ray-2",
+                "prompt": "a paper boat",
+                "aspect_ratio": "16:9",
+                "resolution": "1080p",
+                "duration": "5s",
+                "keyframes": { "frame0": { "type": "generation", "id": GEN } },
+            })
+        );
+        // A first-frame image gives way to the generation; a last frame stays.
+        let mut framed = with_source("extension", Some(GEN));
+        framed.inputs.first_frame_url = Some("https://blobs.test/first".into());
+        framed.inputs.last_frame_url = Some("https://blobs.test/last".into());
+        let (_, body) = create_call("ray-2", &framed).expect("extension");
+        assert_eq!(
+            body["keyframes"],
+            json!({
+                "frame0": { "type": "generation", "id": GEN },
+                "frame1": { "type": "image", "url": "https://blobs.test/last" },
+            })
+        );
+    }
+
+    #[test]
+    fn an_extension_needs_a_generation_id() {
+        assert!(matches!(
+            create_call("ray-2", &with_source("extension", None)),
+            Err(EngineError::Rejected(_))
+        ));
+        for bad in [
+            "",
+            "-------",
+            "../generations",
+            "0f3ea4aa/10e7",
+            "0f3ea4aa 10e7",
+            "zzzzzzzzzz",
+            "0f3ea4aa-10e7-4dae-af0b-263ab4ac45f9?x=1",
+            &"a".repeat(65),
+        ] {
+            assert!(
+                matches!(
+                    create_call("ray-2", &with_source("extension", Some(bad))),
+                    Err(EngineError::Rejected(_))
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(generation_id(GEN).expect("uuid"), GEN);
+        assert!(generation_id("0F3EA4AA10E74DAEAF0B263AB4AC45F9").is_ok());
+    }
+
+    #[test]
+    fn an_edit_and_a_remix_modify_the_source() {
+        let (path, body) = create_call("ray-2", &with_source("edit", None)).expect("edit");
+        assert_eq!(path, "/generations/video/modify");
+        assert_eq!(
+            body,
+            json!({
+                "generation_type": "modify_video",
+                "model": "ray-2",
+                "mode": "adhere_1",
+                "media": { "url": "https://blobs.test/source.mp4?sig=3" },
+                "prompt": "a paper boat",
+            })
+        );
+        let (path, body) =
+            create_call("ray-flash-2", &with_source("remix", Some(GEN))).expect("remix");
+        assert_eq!(path, "/generations/video/modify");
+        assert_eq!(
+            (&body["mode"], &body["model"]),
+            (&json!("flex_1"), &json!("ray-flash-2"))
+        );
+        // A model modify does not take falls back to ray-2; a caller's first frame guides it.
+        let mut framed = with_source("remix", None);
+        framed.inputs.first_frame_url = Some("https://blobs.test/first".into());
+        let (_, body) = create_call("ray-1-6", &framed).expect("remix");
+        assert_eq!(body["model"], "ray-2");
+        assert_eq!(
+            body["first_frame"],
+            json!({ "url": "https://blobs.test/first" })
+        );
+        assert!(body.get("duration").is_none() && body.get("keyframes").is_none());
+    }
+
+    #[test]
+    fn an_unknown_operation_is_refused() {
+        assert!(matches!(
+            create_call("ray-2", &with_source("upscale", None)),
+            Err(EngineError::Rejected(_))
+        ));
+    }
+
+    #[test]
+    fn every_documented_moderation_reason_is_a_content_refusal() {
+        for reason in [
+            "Contains blacklisted words",
+            "Frame moderation failed",
+            "Advanced prompt moderation failed",
+        ] {
+            let render = render_from_generation(
+                "g1",
+                &json!({ "id": "g1", "state": "failed", "failure_reason": reason }),
+            );
+            assert_eq!(
+                render.error.expect("error").code,
+                CONTENT_REFUSED,
+                "{reason}"
+            );
+        }
+        let unreadable = render_from_generation(
+            "g1",
+            &json!({ "id": "g1", "state": "failed", "failure_reason": "Failed to read user input frames" }),
+        );
+        assert_eq!(unreadable.error.expect("error").code, codes::ENGINE_FAILURE);
     }
 }
