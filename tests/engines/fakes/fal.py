@@ -6,13 +6,21 @@ progress, 200 once completed; `GET /{owner}/{app}/requests/{id}` for the result;
 and cancel URLs name only the owner and the app), *Model Errors* (a 422 whose `detail` lists
 typed errors, `content_policy_violation` for a refused input) and the model pages of Kling 2.5
 Turbo Pro (text-to-video, image-to-video), Veo 3.1 (text, image-to-video,
-first-last-frame-to-video, reference-to-video) and MiniMax Hailuo 02 Standard.
+first-last-frame-to-video, reference-to-video, and extend-video: fal.ai/models/fal-ai/veo3.1/
+extend-video/api, read 2026-11-28) and MiniMax Hailuo 02 Standard.
 
 It refuses a missing or wrong `Authorization: Key` (401), an endpoint it does not serve (404),
 and, with a 422 in fal's `detail` shape, a missing required field, a value outside the model's
 enum (`duration` "5"/"10" for Kling, "4s"/"6s"/"8s" for Veo, …), a wrong type, an image that is
 not an http(s) URL or data URI, and any field the model does not document (fal's models
-ignore unknown fields; the fake refuses them, so a mapping mistake shows). Requests go IN_QUEUE
+ignore unknown fields; the fake refuses them, so a mapping mistake shows). extend-video takes
+`prompt` and `video_url` (required), `duration` "7s" (the only value documented), `aspect_ratio`
+auto/16:9/9:16, `resolution` "720p" (its default), `generate_audio`, `negative_prompt`, `seed`,
+`auto_fix`, `safety_tolerance`; it downloads the video and refuses one not served as video/mp4,
+longer than 8 s, or not 16:9 or 9:16 (the page: "Input videos up to 8 seconds", "16:9 or 9:16";
+its 720p/1080p rule is not checked, since reelgate's sources are 768p: unconfirmed), and answers
+the source and 7 s more as one video at 720p with audio (as Veo's own extension does; not
+confirmed for fal). Requests go IN_QUEUE
 → IN_PROGRESS → COMPLETED over polls; the result is `{"video": {"url": …}}` on the fake's CDN
 at the model's native size (Kling 2.5 Turbo Pro 1080p in the asked ratio, or its image's for an
 image job; Veo at the asked resolution, with audio unless `generate_audio` is false; Hailuo
@@ -35,7 +43,10 @@ def enum(*values):
     return ("enum", values)
 
 
-STR, BOOL, URL, URLS, NUM = ("str",), ("bool",), ("url",), ("urls",), ("num",)
+STR, BOOL, URL, URLS, NUM, VIDEO = ("str",), ("bool",), ("url",), ("urls",), ("num",), ("video",)
+VEO_EXTEND = "fal-ai/veo3.1/extend-video"
+#: extend-video: the longest source, and the seconds it adds
+EXTEND_MAX_SOURCE, EXTEND_SECONDS = 8.0, 7
 VEO_COMMON = {
     "prompt": STR, "duration": enum("4s", "6s", "8s"), "aspect_ratio": enum("16:9", "9:16"),
     "resolution": enum("720p", "1080p", "4k"), "generate_audio": BOOL, "negative_prompt": STR,
@@ -61,6 +72,11 @@ ENDPOINTS = {
         {"prompt", "first_frame_url", "last_frame_url"}, "veo"),
     "fal-ai/veo3.1/reference-to-video": (
         {**VEO_COMMON, "image_urls": URLS}, {"prompt", "image_urls"}, "veo"),
+    VEO_EXTEND: (
+        {"prompt": STR, "video_url": VIDEO, "duration": enum("7s"), "aspect_ratio": enum("auto", "16:9", "9:16"),
+         "resolution": enum("720p"), "generate_audio": BOOL, "negative_prompt": STR, "seed": NUM, "auto_fix": BOOL,
+         "safety_tolerance": enum("1", "2", "3", "4", "5", "6")},
+        {"prompt", "video_url"}, "veo_extend"),
     f"{HAILUO}/text-to-video": (
         {"prompt": STR, "duration": enum("6", "10"), "prompt_optimizer": BOOL},
         {"prompt"}, "hailuo"),
@@ -71,7 +87,21 @@ ENDPOINTS = {
 }
 DEFAULTS = {"kling": {"duration": "5", "aspect_ratio": "16:9"},
             "veo": {"duration": "8s", "aspect_ratio": "16:9", "resolution": "720p", "generate_audio": True},
-            "hailuo": {"duration": "6", "resolution": "768P"}}
+            "hailuo": {"duration": "6", "resolution": "768P"},
+            "veo_extend": {"duration": "7s", "aspect_ratio": "auto", "resolution": "720p", "generate_audio": True}}
+
+
+def video_size(data):
+    """(width, height) of an MP4's video stream, by ffprobe."""
+    import subprocess
+
+    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                            "stream=width,height", "-of", "csv=p=0", "-"], input=data, capture_output=True)
+    try:
+        w, h = probe.stdout.decode().strip().split(",")[:2]
+        return int(w), int(h)
+    except ValueError:
+        return None
 
 
 def shaped(sizes, reference):
@@ -90,7 +120,11 @@ class Fake(HostedFake):
     kind = "fal"
     key_env = "FAKE_FAL_KEY"
     cancel_supported = True
-    model = f"{KLING}/text-to-video"
+    # The engine is Veo 3.1 (the model table in functions/reelgate/src/domain/catalog/
+    # hosted_models.rs): the generic tests then cover its native extension and references.
+    model = "fal-ai/veo3.1"
+    OPERATIONS = {"remix": "chained", "extension": "native", "edit": "unavailable"}
+    REFERENCES = True
 
     def __init__(self):
         super().__init__()
@@ -130,6 +164,7 @@ class Fake(HostedFake):
         fields, required, family = ENDPOINTS[endpoint]
         try:
             images = self.validate(data, fields, required)
+            source = self.source(images["video_url"]) if "video_url" in images else None
         except Invalid as e:
             return 422, {"detail": [e.detail]}, []
         self.started()
@@ -137,9 +172,19 @@ class Fake(HostedFake):
         first = images.get("image_url") or images.get("first_frame_url")
         if first is not None:
             self.first_frames.append(first)
+        self.reference_counts.append(len(images.get("image_urls", [])))
         self.submitted.append((endpoint, data))
-        width, height, audio = self.native(family, value, first)
-        seconds = int(str(value["duration"]).rstrip("s"))
+        if source is not None:
+            # The source and its continuation as one video, at 720p in the source's shape.
+            seconds, ctype, (sw, sh) = source
+            self.native_ops.append({"operation": "extension", "seconds": seconds, "content_type": ctype})
+            width, height = (1280, 720) if sw >= sh else (720, 1280)
+            if value["aspect_ratio"] != "auto":
+                width, height = (1280, 720) if value["aspect_ratio"] == "16:9" else (720, 1280)
+            audio, seconds = value["generate_audio"], round(seconds + EXTEND_SECONDS, 3)
+        else:
+            width, height, audio = self.native(family, value, first)
+            seconds = int(str(value["duration"]).rstrip("s"))
         request_id = str(uuid.uuid4())
         app = "/".join(endpoint.split("/")[:2])
         with self.lock:
@@ -173,9 +218,29 @@ class Fake(HostedFake):
                 if not isinstance(value, list) or not value:
                     raise Invalid(field, "Input should be a non-empty list", "list_type")
                 images[field] = [self.image(field, v) for v in value]
+            if rule is VIDEO:
+                if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+                    raise Invalid(field, "Input should be a valid URL", "url_parsing")
+                images[field] = value
         if "prompt" in data and not data["prompt"].strip():
             raise Invalid("prompt", "String should have at least 1 character", "string_too_short")
         return images
+
+    def source(self, url):
+        """Downloads extend-video's source: (seconds, content type, (width, height)), or Invalid."""
+        data, seconds, ctype = self.read_video(url)
+        if data is None:
+            raise Invalid("video_url", f"Failed to download the file: {ctype}", "file_download_error")
+        size = video_size(data)
+        if size is None:
+            raise Invalid("video_url", "The video could not be read", "video_invalid")
+        if seconds > EXTEND_MAX_SOURCE + 0.1:
+            raise Invalid("video_url", f"The video lasts {seconds:.2f} s; at most 8 s is supported",
+                          "video_duration_too_long")
+        ratio = size[0] / size[1]
+        if min(abs(ratio - 16 / 9), abs(ratio - 9 / 16)) > 0.02:
+            raise Invalid("video_url", "The video should be 16:9 or 9:16", "video_aspect_ratio")
+        return seconds, ctype, size
 
     def image(self, field, value):
         if not isinstance(value, str) or not (value.startswith(("http://", "https://", "data:"))):

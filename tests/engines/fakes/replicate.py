@@ -1,7 +1,7 @@
 """A fake of Replicate's predictions API, written from its HTTP API reference (predictions.create,
 models.predictions.create, predictions.get, predictions.cancel), its *Prediction lifecycle* page
-and the input schema of `minimax/hailuo-02` (replicate.com/minimax/hailuo-02/api), read
-2026-11-26.
+and the input schemas of `minimax/hailuo-02` (replicate.com/minimax/hailuo-02/api), read
+2026-11-26, and `luma/modify-video` (replicate.com/luma/modify-video/api), read 2026-11-28.
 
 Routes: `POST /v1/models/{owner}/{name}/predictions` with `{"input": {...}}` (an official model),
 `POST /v1/predictions` with `{"version": ..., "input": {...}}` (a version id, `owner/name:version`
@@ -27,6 +27,14 @@ first frame, the frame's aspect ratio at that resolution, as the schema says), w
 (hailuo-02 renders none). Cancel moves a running prediction to `canceled` and answers it (a
 finished one is answered unchanged).
 
+`luma/modify-video` takes `video` (required: "Maximum video size is 100mb. Maximum video duration
+is 30 seconds"), `prompt`, `first_frame`, `mode` (adhere_1..3, flex_1..3, reimagine_1..3, per
+Luma's *Modify Video* page; default adhere_1) and the deprecated `video_url`/`first_frame_url`;
+anything else is refused (422). The video is downloaded at create: one that cannot be
+downloaded, is not served as video/mp4, is over 100 MB or over 30 s fails the prediction (the
+model's run-time check). It records `{"operation": "modify", "seconds", "content_type"}` in
+`native_ops` and succeeds with a clip of the source's size and length, without audio.
+
 Test checks, not part of the API: a `Prefer: wait` header (which would hold the create up to
 60 s) is answered 400, since reelgate must always create asynchronously."""
 
@@ -44,10 +52,30 @@ HAILUO = {
     "default_resolution": "1080p",
     "version": "c43b610efe40d08a28d2c07cb3515dab1cd3324dfc7418f3304a092571071d22",
 }
-MODELS = {"minimax/hailuo-02": HAILUO}
+MODIFY = {
+    "fields": {"video", "first_frame", "prompt", "mode", "video_url", "first_frame_url"},
+    "modes": tuple(f"{m}_{i}" for m in ("adhere", "flex", "reimagine") for i in (1, 2, 3)),
+    "max_seconds": 30.0,
+    "max_bytes": 100 * 1024 * 1024,
+    "version": "f52f17143e022cadb2dbf20467cfe4510f04cf940dcb846f1581472082a295d2",
+}
+MODELS = {"minimax/hailuo-02": HAILUO, "luma/modify-video": MODIFY}
 E005 = "The input or output was flagged as sensitive. Please try again with different inputs. (E005)"
 POLLS_STARTING = 1
 POLLS_TO_FINISH = 5
+
+
+def video_size(data):
+    """(width, height) of an MP4's video stream, by ffprobe."""
+    import subprocess
+
+    probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                            "stream=width,height", "-of", "csv=p=0", "-"], input=data, capture_output=True)
+    try:
+        w, h = probe.stdout.decode().strip().split(",")[:2]
+        return int(w), int(h)
+    except ValueError:
+        return None
 
 
 def problem(status, title, detail):
@@ -62,6 +90,9 @@ class Fake(HostedFake):
     kind = "replicate"
     key_env = "FAKE_REPLICATE_KEY"
     cancel_supported = True
+    # hailuo-02 (its engine here) takes no source video and no reference images.
+    OPERATIONS = {"remix": "chained", "extension": "chained", "edit": "unavailable"}
+    REFERENCES = False
 
     def __init__(self):
         super().__init__()
@@ -125,9 +156,11 @@ class Fake(HostedFake):
         inp = req.get("input")
         if not isinstance(inp, dict):
             return problem(422, "Input validation failed", "- input: input is required")
-        errors = self.validate(spec, inp)
+        errors = self.validate_modify(inp) if spec is MODIFY else self.validate(spec, inp)
         if errors:
             return problem(422, "Input validation failed", "".join(f"- input.{e}\n" for e in errors))
+        if spec is MODIFY:
+            return self.modify(model, spec, inp, by_version)
         self.started()
         tier = inp.get("resolution", spec["default_resolution"])
         seconds = inp.get("duration", 6)
@@ -144,6 +177,10 @@ class Fake(HostedFake):
             run_error = "10 seconds is only available for 768p resolution"
         if self.refused(inp.get("prompt")):
             run_error = E005
+        return self.prediction(model, spec, inp, by_version, size=self.size(spec["resolutions"][tier], first_frame),
+                               seconds=seconds, first_frame=first_frame, error=run_error)
+
+    def prediction(self, model, spec, inp, by_version, size, seconds, first_frame=None, error=None, audio=False):
         pid = uuid.uuid4().hex[:26]
         p = {
             "id": pid,
@@ -163,14 +200,49 @@ class Fake(HostedFake):
                 "web": f"https://replicate.com/p/{pid}",
             },
             "_polls": 0,
-            "_size": self.size(spec["resolutions"][tier], first_frame),
+            "_size": size,
             "_seconds": seconds,
+            "_audio": audio,
             "_first_frame": first_frame,
-            "_error": run_error,
+            "_error": error,
         }
         with self.plock:
             self.predictions[pid] = p
         return 201, self.public(p), []
+
+    def modify(self, model, spec, inp, by_version):
+        """luma/modify-video: the source is read at create; the output keeps its size and length."""
+        self.started()
+        url = inp.get("video", inp.get("video_url"))
+        data, seconds, ctype = self.read_video(url)
+        error, size = None, (1280, 720)
+        if data is None:
+            error, seconds = f"Failed to load video: {ctype}", 0
+        elif len(data) > spec["max_bytes"]:
+            error = "Maximum video size is 100mb"
+        elif seconds > spec["max_seconds"]:
+            error = "Maximum video duration is 30 seconds"
+        else:
+            size = video_size(data) or size
+            self.native_ops.append({"operation": "modify", "seconds": seconds, "content_type": ctype})
+        if self.refused(inp.get("prompt")):
+            error = E005
+        return self.prediction(model, spec, inp, by_version, size=size, seconds=round(seconds or 1, 3), error=error)
+
+    def validate_modify(self, inp):
+        errors = []
+        for field in sorted(set(inp) - MODIFY["fields"]):
+            errors.append(f"{field}: Additional property {field} is not allowed")
+        if "video" not in inp and "video_url" not in inp:
+            errors.append("video: video is required")
+        for field in ("video", "video_url", "first_frame", "first_frame_url"):
+            if field in inp and not is_url(inp[field]):
+                errors.append(f"{field}: Does not match format 'uri'")
+        if "prompt" in inp and not isinstance(inp["prompt"], str):
+            errors.append("prompt: Invalid type. Expected: string")
+        if "mode" in inp and inp["mode"] not in MODIFY["modes"]:
+            errors.append(f"mode: mode must be one of the following: {', '.join(MODIFY['modes'])}")
+        return errors
 
     def validate(self, spec, inp):
         errors = []
@@ -228,7 +300,7 @@ class Fake(HostedFake):
                     p["status"], p["error"], p["completed_at"] = "failed", p["_error"], self.now()
                 else:
                     w, h = p["_size"]
-                    p["output"] = self.cdn_url(w, h, p["_seconds"], False, p["_first_frame"])
+                    p["output"] = self.cdn_url(w, h, p["_seconds"], p["_audio"], p["_first_frame"])
                     # Rendered now, before any download: the base CDN makes a clip on its first
                     # GET, and a second GET meanwhile (a redelivered poll) would read half a file.
                     self.clip_path(p["output"].rsplit("/", 1)[1])
@@ -245,11 +317,11 @@ class Fake(HostedFake):
         t = time.time()
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
-    def engine_toml(self, engine_id):
+    def engine_toml(self, engine_id, model_id="minimax/hailuo-02"):
         # The API is called as `localhost` while the CDN's URLs name 127.0.0.1: two origins, as
         # api.replicate.com and replicate.delivery are, so the key is never sent to the CDN.
         api = self.base_url.replace("127.0.0.1", "localhost")
         return (
             f'[[engines]]\nid = "{engine_id}"\nkind = "replicate"\nbase_url = "{api}/v1"\n'
-            f'api_key_env = "{self.key_env}"\nmodel_id = "minimax/hailuo-02"\noutput_hosts = ["127.0.0.1"]\n'
+            f'api_key_env = "{self.key_env}"\nmodel_id = "{model_id}"\noutput_hosts = ["127.0.0.1"]\n'
         )

@@ -4,8 +4,8 @@
 //! What is sent: `POST {base}/{endpoint}` with the model's own input as the body. The catalog's
 //! `model_id` names the model; a job is sent to the endpoint of that model for its inputs (fal
 //! serves each mode of a model at an endpoint of its own: text, first frame, first and last
-//! frame, reference images), with the model's field names. This file knows three models and
-//! their documented fields and values:
+//! frame, reference images, a source video), with the model's field names. This file knows
+//! these models and their documented fields and values:
 //! - Kling 2.5 Turbo Pro (the default, `fal-ai/kling-video/v2.5-turbo/pro/text-to-video` and
 //!   `…/image-to-video`): `prompt`, `duration` "5" or "10", `aspect_ratio` "16:9", "9:16" or
 //!   "1:1" (text only; an image job follows its image), `image_url` and `tail_image_url`;
@@ -13,7 +13,14 @@
 //!   `…/first-last-frame-to-video`, `…/reference-to-video`; `fal-ai/veo3.1/fast/…`): `prompt`,
 //!   `duration` "4s", "6s" or "8s", `aspect_ratio` "16:9" or "9:16", `resolution` "720p" or
 //!   "1080p", `generate_audio`, `image_url`, `first_frame_url` and `last_frame_url`,
-//!   `image_urls` (reference images);
+//!   `image_urls` (reference images); an extension (`inputs.source`, operation `extension`)
+//!   goes to `…/extend-video` with `prompt`, `video_url` (the source's signed URL), `duration`
+//!   "7s" (the only value documented) and `generate_audio`, nothing else (`aspect_ratio` "auto"
+//!   and `resolution` "720p" are left to their defaults); the answer is the source and the 7 s
+//!   continuation as one video, as Veo's own extension answers (not confirmed for fal);
+//! - Kling O1's video edit (`fal-ai/kling-video/o1/video-to-video/edit`, video-to-video only):
+//!   a remix or an edit sends `prompt`, `video_url` and `keep_audio` (the source's soundtrack
+//!   kept);
 //! - MiniMax Hailuo 02 Standard (`fal-ai/minimax/hailuo-02/standard/text-to-video` and
 //!   `…/image-to-video`): `prompt`, `duration` "6" or "10", `image_url`, `end_image_url`,
 //!   `resolution` "512P" or "768P" (image only).
@@ -21,13 +28,15 @@
 //! Any other model is sent to `model_id` (a `…/text-to-video` id sends frame jobs to its
 //! `…/image-to-video` sibling and the other way round, fal's naming for the two modes of one
 //! model) with `prompt`, `image_url`, `duration` (whole seconds as a string, "5") and
-//! `aspect_ratio` ("16:9"); the catalog's `input_fields` (`prompt`, `first_frame`,
-//! `last_frame`, `reference_images`, `duration`, `aspect_ratio`, `resolution`, `audio`) rename
-//! or add fields for any model, and a thing with no field is not sent. Durations and aspect
-//! ratios a known model does not take become the nearest it does (the finalize step conforms
-//! the result). Frames and reference images go as reelgate's short-lived signed URLs, which fal
-//! downloads (they must still be valid when the request leaves fal's queue). An input the
-//! chosen model cannot take is refused before anything is sent.
+//! `aspect_ratio` ("16:9"), and a source video (where the catalog's `operations` declare the
+//! engine's own) to `model_id` with `prompt`, `video_url` and `duration`; the catalog's
+//! `input_fields` (`prompt`, `first_frame`, `last_frame`, `reference_images`, `video`,
+//! `duration`, `aspect_ratio`, `resolution`, `audio`) rename or add fields for any model, and a
+//! thing with no field is not sent. Durations and aspect ratios a known model does not take
+//! become the nearest it does (the finalize step conforms the result). Frames, reference images
+//! and source videos go as reelgate's short-lived signed URLs (a source is served as
+//! `video/mp4`), which fal downloads (they must still be valid when the request leaves fal's
+//! queue). An input the chosen model cannot take is refused before anything is sent.
 //!
 //! What comes back: `request_id` and the request's `status_url`, `response_url` and
 //! `cancel_url`, which are used only on the API origin (the render id is the request's path
@@ -53,7 +62,14 @@
 //! kling-video-v2.5-turbo-pro) and, for all three models' fields and values, the endpoint types
 //! fal generates from its model schemas into its JavaScript client (fal-ai/fal-js,
 //! `libs/client/src/types/endpoints.ts`, August 2026: `fal-ai/veo3.1…`,
-//! `fal-ai/minimax/hailuo-02/standard…`). fal's model pages give no pixel sizes.
+//! `fal-ai/minimax/hailuo-02/standard…`). fal's model pages give no pixel sizes. Read
+//! 2026-11-28: fal.ai/models/fal-ai/veo3.1/extend-video/api and fal.ai/docs/model-api-reference/
+//! video-generation-api/veo3.1-extend-video (`video_url` of a 720p or 1080p, 16:9 or 9:16 video
+//! of up to 8 s; `duration` default "7s"; `aspect_ratio` auto, 16:9, 9:16; `resolution`
+//! default 720p; `generate_audio`, `negative_prompt`, `seed`, `auto_fix`, `safety_tolerance`),
+//! …/veo3.1-reference-to-video (`image_urls`) and …/kling-video-o1-video-to-video (`video_url`:
+//! .mp4/.mov, 3 to 10.05 s, 720 to 2160 px, at most 200 MB; `keep_audio`, `image_urls`,
+//! `elements`).
 
 use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
@@ -81,6 +97,7 @@ pub const THINGS: &[&str] = &[
     "first_frame",
     "last_frame",
     "reference_images",
+    "video",
     "duration",
     "aspect_ratio",
     "resolution",
@@ -105,6 +122,10 @@ enum Mode {
     Reference,
     Image,
     Text,
+    /// A remix or an edit of a source video (`inputs.source`).
+    VideoToVideo,
+    /// The continuation of a source video.
+    Extension,
 }
 
 impl Mode {
@@ -115,7 +136,13 @@ impl Mode {
             Mode::Reference => &["reference_images"],
             Mode::Image => &["first_frame"],
             Mode::Text => &[],
+            Mode::VideoToVideo | Mode::Extension => &["video"],
         }
+    }
+
+    /// Whether the mode renders from a source video.
+    fn takes_source(self) -> bool {
+        matches!(self, Mode::VideoToVideo | Mode::Extension)
     }
 }
 
@@ -124,6 +151,9 @@ impl Mode {
 struct Endpoint {
     path: String,
     fields: BTreeMap<&'static str, String>,
+    /// The durations this endpoint renders when they are not the model's (Veo's extension:
+    /// 7 s).
+    durations: Option<&'static [u32]>,
 }
 
 /// A model on fal as this adapter speaks to it.
@@ -147,6 +177,7 @@ fn endpoint(path: &str, fields: Fields) -> Endpoint {
             .iter()
             .map(|(thing, field)| (*thing, (*field).to_owned()))
             .collect(),
+        durations: None,
     }
 }
 
@@ -193,6 +224,23 @@ const VEO_REFERENCE: Fields = &[
     ("audio", "generate_audio"),
     ("reference_images", "image_urls"),
 ];
+/// `…/extend-video`: the documented fields only (`aspect_ratio` "auto" and `resolution` "720p",
+/// their defaults, follow the source).
+const VEO_EXTEND: Fields = &[
+    ("prompt", "prompt"),
+    ("video", "video_url"),
+    ("duration", "duration"),
+    ("audio", "generate_audio"),
+];
+/// The seconds Veo's extension adds.
+const VEO_EXTENSION_SECONDS: &[u32] = &[7];
+/// Kling O1's video edit: the source's own soundtrack is kept (`keep_audio`).
+const KLING_O1_EDIT: Fields = &[
+    ("prompt", "prompt"),
+    ("video", "video_url"),
+    ("audio", "keep_audio"),
+];
+const KLING_O1_EDIT_ID: &str = "fal-ai/kling-video/o1/video-to-video/edit";
 const HAILUO_TEXT: Fields = &[("prompt", "prompt"), ("duration", "duration")];
 const HAILUO_IMAGE: Fields = &[
     ("prompt", "prompt"),
@@ -210,6 +258,11 @@ const ANY_IMAGE: Fields = &[
     ("prompt", "prompt"),
     ("duration", "duration"),
     ("first_frame", "image_url"),
+];
+const ANY_VIDEO: Fields = &[
+    ("prompt", "prompt"),
+    ("duration", "duration"),
+    ("video", "video_url"),
 ];
 
 /// The documented model `model_id` belongs to, or the generic shape of an unknown one.
@@ -250,6 +303,13 @@ fn known_model(model_id: &str) -> Model {
             if reference {
                 endpoints.insert(Mode::Reference, endpoint(&family[3], VEO_REFERENCE));
             }
+            endpoints.insert(
+                Mode::Extension,
+                Endpoint {
+                    durations: Some(VEO_EXTENSION_SECONDS),
+                    ..endpoint(&format!("{veo}/extend-video"), VEO_EXTEND)
+                },
+            );
             return Model {
                 endpoints,
                 durations: &[4, 6, 8],
@@ -258,6 +318,15 @@ fn known_model(model_id: &str) -> Model {
                 resolutions: &[(720, "720p"), (1080, "1080p")],
             };
         }
+    }
+    if id == KLING_O1_EDIT_ID {
+        return Model {
+            endpoints: BTreeMap::from([(Mode::VideoToVideo, endpoint(id, KLING_O1_EDIT))]),
+            durations: &[],
+            duration_style: DurationStyle::Digits,
+            aspect_ratios: &[],
+            resolutions: &[],
+        };
     }
     let hailuo = "fal-ai/minimax/hailuo-02/standard";
     if id == format!("{hailuo}/text-to-video") || id == format!("{hailuo}/image-to-video") {
@@ -289,6 +358,9 @@ fn known_model(model_id: &str) -> Model {
         endpoints: BTreeMap::from([
             (Mode::Text, endpoint(&text, ANY_TEXT)),
             (Mode::Image, endpoint(&image, ANY_IMAGE)),
+            // Used only where the catalog declares the engine's `operations`.
+            (Mode::VideoToVideo, endpoint(id, ANY_VIDEO)),
+            (Mode::Extension, endpoint(id, ANY_VIDEO)),
         ]),
         durations: &[],
         duration_style: DurationStyle::Digits,
@@ -346,6 +418,7 @@ impl FalEngine {
                     "reference_images" => {
                         takes_images("first_frame") || takes_images("reference_images")
                     }
+                    "video" => takes_images("video"),
                     _ => true,
                 };
                 if applies {
@@ -378,19 +451,37 @@ impl FalEngine {
             ("first_frame", inputs.first_frame_url.is_some()),
             ("last_frame", inputs.last_frame_url.is_some()),
             ("reference_images", !inputs.reference_image_urls.is_empty()),
+            ("video", inputs.source.is_some()),
         ]
         .into_iter()
         .filter_map(|(thing, present)| present.then_some(thing))
         .collect();
+        // A source goes to the model's endpoint for its operation; anything else to the first
+        // endpoint that takes what the request carries.
+        let wanted = inputs.source.as_ref().map(|s| {
+            if s.operation == reelgate_engine::protocol::operations::EXTENSION {
+                Mode::Extension
+            } else {
+                Mode::VideoToVideo
+            }
+        });
         let (_, endpoint) = self
             .model
             .endpoints
             .iter()
             .find(|(mode, endpoint)| {
-                mode.needs().iter().all(|n| carried.contains(n))
+                wanted.map_or(!mode.takes_source(), |w| **mode == w)
+                    && mode.needs().iter().all(|n| carried.contains(n))
                     && carried.iter().all(|c| endpoint.fields.contains_key(c))
             })
             .ok_or_else(|| {
+                if let Some(source) = &inputs.source {
+                    return EngineError::Rejected(format!(
+                        "the fal model has no {} endpoint for {}",
+                        source.operation,
+                        carried.join(" and ")
+                    ));
+                }
                 EngineError::Rejected(format!(
                     "the fal model takes no request with {}",
                     if carried.is_empty() {
@@ -407,7 +498,7 @@ impl FalEngine {
             }
         };
         put("prompt", json!(request.prompt));
-        put("duration", json!(self.duration(request.seconds)));
+        put("duration", json!(self.duration(endpoint, request.seconds)));
         if let Some(ratio) = self.aspect_ratio(request.width, request.height) {
             put("aspect_ratio", json!(ratio));
         }
@@ -425,12 +516,15 @@ impl FalEngine {
         if !inputs.reference_image_urls.is_empty() {
             put("reference_images", json!(inputs.reference_image_urls));
         }
+        if let Some(source) = &inputs.source {
+            put("video", json!(source.video_url));
+        }
         Ok((endpoint, Value::Object(body)))
     }
 
-    /// The model's duration for a native render of `seconds`.
-    fn duration(&self, seconds: u32) -> String {
-        let durations = self.model.durations;
+    /// The endpoint's duration for a native render of `seconds`.
+    fn duration(&self, endpoint: &Endpoint, seconds: u32) -> String {
+        let durations = endpoint.durations.unwrap_or(self.model.durations);
         let seconds = durations
             .iter()
             .copied()
@@ -861,6 +955,81 @@ mod tests {
         assert!(fast
             .plan(&frames(request(8, 1280, 720), false, false, 1))
             .is_err());
+    }
+
+    fn with_source(mut r: RenderRequest, operation: &str) -> RenderRequest {
+        r.inputs.source = Some(reelgate_engine::protocol::RenderSource {
+            operation: operation.into(),
+            video_url: "https://blob/source.mp4".into(),
+            render_id: None,
+        });
+        r
+    }
+
+    #[test]
+    fn a_veo_extension_goes_to_extend_video_with_its_documented_fields() {
+        let e = engine("model_id = \"fal-ai/veo3.1\"");
+        assert!(e.audio, "Veo 3.1 renders audio (the model table)");
+        let (endpoint, body) = e
+            .plan(&with_source(request(4, 1920, 1080), "extension"))
+            .expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1/extend-video");
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "video_url": "https://blob/source.mp4",
+                   "duration": "7s", "generate_audio": true})
+        );
+        // A text job still goes to the text endpoint (never to the extension's).
+        let (endpoint, _) = e.plan(&request(4, 1920, 1080)).expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1");
+        // Veo 3.1 on fal has no video-to-video.
+        assert!(matches!(
+            e.plan(&with_source(request(4, 1920, 1080), "edit")),
+            Err(EngineError::Rejected(m)) if m.contains("edit")
+        ));
+        let fast = engine("model_id = \"fal-ai/veo3.1/fast\"");
+        let (endpoint, _) = fast
+            .plan(&with_source(request(4, 1280, 720), "extension"))
+            .expect("plan");
+        assert_eq!(endpoint.path, "fal-ai/veo3.1/fast/extend-video");
+    }
+
+    #[test]
+    fn kling_o1_edits_a_source_video_and_nothing_else() {
+        let e = engine("model_id = \"fal-ai/kling-video/o1/video-to-video/edit\"");
+        for op in ["edit", "remix"] {
+            let (endpoint, body) = e
+                .plan(&with_source(request(6, 1366, 768), op))
+                .expect("plan");
+            assert_eq!(endpoint.path, "fal-ai/kling-video/o1/video-to-video/edit");
+            assert_eq!(
+                body,
+                json!({"prompt": "a kite", "video_url": "https://blob/source.mp4", "keep_audio": true})
+            );
+        }
+        assert!(e.plan(&request(6, 1366, 768)).is_err(), "no text mode");
+        assert!(e
+            .plan(&with_source(request(6, 1366, 768), "extension"))
+            .is_err());
+    }
+
+    #[test]
+    fn an_unknown_model_takes_its_source_in_the_catalog_s_video_field() {
+        let e = engine(
+            "model_id = \"acme/restyle\"\noperations = [\"video_to_video\"]\n\
+             input_fields = { video = \"source_video_url\" }",
+        );
+        let (endpoint, body) = e
+            .plan(&with_source(request(5, 1366, 768), "edit"))
+            .expect("plan");
+        assert_eq!(endpoint.path, "acme/restyle");
+        assert_eq!(
+            body,
+            json!({"prompt": "a kite", "duration": "5", "source_video_url": "https://blob/source.mp4"})
+        );
+        // The video field never reaches an endpoint without a source.
+        let (_, body) = e.plan(&request(5, 1366, 768)).expect("plan");
+        assert!(body.get("source_video_url").is_none(), "{body}");
     }
 
     #[test]

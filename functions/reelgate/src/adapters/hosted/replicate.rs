@@ -12,11 +12,21 @@
 //! overrides them; a thing without a field is not sent, and a request carrying an input the
 //! model has no field for is refused before anything is started). Documented defaults:
 //!
-//! | `model_id` | prompt | first frame | last frame | reference images | duration | aspect ratio | resolution | audio |
-//! | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-//! | `minimax/hailuo-02` (the default) | `prompt` | `first_frame_image` | `last_frame_image` | — | `duration` | — (the output follows the first frame, else 16:9) | `resolution` | — |
-//! | `google/veo-3` | `prompt` | `image` | — | — | `duration` | `aspect_ratio` | `resolution` | `generate_audio` |
-//! | `google/veo-3.1` | `prompt` | `image` | `last_frame` | `reference_images` | `duration` | `aspect_ratio` | `resolution` | `generate_audio` |
+//! | `model_id` | prompt | first frame | last frame | reference images | video | duration | aspect ratio | resolution | audio |
+//! | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+//! | `minimax/hailuo-02` (the default) | `prompt` | `first_frame_image` | `last_frame_image` | — | — | `duration` | — (the output follows the first frame, else 16:9) | `resolution` | — |
+//! | `google/veo-3` | `prompt` | `image` | — | — | — | `duration` | `aspect_ratio` | `resolution` | `generate_audio` |
+//! | `google/veo-3.1` | `prompt` | `image` | `last_frame` | `reference_images` | — | `duration` | `aspect_ratio` | `resolution` | `generate_audio` |
+//! | `luma/modify-video` | `prompt` | — | — | — | `video` | — | — | — | — |
+//!
+//! A source video (`inputs.source`: a remix, an edit or an extension the engine does itself,
+//! per the model table `domain/catalog/hosted_models.rs` or the catalog's `operations`) goes as
+//! its signed URL (served as `video/mp4`) in the model's `video` field; a model without one
+//! refuses it. `luma/modify-video` renders only from a source (a request without one is
+//! refused before a prediction starts; its `mode` is left at `adhere_1`, its `first_frame`, a
+//! modified first frame guiding the edit, is not sent). Veo 3.1's reference images work only
+//! at 8 s and 16:9, so a request carrying them asks for that (the finalize step trims and
+//! crops).
 //!
 //! Values: `duration` is the native duration the worker chose, an integer (hailuo-02: 6 or 10;
 //! Veo: 4, 6 or 8); `resolution` is the chosen size's short side as `"768p"` (hailuo-02:
@@ -43,7 +53,11 @@
 //! (replicate.com/docs/topics/predictions/lifecycle: the six statuses); *Error codes*
 //! (replicate.com/docs/reference/error-codes); the changelog *Run all models with the same API
 //! endpoint* (2025-08-05); the API pages of `minimax/hailuo-02`, `google/veo-3(-fast)` and
-//! `google/veo-3.1` (replicate.com/{owner}/{name}/api: their input schemas).
+//! `google/veo-3.1` (replicate.com/{owner}/{name}/api: their input schemas); read 2026-11-28,
+//! replicate.com/luma/modify-video/api (`video` of at most 100 MB and 30 s, `first_frame`,
+//! `prompt`, `mode`, the deprecated `video_url` and `first_frame_url`; the output a URI) and
+//! replicate.com/google/veo-3.1/api (`reference_images`: 1 to 3, 16:9 and 8 s only; the last
+//! frame ignored with them).
 //!
 //! Best effort: progress (only from logs); the refusal is recognised from the failure's text,
 //! since Replicate gives no machine code beyond the `(E005)` suffix; a cancel of a prediction
@@ -76,6 +90,7 @@ pub const THINGS: &[&str] = &[
     "first_frame",
     "last_frame",
     "reference_images",
+    "video",
     "duration",
     "aspect_ratio",
     "resolution",
@@ -110,8 +125,22 @@ fn documented_fields(model: &str) -> Option<&'static [(&'static str, &'static st
             ("resolution", "resolution"),
             ("audio", "generate_audio"),
         ]),
+        // Its `first_frame` is a modified first frame guiding the edit, not a frame the video
+        // opens on: not sent.
+        "luma/modify-video" => Some(&[("prompt", "prompt"), ("video", "video")]),
         _ => None,
     }
+}
+
+/// A model that renders only from a source video (no generation of its own).
+fn needs_source(model: &str) -> bool {
+    model == "luma/modify-video"
+}
+
+/// The duration and aspect ratio a model takes reference images at, when it takes them only
+/// there (Veo 3.1: 8 s at 16:9; the finalize step trims and crops the render).
+fn reference_shape(model: &str) -> Option<(u32, &'static str)> {
+    (model == "google/veo-3.1").then_some((8, "16:9"))
 }
 
 /// What a prediction is started for.
@@ -131,6 +160,17 @@ pub struct ReplicateEngine {
     fields: BTreeMap<&'static str, String>,
     /// Whether the model is asked for a soundtrack (where it has a field for that).
     audio: bool,
+    rules: Rules,
+}
+
+/// What a documented model takes beyond its fields.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rules {
+    /// It renders only from a source video: a request without one is refused before a
+    /// prediction starts.
+    needs_source: bool,
+    /// The duration and aspect ratio its reference images need.
+    reference_shape: Option<(u32, &'static str)>,
 }
 
 /// The inputs (`first_frame`, `last_frame`, `reference_images`) an engine entry's model takes:
@@ -230,17 +270,29 @@ impl ReplicateEngine {
             },
             fetcher,
         )?;
+        let model = config
+            .model_id
+            .as_deref()
+            .unwrap_or(DEFAULT_MODEL)
+            .trim()
+            .split(':')
+            .next()
+            .unwrap_or_default();
         Ok(ReplicateEngine {
             api,
             target,
             fields,
             audio: config.native_renders().audio,
+            rules: Rules {
+                needs_source: needs_source(model),
+                reference_shape: reference_shape(model),
+            },
         })
     }
 
     /// The create call: its URL path and JSON body.
     fn create_request(&self, request: &RenderRequest) -> Result<(String, Value), EngineError> {
-        let input = input(&self.fields, self.audio, request)?;
+        let input = input(&self.fields, self.audio, self.rules, request)?;
         Ok(match &self.target {
             Target::Official { owner, name } => (
                 format!("/models/{owner}/{name}/predictions"),
@@ -264,6 +316,7 @@ impl ReplicateEngine {
 fn input(
     fields: &BTreeMap<&'static str, String>,
     audio: bool,
+    rules: Rules,
     request: &RenderRequest,
 ) -> Result<Map<String, Value>, EngineError> {
     let mut input = Map::new();
@@ -295,13 +348,33 @@ fn input(
             "the model takes no reference videos or audio".into(),
         ));
     }
+    // A remix, an edit or an extension done by the model: the source's signed URL in its
+    // video field.
+    match &inputs.source {
+        Some(source) => put("video", json!(source.video_url)).map_err(|_| {
+            EngineError::Rejected(format!(
+                "the model takes no source video for a {}",
+                source.operation
+            ))
+        })?,
+        None if rules.needs_source => {
+            return Err(EngineError::Rejected(
+                "the model renders only from a source video".into(),
+            ))
+        }
+        None => {}
+    }
+    let (mut seconds, mut ratio) = (request.seconds, ratio_label(request.width, request.height));
+    if let Some(shape) = rules
+        .reference_shape
+        .filter(|_| !inputs.reference_image_urls.is_empty())
+    {
+        (seconds, ratio) = shape;
+    }
     // The render's parameters go only where the model has a field for them.
     let optional = [
-        ("duration", json!(request.seconds)),
-        (
-            "aspect_ratio",
-            json!(ratio_label(request.width, request.height)),
-        ),
+        ("duration", json!(seconds)),
+        ("aspect_ratio", json!(ratio)),
         (
             "resolution",
             json!(format!("{}p", request.width.min(request.height))),
@@ -621,25 +694,106 @@ mod tests {
     #[test]
     fn veo_gets_ratio_resolution_audio_and_references() {
         let e = engine(Some("google/veo-3.1"), &[]);
-        let refs = RenderInputs {
-            reference_image_urls: vec!["https://b/1.png".into(), "https://b/2.png".into()],
+        let frames = RenderInputs {
+            first_frame_url: Some("https://b/f.png".into()),
+            last_frame_url: Some("https://b/l.png".into()),
             ..Default::default()
         };
         let (path, body) = e
-            .create_request(&request(8, 720, 1280, refs))
+            .create_request(&request(4, 720, 1280, frames))
             .expect("body");
         assert_eq!(path, "/models/google/veo-3.1/predictions");
         assert_eq!(
             body["input"],
             json!({
                 "prompt": "a paper boat",
-                "reference_images": ["https://b/1.png", "https://b/2.png"],
-                "duration": 8,
+                "image": "https://b/f.png",
+                "last_frame": "https://b/l.png",
+                "duration": 4,
                 "aspect_ratio": "9:16",
                 "resolution": "720p",
-                // the kind's default audio is hailuo-02's (none) unless the catalog says so
-                "generate_audio": false,
+                // Veo 3.1 renders audio (the model table)
+                "generate_audio": true,
             })
+        );
+        // Reference images only at 8 s and 16:9, whatever the job's shape.
+        let refs = RenderInputs {
+            reference_image_urls: vec!["https://b/1.png".into(), "https://b/2.png".into()],
+            ..Default::default()
+        };
+        let (_, body) = e
+            .create_request(&request(4, 1080, 1920, refs))
+            .expect("body");
+        assert_eq!(
+            (
+                &body["input"]["duration"],
+                &body["input"]["aspect_ratio"],
+                &body["input"]["resolution"]
+            ),
+            (&json!(8), &json!("16:9"), &json!("1080p"))
+        );
+        assert_eq!(
+            body["input"]["reference_images"],
+            json!(["https://b/1.png", "https://b/2.png"])
+        );
+        // Veo 3.1 takes no source video.
+        let source = RenderInputs {
+            source: Some(reelgate_engine::protocol::RenderSource {
+                operation: "extension".into(),
+                video_url: "https://b/s.mp4".into(),
+                render_id: None,
+            }),
+            ..Default::default()
+        };
+        assert!(matches!(
+            e.create_request(&request(8, 1280, 720, source)),
+            Err(EngineError::Rejected(m)) if m.contains("source video")
+        ));
+    }
+
+    #[test]
+    fn modify_video_takes_the_source_in_its_video_field_only() {
+        let e = engine(Some("luma/modify-video"), &[]);
+        let source = RenderInputs {
+            source: Some(reelgate_engine::protocol::RenderSource {
+                operation: "edit".into(),
+                video_url: "https://blobs.example/source.mp4?sig=1".into(),
+                render_id: None,
+            }),
+            ..Default::default()
+        };
+        let (path, body) = e
+            .create_request(&request(6, 1366, 768, source))
+            .expect("body");
+        assert_eq!(path, "/models/luma/modify-video/predictions");
+        assert_eq!(
+            body,
+            json!({"input": {"prompt": "a paper boat", "video": "https://blobs.example/source.mp4?sig=1"}})
+        );
+        // No generation of its own: refused before a prediction starts.
+        assert!(matches!(
+            e.create_request(&request(6, 1366, 768, RenderInputs::default())),
+            Err(EngineError::Rejected(m)) if m.contains("source video")
+        ));
+        // Another model takes its source in the field the catalog names.
+        let e = engine(
+            Some("someone/restyle"),
+            &[("prompt", "prompt"), ("video", "input_video")],
+        );
+        let source = RenderInputs {
+            source: Some(reelgate_engine::protocol::RenderSource {
+                operation: "remix".into(),
+                video_url: "https://b/s.mp4".into(),
+                render_id: None,
+            }),
+            ..Default::default()
+        };
+        let (_, body) = e
+            .create_request(&request(6, 1366, 768, source))
+            .expect("body");
+        assert_eq!(
+            body["input"],
+            json!({"prompt": "a paper boat", "input_video": "https://b/s.mp4"})
         );
     }
 

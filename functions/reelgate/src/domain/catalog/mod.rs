@@ -3,6 +3,7 @@
 //! It is configuration (TOML), loaded from `REELGATE_CATALOG` or the built-in default
 //! (`catalog.default.toml` beside this file, documented in docs/configuration.md).
 
+pub mod hosted_models;
 pub mod providers;
 
 use crate::domain::videos::native_renders::{Durations, NativeRenders, Size};
@@ -294,7 +295,8 @@ pub struct EngineConfig {
     #[serde(default)]
     pub max_image_bytes: Option<u64>,
     /// For `fal` and `replicate`: the model's input field for each thing reelgate sends
-    /// (`prompt`, `first_frame`, `last_frame`, `reference_images`, `duration`, `aspect_ratio`,
+    /// (`prompt`, `first_frame`, `last_frame`, `reference_images`, `video` (the source of a
+    /// remix, edit or extension the engine does itself), `duration`, `aspect_ratio`,
     /// `resolution`, `audio`), overriding the documented defaults of its `model_id`
     /// (docs/engines.md); a thing with no field is not sent.
     #[serde(default)]
@@ -351,7 +353,10 @@ impl EngineConfig {
     /// What the engine renders: its kind's documented defaults with this entry's overrides.
     /// (The catalog check has refused overrides that do not parse.)
     pub fn native_renders(&self) -> NativeRenders {
-        let mut native = NativeRenders::kind_default(&self.kind, self.request_shape.as_deref());
+        let mut native = match hosted_models::find(&self.kind, self.model_id.as_deref()) {
+            Some(model) => (model.renders)(),
+            None => NativeRenders::kind_default(&self.kind, self.request_shape.as_deref()),
+        };
         if let Some(values) = &self.durations {
             native.durations = Durations::Set {
                 values: values.clone(),
@@ -384,7 +389,10 @@ impl EngineConfig {
 
     /// The inputs this engine can pass on at most.
     pub fn inputs(&self) -> &'static [&'static str] {
-        kind_inputs(&self.kind, self.request_shape.as_deref())
+        match hosted_models::find(&self.kind, self.model_id.as_deref()) {
+            Some(model) => model.inputs,
+            None => kind_inputs(&self.kind, self.request_shape.as_deref()),
+        }
     }
 
     /// Why the entry's native-render overrides are unusable, if they are.
