@@ -249,6 +249,29 @@ impl<'a> Movie<'a> {
         Ok(&self.data[start..end])
     }
 
+    /// Every sample inside the file and no two sharing a byte, so a track's samples together
+    /// are never more bytes than the file (a table pointing many samples at the same bytes
+    /// would have a conform copy them over and over).
+    fn check_sample_extents(&self, samples: &[Sample]) -> Result<(), MediaError> {
+        let mut extents: Vec<(u64, u64)> = samples
+            .iter()
+            .filter(|s| s.size > 0)
+            .map(|s| (s.offset, s.offset.saturating_add(u64::from(s.size))))
+            .collect();
+        extents.sort_unstable();
+        let mut end_before = 0u64;
+        for (start, end) in extents {
+            if end > self.data.len() as u64 {
+                return Err(bad("a sample lies outside the file"));
+            }
+            if start < end_before {
+                return Err(bad("two samples share bytes of the file"));
+            }
+            end_before = end;
+        }
+        Ok(())
+    }
+
     fn tables(&self, track: &Track) -> Result<Tables<'a>, MediaError> {
         let stbl = &self.data[track.stbl.clone()];
         let list = children(stbl)?;
@@ -304,6 +327,7 @@ impl<'a> Movie<'a> {
         if out.len() != count as usize {
             return Err(bad("the chunk tables hold fewer samples than stsz"));
         }
+        self.check_sample_extents(&out)?;
         // Decode times.
         let entries = be32(t.stts, 4)? as usize;
         let mut i = 0usize;

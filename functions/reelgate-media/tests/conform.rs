@@ -423,6 +423,55 @@ fn refuses_what_it_cannot_conform() {
 }
 
 #[test]
+fn a_sample_table_pointing_samples_at_the_same_bytes_is_refused() {
+    let s = Scratch::new("overlap");
+    let clip = s.ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x240:rate=12",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:sample_rate=44100",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-t",
+            "2",
+            "-movflags",
+            "+faststart",
+        ],
+        "clip.mp4",
+    );
+    conform_mp4(&clip, &target(AspectRatio::R16x9, 2)).expect("the clip as written conforms");
+    // Every chunk of the audio track (the one after the `soun` handler) pointed at its first
+    // chunk's bytes: small on disk, many copies of the same bytes when read.
+    let mut hostile = clip.clone();
+    let find = |from: usize, what: &[u8]| {
+        hostile[from..]
+            .windows(what.len())
+            .position(|w| w == what)
+            .map(|i| i + from)
+    };
+    let soun = find(0, b"soun").expect("an audio handler");
+    let stco = find(soun, b"stco").expect("the audio chunk offsets");
+    let be32 = |b: &[u8], at: usize| u32::from_be_bytes(b[at..at + 4].try_into().expect("4"));
+    let count = be32(&hostile, stco + 8) as usize;
+    assert!(count > 1, "the audio track has several chunks");
+    let first = hostile[stco + 12..stco + 16].to_vec();
+    for k in 1..count {
+        let at = stco + 12 + 4 * k;
+        hostile[at..at + 4].copy_from_slice(&first);
+    }
+    let err =
+        conform_mp4(&hostile, &target(AspectRatio::R16x9, 2)).expect_err("overlapping samples");
+    assert!(err.to_string().contains("share bytes"), "{err}");
+}
+
+#[test]
 fn the_reference_renderers_output_passes_through() {
     let spec = RenderSpec::new(1366, 768, 4, "a lighthouse at dusk");
     let mp4 = render_mp4(&spec, &mut |_| {}, &AtomicBool::new(false)).expect("render");

@@ -7,6 +7,7 @@ use crate::domain::billing::rate_limits::{self, RateLimited, RateStatus};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
+use crate::domain::videos::native_renders::NativeRenders;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
@@ -836,22 +837,29 @@ impl Source {
     fn source_use(
         &self,
         engine: Option<&str>,
-        native: &crate::domain::videos::native_renders::NativeOperations,
+        renders: &crate::domain::videos::native_renders::NativeRenders,
         segment: u32,
         now: i64,
     ) -> SourceUse {
+        let native = &renders.operations;
         match self.operation {
             SourceOperation::Remix if native.video_to_video_takes(self.seconds) => SourceUse::Video,
             SourceOperation::Remix => SourceUse::FirstFrame,
             SourceOperation::Edit => SourceUse::Video,
             SourceOperation::Extension => {
-                let own = self.render.as_ref().is_some_and(|r| {
-                    Some(r.engine.as_str()) == engine
-                        && native
-                            .own_renders_kept_hours
-                            .is_none_or(|h| now - r.completed_at < i64::from(h) * 3600)
-                });
                 let base = self.base_seconds.unwrap_or_default();
+                // The provider continues its own render from its end: only where that render
+                // lasted exactly the source's seconds (none of it trimmed away) does the
+                // continuation start where the source ends.
+                let untrimmed =
+                    u32::try_from(base).is_ok_and(|b| renders.duration_for(b) == Some(b));
+                let own = untrimmed
+                    && self.render.as_ref().is_some_and(|r| {
+                        Some(r.engine.as_str()) == engine
+                            && native
+                                .own_renders_kept_hours
+                                .is_none_or(|h| now - r.completed_at < i64::from(h) * 3600)
+                    });
                 match native.extends(base, segment, own) {
                     true if native.extension_includes_source => SourceUse::VideoWithContinuation,
                     true => SourceUse::Video,
@@ -1076,12 +1084,12 @@ pub async fn create_with(
     let id = new_id("video");
     let now = now_secs();
     let source_use = source.map(|s| {
-        let native = cx
+        let renders = cx
             .catalog
             .video_model(&priced.model)
-            .map(|m| cx.catalog.capabilities(m).native.operations)
-            .unwrap_or_default();
-        s.source_use(priced.engine.as_deref(), &native, req.seconds, now)
+            .map(|m| cx.catalog.capabilities(m).native)
+            .unwrap_or_else(|| NativeRenders::kind_default("reference", None));
+        s.source_use(priced.engine.as_deref(), &renders, req.seconds, now)
     });
     // A key with a monthly budget commits the quote now; an unbilled end gives it back.
     let budget = match &caller.credential {
@@ -1225,6 +1233,74 @@ pub async fn create_with(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn source_of(operation: SourceOperation, seconds: i64, render: Option<(&str, i64)>) -> Source {
+        Source {
+            origin: SourceOrigin::Video("video_1".into()),
+            operation,
+            base_seconds: (operation == SourceOperation::Extension).then_some(seconds),
+            seconds: seconds as f64,
+            render: render.map(|(engine, completed_at)| SourceRender {
+                engine: engine.into(),
+                render_id: "models/veo/operations/op1".into(),
+                completed_at,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_source_is_taken_natively_only_within_the_provider_s_bounds() {
+        use SourceOperation::*;
+        let now = 1_800_000_000;
+        let veo = NativeRenders::kind_default("veo", None);
+        let own = Some(("veo-1", now - 3600));
+        let ext = |s: i64, render, at| {
+            source_of(Extension, s, render).source_use(Some("veo-1"), &veo, 4, at)
+        };
+        assert_eq!(ext(4, own, now), SourceUse::VideoWithContinuation);
+        assert_eq!(
+            source_of(Extension, 4, own)
+                .own_render(SourceUse::VideoWithContinuation)
+                .as_deref(),
+            Some("models/veo/operations/op1")
+        );
+        // Rendered at 6 s and trimmed to 5: the continuation would not start where it ends.
+        assert_eq!(ext(5, own, now), SourceUse::LastFrame);
+        assert_eq!(
+            ext(4, Some(("other-engine", now)), now),
+            SourceUse::LastFrame
+        );
+        assert_eq!(ext(4, None, now), SourceUse::LastFrame);
+        assert_eq!(
+            ext(4, own, now + 48 * 3600),
+            SourceUse::LastFrame,
+            "Veo keeps it two days"
+        );
+        // A segment longer than Veo's 7 s is chained too.
+        assert_eq!(
+            source_of(Extension, 4, own).source_use(Some("veo-1"), &veo, 8, now),
+            SourceUse::LastFrame
+        );
+        assert_eq!(
+            source_of(Remix, 4, own).source_use(Some("veo-1"), &veo, 4, now),
+            SourceUse::FirstFrame
+        );
+
+        let xai = NativeRenders::kind_default("xai", None);
+        let on_xai = |op, s: i64| source_of(op, s, None).source_use(Some("grok"), &xai, 4, now);
+        assert_eq!(
+            on_xai(Extension, 6),
+            SourceUse::VideoWithContinuation,
+            "any video"
+        );
+        assert_eq!(on_xai(Remix, 8), SourceUse::Video);
+        assert_eq!(
+            on_xai(Remix, 9),
+            SourceUse::FirstFrame,
+            "over the 8.7 s edits take"
+        );
+        assert_eq!(on_xai(Edit, 6), SourceUse::Video);
+    }
 
     fn base() -> Value {
         json!({"model": "reel-1", "prompt": "a cat", "seconds": 4, "aspect_ratio": "16:9"})

@@ -106,6 +106,24 @@ pub async fn edit(
             ),
         ));
     }
+    let too_large = match (&source.origin, capabilities.as_ref()) {
+        (crate::domain::videos::create::SourceOrigin::Upload(bytes), Some(c)) => c
+            .native
+            .operations
+            .max_video_to_video_bytes
+            .filter(|max| bytes.len() as u64 > *max),
+        _ => None,
+    };
+    if let Some(max) = too_large {
+        return Err(ApiError::invalid(
+            "video",
+            format!(
+                "The source file is over {} MB, the most the video model '{}' edits.",
+                max / 1_000_000,
+                source.model
+            ),
+        ));
+    }
     let range = capabilities.and_then(|c| c.seconds);
     if let Some((min, max)) = range {
         if !(i64::from(min)..=i64::from(max)).contains(&source.seconds) {

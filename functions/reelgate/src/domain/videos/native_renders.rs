@@ -112,6 +112,8 @@ pub struct NativeOperations {
     pub extension: bool,
     /// The longest source video-to-video takes, in seconds (xAI's edits: 8.7 s).
     pub max_video_to_video_seconds: Option<f64>,
+    /// The largest source video-to-video takes, in bytes (Runway's: a 16 MB data URI).
+    pub max_video_to_video_bytes: Option<u64>,
     /// The source lengths an extension takes, in seconds (xAI: 2 to 15).
     pub extension_source_seconds: Option<(u32, u32)>,
     /// The segment lengths an extension renders (Veo: 7 s); `None`: the engine's durations.
@@ -295,10 +297,15 @@ impl NativeRenders {
                     max: 10,
                     step: 1,
                 },
-                // gen4_aleph re-renders a source video (its first 5 s).
+                // aleph2 re-renders a source video (remix and edit) at the source's length and
+                // resolution. No Runway page states its longest source (resellers' pages say
+                // 2 to 30 s; unconfirmed): 10 s, Runway's longest generation, is a bound that
+                // also keeps a source of reelgate's bit rate well inside the 16 MB data URI.
                 operations: NativeOperations {
                     video_to_video: true,
-                    max_video_to_video_seconds: Some(5.0),
+                    max_video_to_video_seconds: Some(10.0),
+                    // Sent as a data URI of at most 16 MB: base64 of 12 MB.
+                    max_video_to_video_bytes: Some(12_000_000),
                     ..NativeOperations::default()
                 },
                 ..hosted(
@@ -413,7 +420,7 @@ impl NativeRenders {
 }
 
 /// A hosted provider's documented renders: a set of durations, sizes, audio.
-fn hosted(durations: &[u32], sizes: &[(u32, u32)], audio: bool) -> NativeRenders {
+pub(crate) fn hosted(durations: &[u32], sizes: &[(u32, u32)], audio: bool) -> NativeRenders {
     NativeRenders {
         durations: Durations::Set {
             values: durations.to_vec(),
