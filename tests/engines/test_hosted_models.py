@@ -131,14 +131,13 @@ def test_a_source_longer_than_the_model_takes_is_refused_at_create(hosted, tmp_p
     assert fake.creates == creates, "nothing reached the provider"
 
 
-def test_a_create_without_a_source_never_starts_a_prediction(hosted):
+def test_a_create_without_a_source_is_refused_at_create(hosted):
     server, fake = hosted
     creates, before = fake.creates, org_state(server)
     r = httpx.post(f"{server.base_url}/v1/videos", headers=auth(server.api_key), timeout=60,
                    json={"model": MODIFY, "prompt": "a canal", "seconds": 4, "aspect_ratio": "16:9"})
-    assert r.status_code == 200, r.text
-    done = wait_terminal(server, r.json()["id"])
-    assert done["status"] == "failed", done
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "model" and "source video" in r.json()["error"]["message"], r.text
     assert fake.creates == creates, "modify-video renders only from a source: nothing was sent"
     after = org_state(server)
-    assert (after["balance"], after["reserved"]) == (before["balance"], before["reserved"]), "unbilled"
+    assert (after["balance"], after["reserved"]) == (before["balance"], before["reserved"]), "nothing reserved"

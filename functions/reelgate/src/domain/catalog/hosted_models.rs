@@ -75,6 +75,7 @@ pub const MODELS: &[HostedModel] = &[
             operations: NativeOperations {
                 video_to_video: true,
                 max_video_to_video_seconds: Some(10.05),
+                source_only: true,
                 ..NativeOperations::default()
             },
             // With `keep_audio` the edit carries the source's soundtrack.
@@ -111,6 +112,7 @@ pub const MODELS: &[HostedModel] = &[
             operations: NativeOperations {
                 video_to_video: true,
                 max_video_to_video_seconds: Some(30.0),
+                source_only: true,
                 ..NativeOperations::default()
             },
             ..hosted(&[], SOURCE_SIZES, false)

@@ -1035,6 +1035,20 @@ pub async fn create_with(
     source: Option<&Source>,
 ) -> ApiResult<Video> {
     let (req, priced) = priced(cx, caller, body).await?;
+    let source_only = cx
+        .catalog
+        .video_model(&priced.model)
+        .is_some_and(|m| cx.catalog.capabilities(m).native.operations.source_only);
+    if source_only && source.is_none() {
+        return Err(ApiError::invalid(
+            "model",
+            format!(
+                "The video model '{}' renders only from a source video: use POST \
+                 /v1/videos/edits or /v1/videos/{{video_id}}/remix.",
+                priced.model
+            ),
+        ));
+    }
     let engine_image_limit = priced
         .engine
         .as_deref()

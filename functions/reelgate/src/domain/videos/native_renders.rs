@@ -127,6 +127,9 @@ pub struct NativeOperations {
     /// The engine answers an extension with the source and its continuation as one video
     /// (Veo, xAI), which is conformed whole instead of joined after the source.
     pub extension_includes_source: bool,
+    /// The model renders only from a source video (a video-to-video model such as Luma's
+    /// modify-video): a create without one is refused, and nothing is chained onto it.
+    pub source_only: bool,
 }
 
 impl NativeOperations {
