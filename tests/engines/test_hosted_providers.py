@@ -354,3 +354,24 @@ def test_a_character_is_drawn_as_reference_images_where_the_provider_takes_them(
     assert fake.reference_counts[counts:] and fake.reference_counts[-1] >= 1, fake.reference_counts
     assert_contract(server, tmp_path, done, 4, (1366, 768))
     billed_exactly(server, before, done)
+
+
+@pytest.mark.parametrize("kind", list(PROVIDERS))
+def test_an_edit_longer_than_the_provider_takes_is_refused_at_create(hosted, kind, tmp_path):
+    server, fakes = hosted
+    fake = fakes[kind]
+    if operations(fake)["edit"] != "native":
+        pytest.skip(f"{kind} does not edit")
+    from conftest import make_mp4
+
+    # 12 s: past xAI's 8.7 s, Luma's and Runway's 10 s (and every model's 10 s renders).
+    path = tmp_path / "long.mp4"
+    make_mp4(str(path), 640, 360, 12)
+    before, creates = org_state(server), fake.creates
+    with pytest.raises(openai.BadRequestError) as e:
+        sdk(server).videos.edit(prompt="in snow", video=("long.mp4", path.read_bytes(), "video/mp4"),
+                                extra_body={"model": model_id(kind)})
+    assert e.value.body["param"] == "video", e.value.body
+    assert fake.creates == creates, "nothing reached the provider"
+    after = org_state(server)
+    assert (after["balance"], after["reserved"]) == (before["balance"], before["reserved"]), "nothing reserved"

@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// closes.
     #[arg(long, default_value_t = ListenerLimits::default().write_timeout.as_secs(), env = "REELGATE_WRITE_TIMEOUT_SECS")]
     write_timeout_secs: u64,
+    /// Seconds a PDF waits for a free renderer (organizations are served in turn) before it is
+    /// answered 503 `pdf_renderer_busy`.
+    #[arg(long, default_value_t = reelgate_embedded::pdf_child::DEFAULT_WAIT_SECS, env = "REELGATE_PDF_WAIT_SECS")]
+    pdf_wait_secs: u64,
     /// Bytes a second a request body must average after its first 10 s (0: no minimum).
     #[arg(long, default_value_t = ListenerLimits::default().min_body_rate, env = "REELGATE_MIN_BODY_RATE")]
     min_body_rate: u64,
@@ -82,7 +86,8 @@ pub async fn run(args: ServeArgs, config: &Config) -> anyhow::Result<()> {
     // PDFs are rendered by this binary re-run as a limited child process, never in this one.
     app.pdf = Arc::new(
         reelgate_embedded::pdf_child::ChildRasterizer::this_executable()
-            .context("finding this executable for the PDF renderer")?,
+            .context("finding this executable for the PDF renderer")?
+            .with_wait(std::time::Duration::from_secs(args.pdf_wait_secs)),
     );
     let demo = bootstrap_demo(&app)
         .await

@@ -5,18 +5,22 @@
 //! The child gets the PDF on stdin and answers on stdout; it starts with an address-space limit
 //! ([`LIMIT_MEMORY_BYTES`]: an allocation past it fails and the child aborts), a CPU-time limit
 //! and no core dumps (set between fork and exec), an empty environment, and is killed when
-//! [`LIMIT_SECONDS`] of wall-clock time pass. At most one child per core runs at once.
+//! [`LIMIT_SECONDS`] of wall-clock time pass. At most one child per core runs at once, and the
+//! cores are shared between organizations in turn (`reelgate::domain::fair_slots`): a freed
+//! one goes to the waiting organization running the fewest, so one organization's burst holds
+//! another's document back by one document at most. A document that waits
+//! `REELGATE_PDF_WAIT_SECS` (30 s) without a core is answered as busy.
 //!
 //! The answer: exit status 0 and `u32` page count, then per page a `u64` length and the PNG (all
 //! big-endian); exit status [`REFUSED`] and the refusal's message; anything else (a signal, an
 //! abort) is a child that hit a limit.
 
 use async_trait::async_trait;
+use reelgate::domain::fair_slots::FairSlots;
 use reelgate::domain::responses::pdf as render;
 use reelgate::ports::pdf::{PdfError, PdfRasterizer, LIMIT_MEMORY_BYTES, LIMIT_SECONDS};
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -32,8 +36,12 @@ pub struct ChildRasterizer {
     args: Vec<String>,
     memory_bytes: u64,
     seconds: u64,
-    permits: Arc<tokio::sync::Semaphore>,
+    slots: FairSlots,
+    wait: Duration,
 }
+
+/// How long a document waits for a core by default.
+pub const DEFAULT_WAIT_SECS: u64 = 30;
 
 impl ChildRasterizer {
     pub fn new(program: PathBuf, args: Vec<String>) -> Self {
@@ -43,8 +51,15 @@ impl ChildRasterizer {
             args,
             memory_bytes: LIMIT_MEMORY_BYTES,
             seconds: LIMIT_SECONDS,
-            permits: Arc::new(tokio::sync::Semaphore::new(cores)),
+            slots: FairSlots::new(cores),
+            wait: Duration::from_secs(DEFAULT_WAIT_SECS),
         }
+    }
+
+    /// A document waits at most `wait` for a free core.
+    pub fn with_wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
     }
 
     /// This process's own executable, re-run as `reelgate pdf-rasterize`.
@@ -63,11 +78,11 @@ impl ChildRasterizer {
 #[async_trait]
 impl PdfRasterizer for ChildRasterizer {
     async fn rasterize(&self, pdf: Vec<u8>) -> Result<Vec<Vec<u8>>, PdfError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|e| PdfError::Unavailable(e.to_string()))?;
+        let tenant = reelgate::domain::fair_slots::current_tenant();
+        let _slot = self.slots.acquire(&tenant, self.wait).await.map_err(|busy| {
+            tracing::warn!(%tenant, waited_secs = busy.waited.as_secs(), "no PDF renderer freed in time");
+            PdfError::Busy(busy.waited.as_secs())
+        })?;
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)

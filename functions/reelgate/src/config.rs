@@ -149,6 +149,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "local server: time one write of an answer may wait for the client to read, in seconds",
     ),
     (
+        "REELGATE_PDF_WAIT_SECS",
+        "local server: time a PDF waits for a free renderer before a 503, in seconds",
+    ),
+    (
         "REELGATE_MIN_BODY_RATE",
         "local server: bytes a second a request body must average",
     ),

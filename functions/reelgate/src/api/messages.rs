@@ -240,14 +240,15 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let answer = crate::domain::messages::create::create(
+    let org = caller.org.clone();
+    let created = crate::domain::messages::create::create(
         app.chat_ports(),
         app.pdf.as_ref(),
         caller,
         body,
         |stop_sequences| Arc::new(Anthropic { stop_sequences }),
-    )
-    .await?;
+    );
+    let answer = crate::domain::fair_slots::as_tenant(&org, created).await?;
     Ok(crate::api::chat_answers::render(answer))
 }
 
@@ -257,13 +258,13 @@ async fn count_tokens(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     use crate::domain::messages::create::TokenCountAnswer;
-    let answer = crate::domain::messages::create::count_tokens(
+    let counted = crate::domain::messages::create::count_tokens(
         app.chat_ports(),
         app.pdf.as_ref(),
         &caller,
         body,
-    )
-    .await?;
+    );
+    let answer = crate::domain::fair_slots::as_tenant(&caller.org, counted).await?;
     Ok(match answer {
         TokenCountAnswer::Counted { count, status } => {
             let mut response = Json(count).into_response();

@@ -52,13 +52,9 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let (reply, status) = match crate::domain::responses::create::create(
-        app.responses_ports(),
-        caller,
-        body,
-    )
-    .await?
-    {
+    let org = caller.org.clone();
+    let created = crate::domain::responses::create::create(app.responses_ports(), caller, body);
+    let (reply, status) = match crate::domain::fair_slots::as_tenant(&org, created).await? {
         CreateAnswer::Limited(limited) => return Ok(crate::api::rate_limits::refused(limited)),
         CreateAnswer::Admitted { reply, status } => (reply, status),
     };

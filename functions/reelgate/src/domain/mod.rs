@@ -9,6 +9,7 @@ pub mod billing;
 pub mod catalog;
 pub mod chat;
 pub mod error;
+pub mod fair_slots;
 pub mod files;
 pub mod idempotency;
 pub mod ids;

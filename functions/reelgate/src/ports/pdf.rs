@@ -15,6 +15,10 @@ pub enum PdfError {
     /// The renderer could not be reached or failed for a reason of its own. A 503.
     #[error("the PDF renderer is unavailable: {0}")]
     Unavailable(String),
+    /// Every renderer slot stayed taken for the whole wait (other tenants' documents were
+    /// served in turn before this one). A 503 the caller may retry.
+    #[error("the PDF renderer stayed busy for {0} s")]
+    Busy(u64),
 }
 
 impl PdfError {

@@ -568,6 +568,13 @@ pub async fn bytes_parts(
                         "The PDF renderer is unavailable; try again later.",
                     )
                 }
+                PdfError::Busy(waited) => ApiError::unavailable(
+                    "pdf_renderer_busy",
+                    format!(
+                        "Every PDF renderer stayed busy with other documents for {waited} s \
+                         (organizations are served in turn); try again in a few seconds."
+                    ),
+                ),
             })?;
             Ok(pages
                 .into_iter()
