@@ -243,7 +243,15 @@ struct SpsInfo {
     width: u32,
     height: u32,
     progressive: bool,
+    /// `max_num_ref_frames`: the decoder keeps this many pictures besides the current one.
+    ref_frames: u32,
 }
+
+/// The most a decoder's picture buffer may hold for one conform: the declared reference frames
+/// and the picture being decoded, each an 8-bit 4:2:0 picture of the stream's size. A 4k stream
+/// with the usual few references needs under 70 MiB; a stream declaring sixteen references at
+/// 4096x2304 (240 MiB) is refused before the decoder allocates anything.
+pub const MAX_DECODER_PICTURE_BYTES: u64 = 160 << 20;
 
 fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
     let mut r = Bits::new(nal.get(1..).unwrap_or_default());
@@ -300,7 +308,7 @@ fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
         }
         _ => {}
     }
-    let _refs = r.ue()?;
+    let ref_frames = r.ue()?;
     r.bit()?;
     let w_mbs = r.ue()? + 1;
     let h_units = r.ue()? + 1;
@@ -339,6 +347,7 @@ fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
         width: width.min(u64::from(u32::MAX)) as u32,
         height: height.min(u64::from(u32::MAX)) as u32,
         progressive: frame_mbs_only,
+        ref_frames,
     })
 }
 
@@ -431,6 +440,19 @@ fn video_input<'a>(movie: &'a Movie<'_>) -> Result<VideoInput<'a>, MediaError> {
         return Err(MediaError::UnsupportedCodec(
             "the video is interlaced H.264; only progressive video is conformed".into(),
         ));
+    }
+    let picture = u64::from(sps.width) * u64::from(sps.height) * 3 / 2;
+    let buffer = picture.saturating_mul(u64::from(sps.ref_frames.min(1024)) + 1);
+    if sps.ref_frames > 16 || buffer > MAX_DECODER_PICTURE_BYTES {
+        return Err(MediaError::InvalidSpec(format!(
+            "the video declares {} reference frames of {}x{}: decoding it would hold {} MiB of \
+             pictures, more than the {} MiB a conform allows",
+            sps.ref_frames,
+            sps.width,
+            sps.height,
+            buffer >> 20,
+            MAX_DECODER_PICTURE_BYTES >> 20
+        )));
     }
     Ok(VideoInput {
         track,

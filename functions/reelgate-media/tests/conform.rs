@@ -423,6 +423,32 @@ fn refuses_what_it_cannot_conform() {
 }
 
 #[test]
+fn a_stream_declaring_a_huge_picture_buffer_is_refused_before_decoding() {
+    let s = Scratch::new("refs");
+    let clip = s.ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=4096x2304:rate=12",
+            "-frames:v",
+            "3",
+            "-c:v",
+            "libx264",
+            "-x264-params",
+            "ref=16:level=6.2",
+        ],
+        "refs.mp4",
+    );
+    let err =
+        conform_mp4(&clip, &target(AspectRatio::R16x9, 1)).expect_err("16 references at 4096x2304");
+    assert!(
+        err.to_string().contains("16 reference frames of 4096x2304"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_sample_table_pointing_samples_at_the_same_bytes_is_refused() {
     let s = Scratch::new("overlap");
     let clip = s.ffmpeg(

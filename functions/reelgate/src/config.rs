@@ -149,6 +149,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "local server: time one write of an answer may wait for the client to read, in seconds",
     ),
     (
+        "REELGATE_CONFORM_CONCURRENCY",
+        "conforms and stitches one process runs at once (default: one per core)",
+    ),
+    (
         "REELGATE_PDF_WAIT_SECS",
         "local server: time a PDF waits for a free renderer before a 503, in seconds",
     ),
@@ -320,6 +324,9 @@ pub struct Settings {
     pub webhook_retry_schedule: Vec<Duration>,
     /// Console sign-in through an OpenID Connect issuer, when configured.
     pub oidc: Option<OidcSettings>,
+    /// Conforms (and stitches) this process runs at once, shared between organizations in
+    /// turn (`REELGATE_CONFORM_CONCURRENCY`; default one per core).
+    pub conform_concurrency: usize,
 }
 
 /// The OpenID Connect issuer the console signs people in with (`REELGATE_OIDC_*`). Its `Debug`
@@ -493,6 +500,7 @@ impl Default for Settings {
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
             oidc: None,
+            conform_concurrency: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -746,6 +754,11 @@ impl Config {
         let mut settings = Settings::default();
         if let Some(v) = vars.number("REELGATE_PRESIGN_TTL_SECS", "whole seconds")? {
             settings.presign_ttl = Duration::from_secs(v.max(1));
+        }
+        if let Some(v) =
+            vars.number("REELGATE_CONFORM_CONCURRENCY", "a whole number of conforms")?
+        {
+            settings.conform_concurrency = (v as usize).max(1);
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));

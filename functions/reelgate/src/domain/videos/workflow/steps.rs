@@ -20,6 +20,9 @@ pub mod errors {
     pub const ENGINE_OUTPUT_INVALID: &str = "EngineOutputInvalid";
     pub const JOB_NOT_RUNNING: &str = "JobNotRunning";
     pub const STORE_UNAVAILABLE: &str = "StoreUnavailable";
+    /// Every conform slot stayed taken (other organizations' clips were served in turn): the
+    /// workflow retries the step.
+    pub const CONFORM_BUSY: &str = "ConformBusy";
     pub const BAD_INPUT: &str = "BadStepInput";
 }
 
@@ -521,6 +524,7 @@ async fn conform(
         fallback_audio,
     };
     let started = std::time::Instant::now();
+    let _slot = conform_slot(pipeline, &job.org).await?;
     let conformed =
         tokio::task::spawn_blocking(move || reelgate_media::conform_mp4(&input, &target))
             .await
@@ -587,6 +591,31 @@ fn check_output(mp4: &[u8], seconds: f64) -> Result<String, StepError> {
     Ok(format!("{}x{}", video.width, video.height))
 }
 
+/// How long a conform waits for a slot before its step fails as [`errors::CONFORM_BUSY`], which
+/// the workflow retries (well inside the step's 300 s).
+const CONFORM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A slot of this process's conform stage for `org`: at most `conform_concurrency` conforms
+/// and stitches decode at once (each holds its decoder's pictures), handed to organizations in
+/// turn, so one organization's burst of clips neither multiplies the memory nor keeps another's
+/// clip waiting behind all of it.
+async fn conform_slot(
+    pipeline: &Pipeline,
+    org: &str,
+) -> Result<crate::domain::fair_slots::Slot, StepError> {
+    static SLOTS: std::sync::OnceLock<crate::domain::fair_slots::FairSlots> =
+        std::sync::OnceLock::new();
+    let slots = SLOTS.get_or_init(|| {
+        crate::domain::fair_slots::FairSlots::new(pipeline.settings.conform_concurrency)
+    });
+    slots.acquire(org, CONFORM_WAIT).await.map_err(|busy| {
+        StepError::new(
+            errors::CONFORM_BUSY,
+            format!("no conform slot freed within {} s", busy.waited.as_secs()),
+        )
+    })
+}
+
 /// Joins an extension's segment after its source (any other job passes through): the engine's
 /// output is conformed to the segment's seconds (kept as `segment_blob_key`), then stitched
 /// after the job's own copy of the source into `stitched_blob_key`, which finalize checks and
@@ -626,6 +655,7 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
         conform(pipeline, job, &item, &source_key, &conformed_key).await?
     };
     let started = std::time::Instant::now();
+    let _slot = conform_slot(pipeline, &job.org).await?;
     let joined = tokio::task::spawn_blocking(move || reelgate_media::stitch_mp4(&source, &segment))
         .await
         .map_err(|e| {
