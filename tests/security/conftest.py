@@ -26,7 +26,7 @@ FAKE_PUBLIC_IP = "127.0.0.2"
 
 class FileHost:
     """A tiny HTTP server on `ip` (a fake, for tests): /file.txt, /secret, /redirect?to=URL,
-    /big?mb=N (streamed, no Content-Length). Counts the requests it got."""
+    /big?mb=N and /bigpng?mb=N (an image by its first bytes; streamed, no Content-Length). Counts the requests it got."""
 
     def __init__(self, ip: str):
         host = self
@@ -51,14 +51,19 @@ class FileHost:
                     self.send_header("Location", to)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
-                elif u.path == "/big":
+                elif u.path in ("/big", "/bigpng"):
                     mb = int(parse_qs(u.query).get("mb", ["60"])[0])
+                    png = u.path == "/bigpng"
                     self.send_response(200)
-                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Type", "image/png" if png else "text/plain")
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     chunk = b"a" * (1 << 20)
                     try:
+                        if png:
+                            # A PNG's signature and header, then bytes: an image by its first bytes.
+                            head = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x02\x00\x00\x00"
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(head), head))
                         for _ in range(mb):
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         self.wfile.write(b"0\r\n\r\n")

@@ -77,3 +77,25 @@ def test_count_tokens_does_no_work_for_an_unfunded_key(server, tenant, public_ho
                         json={"model": "fake-model-v1", "messages": [{"role": "user", "content": "hello"}]}, timeout=60)
     assert funded.status_code == 200, funded.text
     assert funded.json()["input_tokens"] > 0
+
+
+def test_one_requests_urls_together_are_bounded(server, tenant, public_host):
+    """4. One request's URLs share one fetch budget (50 MiB): four 30 MiB image URLs in one
+    count_tokens request are refused at the second, naming its URL, and the server's peak RSS
+    grows by about one file, not four (before: four 32 MiB URLs took +513 MiB)."""
+    from harness import peak_rss_kib
+
+    urls = [f"{public_host.base}/bigpng?mb=30&n={i}" for i in range(4)]
+    body = {"model": "fake-model-v1", "messages": [{"role": "user", "content": [
+        *({"type": "image", "source": {"type": "url", "url": u}} for u in urls), {"type": "text", "text": "count"}]}]}
+    before = peak_rss_kib(server.proc.pid) / 1024
+    hits = len(public_host.hits)
+    r = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers={"x-api-key": tenant["key"]}, json=body,
+                   timeout=120)
+    peak = peak_rss_kib(server.proc.pid) / 1024
+    print(f"\nfour 30 MiB image URLs: {r.status_code} after {len(public_host.hits) - hits} fetches; "
+          f"peak RSS {before:.0f} -> {peak:.0f} MiB")
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert "together" in err["message"] and "messages.0.content.1.source.url" in err["message"], err
+    assert len(public_host.hits) - hits == 2, "the third and fourth URLs were never fetched"

@@ -34,6 +34,11 @@ pub enum FetchError {
     TooManyRedirects,
     #[error("the file at the URL is larger than {0} bytes")]
     TooLarge(u64),
+    /// The request's URLs together passed what one request may fetch.
+    #[error(
+        "the request's URLs together are larger than {0} bytes, the most one request may fetch"
+    )]
+    OverRequestBudget(u64),
 }
 
 #[async_trait]

@@ -346,7 +346,11 @@ pub async fn to_chat(
     body: Value,
     purpose: Purpose,
 ) -> ApiResult<Translated> {
-    translate(fetcher, pdf, model, parse(body, purpose)?).await
+    let fetches = crate::domain::responses::fetch::RequestFetches::new(
+        fetcher,
+        crate::domain::responses::fetch::MAX_REQUEST_FETCH_BYTES,
+    );
+    translate(&fetches, pdf, model, parse(body, purpose)?).await
 }
 
 /// Translates a parsed Messages request for `model`. Image URLs and documents are read here

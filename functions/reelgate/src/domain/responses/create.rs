@@ -188,8 +188,14 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
     let mut context = history?;
     let normalized = convert::normalize(cx, &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
+    // Every file_url of the request together within one request's fetch budget.
+    let fetches =
+        super::fetch::RequestFetches::new(cx.fetcher, super::fetch::MAX_REQUEST_FETCH_BYTES);
     let messages = convert::to_chat_messages(
-        cx,
+        crate::domain::Context {
+            fetcher: &fetches,
+            ..cx
+        },
         ports.pdf.as_ref(),
         &caller,
         &model,
