@@ -73,7 +73,6 @@
 
 use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
@@ -837,11 +836,7 @@ impl VideoEngine for FalEngine {
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
-        let url = render
-            .result_url
-            .as_deref()
-            .ok_or_else(|| EngineError::Rejected("the completed request names no video".into()))?;
-        self.api.download(url, MAX_ENGINE_OUTPUT_BYTES).await
+        self.api.download_output(render).await
     }
 }
 

@@ -364,15 +364,7 @@ impl VideoEngine for LumaEngine {
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
-        let url = render.result_url.as_deref().ok_or_else(|| {
-            EngineError::Rejected("the completed generation names no video".into())
-        })?;
-        self.api
-            .download(
-                url,
-                crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
-            )
-            .await
+        self.api.download_output(render).await
     }
 }
 

@@ -22,7 +22,7 @@ pub mod runway;
 pub mod veo;
 pub mod xai;
 
-use crate::ports::engine::EngineError;
+use crate::ports::engine::{EngineError, Render};
 use crate::ports::fetch::{FetchError, Fetcher};
 use bytes::Bytes;
 use serde_json::Value;
@@ -332,6 +332,20 @@ impl ProviderApi {
         }
     }
 
+    /// Downloads a finished render's output ([`ProviderApi::download`], at most the workflow's
+    /// cap on an engine's output).
+    pub async fn download_output(&self, render: &Render) -> Result<Bytes, EngineError> {
+        let url = render
+            .result_url
+            .as_deref()
+            .ok_or_else(|| EngineError::Rejected("the finished render names no video".into()))?;
+        self.download(
+            url,
+            crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
+        )
+        .await
+    }
+
     /// Reads one of the caller's files back from the short-lived URL reelgate signed for it
     /// (for a provider that takes images inline): its bytes and MIME type.
     pub async fn read_input(&self, signed_url: &str) -> Result<(Vec<u8>, String), EngineError> {
@@ -376,6 +390,18 @@ pub fn host_matches(entry: &str, host: &str) -> bool {
         Some(domain) => host.ends_with(entry) && host.len() > entry.len() || host == domain,
         None => host == entry,
     }
+}
+
+/// A render the provider accepted under its id `id` (a plain path segment), queued.
+pub fn accepted(id: &str) -> Result<Render, EngineError> {
+    Ok(Render {
+        id: path_segment(id)?.to_owned(),
+        status: crate::ports::engine::RenderStatus::Queued,
+        progress: 0,
+        error: None,
+        result_url: None,
+        created_at: crate::observability::metrics::now_millis() / 1000,
+    })
 }
 
 /// A provider's id as one path segment: refused unless it is made of URL-safe characters, so

@@ -63,7 +63,6 @@
 
 use super::{path_segment, transport, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
@@ -535,14 +534,7 @@ impl VideoEngine for RunwayEngine {
         let id = answer["id"].as_str().ok_or_else(|| {
             EngineError::Rejected("Runway's answer to the create has no task id".into())
         })?;
-        Ok(Render {
-            id: path_segment(id)?.to_owned(),
-            status: RenderStatus::Queued,
-            progress: 0,
-            error: None,
-            result_url: None,
-            created_at: crate::observability::metrics::now_millis() / 1000,
-        })
+        super::accepted(id)
     }
 
     async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
@@ -568,11 +560,7 @@ impl VideoEngine for RunwayEngine {
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
-        let url = render
-            .result_url
-            .as_deref()
-            .ok_or_else(|| EngineError::Rejected("the succeeded task names no output".into()))?;
-        self.api.download(url, MAX_ENGINE_OUTPUT_BYTES).await
+        self.api.download_output(render).await
     }
 }
 

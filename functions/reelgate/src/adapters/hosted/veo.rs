@@ -446,16 +446,7 @@ impl VideoEngine for VeoEngine {
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
-        let url = render
-            .result_url
-            .as_deref()
-            .ok_or_else(|| EngineError::Rejected("the finished operation names no video".into()))?;
-        self.api
-            .download(
-                url,
-                crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
-            )
-            .await
+        self.api.download_output(render).await
     }
 }
 

@@ -37,7 +37,6 @@
 
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
-use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
     EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
@@ -288,14 +287,7 @@ impl VideoEngine for XaiEngine {
         let id = answer["request_id"].as_str().ok_or_else(|| {
             EngineError::Rejected("xAI's answer to the create has no request_id".into())
         })?;
-        Ok(Render {
-            id: path_segment(id)?.to_owned(),
-            status: RenderStatus::Queued,
-            progress: 0,
-            error: None,
-            result_url: None,
-            created_at: crate::observability::metrics::now_millis() / 1000,
-        })
+        super::accepted(id)
     }
 
     async fn status(&self, render_id: &str) -> Result<Render, EngineError> {
@@ -315,11 +307,7 @@ impl VideoEngine for XaiEngine {
     }
 
     async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
-        let url = render
-            .result_url
-            .as_deref()
-            .ok_or_else(|| EngineError::Rejected("the finished request names no video".into()))?;
-        self.api.download(url, MAX_ENGINE_OUTPUT_BYTES).await
+        self.api.download_output(render).await
     }
 }
 
