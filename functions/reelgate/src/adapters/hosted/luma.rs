@@ -319,22 +319,16 @@ impl VideoEngine for LumaEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
         let (path, body) = create_call(&self.model, request)?;
         let url = self.api.url(path);
-        let generation = match self
+        let generation = self
             .api
-            .call(reqwest::Method::POST, &url, Some(&body), None)
-            .await
-        {
-            Ok(generation) => generation,
-            Err(EngineError::Rejected(message))
-                if message.starts_with("HTTP 400") && names_moderation(&message) =>
-            {
-                tracing::info!(reason = %message, "the provider refused the request's content");
-                return Err(EngineError::ContentRefused(
-                    "the provider's moderation refused the request".into(),
-                ));
-            }
-            Err(e) => return Err(e),
-        };
+            .create(
+                &url,
+                &body,
+                "HTTP 400",
+                names_moderation,
+                "the provider's moderation refused the request",
+            )
+            .await?;
         let id = path_segment(generation["id"].as_str().unwrap_or_default())?;
         let mut render = render_from_generation(id, &generation);
         if render.status == RenderStatus::Unknown {

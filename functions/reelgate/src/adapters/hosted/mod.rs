@@ -195,6 +195,32 @@ impl ProviderApi {
         answer.json()
     }
 
+    /// POSTs a create to `url`: a refusal whose status starts with `status_prefix` (`"HTTP 4"`,
+    /// `"HTTP 400"`) and whose message `refused_content` recognises is the provider refusing
+    /// the request's content, [`EngineError::ContentRefused`] with `sentence`; anything else as
+    /// [`ProviderApi::call`] answers it.
+    pub async fn create(
+        &self,
+        url: &str,
+        body: &Value,
+        status_prefix: &str,
+        refused_content: fn(&str) -> bool,
+        sentence: &str,
+    ) -> Result<Value, EngineError> {
+        match self
+            .call(reqwest::Method::POST, url, Some(body), None)
+            .await
+        {
+            Err(EngineError::Rejected(message))
+                if message.starts_with(status_prefix) && refused_content(&message) =>
+            {
+                tracing::info!(reason = %message, "the provider refused the request's content");
+                Err(EngineError::ContentRefused(sentence.to_owned()))
+            }
+            answer => answer,
+        }
+    }
+
     /// Calls the API like [`ProviderApi::call`] but answers whatever HTTP answer came back,
     /// for an adapter that must read a refusal's body itself (a provider's structured content
     /// refusal, fal's result of a failed request); transport errors are still

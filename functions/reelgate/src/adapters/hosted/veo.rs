@@ -369,22 +369,16 @@ impl VeoEngine {
 
     /// Starts the operation `body` asks for at `url`.
     async fn start(&self, url: &str, body: &Value) -> Result<Render, EngineError> {
-        let answer = match self
+        let answer = self
             .api
-            .call(reqwest::Method::POST, url, Some(body), None)
-            .await
-        {
-            Ok(answer) => answer,
-            Err(EngineError::Rejected(message))
-                if message.starts_with("HTTP 400") && names_safety(&message) =>
-            {
-                tracing::info!(reason = %message, "the provider refused the request's content");
-                return Err(EngineError::ContentRefused(
-                    "the provider's safety filters refused the request".into(),
-                ));
-            }
-            Err(e) => return Err(e),
-        };
+            .create(
+                url,
+                body,
+                "HTTP 400",
+                names_safety,
+                "the provider's safety filters refused the request",
+            )
+            .await?;
         let name = answer["name"].as_str().unwrap_or_default();
         let name = operation_name(name)?;
         let mut render = render_from_operation(name, &answer);

@@ -263,27 +263,16 @@ pub fn render_of(id: &str, status: &Value) -> Render {
 impl VideoEngine for XaiEngine {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError> {
         let (path, body) = create_call(&self.model, request)?;
-        let answer = match self
+        let answer = self
             .api
-            .call(
-                reqwest::Method::POST,
+            .create(
                 &self.api.url(path),
-                Some(&body),
-                None,
+                &body,
+                "HTTP 4",
+                names_moderation,
+                "the provider's moderation refused the request",
             )
-            .await
-        {
-            Ok(answer) => answer,
-            Err(EngineError::Rejected(message))
-                if message.starts_with("HTTP 4") && names_moderation(&message) =>
-            {
-                tracing::info!(reason = %message, "the provider refused the request's content");
-                return Err(EngineError::ContentRefused(
-                    "the provider's moderation refused the request".into(),
-                ));
-            }
-            Err(e) => return Err(e),
-        };
+            .await?;
         let id = answer["request_id"].as_str().ok_or_else(|| {
             EngineError::Rejected("xAI's answer to the create has no request_id".into())
         })?;
