@@ -9,7 +9,10 @@
 //! `reasoning_effort` → `additionalModelRequestFields` (Anthropic models: a `thinking` token
 //! budget; others: `reasoningConfig.maxReasoningEffort`); `top_k` likewise.
 //! Reply mapping: text, `toolUse` → `tool_calls`, reasoning text → `reasoning_content`, stop
-//! reason → `finish_reason`, token usage → `usage`.
+//! reason → `finish_reason`, token usage → `usage` (cache reads and writes in
+//! `prompt_tokens_details`, and counted in `prompt_tokens` as OpenAI counts them).
+//! Cache points (the `reelgate_cache_points` extension) → `cachePoint` blocks right after the
+//! tool, system text or content block they follow (Nova takes none among the tools).
 //!
 //! Retries: the SDK's own retries are off; only a failure to connect is retried here, so a
 //! request that reached Bedrock never runs twice.
@@ -24,7 +27,10 @@ use reelgate::domain::catalog::UpstreamConfig;
 use reelgate::ports::upstream::extension::{
     REASONING_BLOCKS, REASONING_SIGNATURE, THINKING_BUDGET,
 };
-use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use reelgate::ports::upstream::{
+    cache_points, CacheAnchor, CachePoint, CacheTtl, ChatUpstream, ChunkStream, UpstreamError,
+    MAX_CACHE_POINTS,
+};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -125,6 +131,83 @@ pub fn document_to_json(doc: &Document) -> Value {
                 .collect(),
         ),
     }
+}
+
+/// A Converse cache point with `ttl` (the provider's default lifetime when `None`).
+fn cache_point(ttl: Option<CacheTtl>) -> Result<bt::CachePointBlock, UpstreamError> {
+    bt::CachePointBlock::builder()
+        .r#type(bt::CachePointType::Default)
+        .set_ttl(ttl.map(|t| bt::CacheTtl::from(t.as_str())))
+        .build()
+        .map_err(build_err)
+}
+
+/// A system message's text as system blocks: one text block, or, with cache points inside it,
+/// the text up to each point, the point, and the rest.
+fn system_blocks(
+    content: &Value,
+    points: &[&CachePoint],
+) -> Result<Vec<bt::SystemContentBlock>, UpstreamError> {
+    let parts = match content {
+        Value::Array(parts) if !points.is_empty() => parts,
+        _ => {
+            let mut blocks = vec![bt::SystemContentBlock::Text(text_of(content))];
+            if let Some(p) = points.last() {
+                blocks.push(bt::SystemContentBlock::CachePoint(cache_point(p.ttl)?));
+            }
+            return Ok(blocks);
+        }
+    };
+    let mut blocks = Vec::new();
+    let mut text = String::new();
+    for (j, part) in parts.iter().enumerate() {
+        text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
+        let here = points.iter().find(|p| match p.anchor {
+            CacheAnchor::Message { part, .. } => part.unwrap_or(parts.len() - 1) == j,
+            CacheAnchor::Tool { .. } => false,
+        });
+        if let Some(p) = here {
+            if !text.is_empty() {
+                blocks.push(bt::SystemContentBlock::Text(std::mem::take(&mut text)));
+            }
+            blocks.push(bt::SystemContentBlock::CachePoint(cache_point(p.ttl)?));
+        }
+    }
+    if !text.is_empty() {
+        blocks.push(bt::SystemContentBlock::Text(text));
+    }
+    Ok(blocks)
+}
+
+/// Puts cache points after the content blocks of one chat message: after block `part` (a user
+/// message's parts map one to one onto blocks), else after the message's last block.
+fn insert_cache_points(
+    blocks: &mut Vec<bt::ContentBlock>,
+    points: &[&CachePoint],
+    parts_map_to_blocks: bool,
+) -> Result<(), UpstreamError> {
+    let mut at: Vec<(usize, Option<CacheTtl>)> = points
+        .iter()
+        .map(|p| {
+            let end = blocks.len();
+            let after = match p.anchor {
+                CacheAnchor::Message { part: Some(j), .. } if parts_map_to_blocks => {
+                    (j + 1).min(end)
+                }
+                _ => end,
+            };
+            (after, p.ttl)
+        })
+        .collect();
+    // From the back, so the earlier positions stay where they were.
+    at.sort_by_key(|(after, _)| std::cmp::Reverse(*after));
+    at.dedup_by_key(|(after, _)| *after);
+    for (after, ttl) in at {
+        if after > 0 {
+            blocks.insert(after, bt::ContentBlock::CachePoint(cache_point(ttl)?));
+        }
+    }
+    Ok(())
 }
 
 /// Text of a string content or of text parts.
@@ -314,6 +397,14 @@ impl BedrockUpstream {
                 "this Bedrock adapter does not support response_format json_schema",
             ));
         }
+        let mut points = cache_points(request);
+        points.truncate(MAX_CACHE_POINTS);
+        let points_of = |index: usize| -> Vec<&CachePoint> {
+            points
+                .iter()
+                .filter(|p| matches!(p.anchor, CacheAnchor::Message { index: i, .. } if i == index))
+                .collect()
+        };
         let mut system = Vec::new();
         // (role, blocks), merged so that roles alternate.
         let mut turns: Vec<(bt::ConversationRole, Vec<bt::ContentBlock>)> = Vec::new();
@@ -324,9 +415,10 @@ impl BedrockUpstream {
             .iter()
             .enumerate()
         {
-            let (role, blocks) = match m["role"].as_str().unwrap_or_default() {
+            let here = points_of(index);
+            let (role, mut blocks) = match m["role"].as_str().unwrap_or_default() {
                 "system" | "developer" => {
-                    system.push(bt::SystemContentBlock::Text(text_of(&m["content"])));
+                    system.extend(system_blocks(&m["content"], &here)?);
                     continue;
                 }
                 "user" => (
@@ -371,6 +463,11 @@ impl BedrockUpstream {
                 }
                 _ => continue,
             };
+            if !here.is_empty() {
+                let parts_map_to_blocks =
+                    m["role"].as_str() == Some("user") && m["content"].is_array();
+                insert_cache_points(&mut blocks, &here, parts_map_to_blocks)?;
+            }
             match turns.last_mut() {
                 Some((last, existing)) if *last == role => existing.extend(blocks),
                 _ => turns.push((role, blocks)),
@@ -411,7 +508,19 @@ impl BedrockUpstream {
             _ => {}
         }
 
-        let tools = self.tools(request)?;
+        // Nova caches the system prompt and messages, not the tool list.
+        let tool_points: Vec<(usize, Option<CacheTtl>)> = if model_id.contains("amazon.nova") {
+            Vec::new()
+        } else {
+            points
+                .iter()
+                .filter_map(|p| match p.anchor {
+                    CacheAnchor::Tool { index } => Some((index, p.ttl)),
+                    CacheAnchor::Message { .. } => None,
+                })
+                .collect()
+        };
+        let tools = self.tools(request, &tool_points)?;
         let mut additional = Map::new();
         if let Some(effort) = request.get("reasoning_effort").and_then(Value::as_str) {
             if model_id.contains("anthropic") {
@@ -453,7 +562,11 @@ impl BedrockUpstream {
         })
     }
 
-    fn tools(&self, request: &Value) -> Result<Option<bt::ToolConfiguration>, UpstreamError> {
+    fn tools(
+        &self,
+        request: &Value,
+        points: &[(usize, Option<CacheTtl>)],
+    ) -> Result<Option<bt::ToolConfiguration>, UpstreamError> {
         let list = request["tools"]
             .as_array()
             .map(Vec::as_slice)
@@ -462,7 +575,7 @@ impl BedrockUpstream {
             return Ok(None);
         }
         let mut config = bt::ToolConfiguration::builder();
-        for tool in list {
+        for (index, tool) in list.iter().enumerate() {
             let f = &tool["function"];
             let schema = match f.get("parameters") {
                 Some(p) if p.is_object() => p.clone(),
@@ -475,6 +588,9 @@ impl BedrockUpstream {
                 spec = spec.description(d);
             }
             config = config.tools(bt::Tool::ToolSpec(spec.build().map_err(build_err)?));
+            if let Some((_, ttl)) = points.iter().find(|(i, _)| *i == index) {
+                config = config.tools(bt::Tool::CachePoint(cache_point(*ttl)?));
+            }
         }
         let choice = match request.get("tool_choice") {
             Some(Value::String(s)) if s == "required" => {
@@ -542,12 +658,18 @@ fn finish_reason(reason: &bt::StopReason) -> &'static str {
     }
 }
 
+/// Converse's usage as chat's: Converse counts cache reads and writes apart from `inputTokens`;
+/// chat's `prompt_tokens` holds them, with the split in `prompt_tokens_details`.
 fn usage_json(u: &bt::TokenUsage) -> Value {
+    let read = u.cache_read_input_tokens().unwrap_or(0).max(0);
+    let written = u.cache_write_input_tokens().unwrap_or(0).max(0);
+    let prompt = i64::from(u.input_tokens().max(0)) + i64::from(read) + i64::from(written);
+    let completion = i64::from(u.output_tokens().max(0));
     json!({
-        "prompt_tokens": u.input_tokens(),
-        "completion_tokens": u.output_tokens(),
-        "total_tokens": u.total_tokens(),
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_input_tokens().unwrap_or(0)},
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
     })
 }
 
@@ -845,6 +967,90 @@ mod tests {
     fn documents_round_trip_json() {
         let v = json!({"a": [1, -2, 2.5, "x", null, true], "b": {"c": {}}});
         assert_eq!(document_to_json(&json_to_document(&v)), v);
+    }
+
+    #[tokio::test]
+    async fn cache_points_become_converse_cache_point_blocks_where_the_client_put_them() {
+        let config = UpstreamConfig {
+            id: "b".into(),
+            kind: "bedrock".into(),
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key_env: None,
+            region: Some("us-east-1".into()),
+            extra_headers: Default::default(),
+        };
+        let upstream = BedrockUpstream::from_config(&config).await.expect("client");
+        let request = json!({
+            "model": "anthropic.claude-x",
+            "messages": [
+                {"role": "system", "content": [{"type": "text", "text": "rules"},
+                                               {"type": "text", "text": "more"}]},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "one"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}},
+                      {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}],
+            "reelgate_cache_points": [
+                {"after": "tool", "index": 1, "ttl": "1h"},
+                {"after": "message", "index": 0, "part": 0},
+                {"after": "message", "index": 1, "part": 0},
+                {"after": "message", "index": 3},
+            ],
+        });
+        let m = upstream.map(&request).await.expect("mapped");
+        let tools = m.tools.as_ref().expect("tools").tools();
+        assert_eq!(tools.len(), 3);
+        match &tools[2] {
+            bt::Tool::CachePoint(p) => assert_eq!(p.ttl(), Some(&bt::CacheTtl::OneHour)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            m.system.as_slice(),
+            [
+                bt::SystemContentBlock::Text(a),
+                bt::SystemContentBlock::CachePoint(_),
+                bt::SystemContentBlock::Text(b)
+            ] if a == "rules" && b == "more"
+        ));
+        assert!(matches!(
+            m.messages[0].content(),
+            [
+                bt::ContentBlock::Text(_),
+                bt::ContentBlock::CachePoint(_),
+                bt::ContentBlock::Text(_)
+            ]
+        ));
+        assert!(matches!(
+            m.messages[2].content(),
+            [
+                bt::ContentBlock::ToolResult(_),
+                bt::ContentBlock::CachePoint(_)
+            ]
+        ));
+        // Nova takes none among its tools.
+        let mut nova = request.clone();
+        nova["model"] = json!("amazon.nova-pro-v1:0");
+        let m = upstream.map(&nova).await.expect("mapped");
+        assert_eq!(m.tools.as_ref().expect("tools").tools().len(), 2);
+    }
+
+    #[test]
+    fn converse_usage_counts_cache_reads_and_writes_in_the_prompt() {
+        let u = bt::TokenUsage::builder()
+            .input_tokens(10)
+            .output_tokens(5)
+            .total_tokens(1515)
+            .cache_read_input_tokens(1000)
+            .cache_write_input_tokens(500)
+            .build()
+            .expect("usage");
+        assert_eq!(
+            usage_json(&u),
+            json!({"prompt_tokens": 1510, "completion_tokens": 5, "total_tokens": 1515,
+                   "prompt_tokens_details": {"cached_tokens": 1000, "cache_write_tokens": 500}})
+        );
     }
 
     #[tokio::test]

@@ -366,6 +366,9 @@ async fn main() -> anyhow::Result<()> {
         input_per_million: "0.15".parse()?,
         output_per_million: "0.60".parse()?,
         cached_input_per_million: None,
+        cache_write_per_million: None,
+        auto_cache: false,
+        cache_min_tokens: None,
         currency: "usd".into(),
         owned_by: None,
     });

@@ -262,6 +262,9 @@ fn chat_model(id: &str, upstream: &str, capabilities: &[&str], efforts: &[&str])
         input_per_million: Decimal::from_str(INPUT_PRICE).expect("price"),
         output_per_million: Decimal::from_str(OUTPUT_PRICE).expect("price"),
         cached_input_per_million: None,
+        cache_write_per_million: None,
+        auto_cache: false,
+        cache_min_tokens: None,
         currency: "usd".into(),
         owned_by: None,
     }

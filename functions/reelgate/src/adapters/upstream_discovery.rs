@@ -56,6 +56,9 @@ pub async fn discover_upstream_models(
             input_per_million: Decimal::ZERO,
             output_per_million: Decimal::ZERO,
             cached_input_per_million: None,
+            cache_write_per_million: None,
+            auto_cache: false,
+            cache_min_tokens: None,
             currency: "usd".into(),
             owned_by: Some("upstream".into()),
         });

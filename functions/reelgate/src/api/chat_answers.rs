@@ -38,14 +38,18 @@ pub fn render(answer: ChatAnswer) -> Response {
         ChatAnswer::Limited(limited) => crate::api::rate_limits::refused(limited),
         ChatAnswer::Admitted { reply, status } => {
             let mut response = match reply {
-                Ok(Reply::Whole(json)) => (
-                    [(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    )],
-                    json,
-                )
-                    .into_response(),
+                Ok(Reply::Whole { body, cost }) => {
+                    let mut response = (
+                        [(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/json"),
+                        )],
+                        body,
+                    )
+                        .into_response();
+                    cost_header(cost, response.headers_mut());
+                    response
+                }
                 Ok(Reply::Stream(events)) => EventStream(events).into_response(),
                 Err(e) => e.into_response(),
             };
@@ -54,6 +58,16 @@ pub fn render(answer: ChatAnswer) -> Response {
         }
     }
 }
+
+/// `x-reelgate-cost`: what a whole answer's charge took from the balance (a streamed answer says
+/// it in its final usage instead: its headers go out before the charge).
+pub fn cost_header(cost: Option<rust_decimal::Decimal>, headers: &mut axum::http::HeaderMap) {
+    if let Some(v) = cost.and_then(|c| HeaderValue::from_str(&c.normalize().to_string()).ok()) {
+        headers.insert(COST_HEADER, v);
+    }
+}
+
+pub const COST_HEADER: &str = "x-reelgate-cost";
 
 /// Server-sent events, written the moment each is ready: `data: {json}` lines separated by
 /// blank lines (chat completions end with `data: [DONE]`; the Messages API and the responses

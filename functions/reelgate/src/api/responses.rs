@@ -59,7 +59,15 @@ async fn create(
         CreateAnswer::Admitted { reply, status } => (reply, status),
     };
     let mut response = match reply {
-        Ok(Reply::Whole(object)) => Json(object).into_response(),
+        Ok(Reply::Whole(object)) => {
+            let cost = object
+                .pointer("/usage/cost")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse().ok());
+            let mut response = Json(object).into_response();
+            crate::api::chat_answers::cost_header(cost, response.headers_mut());
+            response
+        }
         Ok(Reply::Events(mut rx)) => {
             let events =
                 futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(kind, body)| {

@@ -253,7 +253,7 @@ pub fn upstream_error(model: &str, kind: &str) {
     );
 }
 
-/// Tokens charged: `kind` is `input`, `cached_input` or `output`.
+/// Tokens charged: `kind` is `input`, `cached_input`, `cache_write` or `output`.
 pub fn tokens(model: &str, kind: &str, n: u64) {
     if n > 0 && enabled() {
         registry()
@@ -399,7 +399,7 @@ pub fn prometheus_text() -> String {
             n.load(Ordering::Relaxed)
         );
     }
-    out.push_str("# HELP reelgate_tokens_total Tokens charged, by model and kind (input, cached_input, output).\n# TYPE reelgate_tokens_total counter\n");
+    out.push_str("# HELP reelgate_tokens_total Tokens charged, by model and kind (input, cached_input, cache_write, output).\n# TYPE reelgate_tokens_total counter\n");
     for (k, n) in &r.tokens.snapshot() {
         let _ = writeln!(
             out,

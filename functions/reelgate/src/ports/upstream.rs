@@ -65,10 +65,31 @@ pub mod extension {
     /// as Claude models on Bedrock sign their reasoning.
     pub const REASONING_SIGNATURE: &str = "reasoning_signature";
 
+    /// Top level: where the prompt's cache points are ([`super::CachePoint`]), set by the
+    /// Messages use case from the caller's `cache_control` blocks or placed by the gateway for
+    /// a model whose catalog entry sets `auto_cache`.
+    pub const CACHE_POINTS: &str = "reelgate_cache_points";
+
+    /// Top level: the caller's own Messages API body (validated; `model` and `stream` are the
+    /// adapter's to set), set by the Messages use case when every deployment of the model is an
+    /// `anthropic` upstream. That adapter sends it as it is, for full fidelity; the chat body
+    /// beside it serves the estimates and the other adapters.
+    pub const ANTHROPIC_REQUEST: &str = "reelgate_anthropic_request";
+    /// On a `chat.completion` answering an [`ANTHROPIC_REQUEST`]: the upstream's own `message`
+    /// object, which the Messages dialect answers (with our id, model name and cost).
+    pub const ANTHROPIC_MESSAGE: &str = "reelgate_anthropic_message";
+    /// On each `chat.completion.chunk` of a stream answering an [`ANTHROPIC_REQUEST`]:
+    /// `{"event": name, "data": {...}}`, the upstream's own event the chunk was made from
+    /// (every event gets a chunk with one choice, its delta possibly empty, so the meter sees
+    /// it). The Messages dialect writes these events instead of translating the chunks.
+    pub const ANTHROPIC_EVENT: &str = "reelgate_anthropic_event";
+
     /// Removes the request extensions (for an upstream that has no use for them).
     pub fn strip(request: &mut serde_json::Value) {
         if let Some(obj) = request.as_object_mut() {
             obj.remove(THINKING_BUDGET);
+            obj.remove(CACHE_POINTS);
+            obj.remove(ANTHROPIC_REQUEST);
             if let Some(messages) = obj.get_mut("messages").and_then(|m| m.as_array_mut()) {
                 for m in messages.iter_mut().filter_map(|m| m.as_object_mut()) {
                     m.remove(REASONING_BLOCKS);
@@ -77,6 +98,63 @@ pub mod extension {
         }
     }
 }
+
+/// A prompt-cache breakpoint: the prompt up to and including `anchor` is worth caching
+/// (Anthropic's `cache_control`, Converse's `cachePoint`). The prompt's order is tools, then
+/// messages (the system message first), as both providers read it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CachePoint {
+    #[serde(flatten)]
+    pub anchor: CacheAnchor,
+    /// How long the provider keeps the entry; `None` is the provider's default (five minutes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<CacheTtl>,
+}
+
+/// Where a [`CachePoint`] sits in the chat request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "after", rename_all = "snake_case")]
+pub enum CacheAnchor {
+    /// After `tools[index]`.
+    Tool { index: usize },
+    /// After `messages[index]`: after its content part `part` when given (the content is a
+    /// list), else after the whole message.
+    Message {
+        index: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        part: Option<usize>,
+    },
+}
+
+/// The lifetimes Anthropic and Bedrock offer for a cache entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum CacheTtl {
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
+}
+
+/// The cache points of an internal chat request ([`extension::CACHE_POINTS`]); none when it
+/// has none or they do not parse.
+pub fn cache_points(request: &Value) -> Vec<CachePoint> {
+    request
+        .get(extension::CACHE_POINTS)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The most cache points one request may carry (Anthropic's and Bedrock's limit).
+pub const MAX_CACHE_POINTS: usize = 4;
 
 #[async_trait]
 pub trait ChatUpstream: Send + Sync + 'static {

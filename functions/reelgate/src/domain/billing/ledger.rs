@@ -24,6 +24,8 @@ pub enum Charged {
         prompt_tokens: u64,
         completion_tokens: u64,
         cached_tokens: u64,
+        /// Of the prompt tokens, those written to the upstream's prompt cache.
+        cache_write_tokens: u64,
         /// The counts were estimated (the upstream reported no usage).
         estimated: bool,
     },
@@ -87,6 +89,7 @@ impl LedgerEntry {
                 prompt_tokens,
                 completion_tokens,
                 cached_tokens,
+                cache_write_tokens,
                 estimated,
             } => {
                 put("id", reference.clone().into());
@@ -94,6 +97,7 @@ impl LedgerEntry {
                 put("prompt_tokens", count(*prompt_tokens));
                 put("completion_tokens", count(*completion_tokens));
                 put("cached_tokens", count(*cached_tokens));
+                put("cache_write_tokens", count(*cache_write_tokens));
                 put("estimated", (*estimated).into());
             }
         }
@@ -139,6 +143,7 @@ impl LedgerEntry {
                 prompt_tokens: count("prompt_tokens"),
                 completion_tokens: count("completion_tokens"),
                 cached_tokens: count("cached_tokens"),
+                cache_write_tokens: count("cache_write_tokens"),
                 estimated: it.bool_attr("estimated").unwrap_or(false),
             },
             (None, None) => return None,
@@ -229,6 +234,7 @@ mod tests {
                 prompt_tokens: 10,
                 completion_tokens: 5,
                 cached_tokens: 2,
+                cache_write_tokens: 0,
                 estimated: true,
             },
             ..render()

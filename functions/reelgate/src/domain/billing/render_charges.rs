@@ -89,6 +89,7 @@ pub async fn charge(
         currency,
         input_tokens: 0,
         cached_input_tokens: 0,
+        cache_write_input_tokens: 0,
         output_tokens: 0,
         video_seconds: usage.seconds,
         amounts: crate::domain::billing::usage_report::Amounts {

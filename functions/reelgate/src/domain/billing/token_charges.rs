@@ -28,6 +28,10 @@ pub struct TokenUsage {
     /// Of the prompt tokens, those the upstream reported as read from its prompt cache
     /// (`prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens`).
     pub cached_tokens: u64,
+    /// Of the prompt tokens, those the upstream reported as written to its prompt cache
+    /// (`prompt_tokens_details.cache_write_tokens`, as Bedrock's and Anthropic's adapters and
+    /// OpenRouter report them).
+    pub cache_write_tokens: u64,
     /// True when the upstream reported no usage and the counts were estimated from text length.
     pub estimated: bool,
 }
@@ -70,17 +74,22 @@ impl TokenUsage {
                 .and_then(Value::as_u64)
         };
         let prompt_tokens = n("prompt_tokens", "input_tokens")?;
-        let cached = usage
+        let details = usage
             .get("prompt_tokens_details")
-            .or_else(|| usage.get("input_tokens_details"))
-            .and_then(|d| d.get("cached_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+            .or_else(|| usage.get("input_tokens_details"));
+        let detail = |name: &str| {
+            details
+                .and_then(|d| d.get(name))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        // Cache reads and writes are parts of the prompt; an upstream claiming more is clamped.
+        let cached_tokens = detail("cached_tokens").min(prompt_tokens);
         Some(TokenUsage {
             prompt_tokens,
             completion_tokens: n("completion_tokens", "output_tokens").unwrap_or(0),
-            // Cached tokens are a part of the prompt's; an upstream claiming more is clamped.
-            cached_tokens: cached.min(prompt_tokens),
+            cached_tokens,
+            cache_write_tokens: detail("cache_write_tokens").min(prompt_tokens - cached_tokens),
             estimated: false,
         })
     }
@@ -92,31 +101,50 @@ impl TokenUsage {
             prompt_tokens: prompt_chars.div_ceil(4) as u64,
             completion_tokens: completion_chars.div_ceil(4) as u64,
             cached_tokens: 0,
+            cache_write_tokens: 0,
             estimated: true,
         }
     }
 
+    /// The prompt's tokens as (cache reads, cache writes, the rest), which add up to it.
+    pub fn input_split(self) -> (u64, u64, u64) {
+        let cached = self.cached_tokens.min(self.prompt_tokens);
+        let written = self.cache_write_tokens.min(self.prompt_tokens - cached);
+        (cached, written, self.prompt_tokens - cached - written)
+    }
+
     pub fn to_chat_json(self) -> Value {
-        serde_json::json!({
+        let mut usage = serde_json::json!({
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
-        })
+        });
+        if self.cached_tokens > 0 || self.cache_write_tokens > 0 {
+            usage["prompt_tokens_details"] = serde_json::json!({
+                "cached_tokens": self.cached_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
+            });
+        }
+        usage
     }
 }
 
 /// The price of `usage` at the model's prices, exact, by kind: uncached input tokens at the input
-/// price, cached ones at the cached-input price when the catalog sets one (else the input price),
-/// output tokens at the output price.
+/// price, cache reads at the cached-input price and cache writes at the cache-write price when
+/// the catalog sets them (else the input price), output tokens at the output price.
 pub fn priced(model: &ChatModel, usage: TokenUsage) -> Amounts {
     let million = Decimal::from(1_000_000u32);
-    let cached = usage.cached_tokens.min(usage.prompt_tokens);
+    let (cached, written, uncached) = usage.input_split();
     let cached_price = model
         .cached_input_per_million
         .unwrap_or(model.input_per_million);
+    let write_price = model
+        .cache_write_per_million
+        .unwrap_or(model.input_per_million);
     Amounts {
-        input: Decimal::from(usage.prompt_tokens - cached) * model.input_per_million / million,
+        input: Decimal::from(uncached) * model.input_per_million / million,
         cached_input: Decimal::from(cached) * cached_price / million,
+        cache_write: Decimal::from(written) * write_price / million,
         output: Decimal::from(usage.completion_tokens) * model.output_per_million / million,
         video: Decimal::ZERO,
     }
@@ -197,18 +225,20 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
             prompt_tokens: c.usage.prompt_tokens,
             completion_tokens: c.usage.completion_tokens,
             cached_tokens: c.usage.cached_tokens,
+            cache_write_tokens: c.usage.cache_write_tokens,
             estimated: c.usage.estimated,
         },
     }
     .to_item();
-    let cached = c.usage.cached_tokens.min(c.usage.prompt_tokens);
+    let (cached, written, uncached) = c.usage.input_split();
     let line = crate::domain::billing::usage_report::Line {
         charge_type: c.kind,
         model: &c.model.id,
         key: c.key,
         currency: &c.model.currency,
-        input_tokens: c.usage.prompt_tokens - cached,
+        input_tokens: uncached,
         cached_input_tokens: cached,
+        cache_write_input_tokens: written,
         output_tokens: c.usage.completion_tokens,
         video_seconds: 0,
         amounts,
@@ -250,6 +280,7 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
                 let m = &c.model.id;
                 crate::observability::metrics::tokens(m, "input", line.input_tokens);
                 crate::observability::metrics::tokens(m, "cached_input", line.cached_input_tokens);
+                crate::observability::metrics::tokens(m, "cache_write", line.cache_write_input_tokens);
                 crate::observability::metrics::tokens(m, "output", line.output_tokens);
                 crate::observability::metrics::spend(m, &c.model.currency, amount);
                 return Ok(amount);
@@ -298,8 +329,12 @@ pub struct OwnedCharge {
 /// cannot cancel it halfway, and the answer waits for it (a client that has read the end of an
 /// answer can already see its charge). A charge that still fails after [`CHARGE_ATTEMPTS`] is
 /// logged loudly and never turned into an error: the completion was produced (and paid for
-/// upstream), and the caller keeps it.
-pub async fn charge_detached(store: std::sync::Arc<dyn ItemStore>, c: OwnedCharge) {
+/// upstream), and the caller keeps it. Returns what the balance dropped by (zero for a reference
+/// already charged), `None` when the charge could not be written.
+pub async fn charge_detached(
+    store: std::sync::Arc<dyn ItemStore>,
+    c: OwnedCharge,
+) -> Option<Decimal> {
     let reference = c.reference.clone();
     let org = c.org.clone();
     let written = tokio::spawn(async move {
@@ -318,12 +353,22 @@ pub async fn charge_detached(store: std::sync::Arc<dyn ItemStore>, c: OwnedCharg
     })
     .await;
     match written {
-        Ok(Ok(_)) => {}
+        Ok(Ok(amount)) => Some(amount),
         Ok(Err(e)) => {
-            tracing::error!(%reference, %org, error = %e.message, "charging token usage failed")
+            tracing::error!(%reference, %org, error = %e.message, "charging token usage failed");
+            None
         }
-        Err(e) => tracing::error!(%reference, %org, error = %e, "the token charge task failed"),
+        Err(e) => {
+            tracing::error!(%reference, %org, error = %e, "the token charge task failed");
+            None
+        }
     }
+}
+
+/// `usage.cost`: what a call's charge took from the balance, as an exact decimal string in the
+/// model's currency (the answers of chat completions, Messages and Responses carry it).
+pub fn cost_json(amount: Decimal) -> Value {
+    Value::String(amount.normalize().to_string())
 }
 
 /// Attempts of one token charge before it is reported as failed.
@@ -393,6 +438,7 @@ mod tests {
             prompt_tokens: 1234,
             completion_tokens: 56,
             cached_tokens: 0,
+            cache_write_tokens: 0,
             estimated: false,
         };
         // 1234 × 0.15 / 1e6 + 56 × 0.60 / 1e6 = 0.0001851 + 0.0000336

@@ -34,13 +34,14 @@ pub const MAX_TIME: i64 = 253_402_300_799;
 pub struct Amounts {
     pub input: Decimal,
     pub cached_input: Decimal,
+    pub cache_write: Decimal,
     pub output: Decimal,
     pub video: Decimal,
 }
 
 impl Amounts {
     pub fn total(&self) -> Decimal {
-        self.input + self.cached_input + self.output + self.video
+        self.input + self.cached_input + self.cache_write + self.output + self.video
     }
 }
 
@@ -53,9 +54,10 @@ pub struct Line<'a> {
     /// The API key id (`console` for the console).
     pub key: &'a str,
     pub currency: &'a str,
-    /// Input tokens priced at the input price (cached ones excluded).
+    /// Input tokens priced at the input price (cache reads and writes excluded).
     pub input_tokens: u64,
     pub cached_input_tokens: u64,
+    pub cache_write_input_tokens: u64,
     pub output_tokens: u64,
     pub video_seconds: u64,
     pub amounts: Amounts,
@@ -127,10 +129,12 @@ pub fn rollup_op(org: &str, at: i64, line: &Line<'_>) -> TransactOp {
             .add("requests", Decimal::ONE)
             .add("input_tokens", n(line.input_tokens))
             .add("cached_input_tokens", n(line.cached_input_tokens))
+            .add("cache_write_input_tokens", n(line.cache_write_input_tokens))
             .add("output_tokens", n(line.output_tokens))
             .add("video_seconds", n(line.video_seconds))
             .add("amount_input", line.amounts.input)
             .add("amount_cached_input", line.amounts.cached_input)
+            .add("amount_cache_write", line.amounts.cache_write)
             .add("amount_output", line.amounts.output)
             .add("amount_video", line.amounts.video),
         condition: None,
@@ -229,6 +233,7 @@ struct Totals {
     requests: Decimal,
     input_tokens: Decimal,
     cached_input_tokens: Decimal,
+    cache_write_input_tokens: Decimal,
     output_tokens: Decimal,
     video_seconds: Decimal,
     amount: Decimal,
@@ -318,12 +323,17 @@ fn add_rollup(rows: &mut BTreeMap<RowKey, Totals>, it: &crate::ports::store::Ite
     let currency = it.str_attr("currency").unwrap_or_default().to_owned();
     let requests = num("requests");
     // Per kind: (name, quantity attribute, amount attribute).
-    const KINDS: [(&str, &str, &str); 4] = [
+    const KINDS: [(&str, &str, &str); 5] = [
         ("input_tokens", "input_tokens", "amount_input"),
         (
             "cached_input_tokens",
             "cached_input_tokens",
             "amount_cached_input",
+        ),
+        (
+            "cache_write_input_tokens",
+            "cache_write_input_tokens",
+            "amount_cache_write",
         ),
         ("output_tokens", "output_tokens", "amount_output"),
         ("video_seconds", "video_seconds", "amount_video"),
@@ -347,6 +357,7 @@ fn add_rollup(rows: &mut BTreeMap<RowKey, Totals>, it: &crate::ports::store::Ite
             match kind {
                 "input_tokens" => t.input_tokens += q,
                 "cached_input_tokens" => t.cached_input_tokens += q,
+                "cache_write_input_tokens" => t.cache_write_input_tokens += q,
                 "output_tokens" => t.output_tokens += q,
                 _ => t.video_seconds += q,
             }
@@ -357,6 +368,7 @@ fn add_rollup(rows: &mut BTreeMap<RowKey, Totals>, it: &crate::ports::store::Ite
         t.requests += requests;
         t.input_tokens += num("input_tokens");
         t.cached_input_tokens += num("cached_input_tokens");
+        t.cache_write_input_tokens += num("cache_write_input_tokens");
         t.output_tokens += num("output_tokens");
         t.video_seconds += num("video_seconds");
         t.amount += KINDS.iter().map(|(_, _, a)| num(a)).sum::<Decimal>();
@@ -395,7 +407,8 @@ pub struct UsageResult {
     pub model: Option<String>,
     /// The API key id (`console` for the console), when grouped by `api_key`.
     pub api_key_id: Option<String>,
-    /// `input_tokens`, `cached_input_tokens`, `output_tokens` or `video_seconds`, when grouped
+    /// `input_tokens`, `cached_input_tokens`, `cache_write_input_tokens`, `output_tokens` or
+    /// `video_seconds`, when grouped
     /// by `kind`.
     #[schema(value_type = Option<String>)]
     pub kind: Option<&'static str>,
@@ -407,10 +420,12 @@ pub struct UsageResult {
     pub amount: Decimal,
     /// Charges counted (requests and renders).
     pub requests: i64,
-    /// Input tokens at the input price (cached ones not included).
+    /// Input tokens at the input price (cache reads and writes not included).
     pub input_tokens: i64,
     /// Input tokens the upstream read from its prompt cache.
     pub cached_input_tokens: i64,
+    /// Input tokens the upstream wrote to its prompt cache.
+    pub cache_write_input_tokens: i64,
     pub output_tokens: i64,
     /// Seconds of completed renders.
     pub video_seconds: i64,
@@ -433,6 +448,7 @@ impl UsageResult {
             requests: int(t.requests),
             input_tokens: int(t.input_tokens),
             cached_input_tokens: int(t.cached_input_tokens),
+            cache_write_input_tokens: int(t.cache_write_input_tokens),
             output_tokens: int(t.output_tokens),
             video_seconds: int(t.video_seconds),
         }
@@ -445,6 +461,9 @@ impl UsageResult {
         self.cached_input_tokens = self
             .cached_input_tokens
             .saturating_add(other.cached_input_tokens);
+        self.cache_write_input_tokens = self
+            .cache_write_input_tokens
+            .saturating_add(other.cache_write_input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.video_seconds = self.video_seconds.saturating_add(other.video_seconds);
     }

@@ -474,6 +474,19 @@ pub struct ChatModel {
     /// cached tokens cost the input price.
     #[serde(default, with = "rust_decimal::serde::str_option")]
     pub cached_input_per_million: Option<Decimal>,
+    /// Price per million input tokens the upstream reports as written to its prompt cache;
+    /// unset, written tokens cost the input price.
+    #[serde(default, with = "rust_decimal::serde::str_option")]
+    pub cache_write_per_million: Option<Decimal>,
+    /// Whether the gateway places cache points itself in chat completions and Responses
+    /// requests (after the system prompt, after the tools, at the end of the conversation) for
+    /// upstreams that take explicit ones (Bedrock Converse, Anthropic).
+    #[serde(default)]
+    pub auto_cache: bool,
+    /// The fewest prompt tokens the model caches (Anthropic's per-model minimum; 1,024 when
+    /// unset): the gateway places no cache point before a prefix this long.
+    #[serde(default)]
+    pub cache_min_tokens: Option<u32>,
     #[serde(default = "default_currency")]
     pub currency: String,
     #[serde(default)]

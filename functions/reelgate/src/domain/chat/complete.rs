@@ -45,8 +45,12 @@ pub enum ChatAnswer {
 }
 
 pub enum Reply {
-    /// The whole answer in the caller's dialect, as JSON.
-    Whole(Bytes),
+    /// The whole answer in the caller's dialect, as JSON, and what its charge took from the
+    /// balance (`None` when the charge could not be written).
+    Whole {
+        body: Bytes,
+        cost: Option<rust_decimal::Decimal>,
+    },
     /// The answer's events as they arrive, already in the caller's dialect.
     Stream(BoxStream<'static, Bytes>),
 }
@@ -92,7 +96,7 @@ async fn answer(
         return Err(e);
     }
     // The one copy of the messages on the way upstream (the ports take JSON).
-    let request = match serde_json::to_value(&request) {
+    let mut request = match serde_json::to_value(&request) {
         Ok(request) => request,
         Err(e) => {
             rate_limits::settle(cx.store, &grant, 0).await;
@@ -102,6 +106,7 @@ async fn answer(
             ));
         }
     };
+    crate::domain::chat::caching::place(&v.model, &mut request);
     let upstream = ports.upstreams.for_model(ports.catalog, &v.model);
     let id = dialect.new_id();
     let created = crate::ports::store::now_secs();
@@ -134,8 +139,8 @@ async fn answer(
             return Err(upstream_error(&e));
         }
     };
-    let (completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
-    let whole = dialect.whole(completion);
+    let (mut completion, used) =
+        restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     let spec = ChargeSpec {
         store: ports.store,
         caller,
@@ -143,8 +148,15 @@ async fn answer(
         id,
         grant,
     };
-    stream::charge(spec, used).await;
-    Ok(Reply::Whole(whole?))
+    // Charged before the answer is written, so the answer can say what it cost.
+    let cost = stream::charge(spec, used).await;
+    if let (Some(cost), Some(usage)) = (cost, completion.usage.as_object_mut()) {
+        usage.insert("cost".into(), token_charges::cost_json(cost));
+    }
+    Ok(Reply::Whole {
+        body: dialect.whole(completion)?,
+        cost,
+    })
 }
 
 /// Our view of an upstream completion: our id, created time and model name; usage always

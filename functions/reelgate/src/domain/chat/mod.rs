@@ -2,6 +2,7 @@
 //! the model catalog as the API shows it (`models`), and the file parts resolved to what an
 //! upstream can use.
 
+pub mod caching;
 pub mod complete;
 pub mod completion;
 pub mod dialect;

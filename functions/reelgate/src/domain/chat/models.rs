@@ -38,6 +38,9 @@ pub struct TokenPricing {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub cached_input_per_million: Option<Decimal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub cache_write_per_million: Option<Decimal>,
     pub currency: String,
 }
 
@@ -56,6 +59,7 @@ pub fn model_object(model: &ChatModel) -> ModelObject {
             input_per_million: model.input_per_million,
             output_per_million: model.output_per_million,
             cached_input_per_million: model.cached_input_per_million,
+            cache_write_per_million: model.cache_write_per_million,
             currency: model.currency.clone(),
         },
     }

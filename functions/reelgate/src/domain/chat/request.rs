@@ -240,6 +240,19 @@ pub struct ChatCompletionRequest {
     )]
     #[schema(ignore)]
     pub thinking_budget: Option<u64>,
+    /// A key an OpenAI-compatible upstream routes the prompt cache by (OpenAI's
+    /// `prompt_cache_key`); upstreams with explicit cache points have no use for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
+    /// Where the prompt's cache points are (`ports::upstream::extension::CACHE_POINTS`): from a
+    /// Messages request's `cache_control` blocks, or placed for an `auto_cache` model; never
+    /// read from a caller.
+    #[serde(
+        rename = "reelgate_cache_points",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(ignore)]
+    pub cache_points: Option<Vec<crate::ports::upstream::CachePoint>>,
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]

@@ -109,19 +109,19 @@ impl Meter {
         }
     }
 
-    async fn settle(&mut self) -> TokenUsage {
+    async fn settle(&mut self) -> (TokenUsage, Option<rust_decimal::Decimal>) {
         let used = self.usage();
         self.settled = true;
         // The stream waits for the charge, so `[DONE]` follows it.
-        charge(self.charge_spec(), used).await;
-        used
+        let cost = charge(self.charge_spec(), used).await;
+        (used, cost)
     }
 }
 
 /// Charges a completion's usage and, in the same transaction, settles its tokens-per-minute
 /// reservation, under the text requests' one charge policy
-/// ([`token_charges::charge_detached`]).
-pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
+/// ([`token_charges::charge_detached`]). Returns what the balance dropped by.
+pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) -> Option<rust_decimal::Decimal> {
     let ChargeSpec {
         store,
         caller,
@@ -143,7 +143,7 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) {
             used.prompt_tokens + used.completion_tokens,
         ),
     };
-    token_charges::charge_detached(store, c).await;
+    token_charges::charge_detached(store, c).await
 }
 
 /// Reads on the upstream of a stream whose client left, for at most [`DRAIN_AFTER_LEAVE`], then
@@ -215,13 +215,16 @@ impl State {
     }
 
     async fn finish(&mut self) {
-        let used = self.meter.settle().await;
-        let usage = self
+        let (used, cost) = self.meter.settle().await;
+        let mut usage = self
             .meter
             .tally
             .usage_json
             .clone()
             .unwrap_or_else(|| used.to_chat_json());
+        if let (Some(cost), Some(usage)) = (cost, usage.as_object_mut()) {
+            usage.insert("cost".into(), token_charges::cost_json(cost));
+        }
         let events = self.meter.ctx.format.end(usage);
         self.out.extend(events);
     }

@@ -40,7 +40,11 @@ const KNOWN_PARAMS: &[&str] = &[
     "min_p",
     "repetition_penalty",
     "user",
+    "prompt_cache_key",
 ];
+
+/// Longest `prompt_cache_key` taken (OpenAI documents no limit; this keeps it a key).
+const MAX_PROMPT_CACHE_KEY_BYTES: usize = 1024;
 
 const PART_TYPES: &str = "text, image_url, video_url, audio_url, input_audio, file";
 const AUDIO_FORMATS: &[&str] = &[
@@ -214,6 +218,16 @@ pub fn validate(catalog: &Catalog, body: Value) -> ApiResult<Validated> {
     let min_p = v.number("min_p", request::MIN_P)?;
     let repetition_penalty = v.positive("repetition_penalty")?;
     let user = v.params().string("user")?.map(str::to_owned);
+    let prompt_cache_key = v.params().string("prompt_cache_key")?.map(str::to_owned);
+    if prompt_cache_key
+        .as_ref()
+        .is_some_and(|k| k.len() > MAX_PROMPT_CACHE_KEY_BYTES)
+    {
+        return Err(ApiError::invalid(
+            "prompt_cache_key",
+            format!("prompt_cache_key is longer than {MAX_PROMPT_CACHE_KEY_BYTES} bytes."),
+        ));
+    }
     let (messages, files, prompt_chars) = v.messages()?;
     let request = ChatCompletionRequest {
         model: model.id.clone(),
@@ -246,6 +260,8 @@ pub fn validate(catalog: &Catalog, body: Value) -> ApiResult<Validated> {
         repetition_penalty,
         user,
         thinking_budget: None,
+        prompt_cache_key,
+        cache_points: None,
     };
     Ok(Validated {
         model: model.clone(),

@@ -37,14 +37,20 @@ pub struct MessageTokensCount {
     pub input_tokens: u64,
 }
 
-/// Anthropic's `usage`: cache reads and writes apart from `input_tokens`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+/// Anthropic's `usage`: cache reads and writes apart from `input_tokens`; and reelgate's
+/// `cost`, what the call took from the balance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[schema(as = MessageUsage)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_input_tokens: u64,
     pub cache_creation_input_tokens: u64,
+    /// What the call's charge took from the balance, an exact decimal string in the model's
+    /// currency; absent while a stream is still running (`message_start`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9]+(\\.[0-9]+)?$")]
+    pub cost: Option<String>,
 }
 
 /// `stop_reason` of a chat choice. Chat's `stop` does not say whether a stop sequence ended
@@ -84,6 +90,7 @@ pub fn usage(chat: &Value) -> Usage {
         output_tokens: n("completion_tokens"),
         cache_read_input_tokens: cached,
         cache_creation_input_tokens: written,
+        cost: chat.get("cost").and_then(Value::as_str).map(str::to_owned),
     }
 }
 

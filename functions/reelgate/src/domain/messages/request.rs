@@ -15,7 +15,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::{convert, fetch};
 use crate::ports::fetch::Fetcher;
 use crate::ports::pdf::PdfRasterizer;
-use crate::ports::upstream::extension;
+use crate::ports::upstream::{extension, CacheAnchor, CachePoint, CacheTtl, MAX_CACHE_POINTS};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
@@ -60,6 +60,8 @@ pub struct Translated {
     pub stop_sequences: Vec<String>,
     /// `thinking.budget_tokens`, exactly (the chat body carries only the nearest effort).
     pub thinking_budget: Option<u64>,
+    /// Where the request's `cache_control` blocks put cache points, in the chat request.
+    pub cache_points: Vec<CachePoint>,
 }
 
 impl Translated {
@@ -80,6 +82,7 @@ impl Translated {
         Extensions {
             thinking_budget: self.thinking_budget,
             reasoning_blocks,
+            cache_points: std::mem::take(&mut self.cache_points),
         }
     }
 }
@@ -90,12 +93,16 @@ impl Translated {
 pub struct Extensions {
     thinking_budget: Option<u64>,
     reasoning_blocks: Vec<Option<Value>>,
+    cache_points: Vec<CachePoint>,
 }
 
 impl Extensions {
     /// Puts the extensions into the chat rules' validated request.
     pub fn carry(self, request: &mut ChatCompletionRequest) {
         request.thinking_budget = self.thinking_budget;
+        if !self.cache_points.is_empty() {
+            request.cache_points = Some(self.cache_points);
+        }
         for (blocks, message) in self
             .reasoning_blocks
             .into_iter()
@@ -392,6 +399,7 @@ pub async fn translate(
             (r.prompt, stream, stop_sequences)
         }
     };
+    let mut marks = CacheMarks::default();
     let mut thinking_budget = None;
     if let Some(v) = &prompt.thinking {
         if let Some((effort, budget)) = thinking(model, v)? {
@@ -412,7 +420,7 @@ pub async fn translate(
     }
     let tool_names = match &prompt.tools {
         Some(v) => {
-            let (tools, names) = tools(v)?;
+            let (tools, names) = tools(v, &mut marks)?;
             if !tools.is_empty() {
                 chat.insert("tools".into(), Value::Array(tools));
             }
@@ -426,7 +434,7 @@ pub async fn translate(
 
     let mut messages = Vec::new();
     if let Some(v) = &prompt.system {
-        messages.push(json!({"role": "system", "content": system(v)?}));
+        messages.push(json!({"role": "system", "content": system(v, &mut marks)?}));
     }
     let list = prompt
         .messages
@@ -439,7 +447,7 @@ pub async fn translate(
     }
     for (i, m) in list.iter().enumerate() {
         let at = format!("messages.{i}");
-        message(fetcher, pdf, model, m, &at, &mut messages).await?;
+        message(fetcher, pdf, model, m, &at, &mut messages, &mut marks).await?;
     }
     chat.insert("messages".into(), Value::Array(messages));
     Ok(Translated {
@@ -447,6 +455,7 @@ pub async fn translate(
         stream,
         stop_sequences,
         thinking_budget,
+        cache_points: marks.finish()?,
     })
 }
 
@@ -515,7 +524,7 @@ fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<(String, u64)>> {
     Ok(Some((pick, budget)))
 }
 
-fn tools(v: &Value) -> ApiResult<(Vec<Value>, Vec<String>)> {
+fn tools(v: &Value, marks: &mut CacheMarks) -> ApiResult<(Vec<Value>, Vec<String>)> {
     let list = v
         .as_array()
         .ok_or_else(|| invalid("tools", "Input should be a list."))?;
@@ -547,6 +556,7 @@ fn tools(v: &Value) -> ApiResult<(Vec<Value>, Vec<String>)> {
         if let Some(d) = o.get("description").and_then(Value::as_str) {
             function["description"] = d.into();
         }
+        marks.note(o, &at, CacheAnchor::Tool { index: out.len() })?;
         out.push(json!({"type": "function", "function": function}));
         names.push(name.to_owned());
     }
@@ -591,7 +601,7 @@ fn tool_choice(v: &Value, tool_names: &[String], chat: &mut Map<String, Value>) 
 }
 
 /// `system` (a string or text blocks) as the system message's content.
-fn system(v: &Value) -> ApiResult<Value> {
+fn system(v: &Value, marks: &mut CacheMarks) -> ApiResult<Value> {
     match v {
         Value::String(s) => Ok(Value::String(s.clone())),
         Value::Array(blocks) => {
@@ -605,6 +615,12 @@ fn system(v: &Value) -> ApiResult<Value> {
                         "System blocks must be text.",
                     ));
                 }
+                // The system message is the chat request's first.
+                let anchor = CacheAnchor::Message {
+                    index: 0,
+                    part: Some(parts.len()),
+                };
+                marks.note(o, &at, anchor)?;
                 parts.push(json!({"type": "text", "text": string(o, "text", &at)?}));
             }
             Ok(Value::Array(parts))
@@ -626,6 +642,7 @@ async fn message(
     m: &Value,
     at: &str,
     out: &mut Vec<Value>,
+    marks: &mut CacheMarks,
 ) -> ApiResult<()> {
     let o = object(m, at)?;
     let role = match o.get("role").and_then(Value::as_str) {
@@ -651,13 +668,44 @@ async fn message(
         }
     };
     if role == "assistant" {
+        // A cache point on any of its blocks covers the whole chat message they become.
+        let anchor = CacheAnchor::Message {
+            index: out.len(),
+            part: None,
+        };
+        for (j, b) in blocks.iter().enumerate() {
+            if let Some(bo) = b.as_object() {
+                let bat = format!("{at}.content.{j}");
+                if matches!(
+                    bo.get("type").and_then(Value::as_str),
+                    Some("thinking" | "redacted_thinking")
+                ) && bo.contains_key("cache_control")
+                {
+                    return Err(invalid(
+                        &format!("{bat}.cache_control"),
+                        "Thinking blocks cannot be cached directly.",
+                    ));
+                }
+                marks.note(bo, &bat, anchor)?;
+            }
+        }
         out.push(assistant(blocks, at)?);
         return Ok(());
     }
     let mut parts = Vec::new();
+    // Cache points after a part of the user message this turn becomes (its index is known once
+    // the turn's tool messages are out).
+    let mut part_marks = CacheMarks::default();
     for (j, b) in blocks.iter().enumerate() {
         let bat = format!("{at}.content.{j}");
         let bo = object(b, &bat)?;
+        if bo.get("type").and_then(Value::as_str) == Some("tool_result") {
+            let anchor = CacheAnchor::Message {
+                index: out.len(),
+                part: None,
+            };
+            marks.note(bo, &bat, anchor)?;
+        }
         match bo.get("type").and_then(Value::as_str) {
             Some("text") => parts.push(json!({"type": "text", "text": string(bo, "text", &bat)?})),
             Some("image") => parts.push(image(fetcher, model, bo, &bat).await?),
@@ -682,11 +730,92 @@ async fn message(
                 ))
             }
         }
+        if matches!(
+            bo.get("type").and_then(Value::as_str),
+            Some("text" | "image" | "document")
+        ) && !parts.is_empty()
+        {
+            let anchor = CacheAnchor::Message {
+                index: 0,
+                part: Some(parts.len() - 1),
+            };
+            part_marks.note(bo, &bat, anchor)?;
+        }
     }
     if !parts.is_empty() {
+        let index = out.len();
         out.push(json!({"role": "user", "content": parts}));
+        for mut point in part_marks.points {
+            if let CacheAnchor::Message { index: i, .. } = &mut point.anchor {
+                *i = index;
+            }
+            marks.points.push(point);
+        }
     }
     Ok(())
+}
+
+/// The request's `cache_control` blocks as cache points in the chat request, checked as
+/// Anthropic checks them.
+#[derive(Default)]
+struct CacheMarks {
+    points: Vec<CachePoint>,
+}
+
+impl CacheMarks {
+    /// Notes a cache point after `anchor` when `block` has `cache_control`.
+    fn note(&mut self, block: &Map<String, Value>, at: &str, anchor: CacheAnchor) -> ApiResult<()> {
+        let Some(control) = block.get("cache_control") else {
+            return Ok(());
+        };
+        let at = format!("{at}.cache_control");
+        if control.is_null() {
+            return Ok(());
+        }
+        let o = object(control, &at)?;
+        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "type" | "ttl")) {
+            return Err(invalid(&format!("{at}.{k}"), "Extra inputs are not permitted."));
+        }
+        if o.get("type").and_then(Value::as_str) != Some("ephemeral") {
+            return Err(invalid(&format!("{at}.type"), "Input should be 'ephemeral'."));
+        }
+        let ttl = match o.get("ttl") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value::<CacheTtl>(v.clone())
+                    .map_err(|_| invalid(&format!("{at}.ttl"), "Input should be '5m' or '1h'."))?,
+            ),
+        };
+        self.points.push(CachePoint { anchor, ttl });
+        Ok(())
+    }
+
+    /// The checked points: at most [`MAX_CACHE_POINTS`], and no one-hour entry after a
+    /// five-minute one (a longer-lived prefix cannot extend a shorter-lived one).
+    fn finish(self) -> ApiResult<Vec<CachePoint>> {
+        if self.points.len() > MAX_CACHE_POINTS {
+            return Err(ApiError::invalid(
+                "cache_control",
+                format!(
+                    "A maximum of {MAX_CACHE_POINTS} blocks with cache_control may be provided. Found {}.",
+                    self.points.len()
+                ),
+            ));
+        }
+        let ttl = |p: &CachePoint| p.ttl.unwrap_or(CacheTtl::FiveMinutes);
+        if let Some(w) = self
+            .points
+            .windows(2)
+            .find(|w| ttl(&w[0]) == CacheTtl::FiveMinutes && ttl(&w[1]) == CacheTtl::OneHour)
+        {
+            tracing::debug!(first = ?w[0], second = ?w[1], "cache TTLs out of order");
+            return Err(ApiError::invalid(
+                "cache_control",
+                "A cache_control with ttl '1h' cannot come after one with ttl '5m' (tools, system, then messages).",
+            ));
+        }
+        Ok(self.points)
+    }
 }
 
 fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {

@@ -736,6 +736,10 @@ pub fn chat_request(
     );
     set("user", req.user.clone().map(Value::from));
     set(
+        "prompt_cache_key",
+        req.prompt_cache_key.clone().map(Value::from),
+    );
+    set(
         "parallel_tool_calls",
         req.parallel_tool_calls.map(Value::from),
     );

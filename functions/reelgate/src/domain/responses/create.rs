@@ -83,11 +83,12 @@ struct Turn {
 }
 
 impl Turn {
-    /// Charges the usage (when `charge`) and, with the request's `store` (and `keep`), keeps the
-    /// response and its items.
+    /// Charges the usage (when `charge`, and then writes what it cost into the response's
+    /// `usage.cost`) and, with the request's `store` (and `keep`), keeps the response and its
+    /// items.
     async fn finish(
         &self,
-        response: &Value,
+        response: &mut Value,
         usage: &Usage,
         charge: bool,
         keep: bool,
@@ -101,7 +102,7 @@ impl Turn {
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
             // The text requests' one charge policy: never an error once the turn was produced.
-            crate::domain::billing::token_charges::charge_detached(
+            let cost = crate::domain::billing::token_charges::charge_detached(
                 self.ports.store.clone(),
                 OwnedCharge {
                     org: self.caller.org.clone(),
@@ -119,6 +120,12 @@ impl Turn {
                 },
             )
             .await;
+            if let (Some(cost), Some(usage)) = (cost, response["usage"].as_object_mut()) {
+                usage.insert(
+                    "cost".into(),
+                    crate::domain::billing::token_charges::cost_json(cost),
+                );
+            }
         }
         if keep && self.draft.req.store {
             let mut own = self.own_ids.clone();
@@ -205,7 +212,8 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
     .await?;
     let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
     let prompt_estimate = convert::estimate_tokens(&messages);
-    let chat = convert::chat_request(&req, &model, messages, req.stream);
+    let mut chat = convert::chat_request(&req, &model, messages, req.stream);
+    crate::domain::chat::caching::place(&model, &mut chat);
 
     let estimate = crate::domain::billing::token_charges::admission_estimate(
         prompt_estimate,
@@ -268,10 +276,10 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
     };
     let (outcome, output, reported) = output::from_completion(&completion);
     let usage = turn.usage(reported.as_ref(), &output);
-    let response = turn
+    let mut response = turn
         .draft
         .object_json(Some(&outcome), &output, Some(&usage.json));
-    turn.finish(&response, &usage, true, true).await?;
+    turn.finish(&mut response, &usage, true, true).await?;
     Ok(Reply::Whole(response))
 }
 
@@ -349,8 +357,8 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
         // count, else the estimate of every input part and the output seen). Nothing is stored.
         let partial = state.partial_output();
         let usage = turn.usage(state.usage.as_ref(), &partial);
-        let response = turn.draft.object_json(None, &partial, Some(&usage.json));
-        if let Err(e) = turn.finish(&response, &usage, true, false).await {
+        let mut response = turn.draft.object_json(None, &partial, Some(&usage.json));
+        if let Err(e) = turn.finish(&mut response, &usage, true, false).await {
             tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
         }
         return;
@@ -377,12 +385,12 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
             (outcome, output, usage, true)
         }
     };
-    let response = turn
+    let mut response = turn
         .draft
         .object_json(Some(&outcome), &output, Some(&usage.json));
     // Stored (and charged) before the terminal event, so a client that reads the response right
     // after `response.completed` finds it.
-    if let Err(e) = turn.finish(&response, &usage, charge, true).await {
+    if let Err(e) = turn.finish(&mut response, &usage, charge, true).await {
         tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
     }
     let terminal = state.terminal(&outcome, response);

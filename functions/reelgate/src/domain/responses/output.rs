@@ -195,9 +195,15 @@ pub fn usage_from_chat(u: &Value) -> Value {
     let input = n(&u["prompt_tokens"]);
     let output = n(&u["completion_tokens"]);
     let total = u["total_tokens"].as_u64().unwrap_or(input + output);
+    let mut input_details = json!({"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])});
+    // Cache writes have no field in OpenAI's shape; reelgate adds one where there were any.
+    let written = n(&u["prompt_tokens_details"]["cache_write_tokens"]);
+    if written > 0 {
+        input_details["cache_write_tokens"] = written.into();
+    }
     json!({
         "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])},
+        "input_tokens_details": input_details,
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": n(&u["completion_tokens_details"]["reasoning_tokens"])},
         "total_tokens": total,

@@ -15,7 +15,6 @@ use utoipa::ToSchema;
 const IGNORED: &[&str] = &[
     "include",
     "service_tier",
-    "prompt_cache_key",
     "safety_identifier",
 ];
 
@@ -111,8 +110,8 @@ fn input_schema() -> utoipa::openapi::schema::Schema {
 
 /// `POST /v1/responses`: OpenAI's Responses request, checked. `input` is still raw items (a
 /// string is one user message): their shapes are checked while they are resolved (references
-/// and files need the store). `background: true` is refused; `include`, `service_tier`,
-/// `prompt_cache_key` and `safety_identifier` are accepted and ignored.
+/// and files need the store). `background: true` is refused; `include`, `service_tier` and
+/// `safety_identifier` are accepted and ignored.
 #[derive(Clone, Debug, ToSchema)]
 #[schema(as = ResponseCreateRequest, example = json!({"model": "llama-3.1-8b", "input": "Hello"}))]
 pub struct CreateRequest {
@@ -157,6 +156,8 @@ pub struct CreateRequest {
     #[schema(schema_with = repetition_penalty_schema)]
     pub repetition_penalty: Option<f64>,
     pub user: Option<String>,
+    /// Passed to OpenAI-compatible upstreams, which route their prompt cache by it.
+    pub prompt_cache_key: Option<String>,
 }
 
 /// A string parameter, owned.
@@ -281,6 +282,7 @@ impl CreateRequest {
             top_k: unsigned(p, "top_k", 0)?,
             repetition_penalty,
             user: string(p, "user")?,
+            prompt_cache_key: string(p, "prompt_cache_key")?,
         })
     }
 
@@ -348,6 +350,7 @@ const KNOWN: &[&str] = &[
     "top_k",
     "repetition_penalty",
     "user",
+    "prompt_cache_key",
     "background",
 ];
 

@@ -44,6 +44,9 @@ fn model(capabilities: &[&str]) -> ChatModel {
         input_per_million: Decimal::ZERO,
         output_per_million: Decimal::ZERO,
         cached_input_per_million: None,
+        cache_write_per_million: None,
+        auto_cache: false,
+        cache_min_tokens: None,
         currency: "usd".into(),
         owned_by: None,
     }
