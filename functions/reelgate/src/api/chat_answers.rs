@@ -102,6 +102,18 @@ pub fn event(value: &Value) -> Bytes {
     Bytes::from(format!("data: {value}\n\n"))
 }
 
+/// reelgate's extensions of the internal chat shape (`ports::upstream::extension`) are for the
+/// gateway's own dialects, never for an OpenAI caller.
+fn is_extension(key: &str) -> bool {
+    key.starts_with("reelgate_")
+}
+
+fn strip_extensions(v: &mut Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|k, _| !is_extension(k));
+    }
+}
+
 /// OpenAI's chat completions, as `/v1/chat/completions` and the console answer.
 pub struct OpenAiChat {
     /// `stream_options.include_usage`: every chunk carries `usage: null` and a last chunk
@@ -114,7 +126,11 @@ impl Dialect for OpenAiChat {
         crate::domain::chat::new_completion_id()
     }
 
-    fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes> {
+    fn whole(&self, mut completion: ChatCompletion) -> ApiResult<Bytes> {
+        completion.rest.retain(|k, _| !is_extension(k));
+        for choice in &mut completion.choices {
+            strip_extensions(&mut choice["message"]);
+        }
         crate::domain::chat::dialect::json(&completion)
     }
 
@@ -137,6 +153,12 @@ struct OpenAiChunks {
 
 impl StreamFormat for OpenAiChunks {
     fn chunk(&mut self, mut chunk: Value) -> Vec<Bytes> {
+        strip_extensions(&mut chunk);
+        if let Some(choices) = chunk["choices"].as_array_mut() {
+            for choice in choices {
+                strip_extensions(&mut choice["delta"]);
+            }
+        }
         if self.include_usage {
             chunk["usage"] = Value::Null;
         }

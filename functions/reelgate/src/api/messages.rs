@@ -15,6 +15,7 @@ use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::reply::{self, StreamTranslator};
+use crate::ports::upstream::extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -193,20 +194,59 @@ impl Dialect for Anthropic {
     }
 
     fn whole(&self, completion: ChatCompletion) -> ApiResult<Bytes> {
-        crate::domain::chat::dialect::json(&reply::message(&completion, &self.stop_sequences))
+        match reply::native_message(&completion) {
+            Some(native) => crate::domain::chat::dialect::json(&native),
+            None => crate::domain::chat::dialect::json(&reply::message(
+                &completion,
+                &self.stop_sequences,
+            )),
+        }
     }
 
     fn stream_format(&self, id: &str, model: &str, _created: i64) -> Box<dyn StreamFormat> {
-        Box::new(Events(StreamTranslator::new(
-            id,
-            model,
-            self.stop_sequences.clone(),
-        )))
+        Box::new(Events {
+            translator: StreamTranslator::new(id, model, self.stop_sequences.clone()),
+            id: id.to_owned(),
+            model: model.to_owned(),
+            mode: Mode::NotStarted,
+        })
     }
 }
 
-/// Anthropic's SSE: `event: <type>` and its data, per event.
-struct Events(StreamTranslator);
+/// Anthropic's SSE: `event: <type>` and its data, per event. Whether the events are translated
+/// from chat chunks or relayed from a native Anthropic upstream is known at the first chunk,
+/// so `message_start` waits for it.
+struct Events {
+    translator: StreamTranslator,
+    id: String,
+    model: String,
+    mode: Mode,
+}
+
+enum Mode {
+    NotStarted,
+    Translated,
+    Native(reply::NativeRelay),
+}
+
+impl Events {
+    fn begin(&mut self, native: bool) -> Vec<Bytes> {
+        if !matches!(self.mode, Mode::NotStarted) {
+            return Vec::new();
+        }
+        if native {
+            self.mode = Mode::Native(reply::NativeRelay::default());
+            Vec::new()
+        } else {
+            self.mode = Mode::Translated;
+            sse(self.translator.start())
+        }
+    }
+}
+
+fn sse_named(name: &str, data: &Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
 
 fn sse(events: Vec<reply::Event>) -> Vec<Bytes> {
     events
@@ -216,16 +256,29 @@ fn sse(events: Vec<reply::Event>) -> Vec<Bytes> {
 }
 
 impl StreamFormat for Events {
-    fn start(&mut self) -> Vec<Bytes> {
-        sse(self.0.start())
-    }
-
     fn chunk(&mut self, chunk: Value) -> Vec<Bytes> {
-        sse(self.0.chunk(&chunk))
+        let native = chunk.get(extension::ANTHROPIC_EVENT);
+        let mut out = self.begin(native.is_some());
+        match (&mut self.mode, native) {
+            (Mode::Native(relay), Some(event)) => {
+                if let Some((name, data)) = relay.event(event, &self.id, &self.model) {
+                    out.push(sse_named(&name, &data));
+                }
+            }
+            // A relayed stream's own chunks without an event carry nothing more to write.
+            (Mode::Native(_), None) => {}
+            _ => out.extend(sse(self.translator.chunk(&chunk))),
+        }
+        out
     }
 
     fn end(&mut self, usage: Value) -> Vec<Bytes> {
-        sse(self.0.end(&usage))
+        let mut out = self.begin(false);
+        match &mut self.mode {
+            Mode::Native(relay) => out.extend(sse(relay.end(&usage))),
+            _ => out.extend(sse(self.translator.end(&usage))),
+        }
+        out
     }
 
     fn fail(&mut self, error: &ApiError) -> Vec<Bytes> {

@@ -253,6 +253,14 @@ pub struct ChatCompletionRequest {
     )]
     #[schema(ignore)]
     pub cache_points: Option<Vec<crate::ports::upstream::CachePoint>>,
+    /// The caller's own Messages API body, for a model only native Anthropic upstreams serve
+    /// (`ports::upstream::extension::ANTHROPIC_REQUEST`); never read from a caller.
+    #[serde(
+        rename = "reelgate_anthropic_request",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(ignore)]
+    pub anthropic_request: Option<Value>,
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]

@@ -262,6 +262,7 @@ pub fn validate(catalog: &Catalog, body: Value) -> ApiResult<Validated> {
         thinking_budget: None,
         prompt_cache_key,
         cache_points: None,
+        anthropic_request: None,
     };
     Ok(Validated {
         model: model.clone(),

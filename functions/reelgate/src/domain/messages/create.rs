@@ -8,7 +8,8 @@ use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::reply::MessageTokensCount;
-use crate::domain::messages::request::{self, Purpose};
+use crate::domain::catalog::ChatModel;
+use crate::domain::messages::request::{self, Purpose, Served};
 use crate::ports::pdf::PdfRasterizer;
 use serde_json::Value;
 use std::sync::Arc;
@@ -30,12 +31,33 @@ pub async fn create(
     if request::fetches_urls(&body) {
         crate::domain::billing::token_charges::admit(cx, &caller).await?;
     }
-    let mut t = request::to_chat(cx.fetcher, pdf, &model, body, Purpose::Create).await?;
+    let served = served(cx.catalog, &model);
+    let native = (served == Served::NativeAnthropic).then(|| body.clone());
+    let mut t = request::to_chat_for(cx.fetcher, pdf, &model, body, Purpose::Create, served).await?;
     let extensions = t.take_extensions();
     let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
     extensions.carry(&mut v.request);
+    v.request.anthropic_request = native;
     let dialect = dialect(t.stop_sequences);
     crate::domain::chat::complete::complete(ports, caller, v, dialect).await
+}
+
+/// How `model`'s Messages requests are served: natively when every deployment is an
+/// `anthropic` upstream (the caller's body goes to Anthropic as sent), else through the chat
+/// translation (which a mixed set of deployments can all take).
+fn served(catalog: &crate::domain::catalog::Catalog, model: &ChatModel) -> Served {
+    let deployments = model.deployments();
+    let native = !deployments.is_empty()
+        && deployments.iter().all(|d| {
+            catalog
+                .upstream(&d.upstream)
+                .is_some_and(|u| u.kind == "anthropic")
+        });
+    if native {
+        Served::NativeAnthropic
+    } else {
+        Served::Translated
+    }
 }
 
 /// `{"input_tokens": n}`: the upstream's own count where it has a counter (Bedrock's
@@ -81,12 +103,16 @@ async fn count(
     body: Value,
 ) -> ApiResult<MessageTokensCount> {
     let cx = ports.cx;
-    let mut t = request::to_chat(cx.fetcher, pdf, model, body, Purpose::CountTokens).await?;
+    let served = served(cx.catalog, model);
+    let native = (served == Served::NativeAnthropic).then(|| body.clone());
+    let mut t =
+        request::to_chat_for(cx.fetcher, pdf, model, body, Purpose::CountTokens, served).await?;
     // The documented estimate, should the upstream have no counter.
     let estimate = request::estimate_input_tokens(&t.chat);
     let extensions = t.take_extensions();
     let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
     extensions.carry(&mut v.request);
+    v.request.anthropic_request = native;
     let upstream = ports.upstreams.for_model(ports.catalog, model);
     let request = serde_json::to_value(&v.request)
         .map_err(|e| ApiError::internal("encoding the upstream request", e))?;

@@ -2,7 +2,7 @@
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
 use crate::domain::chat::completion::ChatCompletion;
-use crate::ports::upstream::extension::REASONING_SIGNATURE;
+use crate::ports::upstream::extension::{ANTHROPIC_MESSAGE, REASONING_SIGNATURE};
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -149,6 +149,71 @@ pub fn message(completion: &ChatCompletion, stop_sequences: &[String]) -> Messag
         stop_reason: reason,
         stop_sequence: sequence,
         usage: usage(&completion.usage),
+    }
+}
+
+/// The message a native Anthropic upstream answered (`ANTHROPIC_MESSAGE` on the completion),
+/// as it wrote it, with our id and model name and, in its usage, what the call cost.
+pub fn native_message(completion: &ChatCompletion) -> Option<Value> {
+    let mut m = completion.rest.get(ANTHROPIC_MESSAGE)?.clone();
+    m["id"] = completion.id.clone().into();
+    m["model"] = completion.model.clone().into();
+    if let (Some(cost), Some(usage)) = (completion.usage.get("cost"), m["usage"].as_object_mut()) {
+        usage.insert("cost".into(), cost.clone());
+    }
+    Some(m)
+}
+
+/// A native Anthropic upstream's stream relayed as it came: each event as the upstream wrote
+/// it, but `message_start` with our id and model name, and `message_delta` and `message_stop`
+/// held back until the charge is known (`message_delta`'s usage then carries the cost).
+#[derive(Default)]
+pub struct NativeRelay {
+    delta: Option<Value>,
+}
+
+impl NativeRelay {
+    /// What to write for the upstream event `event` (`{"event", "data"}`) now.
+    pub fn event(&mut self, event: &Value, id: &str, model: &str) -> Option<(String, Value)> {
+        let name = event.get("event").and_then(Value::as_str)?.to_owned();
+        let mut data = event.get("data").cloned().unwrap_or(Value::Null);
+        match name.as_str() {
+            "message_start" => {
+                data["message"]["id"] = id.into();
+                data["message"]["model"] = model.into();
+            }
+            "message_delta" => {
+                self.delta = Some(data);
+                return None;
+            }
+            "message_stop" => return None,
+            _ => {}
+        }
+        Some((name, data))
+    }
+
+    /// The closing events, with the usage (chat's shape) that was charged.
+    pub fn end(&mut self, chat_usage: &Value) -> Vec<Event> {
+        let mut delta = self.delta.take().unwrap_or_else(|| {
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                   "usage": {}})
+        });
+        let charged = serde_json::to_value(usage(chat_usage)).unwrap_or_default();
+        match delta["usage"].as_object_mut() {
+            // The upstream's own fields (server tool use and the like) stay; the counts are
+            // the ones charged.
+            Some(own) => {
+                if let Value::Object(charged) = charged {
+                    own.extend(charged);
+                }
+            }
+            None => delta["usage"] = charged,
+        }
+        vec![
+            ("message_delta", delta),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]
     }
 }
 

@@ -353,11 +353,32 @@ pub async fn to_chat(
     body: Value,
     purpose: Purpose,
 ) -> ApiResult<Translated> {
+    to_chat_for(fetcher, pdf, model, body, purpose, Served::Translated).await
+}
+
+/// Who answers the request: any upstream, through the chat translation; or only native
+/// Anthropic upstreams, which are sent the caller's own body (so the server tools the model
+/// offers are taken and left out of the chat translation).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Served {
+    Translated,
+    NativeAnthropic,
+}
+
+/// [`to_chat`] for a model served as `served` says.
+pub async fn to_chat_for(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    body: Value,
+    purpose: Purpose,
+    served: Served,
+) -> ApiResult<Translated> {
     let fetches = crate::domain::responses::fetch::RequestFetches::new(
         fetcher,
         crate::domain::responses::fetch::MAX_REQUEST_FETCH_BYTES,
     );
-    translate(&fetches, pdf, model, parse(body, purpose)?).await
+    translate_for(&fetches, pdf, model, parse(body, purpose)?, served).await
 }
 
 /// Translates a parsed Messages request for `model`. Image URLs and documents are read here
@@ -367,6 +388,16 @@ pub async fn translate(
     pdf: &dyn PdfRasterizer,
     model: &ChatModel,
     request: MessagesRequest,
+) -> ApiResult<Translated> {
+    translate_for(fetcher, pdf, model, request, Served::Translated).await
+}
+
+async fn translate_for(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    request: MessagesRequest,
+    served: Served,
 ) -> ApiResult<Translated> {
     let mut chat = Map::new();
     let (prompt, stream, stop_sequences) = match request {
@@ -420,7 +451,7 @@ pub async fn translate(
     }
     let tool_names = match &prompt.tools {
         Some(v) => {
-            let (tools, names) = tools(v, &mut marks)?;
+            let (tools, names) = tools(v, &mut marks, served)?;
             if !tools.is_empty() {
                 chat.insert("tools".into(), Value::Array(tools));
             }
@@ -524,7 +555,11 @@ fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<(String, u64)>> {
     Ok(Some((pick, budget)))
 }
 
-fn tools(v: &Value, marks: &mut CacheMarks) -> ApiResult<(Vec<Value>, Vec<String>)> {
+fn tools(
+    v: &Value,
+    marks: &mut CacheMarks,
+    served: Served,
+) -> ApiResult<(Vec<Value>, Vec<String>)> {
     let list = v
         .as_array()
         .ok_or_else(|| invalid("tools", "Input should be a list."))?;
@@ -535,6 +570,11 @@ fn tools(v: &Value, marks: &mut CacheMarks) -> ApiResult<(Vec<Value>, Vec<String
         let o = object(t, &at)?;
         match o.get("type").and_then(Value::as_str) {
             None | Some("custom") => {}
+            // Anthropic runs its server tools itself; the caller's body reaches it as sent.
+            Some(_) if served == Served::NativeAnthropic => {
+                string(o, "name", &at)?;
+                continue;
+            }
             Some(other) => {
                 return Err(invalid(
                     &format!("{at}.type"),

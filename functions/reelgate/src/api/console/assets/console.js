@@ -168,7 +168,7 @@ Object.assign(TEXT.en, {
   last_30: "Last 30 days", spent: "Spent", tokens: "Tokens", video_seconds: "Video seconds",
   split_by: "Split by", by_model: "Model", by_kind: "Kind", kind: "Kind", quantity: "Quantity",
   by_model_kind: "Last 30 days by model and kind", usage_empty: "Nothing spent in the last 30 days.", try_chat: "Try the chat",
-  kind_video_seconds: "Video seconds", kind_input_tokens: "Input tokens", kind_cached_input_tokens: "Cached input tokens",
+  kind_video_seconds: "Video seconds", kind_input_tokens: "Input tokens", kind_cached_input_tokens: "Cached input tokens", kind_cache_write_input_tokens: "Cache write tokens",
   kind_output_tokens: "Output tokens", kind_tokens: "Tokens", n_tokens: "{n} tokens", n_seconds: "{n} s",
   charge_video: "Video render", charge_chat: "Text model tokens", chart_label: "Spend per day over the last 30 days, by {split}",
   day_total: "{day}: {amount}", message_required: "Write a message first.",
@@ -207,7 +207,7 @@ Object.assign(TEXT.ja, {
   last_30: "過去30日間", spent: "利用額", tokens: "トークン", video_seconds: "動画の秒数",
   split_by: "内訳", by_model: "モデル別", by_kind: "種類別", kind: "種類", quantity: "数量",
   by_model_kind: "過去30日間(モデル・種類別)", usage_empty: "過去30日間の利用はありません。", try_chat: "チャットを試す",
-  kind_video_seconds: "動画の秒数", kind_input_tokens: "入力トークン", kind_cached_input_tokens: "キャッシュ済み入力トークン",
+  kind_video_seconds: "動画の秒数", kind_input_tokens: "入力トークン", kind_cached_input_tokens: "キャッシュ済み入力トークン", kind_cache_write_input_tokens: "キャッシュ書き込みトークン",
   kind_output_tokens: "出力トークン", kind_tokens: "トークン", n_tokens: "{n} トークン", n_seconds: "{n} 秒",
   charge_video: "動画のレンダリング", charge_chat: "テキストモデルのトークン", chart_label: "過去30日間の1日ごとの利用額({split})",
   day_total: "{day}: {amount}", message_required: "先にメッセージを入力してください。",
@@ -1006,16 +1006,21 @@ function newChat() {
   $("c-message").focus();
 }
 
-// A turn's token usage and what it cost at the model's catalog prices.
+// A turn's token usage and what it cost: the charge the answer reports (`usage.cost`), else the
+// model's catalog prices applied to the counts.
 function usageText(usage, model) {
   const p = (model && model.pricing) || {};
   const prompt = usage.prompt_tokens || 0; const out = usage.completion_tokens || 0;
-  const cached = (usage.prompt_tokens_details && usage.prompt_tokens_details.cached_tokens) || 0;
+  const details = usage.prompt_tokens_details || {};
+  const cached = details.cached_tokens || 0; const written = details.cache_write_tokens || 0;
   const price = (x) => Number(x || 0) / 1e6;
   const cachedPrice = p.cached_input_per_million !== undefined ? p.cached_input_per_million : p.input_per_million;
-  const cost = (prompt - cached) * price(p.input_per_million) + cached * price(cachedPrice) + out * price(p.output_per_million);
+  const writePrice = p.cache_write_per_million !== undefined ? p.cache_write_per_million : p.input_per_million;
+  const cost = usage.cost !== undefined ? usage.cost
+    : ((prompt - cached - written) * price(p.input_per_million) + cached * price(cachedPrice)
+      + written * price(writePrice) + out * price(p.output_per_million)).toFixed(8);
   return t("turn_usage").replace("{input}", prompt.toLocaleString(state.lang)).replace("{output}", out.toLocaleString(state.lang))
-    .replace("{cost}", money(cost.toFixed(8), p.currency));
+    .replace("{cost}", money(cost, p.currency));
 }
 
 async function sendChat(ev) {
@@ -1373,7 +1378,7 @@ function kindGroup(kind) { return kind === "video_seconds" ? "video_seconds" : "
 
 function quantityText(r) {
   if (r.kind === "video_seconds") return t("n_seconds").replace("{n}", Number(r.video_seconds || 0).toLocaleString(state.lang));
-  const n = Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.output_tokens || 0);
+  const n = Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.cache_write_input_tokens || 0) + Number(r.output_tokens || 0);
   return t("n_tokens").replace("{n}", n.toLocaleString(state.lang));
 }
 
@@ -1479,12 +1484,12 @@ function renderUsage() {
   const byModelKind = {};
   rows.forEach((r) => {
     spent += Number(r.amount || 0);
-    tokens += Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.output_tokens || 0);
+    tokens += Number(r.input_tokens || 0) + Number(r.cached_input_tokens || 0) + Number(r.cache_write_input_tokens || 0) + Number(r.output_tokens || 0);
     seconds += Number(r.video_seconds || 0);
     const k = `${r.model}\u0000${r.kind}`;
     const agg = byModelKind[k] || (byModelKind[k] = { model: r.model, kind: r.kind, currency: r.currency, amount: 0,
-      input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, video_seconds: 0 });
-    ["amount", "input_tokens", "cached_input_tokens", "output_tokens", "video_seconds"].forEach((f) => { agg[f] += Number(r[f] || 0); });
+      input_tokens: 0, cached_input_tokens: 0, cache_write_input_tokens: 0, output_tokens: 0, video_seconds: 0 });
+    ["amount", "input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "video_seconds"].forEach((f) => { agg[f] += Number(r[f] || 0); });
   });
   $("u-spent").textContent = money(spent.toFixed(6), u.currency);
   $("u-tokens").textContent = tokens.toLocaleString(state.lang);
