@@ -3,6 +3,7 @@
 //! the HTTP engine protocol and of the OpenAI Videos API. The AWS adapters live in `reelgate-aws`, the embedded ones in
 //! `reelgate-embedded`. This module also builds them from the catalog and the configuration.
 
+pub mod anthropic_upstream;
 pub mod chat_translator;
 pub mod guarded_fetch;
 pub mod hosted;
@@ -26,7 +27,7 @@ use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Connects catalog upstreams by their `kind`: `openai` here; hosts add the kinds of their own
+/// Connects catalog upstreams by their `kind`: `openai` and `anthropic` here; hosts add the kinds of their own
 /// crates (`bedrock` from `reelgate-aws`) with [`CatalogConnector::with_kind`].
 #[derive(Default, Clone)]
 pub struct CatalogConnector {
@@ -55,10 +56,15 @@ impl UpstreamConnector for CatalogConnector {
                 config,
             )?));
         }
+        if config.kind == "anthropic" {
+            return Ok(Arc::new(
+                anthropic_upstream::AnthropicUpstream::from_config(config)?,
+            ));
+        }
         match self.kinds.get(&config.kind) {
             Some(connector) => connector.connect(config).await,
             None => Err(UpstreamError::Protocol(format!(
-                "upstream {} has unknown kind {} (expected openai or bedrock; bedrock needs a host \
+                "upstream {} has unknown kind {} (expected openai, anthropic or bedrock; bedrock needs a host \
                  built with reelgate-aws)",
                 config.id, config.kind
             ))),

@@ -19,11 +19,11 @@ use std::time::Duration;
 /// Connect attempts after the first, with the backoff doubling from `RETRY_BASE`.
 const CONNECT_RETRIES: u32 = 3;
 const RETRY_BASE: Duration = Duration::from_millis(100);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A non-streamed completion may think for a long time; past this the caller gets a 504.
-const COMPLETION_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const COMPLETION_TIMEOUT: Duration = Duration::from_secs(600);
 /// A stream that sends nothing for this long is treated as dead.
-const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct OpenAiUpstream {
     client: reqwest::Client,
@@ -135,56 +135,63 @@ impl OpenAiUpstream {
         }
     }
 
-    /// Sends the request, retrying only when the connection could not be made; an error status
-    /// becomes `Rejected` with the upstream's own message.
     async fn send(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, UpstreamError> {
-        let mut attempt = 0;
-        let response = loop {
-            match build().send().await {
-                Ok(response) => break response,
-                Err(e) if e.is_connect() && attempt < CONNECT_RETRIES => {
-                    let delay = RETRY_BASE * 2u32.pow(attempt);
-                    tracing::warn!(error = %e, attempt, ?delay, base = %self.base, "upstream connect failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(transport_error(e)),
-            }
-        };
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(retry_after_secs);
-        let text = response.text().await.unwrap_or_default();
-        Err(match rejected(status, &text) {
-            UpstreamError::Rejected {
-                status,
-                code,
-                message,
-                ..
-            } => UpstreamError::Rejected {
-                status,
-                code,
-                message,
-                retry_after,
-            },
-            other => other,
-        })
+        send_retrying_connects(&self.base, build).await
     }
+}
+
+/// Sends the request, retrying only when the connection could not be made; an error status
+/// becomes `Rejected` with the upstream's own message. `base` names the upstream in the logs.
+pub(crate) async fn send_retrying_connects(
+    base: &str,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, UpstreamError> {
+    let mut attempt = 0;
+    let response = loop {
+        match build().send().await {
+            Ok(response) => break response,
+            Err(e) if e.is_connect() && attempt < CONNECT_RETRIES => {
+                let delay = RETRY_BASE * 2u32.pow(attempt);
+                tracing::warn!(error = %e, attempt, ?delay, %base, "upstream connect failed; retrying");
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(transport_error(e)),
+        }
+    };
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(retry_after_secs);
+    let text = response.text().await.unwrap_or_default();
+    Err(match rejected(status, &text) {
+        UpstreamError::Rejected {
+            status,
+            code,
+            message,
+            ..
+        } => UpstreamError::Rejected {
+            status,
+            code,
+            message,
+            retry_after,
+        },
+        other => other,
+    })
 }
 
 /// Turns a reqwest failure into the port's error: timeouts are 504-shaped so the gateway
 /// answers `upstream_timeout`; everything else means the upstream could not be reached or the
 /// connection broke.
-fn transport_error(e: reqwest::Error) -> UpstreamError {
+pub(crate) fn transport_error(e: reqwest::Error) -> UpstreamError {
     // Without the URL: the upstream's address is the operator's, not the caller's to see.
     let e = e.without_url();
     if e.is_timeout() {
@@ -212,8 +219,9 @@ fn retry_after_secs(value: &str) -> Option<u64> {
     )
 }
 
-/// An error status with OpenAI's envelope when the upstream sends one, else its text.
-fn rejected(status: u16, text: &str) -> UpstreamError {
+/// An error status with OpenAI's envelope (or Anthropic's, whose `error.type` is the code) when
+/// the upstream sends one, else its text.
+pub(crate) fn rejected(status: u16, text: &str) -> UpstreamError {
     let parsed: Option<Value> = serde_json::from_str(text).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let message = error
@@ -224,11 +232,13 @@ fn rejected(status: u16, text: &str) -> UpstreamError {
         })
         .map(str::to_owned)
         .unwrap_or_else(|| text.chars().take(500).collect());
-    let code = error.and_then(|e| e.get("code")).and_then(|c| {
-        c.as_str()
-            .map(str::to_owned)
-            .or_else(|| c.as_i64().map(|n| n.to_string()))
-    });
+    let code = error
+        .and_then(|e| e.get("code").or_else(|| e.get("type")))
+        .and_then(|c| {
+            c.as_str()
+                .map(str::to_owned)
+                .or_else(|| c.as_i64().map(|n| n.to_string()))
+        });
     UpstreamError::Rejected {
         status,
         code,
@@ -237,7 +247,7 @@ fn rejected(status: u16, text: &str) -> UpstreamError {
     }
 }
 
-async fn read_json(response: reqwest::Response) -> Result<Value, UpstreamError> {
+pub(crate) async fn read_json(response: reqwest::Response) -> Result<Value, UpstreamError> {
     let bytes = response.bytes().await.map_err(transport_error)?;
     serde_json::from_slice(&bytes)
         .map_err(|e| UpstreamError::Protocol(format!("the reply is not JSON: {e}")))

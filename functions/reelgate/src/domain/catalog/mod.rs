@@ -563,7 +563,8 @@ fn default_currency() -> String {
 #[serde(deny_unknown_fields)]
 pub struct UpstreamConfig {
     pub id: String,
-    /// `openai` (any OpenAI-compatible HTTP server) or `bedrock` (Converse / ConverseStream).
+    /// `openai` (any OpenAI-compatible HTTP server), `anthropic` (Anthropic's Messages API) or
+    /// `bedrock` (Converse / ConverseStream).
     pub kind: String,
     #[serde(default)]
     pub base_url: Option<String>,

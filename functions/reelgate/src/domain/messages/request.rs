@@ -476,9 +476,15 @@ async fn translate_for(
     if list.is_empty() {
         return Err(invalid("messages", "At least one message is required."));
     }
+    let from = Sources {
+        fetcher,
+        pdf,
+        model,
+        served,
+    };
     for (i, m) in list.iter().enumerate() {
         let at = format!("messages.{i}");
-        message(fetcher, pdf, model, m, &at, &mut messages, &mut marks).await?;
+        message(&from, m, &at, &mut messages, &mut marks).await?;
     }
     chat.insert("messages".into(), Value::Array(messages));
     Ok(Translated {
@@ -672,18 +678,32 @@ fn system(v: &Value, marks: &mut CacheMarks) -> ApiResult<Value> {
     }
 }
 
+/// What translating a message reads from: the fetcher and rasterizer for its media, the model
+/// it is for, and how that model is served.
+#[derive(Clone, Copy)]
+struct Sources<'a> {
+    fetcher: &'a dyn Fetcher,
+    pdf: &'a dyn PdfRasterizer,
+    model: &'a ChatModel,
+    served: Served,
+}
+
 /// One Messages API message as chat messages: an assistant turn is one message (text and
 /// `tool_calls`); a user turn's `tool_result` blocks become `tool` messages, first, then the
 /// rest of its blocks one user message.
 async fn message(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
+    from: &Sources<'_>,
     m: &Value,
     at: &str,
     out: &mut Vec<Value>,
     marks: &mut CacheMarks,
 ) -> ApiResult<()> {
+    let Sources {
+        fetcher,
+        pdf,
+        model,
+        served,
+    } = *from;
     let o = object(m, at)?;
     let role = match o.get("role").and_then(Value::as_str) {
         Some(r @ ("user" | "assistant")) => r,
@@ -729,7 +749,7 @@ async fn message(
                 marks.note(bo, &bat, anchor)?;
             }
         }
-        out.push(assistant(blocks, at)?);
+        out.push(assistant(blocks, at, served)?);
         return Ok(());
     }
     let mut parts = Vec::new();
@@ -814,10 +834,16 @@ impl CacheMarks {
         }
         let o = object(control, &at)?;
         if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "type" | "ttl")) {
-            return Err(invalid(&format!("{at}.{k}"), "Extra inputs are not permitted."));
+            return Err(invalid(
+                &format!("{at}.{k}"),
+                "Extra inputs are not permitted.",
+            ));
         }
         if o.get("type").and_then(Value::as_str) != Some("ephemeral") {
-            return Err(invalid(&format!("{at}.type"), "Input should be 'ephemeral'."));
+            return Err(invalid(
+                &format!("{at}.type"),
+                "Input should be 'ephemeral'.",
+            ));
         }
         let ttl = match o.get("ttl") {
             None | Some(Value::Null) => None,
@@ -858,7 +884,15 @@ impl CacheMarks {
     }
 }
 
-fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
+/// Whether a block is a server tool's call or result (`server_tool_use`, `web_search_tool_result`,
+/// `mcp_tool_use`, …), which only Anthropic itself takes back.
+fn is_server_tool_block(kind: &str) -> bool {
+    kind == "server_tool_use"
+        || kind.starts_with("mcp_tool_")
+        || (kind.ends_with("_tool_result") && kind != "tool_result")
+}
+
+fn assistant(blocks: &[Value], at: &str, served: Served) -> ApiResult<Value> {
     let mut text = String::new();
     let mut calls = Vec::new();
     let mut reasoning = Vec::new();
@@ -888,6 +922,9 @@ fn assistant(blocks: &[Value], at: &str) -> ApiResult<Value> {
                 "type": "redacted_thinking",
                 "data": string(bo, "data", &bat)?,
             })),
+            // The caller's body goes to Anthropic as sent; the chat translation has no place
+            // for a server tool's turn.
+            Some(kind) if served == Served::NativeAnthropic && is_server_tool_block(kind) => {}
             _ => {
                 return Err(invalid(
                     &format!("{bat}.type"),
