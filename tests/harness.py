@@ -231,10 +231,11 @@ class FakeConverse:
     ENV = {"AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret",
            "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
-    def __init__(self, gap_ms: int = 0):
+    def __init__(self, gap_ms: int = 0, count_input: bool = False):
         import sys
 
-        self.proc = subprocess.Popen([sys.executable, FAKE_CONVERSE, "--port", "0", "--gap-ms", str(gap_ms)],
+        self.proc = subprocess.Popen([sys.executable, FAKE_CONVERSE, "--port", "0", "--gap-ms", str(gap_ms)]
+                                     + (["--count-input"] if count_input else []),
                                      stdout=subprocess.PIPE, text=True)
         first = self.proc.stdout.readline().strip()
         if not first.startswith("FAKE_CONVERSE_URL="):
@@ -269,6 +270,86 @@ output_per_million = "15.00"
 
     def requests(self) -> list:
         return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
+
+    def cache(self) -> list:
+        """The fake's prompt-cache entries: [{"hash", "model", "tokens", "ttl"}]."""
+        return httpx.get(f"{self.url}/_fake/cache", timeout=10).json()
+
+    def reset(self):
+        """Forget the recorded requests and the prompt cache."""
+        httpx.post(f"{self.url}/_fake/reset", timeout=10).raise_for_status()
+
+    def stop(self):
+        stop_process(self.proc)
+        self.proc = None
+
+
+FAKE_ANTHROPIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_anthropic.py")
+
+
+class FakeAnthropic:
+    """tests/python/fake_anthropic.py as a child process (a fake Anthropic Messages API: create,
+    stream, count_tokens, with prompt caching and signed thinking). `catalog(path)` writes a
+    catalog whose chat model `MODEL_ID` is Claude on it, for REELGATE_CATALOG; `ENV` holds the
+    key it takes, under the name the catalog's `api_key_env` gives."""
+
+    MODEL_ID = "claude-direct"
+    UPSTREAM_MODEL = "claude-sonnet-4-5"
+    API_KEY = "fake-anthropic-key"
+    ENV = {"FAKE_ANTHROPIC_API_KEY": API_KEY}
+
+    def __init__(self, gap_ms: int = 0):
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, FAKE_ANTHROPIC, "--port", "0", "--gap-ms", str(gap_ms),
+                                      "--api-key", self.API_KEY],
+                                     stdout=subprocess.PIPE, text=True)
+        first = self.proc.stdout.readline().strip()
+        if not first.startswith("FAKE_ANTHROPIC_URL="):
+            self.stop()
+            raise RuntimeError(f"fake anthropic did not start: {first!r}")
+        self.url = first.split("=", 1)[1]
+
+    def catalog(self, path: str) -> str:
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
+                               "domain", "catalog", "catalog.default.toml")
+        with open(default) as f:
+            text = f.read()
+        text += f"""
+[[upstreams]]
+id = "anthropic"
+kind = "anthropic"
+base_url = "{self.url}"
+api_key_env = "{next(iter(self.ENV))}"
+
+[[chat_models]]
+id = "{self.MODEL_ID}"
+upstream = "anthropic"
+upstream_model = "{self.UPSTREAM_MODEL}"
+capabilities = ["text", "vision", "tools"]
+reasoning_efforts = ["low", "medium", "high"]
+input_per_million = "3.00"
+output_per_million = "15.00"
+cached_input_per_million = "0.30"
+cache_write_per_million = "3.75"
+"""
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def requests(self) -> list:
+        """Every request it received, refused ones included (path, headers of interest, body,
+        status, error)."""
+        return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
+
+    def cache(self) -> list:
+        """Its live prompt-cache entries (key, model, tokens, ttl, end, hits, expires_in_s)."""
+        return httpx.get(f"{self.url}/_fake/cache", timeout=10).json()
+
+    def reset(self, requests: bool = True, cache: bool = True):
+        """Forgets the recorded requests and empties the prompt cache (either, or both)."""
+        r = httpx.post(f"{self.url}/_fake/reset", json={"requests": requests, "cache": cache}, timeout=10)
+        r.raise_for_status()
 
     def stop(self):
         stop_process(self.proc)

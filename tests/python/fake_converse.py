@@ -18,7 +18,11 @@ Endpoints (the paths the AWS SDK builds; the model id is percent-encoded in the 
 - POST /model/{modelId}/count-tokens    -> `{"inputTokens": n}`;
 - GET  /_fake/requests -> every request the three endpoints received, in order, refused ones
   included: `[{"operation": "converse"|"converse-stream"|"count-tokens", "model": <decoded
-  model id>, "body": <JSON body, or null when it was not JSON>}]`.
+  model id>, "body": <JSON body, or null when it was not JSON>}]` (the body as sent, cache
+  points where the client put them);
+- GET  /_fake/cache -> the prompt-cache entries (see Prompt caching): `[{"hash", "model",
+  "tokens", "ttl"}]`;
+- POST /_fake/reset -> `{}`; forgets the recorded requests and the prompt cache.
 
 Errors are answered the REST-JSON way: the HTTP status, a JSON body `{"message": "..."}` and
 the header `x-amzn-ErrorType: <Type>:http://internal.amazon.com/coral/com.amazon.bedrock/`,
@@ -28,10 +32,10 @@ event. The types used: 400 ValidationException, 400 IncompleteSignatureException
 AccessDeniedException, 403 InvalidSignatureException, 404 ResourceNotFoundException, 404
 UnknownOperationException.
 
-Authentication: every POST needs `Authorization: AWS4-HMAC-SHA256 Credential=.../bedrock/
-aws4_request, SignedHeaders=..., Signature=...` and an `X-Amz-Date` (or `Date`) header. The
-signature itself is not checked. No Authorization -> 403 AccessDeniedException with the body
-`{"Message": "Authorization header is missing"}` (Bedrock's capital M); another scheme
+Authentication: every POST to /model/... needs `Authorization: AWS4-HMAC-SHA256 Credential=
+.../bedrock/aws4_request, SignedHeaders=..., Signature=...` and an `X-Amz-Date` (or `Date`)
+header. The signature itself is not checked. No Authorization -> 403 AccessDeniedException with
+the body `{"Message": "Authorization header is missing"}` (Bedrock's capital M); another scheme
 (a Bedrock API key's `Bearer` included: this fake only takes SigV4) -> 403 AccessDenied; a SigV4
 header missing a part or the date -> 400 IncompleteSignature; a credential scoped to another
 service than `bedrock` (e.g. `bedrock-runtime`) -> 403 InvalidSignatureException.
@@ -73,7 +77,37 @@ Validation (each failure -> 400 ValidationException):
   following errors: " as Bedrock does);
 - Nova: additionalModelRequestFields only holds `inferenceConfig` and `reasoningConfig` (Nova's
   own schema refuses other keys: "extraneous key [k] is not permitted");
-- additionalModelResponseFieldPaths: at most 10 JSON pointers ("/..."), each 1-256 chars.
+- additionalModelResponseFieldPaths: at most 10 JSON pointers ("/..."), each 1-256 chars;
+- cache points (the API reference's CachePointBlock), see Prompt caching.
+
+Prompt caching. A `{"cachePoint": {"type": "default", "ttl"?: "5m"|"1h"}}` member is taken
+only where the API reference's unions hold one: an element of `system` (SystemContentBlock), of
+`toolConfig.tools` (Tool) and of a user or assistant message's `content` (ContentBlock); anywhere
+else (a toolResult's content, inferenceConfig, ...) it is an unknown member. Refused (400
+ValidationException): a member other than `type`/`ttl`, a `type` other than `default`, a `ttl`
+other than `5m`/`1h` (CachePointBlock.ttl's valid values), a cache point first in its list
+(it marks the end of the blocks before it in the same list), more than 4 in a request
+(MAX_CACHE_POINTS, the user guide's limit), for Nova one in `toolConfig.tools` (the user guide
+lists system and messages as Nova's checkpoint fields), and for Claude a `1h` point after a
+`5m` one along tools, system, messages (a model error: longer TTLs must come first; no ttl
+means 5m). CountTokens checks them the same way and counts them as 0 tokens.
+
+Accounting, kept in memory across requests (GET /_fake/cache, cleared by POST /_fake/reset):
+the prompt is walked in Converse order, toolConfig.tools then system then messages, each
+tool, system block and message block counted as CountTokens counts it (see below: `_words`,
+the whitespace-separated words of its texts, + 100 per image; a tool counts its description).
+Each cache point closes a prefix with a token count (the 3 framing tokens left out) and a
+hash: sha256 over the model id (as in the path) then the canonical JSON (sorted keys, no
+spaces) of every item before it -- `["tools", tool]`, `["system", block]`, `["messages",
+index, role, block]` -- cache points left out, so moving a point does not change the prefixes
+of the others. A point whose prefix is under the model's minimum (CLAUDE_MIN_CACHE_TOKENS =
+1024 for Claude, NOVA_MIN_CACHE_TOKENS = 1000 for Nova) is ignored. The last point whose prefix
+is cached is read: its tokens are `cacheReadInputTokens` (and its entry's countdown restarts).
+The points after it are written: `cacheWriteInputTokens` = the last point's tokens - the read
+ones, each of their prefixes stored with its ttl (entries expire after it: 300 s or 3600 s);
+`cacheDetails` splits the write by the ttl of the point that closes each stretch (1h first,
+only non-zero; `[]` without a write). `inputTokens` = the prompt's CountTokens count - read -
+write (the tokens after the last written or read point, and the 3 framing tokens).
 
 Answers (like fake_upstream.py):
 
@@ -89,8 +123,12 @@ The text is cut before the first stop sequence found (stopReason `stop_sequence`
 reports it for Claude) and after maxTokens words (stopReason `max_tokens`), else `end_turn`.
 With Claude thinking (or Nova reasoningConfig) on, a reasoningContent block
 `{"reasoningText": {"text": "Thinking about it.", "signature": "fake-signature"}}` comes first
-(Nova's has no signature). Usage is inputTokens=10, outputTokens=<words> (or the number of tool
-calls), totalTokens their sum; `metrics.latencyMs` is the time the fake took.
+(Nova's has no signature). Usage, for a request without a cache point, is inputTokens=10 (its real
+count with `--count-input`),
+outputTokens=<words> (or the number of tool calls), totalTokens their sum; for a request with
+one, inputTokens, cacheReadInputTokens and cacheWriteInputTokens (both, even when 0) and
+cacheDetails as Prompt caching says, totalTokens = input + output + read + write. ConverseStream's
+metadata event carries the same usage. `metrics.latencyMs` is the time the fake took.
 `additionalModelResponseFields` is only sent when additionalModelResponseFieldPaths asks for
 it; for Claude `/stop_sequence` gives `{"stop_sequence": <the matched sequence or null>}`.
 
@@ -109,14 +147,16 @@ CountTokens takes `{"input": {"converse": {"messages", "system", "toolConfig",
 "additionalModelRequestFields"}}}` (validated as Converse's) or `{"input": {"invokeModel":
 {"body": "<string>"}}}` and answers inputTokens = 3 + the whitespace-separated words of every
 text (message text blocks, toolResult texts, system texts, tool descriptions; for invokeModel,
-the body string) + 100 per image. Only bare Claude ids (or foundation-model ARNs) can count:
-a Nova id or a cross-region profile id (`us.anthropic...`) -> 400 ValidationException "The
-provided model doesn't support counting tokens.", as Bedrock answers.
+the body string) + 100 per image (cache points count 0 and change nothing). Only bare Claude
+ids (or foundation-model ARNs) can count: a Nova id or a cross-region profile id
+(`us.anthropic...`) -> 400 ValidationException "The provided model doesn't support counting
+tokens.", as Bedrock answers.
 """
 
 import argparse
 import base64
 import binascii
+import hashlib
 import json
 import re
 import struct
@@ -129,8 +169,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
 REQUESTS = []
+CACHE = {}  # prefix hash -> {"hash", "model", "tokens", "ttl", "expires" (time.monotonic())}
 LOCK = threading.Lock()
 GAP_SECONDS = 0.0
+COUNT_INPUT = False  # --count-input: real counts for requests without cache points too
 
 ERROR_TYPE_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.bedrock/"
 PATH_RE = re.compile(r"^/model/([^/]+)/(converse|converse-stream|count-tokens)$")
@@ -141,6 +183,15 @@ MAX_IMAGE_BYTES = 3932160  # 3.75 MB
 MAX_STOP_SEQUENCES = 2500
 PADDING = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 MODEL_ERRORS = "The model returned the following errors: "
+# Prompt caching. The user guide's limits: at most 4 cache points per request; a point counts
+# only once the prefix before it reaches the model's minimum (1,024 tokens for Claude 3.7 Sonnet,
+# the Claude this fake stands for; 1,000 for Nova), else it is ignored. TTLs: CachePointBlock.ttl.
+MAX_CACHE_POINTS = 4
+CLAUDE_MIN_CACHE_TOKENS = 1024
+NOVA_MIN_CACHE_TOKENS = 1000
+MIN_CACHE_TOKENS = {"claude": CLAUDE_MIN_CACHE_TOKENS, "nova": NOVA_MIN_CACHE_TOKENS}
+CACHE_TTLS = {"5m": 300, "1h": 3600}  # the valid values of CachePointBlock.ttl, in seconds
+DEFAULT_CACHE_TTL = "5m"
 
 CONVERSE_FIELDS = {
     "additionalModelRequestFields", "additionalModelResponseFieldPaths", "guardrailConfig",
@@ -282,6 +333,22 @@ def _check_text(text, path):
                       "Add text to the text field, and try again.")
 
 
+def _check_cache_point(value, path, shape_path, index):
+    """A CachePointBlock: {"type": "default", "ttl"?: "5m"|"1h"}, never first in its list (a
+    point marks the end of the blocks before it in the same list)."""
+    _obj(value, path)
+    _closed(value, {"type", "ttl"}, path)
+    if value.get("type") != "default":
+        raise constraint(value.get("type", "null"), f"{shape_path}.type",
+                         "Member must satisfy enum value set: [default]")
+    if "ttl" in value and value["ttl"] not in CACHE_TTLS:
+        raise constraint(value["ttl"], f"{shape_path}.ttl",
+                         f"Member must satisfy enum value set: [{', '.join(CACHE_TTLS)}]")
+    if index == 0:
+        raise invalid(f"{path}: a cache point cannot be the first block of its list; put it "
+                      "after the content to cache.")
+
+
 def _check_tool_result(result, i, j, family):
     path = f"messages.{i}.content.{j}.toolResult"
     _obj(result, path)
@@ -372,12 +439,8 @@ def check_messages(messages, family):
                     if not isinstance(rvalue.get("text"), str):
                         raise invalid(f"{rpath}.text is required.")
             elif kind == "cachePoint":
-                cpath = f"{path}.content.{j}.cachePoint"
-                _obj(value, cpath)
-                if value.get("type") != "default":
-                    raise constraint(value.get("type"), f"messages.{i + 1}.member.content."
-                                     f"{j + 1}.member.cachePoint.type",
-                                     "Member must satisfy enum value set: [default]")
+                _check_cache_point(value, f"{path}.content.{j}.cachePoint",
+                                   f"messages.{i + 1}.member.content.{j + 1}.member.cachePoint", j)
         if results:
             if not previous_uses:
                 raise invalid(f"The number of toolResult blocks at {path}.content exceeds the "
@@ -416,6 +479,9 @@ def check_system(system, family):
         kind, value = _union(block, SYSTEM_MEMBERS, f"system.{k}")
         if kind == "text":
             _check_text(value, f"system.{k}")
+        elif kind == "cachePoint":
+            _check_cache_point(value, f"system.{k}.cachePoint",
+                               f"system.{k + 1}.member.cachePoint", k)
 
 
 def check_inference(config):
@@ -455,7 +521,7 @@ def check_inference(config):
     return config
 
 
-def check_tool_config(config):
+def check_tool_config(config, family=None):
     """Validate toolConfig; returns (tool names, toolChoice kind or None)."""
     if config is None:
         return [], None
@@ -469,6 +535,12 @@ def check_tool_config(config):
     for k, tool in enumerate(tools):
         kind, value = _union(tool, {"toolSpec", "cachePoint", "systemTool"},
                              f"toolConfig.tools.{k}")
+        if kind == "cachePoint":
+            if family == "nova":
+                raise invalid(f"toolConfig.tools.{k}.cachePoint: this model does not support "
+                              "cache points in tools; it takes them in system and messages.")
+            _check_cache_point(value, f"toolConfig.tools.{k}.cachePoint",
+                               f"toolConfig.tools.{k + 1}.member.cachePoint", k)
         if kind != "toolSpec":
             continue
         path = f"toolConfig.tools.{k}.toolSpec"
@@ -598,6 +670,43 @@ def check_response_paths(paths):
     return paths
 
 
+def check_cache_points(converse, family):
+    """Request-wide cache point rules (each point was checked where it stands): at most
+    MAX_CACHE_POINTS; for Claude, no 1h point after a 5m one (Anthropic's ordering rule: TTLs
+    may only shrink along tools, system, messages)."""
+    points = [part[1] for part in prompt_parts(converse) if part[0] == "point"]
+    if len(points) > MAX_CACHE_POINTS:
+        raise invalid(f"The request holds {len(points)} cache points (cachePoint blocks in "
+                      f"toolConfig.tools, system and messages); the limit is {MAX_CACHE_POINTS}.")
+    if family == "claude":
+        shortest = None
+        for point in points:
+            ttl = point.get("ttl", DEFAULT_CACHE_TTL)
+            if shortest is not None and CACHE_TTLS[ttl] > CACHE_TTLS[shortest]:
+                raise invalid(MODEL_ERRORS + f"a cache point with ttl '{ttl}' cannot come after "
+                              f"one with ttl '{shortest}': longer TTLs must come first "
+                              "(toolConfig.tools, then system, then messages).")
+            shortest = ttl
+
+
+def validate_converse(family, body):
+    """Validate a Converse/ConverseStream body; returns the plan to answer it with."""
+    _closed(body, CONVERSE_FIELDS, "the request body")
+    images = check_messages(body.get("messages"), family)
+    check_system(body.get("system"), family)
+    inference = check_inference(body.get("inferenceConfig"))
+    _names, choice = check_tool_config(body.get("toolConfig"), family)
+    if _uses_tools(body["messages"]) and body.get("toolConfig") is None:
+        raise invalid("The toolConfig field must be defined when using toolUse and "
+                      "toolResult content blocks.")
+    check_cache_points(body, family)
+    paths = check_response_paths(body.get("additionalModelResponseFieldPaths"))
+    reasoning = check_model_fields(body, family, inference, choice)
+    if reasoning and family == "claude":
+        check_thinking_turns(body["messages"])
+    return {"images": images, "reasoning": reasoning, "paths": paths}
+
+
 def model_family(model_id):
     """'claude', 'nova', or a Refusal for an id Bedrock would not know."""
     if "anthropic.claude" in model_id:
@@ -695,18 +804,110 @@ def _words(text):
     return len(text.split()) if isinstance(text, str) else 0
 
 
-def count_tokens(converse, images):
-    n = 3 + 100 * len(images)
-    for m in converse.get("messages") or []:
-        for block in m["content"]:
-            n += _words(block.get("text"))
-            if "toolResult" in block:
-                n += sum(_words(c.get("text")) for c in block["toolResult"].get("content") or [])
-    for block in converse.get("system") or []:
-        n += _words(block.get("text"))
-    for tool in (converse.get("toolConfig") or {}).get("tools") or []:
-        n += _words((tool.get("toolSpec") or {}).get("description"))
+BASE_TOKENS = 3  # every prompt's framing; never part of a cached prefix
+
+
+def _block_tokens(block):
+    """A message block's tokens: its text's words, a toolResult's text words, 100 per image."""
+    n = _words(block.get("text")) + (100 if "image" in block else 0)
+    if "toolResult" in block:
+        for c in block["toolResult"].get("content") or []:
+            n += _words(c.get("text")) + (100 if "image" in c else 0)
     return n
+
+
+def prompt_parts(converse):
+    """A (validated) Converse prompt in the order the model reads it: toolConfig.tools, system,
+    messages. Yields ("point", <the cachePoint object>) for a cache point, else ("item",
+    <JSON-able item: ["tools", tool] | ["system", block] | ["messages", index, role, block]>,
+    <its tokens>)."""
+    for tool in (converse.get("toolConfig") or {}).get("tools") or []:
+        if "cachePoint" in tool:
+            yield "point", tool["cachePoint"]
+        else:
+            yield "item", ["tools", tool], _words((tool.get("toolSpec") or {}).get("description"))
+    for block in converse.get("system") or []:
+        if "cachePoint" in block:
+            yield "point", block["cachePoint"]
+        else:
+            yield "item", ["system", block], _words(block.get("text"))
+    for i, message in enumerate(converse.get("messages") or []):
+        for block in message["content"]:
+            if "cachePoint" in block:
+                yield "point", block["cachePoint"]
+            else:
+                yield "item", ["messages", i, message["role"], block], _block_tokens(block)
+
+
+def count_tokens(converse):
+    """BASE_TOKENS + the whitespace-separated words of every text (message text blocks,
+    toolResult texts, system texts, tool descriptions) + 100 per image; cache points count 0."""
+    return BASE_TOKENS + sum(part[2] for part in prompt_parts(converse) if part[0] == "item")
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def cache_usage(model, family, converse):
+    """Cache accounting for a valid request; None when it holds no cache point (then usage stays
+    the fixed inputTokens=10). Each cache point closes a prefix: its tokens (count_tokens' count
+    of the items before it, BASE_TOKENS left out) and its hash (sha256 over the model id then
+    the canonical JSON of every item before it, cache points left out). Points under the model's
+    minimum are ignored. The last point whose prefix is in CACHE is read; the points after it are
+    written (stored with their ttl), their tokens the span from the read prefix to the last
+    point, split by the ttl of the point that closes each stretch (cacheDetails)."""
+    parts = list(prompt_parts(converse))
+    if not any(part[0] == "point" for part in parts):
+        if COUNT_INPUT:
+            return {"inputTokens": count_tokens(converse), "cacheReadInputTokens": 0,
+                    "cacheWriteInputTokens": 0, "cacheDetails": []}
+        return None
+    digest = hashlib.sha256(_canonical({"modelId": model}))
+    tokens, total, points = 0, BASE_TOKENS, []
+    for part in parts:
+        if part[0] == "item":
+            digest.update(b"\n" + _canonical(part[1]))
+            tokens += part[2]
+            total += part[2]
+        else:
+            points.append((tokens, digest.copy().hexdigest(),
+                           part[1].get("ttl", DEFAULT_CACHE_TTL)))
+    eligible = [p for p in points if p[0] >= MIN_CACHE_TOKENS[family]]
+    with LOCK:
+        now = time.monotonic()
+        for key in [k for k, e in CACHE.items() if e["expires"] <= now]:
+            del CACHE[key]
+        hit = max((n for n, p in enumerate(eligible) if p[1] in CACHE), default=None)
+        read = 0
+        if hit is not None:
+            entry = CACHE[eligible[hit][1]]
+            entry["expires"] = now + CACHE_TTLS[entry["ttl"]]  # a hit restarts the countdown
+            read = entry["tokens"]
+        by_ttl, previous = {}, read
+        for n_tokens, key, ttl in eligible[(hit + 1) if hit is not None else 0:]:
+            by_ttl[ttl] = by_ttl.get(ttl, 0) + n_tokens - previous
+            previous = n_tokens
+            CACHE[key] = {"hash": key, "model": model, "tokens": n_tokens, "ttl": ttl,
+                          "expires": now + CACHE_TTLS[ttl]}
+    write = previous - read
+    details = [{"ttl": ttl, "inputTokens": by_ttl[ttl]}
+               for ttl in sorted(by_ttl, key=lambda t: -CACHE_TTLS[t]) if by_ttl[ttl]]
+    return {"inputTokens": total - read - write, "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": write, "cacheDetails": details}
+
+
+def usage(cache, out):
+    """TokenUsage: the fixed inputTokens=10 without cache points (unless --count-input); with
+    them, the real split."""
+    if cache is None:
+        return {"inputTokens": 10, "outputTokens": out, "totalTokens": 10 + out}
+    return {"inputTokens": cache["inputTokens"], "outputTokens": out,
+            "totalTokens": cache["inputTokens"] + out + cache["cacheReadInputTokens"]
+            + cache["cacheWriteInputTokens"],
+            "cacheReadInputTokens": cache["cacheReadInputTokens"],
+            "cacheWriteInputTokens": cache["cacheWriteInputTokens"],
+            "cacheDetails": cache["cacheDetails"]}
 
 
 # ----------------------------------------------------------------------------------- server
@@ -748,14 +949,26 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def do_GET(self):
-        if self.path.split("?")[0] == "/_fake/requests":
+        path = self.path.split("?")[0]
+        if path == "/_fake/requests":
             with LOCK:
                 self._send(200, REQUESTS)
+        elif path == "/_fake/cache":
+            now = time.monotonic()
+            with LOCK:
+                self._send(200, [{k: e[k] for k in ("hash", "model", "tokens", "ttl")}
+                                 for e in CACHE.values() if e["expires"] > now])
         else:
             self._refuse(Refusal(404, "UnknownOperationException", "Unknown operation"))
 
     def do_POST(self):
         raw = self._read_body()
+        if self.path.split("?")[0] == "/_fake/reset":
+            with LOCK:
+                REQUESTS.clear()
+                CACHE.clear()
+            self._send(200, {})
+            return
         match = PATH_RE.match(self.path.split("?")[0])
         if not match:
             self._refuse(Refusal(404, "UnknownOperationException", "Unknown operation"))
@@ -780,7 +993,8 @@ class Handler(BaseHTTPRequestHandler):
                     raise invalid("The provided model doesn't support counting tokens.")
                 self._count_tokens(family, body)
                 return
-            plan = self._validate_converse(family, body)
+            plan = validate_converse(family, body)
+            plan["cache"] = cache_usage(model, family, body)
         except Refusal as refusal:
             self._refuse(refusal)
             return
@@ -788,21 +1002,6 @@ class Handler(BaseHTTPRequestHandler):
             self._converse(family, body, plan, started)
         else:
             self._converse_stream(family, body, plan, started)
-
-    def _validate_converse(self, family, body):
-        _closed(body, CONVERSE_FIELDS, "the request body")
-        images = check_messages(body.get("messages"), family)
-        check_system(body.get("system"), family)
-        inference = check_inference(body.get("inferenceConfig"))
-        _names, choice = check_tool_config(body.get("toolConfig"))
-        if _uses_tools(body["messages"]) and body.get("toolConfig") is None:
-            raise invalid("The toolConfig field must be defined when using toolUse and "
-                          "toolResult content blocks.")
-        paths = check_response_paths(body.get("additionalModelResponseFieldPaths"))
-        reasoning = check_model_fields(body, family, inference, choice)
-        if reasoning and family == "claude":
-            check_thinking_turns(body["messages"])
-        return {"images": images, "reasoning": reasoning, "paths": paths}
 
     def _count_tokens(self, family, body):
         _closed(body, {"input"}, "the request body")
@@ -812,18 +1011,19 @@ class Handler(BaseHTTPRequestHandler):
             _closed(value, {"body"}, "input.invokeModel")
             if not isinstance(value.get("body"), str):
                 raise invalid("input.invokeModel.body must be the request body as a string.")
-            self._send(200, {"inputTokens": 3 + _words(value["body"])})
+            self._send(200, {"inputTokens": BASE_TOKENS + _words(value["body"])})
             return
         _obj(value, "input.converse")
         _closed(value, COUNT_CONVERSE_FIELDS, "input.converse")
-        images = check_messages(value.get("messages"), family)
+        check_messages(value.get("messages"), family)
         check_system(value.get("system"), family)
-        _names, choice = check_tool_config(value.get("toolConfig"))
+        _names, choice = check_tool_config(value.get("toolConfig"), family)
         if _uses_tools(value["messages"]) and value.get("toolConfig") is None:
             raise invalid("The toolConfig field must be defined when using toolUse and "
                           "toolResult content blocks.")
+        check_cache_points(value, family)
         check_model_fields(value, family, {}, choice, for_count=True)
-        self._send(200, {"inputTokens": count_tokens(value, images)})
+        self._send(200, {"inputTokens": count_tokens(value)})
 
     def _converse(self, family, body, plan, started):
         blocks, stop, matched, out = answer(body, plan["images"])
@@ -832,7 +1032,7 @@ class Handler(BaseHTTPRequestHandler):
         reply = {
             "output": {"message": {"role": "assistant", "content": blocks}},
             "stopReason": stop,
-            "usage": {"inputTokens": 10, "outputTokens": out, "totalTokens": 10 + out},
+            "usage": usage(plan["cache"], out),
             "metrics": {"latencyMs": int((time.monotonic() - started) * 1000)},
         }
         fields = response_fields(plan["paths"], family, matched)
@@ -891,7 +1091,7 @@ class Handler(BaseHTTPRequestHandler):
                 stop_event["additionalModelResponseFields"] = fields
             send("messageStop", stop_event)
             send("metadata", {
-                "usage": {"inputTokens": 10, "outputTokens": out, "totalTokens": 10 + out},
+                "usage": usage(plan["cache"], out),
                 "metrics": {"latencyMs": int((time.monotonic() - started) * 1000)}})
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -919,16 +1119,129 @@ def self_test():
         raise AssertionError("a corrupted prelude CRC was accepted")
     except ValueError:
         pass
-    print("self-test ok: event-stream encode/decode, prelude and message CRCs verified")
+    self_test_caching()
+    print("self-test ok: event-stream encode/decode, prelude and message CRCs verified; "
+          "cache point validation and cache accounting")
+
+
+def self_test_caching():
+    claude, nova = "anthropic.claude-3-7-sonnet-20250219-v1:0", "amazon.nova-pro-v1:0"
+    point, hour = {"cachePoint": {"type": "default"}}, {"cachePoint": {"type": "default",
+                                                                       "ttl": "1h"}}
+    rules = " ".join(["word"] * 1100)
+    tool = {"toolSpec": {"name": "get_weather", "description": "The weather in a city.",
+                         "inputSchema": {"json": {"type": "object"}}}}
+
+    def body(question="hi", system_point=point, last_point=point, tools=None):
+        b = {"system": [{"text": rules}] + ([system_point] if system_point else []),
+             "messages": [{"role": "user", "content": [{"text": question}]
+                           + ([last_point] if last_point else [])}]}
+        if tools:
+            b["toolConfig"] = {"tools": tools}
+        return b
+
+    def run(family, b, model=claude):
+        validate_converse(family, b)
+        return usage(cache_usage(model, family, b), 5)
+
+    def refused(family, b, needle):
+        try:
+            validate_converse(family, b)
+        except Refusal as r:
+            assert r.status == 400 and r.kind == "ValidationException", (r.status, r.kind)
+            assert needle in r.message, (needle, r.message)
+            return
+        raise AssertionError(f"accepted: {json.dumps(b)[:200]}")
+
+    saved = dict(CACHE)
+    CACHE.clear()
+    try:
+        # No cache point: the fixed usage, nothing stored.
+        assert run("claude", body(system_point=None, last_point=None)) == {
+            "inputTokens": 10, "outputTokens": 5, "totalTokens": 15}, "no cache points"
+        assert not CACHE
+        # First call writes both prefixes (1,100 system words, then +1 for "hi").
+        u = run("claude", body())
+        assert u == {"inputTokens": 3, "outputTokens": 5, "totalTokens": 1109,
+                     "cacheReadInputTokens": 0, "cacheWriteInputTokens": 1101,
+                     "cacheDetails": [{"ttl": "5m", "inputTokens": 1101}]}, u
+        assert sorted(e["tokens"] for e in CACHE.values()) == [1100, 1101], CACHE
+        # The same request reads it all back.
+        u = run("claude", body())
+        assert (u["cacheReadInputTokens"], u["cacheWriteInputTokens"], u["inputTokens"],
+                u["cacheDetails"]) == (1101, 0, 3, []), u
+        # Another question: the system prefix is read, the new tail written.
+        u = run("claude", body("what now"))
+        assert (u["cacheReadInputTokens"], u["cacheWriteInputTokens"], u["inputTokens"]) == \
+            (1100, 2, 3), u
+        # Another model id: another cache.
+        assert run("claude", body(), model="anthropic.claude-3-5-haiku-20241022-v1:0")[
+            "cacheReadInputTokens"] == 0
+        # Under the minimum: ignored, all tokens plain input; CountTokens counts points as 0.
+        short = {"system": [{"text": "Be brief."}, point],
+                 "messages": [{"role": "user", "content": [{"text": "hi"}, point]}]}
+        u = run("claude", short)
+        assert (u["inputTokens"], u["cacheReadInputTokens"], u["cacheWriteInputTokens"]) == \
+            (6, 0, 0), u
+        assert count_tokens(short) == count_tokens(
+            {"system": [{"text": "Be brief."}], "messages": [
+                {"role": "user", "content": [{"text": "hi"}]}]}) == 6
+        # cacheDetails by TTL, 1h first; tools (under the minimum alone) in the prefix.
+        CACHE.clear()
+        u = run("claude", body(system_point=hour, tools=[tool, hour]))
+        assert u["cacheDetails"] == [{"ttl": "1h", "inputTokens": 1105},
+                                     {"ttl": "5m", "inputTokens": 1}], u
+        assert sorted(e["ttl"] for e in CACHE.values()) == ["1h", "5m"], CACHE
+        # Nova: points in system and messages; none in tools.
+        u = run("nova", body(), model=nova)
+        assert u["cacheWriteInputTokens"] == 1101, u
+        refused("nova", body(tools=[tool, point]), "cache points in tools")
+        # Refusals.
+        refused("claude", body(last_point={"cachePoint": {"type": "default", "x": 1}}),
+                "Unknown member 'x'")
+        refused("claude", body(last_point={"cachePoint": {"type": "ephemeral"}}),
+                "enum value set: [default]")
+        refused("claude", body(last_point={"cachePoint": {}}), "enum value set: [default]")
+        refused("claude", body(last_point={"cachePoint": {"type": "default", "ttl": "10m"}}),
+                "messages.1.member.content.2.member.cachePoint.ttl")
+        refused("claude", {"system": [point, {"text": rules}],
+                           "messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+                "first block")
+        refused("claude", body(tools=[point, tool]), "first block")
+        many = body(tools=[tool, point])
+        many["messages"][0]["content"] = [{"text": "a"}, point, {"text": "b"}, point,
+                                          {"text": "c"}, point]
+        refused("claude", many, "the limit is 4")
+        refused("claude", body(last_point=hour), "longer TTLs must come first")
+        result = {"role": "user", "content": [{"toolResult": {
+            "toolUseId": "t1", "content": [{"text": "sunny"}, point]}}]}
+        refused("claude", {"toolConfig": {"tools": [tool]}, "messages": [
+            {"role": "user", "content": [{"text": "weather?"}]},
+            {"role": "assistant", "content": [{"toolUse": {
+                "toolUseId": "t1", "name": "get_weather", "input": {}}}]}, result]},
+            "Unknown member 'cachePoint'")
+        refused("claude", dict(body(), inferenceConfig={"maxTokens": 5, "cachePoint": {
+            "type": "default"}}), "Unknown member 'cachePoint'")
+        # Points in an assistant message are accepted.
+        two = body(last_point=None)
+        two["messages"] += [{"role": "assistant", "content": [{"text": "Hello."}, point]},
+                            {"role": "user", "content": [{"text": "More."}]}]
+        validate_converse("claude", two)
+    finally:
+        CACHE.clear()
+        CACHE.update(saved)
 
 
 def main():
-    global GAP_SECONDS
+    global GAP_SECONDS, COUNT_INPUT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--gap-ms", type=int, default=0)
+    parser.add_argument("--count-input", action="store_true",
+                        help="report a request without cache points at its real count, not inputTokens=10")
     args = parser.parse_args()
     GAP_SECONDS = args.gap_ms / 1000
+    COUNT_INPUT = args.count_input
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"FAKE_CONVERSE_URL=http://127.0.0.1:{server.server_address[1]}", flush=True)
