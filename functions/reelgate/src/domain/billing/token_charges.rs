@@ -280,7 +280,11 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
                 let m = &c.model.id;
                 crate::observability::metrics::tokens(m, "input", line.input_tokens);
                 crate::observability::metrics::tokens(m, "cached_input", line.cached_input_tokens);
-                crate::observability::metrics::tokens(m, "cache_write", line.cache_write_input_tokens);
+                crate::observability::metrics::tokens(
+                    m,
+                    "cache_write",
+                    line.cache_write_input_tokens,
+                );
                 crate::observability::metrics::tokens(m, "output", line.output_tokens);
                 crate::observability::metrics::spend(m, &c.model.currency, amount);
                 return Ok(amount);

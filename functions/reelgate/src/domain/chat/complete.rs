@@ -139,8 +139,7 @@ async fn answer(
             return Err(upstream_error(&e));
         }
     };
-    let (mut completion, used) =
-        restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
+    let (mut completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     let spec = ChargeSpec {
         store: ports.store,
         caller,

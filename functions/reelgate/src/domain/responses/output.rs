@@ -195,7 +195,8 @@ pub fn usage_from_chat(u: &Value) -> Value {
     let input = n(&u["prompt_tokens"]);
     let output = n(&u["completion_tokens"]);
     let total = u["total_tokens"].as_u64().unwrap_or(input + output);
-    let mut input_details = json!({"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])});
+    let mut input_details =
+        json!({"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])});
     // Cache writes have no field in OpenAI's shape; reelgate adds one where there were any.
     let written = n(&u["prompt_tokens_details"]["cache_write_tokens"]);
     if written > 0 {

@@ -12,11 +12,7 @@ use utoipa::ToSchema;
 
 /// Parameters OpenAI's SDK may send that this service accepts and ignores: they change nothing
 /// in the bridged chat request (`include` asks for extra output fields we do not produce).
-const IGNORED: &[&str] = &[
-    "include",
-    "service_tier",
-    "safety_identifier",
-];
+const IGNORED: &[&str] = &["include", "service_tier", "safety_identifier"];
 
 /// How many `metadata` pairs, and how long keys and values may be (OpenAI's limits).
 const METADATA_MAX_PAIRS: usize = 16;
