@@ -414,3 +414,74 @@ def test_a_client_that_never_reads_its_answers_loses_its_connection(fresh_server
     print(f"\n4 connections that never read {repeats} answers of {size} bytes: a new client answered "
           f"{answered} after {took:.1f} s")
     assert answered == 200 and took < 15, (answered, took)
+
+
+def second_tenant(srv):
+    org = srv.admin("org", "create", "--name", "Bystander", "--plan", "enterprise", "--credits", "10.00")
+    user = srv.admin("user", "create", "--org", org["id"], "--email", "bystander@example.test")
+    return srv.admin("key", "create", "--user", user["id"])["secret"]
+
+
+def test_one_tenants_trickled_bodies_leave_room_for_another(fresh_server):
+    """Issue #45's attack: one tenant's two 24 MiB bodies trickled at 20 KiB/s held the whole
+    48 MiB budget, and another tenant's 300 KiB chat waited 18 s behind them. A tenant now holds
+    at most its share (32 MiB), so the other's body finds room at once; the same tenant's third
+    large body waits at most REELGATE_BODY_WAIT_SECS and is answered 503 in words."""
+    srv = fresh_server(REELGATE_MIN_BODY_RATE="1024", REELGATE_BODY_WAIT_SECS="2")
+    other_key = second_tenant(srv)
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {srv.api_key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {24 * MIB}\r\n\r\n")
+    socks = [raw(srv, head, b'{"model": "fake-model-v1", "messages": [{"role": "user", "content": "')
+             for _ in range(2)]
+    stop = threading.Event()
+
+    def trickle():
+        while not stop.is_set():
+            for s in socks:
+                try:
+                    s.sendall(b"a" * 5 * 1024)
+                except OSError:
+                    pass
+            time.sleep(0.25)
+
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    try:
+        time.sleep(1)
+        started = time.monotonic()
+        r = httpx.post(f"{srv.base_url}/v1/chat/completions", headers=auth(other_key), timeout=30,
+                       json={"model": "fake-model-v1", "messages": [{"role": "user", "content": "x" * 300 * 1024}]})
+        other_took = time.monotonic() - started
+        started = time.monotonic()
+        third = raw(srv, head, b"{")
+        third_status = read_status(third, 10)
+        third_took = time.monotonic() - started
+        third.close()
+    finally:
+        stop.set()
+        t.join()
+        for s in socks:
+            s.close()
+    print(f"\nanother tenant's 300 KiB chat during two trickled 24 MiB bodies: {r.status_code} in "
+          f"{other_took:.2f} s (18 s before); the trickler's third body: {third_status} after {third_took:.1f} s")
+    assert r.status_code == 200, r.text
+    assert other_took < 3, f"the other tenant waited {other_took:.1f} s"
+    assert third_status == 503 and 1.5 < third_took < 6, (third_status, third_took)
+
+
+def test_an_absurd_content_length_without_a_body_is_refused_at_once(fresh_server):
+    """A request declaring a terabyte and sending nothing is answered 413 at once, on the upload
+    route (which streams its body, and so used to wait for the body-rate timeout) as on JSON
+    routes; nothing is read or stored."""
+    srv = fresh_server()
+    took = {}
+    for path, kind in (("/v1/files", "multipart/form-data; boundary=b"), ("/v1/chat/completions", "application/json")):
+        started = time.monotonic()
+        s = raw(srv, f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {srv.api_key}\r\n"
+                     f"Content-Type: {kind}\r\nContent-Length: {10**12}\r\n\r\n")
+        status = read_status(s, 5)
+        took[path] = (status, round(time.monotonic() - started, 2))
+        s.close()
+    print(f"\na terabyte declared, no body: {took}")
+    assert all(status == 413 and secs < 1 for status, secs in took.values()), took
+    assert httpx.get(f"{srv.base_url}/v1/files", headers=auth(srv.api_key), timeout=10).json()["data"] == []

@@ -153,6 +153,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "conforms and stitches one process runs at once (default: one per core)",
     ),
     (
+        "REELGATE_BODY_WAIT_SECS",
+        "time a large request body waits for room in the body budget before a 503, in seconds",
+    ),
+    (
         "REELGATE_PDF_WAIT_SECS",
         "local server: time a PDF waits for a free renderer before a 503, in seconds",
     ),
@@ -327,6 +331,9 @@ pub struct Settings {
     /// Conforms (and stitches) this process runs at once, shared between organizations in
     /// turn (`REELGATE_CONFORM_CONCURRENCY`; default one per core).
     pub conform_concurrency: usize,
+    /// How long a large request body waits for room in the body budget before it is answered
+    /// 503 (`REELGATE_BODY_WAIT_SECS`, default 10 s).
+    pub body_wait: Duration,
 }
 
 /// The OpenID Connect issuer the console signs people in with (`REELGATE_OIDC_*`). Its `Debug`
@@ -501,6 +508,7 @@ impl Default for Settings {
                 .collect(),
             oidc: None,
             conform_concurrency: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            body_wait: Duration::from_secs(10),
         }
     }
 }
@@ -759,6 +767,9 @@ impl Config {
             vars.number("REELGATE_CONFORM_CONCURRENCY", "a whole number of conforms")?
         {
             settings.conform_concurrency = (v as usize).max(1);
+        }
+        if let Some(v) = vars.number("REELGATE_BODY_WAIT_SECS", "whole seconds")? {
+            settings.body_wait = Duration::from_secs(v.max(1));
         }
         if let Some(v) = vars.number("REELGATE_RENDER_POLL_SECS", "whole seconds")? {
             settings.render_poll_interval = Duration::from_secs(v.max(1));

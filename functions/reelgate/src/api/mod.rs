@@ -96,7 +96,10 @@ pub fn serve(app: App, routes: Router<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(json_limit))
         .layer(axum::middleware::from_fn_with_state(
-            (app.clone(), limits::BodyBudget::new(json_limit)),
+            (
+                app.clone(),
+                limits::BodyBudget::new(json_limit, app.settings.body_wait),
+            ),
             limits::body_budget,
         ))
         // Outermost: a request that did not come through the front door is refused before
