@@ -7,6 +7,7 @@ queue made it wait for every document ahead of it). A document that waits past
 REELGATE_PDF_WAIT_SECS is answered 503 `pdf_renderer_busy`, in words. Each test prints what it
 measured."""
 
+import base64
 import os
 import tempfile
 import types
@@ -98,3 +99,35 @@ def test_a_document_that_waits_past_the_deadline_is_answered_busy_in_words(fresh
     err = r.json()["error"]
     assert err["code"] == "pdf_renderer_busy" and "try again" in err["message"], err
     assert took < 5, took
+
+
+def test_documents_that_fail_count_against_the_senders_rate_limits(fresh_server):
+    """The attack was free: documents that end as 400s after the renderer's work were never
+    counted, so a key could keep the renderer busy without limit. A request that carries a
+    document now takes its rate-limit grant before the document is read, so with a limit of
+    three requests a minute, three broken PDFs (Responses and Messages alike) spend the minute
+    and the fourth request is a 429 without any rendering."""
+    srv = fresh_server
+    neighbour = second_org(srv)
+    broken = b"%PDF-1.7\n" + b"\x00" * 4096
+    org = srv.admin("org", "create", "--name", "Limited", "--credits", "20.00")
+    user = srv.admin("user", "create", "--org", org["id"], "--email", "limited@example.test")
+    key = srv.admin("key", "create", "--user", user["id"])
+    srv.admin("key", "limits", "set", "--key-id", key["id"], "--requests-per-minute", "3")
+    limited = types.SimpleNamespace(base_url=srv.base_url, api_key=key["secret"])
+    statuses = [getattr(send(limited, broken)[0], "status_code", None) for _ in range(2)]
+    b64 = base64.b64encode(broken).decode()
+    r = httpx.post(f"{srv.base_url}/v1/messages", timeout=60,
+                   headers={"x-api-key": key["secret"], "anthropic-version": "2023-06-01"},
+                   json={"model": "fake-model-v1", "max_tokens": 50, "messages": [{"role": "user", "content": [
+                       {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": b64}},
+                       {"type": "text", "text": "Summarize."}]}]})
+    statuses.append(r.status_code)
+    fourth, took = send(limited, normal_pdf())
+    print(f"\nthree broken documents under a 3-a-minute limit: {statuses}; the fourth request: "
+          f"{getattr(fourth, 'status_code', fourth)} in {took:.2f} s")
+    assert statuses == [400, 400, 400], statuses
+    assert fourth.status_code == 429, fourth.text
+    # The neighbour, unlimited, is served as before.
+    ok, _ = send(types.SimpleNamespace(base_url=srv.base_url, api_key=neighbour), normal_pdf())
+    assert ok.status_code == 200, ok.text

@@ -62,6 +62,19 @@ pub async fn complete(
     v: validate::Validated,
     dialect: Arc<dyn Dialect>,
 ) -> ApiResult<ChatAnswer> {
+    complete_admitted(ports, caller, v, dialect, None).await
+}
+
+/// [`complete`] for a request admitted already: a caller whose request needed costly work
+/// before it could be validated (fetching URLs, rasterizing documents) took its grant first,
+/// so that work counts against its rate limits even when it fails.
+pub async fn complete_admitted(
+    ports: ChatPorts<'_>,
+    caller: Caller,
+    v: validate::Validated,
+    dialect: Arc<dyn Dialect>,
+    admitted: Option<Grant>,
+) -> ApiResult<ChatAnswer> {
     crate::observability::telemetry::note_model(&v.model.id);
     crate::observability::telemetry::note_prompt(|| {
         serde_json::to_string(&v.request.messages).unwrap_or_default()
@@ -73,9 +86,12 @@ pub async fn complete(
         TokenUsage::estimate(v.prompt_chars, 0).prompt_tokens,
         max_completion,
     );
-    let grant = match admit_text(ports.cx, ports.accounts, &caller, estimate).await? {
-        TextAdmission::Admitted(_org, grant) => grant,
-        TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
+    let grant = match admitted {
+        Some(grant) => grant,
+        None => match admit_text(ports.cx, ports.accounts, &caller, estimate).await? {
+            TextAdmission::Admitted(_org, grant) => grant,
+            TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
+        },
     };
     let status = grant.status.clone();
     let reply = answer(ports, caller, v, grant, dialect).await;

@@ -3,12 +3,12 @@
 //! funded organization, the key's budget and the rate limits' request windows) and not billed.
 
 use crate::domain::accounts::Caller;
+use crate::domain::catalog::ChatModel;
 use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::reply::MessageTokensCount;
-use crate::domain::catalog::ChatModel;
 use crate::domain::messages::request::{self, Purpose, Served};
 use crate::ports::pdf::PdfRasterizer;
 use serde_json::Value;
@@ -26,20 +26,47 @@ pub async fn create(
 ) -> ApiResult<ChatAnswer> {
     let cx = ports.cx;
     let model = validate::chat_model(cx.catalog, &body)?.clone();
-    // Funded callers only make the service fetch their image and document URLs (a request
-    // without any is admitted once, by the chat use case, with its rate limits).
-    if request::fetches_urls(&body) {
-        crate::domain::billing::token_charges::admit(cx, &caller).await?;
-    }
+    // Fetching URLs and rasterizing documents is work done before the request can be checked:
+    // only a funded caller within its rate limits gets it, and the request counts against
+    // those limits even when the work fails (a request without any is admitted once, by the
+    // chat use case). Its prompt is not known yet, so no prompt tokens are reserved for it.
+    let admitted = if request::needs_work(&body) {
+        use crate::domain::billing::admission::{admit_text, TextAdmission};
+        match admit_text(cx, ports.accounts, &caller, 0).await? {
+            TextAdmission::Admitted(_org, grant) => Some(grant),
+            TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
+        }
+    } else {
+        None
+    };
     let served = served(cx.catalog, &model);
     let native = (served == Served::NativeAnthropic).then(|| body.clone());
-    let mut t = request::to_chat_for(cx.fetcher, pdf, &model, body, Purpose::Create, served).await?;
-    let extensions = t.take_extensions();
-    let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
-    extensions.carry(&mut v.request);
-    v.request.anthropic_request = native;
-    let dialect = dialect(t.stop_sequences);
-    crate::domain::chat::complete::complete(ports, caller, v, dialect).await
+    let prepared = async {
+        let mut t =
+            request::to_chat_for(cx.fetcher, pdf, &model, body, Purpose::Create, served).await?;
+        let extensions = t.take_extensions();
+        let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
+        extensions.carry(&mut v.request);
+        v.request.anthropic_request = native;
+        Ok::<_, crate::domain::error::ApiError>((v, t.stop_sequences))
+    };
+    let (v, stop_sequences) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            if let Some(grant) = &admitted {
+                crate::domain::billing::rate_limits::settle(cx.store, grant, 0).await;
+            }
+            return Err(e);
+        }
+    };
+    crate::domain::chat::complete::complete_admitted(
+        ports,
+        caller,
+        v,
+        dialect(stop_sequences),
+        admitted,
+    )
+    .await
 }
 
 /// How `model`'s Messages requests are served: natively when every deployment is an

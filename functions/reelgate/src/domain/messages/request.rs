@@ -496,6 +496,22 @@ async fn translate_for(
     })
 }
 
+/// Whether translating `body` is work before the request can be checked: it fetches a URL
+/// ([`fetches_urls`]) or reads a document (a PDF is rasterized for a model without `file`).
+pub fn needs_work(body: &Value) -> bool {
+    fn has_document(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => {
+                o.get("type").and_then(Value::as_str) == Some("document")
+                    || o.values().any(has_document)
+            }
+            Value::Array(items) => items.iter().any(has_document),
+            _ => false,
+        }
+    }
+    fetches_urls(body) || has_document(body)
+}
+
 /// Whether translating `body` fetches a URL: an image or document block (anywhere, tool results
 /// included) whose `source` is `{"type": "url"}`.
 pub fn fetches_urls(body: &Value) -> bool {

@@ -290,6 +290,30 @@ fn av_refusal(param: &str) -> ApiError {
 
 /// Turns the conversation into chat messages. Files are resolved now, on every turn, because
 /// presigned URLs are short-lived and must not be stored.
+/// Whether turning `items` into chat messages is work before the request can be checked: an
+/// `input_file` (read, and a PDF rasterized for a model without `file`) or an `input_image`
+/// that is not inline (a URL to fetch, a stored file to read).
+pub fn needs_work(items: &[Value]) -> bool {
+    fn costly(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => {
+                let inline_image = o
+                    .get("image_url")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| u.starts_with("data:"));
+                match o.get("type").and_then(Value::as_str) {
+                    Some("input_file") => true,
+                    Some("input_image") if !inline_image => true,
+                    _ => o.values().any(costly),
+                }
+            }
+            Value::Array(items) => items.iter().any(costly),
+            _ => false,
+        }
+    }
+    items.iter().any(costly)
+}
+
 pub async fn to_chat_messages(
     cx: Context<'_>,
     pdf: &dyn PdfRasterizer,

@@ -195,42 +195,70 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
     let mut context = history?;
     let normalized = convert::normalize(cx, &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
-    // Every file_url of the request together within one request's fetch budget.
-    let fetches =
-        super::fetch::RequestFetches::new(cx.fetcher, super::fetch::MAX_REQUEST_FETCH_BYTES);
-    let messages = convert::to_chat_messages(
-        crate::domain::Context {
-            fetcher: &fetches,
-            ..cx
-        },
-        ports.pdf.as_ref(),
-        &caller,
-        &model,
-        req.instructions.as_deref(),
-        &context,
-    )
-    .await?;
-    let messages = convert::truncate(messages, u64::from(model.context_window), req.truncation)?;
+    let acquire = |estimate| {
+        crate::domain::billing::admission::acquire(cx, &caller, &org.plan, Kind::Text, estimate)
+    };
+    // Reading files, fetching URLs and rasterizing documents happen before the prompt is known:
+    // the request takes its rate-limit grant first (no prompt tokens reserved yet), so that
+    // work counts against the caller's limits even when it fails.
+    let early = if convert::needs_work(&context) {
+        match acquire(crate::domain::billing::token_charges::admission_estimate(
+            0,
+            req.max_output_tokens,
+        ))
+        .await
+        {
+            Ok(grant) => Some(grant),
+            Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
+            Err(AcquireError::Store(e)) => return Err(e.into()),
+        }
+    } else {
+        None
+    };
+    let prepared = async {
+        // Every file_url of the request together within one request's fetch budget.
+        let fetches =
+            super::fetch::RequestFetches::new(cx.fetcher, super::fetch::MAX_REQUEST_FETCH_BYTES);
+        let messages = convert::to_chat_messages(
+            crate::domain::Context {
+                fetcher: &fetches,
+                ..cx
+            },
+            ports.pdf.as_ref(),
+            &caller,
+            &model,
+            req.instructions.as_deref(),
+            &context,
+        )
+        .await?;
+        convert::truncate(messages, u64::from(model.context_window), req.truncation)
+    };
+    let messages = match prepared.await {
+        Ok(messages) => messages,
+        Err(e) => {
+            if let Some(grant) = &early {
+                crate::domain::billing::rate_limits::settle(cx.store, grant, 0).await;
+            }
+            return Err(e);
+        }
+    };
     let prompt_estimate = convert::estimate_tokens(&messages);
     let mut chat = convert::chat_request(&req, &model, messages, req.stream);
     crate::domain::chat::caching::place(&model, &mut chat);
 
-    let estimate = crate::domain::billing::token_charges::admission_estimate(
-        prompt_estimate,
-        req.max_output_tokens,
-    );
-    let grant = match crate::domain::billing::admission::acquire(
-        cx,
-        &caller,
-        &org.plan,
-        Kind::Text,
-        estimate,
-    )
-    .await
-    {
-        Ok(grant) => grant,
-        Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
-        Err(AcquireError::Store(e)) => return Err(e.into()),
+    let grant = match early {
+        Some(grant) => grant,
+        None => {
+            let estimate = crate::domain::billing::token_charges::admission_estimate(
+                prompt_estimate,
+                req.max_output_tokens,
+            );
+            match acquire(estimate).await {
+                Ok(grant) => grant,
+                Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
+                Err(AcquireError::Store(e)) => return Err(e.into()),
+            }
+        }
     };
     let status = grant.status.clone();
     let upstream = ports.upstreams.for_model(&ports.catalog, &model);
