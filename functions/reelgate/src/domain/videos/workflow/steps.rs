@@ -478,6 +478,10 @@ async fn conform(
     output_key: &str,
 ) -> Result<bytes::Bytes, StepError> {
     let invalid = |cause: String| StepError::new(errors::ENGINE_OUTPUT_INVALID, cause);
+    // The slot first: a conform waiting its turn must not already hold its input (up to
+    // MAX_ENGINE_OUTPUT_BYTES) in memory, or N waiting jobs hold N inputs.
+    let started = std::time::Instant::now();
+    let _slot = conform_slot(pipeline, &job.org).await?;
     let input = read_limited(pipeline.blobs.as_ref(), engine_key, MAX_ENGINE_OUTPUT_BYTES)
         .await
         .map_err(|e| match e {
@@ -523,8 +527,6 @@ async fn conform(
         seconds: seconds as u32,
         fallback_audio,
     };
-    let started = std::time::Instant::now();
-    let _slot = conform_slot(pipeline, &job.org).await?;
     let conformed =
         tokio::task::spawn_blocking(move || reelgate_media::conform_mp4(&input, &target))
             .await
@@ -640,22 +642,25 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
     let segment_key = videos::segment_blob_key(&job.org, &job.video_id);
     let segment = conform(pipeline, job, &item, &result.output_key, &segment_key).await?;
     let source_key = videos::source_video_blob_key(&job.org, &job.video_id);
-    let source = if item.source_video().is_some() {
+    // Each read of a whole clip happens inside a conform slot, as in `conform`.
+    let (source, _slot) = if item.source_video().is_some() {
+        let slot = conform_slot(pipeline, &job.org).await?;
         // A completed video's output is already the job's size and format.
-        read_limited(
+        let source = read_limited(
             pipeline.blobs.as_ref(),
             &source_key,
             crate::domain::videos::create::MAX_SOURCE_BYTES,
         )
         .await
-        .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, format!("the source copy: {e}")))?
+        .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, format!("the source copy: {e}")))?;
+        (source, slot)
     } else {
         // The caller's file: conformed to the job's size and its whole seconds first.
         let conformed_key = videos::conformed_source_blob_key(&job.org, &job.video_id);
-        conform(pipeline, job, &item, &source_key, &conformed_key).await?
+        let source = conform(pipeline, job, &item, &source_key, &conformed_key).await?;
+        (source, conform_slot(pipeline, &job.org).await?)
     };
     let started = std::time::Instant::now();
-    let _slot = conform_slot(pipeline, &job.org).await?;
     let joined = tokio::task::spawn_blocking(move || reelgate_media::stitch_mp4(&source, &segment))
         .await
         .map_err(|e| {
