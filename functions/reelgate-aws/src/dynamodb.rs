@@ -245,15 +245,18 @@ fn parse_number(text: &str) -> Result<Decimal, StoreError> {
 }
 
 fn to_dynamo(item: &Item) -> HashMap<String, AttributeValue> {
-    item.iter()
+    reelgate::ports::store::stamp_format(item)
+        .iter()
         .map(|(k, v)| (k.clone(), to_dynamo_value(v)))
         .collect()
 }
 
 fn from_dynamo(map: &HashMap<String, AttributeValue>) -> Result<Item, StoreError> {
-    map.iter()
+    let item = map
+        .iter()
         .map(|(k, v)| Ok((k.clone(), from_dynamo_value(v)?)))
-        .collect()
+        .collect::<Result<Item, StoreError>>()?;
+    reelgate::ports::store::read_format(item)
 }
 
 fn key_map(key: &Key) -> HashMap<String, AttributeValue> {
@@ -468,7 +471,7 @@ impl Expr {
         update.validate()?;
         let mut clauses = Vec::new();
         if !update.set.is_empty() {
-            let sets: Vec<String> = update
+            let mut sets: Vec<String> = update
                 .set
                 .iter()
                 .map(|(n, v)| {
@@ -477,6 +480,12 @@ impl Expr {
                     format!("{n} = {v}")
                 })
                 .collect();
+            // The item is now (also) this release's format.
+            let n = self.name(reelgate::ports::store::FORMAT_VERSION_ATTR);
+            let v = self.value(AttributeValue::N(
+                reelgate::ports::store::FORMAT_VERSION.to_string(),
+            ));
+            sets.push(format!("{n} = {v}"));
             clauses.push(format!("SET {}", sets.join(", ")));
         }
         if !update.add.is_empty() {
@@ -785,6 +794,34 @@ fn build_error(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn items_written_before_format_versions_and_without_new_attributes_read_back() {
+        // As an earlier release wrote a job: no format version, none of the newer attributes.
+        let old = HashMap::from([
+            ("pk".to_owned(), AttributeValue::S("ORG#o".into())),
+            ("sk".to_owned(), AttributeValue::S("JOB#video_1".into())),
+            ("status".to_owned(), AttributeValue::S("queued".into())),
+        ]);
+        let item = from_dynamo(&old).expect("an old item reads");
+        assert_eq!(item.str_attr("status"), Some("queued"));
+        assert!(!item.contains_key(reelgate::ports::store::FORMAT_VERSION_ATTR));
+        // What this release writes carries its format, which reading takes off again.
+        let written = to_dynamo(&item);
+        assert_eq!(
+            written.get(reelgate::ports::store::FORMAT_VERSION_ATTR),
+            Some(&AttributeValue::N(
+                reelgate::ports::store::FORMAT_VERSION.to_string()
+            ))
+        );
+        assert_eq!(from_dynamo(&written).unwrap(), item);
+        let mut newer = written.clone();
+        newer.insert(
+            reelgate::ports::store::FORMAT_VERSION_ATTR.into(),
+            AttributeValue::N("99".into()),
+        );
+        assert!(from_dynamo(&newer).is_err());
+    }
     use rust_decimal::Decimal;
 
     #[test]
@@ -842,7 +879,7 @@ mod tests {
             .remove("gone");
         assert_eq!(
             expr.update(&u).ok().flatten().as_deref(),
-            Some("SET #n0 = :v0 ADD #n1 :v1 REMOVE #n2")
+            Some("SET #n0 = :v0, #n1 = :v1 ADD #n2 :v2 REMOVE #n3")
         );
         assert_eq!(Expr::default().update(&Update::new()).ok(), Some(None));
         let twice = Update::new().set("a", "x").add("a", Decimal::ONE);

@@ -71,13 +71,16 @@ pub(crate) fn store_err(e: crate::db::DbError) -> StoreError {
 }
 
 fn encode(item: &Item) -> Result<String, rusqlite::Error> {
-    serde_json::to_string(item).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    serde_json::to_string(&reelgate::ports::store::stamp_format(item))
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
 fn decode(text: &str) -> Result<Item, rusqlite::Error> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
+    let conversion = |e: Box<dyn std::error::Error + Send + Sync>| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e)
+    };
+    let item: Item = serde_json::from_str(text).map_err(|e| conversion(Box::new(e)))?;
+    reelgate::ports::store::read_format(item).map_err(|e| conversion(Box::new(e)))
 }
 
 fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, rusqlite::Error> {
