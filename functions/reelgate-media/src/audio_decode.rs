@@ -26,18 +26,6 @@ pub(crate) struct Pcm {
 }
 
 impl Pcm {
-    pub fn frames(&self) -> u64 {
-        (self.samples.len() / usize::from(self.channels.max(1))) as u64
-    }
-
-    /// Drops the first `frames` frames.
-    pub fn skip(&mut self, frames: u64) {
-        let n = (frames as usize)
-            .saturating_mul(usize::from(self.channels))
-            .min(self.samples.len());
-        self.samples.drain(..n);
-    }
-
     /// Interleaved stereo at [`AUDIO_SAMPLE_RATE`]: more than two channels are folded into
     /// left and right (centre and surrounds at -3 dB), then the rate is converted.
     pub fn to_stereo_48k(&self) -> Result<Vec<i16>, MediaError> {
@@ -97,6 +85,164 @@ pub(crate) fn resample_stereo_48k(rate: u32, channels: u16, samples: &[i16]) -> 
     out
 }
 
+/// One frame of `channels` interleaved samples folded into left and right as
+/// [`Pcm::to_stereo_48k`] folds it: mono to both sides, more than two channels with centre and
+/// surrounds at -3 dB and the LFE left out.
+fn fold(f: &[i16]) -> [i16; 2] {
+    let ch = f.len();
+    if ch <= 2 {
+        return [f[0], f[ch - 1]];
+    }
+    let s = |i: usize| f.get(i).map_or(0.0, |v| f64::from(*v));
+    let c = s(2) * 0.707;
+    let (ls, rs) = if ch >= 6 {
+        (s(4) * 0.707, s(5) * 0.707)
+    } else {
+        (0.0, 0.0)
+    };
+    let gain = if ch >= 6 { 1.0 / 2.414 } else { 1.0 / 1.707 };
+    [
+        ((s(0) + c + ls) * gain).clamp(-32768.0, 32767.0) as i16,
+        ((s(1) + c + rs) * gain).clamp(-32768.0, 32767.0) as i16,
+    ]
+}
+
+/// Decoded audio folded into 48 kHz stereo as it arrives, so that a decode holds the sound it
+/// keeps at 192,000 bytes a second whatever the source's rate and channels (8 channels at
+/// 192 kHz would be 3 MB a second, and a FLAC of silence a few bytes). The result is the one
+/// [`Pcm::to_stereo_48k`] gives for the whole decode: the same fold, then the same linear
+/// interpolation, computed a frame at a time with the source frames the next output needs.
+pub(crate) struct StereoSink {
+    /// The source's rate and channels, fixed by the first buffer (0 before).
+    rate: u32,
+    channels: u16,
+    /// Seconds of source to drop first (an edit's priming or skip).
+    skip_secs: f64,
+    skip: u64,
+    /// Source frames seen, those skipped included.
+    seen: u64,
+    /// Source frames kept after the skip.
+    kept: u64,
+    /// Folded source frames from number `base` (after the skip) on.
+    window: Vec<[i16; 2]>,
+    base: u64,
+    /// Output frames written.
+    written: u64,
+    out: Vec<i16>,
+}
+
+impl StereoSink {
+    pub fn new(skip_secs: f64) -> Self {
+        Self {
+            rate: 0,
+            channels: 0,
+            skip_secs: skip_secs.max(0.0),
+            skip: 0,
+            seen: 0,
+            kept: 0,
+            window: Vec::new(),
+            base: 0,
+            written: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// Whether any audio has come in.
+    pub fn started(&self) -> bool {
+        self.channels != 0
+    }
+
+    /// Seconds of source seen, the skipped ones included.
+    pub fn seen_secs(&self) -> f64 {
+        if self.rate == 0 {
+            0.0
+        } else {
+            self.seen as f64 / f64::from(self.rate)
+        }
+    }
+
+    /// Takes whole interleaved frames at `rate` with `channels`; fails when the layout
+    /// changes from the first buffer's.
+    pub fn push(&mut self, rate: u32, channels: u16, samples: &[i16]) -> Result<(), String> {
+        let ch = usize::from(channels);
+        if ch == 0 || rate == 0 {
+            return Err("audio without channels or sample rate".into());
+        }
+        if self.channels == 0 {
+            (self.rate, self.channels) = (rate, channels);
+            self.skip = (self.skip_secs * f64::from(rate)).round() as u64;
+        } else if (self.rate, self.channels) != (rate, channels) {
+            return Err("the channel layout or sample rate changes mid-stream".into());
+        }
+        for frame in samples.chunks_exact(ch) {
+            self.seen += 1;
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            self.window.push(fold(frame));
+            self.kept += 1;
+        }
+        self.emit(false);
+        Ok(())
+    }
+
+    /// Writes the output frames the window allows (all of them when `last`), then forgets the
+    /// source frames no later output reads (never the last one, which the end repeats).
+    fn emit(&mut self, last: bool) {
+        if self.kept == 0 {
+            return;
+        }
+        let step = f64::from(self.rate) / f64::from(AUDIO_SAMPLE_RATE);
+        let end = if last {
+            (self.kept * u64::from(AUDIO_SAMPLE_RATE) / u64::from(self.rate)).max(1)
+        } else {
+            u64::MAX
+        };
+        while self.written < end {
+            let pos = self.written as f64 * step;
+            let mut i0 = pos.floor() as u64;
+            let mut i1 = i0 + 1;
+            if !last && i1 >= self.kept {
+                break;
+            }
+            i0 = i0.min(self.kept - 1);
+            i1 = i1.min(self.kept - 1);
+            let frac = pos - i0 as f64;
+            let (a, b) = (
+                self.window[(i0 - self.base) as usize],
+                self.window[(i1 - self.base) as usize],
+            );
+            for c in 0..2 {
+                let (a, b) = (f64::from(a[c]), f64::from(b[c]));
+                self.out.push((a + (b - a) * frac).round() as i16);
+            }
+            self.written += 1;
+        }
+        if last {
+            // Downsampling can write a frame past the whole decode's count before the end is
+            // known.
+            self.out.truncate(end as usize * 2);
+            return;
+        }
+        let needed = ((self.written as f64 * step).floor() as u64).min(self.kept - 1);
+        if needed > self.base {
+            self.window.drain(..(needed - self.base) as usize);
+            self.base = needed;
+        }
+    }
+
+    /// The sound as 48 kHz stereo.
+    pub fn finish(mut self) -> Pcm {
+        self.emit(true);
+        Pcm {
+            rate: AUDIO_SAMPLE_RATE,
+            channels: 2,
+            samples: self.out,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Uncompressed PCM
 
@@ -136,6 +282,19 @@ impl PcmFormat {
         }
         if !(1_000..=384_000).contains(&self.rate) {
             return Err(format!("a sample rate of {} Hz", self.rate));
+        }
+        Ok(())
+    }
+
+    /// Hands the samples of `bytes` (whole frames) to `sink` a block of frames at a time, so that
+    /// a large run of PCM is never held converted whole.
+    pub fn convert_into(&self, bytes: &[u8], sink: &mut StereoSink) -> Result<(), String> {
+        let block = self.frame_bytes().max(1) as usize * 4096;
+        let mut scratch = Vec::new();
+        for chunk in bytes.chunks(block) {
+            scratch.clear();
+            self.convert(chunk, &mut scratch);
+            sink.push(self.rate, self.channels, &scratch)?;
         }
         Ok(())
     }
@@ -260,11 +419,13 @@ pub(crate) fn wav(bytes: &[u8]) -> Result<(PcmFormat, &[u8], u16), MediaError> {
 // ---------------------------------------------------------------------------
 // AAC (fdk-aac)
 
-/// Decodes raw AAC access units configured by `asc` (an AudioSpecificConfig), downmixed to at
-/// most two channels, stopping after about `max_secs` seconds.
+/// Decodes raw AAC access units configured by `asc` (an AudioSpecificConfig) into 48 kHz
+/// stereo, dropping the first `skip_secs` and stopping after about `max_secs` seconds of source
+/// (the skipped ones included).
 pub(crate) fn decode_aac<'a>(
     asc: &[u8],
     units: impl Iterator<Item = Result<&'a [u8], MediaError>>,
+    skip_secs: f64,
     max_secs: f64,
 ) -> Result<Pcm, MediaError> {
     use fdk_aac::dec::{Decoder, Transport};
@@ -273,11 +434,9 @@ pub(crate) fn decode_aac<'a>(
     decoder.config_raw(asc).map_err(err)?;
     // Let the decoder fold surround into stereo.
     let _ = decoder.set_max_output_channels(2);
-    let mut out = Vec::new();
+    let mut sink = StereoSink::new(skip_secs);
     let mut frame = vec![0i16; 8 * 4096];
-    let (mut rate, mut channels) = (0u32, 0u16);
     let mut errors = 0usize;
-    let mut decoded = 0usize;
     for unit in units {
         let unit = unit?;
         let mut rest = unit;
@@ -296,31 +455,96 @@ pub(crate) fn decode_aac<'a>(
                 if ch == 0 || info.sampleRate <= 0 {
                     continue;
                 }
-                if channels != 0 && (ch != channels || info.sampleRate as u32 != rate) {
-                    return Err(MediaError::AudioDecode(
-                        "AAC: the channel layout or sample rate changes mid-stream".into(),
-                    ));
-                }
-                rate = info.sampleRate as u32;
-                channels = ch;
-                out.extend_from_slice(&frame[..n]);
-                decoded += 1;
-                if out.len() as f64 >= max_secs * f64::from(rate) * f64::from(ch) {
+                sink.push(info.sampleRate as u32, ch, &frame[..n])
+                    .map_err(|m| MediaError::AudioDecode(format!("AAC: {m}")))?;
+                if sink.seen_secs() >= max_secs {
                     break;
                 }
             }
             Err(_) => errors += 1,
         }
     }
-    if decoded == 0 || channels == 0 {
+    if !sink.started() {
         return Err(MediaError::AudioDecode(format!(
             "AAC: no frame decoded ({errors} errors)"
         )));
     }
-    Ok(Pcm {
-        rate,
-        channels,
-        samples: out,
+    Ok(sink.finish())
+}
+
+/// How long an AAC track lasts when decoded, from a decode that keeps no sound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct AacDecoded {
+    /// Access units decoded.
+    pub units: u64,
+    /// Decoded length in seconds (the decoder's output rate, SBR included).
+    pub secs: f64,
+}
+
+/// Decodes raw AAC access units configured by `asc`, one at a time into one frame's buffer,
+/// and counts what comes out. Fails on the first unit the decoder does not take whole or
+/// reports an error for (concealed output included), when the layout or rate changes, and as
+/// soon as the sound runs past `max_secs` (the caller's bound on the work: a table that
+/// understates its units' durations would otherwise have it decode many of them).
+pub(crate) fn check_aac<'a>(
+    asc: &[u8],
+    units: impl Iterator<Item = Result<&'a [u8], MediaError>>,
+    max_secs: f64,
+) -> Result<AacDecoded, MediaError> {
+    use fdk_aac::dec::{Decoder, Transport};
+    let err = |e: fdk_aac::dec::DecoderError| MediaError::AudioDecode(format!("AAC: {e}"));
+    let mut decoder = Decoder::new(Transport::Raw);
+    decoder.config_raw(asc).map_err(err)?;
+    let _ = decoder.set_max_output_channels(2);
+    let mut frame = vec![0i16; 8 * 4096];
+    let (mut rate, mut channels) = (0u32, 0usize);
+    let mut frames = 0u64;
+    let mut units_done = 0u64;
+    for (index, unit) in units.enumerate() {
+        let unit = unit?;
+        let what = |m: String| {
+            MediaError::AudioDecode(format!(
+                "AAC access unit {index} ({} bytes) {m}",
+                unit.len()
+            ))
+        };
+        let used = decoder
+            .fill(unit)
+            .map_err(|e| what(format!("was refused: {e}")))?;
+        if used != unit.len() {
+            return Err(what("does not fit the decoder's buffer".into()));
+        }
+        decoder
+            .decode_frame(&mut frame)
+            .map_err(|e| what(format!("does not decode: {e}")))?;
+        let info = decoder.stream_info();
+        let (ch, sr) = (info.numChannels, info.sampleRate);
+        if ch <= 0 || sr <= 0 || info.frameSize <= 0 {
+            return Err(what("decodes to no sound".into()));
+        }
+        if channels != 0 && (ch as usize != channels || sr as u32 != rate) {
+            return Err(MediaError::AudioDecode(
+                "AAC: the channel layout or sample rate changes mid-stream".into(),
+            ));
+        }
+        (rate, channels) = (sr as u32, ch as usize);
+        frames += info.frameSize as u64;
+        units_done += 1;
+        let secs = frames as f64 / f64::from(rate);
+        if secs > max_secs {
+            return Err(MediaError::AudioDecode(format!(
+                "AAC: the track decodes to more than {max_secs:.2} s, longer than its sample \
+                 table says"
+            )));
+        }
+    }
+    Ok(AacDecoded {
+        units: units_done,
+        secs: if rate == 0 {
+            0.0
+        } else {
+            frames as f64 / f64::from(rate)
+        },
     })
 }
 
@@ -331,31 +555,29 @@ fn sym_err(what: &str, e: symphonia::core::errors::Error) -> MediaError {
     MediaError::AudioDecode(format!("{what}: {e}"))
 }
 
-/// Appends a decoded buffer to `pcm` (fixing its rate and channel count on the first one).
-fn append(pcm: &mut Pcm, buf: &GenericAudioBufferRef<'_>, scratch: &mut Vec<i16>) -> bool {
+/// Hands a decoded buffer to `sink`.
+fn append(
+    sink: &mut StereoSink,
+    buf: &GenericAudioBufferRef<'_>,
+    scratch: &mut Vec<i16>,
+) -> Result<(), String> {
     let spec = buf.spec();
     let ch = spec.channels().count() as u16;
     if ch == 0 || buf.frames() == 0 {
-        return true;
-    }
-    if pcm.channels == 0 {
-        pcm.channels = ch;
-        pcm.rate = spec.rate();
-    } else if pcm.channels != ch || pcm.rate != spec.rate() {
-        return false;
+        return Ok(());
     }
     buf.copy_to_vec_interleaved(scratch);
-    pcm.samples.extend_from_slice(scratch);
-    true
+    sink.push(spec.rate(), ch, scratch)
 }
 
-/// Decodes packets of an MP3, FLAC or ALAC track demuxed from an MP4.
+/// Decodes packets of an MP3, FLAC or ALAC track demuxed from an MP4 into 48 kHz stereo,
+/// dropping the first `skip_secs` and stopping after about `max_secs` seconds of source (the
+/// skipped ones included).
 pub(crate) fn decode_packets<'a>(
     name: &str,
-    codec: AudioCodecId,
-    rate: u32,
-    extra_data: Option<Vec<u8>>,
+    (codec, rate, extra_data): (AudioCodecId, u32, Option<Vec<u8>>),
     packets: impl Iterator<Item = Result<(&'a [u8], u32), MediaError>>,
+    skip_secs: f64,
     max_secs: f64,
 ) -> Result<Pcm, MediaError> {
     let mut params = AudioCodecParameters::new();
@@ -366,11 +588,7 @@ pub(crate) fn decode_packets<'a>(
     let mut decoder = symphonia::default::get_codecs()
         .make_audio_decoder(&params, &AudioDecoderOptions::default())
         .map_err(|e| sym_err(name, e))?;
-    let mut pcm = Pcm {
-        rate,
-        channels: 0,
-        samples: Vec::new(),
-    };
+    let mut sink = StereoSink::new(skip_secs);
     let mut scratch = Vec::new();
     let mut pts = 0i64;
     let mut errors = 0usize;
@@ -384,30 +602,25 @@ pub(crate) fn decode_packets<'a>(
         );
         pts += i64::from(duration);
         match decoder.decode(&p) {
-            Ok(buf) => {
-                if !append(&mut pcm, &buf, &mut scratch) {
-                    return Err(MediaError::AudioDecode(format!(
-                        "{name}: the channel layout or sample rate changes mid-stream"
-                    )));
-                }
-            }
+            Ok(buf) => append(&mut sink, &buf, &mut scratch)
+                .map_err(|m| MediaError::AudioDecode(format!("{name}: {m}")))?,
             Err(symphonia::core::errors::Error::DecodeError(_)) => errors += 1,
             Err(e) => return Err(sym_err(name, e)),
         }
-        if pcm.channels != 0 && pcm.frames() as f64 >= max_secs * f64::from(pcm.rate) {
+        if sink.seen_secs() >= max_secs {
             break;
         }
     }
-    if pcm.channels == 0 {
+    if !sink.started() {
         return Err(MediaError::AudioDecode(format!(
             "{name}: no frame decoded ({errors} errors)"
         )));
     }
-    Ok(pcm)
+    Ok(sink.finish())
 }
 
-/// Decodes a whole audio file that symphonia can open (MP3, FLAC, Ogg Vorbis, WAV), at most
-/// about `max_secs` seconds.
+/// Decodes a whole audio file that symphonia can open (MP3, FLAC, Ogg Vorbis, WAV) into 48 kHz
+/// stereo, at most about `max_secs` seconds.
 pub(crate) fn decode_file(bytes: &[u8], name: &str, max_secs: f64) -> Result<Pcm, MediaError> {
     let source = MediaSourceStream::new(
         Box::new(Cursor::new(bytes)),
@@ -438,45 +651,180 @@ pub(crate) fn decode_file(bytes: &[u8], name: &str, max_secs: f64) -> Result<Pcm
             ),
             e => sym_err(name, e),
         })?;
-    let mut pcm = Pcm {
-        rate: 0,
-        channels: 0,
-        samples: Vec::new(),
-    };
+    let mut sink = StereoSink::new(0.0);
     let mut scratch = Vec::new();
     loop {
         let packet = match format.next_packet() {
             Ok(Some(p)) => p,
             Ok(None) => break,
             // A truncated file: keep what was read.
-            Err(symphonia::core::errors::Error::IoError(_)) if pcm.channels != 0 => break,
+            Err(symphonia::core::errors::Error::IoError(_)) if sink.started() => break,
             Err(e) => return Err(sym_err(name, e)),
         };
         if packet.track_id != track_id {
             continue;
         }
         match decoder.decode(&packet) {
-            Ok(buf) => {
-                if !append(&mut pcm, &buf, &mut scratch) {
-                    return Err(MediaError::AudioDecode(format!(
-                        "{name}: the channel layout or sample rate changes mid-stream"
-                    )));
-                }
-            }
+            Ok(buf) => append(&mut sink, &buf, &mut scratch)
+                .map_err(|m| MediaError::AudioDecode(format!("{name}: {m}")))?,
             Err(symphonia::core::errors::Error::DecodeError(_)) => {}
             Err(e) => return Err(sym_err(name, e)),
         }
-        if pcm.channels != 0 && pcm.frames() as f64 >= max_secs * f64::from(pcm.rate) {
+        if sink.seen_secs() >= max_secs {
             break;
         }
     }
-    if pcm.channels == 0 {
+    if !sink.started() {
         return Err(MediaError::AudioDecode(format!("{name}: no audio decoded")));
     }
-    Ok(pcm)
+    Ok(sink.finish())
 }
 
 /// Codec ids for the symphonia decoders used on MP4 tracks.
 pub(crate) const SYM_MP3: AudioCodecId = CODEC_ID_MP3;
 pub(crate) const SYM_FLAC: AudioCodecId = CODEC_ID_FLAC;
 pub(crate) const SYM_ALAC: AudioCodecId = CODEC_ID_ALAC;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::encode_aac_stereo_48k;
+
+    /// AudioSpecificConfig of AAC-LC, 48 kHz, stereo (what the crate's encoder writes).
+    const ASC: [u8; 2] = [0x11, 0x90];
+
+    /// One second of a 440 Hz tone encoded by the crate's AAC encoder, as access units.
+    fn tone_units() -> Vec<Vec<u8>> {
+        let pcm: Vec<i16> = (0..48_000)
+            .flat_map(|i| {
+                let v =
+                    ((i as f64 * 440.0 * std::f64::consts::TAU / 48_000.0).sin() * 8000.0) as i16;
+                [v, v]
+            })
+            .collect();
+        let track = encode_aac_stereo_48k(&pcm, 48_000).expect("encode");
+        track.units.into_iter().map(|u| u.data).collect()
+    }
+
+    fn check(units: &[Vec<u8>], max_secs: f64) -> Result<AacDecoded, MediaError> {
+        check_aac(&ASC, units.iter().map(|u| Ok(u.as_slice())), max_secs)
+    }
+
+    /// A source of `channels` channels at `rate`: a different ramp on each channel.
+    fn source(rate: u32, channels: u16, frames: usize) -> Pcm {
+        let samples = (0..frames)
+            .flat_map(|i| {
+                (0..channels).map(move |c| {
+                    (((i * (7 + usize::from(c) * 13)) % 65_536) as i64 - 32_768) as i16
+                })
+            })
+            .collect();
+        Pcm {
+            rate,
+            channels,
+            samples,
+        }
+    }
+
+    #[test]
+    fn the_stereo_sink_folds_as_the_whole_decode_would() {
+        for (rate, channels) in [
+            (48_000, 2),
+            (44_100, 1),
+            (22_050, 2),
+            (96_000, 6),
+            (192_000, 8),
+            (8_000, 3),
+            (47_999, 2),
+        ] {
+            let pcm = source(rate, channels, 10_007);
+            let whole = pcm.to_stereo_48k().expect("whole");
+            let ch = usize::from(channels);
+            for block in [1, 7, 1024, 20_000] {
+                let mut sink = StereoSink::new(0.0);
+                for part in pcm.samples.chunks(block * ch) {
+                    sink.push(rate, channels, part).expect("push");
+                }
+                let streamed = sink.finish();
+                assert_eq!((streamed.rate, streamed.channels), (48_000, 2));
+                assert!(
+                    streamed.samples == whole,
+                    "{rate} Hz x {channels} in blocks of {block}: {} samples, whole {}",
+                    streamed.samples.len(),
+                    whole.len()
+                );
+            }
+            // The skip drops the first frames before the fold, as cutting the PCM first would.
+            let skip = 0.05;
+            let cut = (skip * f64::from(rate)).round() as usize * ch;
+            let rest = Pcm {
+                rate,
+                channels,
+                samples: pcm.samples[cut..].to_vec(),
+            };
+            let mut sink = StereoSink::new(skip);
+            for part in pcm.samples.chunks(333 * ch) {
+                sink.push(rate, channels, part).expect("push");
+            }
+            assert!((sink.seen_secs() - 10_007.0 / f64::from(rate)).abs() < 1e-9);
+            assert!(sink.finish().samples == rest.to_stereo_48k().expect("rest"));
+        }
+    }
+
+    #[test]
+    fn the_stereo_sink_keeps_only_what_the_next_frame_needs() {
+        let mut sink = StereoSink::new(0.0);
+        let pcm = source(192_000, 8, 192_000);
+        for part in pcm.samples.chunks(4096 * 8) {
+            sink.push(192_000, 8, part).expect("push");
+            assert!(sink.window.len() <= 4096 + 8, "{}", sink.window.len());
+        }
+        assert_eq!(sink.finish().samples.len(), 48_000 * 2);
+        let mut sink = StereoSink::new(0.0);
+        sink.push(48_000, 2, &[0; 8]).expect("first");
+        let err = sink.push(44_100, 2, &[0; 8]).expect_err("a rate change");
+        assert!(err.contains("changes mid-stream"), "{err}");
+    }
+
+    #[test]
+    fn aac_units_that_decode_are_counted() {
+        let units = tone_units();
+        let decoded = check(&units, 10.0).expect("decodes");
+        assert_eq!(decoded.units, units.len() as u64);
+        let expected = units.len() as f64 * 1024.0 / 48_000.0;
+        assert!((decoded.secs - expected).abs() < 1e-9, "{decoded:?}");
+        assert!(decoded.secs > 1.0, "{decoded:?}");
+    }
+
+    #[test]
+    fn a_unit_that_does_not_decode_fails_the_check() {
+        for (name, bad) in [
+            ("garbage", vec![0xa5u8; 300]),
+            ("empty", Vec::new()),
+            (
+                "another codec's frame",
+                vec![0xff, 0xfb, 0x90, 0x64, 0, 0, 0, 0],
+            ),
+        ] {
+            let mut units = tone_units();
+            units[10] = bad;
+            let err = check(&units, 10.0).expect_err(name).to_string();
+            assert!(err.contains("AAC access unit 10"), "{name}: {err}");
+        }
+        // A unit cut short.
+        let mut units = tone_units();
+        let half = units[10].len() / 2;
+        units[10].truncate(half);
+        let err = check(&units, 10.0).expect_err("truncated").to_string();
+        assert!(err.contains("AAC access unit 10"), "{err}");
+    }
+
+    #[test]
+    fn sound_running_past_the_bound_stops_the_check() {
+        let units = tone_units();
+        let err = check(&units, 0.5)
+            .expect_err("longer than 0.5 s")
+            .to_string();
+        assert!(err.contains("more than 0.50 s"), "{err}");
+    }
+}

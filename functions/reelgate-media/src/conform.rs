@@ -5,18 +5,46 @@
 //! Video is decoded with openh264 (display order), and each picture, as it comes out of the
 //! decoder, is scaled to cover the target frame with the centre kept ([`crate::scale`]) and
 //! encoded again with the crate's H.264 settings: decoded pictures are never collected. AAC
-//! audio is copied access unit by access unit; other audio is decoded and encoded to AAC-LC,
-//! and a clip without audio gets the caller's reference audio or silence.
+//! audio is copied access unit by access unit, after every unit kept has been decoded (and
+//! found to last the video); other audio is decoded and encoded to AAC-LC, and a clip without
+//! audio gets the caller's reference audio or silence.
+//!
+//! # Memory
+//!
+//! Besides the engine's file (`F` bytes, read whole by the caller; a pass-through returns a
+//! copy of it, another `F`, and decodes nothing), a conform holds:
+//!
+//! * `P`, the decoder's picture pool: for a stream of `W`x`H` macroblocks,
+//!   `(max_num_ref_frames + 2) * (ceil32(16W + 64) * ceil32(16H + 64) * 1.5 + 165 * W * H)`
+//!   bytes ([`decoder_picture_bytes`]). Every SPS, in the `avcC` or in the stream, is checked
+//!   before the decoder sees it: `P` at most [`MAX_DECODER_PICTURE_BYTES`] (160 MiB), and the
+//!   level's own limits (H.264 Table A-1, levels up to 5.2, sides up to 4096) hold it to
+//!   140.1 MiB;
+//! * the decoder's other state, about 1.2 KiB a macroblock: at most 43 MiB (36,864, level
+//!   5.2's largest frame);
+//! * about 20 MiB for the encoder at the output size, the scaler, the sample tables (at most
+//!   3,600 video and 400,000 audio samples, 40 bytes each, every one inside the file and none
+//!   sharing bytes) and the audio, which is folded to 48 kHz stereo as it is decoded
+//!   (192,000 bytes a second, at most 12 MiB) or checked unit by unit when kept;
+//! * `V`, the coded video, at most twice what the rate control aims at plus 1 MiB
+//!   ([`max_video_bytes`]): with the aim `w * h * fps / 10` bits a second (at most 8 Mbit/s),
+//!   `V <= w * h * frames / 40 + 1 MiB`, 91 MiB for 3,600 frames at 1366x768. It is held while
+//!   the decoder runs, then about twice over while muxing, after the decoder is dropped.
+//!
+//! Peak: `F + max(P + 1.2 KiB * W * H + 20 MiB + V, 2 * V + 20 MiB)`, at most
+//! `F + 140 + 43 + 20 + 91 = F + 294 MiB`. Measured (VmHWM over the input): +201 MiB for
+//! 4096x2304 at level 5.1 with its five references, +147 MiB for 2560x1152 with sixteen,
+//! +78 MiB for 60 s of 1080p30 with four, +54 MiB (the copy) for a 52 MiB pass-through.
 
 use crate::aspect::{output_dimensions, AspectRatio};
 use crate::audio_decode::{self, Pcm, PcmFormat};
+use crate::demux::avcc_to_annexb;
 use crate::demux::{be16, be32, Movie, Sample, Track};
 use crate::encode::{
     encode_aac_stereo_48k, AacTrack, AacUnit, H264Encoder, AUDIO_SAMPLE_RATE, MOVIE_TIMESCALE,
 };
 use crate::mux;
 use crate::scale::{CoverScaler, Picture};
-use crate::thumbnail::avcc_to_annexb;
 use crate::MediaError;
 
 use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
@@ -35,6 +63,11 @@ const MAX_AUDIO_SAMPLES: u32 = 400_000;
 const SHORT_TOLERANCE_SECS: f64 = 0.5;
 /// Kept AAC that stops earlier than this before the clip's end is re-encoded with silence after.
 const AUDIO_GAP_SECS: f64 = 0.1;
+/// How much longer than the video a passed-through clip's AAC track may last.
+const PASS_THROUGH_AUDIO_OVERRUN_SECS: f64 = 1.0;
+/// How much longer than its sample table says kept AAC may decode (the last unit's full frame,
+/// rounding) before the table is taken to understate it.
+const AAC_DECODE_OVERRUN_SECS: f64 = 0.5;
 
 /// What the conformed clip must be.
 #[derive(Debug, Clone)]
@@ -238,26 +271,195 @@ impl Bits {
 struct SpsInfo {
     profile_idc: u8,
     constrained: bool,
+    /// `constraint_set3_flag`: with `level_idc` 11 in Baseline, Main and Extended it means
+    /// level 1b.
+    constraint_set3: bool,
+    level_idc: u8,
     chroma_format: u32,
     bit_depth: u32,
+    /// The picture as shown (cropped).
     width: u32,
     height: u32,
+    /// The coded frame in macroblocks (what the decoder allocates).
+    width_mbs: u32,
+    height_mbs: u32,
     progressive: bool,
     /// `max_num_ref_frames`: the decoder keeps this many pictures besides the current one.
     ref_frames: u32,
+    /// The VUI's `max_dec_frame_buffering`, when the SPS has one and it reads.
+    max_dec_frame_buffering: Option<u32>,
 }
 
-/// The most a decoder's picture buffer may hold for one conform: the declared reference frames
-/// and the picture being decoded, each an 8-bit 4:2:0 picture of the stream's size. A 4k stream
-/// with the usual few references needs under 70 MiB; a stream declaring sixteen references at
-/// 4096x2304 (240 MiB) is refused before the decoder allocates anything.
+/// The most a decoder's picture pool may take for one conform (see [`decoder_picture_bytes`]).
+/// Streams within the levels OpenH264 decodes (up to 5.2) and [`MAX_SIDE`] need at most
+/// 140 MiB (4096x2304 with its level's five references: 139 MiB); sixteen references at
+/// 4096x2304 (358 MiB, which level 6.2 allows) are refused before the decoder allocates
+/// anything.
 pub const MAX_DECODER_PICTURE_BYTES: u64 = 160 << 20;
 
+/// Bytes OpenH264 keeps beside each pool picture for every macroblock: a decoded flag, the
+/// macroblock type, and two lists of sixteen motion vectors and reference indices.
+const DECODER_BYTES_PER_MB: u64 = 1 + 4 + 2 * 16 * 4 + 2 * 16;
+
+/// The pictures OpenH264 (single-threaded, as here) allocates for a sequence: a pool of
+/// `max_num_ref_frames + 2` pictures, each the coded frame with 32 pixels of padding on every
+/// side rounded up to a multiple of 32, 8-bit 4:2:0, and [`DECODER_BYTES_PER_MB`] a
+/// macroblock (`GetTargetRefListSize` and `AllocPicture` in its decoder).
+fn decoder_picture_bytes(sps: &SpsInfo) -> u64 {
+    let padded = |mbs: u32| (u64::from(mbs) * 16 + 64).div_ceil(32) * 32;
+    let mbs = u64::from(sps.width_mbs) * u64::from(sps.height_mbs);
+    let picture =
+        padded(sps.width_mbs) * padded(sps.height_mbs) * 3 / 2 + mbs * DECODER_BYTES_PER_MB;
+    picture.saturating_mul(u64::from(sps.ref_frames) + 2)
+}
+
+/// A level of H.264 Table A-1: its name, `MaxFS` (macroblocks a frame) and `MaxDpbMbs`
+/// (macroblocks the decoded picture buffer holds).
+struct Level {
+    name: &'static str,
+    max_fs: u32,
+    max_dpb_mbs: u32,
+}
+
+/// The highest level OpenH264's decoder knows (`GetLevelLimits`); it drops an SPS above it.
+const MAX_DECODER_LEVEL_IDC: u8 = 52;
+
+fn level_limits(sps: &SpsInfo) -> Option<Level> {
+    let level = |name, max_fs, max_dpb_mbs| {
+        Some(Level {
+            name,
+            max_fs,
+            max_dpb_mbs,
+        })
+    };
+    let one_b = sps.level_idc == 9
+        || (sps.level_idc == 11 && sps.constraint_set3 && matches!(sps.profile_idc, 66 | 77 | 88));
+    if one_b {
+        return level("1b", 99, 396);
+    }
+    match sps.level_idc {
+        10 => level("1", 99, 396),
+        11 => level("1.1", 396, 900),
+        12 => level("1.2", 396, 2376),
+        13 => level("1.3", 396, 2376),
+        20 => level("2", 396, 2376),
+        21 => level("2.1", 792, 4752),
+        22 => level("2.2", 1620, 8100),
+        30 => level("3", 1620, 8100),
+        31 => level("3.1", 3600, 18000),
+        32 => level("3.2", 5120, 20480),
+        40 => level("4", 8192, 32768),
+        41 => level("4.1", 8192, 32768),
+        42 => level("4.2", 8704, 34816),
+        50 => level("5", 22080, 110400),
+        51 => level("5.1", 36864, 184320),
+        52 => level("5.2", 36864, 184320),
+        60 => level("6", 139264, 696320),
+        61 => level("6.1", 139264, 696320),
+        62 => level("6.2", 139264, 696320),
+        _ => None,
+    }
+}
+
+/// Whether the decoder may be handed a stream with this SPS: a profile, chroma format, bit
+/// depth and scan it decodes, sides of at most [`MAX_SIDE`], a frame and a picture buffer
+/// within the declared level (H.264 A.3.1: `MaxFS`, sides of at most `sqrt(8 * MaxFS)`
+/// macroblocks, at most `min(MaxDpbMbs / frame macroblocks, 16)` reference frames and as much
+/// `max_dec_frame_buffering`), pictures within [`MAX_DECODER_PICTURE_BYTES`], and a level the
+/// decoder knows. Run on every SPS before the decoder sees it: OpenH264 sizes its picture pool
+/// from the SPS and only warns when a stream breaks its level.
+fn check_sps(sps: &SpsInfo) -> Result<(), MediaError> {
+    let profile = profile_name(sps);
+    if !matches!(sps.profile_idc, 66 | 77 | 88 | 100) {
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is H.264 {profile}; only H.264 Baseline, Main and High are conformed"
+        )));
+    }
+    if sps.chroma_format != 1 || sps.bit_depth != 8 {
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is H.264 {profile} with {}-bit {} chroma; only 8-bit 4:2:0 is conformed",
+            sps.bit_depth,
+            match sps.chroma_format {
+                0 => "monochrome",
+                2 => "4:2:2",
+                3 => "4:4:4",
+                _ => "4:2:0",
+            }
+        )));
+    }
+    if !sps.progressive {
+        return Err(MediaError::UnsupportedCodec(
+            "the video is interlaced H.264; only progressive video is conformed".into(),
+        ));
+    }
+    if sps.width > MAX_SIDE || sps.height > MAX_SIDE {
+        return Err(unconformable(format!(
+            "the video is {}x{}; sides of at most {MAX_SIDE} pixels are accepted",
+            sps.width, sps.height
+        )));
+    }
+    let Some(level) = level_limits(sps) else {
+        return Err(unconformable(format!(
+            "the video declares H.264 level_idc {}, which is no level of the standard",
+            sps.level_idc
+        )));
+    };
+    let (w, h) = (sps.width, sps.height);
+    let frame_mbs = u64::from(sps.width_mbs) * u64::from(sps.height_mbs);
+    let max_side = f64::from(level.max_fs * 8).sqrt() as u32;
+    if frame_mbs > u64::from(level.max_fs) || sps.width_mbs > max_side || sps.height_mbs > max_side
+    {
+        return Err(unconformable(format!(
+            "the video's {w}x{h} pictures ({}x{} macroblocks) are larger than H.264 level {} \
+             allows ({} macroblocks, at most {max_side} a side)",
+            sps.width_mbs, sps.height_mbs, level.name, level.max_fs
+        )));
+    }
+    let max_dpb_frames = (u64::from(level.max_dpb_mbs) / frame_mbs.max(1)).min(16) as u32;
+    if sps.ref_frames > max_dpb_frames {
+        return Err(unconformable(format!(
+            "the video declares {} reference frames of {w}x{h}; H.264 level {} allows {} at that \
+             size",
+            sps.ref_frames, level.name, max_dpb_frames
+        )));
+    }
+    if let Some(buffering) = sps.max_dec_frame_buffering {
+        if buffering > max_dpb_frames {
+            return Err(unconformable(format!(
+                "the video declares a decoded picture buffer of {buffering} frames of {w}x{h}; \
+                 H.264 level {} allows {max_dpb_frames} at that size",
+                level.name
+            )));
+        }
+    }
+    let buffer = decoder_picture_bytes(sps);
+    if buffer > MAX_DECODER_PICTURE_BYTES {
+        return Err(unconformable(format!(
+            "the video declares {} reference frames of {w}x{h}: decoding it would hold {} MiB of \
+             pictures, more than the {} MiB a conform allows",
+            sps.ref_frames,
+            buffer >> 20,
+            MAX_DECODER_PICTURE_BYTES >> 20
+        )));
+    }
+    if sps.level_idc > MAX_DECODER_LEVEL_IDC {
+        return Err(MediaError::UnsupportedCodec(format!(
+            "the video is H.264 level {}; levels up to 5.2 are decoded",
+            level.name
+        )));
+    }
+    Ok(())
+}
+
+/// Parses an SPS NAL unit (header byte first, emulation prevention bytes still in).
 fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
-    let mut r = Bits::new(nal.get(1..).unwrap_or_default());
+    parse_sps_rbsp(Bits::new(nal.get(1..).unwrap_or_default()))
+}
+
+fn parse_sps_rbsp(mut r: Bits) -> Result<SpsInfo, MediaError> {
     let profile_idc = r.bits(8)? as u8;
     let constraints = r.bits(8)?;
-    let _level = r.bits(8)?;
+    let level_idc = r.bits(8)? as u8;
     let _id = r.ue()?;
     let (mut chroma_format, mut bit_depth) = (1, 8);
     if matches!(
@@ -310,8 +512,8 @@ fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
     }
     let ref_frames = r.ue()?;
     r.bit()?;
-    let w_mbs = r.ue()? + 1;
-    let h_units = r.ue()? + 1;
+    let w_mbs = r.ue()?.saturating_add(1);
+    let h_units = r.ue()?.saturating_add(1);
     let frame_mbs_only = r.bit()? == 1;
     if !frame_mbs_only {
         r.bit()?;
@@ -324,6 +526,12 @@ fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
         ct = r.ue()?;
         cb = r.ue()?;
     }
+    // A VUI that does not read leaves the buffering unknown rather than failing the SPS: the
+    // checks that bound memory rest on max_num_ref_frames, which OpenH264 sizes its pool by.
+    let max_dec_frame_buffering = match r.bit() {
+        Ok(1) => vui_max_dec_frame_buffering(&mut r).unwrap_or(None),
+        _ => None,
+    };
     let sub_w: u32 = if chroma_format == 1 || chroma_format == 2 {
         2
     } else {
@@ -335,20 +543,91 @@ fn parse_sps(nal: &[u8]) -> Result<SpsInfo, MediaError> {
     } else {
         (sub_w, sub_h * (2 - u32::from(frame_mbs_only)))
     };
+    let height_mbs = h_units.saturating_mul(2 - u32::from(frame_mbs_only));
     let width = u64::from(w_mbs) * 16;
-    let height = u64::from(h_units) * 16 * (2 - u64::from(frame_mbs_only));
+    let height = u64::from(height_mbs) * 16;
     let width = width.saturating_sub(u64::from(crop_x) * u64::from(cl.saturating_add(cr)));
     let height = height.saturating_sub(u64::from(crop_y) * u64::from(ct.saturating_add(cb)));
     Ok(SpsInfo {
         profile_idc,
         constrained: constraints & 0x40 != 0,
+        constraint_set3: constraints & 0x10 != 0,
+        level_idc,
         chroma_format,
         bit_depth,
         width: width.min(u64::from(u32::MAX)) as u32,
         height: height.min(u64::from(u32::MAX)) as u32,
+        width_mbs: w_mbs,
+        height_mbs,
         progressive: frame_mbs_only,
         ref_frames,
+        max_dec_frame_buffering,
     })
+}
+
+/// Reads a VUI (H.264 E.1.1) as far as `max_dec_frame_buffering`; `None` when it has no
+/// bitstream restriction.
+fn vui_max_dec_frame_buffering(r: &mut Bits) -> Result<Option<u32>, MediaError> {
+    if r.bit()? == 1 {
+        // aspect_ratio_idc, and Extended_SAR's width and height.
+        if r.bits(8)? == 255 {
+            r.bits(32)?;
+        }
+    }
+    if r.bit()? == 1 {
+        r.bit()?;
+    }
+    if r.bit()? == 1 {
+        r.bits(4)?;
+        if r.bit()? == 1 {
+            r.bits(24)?;
+        }
+    }
+    if r.bit()? == 1 {
+        r.ue()?;
+        r.ue()?;
+    }
+    if r.bit()? == 1 {
+        r.bits(32)?;
+        r.bits(32)?;
+        r.bit()?;
+    }
+    let nal_hrd = r.bit()? == 1;
+    if nal_hrd {
+        skip_hrd(r)?;
+    }
+    let vcl_hrd = r.bit()? == 1;
+    if vcl_hrd {
+        skip_hrd(r)?;
+    }
+    if nal_hrd || vcl_hrd {
+        r.bit()?;
+    }
+    r.bit()?;
+    if r.bit()? == 0 {
+        return Ok(None);
+    }
+    r.bit()?;
+    for _ in 0..5 {
+        r.ue()?;
+    }
+    Ok(Some(r.ue()?))
+}
+
+/// Skips `hrd_parameters()` (H.264 E.1.2).
+fn skip_hrd(r: &mut Bits) -> Result<(), MediaError> {
+    let count = r.ue()?;
+    if count > 31 {
+        return Err(MediaError::NotMp4("bad HRD parameters in SPS".into()));
+    }
+    r.bits(8)?;
+    for _ in 0..=count {
+        r.ue()?;
+        r.ue()?;
+        r.bit()?;
+    }
+    r.bits(20)?;
+    Ok(())
 }
 
 fn profile_name(sps: &SpsInfo) -> String {
@@ -412,54 +691,90 @@ fn video_input<'a>(movie: &'a Movie<'_>) -> Result<VideoInput<'a>, MediaError> {
         Some(avcc) => parse_avcc(avcc)?,
         None => return Err(MediaError::NotMp4("the H.264 track has no avcC".into())),
     };
-    // avc3 may carry its parameter sets in the stream only: look at the first sample.
-    let sps_nal = match config.sps.first() {
-        Some(s) => s.clone(),
-        None => first_sample_sps(movie, track, config.length_size)?,
+    // avc3 may carry its parameter sets in the stream only: look at the first sample (the
+    // decode loop checks every parameter set it hands the decoder in any case).
+    let sps = match checked_avcc_sps(&config)? {
+        Some(sps) => sps,
+        None => {
+            let sps = parse_sps(&first_sample_sps(movie, track, config.length_size)?)?;
+            check_sps(&sps)?;
+            sps
+        }
     };
-    let sps = parse_sps(&sps_nal)?;
-    let profile = profile_name(&sps);
-    if !matches!(sps.profile_idc, 66 | 77 | 88 | 100) {
-        return Err(MediaError::UnsupportedCodec(format!(
-            "the video is H.264 {profile}; only H.264 Baseline, Main and High are conformed"
-        )));
-    }
-    if sps.chroma_format != 1 || sps.bit_depth != 8 {
-        return Err(MediaError::UnsupportedCodec(format!(
-            "the video is H.264 {profile} with {}-bit {} chroma; only 8-bit 4:2:0 is conformed",
-            sps.bit_depth,
-            match sps.chroma_format {
-                0 => "monochrome",
-                2 => "4:2:2",
-                3 => "4:4:4",
-                _ => "4:2:0",
-            }
-        )));
-    }
-    if !sps.progressive {
-        return Err(MediaError::UnsupportedCodec(
-            "the video is interlaced H.264; only progressive video is conformed".into(),
-        ));
-    }
-    let picture = u64::from(sps.width) * u64::from(sps.height) * 3 / 2;
-    let buffer = picture.saturating_mul(u64::from(sps.ref_frames.min(1024)) + 1);
-    if sps.ref_frames > 16 || buffer > MAX_DECODER_PICTURE_BYTES {
-        return Err(MediaError::InvalidSpec(format!(
-            "the video declares {} reference frames of {}x{}: decoding it would hold {} MiB of \
-             pictures, more than the {} MiB a conform allows",
-            sps.ref_frames,
-            sps.width,
-            sps.height,
-            buffer >> 20,
-            MAX_DECODER_PICTURE_BYTES >> 20
-        )));
-    }
     Ok(VideoInput {
         track,
         config,
         sps,
         entry_size,
     })
+}
+
+/// Every SPS of the `avcC` checked (the decoder is handed them all); the first one, which the
+/// stage takes the picture's size from.
+fn checked_avcc_sps(config: &AvcConfig) -> Result<Option<SpsInfo>, MediaError> {
+    let mut first = None;
+    for nal in &config.sps {
+        let sps = parse_sps(nal)?;
+        check_sps(&sps)?;
+        first.get_or_insert(sps);
+    }
+    Ok(first)
+}
+
+/// Every sequence parameter set in `packet` (Annex B, as the decoder is handed it) checked
+/// with [`check_sps`] before the decoder sees it; subset SPS (SVC, MVC) refused. The units are
+/// found and unescaped the way OpenH264 does (`WelsDecodeBs`), so that no SPS hides from this
+/// check inside another unit: a start code is any `00 00 01`, and `00 00 03` followed by a
+/// byte above 3 is dropped whole.
+pub(crate) fn check_parameter_sets(packet: &[u8]) -> Result<(), MediaError> {
+    let starts: Vec<usize> = packet
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == [0, 0, 1])
+        .map(|(i, _)| i + 3)
+        .collect();
+    for (k, &start) in starts.iter().enumerate() {
+        let Some(&header) = packet.get(start) else {
+            continue;
+        };
+        match header & 0x1f {
+            7 => {
+                let end = starts
+                    .get(k + 1)
+                    .map_or(packet.len(), |next| next - 3)
+                    .max(start + 1);
+                let rbsp = openh264_unescape(&packet[start + 1..end]);
+                check_sps(&parse_sps_rbsp(Bits { data: rbsp, pos: 0 })?)?;
+            }
+            15 => {
+                return Err(MediaError::UnsupportedCodec(
+                    "the video carries a subset SPS (SVC or MVC); only H.264 Baseline, Main and \
+                     High are conformed"
+                        .into(),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A NAL unit's payload with emulation prevention removed as OpenH264 removes it.
+fn openh264_unescape(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if i + 2 < raw.len() && raw[i] == 0 && raw[i + 1] == 0 && raw[i + 2] == 3 {
+            if raw.get(i + 3).is_none_or(|b| *b <= 3) {
+                out.extend_from_slice(&[0, 0]);
+            }
+            i += 3;
+        } else {
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 fn first_sample_sps(
@@ -753,8 +1068,8 @@ fn channels_name(n: u16) -> String {
     }
 }
 
-/// Decodes an audio track to PCM with its edit's leading samples dropped, at most about
-/// `max_secs` seconds of it.
+/// Decodes an audio track to 48 kHz stereo with its edit's leading samples dropped, at most
+/// about `max_secs` seconds of it (folded as it is decoded: see [`audio_decode::StereoSink`]).
 fn decode_track(
     movie: &Movie<'_>,
     track: &Track,
@@ -776,13 +1091,13 @@ fn decode_track(
         s.retain(|x| (x.dts as f64) < limit);
         Ok(s)
     };
-    let mut pcm = match codec {
+    Ok(match codec {
         AudioCodec::Aac { asc, .. } => {
             let samples = samples()?;
             let units = samples
                 .iter()
                 .map(|s| movie.sample_bytes(s.offset, u64::from(s.size)));
-            audio_decode::decode_aac(asc, units, want_secs)?
+            audio_decode::decode_aac(asc, units, skip_secs, want_secs)?
         }
         AudioCodec::Mp3 | AudioCodec::Flac(_) | AudioCodec::Alac(_) => {
             let samples = samples()?;
@@ -798,7 +1113,13 @@ fn decode_track(
                     .sample_bytes(s.offset, u64::from(s.size))
                     .map(|b| (b, s.duration))
             });
-            audio_decode::decode_packets(&codec.name(), id, rate, extra, packets, want_secs)?
+            audio_decode::decode_packets(
+                &codec.name(),
+                (id, rate, extra),
+                packets,
+                skip_secs,
+                want_secs,
+            )?
         }
         AudioCodec::Pcm(format) => {
             format.check().map_err(|m| {
@@ -806,26 +1127,22 @@ fn decode_track(
             })?;
             let max_frames = (want_secs * f64::from(format.rate)).ceil() as u64;
             let frame = format.frame_bytes();
-            let runs = movie.pcm_runs(track, frame, max_frames)?;
-            let mut samples = Vec::new();
+            let runs = movie.pcm_runs(track, frame, max_frames, MAX_AUDIO_SAMPLES as usize)?;
+            let mut sink = audio_decode::StereoSink::new(skip_secs);
             for (offset, len) in runs {
                 let bytes = movie.sample_bytes(offset, len)?;
-                format.convert(bytes, &mut samples);
+                format
+                    .convert_into(bytes, &mut sink)
+                    .map_err(MediaError::AudioDecode)?;
             }
-            Pcm {
-                rate: format.rate,
-                channels: format.channels,
-                samples,
-            }
+            sink.finish()
         }
         AudioCodec::Unsupported(name) => {
             return Err(MediaError::UnsupportedCodec(format!(
                 "the audio is {name}; only AAC, MP3, FLAC, ALAC and PCM audio are conformed"
             )))
         }
-    };
-    pcm.skip((skip_secs * f64::from(pcm.rate)).round() as u64);
-    Ok(pcm)
+    })
 }
 
 /// Decodes the first audio track of an MP4/M4A (a caller's reference audio).
@@ -894,13 +1211,11 @@ pub(crate) fn decode_reference(bytes: &[u8], max_secs: f64) -> Result<Pcm, Media
                 let max = (max_secs * f64::from(format.rate)).ceil() as u64;
                 let frame = format.frame_bytes() as usize;
                 let data = &data[..data.len().min((max as usize).saturating_mul(frame))];
-                let mut samples = Vec::with_capacity(data.len() / usize::from(format.bits / 8));
-                format.convert(data, &mut samples);
-                return Ok(Pcm {
-                    rate: format.rate,
-                    channels: format.channels,
-                    samples,
-                });
+                let mut sink = audio_decode::StereoSink::new(0.0);
+                format
+                    .convert_into(data, &mut sink)
+                    .map_err(|m| MediaError::AudioDecode(format!("the reference WAV: {m}")))?;
+                return Ok(sink.finish());
             }
             // Other WAV encodings (A-law, mu-law, ...): let symphonia try.
             audio_decode::decode_file(bytes, "the reference WAV", max_secs).map_err(|_| {
@@ -1149,24 +1464,33 @@ fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError
     let source = describe_source(&video, samples.len(), video_secs, audio_desc);
 
     let (width, height) = output_dimensions(target.aspect, Some((sw, sh)));
-    let is_aac = matches!(audio_codec, Some((_, AudioCodec::Aac { .. })));
     let movie_secs = movie.duration as f64 / f64::from(movie.timescale.max(1));
     if (ew, eh) == (width, height)
         && (sw, sh) == (width, height)
-        && is_aac
         && (video_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
         && (movie_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
         && movie.moov_first
     {
-        return Ok(Conformed {
-            mp4: input.to_vec(),
-            passed_through: true,
-            width,
-            height,
-            duration_secs: movie_secs,
-            source,
-            audio: "kept".into(),
-        });
+        if let Some((track, AudioCodec::Aac { asc, .. })) = &audio_codec {
+            // A track that stops early or runs on past the clip is conformed instead (cut, or
+            // padded with silence), not passed through.
+            let samples = movie.samples(track, MAX_AUDIO_SAMPLES)?;
+            let declared = presented_secs(track, &samples);
+            if declared >= video_secs - SHORT_TOLERANCE_SECS
+                && declared <= video_secs + PASS_THROUGH_AUDIO_OVERRUN_SECS
+            {
+                check_kept_aac(&movie, track, asc, &samples, video_secs)?;
+                return Ok(Conformed {
+                    mp4: input.to_vec(),
+                    passed_through: true,
+                    width,
+                    height,
+                    duration_secs: movie_secs,
+                    source,
+                    audio: "kept".into(),
+                });
+            }
+        }
     }
 
     // The clip's end on the output timeline.
@@ -1192,7 +1516,7 @@ fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError
         },
     };
     let video_out = encode_video(&movie, &video, &samples, &timing, clip_end, (width, height))?;
-    let mp4 = mux::mux(width, height, &video_out, &audio)?;
+    let mp4 = mux::mux(width, height, video_out, &audio)?;
     Ok(Conformed {
         mp4,
         passed_through: false,
@@ -1234,17 +1558,17 @@ fn engine_audio(
     clip_secs: f64,
 ) -> Result<(AacTrack, String), MediaError> {
     if let AudioCodec::Aac {
+        asc,
         aot,
         freq_index,
         rate,
         chan_conf,
         copyable: true,
-        ..
     } = codec
     {
         if *rate == track.timescale {
-            if let Some(kept) = copy_aac(movie, track, (*aot, *freq_index, *chan_conf), clip_secs)?
-            {
+            let config = (*aot, *freq_index, *chan_conf);
+            if let Some(kept) = copy_aac(movie, track, asc, config, clip_secs)? {
                 return Ok((kept, "kept".into()));
             }
         }
@@ -1256,11 +1580,13 @@ fn engine_audio(
     ))
 }
 
-/// The AAC access units that cover the clip, with the source's priming edit; `None` when the
-/// track stops too early (it is then re-encoded with silence after it).
+/// The AAC access units that cover the clip, with the source's priming edit, checked by
+/// decoding them ([`check_kept_aac`]); `None` when the track's table says it stops too early (it
+/// is then re-encoded with silence after it).
 fn copy_aac(
     movie: &Movie<'_>,
     track: &Track,
+    asc: &[u8],
     (aot, freq_index, chan_conf): (u8, u8, u8),
     clip_secs: f64,
 ) -> Result<Option<AacTrack>, MediaError> {
@@ -1274,20 +1600,26 @@ fn copy_aac(
         return Ok(None);
     }
     let presented = wanted.min(available);
-    let mut units = Vec::new();
+    let mut kept = 0usize;
     let mut at = 0u64;
-    let mut bytes = 0u64;
     for s in &samples {
         if at >= priming + presented {
             break;
         }
+        at += u64::from(s.duration);
+        kept += 1;
+    }
+    let samples = &samples[..kept];
+    check_kept_aac(movie, track, asc, samples, clip_secs)?;
+    let mut units = Vec::with_capacity(kept);
+    let mut bytes = 0u64;
+    for s in samples {
         let data = movie.sample_bytes(s.offset, u64::from(s.size))?.to_vec();
         bytes += data.len() as u64;
         units.push(AacUnit {
             data,
             duration: s.duration,
         });
-        at += u64::from(s.duration);
     }
     let secs = at as f64 / ts as f64;
     let err = |e: mp4::Error| MediaError::Mux(e.to_string());
@@ -1309,6 +1641,56 @@ fn copy_aac(
     }))
 }
 
+/// What an audio track's sample table says it presents, in seconds: its samples' durations
+/// less the priming its edit skips.
+fn presented_secs(track: &Track, samples: &[Sample]) -> f64 {
+    let total: u64 = samples.iter().map(|s| u64::from(s.duration)).sum();
+    let priming = track.edit.map_or(0, |e| e.media_time);
+    total.saturating_sub(priming) as f64 / f64::from(track.timescale.max(1))
+}
+
+/// Kept AAC (passed through or copied) is decoded before it is kept, unit by unit with nothing
+/// but counters held ([`audio_decode::check_aac`]): every unit must decode, and the sound, less
+/// the priming its edit skips, must last the video's `video_secs` less
+/// [`SHORT_TOLERANCE_SECS`]. A table that claims long units for a few bytes of sound, or
+/// units that are not AAC, fails the conform rather than reach the output.
+fn check_kept_aac(
+    movie: &Movie<'_>,
+    track: &Track,
+    asc: &[u8],
+    units: &[Sample],
+    video_secs: f64,
+) -> Result<(), MediaError> {
+    let ts = f64::from(track.timescale.max(1));
+    let declared = units.iter().map(|s| u64::from(s.duration)).sum::<u64>() as f64 / ts;
+    let priming = track.edit.map_or(0, |e| e.media_time) as f64 / ts;
+    let decoded = audio_decode::check_aac(
+        asc,
+        units
+            .iter()
+            .map(|s| movie.sample_bytes(s.offset, u64::from(s.size))),
+        declared + AAC_DECODE_OVERRUN_SECS,
+    )?;
+    let heard = decoded.secs - priming;
+    if heard < video_secs - SHORT_TOLERANCE_SECS {
+        return Err(MediaError::AudioDecode(format!(
+            "the AAC track decodes to {heard:.2} s of sound ({} units), shorter than the \
+             {video_secs:.2} s of video",
+            decoded.units
+        )));
+    }
+    Ok(())
+}
+
+/// The most coded video a conformed clip of `secs` may take: twice what the encoder's rate
+/// control aims at, and a mebibyte for the first pictures. Working rate control stays near
+/// its aim; pictures that do not compress at the highest quantiser (noise, which an engine
+/// can send) would otherwise grow the clip, and the copies the muxer makes of it, without
+/// bound (20 s of 720p60 noise came to 143 MiB).
+fn max_video_bytes(encoder: &H264Encoder, secs: f64) -> u64 {
+    (2.0 * f64::from(encoder.bitrate()) / 8.0 * secs) as u64 + (1 << 20)
+}
+
 /// Scales and encodes pictures as they come out of the decoder.
 struct Pipeline {
     width: usize,
@@ -1324,6 +1706,8 @@ struct Pipeline {
     clip_end: i64,
     /// Where the part being decoded starts on the output timeline (a stitch's second part).
     offset: u64,
+    /// The most coded video the clip may take ([`max_video_bytes`]).
+    max_video_bytes: u64,
 }
 
 impl Pipeline {
@@ -1369,6 +1753,15 @@ impl Pipeline {
             duration,
         )?;
         self.written = start + u64::from(duration);
+        if self.encoder.bytes() > self.max_video_bytes {
+            return Err(unconformable(format!(
+                "the pictures do not compress: {} MiB of video by {:.2} s, more than twice the \
+                 {:.1} Mbit/s the encoder aims at",
+                self.encoder.bytes() >> 20,
+                self.written as f64 / f64::from(MOVIE_TIMESCALE),
+                f64::from(self.encoder.bitrate()) / 1e6
+            )));
+        }
         Ok(self.written as i64 >= self.offset as i64 + self.clip_end)
     }
 }
@@ -1385,16 +1778,19 @@ fn encode_video(
 ) -> Result<crate::encode::EncodedVideo, MediaError> {
     let (w, h) = (width as usize, height as usize);
     let fps = shown_fps(timing, clip_end);
+    let encoder = H264Encoder::new(w, h, fps, true)?;
+    let max_video_bytes = max_video_bytes(&encoder, clip_end as f64 / f64::from(MOVIE_TIMESCALE));
     let mut pipe = Pipeline {
         width: w,
         height: h,
         scaler: None,
         picture: Picture::new(w, h),
-        encoder: H264Encoder::new(w, h, fps, true)?,
+        encoder,
         received: 0,
         written: 0,
         clip_end,
         offset: 0,
+        max_video_bytes,
     };
     decode_part(&mut pipe, movie, video, samples, timing)?;
     pipe.encoder.finish()
@@ -1445,6 +1841,7 @@ fn decode_part(
         }
         let data = movie.sample_bytes(s.offset, u64::from(s.size))?;
         avcc_to_annexb(data, video.config.length_size, &mut packet)?;
+        check_parameter_sets(&packet)?;
         match decoder.decode(&packet) {
             Ok(Some(frame)) => {
                 if pipe.push(&frame, timing)? {
@@ -1568,16 +1965,19 @@ fn stitch(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
     let (w, h) = (width as usize, height as usize);
     let total = a.end + b.end;
     let fps = (shown_fps(&a.timing, a.end) + shown_fps(&b.timing, b.end)) / 2.0;
+    let encoder = H264Encoder::new(w, h, fps, true)?;
+    let max_video_bytes = max_video_bytes(&encoder, total as f64 / f64::from(MOVIE_TIMESCALE));
     let mut pipe = Pipeline {
         width: w,
         height: h,
         scaler: None,
         picture: Picture::new(w, h),
-        encoder: H264Encoder::new(w, h, fps, true)?,
+        encoder,
         received: 0,
         written: 0,
         clip_end: a.end,
         offset: 0,
+        max_video_bytes,
     };
     decode_part(&mut pipe, a.movie, &a.video, &a.samples, &a.timing)?;
     pipe.offset = a.end as u64;
@@ -1588,7 +1988,7 @@ fn stitch(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
     let mut pcm = a.audio()?;
     pcm.extend(b.audio()?);
     let audio = encode_aac_stereo_48k(&pcm, samples_48k(secs))?;
-    let mp4 = mux::mux(width, height, &video_out, &audio)?;
+    let mp4 = mux::mux(width, height, video_out, &audio)?;
     Ok(Conformed {
         mp4,
         passed_through: false,
@@ -1604,4 +2004,448 @@ fn stitch(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
 fn guarded<T>(work: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
         .unwrap_or_else(|_| Err(MediaError::Unconformable("the decoder panicked".into())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes an H.264 RBSP bit by bit.
+    #[derive(Default)]
+    struct BitWriter {
+        bytes: Vec<u8>,
+        bits: usize,
+    }
+
+    impl BitWriter {
+        fn bit(&mut self, b: u32) -> &mut Self {
+            if self.bits % 8 == 0 {
+                self.bytes.push(0);
+            }
+            if b & 1 == 1 {
+                *self.bytes.last_mut().expect("a byte") |= 0x80 >> (self.bits % 8);
+            }
+            self.bits += 1;
+            self
+        }
+
+        fn bits(&mut self, n: u32, v: u64) -> &mut Self {
+            for i in (0..n).rev() {
+                self.bit((v >> i) as u32 & 1);
+            }
+            self
+        }
+
+        fn ue(&mut self, v: u32) -> &mut Self {
+            let v = u64::from(v) + 1;
+            let len = 64 - v.leading_zeros();
+            self.bits(len - 1, 0).bits(len, v)
+        }
+
+        /// The RBSP with its stop bit, as a NAL unit with `header`, emulation prevention added.
+        fn nal(&mut self, header: u8) -> Vec<u8> {
+            self.bit(1);
+            let mut out = vec![header];
+            let mut zeros = 0;
+            for &b in &self.bytes {
+                if zeros >= 2 && b <= 3 {
+                    out.push(3);
+                    zeros = 0;
+                }
+                zeros = if b == 0 { zeros + 1 } else { 0 };
+                out.push(b);
+            }
+            out
+        }
+    }
+
+    /// What a test SPS declares.
+    #[derive(Clone, Copy)]
+    struct Sps {
+        profile: u8,
+        constraint_set3: bool,
+        level: u8,
+        refs: u32,
+        width_mbs: u32,
+        height_mbs: u32,
+        /// The VUI's max_dec_frame_buffering (a VUI with timing and NAL HRD parameters before
+        /// it), or no VUI.
+        buffering: Option<u32>,
+    }
+
+    const HD: Sps = Sps {
+        profile: 100,
+        constraint_set3: false,
+        level: 41,
+        refs: 4,
+        width_mbs: 120,
+        height_mbs: 68,
+        buffering: None,
+    };
+
+    fn sps_nal(s: Sps) -> Vec<u8> {
+        let mut w = BitWriter::default();
+        w.bits(8, u64::from(s.profile))
+            .bits(8, if s.constraint_set3 { 0x10 } else { 0 })
+            .bits(8, u64::from(s.level))
+            .ue(0);
+        if s.profile == 100 {
+            // 4:2:0, 8-bit, no scaling matrices.
+            w.ue(1).ue(0).ue(0).bit(0).bit(0);
+        }
+        // log2_max_frame_num_minus4, pic_order_cnt_type 2.
+        w.ue(0).ue(2);
+        w.ue(s.refs).bit(0);
+        w.ue(s.width_mbs - 1).ue(s.height_mbs - 1);
+        // frame_mbs_only, direct_8x8_inference; cropped to 1080 lines when 68 MBs high.
+        w.bit(1).bit(1);
+        if s.height_mbs == 68 {
+            w.bit(1).ue(0).ue(0).ue(0).ue(4);
+        } else {
+            w.bit(0);
+        }
+        match s.buffering {
+            None => {
+                w.bit(0);
+            }
+            Some(b) => {
+                w.bit(1);
+                // aspect ratio (Extended_SAR), no overscan, video signal with colour
+                // description, no chroma location.
+                w.bit(1).bits(8, 255).bits(16, 1).bits(16, 1);
+                w.bit(0);
+                w.bit(1).bits(3, 5).bit(0).bit(1).bits(24, 0x010101);
+                w.bit(0);
+                // timing: 1001/60000, fixed rate.
+                w.bit(1).bits(32, 1001).bits(32, 60000).bit(1);
+                // NAL HRD with two CPB specifications, no VCL HRD, low delay.
+                w.bit(1).ue(1).bits(4, 2).bits(4, 3);
+                for _ in 0..2 {
+                    w.ue(12_000).ue(30_000).bit(0);
+                }
+                w.bits(5, 23).bits(5, 23).bits(5, 23).bits(5, 24);
+                w.bit(0).bit(0);
+                // pic_struct_present, bitstream restriction.
+                w.bit(0).bit(1);
+                w.bit(1).ue(2).ue(1).ue(16).ue(16).ue(2).ue(b);
+            }
+        }
+        w.nal(0x67)
+    }
+
+    fn sps(s: Sps) -> SpsInfo {
+        parse_sps(&sps_nal(s)).expect("the SPS parses")
+    }
+
+    fn refused(s: Sps) -> String {
+        check_sps(&sps(s)).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn the_sps_gives_level_size_references_and_vui_buffering() {
+        let info = sps(Sps {
+            buffering: Some(4),
+            ..HD
+        });
+        assert_eq!(info.level_idc, 41);
+        assert_eq!((info.width, info.height), (1920, 1080));
+        assert_eq!((info.width_mbs, info.height_mbs), (120, 68));
+        assert_eq!(info.ref_frames, 4);
+        assert_eq!(info.max_dec_frame_buffering, Some(4));
+        assert_eq!(sps(HD).max_dec_frame_buffering, None);
+        check_sps(&info).expect("1080p with 4 references is within level 4.1");
+        // The same SPS as OpenH264 unescapes it in a stream reads the same.
+        let nal = sps_nal(Sps {
+            buffering: Some(4),
+            ..HD
+        });
+        let rbsp = openh264_unescape(&nal[1..]);
+        let again = parse_sps_rbsp(Bits { data: rbsp, pos: 0 }).expect("parses");
+        assert_eq!(again.max_dec_frame_buffering, Some(4));
+    }
+
+    #[test]
+    fn references_beyond_the_levels_picture_buffer_are_refused() {
+        // Level 4.1 holds 32768 macroblocks: four 1080p frames (8160 each).
+        let err = refused(Sps { refs: 5, ..HD });
+        assert!(
+            err.contains("5 reference frames of 1920x1080; H.264 level 4.1 allows 4"),
+            "{err}"
+        );
+        // At 720p (3600 macroblocks) the same level allows nine, and no level more than 16.
+        let hd720 = Sps {
+            width_mbs: 80,
+            height_mbs: 45,
+            ..HD
+        };
+        check_sps(&sps(Sps { refs: 9, ..hd720 })).expect("9 at 720p");
+        assert!(refused(Sps { refs: 10, ..hd720 }).contains("allows 9"));
+        let tiny = Sps {
+            width_mbs: 4,
+            height_mbs: 4,
+            level: 52,
+            ..HD
+        };
+        check_sps(&sps(Sps { refs: 16, ..tiny })).expect("16 of a small picture");
+        assert!(refused(Sps { refs: 17, ..tiny }).contains("allows 16"));
+    }
+
+    #[test]
+    fn a_vui_buffer_beyond_the_level_is_refused() {
+        let err = refused(Sps {
+            buffering: Some(9),
+            ..HD
+        });
+        assert!(
+            err.contains(
+                "decoded picture buffer of 9 frames of 1920x1080; H.264 level 4.1 allows 4"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_frame_beyond_the_levels_size_is_refused() {
+        // Level 3.1 allows 3600 macroblocks; 1080p has 8160.
+        let err = refused(Sps { level: 31, ..HD });
+        assert!(
+            err.contains("1920x1080 pictures (120x68 macroblocks) are larger than H.264 level 3.1"),
+            "{err}"
+        );
+        // Within MaxFS but a side longer than sqrt(8 * MaxFS): 4 x 200 macroblocks at 3.1.
+        let err = refused(Sps {
+            level: 31,
+            refs: 1,
+            width_mbs: 4,
+            height_mbs: 200,
+            ..HD
+        });
+        assert!(err.contains("at most 169 a side"), "{err}");
+        // Sides past 4096 pixels are refused whatever the level.
+        let err = refused(Sps {
+            level: 52,
+            refs: 1,
+            width_mbs: 257,
+            height_mbs: 16,
+            ..HD
+        });
+        assert!(err.contains("4112x256; sides of at most 4096"), "{err}");
+        // Level 1b (level_idc 11 with constraint_set3 in Baseline) holds 99 macroblocks.
+        let qcif = Sps {
+            profile: 66,
+            constraint_set3: true,
+            level: 11,
+            refs: 1,
+            width_mbs: 11,
+            height_mbs: 9,
+            ..HD
+        };
+        check_sps(&sps(qcif)).expect("QCIF at 1b");
+        let err = refused(Sps {
+            width_mbs: 22,
+            height_mbs: 18,
+            ..qcif
+        });
+        assert!(err.contains("level 1b"), "{err}");
+        // In High the flag does not make level_idc 11 mean 1b.
+        check_sps(&sps(Sps {
+            profile: 100,
+            width_mbs: 22,
+            height_mbs: 18,
+            ..qcif
+        }))
+        .expect("CIF at 1.1");
+    }
+
+    #[test]
+    fn an_unknown_level_is_refused() {
+        let err = refused(Sps { level: 45, ..HD });
+        assert!(err.contains("level_idc 45"), "{err}");
+    }
+
+    #[test]
+    fn the_picture_pool_is_counted_as_openh264_allocates_it() {
+        // 4096x2304 at level 5.1 allows 5 references: 7 pictures of 4160x2368 (padded by 32 a
+        // side), 4:2:0, and their macroblocks' motion.
+        let uhd = Sps {
+            level: 51,
+            refs: 5,
+            width_mbs: 256,
+            height_mbs: 144,
+            ..HD
+        };
+        let info = sps(uhd);
+        let mbs = 256 * 144 * DECODER_BYTES_PER_MB;
+        assert_eq!(
+            decoder_picture_bytes(&info),
+            7 * (4160 * 2368 * 3 / 2 + mbs)
+        );
+        check_sps(&info).expect("4096x2304 within level 5.1");
+        // Widths that are not a multiple of 32 once padded are rounded up as OpenH264 does.
+        let odd = sps(Sps {
+            width_mbs: 81,
+            height_mbs: 45,
+            refs: 1,
+            ..HD
+        });
+        assert_eq!(
+            decoder_picture_bytes(&odd),
+            3 * (1376 * 800 * 3 / 2 + 81 * 45 * 165)
+        );
+        // Level 6.2 allows 16 references at that size, which would be 358 MiB of pictures.
+        let err = refused(Sps {
+            level: 62,
+            refs: 16,
+            ..uhd
+        });
+        assert!(
+            err.contains("16 reference frames of 4096x2304: decoding it would hold 358 MiB"),
+            "{err}"
+        );
+        // Within the bound, a level the decoder does not know is refused by name.
+        let err = refused(Sps { level: 62, ..uhd });
+        assert!(err.contains("level 6.2; levels up to 5.2"), "{err}");
+    }
+
+    #[test]
+    fn every_frame_size_the_levels_allow_fits_the_pool_bound() {
+        // Each frame size within level 5.2 and 4096 pixels a side, with as many references
+        // as the level allows at that size.
+        let mut most = (0, 0, 0);
+        for w in 1..=256u32 {
+            for h in 1..=256u32 {
+                let Some(refs) = 184_320u32.checked_div(w * h) else {
+                    continue;
+                };
+                let info = SpsInfo {
+                    profile_idc: 100,
+                    constrained: false,
+                    constraint_set3: false,
+                    level_idc: 52,
+                    chroma_format: 1,
+                    bit_depth: 8,
+                    width: w * 16,
+                    height: h * 16,
+                    width_mbs: w,
+                    height_mbs: h,
+                    progressive: true,
+                    ref_frames: refs.min(16),
+                    max_dec_frame_buffering: None,
+                };
+                if check_sps(&info).is_ok() {
+                    most = most.max((decoder_picture_bytes(&info), w, h));
+                }
+            }
+        }
+        assert!(
+            (139 << 20..=(1401 << 20) / 10).contains(&most.0),
+            "{most:?}"
+        );
+    }
+
+    #[test]
+    fn the_crates_own_encoder_writes_streams_that_pass() {
+        // Every output size, at frame rates an engine sends: conformed clips are decoded again
+        // (thumbnails, a stitch), through the same checks.
+        for (w, h) in [
+            (1366, 768),
+            (768, 1366),
+            (768, 768),
+            (1024, 768),
+            (768, 1024),
+            (1792, 768),
+        ] {
+            for fps in [24.0, 60.0, 120.0] {
+                let mut encoder = H264Encoder::new(w, h, fps, true).expect("encoder");
+                let picture = Picture::new(w, h);
+                encoder
+                    .encode((&picture.y, &picture.u, &picture.v), 0, 1000)
+                    .expect("a picture");
+                let out = encoder.finish().expect("a stream");
+                let info = parse_sps(&out.sps).expect("its SPS");
+                check_sps(&info).unwrap_or_else(|e| {
+                    panic!("{w}x{h} at {fps} fps, level_idc {}: {e}", info.level_idc)
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn every_sps_of_the_avcc_is_checked() {
+        let good = sps_nal(HD);
+        let hostile = sps_nal(Sps {
+            level: 62,
+            refs: 16,
+            width_mbs: 256,
+            height_mbs: 144,
+            ..HD
+        });
+        let config = |sps: Vec<Vec<u8>>| AvcConfig {
+            length_size: 4,
+            sps,
+            pps: Vec::new(),
+        };
+        let first = checked_avcc_sps(&config(vec![good.clone()]))
+            .expect("checked")
+            .expect("an SPS");
+        assert_eq!(first.width, 1920);
+        let err = checked_avcc_sps(&config(vec![good, hostile]))
+            .err()
+            .expect("the second SPS is refused")
+            .to_string();
+        assert!(err.contains("16 reference frames of 4096x2304"), "{err}");
+        assert!(checked_avcc_sps(&config(Vec::new()))
+            .expect("none")
+            .is_none());
+    }
+
+    #[test]
+    fn an_sps_in_the_stream_is_checked_before_the_decoder_sees_it() {
+        let hostile = sps_nal(Sps {
+            level: 62,
+            refs: 16,
+            width_mbs: 256,
+            height_mbs: 144,
+            ..HD
+        });
+        let slice = [0x65, 0x88, 0x84, 0x00, 0x21, 0xff];
+        let sample = |nals: &[&[u8]]| {
+            let mut sample = Vec::new();
+            for nal in nals {
+                sample.extend_from_slice(&(nal.len() as u32).to_be_bytes());
+                sample.extend_from_slice(nal);
+            }
+            let mut packet = Vec::new();
+            avcc_to_annexb(&sample, 4, &mut packet).expect("annex b");
+            packet
+        };
+        check_parameter_sets(&sample(&[&sps_nal(HD), &slice])).expect("a valid SPS");
+        check_parameter_sets(&sample(&[&slice])).expect("no SPS");
+        let err = check_parameter_sets(&sample(&[&slice, &hostile]))
+            .expect_err("an SPS mid-stream")
+            .to_string();
+        assert!(err.contains("16 reference frames of 4096x2304"), "{err}");
+        // Hidden in another unit's payload (no emulation prevention there): the decoder finds
+        // the start code, so the check does too.
+        let mut sei = vec![0x06, 0x05, 0x10, 0, 0, 1];
+        sei.extend_from_slice(&hostile);
+        let err = check_parameter_sets(&sample(&[&sei, &slice]))
+            .expect_err("an SPS inside an SEI")
+            .to_string();
+        assert!(err.contains("16 reference frames"), "{err}");
+        // Subset SPS (SVC, MVC) are not handed to the decoder at all.
+        let mut subset = sps_nal(HD);
+        subset[0] = 0x6f;
+        let err = check_parameter_sets(&sample(&[&subset, &slice]))
+            .expect_err("a subset SPS")
+            .to_string();
+        assert!(err.contains("subset SPS"), "{err}");
+    }
+
+    #[test]
+    fn openh264_drops_an_escape_before_a_byte_above_three() {
+        assert_eq!(openh264_unescape(&[1, 0, 0, 3, 1, 2]), vec![1, 0, 0, 1, 2]);
+        assert_eq!(openh264_unescape(&[1, 0, 0, 3, 0x80, 2]), vec![1, 0x80, 2]);
+        assert_eq!(openh264_unescape(&[1, 0, 0, 3]), vec![1, 0, 0]);
+    }
 }

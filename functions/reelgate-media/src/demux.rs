@@ -253,10 +253,14 @@ impl<'a> Movie<'a> {
     /// are never more bytes than the file (a table pointing many samples at the same bytes
     /// would have a conform copy them over and over).
     fn check_sample_extents(&self, samples: &[Sample]) -> Result<(), MediaError> {
-        let mut extents: Vec<(u64, u64)> = samples
-            .iter()
-            .filter(|s| s.size > 0)
-            .map(|s| (s.offset, s.offset.saturating_add(u64::from(s.size))))
+        self.check_extents(samples.iter().map(|s| (s.offset, u64::from(s.size))))
+    }
+
+    /// [`Self::check_sample_extents`] for `(offset, length)` runs of bytes.
+    fn check_extents(&self, runs: impl Iterator<Item = (u64, u64)>) -> Result<(), MediaError> {
+        let mut extents: Vec<(u64, u64)> = runs
+            .filter(|(_, len)| *len > 0)
+            .map(|(offset, len)| (offset, offset.saturating_add(len)))
             .collect();
         extents.sort_unstable();
         let mut end_before = 0u64;
@@ -392,23 +396,36 @@ impl<'a> Movie<'a> {
     /// For uncompressed audio: the byte runs of the track in order, each sample taken as
     /// `frame_bytes` long (QuickTime PCM stores one sample per frame, and its `stsz` size is not
     /// always the frame's size). Consecutive samples of a chunk are merged into one run.
-    /// Reads at most `max_frames` frames.
+    /// Reads at most `max_frames` frames in at most `max_runs` runs; the runs are held to the
+    /// same rule as other samples (inside the file, no two sharing a byte), so the PCM read is
+    /// never more bytes than the file.
     pub fn pcm_runs(
         &self,
         track: &Track,
         frame_bytes: u64,
         max_frames: u64,
+        max_runs: usize,
     ) -> Result<Vec<(u64, u64)>, MediaError> {
         let t = self.tables(track)?;
         let count = u64::from(be32(t.stsz, 8)?).min(max_frames) as u32;
         let mut runs: Vec<(u64, u64)> = Vec::new();
         t.layout(count, |new_chunk, offset, _| {
             match runs.last_mut() {
-                Some(last) if !new_chunk && last.0 + last.1 == offset => last.1 += frame_bytes,
-                _ => runs.push((offset, frame_bytes)),
+                Some(last) if !new_chunk && last.0.saturating_add(last.1) == offset => {
+                    last.1 = last.1.saturating_add(frame_bytes);
+                }
+                _ => {
+                    if runs.len() >= max_runs {
+                        return Err(MediaError::InvalidSpec(format!(
+                            "the audio track has more than the {max_runs} chunks accepted"
+                        )));
+                    }
+                    runs.push((offset, frame_bytes));
+                }
             }
             Ok(frame_bytes)
         })?;
+        self.check_extents(runs.iter().copied())?;
         Ok(runs)
     }
 }
@@ -477,5 +494,160 @@ impl Tables<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Appends length-prefixed NAL units as Annex B (start code + NAL).
+pub(crate) fn avcc_to_annexb(
+    sample: &[u8],
+    length_size: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), MediaError> {
+    let mut pos = 0usize;
+    while pos < sample.len() {
+        if sample.len() - pos < length_size {
+            return Err(MediaError::VideoDecode("truncated NAL length".into()));
+        }
+        let mut len = 0usize;
+        for b in &sample[pos..pos + length_size] {
+            len = (len << 8) | usize::from(*b);
+        }
+        pos += length_size;
+        if len > sample.len() - pos {
+            return Err(MediaError::VideoDecode(
+                "NAL unit overruns its sample".into(),
+            ));
+        }
+        out.extend_from_slice(&[0, 0, 0, 1]);
+        out.extend_from_slice(&sample[pos..pos + len]);
+        pos += len;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bx(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+        let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// A full box: version 0, no flags, then `fields` as 32-bit words.
+    fn full(kind: &[u8; 4], fields: &[u32]) -> Vec<u8> {
+        let mut payload = vec![0u8; 4];
+        for f in fields {
+            payload.extend_from_slice(&f.to_be_bytes());
+        }
+        bx(kind, &payload)
+    }
+
+    /// A file of one `soun` track whose chunks lie at `chunk_offsets` (the file's first
+    /// `mdat_len` bytes after a 16-byte `ftyp` and the `mdat` header are media data, starting at
+    /// offset 24), `per_chunk` samples of `sample_size` bytes each.
+    fn file(chunk_offsets: &[u32], per_chunk: u32, sample_size: u32, mdat_len: usize) -> Vec<u8> {
+        let mut out = bx(b"ftyp", b"isom\0\0\0\0");
+        out.extend(bx(b"mdat", &vec![0x55; mdat_len]));
+        let count = chunk_offsets.len() as u32 * per_chunk;
+        let mut stco = vec![chunk_offsets.len() as u32];
+        stco.extend_from_slice(chunk_offsets);
+        // An audio sample entry: 28 bytes of fields, no children.
+        let entry = bx(b"sowt", &[0u8; 28]);
+        let mut stsd = vec![0u8, 0, 0, 0, 0, 0, 0, 1];
+        stsd.extend(entry);
+        let stbl = [
+            bx(b"stsd", &stsd),
+            full(b"stsz", &[sample_size, count]),
+            full(b"stsc", &[1, 1, per_chunk, 1]),
+            full(b"stts", &[1, count, 1]),
+            full(b"stco", &stco),
+        ]
+        .concat();
+        let minf = bx(b"stbl", &stbl);
+        let mdia = [
+            full(b"mdhd", &[0, 0, 48_000, count, 0]),
+            full(b"hdlr", &[0, u32::from_be_bytes(*b"soun"), 0, 0, 0]),
+            bx(b"minf", &minf),
+        ]
+        .concat();
+        let trak = bx(b"mdia", &mdia);
+        let moov = [full(b"mvhd", &[0, 0, 1000, 1000, 0]), bx(b"trak", &trak)].concat();
+        out.extend(bx(b"moov", &moov));
+        out
+    }
+
+    fn samples(data: &[u8]) -> Result<Vec<Sample>, String> {
+        let movie = Movie::parse(data).expect("parse");
+        let track = movie.first(b"soun").expect("track");
+        movie.samples(track, 100).map_err(|e| e.to_string())
+    }
+
+    fn runs(data: &[u8], frame: u64, max_runs: usize) -> Result<Vec<(u64, u64)>, String> {
+        let movie = Movie::parse(data).expect("parse");
+        let track = movie.first(b"soun").expect("track");
+        movie
+            .pcm_runs(track, frame, 10_000, max_runs)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn tables_inside_the_file_without_shared_bytes_read() {
+        let data = file(&[24, 40], 4, 4, 32);
+        let s = samples(&data).expect("samples");
+        assert_eq!(s.len(), 8);
+        assert_eq!((s[4].offset, s[7].offset), (40, 52));
+        assert_eq!(runs(&data, 4, 100), Ok(vec![(24, 16), (40, 16)]));
+    }
+
+    #[test]
+    fn samples_sharing_bytes_are_refused() {
+        // Both chunks at the same bytes, then chunks overlapping by one byte.
+        for offsets in [[24, 24], [24, 39]] {
+            let err = samples(&file(&offsets, 4, 4, 32)).expect_err("overlap");
+            assert!(err.contains("share bytes"), "{offsets:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_sample_outside_the_file_is_refused() {
+        let err = samples(&file(&[24, 4_000_000], 4, 4, 32)).expect_err("outside");
+        assert!(err.contains("outside the file"), "{err}");
+        // The last sample running one byte past the end.
+        let len = file(&[24, 40], 4, 4, 32).len() as u32;
+        let err = samples(&file(&[24, len - 16 + 1], 4, 4, 32)).expect_err("outside");
+        assert!(err.contains("outside the file"), "{err}");
+        assert!(samples(&file(&[24, len - 16], 4, 4, 32)).is_ok());
+    }
+
+    #[test]
+    fn overlapping_pcm_chunks_are_refused() {
+        // Many chunks read as PCM runs over the same 16 bytes: small on disk, large decoded.
+        let err = runs(&file(&[24; 50], 4, 4, 32), 4, 100).expect_err("overlap");
+        assert!(err.contains("share bytes"), "{err}");
+        // One frame of overlap between neighbouring chunks.
+        let err = runs(&file(&[24, 36], 4, 4, 32), 4, 100).expect_err("overlap");
+        assert!(err.contains("share bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_pcm_run_outside_the_file_is_refused() {
+        let err = runs(&file(&[24, u32::MAX - 8], 4, 4, 32), 4, 100).expect_err("outside");
+        assert!(err.contains("outside the file"), "{err}");
+        // The frame size, not stsz's sample size, places the runs: 4-byte samples read as
+        // 4096-byte frames run past the end.
+        let err = runs(&file(&[24, 40], 4, 4, 32), 4096, 100).expect_err("outside");
+        assert!(err.contains("outside the file"), "{err}");
+    }
+
+    #[test]
+    fn pcm_in_more_chunks_than_accepted_is_refused() {
+        let offsets: Vec<u32> = (0..8).map(|i| 24 + 4 * i).collect();
+        let data = file(&offsets, 1, 4, 32);
+        assert_eq!(runs(&data, 4, 8).map(|r| r.len()), Ok(8));
+        let err = runs(&data, 4, 7).expect_err("too many");
+        assert!(err.contains("more than the 7 chunks"), "{err}");
     }
 }

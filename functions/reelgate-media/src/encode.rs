@@ -81,6 +81,10 @@ pub(crate) struct H264Encoder {
     encoder: Encoder,
     width: usize,
     height: usize,
+    /// What the rate control aims at, in bits per second.
+    bitrate: u32,
+    /// Coded picture bytes so far.
+    bytes: u64,
     out: EncodedVideo,
 }
 
@@ -122,6 +126,8 @@ impl H264Encoder {
             encoder,
             width,
             height,
+            bitrate,
+            bytes: 0,
             out: EncodedVideo {
                 sps: Vec::new(),
                 pps: Vec::new(),
@@ -177,6 +183,7 @@ impl H264Encoder {
                 }
             }
         }
+        self.bytes += data.len() as u64;
         if data.is_empty() {
             // A skipped frame: extend the previous picture's display time.
             match out.samples.last_mut() {
@@ -195,6 +202,16 @@ impl H264Encoder {
             });
         }
         Ok(())
+    }
+
+    /// What the rate control aims at, in bits per second.
+    pub fn bitrate(&self) -> u32 {
+        self.bitrate
+    }
+
+    /// Coded picture bytes so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Shows the last encoded picture `ticks` longer.

@@ -11,10 +11,14 @@ use crate::MediaError;
 /// `moov` before `mdat`; the audio's edit list skips its priming and presents `presented`
 /// samples. The last access unit's duration is cut so that the audio media ends exactly at
 /// `priming + presented`.
+///
+/// The file is written into a buffer sized for it up front, and each coded picture is dropped
+/// once written, so that muxing holds the clip about twice (the written file and its fast-start
+/// copy), not four times (pictures, a doubling buffer, the copy).
 pub(crate) fn mux(
     width: u32,
     height: u32,
-    video: &EncodedVideo,
+    video: EncodedVideo,
     audio: &AacTrack,
 ) -> Result<Vec<u8>, MediaError> {
     let err = |e: mp4::Error| MediaError::Mux(e.to_string());
@@ -36,7 +40,12 @@ pub(crate) fn mux(
         ],
         timescale: MOVIE_TIMESCALE,
     };
-    let mut writer = mp4::Mp4Writer::write_start(Cursor::new(Vec::new()), &config).map_err(err)?;
+    let media_bytes: usize = video.samples.iter().map(|s| s.data.len()).sum::<usize>()
+        + audio.units.iter().map(|u| u.data.len()).sum::<usize>();
+    // The boxes besides the media: a few dozen bytes a sample in the tables.
+    let boxes = 64 * (video.samples.len() + audio.units.len()) + 4096;
+    let buffer = Vec::with_capacity(media_bytes + boxes);
+    let mut writer = mp4::Mp4Writer::write_start(Cursor::new(buffer), &config).map_err(err)?;
     writer
         .add_track(&mp4::TrackConfig {
             track_type: mp4::TrackType::Video,
@@ -45,8 +54,8 @@ pub(crate) fn mux(
             media_conf: mp4::MediaConfig::AvcConfig(mp4::AvcConfig {
                 width: w16,
                 height: h16,
-                seq_param_set: video.sps.clone(),
-                pic_param_set: video.pps.clone(),
+                seq_param_set: video.sps,
+                pic_param_set: video.pps,
             }),
         })
         .map_err(err)?;
@@ -62,7 +71,7 @@ pub(crate) fn mux(
     let media_total = audio.priming + audio.presented;
     let a_scale = u64::from(audio.timescale);
     let v_scale = u64::from(MOVIE_TIMESCALE);
-    let mut v_iter = video.samples.iter().peekable();
+    let mut v_iter = video.samples.into_iter().peekable();
     let mut a_iter = audio.units.iter().peekable();
     let mut v_time = 0u64;
     let mut a_start = 0u64;
@@ -86,7 +95,7 @@ pub(crate) fn mux(
                             duration: s.duration,
                             rendering_offset: 0,
                             is_sync: s.sync,
-                            bytes: bytes::Bytes::copy_from_slice(&s.data),
+                            bytes: bytes::Bytes::from(s.data),
                         },
                     )
                     .map_err(err)?;

@@ -189,7 +189,7 @@ pub fn render_mp4(
     if cancel.load(Ordering::Relaxed) {
         return Err(MediaError::Canceled);
     }
-    let out = mux::mux(spec.width, spec.height, &video, &audio)?;
+    let out = mux::mux(spec.width, spec.height, video, &audio)?;
     reporter.report(100);
     Ok(out)
 }

@@ -8,6 +8,7 @@ use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
 use openh264::formats::YUVSource;
 use openh264::OpenH264API;
 
+use crate::demux::avcc_to_annexb;
 use crate::{probe, MediaError};
 
 /// How far into the clip the thumbnail is taken.
@@ -30,34 +31,6 @@ struct AvcTrack {
     length_size: usize,
     sample_count: u32,
     secs: f64,
-}
-
-/// Appends length-prefixed NAL units as Annex B (start code + NAL).
-pub(crate) fn avcc_to_annexb(
-    sample: &[u8],
-    length_size: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), MediaError> {
-    let mut pos = 0usize;
-    while pos < sample.len() {
-        if sample.len() - pos < length_size {
-            return Err(MediaError::VideoDecode("truncated NAL length".into()));
-        }
-        let mut len = 0usize;
-        for b in &sample[pos..pos + length_size] {
-            len = (len << 8) | usize::from(*b);
-        }
-        pos += length_size;
-        if len > sample.len() - pos {
-            return Err(MediaError::VideoDecode(
-                "NAL unit overruns its sample".into(),
-            ));
-        }
-        out.extend_from_slice(&[0, 0, 0, 1]);
-        out.extend_from_slice(&sample[pos..pos + len]);
-        pos += len;
-    }
-    Ok(())
 }
 
 /// Decodes the frame shown about 0.5 s into the clip (the last frame for
@@ -272,6 +245,7 @@ fn pictures(
             }
         }
         avcc_to_annexb(&sample.bytes, length_size, &mut packet)?;
+        crate::conform::check_parameter_sets(&packet)?;
         match decoder.decode(&packet) {
             Ok(Some(frame)) => {
                 last = Some(to_rgb(&frame)?);

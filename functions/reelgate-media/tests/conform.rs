@@ -558,3 +558,167 @@ fn a_stitch_joins_two_clips_into_one_stream_with_no_silence_at_the_seam() {
     // A part that is not an MP4 is refused, not joined.
     assert!(reelgate_media::stitch_mp4(&red, b"not a clip at all").is_err());
 }
+
+/// The boxes' payload offsets of the audio track's tables (the first `stsz`, `stsc`, `stco`
+/// and `stts` after the `soun` handler): a test's way to reach into a clip ffmpeg wrote.
+fn audio_table(mp4: &[u8], kind: &[u8; 4]) -> usize {
+    let find = |from: usize, what: &[u8]| {
+        mp4[from..]
+            .windows(what.len())
+            .position(|w| w == what)
+            .map(|i| i + from)
+    };
+    let soun = find(0, b"soun").expect("an audio handler");
+    find(soun, kind).expect("the audio table") + 4
+}
+
+fn be32(b: &[u8], at: usize) -> usize {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes")) as usize
+}
+
+/// Where each audio sample lies: (offset, size).
+fn audio_samples(mp4: &[u8]) -> Vec<(usize, usize)> {
+    let (stsz, stsc, stco) = (
+        audio_table(mp4, b"stsz"),
+        audio_table(mp4, b"stsc"),
+        audio_table(mp4, b"stco"),
+    );
+    let fixed = be32(mp4, stsz + 4);
+    let count = be32(mp4, stsz + 8);
+    let size = |i: usize| {
+        if fixed != 0 {
+            fixed
+        } else {
+            be32(mp4, stsz + 12 + 4 * i)
+        }
+    };
+    let chunks = be32(mp4, stco + 4);
+    let entries = be32(mp4, stsc + 4);
+    let mut out = Vec::new();
+    for e in 0..entries {
+        let at = stsc + 8 + 12 * e;
+        let first = be32(mp4, at) - 1;
+        let per_chunk = be32(mp4, at + 4);
+        let end = if e + 1 < entries {
+            be32(mp4, at + 12) - 1
+        } else {
+            chunks
+        };
+        for chunk in first..end {
+            let mut offset = be32(mp4, stco + 8 + 4 * chunk);
+            for _ in 0..per_chunk {
+                if out.len() == count {
+                    return out;
+                }
+                let s = size(out.len());
+                out.push((offset, s));
+                offset += s;
+            }
+        }
+    }
+    out
+}
+
+/// Every audio sample's bytes overwritten: the table is intact, the sound is not AAC.
+fn scramble_audio(mp4: &[u8]) -> Vec<u8> {
+    let mut out = mp4.to_vec();
+    let samples = audio_samples(mp4);
+    assert!(samples.len() > 10, "the clip has audio samples");
+    for (offset, size) in samples {
+        for (k, b) in out[offset..offset + size].iter_mut().enumerate() {
+            *b = 0xa5 ^ (k as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn kept_aac_that_does_not_decode_fails_the_conform() {
+    let s = Scratch::new("bad-aac");
+    let clip = |size: &str, file: &str| {
+        s.ffmpeg(
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("testsrc2=size={size}:rate=24"),
+                "-f",
+                "lavfi",
+                "-i",
+                "sine=frequency=440:sample_rate=48000",
+                "-c:v",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                "-t",
+                "2",
+                "-movflags",
+                "+faststart",
+            ],
+            file,
+        )
+    };
+    // Copied: the picture is conformed, the AAC units are kept.
+    let copied = clip("640x360", "copied.mp4");
+    let c = conform_mp4(&copied, &target(AspectRatio::R16x9, 2)).expect("as written");
+    assert_eq!((c.passed_through, c.audio.as_str()), (false, "kept"));
+    let err = conform_mp4(&scramble_audio(&copied), &target(AspectRatio::R16x9, 2))
+        .expect_err("scrambled AAC");
+    assert!(
+        matches!(&err, MediaError::AudioDecode(m) if m.contains("AAC access unit 0")),
+        "{err}"
+    );
+    // Passed through: already the contract's size, seconds and codecs.
+    let through = clip("1366x768", "through.mp4");
+    let c = conform_mp4(&through, &target(AspectRatio::R16x9, 2)).expect("as written");
+    assert!(c.passed_through, "{c:?}");
+    let err = conform_mp4(&scramble_audio(&through), &target(AspectRatio::R16x9, 2))
+        .expect_err("scrambled AAC");
+    assert!(matches!(err, MediaError::AudioDecode(_)), "{err}");
+}
+
+#[test]
+fn an_audio_table_claiming_more_sound_than_it_decodes_to_fails_the_conform() {
+    let s = Scratch::new("long-aac");
+    let clip = s.ffmpeg(
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=640x360:rate=24",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:sample_rate=48000:duration=1",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-t",
+            "3",
+            "-movflags",
+            "+faststart",
+        ],
+        "short-audio.mp4",
+    );
+    // As written, the table says the sound stops after 1 s: it is decoded and padded.
+    let c = conform_mp4(&clip, &target(AspectRatio::R16x9, 3)).expect("as written");
+    assert_eq!(c.audio, "re-encoded from AAC");
+    // Each unit claimed to last four times as long: the table now covers the 3 s.
+    let mut lying = clip.clone();
+    let stts = audio_table(&lying, b"stts");
+    for e in 0..be32(&lying, stts + 4) {
+        let at = stts + 12 + 8 * e;
+        let delta = (be32(&lying, at) * 4) as u32;
+        lying[at..at + 4].copy_from_slice(&delta.to_be_bytes());
+    }
+    let err = conform_mp4(&lying, &target(AspectRatio::R16x9, 3)).expect_err("the table lies");
+    assert!(
+        matches!(&err, MediaError::AudioDecode(m) if m.contains("shorter than the 3.00 s of video")),
+        "{err}"
+    );
+}
