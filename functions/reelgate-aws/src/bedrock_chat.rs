@@ -226,43 +226,13 @@ fn text_of(content: &Value) -> String {
 impl BedrockUpstream {
     /// Bytes and MIME type of a data URL or an http(s) URL (`param` names it in a refusal).
     async fn fetch(&self, url: &str, param: &str) -> Result<(Vec<u8>, String), UpstreamError> {
-        if let Some(rest) = url.strip_prefix("data:") {
-            let (meta, data) = rest
-                .split_once(',')
-                .ok_or_else(|| bad("a malformed data URL"))?;
-            let mime = meta.trim_end_matches(";base64").to_owned();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data.trim())
-                .map_err(|e| bad(format!("a data URL is not base64: {e}")))?;
-            return Ok((bytes, mime));
-        }
-        // A caller-supplied URL: through the guarded fetcher (public addresses only, pinned,
-        // redirects re-checked, the size cap enforced while streaming).
-        use reelgate::ports::fetch::Fetcher;
-        let fetched = self
-            .fetcher
-            .fetch(url, MAX_MEDIA_BYTES as u64)
-            .await
-            .map_err(|e| {
-                // The caller's URL (refused, unreachable, too large): a 400 naming it, as the
-                // service's own fetches answer, never an upstream failure.
-                let refusal = reelgate::domain::responses::fetch::fetch_refusal(param, &e);
-                UpstreamError::InvalidRequest {
-                    param: param.to_owned(),
-                    code: refusal.code,
-                    message: refusal.message,
-                }
-            })?;
-        let mime = fetched
-            .content_type
-            .as_deref()
-            .unwrap_or("application/octet-stream")
-            .split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        Ok((fetched.bytes, mime))
+        reelgate::adapters::guarded_fetch::inline_media(
+            &self.fetcher,
+            url,
+            param,
+            MAX_MEDIA_BYTES as u64,
+        )
+        .await
     }
 
     /// `at` is the content's parameter path (`messages[2].content`), for refusals.

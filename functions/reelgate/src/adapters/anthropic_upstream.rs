@@ -282,40 +282,14 @@ impl AnthropicUpstream {
         Ok(Value::Object(body))
     }
 
-    /// Bytes and MIME type of a data URL or an http(s) URL (`param` names it in a refusal).
     async fn fetch(&self, url: &str, param: &str) -> Result<(Vec<u8>, String), UpstreamError> {
-        if let Some(rest) = url.strip_prefix("data:") {
-            let (meta, data) = rest
-                .split_once(',')
-                .ok_or_else(|| bad("a malformed data URL"))?;
-            let mime = meta.trim_end_matches(";base64").to_owned();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data.trim())
-                .map_err(|e| bad(format!("a data URL is not base64: {e}")))?;
-            return Ok((bytes, mime));
-        }
-        let fetched = self
-            .fetcher
-            .fetch(url, MAX_MEDIA_BYTES)
-            .await
-            .map_err(|e| {
-                let refusal = crate::domain::responses::fetch::fetch_refusal(param, &e);
-                UpstreamError::InvalidRequest {
-                    param: param.to_owned(),
-                    code: refusal.code,
-                    message: refusal.message,
-                }
-            })?;
-        let mime = fetched
-            .content_type
-            .as_deref()
-            .unwrap_or("application/octet-stream")
-            .split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        Ok((fetched.bytes, mime))
+        crate::adapters::guarded_fetch::inline_media(
+            self.fetcher.as_ref(),
+            url,
+            param,
+            MAX_MEDIA_BYTES,
+        )
+        .await
     }
 
     async fn user_blocks(&self, content: &Value, at: &str) -> Result<Vec<Value>, UpstreamError> {

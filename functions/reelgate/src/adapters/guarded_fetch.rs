@@ -373,6 +373,54 @@ impl Fetcher for GuardedFetcher {
     }
 }
 
+/// The bytes and MIME type of media an upstream adapter inlines for a provider that wants bytes:
+/// a data URL decoded, anything else fetched through `fetcher` (public addresses only, the size
+/// cap enforced while streaming). A caller's URL that cannot be used is a 400 naming `param`,
+/// as the service's own fetches answer, never an upstream failure.
+pub async fn inline_media(
+    fetcher: &dyn Fetcher,
+    url: &str,
+    param: &str,
+    max_bytes: u64,
+) -> Result<(Vec<u8>, String), crate::ports::upstream::UpstreamError> {
+    use crate::ports::upstream::UpstreamError;
+    use base64::Engine;
+    let bad = |message: String| UpstreamError::Rejected {
+        status: 400,
+        code: Some("invalid_request_error".into()),
+        message,
+        retry_after: None,
+    };
+    if let Some(rest) = url.strip_prefix("data:") {
+        let (meta, data) = rest
+            .split_once(',')
+            .ok_or_else(|| bad("a malformed data URL".into()))?;
+        let mime = meta.trim_end_matches(";base64").to_owned();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| bad(format!("a data URL is not base64: {e}")))?;
+        return Ok((bytes, mime));
+    }
+    let fetched = fetcher.fetch(url, max_bytes).await.map_err(|e| {
+        let refusal = crate::domain::responses::fetch::fetch_refusal(param, &e);
+        UpstreamError::InvalidRequest {
+            param: param.to_owned(),
+            code: refusal.code,
+            message: refusal.message,
+        }
+    })?;
+    let mime = fetched
+        .content_type
+        .as_deref()
+        .unwrap_or("application/octet-stream")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    Ok((fetched.bytes, mime))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
