@@ -218,65 +218,48 @@ class FakeUpstream:
         self.proc = None
 
 
-FAKE_CONVERSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_converse.py")
+DEFAULT_CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
+                               "domain", "catalog", "catalog.default.toml")
 
 
-class FakeConverse:
-    """tests/python/fake_converse.py as a child process (a fake Bedrock Runtime: Converse,
-    ConverseStream, CountTokens). `catalog(path)` writes a catalog whose chat model `MODEL_ID`
-    is Claude on it, for REELGATE_CATALOG; `ENV` holds the fake AWS credentials it needs."""
+class FakeProviderProcess:
+    """A fake provider (a script in tests/python) as a child process: it prints `<BANNER>=<url>`
+    once it listens, records what it received (`/_fake/requests`), keeps a prompt cache
+    (`/_fake/cache`) and forgets both on `/_fake/reset`. `catalog(path)` writes the default
+    catalog plus `CATALOG` (the fake's upstream and its chat model), for REELGATE_CATALOG."""
 
-    MODEL_ID = "claude-on-bedrock"
-    UPSTREAM_MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"
-    ENV = {"AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret",
-           "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    SCRIPT = ""
+    BANNER = ""
+    CATALOG = ""
 
-    def __init__(self, gap_ms: int = 0, count_input: bool = False):
+    def __init__(self, *args: str):
         import sys
 
-        self.proc = subprocess.Popen([sys.executable, FAKE_CONVERSE, "--port", "0", "--gap-ms", str(gap_ms)]
-                                     + (["--count-input"] if count_input else []),
+        self.proc = subprocess.Popen([sys.executable, self.SCRIPT, "--port", "0", *args],
                                      stdout=subprocess.PIPE, text=True)
         first = self.proc.stdout.readline().strip()
-        if not first.startswith("FAKE_CONVERSE_URL="):
+        if not first.startswith(f"{self.BANNER}="):
             self.stop()
-            raise RuntimeError(f"fake converse did not start: {first!r}")
+            raise RuntimeError(f"{os.path.basename(self.SCRIPT)} did not start: {first!r}")
         self.url = first.split("=", 1)[1]
 
     def catalog(self, path: str) -> str:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
-                               "domain", "catalog", "catalog.default.toml")
-        with open(default) as f:
+        with open(DEFAULT_CATALOG) as f:
             text = f.read()
-        text += f"""
-[[upstreams]]
-id = "bedrock"
-kind = "bedrock"
-region = "us-east-1"
-base_url = "{self.url}"
-
-[[chat_models]]
-id = "{self.MODEL_ID}"
-upstream = "bedrock"
-upstream_model = "{self.UPSTREAM_MODEL}"
-capabilities = ["text", "vision", "tools"]
-reasoning_efforts = ["low", "medium", "high"]
-input_per_million = "3.00"
-output_per_million = "15.00"
-"""
         with open(path, "w") as f:
-            f.write(text)
+            f.write(text + self.CATALOG.format(fake=self))
         return path
 
     def requests(self) -> list:
+        """Every request it received, in order, refused ones included."""
         return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
 
     def cache(self) -> list:
-        """The fake's prompt-cache entries: [{"hash", "model", "tokens", "ttl"}]."""
+        """Its live prompt-cache entries."""
         return httpx.get(f"{self.url}/_fake/cache", timeout=10).json()
 
     def reset(self):
-        """Forget the recorded requests and the prompt cache."""
+        """Forgets the recorded requests and empties the prompt cache."""
         httpx.post(f"{self.url}/_fake/reset", timeout=10).raise_for_status()
 
     def stop(self):
@@ -284,48 +267,61 @@ output_per_million = "15.00"
         self.proc = None
 
 
-FAKE_ANTHROPIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_anthropic.py")
+class FakeConverse(FakeProviderProcess):
+    """tests/python/fake_converse.py (a fake Bedrock Runtime: Converse, ConverseStream,
+    CountTokens). Its catalog's chat model `MODEL_ID` is Claude on it; `ENV` holds the fake AWS
+    credentials it needs. `count_input`: an uncached request reports its real input count."""
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_converse.py")
+    BANNER = "FAKE_CONVERSE_URL"
+    MODEL_ID = "claude-on-bedrock"
+    UPSTREAM_MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"
+    ENV = {"AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret",
+           "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    CATALOG = """
+[[upstreams]]
+id = "bedrock"
+kind = "bedrock"
+region = "us-east-1"
+base_url = "{fake.url}"
+
+[[chat_models]]
+id = "{fake.MODEL_ID}"
+upstream = "bedrock"
+upstream_model = "{fake.UPSTREAM_MODEL}"
+capabilities = ["text", "vision", "tools"]
+reasoning_efforts = ["low", "medium", "high"]
+input_per_million = "3.00"
+output_per_million = "15.00"
+"""
+
+    def __init__(self, gap_ms: int = 0, count_input: bool = False):
+        super().__init__("--gap-ms", str(gap_ms), *(["--count-input"] if count_input else []))
 
 
-class FakeAnthropic:
-    """tests/python/fake_anthropic.py as a child process (a fake Anthropic Messages API: create,
-    stream, count_tokens, with prompt caching and signed thinking). `catalog(path)` writes a
-    catalog whose chat model `MODEL_ID` is Claude on it, for REELGATE_CATALOG; `ENV` holds the
-    key it takes, under the name the catalog's `api_key_env` gives."""
+class FakeAnthropic(FakeProviderProcess):
+    """tests/python/fake_anthropic.py (a fake Anthropic Messages API: create, stream,
+    count_tokens, with prompt caching and signed thinking). Its catalog's chat model `MODEL_ID`
+    is Claude on it; `ENV` holds the key it takes, under the name the catalog's `api_key_env`
+    gives."""
 
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "fake_anthropic.py")
+    BANNER = "FAKE_ANTHROPIC_URL"
     MODEL_ID = "claude-direct"
     UPSTREAM_MODEL = "claude-sonnet-4-5"
     API_KEY = "fake-anthropic-key"
     ENV = {"FAKE_ANTHROPIC_API_KEY": API_KEY}
-
-    def __init__(self, gap_ms: int = 0):
-        import sys
-
-        self.proc = subprocess.Popen([sys.executable, FAKE_ANTHROPIC, "--port", "0", "--gap-ms", str(gap_ms),
-                                      "--api-key", self.API_KEY],
-                                     stdout=subprocess.PIPE, text=True)
-        first = self.proc.stdout.readline().strip()
-        if not first.startswith("FAKE_ANTHROPIC_URL="):
-            self.stop()
-            raise RuntimeError(f"fake anthropic did not start: {first!r}")
-        self.url = first.split("=", 1)[1]
-
-    def catalog(self, path: str) -> str:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions", "reelgate", "src",
-                               "domain", "catalog", "catalog.default.toml")
-        with open(default) as f:
-            text = f.read()
-        text += f"""
+    CATALOG = """
 [[upstreams]]
 id = "anthropic"
 kind = "anthropic"
-base_url = "{self.url}"
-api_key_env = "{next(iter(self.ENV))}"
+base_url = "{fake.url}"
+api_key_env = "FAKE_ANTHROPIC_API_KEY"
 
 [[chat_models]]
-id = "{self.MODEL_ID}"
+id = "{fake.MODEL_ID}"
 upstream = "anthropic"
-upstream_model = "{self.UPSTREAM_MODEL}"
+upstream_model = "{fake.UPSTREAM_MODEL}"
 capabilities = ["text", "vision", "tools"]
 reasoning_efforts = ["low", "medium", "high"]
 input_per_million = "3.00"
@@ -333,27 +329,9 @@ output_per_million = "15.00"
 cached_input_per_million = "0.30"
 cache_write_per_million = "3.75"
 """
-        with open(path, "w") as f:
-            f.write(text)
-        return path
 
-    def requests(self) -> list:
-        """Every request it received, refused ones included (path, headers of interest, body,
-        status, error)."""
-        return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
-
-    def cache(self) -> list:
-        """Its live prompt-cache entries (key, model, tokens, ttl, end, hits, expires_in_s)."""
-        return httpx.get(f"{self.url}/_fake/cache", timeout=10).json()
-
-    def reset(self, requests: bool = True, cache: bool = True):
-        """Forgets the recorded requests and empties the prompt cache (either, or both)."""
-        r = httpx.post(f"{self.url}/_fake/reset", json={"requests": requests, "cache": cache}, timeout=10)
-        r.raise_for_status()
-
-    def stop(self):
-        stop_process(self.proc)
-        self.proc = None
+    def __init__(self, gap_ms: int = 0):
+        super().__init__("--gap-ms", str(gap_ms), "--api-key", self.API_KEY)
 
 
 class FakeHangingEngine:
