@@ -28,8 +28,8 @@ use reelgate::ports::upstream::extension::{
     REASONING_BLOCKS, REASONING_SIGNATURE, THINKING_BUDGET,
 };
 use reelgate::ports::upstream::{
-    cache_points, CacheAnchor, CachePoint, CacheTtl, ChatUpstream, ChunkStream, UpstreamError,
-    MAX_CACHE_POINTS,
+    cache_points, content_text, CacheAnchor, CachePoint, CacheTtl, ChatUpstream, ChunkStream,
+    UpstreamError,
 };
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -151,7 +151,7 @@ fn system_blocks(
     let parts = match content {
         Value::Array(parts) if !points.is_empty() => parts,
         _ => {
-            let mut blocks = vec![bt::SystemContentBlock::Text(text_of(content))];
+            let mut blocks = vec![bt::SystemContentBlock::Text(content_text(content))];
             if let Some(p) = points.last() {
                 blocks.push(bt::SystemContentBlock::CachePoint(cache_point(p.ttl)?));
             }
@@ -208,19 +208,6 @@ fn insert_cache_points(
         }
     }
     Ok(())
-}
-
-/// Text of a string content or of text parts.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
 }
 
 impl BedrockUpstream {
@@ -367,8 +354,7 @@ impl BedrockUpstream {
                 "this Bedrock adapter does not support response_format json_schema",
             ));
         }
-        let mut points = cache_points(request);
-        points.truncate(MAX_CACHE_POINTS);
+        let points = cache_points(request);
         let points_of = |index: usize| -> Vec<&CachePoint> {
             points
                 .iter()
@@ -399,7 +385,7 @@ impl BedrockUpstream {
                 "assistant" => {
                     // Claude's signed reasoning goes back first, as it came.
                     let mut blocks = reasoning_blocks(&m[REASONING_BLOCKS])?;
-                    let text = text_of(&m["content"]);
+                    let text = content_text(&m["content"]);
                     if !text.is_empty() {
                         blocks.push(bt::ContentBlock::Text(text));
                     }
@@ -423,7 +409,9 @@ impl BedrockUpstream {
                 "tool" => {
                     let result = bt::ToolResultBlock::builder()
                         .tool_use_id(m["tool_call_id"].as_str().unwrap_or_default())
-                        .content(bt::ToolResultContentBlock::Text(text_of(&m["content"])))
+                        .content(bt::ToolResultContentBlock::Text(content_text(
+                            &m["content"],
+                        )))
                         .build()
                         .map_err(build_err)?;
                     (

@@ -28,8 +28,7 @@ use crate::ports::upstream::extension::{
     THINKING_BUDGET,
 };
 use crate::ports::upstream::{
-    cache_points, CacheAnchor, CachePoint, ChatUpstream, ChunkStream, UpstreamError,
-    MAX_CACHE_POINTS,
+    cache_points, content_text, CacheAnchor, CachePoint, ChatUpstream, ChunkStream, UpstreamError,
 };
 use async_trait::async_trait;
 use base64::Engine;
@@ -84,19 +83,10 @@ impl AnthropicUpstream {
             .as_deref()
             .and_then(|name| std::env::var(name).ok())
             .filter(|k| !k.is_empty());
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.extra_headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| UpstreamError::Protocol(format!("bad header name {name}: {e}")))?;
-            let value = HeaderValue::from_str(&crate::config::expand_env(value)).map_err(|e| {
-                UpstreamError::Protocol(format!("bad value for header {name}: {e}"))
-            })?;
-            headers.insert(name, value);
-        }
         Self::new(
             &base,
             api_key,
-            headers,
+            crate::adapters::openai_upstream::extra_headers(config)?,
             Arc::new(crate::adapters::guarded_fetch::GuardedFetcher::default()),
         )
     }
@@ -170,8 +160,7 @@ impl AnthropicUpstream {
                 "the Anthropic adapter does not support response_format json_schema",
             ));
         }
-        let mut points = cache_points(request);
-        points.truncate(MAX_CACHE_POINTS);
+        let points = cache_points(request);
         let mut system: Vec<Value> = Vec::new();
         let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
         let messages = request["messages"]
@@ -203,7 +192,7 @@ impl AnthropicUpstream {
                     vec![json!({
                         "type": "tool_result",
                         "tool_use_id": m["tool_call_id"],
-                        "content": text_of(content),
+                        "content": content_text(content),
                     })],
                 ),
                 _ => continue,
@@ -411,18 +400,6 @@ fn text_blocks(content: &Value) -> Vec<Value> {
     }
 }
 
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// An assistant message's blocks: its signed reasoning first, as it came, then its text and
 /// its tool calls.
 fn assistant_blocks(m: &Value) -> Vec<Value> {
@@ -435,7 +412,7 @@ fn assistant_blocks(m: &Value) -> Vec<Value> {
                 .collect()
         })
         .unwrap_or_default();
-    let text = text_of(&m["content"]);
+    let text = content_text(&m["content"]);
     if !text.is_empty() {
         blocks.push(json!({"type": "text", "text": text}));
     }

@@ -92,16 +92,7 @@ impl OpenAiUpstream {
             .api_key_env
             .as_deref()
             .and_then(|name| std::env::var(name).ok());
-        let mut headers = HeaderMap::new();
-        for (name, value) in &config.extra_headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| UpstreamError::Protocol(format!("bad header name {name}: {e}")))?;
-            let value = HeaderValue::from_str(&crate::config::expand_env(value)).map_err(|e| {
-                UpstreamError::Protocol(format!("bad value for header {name}: {e}"))
-            })?;
-            headers.insert(name, value);
-        }
-        Self::with_headers(&base_url, api_key, headers)
+        Self::with_headers(&base_url, api_key, extra_headers(config)?)
     }
 
     pub fn base(&self) -> &str {
@@ -141,6 +132,19 @@ impl OpenAiUpstream {
     ) -> Result<reqwest::Response, UpstreamError> {
         send_retrying_connects(&self.base, build).await
     }
+}
+
+/// The catalog's `extra_headers` of an upstream, each value with `${NAME}` expanded.
+pub(crate) fn extra_headers(config: &UpstreamConfig) -> Result<HeaderMap, UpstreamError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &config.extra_headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| UpstreamError::Protocol(format!("bad header name {name}: {e}")))?;
+        let value = HeaderValue::from_str(&crate::config::expand_env(value))
+            .map_err(|e| UpstreamError::Protocol(format!("bad value for header {name}: {e}")))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// Sends the request, retrying only when the connection could not be made; an error status

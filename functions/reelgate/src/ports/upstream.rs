@@ -144,13 +144,28 @@ impl CacheTtl {
     }
 }
 
-/// The cache points of an internal chat request ([`extension::CACHE_POINTS`]); none when it
-/// has none or they do not parse.
+/// The cache points of an internal chat request ([`extension::CACHE_POINTS`]), at most
+/// [`MAX_CACHE_POINTS`] (the first ones); none when it has none or they do not parse.
 pub fn cache_points(request: &Value) -> Vec<CachePoint> {
-    request
+    let mut points: Vec<CachePoint> = request
         .get(extension::CACHE_POINTS)
         .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    points.truncate(MAX_CACHE_POINTS);
+    points
+}
+
+/// The text of a chat message's content: the string, or its text parts joined.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
 }
 
 /// The most cache points one request may carry (Anthropic's and Bedrock's limit).
