@@ -8,6 +8,11 @@
 //!
 //! `cargo run --release -p reelgate-media --example conform_bench [-- OUT_DIR]`
 //!
+//! `cargo run --release -p reelgate-media --example conform_bench -- OUT_DIR --file MP4 SECONDS`
+//! conforms only that file (to 16:9 for SECONDS), so that the process's peak RSS is the
+//! conform's own: the file is read through a [`FileSource`], never whole (unless passed
+//! through).
+//!
 //! For each it prints the input size, the wall time and the CPU time of the conform (getrusage
 //! RUSAGE_SELF, user + system; the stage runs on one thread), the process's peak RSS (VmHWM)
 //! before and after, the output size and ffprobe's view of the output.
@@ -16,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use reelgate_media::{conform_mp4, AspectRatio, ConformTarget};
+use reelgate_media::{conform_source, AspectRatio, ConformTarget, FileSource, ReadAt};
 
 fn cpu_secs() -> f64 {
     // SAFETY: getrusage only writes the struct it is given.
@@ -81,7 +86,7 @@ fn bench(
     seconds: u32,
     out_dir: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let bytes = std::fs::read(input)?;
+    let source = FileSource::open(input)?;
     let target = ConformTarget {
         aspect,
         seconds,
@@ -90,7 +95,7 @@ fn bench(
     let rss_before = peak_rss_mib();
     let cpu_before = cpu_secs();
     let started = Instant::now();
-    let c = conform_mp4(&bytes, &target)?;
+    let c = conform_source(&source, &target)?;
     let wall = started.elapsed().as_secs_f64();
     let cpu = cpu_secs() - cpu_before;
     let rss_after = peak_rss_mib();
@@ -98,7 +103,10 @@ fn bench(
     std::fs::write(&out, &c.mp4)?;
     println!("{name}:");
     println!("  source:  {}", c.source);
-    println!("  input:   {:.2} MB", bytes.len() as f64 / 1e6);
+    println!(
+        "  input:   {:.2} MB (read through a FileSource)",
+        source.size() as f64 / 1e6
+    );
     println!("  wall:    {wall:.2} s");
     println!("  cpu:     {cpu:.2} s (user + system)");
     println!("  peak RSS (VmHWM): {rss_before:.1} MiB before, {rss_after:.1} MiB after");
@@ -177,6 +185,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => std::env::temp_dir().join("reelgate-conform-bench"),
     };
     std::fs::create_dir_all(&out_dir)?;
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(2).map(String::as_str) == Some("--file") {
+        let input = PathBuf::from(args.get(3).ok_or("--file MP4 SECONDS")?);
+        let seconds: u32 = args.get(4).ok_or("--file MP4 SECONDS")?.parse()?;
+        return bench(
+            &format!("{} -> 16:9 {seconds} s", input.display()),
+            "file",
+            &input,
+            AspectRatio::R16x9,
+            seconds,
+            &out_dir,
+        );
+    }
     let landscape = out_dir.join("1920x1080-30fps-high-aac-15s.mp4");
     ffmpeg(
         &[

@@ -2,6 +2,7 @@
 //! WAV) natively, AAC through fdk-aac's decoder, MP3, FLAC, ALAC and Ogg Vorbis through
 //! `symphonia` (pure Rust, MPL-2.0), then a downmix to stereo and a resample to 48 kHz.
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use symphonia::core::audio::GenericAudioBufferRef;
@@ -424,7 +425,7 @@ pub(crate) fn wav(bytes: &[u8]) -> Result<(PcmFormat, &[u8], u16), MediaError> {
 /// (the skipped ones included).
 pub(crate) fn decode_aac<'a>(
     asc: &[u8],
-    units: impl Iterator<Item = Result<&'a [u8], MediaError>>,
+    units: impl Iterator<Item = Result<Cow<'a, [u8]>, MediaError>>,
     skip_secs: f64,
     max_secs: f64,
 ) -> Result<Pcm, MediaError> {
@@ -439,7 +440,7 @@ pub(crate) fn decode_aac<'a>(
     let mut errors = 0usize;
     for unit in units {
         let unit = unit?;
-        let mut rest = unit;
+        let mut rest: &[u8] = &unit;
         while !rest.is_empty() {
             let used = decoder.fill(rest).map_err(err)?;
             if used == 0 {
@@ -488,7 +489,7 @@ pub(crate) struct AacDecoded {
 /// understates its units' durations would otherwise have it decode many of them).
 pub(crate) fn check_aac<'a>(
     asc: &[u8],
-    units: impl Iterator<Item = Result<&'a [u8], MediaError>>,
+    units: impl Iterator<Item = Result<Cow<'a, [u8]>, MediaError>>,
     max_secs: f64,
 ) -> Result<AacDecoded, MediaError> {
     use fdk_aac::dec::{Decoder, Transport};
@@ -509,7 +510,7 @@ pub(crate) fn check_aac<'a>(
             ))
         };
         let used = decoder
-            .fill(unit)
+            .fill(&unit)
             .map_err(|e| what(format!("was refused: {e}")))?;
         if used != unit.len() {
             return Err(what("does not fit the decoder's buffer".into()));
@@ -576,7 +577,7 @@ fn append(
 pub(crate) fn decode_packets<'a>(
     name: &str,
     (codec, rate, extra_data): (AudioCodecId, u32, Option<Vec<u8>>),
-    packets: impl Iterator<Item = Result<(&'a [u8], u32), MediaError>>,
+    packets: impl Iterator<Item = Result<(Cow<'a, [u8]>, u32), MediaError>>,
     skip_secs: f64,
     max_secs: f64,
 ) -> Result<Pcm, MediaError> {
@@ -598,7 +599,7 @@ pub(crate) fn decode_packets<'a>(
             0,
             SymTimestamp::new(pts),
             SymDuration::new(u64::from(duration)),
-            data.to_vec(),
+            data.into_owned(),
         );
         pts += i64::from(duration);
         match decoder.decode(&p) {
@@ -707,7 +708,11 @@ mod tests {
     }
 
     fn check(units: &[Vec<u8>], max_secs: f64) -> Result<AacDecoded, MediaError> {
-        check_aac(&ASC, units.iter().map(|u| Ok(u.as_slice())), max_secs)
+        check_aac(
+            &ASC,
+            units.iter().map(|u| Ok(Cow::Borrowed(u.as_slice()))),
+            max_secs,
+        )
     }
 
     /// A source of `channels` channels at `rate`: a different ramp on each channel.

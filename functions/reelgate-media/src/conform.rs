@@ -11,9 +11,19 @@
 //!
 //! # Memory
 //!
-//! Besides the engine's file (`F` bytes, read whole by the caller; a pass-through returns a
-//! copy of it, another `F`, and decodes nothing), a conform holds:
+//! The engine's file (`F` bytes, up to the caller's 256 MiB) is not held: [`conform_source`]
+//! reads it through a [`ReadAt`] source (a local [`crate::FileSource`]) in bounded windows, and
+//! [`conform_mp4`] reads bytes the caller holds the same way (borrowing samples from them, so
+//! it adds nothing for the input). A conform holds:
 //!
+//! * `M`, the `moov` box's body, at most [`crate::MAX_MOOV_BYTES`] (32 MiB), refused from its
+//!   header before it is read when larger, and held while the file is read: every table offset
+//!   is into it (the `avcC` whose parameter sets are copied out is at most 64 KiB);
+//! * `S`, one sample at a time: the coded picture read (at most [`crate::MAX_SAMPLE_BYTES`],
+//!   16 MiB) and its Annex B copy for the decoder (checked to be at most 16 MiB before it is
+//!   built), 32 MiB at worst and a few hundred KiB for real clips; an audio access unit (the
+//!   same cap), or a window of uncompressed audio (1 MiB). No decoder needs the track whole:
+//!   AAC goes to fdk-aac and MP3, FLAC and ALAC to symphonia packet by packet;
 //! * `P`, the decoder's picture pool: for a stream of `W`x`H` macroblocks,
 //!   `(max_num_ref_frames + 2) * (ceil32(16W + 64) * ceil32(16H + 64) * 1.5 + 165 * W * H)`
 //!   bytes ([`decoder_picture_bytes`]). Every SPS, in the `avcC` or in the stream, is checked
@@ -25,26 +35,43 @@
 //! * about 20 MiB for the encoder at the output size, the scaler, the sample tables (at most
 //!   3,600 video and 400,000 audio samples, 40 bytes each, every one inside the file and none
 //!   sharing bytes) and the audio, which is folded to 48 kHz stereo as it is decoded
-//!   (192,000 bytes a second, at most 12 MiB) or checked unit by unit when kept;
+//!   (192,000 bytes a second, at most 12 MiB) or checked unit by unit when kept (kept AAC is at
+//!   most [`KEPT_AAC_BYTES_PER_SEC`] for the clip, 4.3 MiB for 61 s, or it is re-encoded);
 //! * `V`, the coded video, at most twice what the rate control aims at plus 1 MiB
 //!   ([`max_video_bytes`]): with the aim `w * h * fps / 10` bits a second (at most 8 Mbit/s),
-//!   `V <= w * h * frames / 40 + 1 MiB`, 91 MiB for 3,600 frames at 1366x768. It is held while
-//!   the decoder runs, then about twice over while muxing, after the decoder is dropped.
+//!   `V <= w * h * frames / 40 + 1 MiB`, 91 MiB for 3,600 frames at 1366x768, and at most
+//!   115.4 MiB (8 Mbit/s for 60 s: 21:9 at 60 fps). It is held while the decoder runs, then
+//!   about twice over while muxing, after the decoder is dropped.
 //!
-//! Peak: `F + max(P + 1.2 KiB * W * H + 20 MiB + V, 2 * V + 20 MiB)`, at most
-//! `F + 140 + 43 + 20 + 91 = F + 294 MiB`. Measured (VmHWM over the input): +201 MiB for
-//! 4096x2304 at level 5.1 with its five references, +147 MiB for 2560x1152 with sixteen,
-//! +78 MiB for 60 s of 1080p30 with four, +54 MiB (the copy) for a 52 MiB pass-through.
+//! Peak: `M + S + max(P + 1.2 KiB * W * H + 20 MiB + V, 2 * V + 20 MiB)`, at most
+//! `32 + 32 + 140 + 43 + 20 + 115.4 = 382.4 MiB` whatever `F` (the same terms with the file
+//! held whole were `F` + 318 MiB).
+//!
+//! A clip that meets the contract is passed through (read whole into [`Conformed::mp4`],
+//! decoding only its AAC, unit by unit) only when the file is no larger than what the conform
+//! would write for it ([`pass_through_max_bytes`]: `V` at the encoder's aim for the clip's size
+//! and frame rate, plus AAC at its ceiling and 1 MiB of container): 96.3 MiB for 3,600 frames
+//! in 60.5 s at 1366x768, at most 121.6 MiB (8 Mbit/s for 60.5 s), so a pass-through holds at
+//! most `M` + 121.6 MiB + the tables. A larger file is conformed like any other.
+//!
+//! Measured (VmHWM of the whole process, `examples/conform_bench.rs -- DIR --file MP4 SECONDS`,
+//! which reads the file through a [`crate::FileSource`]): 86 MiB for 60 s of 1080p30 High with
+//! four references (40 MB file; it was the file + 78 MiB when read whole), 14.6 MiB for a
+//! 9.8 MB 15 s 1366x768 pass-through. Earlier, with the file held whole (the terms other than
+//! `F` are unchanged): +201 MiB for 4096x2304 at level 5.1 with its five references, +147 MiB
+//! for 2560x1152 with sixteen.
 
 use crate::aspect::{output_dimensions, AspectRatio};
 use crate::audio_decode::{self, Pcm, PcmFormat};
-use crate::demux::avcc_to_annexb;
+use crate::demux::{annexb_len, avcc_to_annexb, MAX_SAMPLE_BYTES};
 use crate::demux::{be16, be32, Movie, Sample, Track};
 use crate::encode::{
-    encode_aac_stereo_48k, AacTrack, AacUnit, H264Encoder, AUDIO_SAMPLE_RATE, MOVIE_TIMESCALE,
+    encode_aac_stereo_48k, video_bitrate, AacTrack, AacUnit, H264Encoder, AUDIO_SAMPLE_RATE,
+    MOVIE_TIMESCALE,
 };
 use crate::mux;
 use crate::scale::{CoverScaler, Picture};
+use crate::source::ReadAt;
 use crate::MediaError;
 
 use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
@@ -61,6 +88,14 @@ const MAX_FRAMES: u32 = 30 * 120;
 const MAX_AUDIO_SAMPLES: u32 = 400_000;
 /// How far the engine's clip may fall short of the seconds asked and still be accepted.
 const SHORT_TOLERANCE_SECS: f64 = 0.5;
+/// Uncompressed audio is read from the file at most this many bytes at a time.
+const PCM_WINDOW_BYTES: u64 = 1 << 20;
+/// The most bytes a second of AAC that is kept (passed through, or copied into a conformed
+/// clip): AAC-LC's ceiling for stereo at 48 kHz (6,144 bits a channel for each 1,024-sample
+/// frame, 576 kbit/s). Kept AAC above it is decoded and encoded again instead.
+const KEPT_AAC_BYTES_PER_SEC: f64 = 72_000.0;
+/// Room for a passed-through clip's container (`ftyp`, the `moov` box's tables, box headers).
+const PASS_THROUGH_CONTAINER_BYTES: u64 = 1 << 20;
 /// Kept AAC that stops earlier than this before the clip's end is re-encoded with silence after.
 const AUDIO_GAP_SECS: f64 = 0.1;
 /// How much longer than the video a passed-through clip's AAC track may last.
@@ -117,7 +152,10 @@ impl std::fmt::Debug for Conformed {
 /// Conforms an engine's MP4 to the contract (see the module documentation):
 ///
 /// * passed through unchanged when it is already H.264 at the target size with an AAC track,
-///   within 0.5 s of `seconds`, `moov` before `mdat`;
+///   within 0.5 s of `seconds`, `moov` before `mdat`, and the file no larger than the conform
+///   would write for it (see [`conform_source`]);
+/// * a `moov` box larger than [`crate::MAX_MOOV_BYTES`] or a sample larger than
+///   [`crate::MAX_SAMPLE_BYTES`] fails with [`MediaError::Unconformable`];
 /// * H.265, AV1, VP8/9, MPEG-4 Part 2 and H.264 profiles other than Baseline, Main, Extended
 ///   and High fail with [`MediaError::UnsupportedCodec`];
 /// * a clip more than 0.5 s shorter than `seconds`, longer than 120 s, with more than 3600
@@ -125,7 +163,21 @@ impl std::fmt::Debug for Conformed {
 /// * otherwise the picture is scaled to cover the 768p frame of `target.aspect` (centre kept),
 ///   cut to `seconds`, encoded as H.264, with the audio kept (AAC), re-encoded (other codecs),
 ///   taken from `target.fallback_audio`, or silent.
+///
+/// This is [`conform_source`] over bytes in memory (samples are borrowed from them).
 pub fn conform_mp4(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError> {
+    conform_source(&input, target)
+}
+
+/// [`conform_mp4`] reading the engine's MP4 from `input` (a local file through
+/// [`crate::FileSource`], say) instead of holding it whole: the top-level box headers, the
+/// `moov` box (at most [`crate::MAX_MOOV_BYTES`], refused before it is read when larger), then
+/// each sample as it is decoded or copied (at most [`crate::MAX_SAMPLE_BYTES`], uncompressed
+/// audio a mebibyte at a time). A clip that already meets the contract is read whole into
+/// [`Conformed::mp4`] only when it is no larger than the conform would write for it (twice the
+/// encoder's aim for its size and frame rate, AAC at its ceiling and a mebibyte of container);
+/// a larger one is conformed. A read error of the source is [`MediaError::Io`].
+pub fn conform_source(input: &dyn ReadAt, target: &ConformTarget) -> Result<Conformed, MediaError> {
     // The parsers and decoders wrapped here are not all ours: a panic becomes an error.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conform(input, target)))
         .unwrap_or_else(|_| {
@@ -180,7 +232,17 @@ struct AvcConfig {
     pps: Vec<Vec<u8>>,
 }
 
+/// The largest `avcC` read (a real one, a few parameter sets, is well under a KiB; the sets are
+/// copied out of it and handed to the decoder with the first picture).
+const MAX_AVCC_BYTES: usize = 64 << 10;
+
 fn parse_avcc(b: &[u8]) -> Result<AvcConfig, MediaError> {
+    if b.len() > MAX_AVCC_BYTES {
+        return Err(MediaError::NotMp4(format!(
+            "the avcC is {} bytes, more than the {MAX_AVCC_BYTES} accepted",
+            b.len()
+        )));
+    }
     let bad = || MediaError::NotMp4("truncated avcC".into());
     let length_size = usize::from(*b.get(4).ok_or_else(bad)? & 3) + 1;
     let mut pos = 5;
@@ -785,6 +847,7 @@ fn first_sample_sps(
     let samples = movie.samples(track, MAX_FRAMES)?;
     if let Some(s) = samples.first() {
         let data = movie.sample_bytes(s.offset, u64::from(s.size))?;
+        let data: &[u8] = &data;
         let mut pos = 0usize;
         while pos + length_size <= data.len() {
             let len = data[pos..pos + length_size]
@@ -1129,11 +1192,18 @@ fn decode_track(
             let frame = format.frame_bytes();
             let runs = movie.pcm_runs(track, frame, max_frames, MAX_AUDIO_SAMPLES as usize)?;
             let mut sink = audio_decode::StereoSink::new(skip_secs);
+            // Whole frames at a time, at most about PCM_WINDOW_BYTES.
+            let window = (PCM_WINDOW_BYTES / frame.max(1)).max(1) * frame.max(1);
             for (offset, len) in runs {
-                let bytes = movie.sample_bytes(offset, len)?;
-                format
-                    .convert_into(bytes, &mut sink)
-                    .map_err(MediaError::AudioDecode)?;
+                let mut done = 0u64;
+                while done < len {
+                    let n = window.min(len - done);
+                    let bytes = movie.sample_bytes(offset + done, n)?;
+                    format
+                        .convert_into(&bytes, &mut sink)
+                        .map_err(MediaError::AudioDecode)?;
+                    done += n;
+                }
             }
             sink.finish()
         }
@@ -1147,7 +1217,7 @@ fn decode_track(
 
 /// Decodes the first audio track of an MP4/M4A (a caller's reference audio).
 pub(crate) fn decode_mp4_audio(bytes: &[u8], max_secs: f64) -> Result<Pcm, MediaError> {
-    let movie = Movie::parse(bytes)?;
+    let movie = Movie::parse(&bytes)?;
     let track = movie
         .first(b"soun")
         .ok_or_else(|| MediaError::AudioDecode("the reference M4A has no audio track".into()))?;
@@ -1359,7 +1429,7 @@ pub fn check_source(
     if !crate::probe::looks_like_mp4(input) {
         return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
     }
-    let movie = Movie::parse(input)?;
+    let movie = Movie::parse(&input)?;
     let video = video_input(&movie)?;
     let (sw, sh) = (video.sps.width, video.sps.height);
     let (ew, eh) = video.entry_size;
@@ -1404,14 +1474,52 @@ pub fn check_source(
     })
 }
 
-fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError> {
+/// The whole of `input`, for a pass-through (the caller has bounded its size).
+fn read_whole(input: &dyn ReadAt) -> Result<Vec<u8>, MediaError> {
+    if let Some(bytes) = input.as_bytes() {
+        return Ok(bytes.to_vec());
+    }
+    let len = usize::try_from(input.size())
+        .map_err(|_| MediaError::Io("the file does not fit in memory".into()))?;
+    let mut out = vec![0u8; len];
+    input
+        .read_exact_at(&mut out, 0)
+        .map_err(|e| MediaError::Io(e.to_string()))?;
+    Ok(out)
+}
+
+/// The largest file passed through for a clip of `width`x`height` showing `frames` pictures in
+/// `secs`: what the conform itself may write for it, that is [`max_video_bytes`] at the
+/// encoder's aim for that size and rate, plus stereo AAC at its ceiling
+/// ([`KEPT_AAC_BYTES_PER_SEC`]) for `secs` and the overrun a passed-through track is
+/// allowed ([`PASS_THROUGH_AUDIO_OVERRUN_SECS`]), plus [`PASS_THROUGH_CONTAINER_BYTES`]. A
+/// larger file (an engine's clip at a far higher bit rate, or padded) is conformed instead of
+/// copied whole into memory.
+fn pass_through_max_bytes(width: u32, height: u32, frames: usize, secs: f64) -> u64 {
+    let fps = if secs > 0.0 {
+        frames as f64 / secs
+    } else {
+        f64::NAN
+    };
+    let bitrate = video_bitrate(width as usize, height as usize, fps);
+    let audio = KEPT_AAC_BYTES_PER_SEC * (secs + PASS_THROUGH_AUDIO_OVERRUN_SECS);
+    max_video_bytes(bitrate, secs) + audio as u64 + PASS_THROUGH_CONTAINER_BYTES
+}
+
+fn conform(input: &dyn ReadAt, target: &ConformTarget) -> Result<Conformed, MediaError> {
     if !(1..=60).contains(&target.seconds) {
         return Err(MediaError::InvalidSpec(format!(
             "seconds must be within 1..=60, got {}",
             target.seconds
         )));
     }
-    if !crate::probe::looks_like_mp4(input) {
+    let mut head = [0u8; 8];
+    if input.size() >= 8 {
+        input
+            .read_exact_at(&mut head, 0)
+            .map_err(|e| MediaError::Io(e.to_string()))?;
+    }
+    if !crate::probe::looks_like_mp4(&head) {
         return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
     }
     let movie = Movie::parse(input)?;
@@ -1470,6 +1578,7 @@ fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError
         && (video_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
         && (movie_secs - seconds).abs() <= SHORT_TOLERANCE_SECS
         && movie.moov_first
+        && input.size() <= pass_through_max_bytes(width, height, samples.len(), video_secs)
     {
         if let Some((track, AudioCodec::Aac { asc, .. })) = &audio_codec {
             // A track that stops early or runs on past the clip is conformed instead (cut, or
@@ -1481,7 +1590,7 @@ fn conform(input: &[u8], target: &ConformTarget) -> Result<Conformed, MediaError
             {
                 check_kept_aac(&movie, track, asc, &samples, video_secs)?;
                 return Ok(Conformed {
-                    mp4: input.to_vec(),
+                    mp4: read_whole(input)?,
                     passed_through: true,
                     width,
                     height,
@@ -1582,7 +1691,8 @@ fn engine_audio(
 
 /// The AAC access units that cover the clip, with the source's priming edit, checked by
 /// decoding them ([`check_kept_aac`]); `None` when the track's table says it stops too early (it
-/// is then re-encoded with silence after it).
+/// is then re-encoded with silence after it) or its units for the clip come to more than
+/// [`KEPT_AAC_BYTES_PER_SEC`] (then re-encoded).
 fn copy_aac(
     movie: &Movie<'_>,
     track: &Track,
@@ -1610,11 +1720,19 @@ fn copy_aac(
         kept += 1;
     }
     let samples = &samples[..kept];
+    // Units far larger than AAC's ceiling would be held whole in the output: decoded and
+    // encoded again instead.
+    let kept_bytes: u64 = samples.iter().map(|s| u64::from(s.size)).sum();
+    if kept_bytes as f64 > KEPT_AAC_BYTES_PER_SEC * (clip_secs + 1.0) {
+        return Ok(None);
+    }
     check_kept_aac(movie, track, asc, samples, clip_secs)?;
     let mut units = Vec::with_capacity(kept);
     let mut bytes = 0u64;
     for s in samples {
-        let data = movie.sample_bytes(s.offset, u64::from(s.size))?.to_vec();
+        let data = movie
+            .sample_bytes(s.offset, u64::from(s.size))?
+            .into_owned();
         bytes += data.len() as u64;
         units.push(AacUnit {
             data,
@@ -1687,8 +1805,8 @@ fn check_kept_aac(
 /// its aim; pictures that do not compress at the highest quantiser (noise, which an engine
 /// can send) would otherwise grow the clip, and the copies the muxer makes of it, without
 /// bound (20 s of 720p60 noise came to 143 MiB).
-fn max_video_bytes(encoder: &H264Encoder, secs: f64) -> u64 {
-    (2.0 * f64::from(encoder.bitrate()) / 8.0 * secs) as u64 + (1 << 20)
+fn max_video_bytes(bitrate: u32, secs: f64) -> u64 {
+    (2.0 * f64::from(bitrate) / 8.0 * secs) as u64 + (1 << 20)
 }
 
 /// Scales and encodes pictures as they come out of the decoder.
@@ -1779,7 +1897,10 @@ fn encode_video(
     let (w, h) = (width as usize, height as usize);
     let fps = shown_fps(timing, clip_end);
     let encoder = H264Encoder::new(w, h, fps, true)?;
-    let max_video_bytes = max_video_bytes(&encoder, clip_end as f64 / f64::from(MOVIE_TIMESCALE));
+    let max_video_bytes = max_video_bytes(
+        encoder.bitrate(),
+        clip_end as f64 / f64::from(MOVIE_TIMESCALE),
+    );
     let mut pipe = Pipeline {
         width: w,
         height: h,
@@ -1840,7 +1961,17 @@ fn decode_part(
             }
         }
         let data = movie.sample_bytes(s.offset, u64::from(s.size))?;
-        avcc_to_annexb(data, video.config.length_size, &mut packet)?;
+        // As Annex B the picture is no larger than a sample may be, checked before it is built
+        // (tiny NAL units with 1-byte lengths would grow it by up to 150%).
+        let len = annexb_len(&data, video.config.length_size)?;
+        if len > MAX_SAMPLE_BYTES {
+            return Err(unconformable(format!(
+                "picture {i}'s NAL units come to {len} bytes, more than the {MAX_SAMPLE_BYTES} \
+                 accepted"
+            )));
+        }
+        avcc_to_annexb(&data, video.config.length_size, &mut packet)?;
+        drop(data);
         check_parameter_sets(&packet)?;
         match decoder.decode(&packet) {
             Ok(Some(frame)) => {
@@ -1959,14 +2090,15 @@ fn stitch(first: &[u8], second: &[u8]) -> Result<Conformed, MediaError> {
             return Err(MediaError::NotMp4("no ISO BMFF box at the start".into()));
         }
     }
-    let (a, b) = (Movie::parse(first)?, Movie::parse(second)?);
+    let (a, b) = (Movie::parse(&first)?, Movie::parse(&second)?);
     let (a, b) = (Part::read(&a)?, Part::read(&b)?);
     let (width, height) = (a.video.sps.width & !1, a.video.sps.height & !1);
     let (w, h) = (width as usize, height as usize);
     let total = a.end + b.end;
     let fps = (shown_fps(&a.timing, a.end) + shown_fps(&b.timing, b.end)) / 2.0;
     let encoder = H264Encoder::new(w, h, fps, true)?;
-    let max_video_bytes = max_video_bytes(&encoder, total as f64 / f64::from(MOVIE_TIMESCALE));
+    let max_video_bytes =
+        max_video_bytes(encoder.bitrate(), total as f64 / f64::from(MOVIE_TIMESCALE));
     let mut pipe = Pipeline {
         width: w,
         height: h,
@@ -2447,5 +2579,130 @@ mod tests {
         assert_eq!(openh264_unescape(&[1, 0, 0, 3, 1, 2]), vec![1, 0, 0, 1, 2]);
         assert_eq!(openh264_unescape(&[1, 0, 0, 3, 0x80, 2]), vec![1, 0x80, 2]);
         assert_eq!(openh264_unescape(&[1, 0, 0, 3]), vec![1, 0, 0]);
+    }
+
+    #[test]
+    fn pass_through_is_bounded_by_what_the_conform_would_write() {
+        // 1366x768, 96 pictures in 4 s: the encoder aims at 1366 * 768 * 24 / 10 bit/s; twice
+        // that for 4 s, a mebibyte, 5 s of AAC at 576 kbit/s and a mebibyte of container.
+        let aim = (1366.0 * 768.0 * 24.0 / 10.0) as u32;
+        assert_eq!(video_bitrate(1366, 768, 24.0), aim);
+        let cap = pass_through_max_bytes(1366, 768, 96, 4.0);
+        assert_eq!(cap, u64::from(aim) + (1 << 20) + 360_000 + (1 << 20));
+        // At most: 3,600 pictures in 60.5 s at 1366x768 (59.5 fps, below the 8 Mbit/s ceiling).
+        let most = pass_through_max_bytes(1366, 768, 3600, 60.5);
+        assert!(most < 97 << 20, "{most}");
+        // 120 fps stops at the 8 Mbit/s ceiling; a clip of no length gets the fixed room only.
+        assert_eq!(
+            pass_through_max_bytes(1366, 768, 7260, 60.5),
+            121_000_000 + (1 << 20) + 4_428_000 + (1 << 20)
+        );
+        assert_eq!(
+            pass_through_max_bytes(768, 768, 0, 0.0),
+            (1 << 20) + 72_000 + (1 << 20)
+        );
+    }
+
+    fn bx(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+        let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn full(kind: &[u8; 4], fields: &[u32]) -> Vec<u8> {
+        let mut payload = vec![0u8; 4];
+        for f in fields {
+            payload.extend_from_slice(&f.to_be_bytes());
+        }
+        bx(kind, &payload)
+    }
+
+    /// A QuickTime file of one 48 kHz stereo 16-bit little-endian PCM track (`sowt`) holding
+    /// `pcm`, every frame in one chunk; the PCM's bytes start at offset 24.
+    fn pcm_file(pcm: &[u8]) -> Vec<u8> {
+        let frames = (pcm.len() / 4) as u32;
+        let mut out = bx(b"ftyp", b"qt  \0\0\0\0");
+        out.extend(bx(b"mdat", pcm));
+        let mut entry = vec![0u8; 28];
+        entry[7] = 1;
+        entry[16..18].copy_from_slice(&2u16.to_be_bytes());
+        entry[18..20].copy_from_slice(&16u16.to_be_bytes());
+        entry[24..28].copy_from_slice(&(48_000u32 << 16).to_be_bytes());
+        let mut stsd = vec![0u8, 0, 0, 0, 0, 0, 0, 1];
+        stsd.extend(bx(b"sowt", &entry));
+        let stbl = [
+            bx(b"stsd", &stsd),
+            full(b"stsz", &[1, frames]),
+            full(b"stsc", &[1, 1, frames, 1]),
+            full(b"stts", &[1, frames, 1]),
+            full(b"stco", &[1, 24]),
+        ]
+        .concat();
+        let mdia = [
+            full(b"mdhd", &[0, 0, 48_000, frames, 0]),
+            full(b"hdlr", &[0, u32::from_be_bytes(*b"soun"), 0, 0, 0]),
+            bx(b"minf", &bx(b"stbl", &stbl)),
+        ]
+        .concat();
+        let moov = [
+            full(b"mvhd", &[0, 0, 48_000, frames, 0]),
+            bx(b"trak", &bx(b"mdia", &mdia)),
+        ]
+        .concat();
+        out.extend(bx(b"moov", &moov));
+        out
+    }
+
+    /// A source that is not in memory: every read copies, as from a file.
+    struct Unmapped<'a>(&'a [u8]);
+
+    impl ReadAt for Unmapped<'_> {
+        fn size(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.0.read_exact_at(buf, offset)
+        }
+    }
+
+    #[test]
+    fn pcm_in_one_chunk_larger_than_the_window_is_read_in_windows_alike() {
+        // 8 s of a ramp, 1.5 MB in one chunk: read a mebibyte at a time.
+        let pcm: Vec<u8> = (0..48_000 * 8)
+            .flat_map(|i: i32| {
+                let v = ((i % 2000) * 16 - 16_000) as i16;
+                [v.to_le_bytes(), (-v).to_le_bytes()].concat()
+            })
+            .collect();
+        assert!(pcm.len() as u64 > PCM_WINDOW_BYTES);
+        let data = pcm_file(&pcm);
+        let decode = |source: &dyn ReadAt| {
+            let movie = Movie::parse(source).expect("parse");
+            let track = movie.first(b"soun").expect("track");
+            let codec = audio_codec(&movie, track).expect("codec");
+            assert_eq!(codec.name(), "PCM s16le");
+            decode_track(&movie, track, &codec, 10.0).expect("decode")
+        };
+        let slice: &[u8] = &data;
+        let (a, b) = (decode(&slice), decode(&Unmapped(&data)));
+        let AudioCodec::Pcm(format) = audio_codec(
+            &Movie::parse(&slice).expect("parse"),
+            Movie::parse(&slice)
+                .expect("parse")
+                .first(b"soun")
+                .expect("t"),
+        )
+        .expect("codec") else {
+            panic!("PCM")
+        };
+        let mut sink = audio_decode::StereoSink::new(0.0);
+        format.convert_into(&pcm, &mut sink).expect("whole");
+        let whole = sink.finish();
+        assert_eq!((a.rate, a.channels), (whole.rate, whole.channels));
+        assert_eq!(a.samples.len(), whole.samples.len());
+        assert!(a.samples == whole.samples, "windows decode as the whole");
+        assert!(b.samples == whole.samples, "read or borrowed alike");
     }
 }

@@ -3,11 +3,36 @@
 //! the `mp4` crate it keeps unknown sample entries (`hvc1`, `av01`, `sowt`, `Opus`, ...), so the
 //! conform stage can name what it cannot handle, and it reads uncompressed audio chunk by chunk
 //! instead of one tiny sample at a time.
+//!
+//! The file is read through a [`ReadAt`] source in bounded windows: the top-level box headers
+//! (16 bytes each), the `moov` box's body (at most [`MAX_MOOV_BYTES`], held for the movie's
+//! life; every table offset is into it), then each sample when it is asked for (at most
+//! [`MAX_SAMPLE_BYTES`], borrowed when the source is already in memory).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::faststart::{boxes, RawBox};
+use crate::source::ReadAt;
 use crate::MediaError;
+
+/// The largest `moov` box read; its body is held in memory for as long as the file is read.
+/// The conform stage reads at most 3,600 video and 400,000 audio samples, and a sample table
+/// costs at most 44 bytes a sample when every table has an entry for every sample (4 in `stsz`,
+/// 8 in `co64` with a chunk a sample, 12 in `stsc` with an entry a chunk, 8 in `stts`, 8 in
+/// `ctts`, 4 in `stss`): 403,600 x 44 bytes = 16.9 MiB. Twice that leaves room for the sample
+/// entries, other tracks and metadata; the `moov` of a real engine's clip is well under 1 MiB.
+pub const MAX_MOOV_BYTES: u64 = 32 << 20;
+
+/// The largest sample read at once (a coded picture or audio access unit; uncompressed audio
+/// is read in smaller windows). An uncompressed 8-bit 4:2:0 picture of H.264 level 5.2's
+/// largest frame (36,864 macroblocks of 384 bytes, as PCM macroblocks) is 13.5 MiB; audio
+/// access units are a few KiB.
+pub const MAX_SAMPLE_BYTES: u64 = 16 << 20;
+
+/// Most top-level boxes walked (a real file has a handful: `ftyp`, `moov`, `mdat`, `free`, ...;
+/// each costs one small read).
+const MAX_TOP_LEVEL_BOXES: usize = 10_000;
 
 fn bad(m: impl Into<String>) -> MediaError {
     MediaError::NotMp4(m.into())
@@ -19,6 +44,10 @@ fn children(data: &[u8]) -> Result<Vec<RawBox>, MediaError> {
         MediaError::Mux(m) => bad(m),
         other => other,
     })
+}
+
+fn io(e: std::io::Error) -> MediaError {
+    MediaError::Io(e.to_string())
 }
 
 fn find<'a>(data: &'a [u8], list: &[RawBox], kind: &[u8; 4]) -> Option<&'a [u8]> {
@@ -57,7 +86,7 @@ pub(crate) struct Edit {
     pub duration: u64,
 }
 
-/// A track's metadata and where its tables lie in the file.
+/// A track's metadata and where its tables lie in the `moov` box.
 #[derive(Debug, Clone)]
 pub(crate) struct Track {
     /// `vide`, `soun`, ...
@@ -67,9 +96,10 @@ pub(crate) struct Track {
     pub edit: Option<Edit>,
     /// The four-character code of the first sample entry (`avc1`, `mp4a`, `hvc1`, ...).
     pub codec: [u8; 4],
-    /// The first sample entry's payload (after its 8-byte header), as a range of the file.
+    /// The first sample entry's payload (after its 8-byte header), as a range of the `moov`
+    /// box's body.
     pub entry: Range<usize>,
-    /// The `stbl` payload, as a range of the file.
+    /// The `stbl` payload, as a range of the `moov` box's body.
     stbl: Range<usize>,
 }
 
@@ -86,9 +116,11 @@ pub(crate) struct Sample {
     pub sync: bool,
 }
 
-/// A parsed movie: its timescale and tracks.
+/// A parsed movie: its timescale and tracks, the `moov` box's body and the file it came from.
 pub(crate) struct Movie<'a> {
-    pub data: &'a [u8],
+    source: &'a dyn ReadAt,
+    /// The `moov` box's body (at most [`MAX_MOOV_BYTES`]).
+    moov: Vec<u8>,
     pub timescale: u32,
     /// Movie duration (`mvhd`) in `timescale` units.
     pub duration: u64,
@@ -131,35 +163,35 @@ fn first_edit(elst: &[u8]) -> Result<Option<Edit>, MediaError> {
 }
 
 impl<'a> Movie<'a> {
-    /// Parses the top-level boxes and every track's headers (not yet the sample tables).
-    pub fn parse(data: &'a [u8]) -> Result<Self, MediaError> {
-        let top = children(data)?;
-        let moov_box = top
-            .iter()
-            .find(|b| &b.kind == b"moov")
-            .ok_or_else(|| bad("no moov box"))?;
-        let moov_first = top
-            .iter()
-            .find(|b| &b.kind == b"mdat")
-            .is_none_or(|m| m.start > moov_box.start);
-        let moov_at = moov_box.body;
-        let moov = &data[moov_box.body..moov_box.end];
-        let moov_children = children(moov)?;
+    /// Walks the top-level box headers, reads the `moov` box's body and parses every track's
+    /// headers (not yet the sample tables).
+    pub fn parse(source: &'a dyn ReadAt) -> Result<Self, MediaError> {
+        let (moov_at, moov_len, moov_first) = Self::top_level(source)?;
+        if moov_len > MAX_MOOV_BYTES {
+            return Err(MediaError::Unconformable(format!(
+                "the moov box (the file's metadata) is {moov_len} bytes, more than the \
+                 {MAX_MOOV_BYTES} ({} MiB) accepted",
+                MAX_MOOV_BYTES >> 20
+            )));
+        }
+        let mut moov = vec![0u8; moov_len as usize];
+        source.read_exact_at(&mut moov, moov_at).map_err(io)?;
+        let moov_children = children(&moov)?;
         if moov_children.iter().any(|b| &b.kind == b"mvex") {
             return Err(bad("fragmented MP4 is not supported"));
         }
-        let mvhd = find(moov, &moov_children, b"mvhd").ok_or_else(|| bad("no mvhd box"))?;
+        let mvhd = find(&moov, &moov_children, b"mvhd").ok_or_else(|| bad("no mvhd box"))?;
         let (timescale, duration) = time_header(mvhd)?;
         let mut tracks = Vec::new();
         for trak in moov_children.iter().filter(|b| &b.kind == b"trak") {
-            let trak_at = moov_at + trak.body;
             let body = &moov[trak.body..trak.end];
-            if let Some(t) = Self::track(body, trak_at)? {
+            if let Some(t) = Self::track(body, trak.body)? {
                 tracks.push(t);
             }
         }
         Ok(Self {
-            data,
+            source,
+            moov,
             timescale,
             duration,
             tracks,
@@ -167,7 +199,60 @@ impl<'a> Movie<'a> {
         })
     }
 
-    /// One `trak` (its payload starts at `at` in the file); `None` when it has no sample entry.
+    /// Walks the top-level boxes by their headers: where the first `moov` box's body lies in
+    /// the file, its length, and whether it comes before the first `mdat` box. Every box must
+    /// lie inside the file (a box of size 0 runs to its end; size 1 is followed by a 64-bit
+    /// size).
+    fn top_level(source: &dyn ReadAt) -> Result<(u64, u64, bool), MediaError> {
+        let size = source.size();
+        let mut pos = 0u64;
+        let mut moov = None;
+        let mut mdat_before_moov = false;
+        let mut count = 0usize;
+        while pos < size {
+            count += 1;
+            if count > MAX_TOP_LEVEL_BOXES {
+                return Err(bad(format!(
+                    "more than {MAX_TOP_LEVEL_BOXES} top-level boxes"
+                )));
+            }
+            let rest = size - pos;
+            if rest < 8 {
+                return Err(bad("truncated box header"));
+            }
+            let mut h = [0u8; 16];
+            let n = rest.min(16) as usize;
+            source.read_exact_at(&mut h[..n], pos).map_err(io)?;
+            let kind = [h[4], h[5], h[6], h[7]];
+            let (len, header) = match u32::from_be_bytes([h[0], h[1], h[2], h[3]]) {
+                0 => (rest, 8),
+                1 => {
+                    if rest < 16 {
+                        return Err(bad("truncated large box header"));
+                    }
+                    (be64(&h, 8)?, 16)
+                }
+                n => (u64::from(n), 8),
+            };
+            if len < header || len > rest {
+                return Err(bad(format!(
+                    "box {} has an invalid size",
+                    String::from_utf8_lossy(&kind)
+                )));
+            }
+            match &kind {
+                b"moov" if moov.is_none() => moov = Some((pos + header, len - header)),
+                b"mdat" if moov.is_none() => mdat_before_moov = true,
+                _ => {}
+            }
+            pos += len;
+        }
+        let (at, len) = moov.ok_or_else(|| bad("no moov box"))?;
+        Ok((at, len, !mdat_before_moov))
+    }
+
+    /// One `trak` (its payload starts at `at` in the `moov` body); `None` when it has no sample
+    /// entry.
     fn track(body: &[u8], at: usize) -> Result<Option<Track>, MediaError> {
         let list = children(body)?;
         let edit = match list.iter().find(|b| &b.kind == b"edts") {
@@ -235,18 +320,33 @@ impl<'a> Movie<'a> {
     }
 
     /// The track's sample entry payload.
-    pub fn entry(&self, track: &Track) -> &'a [u8] {
-        &self.data[track.entry.clone()]
+    pub fn entry(&self, track: &Track) -> &[u8] {
+        &self.moov[track.entry.clone()]
     }
 
-    /// The bytes of a sample, checked against the file's length.
-    pub fn sample_bytes(&self, offset: u64, size: u64) -> Result<&'a [u8], MediaError> {
-        let start = usize::try_from(offset).map_err(|_| bad("sample offset out of range"))?;
-        let end = start
-            .checked_add(usize::try_from(size).map_err(|_| bad("sample size out of range"))?)
-            .filter(|e| *e <= self.data.len())
+    /// The bytes of a sample, checked against the file's length and [`MAX_SAMPLE_BYTES`]:
+    /// borrowed when the file is in memory, read from it otherwise.
+    pub fn sample_bytes(&self, offset: u64, size: u64) -> Result<Cow<'a, [u8]>, MediaError> {
+        let end = offset
+            .checked_add(size)
+            .filter(|e| *e <= self.source.size())
             .ok_or_else(|| bad("a sample lies outside the file"))?;
-        Ok(&self.data[start..end])
+        if size > MAX_SAMPLE_BYTES {
+            return Err(MediaError::Unconformable(format!(
+                "a sample of {size} bytes, more than the {MAX_SAMPLE_BYTES} ({} MiB) accepted",
+                MAX_SAMPLE_BYTES >> 20
+            )));
+        }
+        let source: &'a dyn ReadAt = self.source;
+        if let Some(all) = source.as_bytes() {
+            return all
+                .get(offset as usize..end as usize)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| bad("a sample lies outside the file"));
+        }
+        let mut out = vec![0u8; size as usize];
+        source.read_exact_at(&mut out, offset).map_err(io)?;
+        Ok(Cow::Owned(out))
     }
 
     /// Every sample inside the file and no two sharing a byte, so a track's samples together
@@ -265,7 +365,7 @@ impl<'a> Movie<'a> {
         extents.sort_unstable();
         let mut end_before = 0u64;
         for (start, end) in extents {
-            if end > self.data.len() as u64 {
+            if end > self.source.size() {
                 return Err(bad("a sample lies outside the file"));
             }
             if start < end_before {
@@ -276,8 +376,8 @@ impl<'a> Movie<'a> {
         Ok(())
     }
 
-    fn tables(&self, track: &Track) -> Result<Tables<'a>, MediaError> {
-        let stbl = &self.data[track.stbl.clone()];
+    fn tables(&self, track: &Track) -> Result<Tables<'_>, MediaError> {
+        let stbl = &self.moov[track.stbl.clone()];
         let list = children(stbl)?;
         let get = |k: &[u8; 4]| find(stbl, &list, k);
         let stsz = get(b"stsz").ok_or_else(|| bad("no stsz box"))?;
@@ -497,6 +597,30 @@ impl Tables<'_> {
     }
 }
 
+/// The length of length-prefixed NAL units as Annex B ([`avcc_to_annexb`]), without
+/// converting them: with 1-byte lengths, many tiny NAL units grow by up to 150%.
+pub(crate) fn annexb_len(sample: &[u8], length_size: usize) -> Result<u64, MediaError> {
+    let mut pos = 0usize;
+    let mut out = 0u64;
+    while pos < sample.len() {
+        if sample.len() - pos < length_size {
+            return Err(MediaError::VideoDecode("truncated NAL length".into()));
+        }
+        let len = sample[pos..pos + length_size]
+            .iter()
+            .fold(0usize, |a, b| (a << 8) | usize::from(*b));
+        pos += length_size;
+        if len > sample.len() - pos {
+            return Err(MediaError::VideoDecode(
+                "NAL unit overruns its sample".into(),
+            ));
+        }
+        out += 4 + len as u64;
+        pos += len;
+    }
+    Ok(out)
+}
+
 /// Appends length-prefixed NAL units as Annex B (start code + NAL).
 pub(crate) fn avcc_to_annexb(
     sample: &[u8],
@@ -580,13 +704,13 @@ mod tests {
     }
 
     fn samples(data: &[u8]) -> Result<Vec<Sample>, String> {
-        let movie = Movie::parse(data).expect("parse");
+        let movie = Movie::parse(&data).expect("parse");
         let track = movie.first(b"soun").expect("track");
         movie.samples(track, 100).map_err(|e| e.to_string())
     }
 
     fn runs(data: &[u8], frame: u64, max_runs: usize) -> Result<Vec<(u64, u64)>, String> {
-        let movie = Movie::parse(data).expect("parse");
+        let movie = Movie::parse(&data).expect("parse");
         let track = movie.first(b"soun").expect("track");
         movie
             .pcm_runs(track, frame, 10_000, max_runs)
@@ -649,5 +773,184 @@ mod tests {
         assert_eq!(runs(&data, 4, 8).map(|r| r.len()), Ok(8));
         let err = runs(&data, 4, 7).expect_err("too many");
         assert!(err.contains("more than the 7 chunks"), "{err}");
+    }
+
+    /// A source that is not in memory (no [`ReadAt::as_bytes`]): every read copies, as from a
+    /// file.
+    struct Unmapped<'a>(&'a [u8]);
+
+    impl ReadAt for Unmapped<'_> {
+        fn size(&self) -> u64 {
+            self.0.size()
+        }
+
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.0.read_exact_at(buf, offset)
+        }
+    }
+
+    /// A large file that is `head` followed by zeros, recording the longest read.
+    struct Sparse {
+        head: Vec<u8>,
+        size: u64,
+        longest: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ReadAt for Sparse {
+        fn size(&self) -> u64 {
+            self.size
+        }
+
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.longest
+                .fetch_max(buf.len(), std::sync::atomic::Ordering::Relaxed);
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| self.head.get(o + i))
+                    .copied()
+                    .unwrap_or(0);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_source_not_in_memory_reads_the_same_samples() {
+        let data = file(&[24, 40], 4, 4, 32);
+        let source = Unmapped(&data);
+        let movie = Movie::parse(&source).expect("parse");
+        let track = movie.first(b"soun").expect("track");
+        let s = movie.samples(track, 100).expect("samples");
+        assert_eq!((s[4].offset, s[7].offset), (40, 52));
+        let bytes = movie.sample_bytes(40, 16).expect("bytes");
+        assert!(matches!(bytes, Cow::Owned(_)), "read, not borrowed");
+        assert_eq!(&bytes[..], &data[40..56]);
+        // A slice is borrowed.
+        let slice: &[u8] = &data;
+        let movie = Movie::parse(&slice).expect("parse");
+        assert!(matches!(
+            movie.sample_bytes(40, 16).expect("bytes"),
+            Cow::Borrowed(_)
+        ));
+        // Outside the file, through the table and directly.
+        let len = data.len() as u32;
+        let far = file(&[24, len - 16 + 1], 4, 4, 32);
+        let source = Unmapped(&far);
+        let movie = Movie::parse(&source).expect("parse");
+        let track = movie.first(b"soun").expect("track");
+        let err = movie.samples(track, 100).expect_err("outside").to_string();
+        assert!(err.contains("outside the file"), "{err}");
+        let err = movie.sample_bytes(u64::MAX - 1, 4).expect_err("overflow");
+        assert!(err.to_string().contains("outside the file"), "{err}");
+    }
+
+    #[test]
+    fn a_sample_larger_than_the_window_is_refused() {
+        let size = MAX_SAMPLE_BYTES + 1;
+        let data = file(&[24], 1, size as u32, 32);
+        let source = Sparse {
+            size: data.len() as u64 + size,
+            head: data,
+            longest: Default::default(),
+        };
+        let movie = Movie::parse(&source).expect("parse");
+        let err = movie.sample_bytes(24, size).expect_err("too large");
+        assert!(
+            matches!(&err, MediaError::Unconformable(m) if m.contains("16 MiB")),
+            "{err}"
+        );
+        assert!(movie.sample_bytes(24, MAX_SAMPLE_BYTES).is_ok());
+    }
+
+    #[test]
+    fn a_moov_larger_than_the_cap_is_refused_before_it_is_read() {
+        // ftyp, then a moov box declaring 1 GiB with its 64-bit size, in a 1 GiB + 24 byte file.
+        let mut head = bx(b"ftyp", b"isom\0\0\0\0");
+        let moov_len: u64 = 1 << 30;
+        head.extend_from_slice(&1u32.to_be_bytes());
+        head.extend_from_slice(b"moov");
+        head.extend_from_slice(&(moov_len + 16).to_be_bytes());
+        let source = Sparse {
+            size: 16 + 16 + moov_len,
+            head,
+            longest: Default::default(),
+        };
+        let err = Movie::parse(&source).err().expect("refused");
+        assert!(
+            matches!(&err, MediaError::Unconformable(m)
+                if m.contains("moov box") && m.contains(&format!("{moov_len} bytes"))),
+            "{err}"
+        );
+        // Only box headers were read.
+        assert!(
+            source.longest.load(std::sync::atomic::Ordering::Relaxed) <= 16,
+            "read {} bytes at once",
+            source.longest.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        // One byte under the cap is read.
+        let mut at_cap = bx(b"ftyp", b"isom\0\0\0\0");
+        at_cap.extend_from_slice(&((MAX_MOOV_BYTES + 8) as u32).to_be_bytes());
+        at_cap.extend_from_slice(b"moov");
+        let source = Sparse {
+            size: 16 + 8 + MAX_MOOV_BYTES,
+            head: at_cap,
+            longest: Default::default(),
+        };
+        // Read whole (zeros are no boxes of substance, so it fails after the read).
+        assert!(Movie::parse(&source).is_err());
+        assert_eq!(
+            source.longest.load(std::sync::atomic::Ordering::Relaxed) as u64,
+            MAX_MOOV_BYTES
+        );
+    }
+
+    #[test]
+    fn top_level_boxes_with_64_bit_sizes_and_size_0_are_walked() {
+        // ftyp, moov first, then an mdat with a 64-bit size, then a free box running to the end.
+        let plain = file(&[24, 40], 4, 4, 32);
+        let moov_at = 16 + 8 + 32;
+        let moov = &plain[moov_at..];
+        let mut data = plain[..16].to_vec();
+        data.extend_from_slice(moov);
+        let shift = moov.len() as u32 + 8; // moov before the mdat, whose header grows by 8
+        let mut mdat = 1u32.to_be_bytes().to_vec();
+        mdat.extend_from_slice(b"mdat");
+        mdat.extend_from_slice(&(16u64 + 32).to_be_bytes());
+        mdat.extend_from_slice(&[0x55; 32]);
+        data.extend_from_slice(&mdat);
+        let mut free = 0u32.to_be_bytes().to_vec();
+        free.extend_from_slice(b"free");
+        free.extend_from_slice(&[0; 100]);
+        data.extend_from_slice(&free);
+        // The chunk offsets moved with the mdat.
+        let stco = data.windows(4).position(|w| w == b"stco").expect("stco") + 4;
+        for (k, at) in [24u32, 40].iter().enumerate() {
+            let p = stco + 8 + 4 * k;
+            data[p..p + 4].copy_from_slice(&(at + shift).to_be_bytes());
+        }
+        let source = Unmapped(&data);
+        let movie = Movie::parse(&source).expect("parse");
+        assert!(movie.moov_first);
+        let track = movie.first(b"soun").expect("track");
+        let s = movie.samples(track, 100).expect("samples");
+        assert_eq!(s[0].offset, u64::from(24 + shift));
+        assert_eq!(
+            &movie.sample_bytes(s[0].offset, 4).expect("bytes")[..],
+            &[0x55; 4]
+        );
+        // moov after mdat in the plain file.
+        assert!(!Movie::parse(&Unmapped(&plain)).expect("parse").moov_first);
+        // A 64-bit size past the end of the file, and one smaller than its header.
+        for bad_size in [u64::MAX, 15] {
+            let mut d = data.clone();
+            let at = 16 + moov.len() + 8;
+            d[at..at + 8].copy_from_slice(&bad_size.to_be_bytes());
+            let err = Movie::parse(&Unmapped(&d)).err().expect("refused");
+            assert!(
+                err.to_string().contains("invalid size"),
+                "{bad_size}: {err}"
+            );
+        }
     }
 }

@@ -88,6 +88,22 @@ pub(crate) struct H264Encoder {
     out: EncodedVideo,
 }
 
+/// The frame rate an encoder is configured with: `fps` within 1..=120, 24 when it is not a
+/// number.
+fn sane_fps(fps: f64) -> f64 {
+    if fps.is_finite() {
+        fps.clamp(1.0, 120.0)
+    } else {
+        24.0
+    }
+}
+
+/// What the rate control of an encoder for `width`x`height` at `fps` aims at, in bits per
+/// second: `width * height * fps / 10`, within 0.3..=8 Mbit/s.
+pub(crate) fn video_bitrate(width: usize, height: usize, fps: f64) -> u32 {
+    ((width * height) as f64 * sane_fps(fps) / 10.0).clamp(300_000.0, 8_000_000.0) as u32
+}
+
 impl H264Encoder {
     /// An encoder for `width`x`height` pictures (even sides) at about `fps` frames per second.
     /// `strict_bitrate` holds the bit rate (openh264's bit-rate mode, for camera-like
@@ -99,12 +115,8 @@ impl H264Encoder {
         fps: f64,
         strict_bitrate: bool,
     ) -> Result<Self, MediaError> {
-        let fps = if fps.is_finite() {
-            fps.clamp(1.0, 120.0)
-        } else {
-            24.0
-        };
-        let bitrate = ((width * height) as f64 * fps / 10.0).clamp(300_000.0, 8_000_000.0) as u32;
+        let fps = sane_fps(fps);
+        let bitrate = video_bitrate(width, height, fps);
         let config = EncoderConfig::new()
             .bitrate(BitRate::from_bps(bitrate))
             .max_frame_rate(FrameRate::from_hz(fps as f32))

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 
 use image::RgbImage;
 use reelgate_media::{
-    conform_mp4, decode_image, render_mp4, sample_frames_jpeg, AspectRatio, ConformTarget,
-    Conformed, MediaError, RenderSpec,
+    conform_mp4, conform_source, decode_image, render_mp4, sample_frames_jpeg, AspectRatio,
+    ConformTarget, Conformed, FileSource, MediaError, RenderSpec,
 };
 
 /// A scratch directory for one test, removed when dropped.
@@ -323,6 +323,13 @@ fn reencodes_pcm_audio_and_lays_reference_audio_under_silent_clips() {
     let mov = s.ffmpeg(&args, "pcm.mov");
     let c = conform_mp4(&mov, &target(AspectRatio::R16x9, 2)).expect("conform pcm");
     assert_eq!(c.audio, "re-encoded from PCM s16le");
+    // The same read from the file a window at a time.
+    let from_file = conform_source(
+        &FileSource::open(s.path("pcm.mov")).expect("open"),
+        &target(AspectRatio::R16x9, 2),
+    )
+    .expect("conform pcm from the file");
+    assert!(from_file.mp4 == c.mp4, "the same clip from the file");
     assert_contract(&s, &c, (1366, 768), 2.0);
     let (mean, _) = volume(&s.write("pcm.mp4", &c.mp4), 0.2, 1.8);
     assert!(mean > -40.0, "the tone survives: {mean} dB");
