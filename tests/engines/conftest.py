@@ -165,6 +165,9 @@ class FakeOpenAIVideos:
         self.seen = []
         # Test control, not part of the API: the profile of the next rendered clip.
         self.next_profile = "high"
+        # MiB of padding (a top-level `free` box) after each clip it serves: a hostile
+        # engine's answer that is large but valid.
+        self.padding_mib = 0
         self.dir = tempfile.TemporaryDirectory()
         fake = self
 
@@ -266,11 +269,16 @@ class FakeOpenAIVideos:
                         make_mp4(path, *v["_dims"], v["_secs"], audio=v["_audio"], profile=v["_profile"],
                                  first_frame=still)
                     data = open(path, "rb").read()
+                    padding = fake.padding_mib << 20
                     self.send_response(200)
                     self.send_header("content-type", "video/mp4")
-                    self.send_header("content-length", str(len(data)))
+                    self.send_header("content-length", str(len(data) + padding))
                     self.end_headers()
                     self.wfile.write(data)
+                    if padding:
+                        self.wfile.write(struct.pack(">I", padding) + b"free" + bytes((1 << 20) - 8))
+                        for _ in range(fake.padding_mib - 1):
+                            self.wfile.write(bytes(1 << 20))
                     return
                 self.error(400, "Video is not ready yet")
 
@@ -317,22 +325,30 @@ def upstream():
             srv.stop()
 
 
+def start_server(data_dir, fake_videos, upstream, env=None, renders_at_once=2):
+    """A server whose catalog holds the reference engine, the fake OpenAI-shaped server's models
+    and the second reelgate's, its plan allowing `renders_at_once`; its person has agreed to the
+    video terms."""
+    path = os.path.join(data_dir, "catalog.toml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(catalog_text().replace("max_concurrent_renders = 2", f"max_concurrent_renders = {renders_at_once}"))
+    srv = LocalServer(data_dir, env={
+        "REELGATE_CATALOG": path,
+        "FAKE_VIDEOS_URL": fake_videos.base_url,
+        "FAKE_VIDEOS_KEY": fake_videos.key,
+        "UPSTREAM_REELGATE_URL": upstream.base_url,
+        "UPSTREAM_REELGATE_KEY": upstream.api_key,
+        **(env or {}),
+    }).start()
+    srv.agree(srv.user, srv.org)
+    return srv
+
+
 @pytest.fixture(scope="session")
 def server(fake_videos, upstream):
     with tempfile.TemporaryDirectory() as data_dir:
-        path = os.path.join(data_dir, "catalog.toml")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(catalog_text())
-        env = {
-            "REELGATE_CATALOG": path,
-            "FAKE_VIDEOS_URL": fake_videos.base_url,
-            "FAKE_VIDEOS_KEY": fake_videos.key,
-            "UPSTREAM_REELGATE_URL": upstream.base_url,
-            "UPSTREAM_REELGATE_KEY": upstream.api_key,
-        }
-        srv = LocalServer(data_dir, env=env).start()
+        srv = start_server(data_dir, fake_videos, upstream)
         try:
-            srv.agree(srv.user, srv.org)
             yield srv
         finally:
             srv.stop()

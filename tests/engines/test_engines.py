@@ -10,7 +10,7 @@ import zlib
 
 import httpx
 import pytest
-from conftest import auth, content, create, org_state, upload, wait_terminal
+from conftest import auth, content, create, org_state, start_server, upload, wait_terminal
 
 W, H = 1366, 768
 
@@ -323,6 +323,57 @@ def test_a_clip_the_conform_stage_cannot_decode_fails_unbilled(server, fake_vide
     after = org_state(server)
     assert Decimal(after["balance"]) == Decimal(before["balance"])
     assert Decimal(after["reserved"]) == Decimal(before["reserved"])
+
+
+def test_large_engine_answers_are_streamed_to_the_store_and_conformed_in_windows(fake_videos, upstream):
+    """A hostile engine answers each job with a valid 4 s clip followed by 160 MiB of padding
+    (a top-level `free` box; under the 256 MiB cap). Four such jobs at once on a server that
+    conforms two at a time: every answer goes to the blob store as it arrives and each conform
+    reads its file in bounded windows, so the server's peak RSS grows by less than one answer
+    (before: each download held its answer whole and its conform read the stored copy whole
+    again, two answers a job: +640 MiB for a pair). The padded clip is too large to pass through,
+    so it is re-encoded: the caller gets a small clip to the contract, billed once."""
+    import tempfile
+    import threading
+    from decimal import Decimal
+
+    from harness import peak_rss_kib
+
+    jobs = 4
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = start_server(data_dir, fake_videos, upstream, env={"REELGATE_CONFORM_CONCURRENCY": "2",
+                                                                  "REELGATE_LOG": "warn"},
+                           renders_at_once=jobs)
+        fake_videos.padding_mib = 160
+        try:
+            before_state = org_state(srv)
+            before = peak_rss_kib(srv.proc.pid) / 1024
+            ids = []
+            for i in range(jobs):
+                r = create(srv, {"model": "far-openai", "prompt": f"a padded tide {i}", "seconds": 4,
+                                 "aspect_ratio": "16:9"})
+                assert r.status_code == 200, r.text
+                ids.append(r.json()["id"])
+            results = {}
+            threads = [threading.Thread(target=lambda v=v: results.update({v: wait_terminal(srv, v, timeout=400)}))
+                       for v in ids]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            peak = peak_rss_kib(srv.proc.pid) / 1024
+            sizes = [len(content(srv, v)) for v in ids]
+            after_state = org_state(srv)
+        finally:
+            fake_videos.padding_mib = 0
+            srv.stop()
+    print(f"\n{jobs} engine answers of 160 MiB, two conforms at once: peak RSS {before:.0f} -> {peak:.0f} MiB "
+          f"(+{peak - before:.0f}); outputs {[round(s / 2**20, 1) for s in sizes]} MiB")
+    assert all(v["status"] == "completed" for v in results.values()), results
+    assert all(s < 20 << 20 for s in sizes), "a padded clip was passed through instead of re-encoded"
+    charged = sum(Decimal(v["cost"]) for v in results.values())
+    assert Decimal(after_state["balance"]) == Decimal(before_state["balance"]) - charged
+    assert peak - before < 160, f"+{peak - before:.0f} MiB: an answer was held whole"
 
 
 def test_a_job_renders_through_a_second_reelgate(server, upstream, tmp_path):

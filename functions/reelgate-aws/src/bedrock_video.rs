@@ -17,8 +17,9 @@ use aws_sdk_bedrockruntime::types::{
 };
 use aws_smithy_types::{Document, Number};
 use base64::Engine as _;
-use bytes::Bytes;
-use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
+use reelgate::ports::engine::{
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine,
+};
 use reelgate_engine::protocol::RenderError;
 use serde_json::{json, Value};
 
@@ -276,7 +277,7 @@ impl VideoEngine for BedrockVideoEngine {
         Ok(())
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         let got = self
             .bedrock
             .get_async_invoke()
@@ -302,8 +303,23 @@ impl VideoEngine for BedrockVideoEngine {
             .send()
             .await
             .map_err(sdk_error)?;
-        let body = object.body.collect().await.map_err(sdk_error)?;
-        Ok(body.into_bytes())
+        let limit = reelgate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
+        if object
+            .content_length()
+            .is_some_and(|n| u64::try_from(n).unwrap_or(u64::MAX) > limit)
+        {
+            return Err(EngineError::Rejected(format!(
+                "the output is over {limit} bytes"
+            )));
+        }
+        // Passed on as it arrives: the worker streams it into the blob store.
+        Ok(Box::pin(futures::stream::unfold(
+            object.body,
+            |mut body| async move {
+                let chunk = body.next().await?;
+                Some((chunk.map_err(std::io::Error::other), body))
+            },
+        )))
     }
 }
 

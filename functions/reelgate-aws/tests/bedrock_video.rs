@@ -299,7 +299,11 @@ async fn a_nova_reel_render_is_conformed_to_the_contract() {
         status = engine.status(&render.id).await.expect("status");
     }
     assert_eq!(status.status, RenderStatus::Succeeded, "{status:?}");
-    let mp4 = engine.fetch_result(&status).await.expect("output");
+    let mp4: Vec<bytes::Bytes> =
+        futures::TryStreamExt::try_collect(engine.fetch_result(&status).await.expect("output"))
+            .await
+            .expect("body");
+    let mp4 = mp4.concat();
     let source = reelgate_media::probe_mp4(&mp4).expect("probe");
     assert_eq!(source.audio, None, "Nova Reel renders no audio");
 

@@ -123,8 +123,11 @@ impl VideoEngine for FakeEngine {
             .push(render_id.to_owned());
         Ok(())
     }
-    async fn fetch_result(&self, _: &Render) -> Result<Bytes, EngineError> {
-        Ok(self.mp4.clone())
+    async fn fetch_result(
+        &self,
+        _: &Render,
+    ) -> Result<reelgate::ports::engine::ByteStream, EngineError> {
+        Ok(reelgate::ports::blobs::stream_of(self.mp4.clone()))
     }
 }
 

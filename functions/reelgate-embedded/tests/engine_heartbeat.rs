@@ -72,8 +72,11 @@ impl VideoEngine for FakeOpaqueEngine {
         self.canceled.store(true, Ordering::SeqCst);
         Ok(())
     }
-    async fn fetch_result(&self, _render: &Render) -> Result<Bytes, EngineError> {
-        Ok(self.mp4.clone())
+    async fn fetch_result(
+        &self,
+        _render: &Render,
+    ) -> Result<reelgate::ports::engine::ByteStream, EngineError> {
+        Ok(reelgate::ports::blobs::stream_of(self.mp4.clone()))
     }
 }
 

@@ -207,8 +207,18 @@ impl EngineClient {
         })
     }
 
-    /// Downloads a `result_url` (the bearer token is sent only when it lies under `base_url`).
+    /// Downloads a `result_url` whole (the bearer token is sent only when it lies under
+    /// `base_url`).
     pub async fn download_result(&self, url: &str) -> Result<Bytes, EngineClientError> {
+        self.open_result(url)
+            .await?
+            .bytes()
+            .await
+            .map_err(transport)
+    }
+
+    /// Opens a `result_url` for reading as it arrives: the answer, once it says success.
+    pub async fn open_result(&self, url: &str) -> Result<reqwest::Response, EngineClientError> {
         url::Url::parse(url).map_err(|e| EngineClientError::InvalidUrl(format!("{url}: {e}")))?;
         let response = self
             .authorize(self.http.get(url), url)
@@ -218,6 +228,6 @@ impl EngineClient {
         if !response.status().is_success() {
             return Err(Self::rejected(response).await);
         }
-        response.bytes().await.map_err(transport)
+        Ok(response)
     }
 }

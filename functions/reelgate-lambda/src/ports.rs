@@ -370,7 +370,10 @@ impl VideoEngine for Absent {
     async fn cancel(&self, _render_id: &str) -> Result<(), EngineError> {
         Err(EngineError::Unreachable(self.refuse("cancel")))
     }
-    async fn fetch_result(&self, _render: &Render) -> Result<bytes::Bytes, EngineError> {
+    async fn fetch_result(
+        &self,
+        _render: &Render,
+    ) -> Result<reelgate::ports::engine::ByteStream, EngineError> {
         Err(EngineError::Unreachable(self.refuse("fetch_result")))
     }
 }

@@ -112,7 +112,10 @@ impl VideoEngine for FakeHoldingEngine {
         self.held.lock().expect("lock").remove(render_id);
         self.inner.cancel(render_id).await
     }
-    async fn fetch_result(&self, render: &Render) -> Result<bytes::Bytes, EngineError> {
+    async fn fetch_result(
+        &self,
+        render: &Render,
+    ) -> Result<reelgate::ports::engine::ByteStream, EngineError> {
         self.inner.fetch_result(render).await
     }
 }

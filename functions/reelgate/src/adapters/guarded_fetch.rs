@@ -289,7 +289,9 @@ impl GuardedFetcher {
         Ok(response.status().as_u16())
     }
 
-    async fn fetch_hops(&self, url: &str, max_bytes: u64) -> Result<Fetched, FetchError> {
+    /// Follows `url`'s redirects through the address checks to the answer whose body is the
+    /// file: a success, with no more than `max_bytes` declared.
+    async fn open_hops(&self, url: &str, max_bytes: u64) -> Result<reqwest::Response, FetchError> {
         let mut current = url::Url::parse(url).map_err(|_| FetchError::BadUrl)?;
         for _ in 0..=MAX_REDIRECTS {
             let (host, addr) = self.checked_url(&current).await?;
@@ -317,26 +319,31 @@ impl GuardedFetcher {
             if response.content_length().is_some_and(|n| n > max_bytes) {
                 return Err(FetchError::TooLarge(max_bytes));
             }
-            let content_type = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let mut bytes = Vec::new();
-            let mut stream = response.bytes_stream();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|_| FetchError::Unreachable)?;
-                if (bytes.len() + chunk.len()) as u64 > max_bytes {
-                    return Err(FetchError::TooLarge(max_bytes));
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            return Ok(Fetched {
-                bytes,
-                content_type,
-            });
+            return Ok(response);
         }
         Err(FetchError::TooManyRedirects)
+    }
+
+    async fn fetch_hops(&self, url: &str, max_bytes: u64) -> Result<Fetched, FetchError> {
+        let response = self.open_hops(url, max_bytes).await?;
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut bytes = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|_| FetchError::Unreachable)?;
+            if (bytes.len() + chunk.len()) as u64 > max_bytes {
+                return Err(FetchError::TooLarge(max_bytes));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            bytes,
+            content_type,
+        })
     }
 }
 
@@ -348,6 +355,40 @@ impl Fetcher for GuardedFetcher {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout),
         }
+    }
+
+    async fn fetch_stream(
+        &self,
+        url: &str,
+        max_bytes: u64,
+    ) -> Result<crate::ports::blobs::ByteStream, FetchError> {
+        // One deadline for the whole fetch, as `fetch` has: the answer must start and the last
+        // byte arrive within it.
+        let deadline = tokio::time::Instant::now() + self.policy.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let response = tokio::time::timeout_at(deadline, self.open_hops(url, max_bytes))
+            .await
+            .map_err(|_| FetchError::Timeout)??;
+        let body = Box::pin(response.bytes_stream());
+        let fail = |e: FetchError| std::io::Error::other(e.to_string());
+        Ok(Box::pin(futures::stream::unfold(
+            Some((body, 0u64)),
+            move |state| async move {
+                let (mut body, seen) = state?;
+                let item = match tokio::time::timeout_at(deadline, body.next()).await {
+                    Err(_) => Err(fail(FetchError::Timeout)),
+                    Ok(None) => return None,
+                    Ok(Some(Err(_))) => Err(fail(FetchError::Unreachable)),
+                    Ok(Some(Ok(chunk))) if seen + chunk.len() as u64 > max_bytes => {
+                        Err(fail(FetchError::TooLarge(max_bytes)))
+                    }
+                    Ok(Some(Ok(chunk))) => {
+                        let seen = seen + chunk.len() as u64;
+                        return Some((Ok(chunk), Some((body, seen))));
+                    }
+                };
+                Some((item, None))
+            },
+        )))
     }
 
     async fn post(

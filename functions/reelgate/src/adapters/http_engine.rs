@@ -1,9 +1,8 @@
 //! The client side of reelgate's HTTP engine protocol as a [`VideoEngine`]: any engine that
 //! speaks the protocol over HTTP, the reference engine included.
 
-use crate::ports::engine::{EngineError, Render, RenderRequest, VideoEngine};
+use crate::ports::engine::{ByteStream, EngineError, Render, RenderRequest, VideoEngine};
 use async_trait::async_trait;
-use bytes::Bytes;
 
 /// An engine speaking the HTTP engine protocol.
 pub struct HttpEngine {
@@ -50,14 +49,19 @@ impl VideoEngine for HttpEngine {
             .map(|_| ())
             .map_err(|e| map_client(e, Some(render_id)))
     }
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         let url = render
             .result_url
             .as_deref()
             .ok_or_else(|| EngineError::Rejected("the render has no result_url".into()))?;
-        self.client
-            .download_result(url)
+        let response = self
+            .client
+            .open_result(url)
             .await
-            .map_err(|e| map_client(e, Some(&render.id)))
+            .map_err(|e| map_client(e, Some(&render.id)))?;
+        Ok(super::hosted::response_stream(
+            response,
+            crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES,
+        ))
     }
 }

@@ -22,17 +22,17 @@
 //! "unreachable" (retried by the worker), any other refusal final.
 
 use crate::domain::catalog::EngineConfig;
-use crate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
+use crate::ports::engine::{
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine,
+};
 use async_trait::async_trait;
-use bytes::Bytes;
 use reelgate_engine::protocol::RenderError;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Largest MP4 accepted from a target: what the conform stage reads at most.
-pub const MAX_OUTPUT_BYTES: usize =
-    crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES as usize;
+pub const MAX_OUTPUT_BYTES: u64 = crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 
 /// How the create request is shaped for the target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,9 +283,9 @@ impl VideoEngine for OpenAiVideosEngine {
         self.call(call, &url, Some(render_id)).await.map(|_| ())
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         let url = self.video_url(&render.id, "/content")?;
-        let mut response = self
+        let response = self
             .authorize(self.http.get(&url), &url)
             .timeout(Duration::from_secs(300))
             .send()
@@ -296,16 +296,7 @@ impl VideoEngine for OpenAiVideosEngine {
             let body = response.bytes().await.map_err(transport)?;
             return Err(refusal(status, &body, Some(&render.id)));
         }
-        let mut out = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            out.extend_from_slice(&chunk);
-            if out.len() > MAX_OUTPUT_BYTES {
-                return Err(EngineError::Rejected(format!(
-                    "the output is over {MAX_OUTPUT_BYTES} bytes"
-                )));
-            }
-        }
-        Ok(Bytes::from(out))
+        Ok(super::hosted::response_stream(response, MAX_OUTPUT_BYTES))
     }
 }
 
@@ -559,7 +550,10 @@ mod tests {
             )
             .await
             .expect("content");
-        assert_eq!(&bytes[..], b"mp4 bytes");
+        let bytes: Vec<bytes::Bytes> = futures::TryStreamExt::try_collect(bytes)
+            .await
+            .expect("body");
+        assert_eq!(bytes.concat(), b"mp4 bytes");
         assert!(matches!(
             engine(CancelStyle::Delete).status("video_busy").await,
             Err(EngineError::Unreachable(_))

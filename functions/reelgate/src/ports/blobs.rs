@@ -113,6 +113,33 @@ pub async fn read_limited(
     Ok(out.freeze())
 }
 
+/// Copies blob `key` into an unnamed temporary file (removed by the system when the last handle
+/// closes, even if the process dies), refusing it (`TooLarge`) once more than `max_bytes` have
+/// arrived: a large blob is then read in windows from disk, never held whole in memory.
+pub async fn spool_to_temp_file(
+    store: &dyn BlobStore,
+    key: &str,
+    max_bytes: u64,
+) -> Result<std::fs::File, BlobError> {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let local = |e: std::io::Error| BlobError::Unavailable(format!("the temporary copy: {e}"));
+    let file = tempfile::tempfile().map_err(local)?;
+    let mut writer = tokio::fs::File::from_std(file.try_clone().map_err(local)?);
+    let mut read = store.get(key, None).await?;
+    let mut written = 0u64;
+    while let Some(chunk) = read.body.next().await {
+        let chunk = chunk.map_err(|e| BlobError::Unavailable(e.to_string()))?;
+        written += chunk.len() as u64;
+        if written > max_bytes {
+            return Err(BlobError::TooLarge { limit: max_bytes });
+        }
+        writer.write_all(&chunk).await.map_err(local)?;
+    }
+    writer.flush().await.map_err(local)?;
+    Ok(file)
+}
+
 /// Turns a byte vector into a one-chunk stream.
 pub fn stream_of(bytes: Bytes) -> ByteStream {
     Box::pin(futures::stream::once(async move { Ok(bytes) }))

@@ -4,8 +4,8 @@
 //! speaking that protocol over HTTP (the reference engine included) in `adapters::http_engine`,
 //! and Amazon Bedrock's asynchronous invoke in `reelgate-aws` (it needs S3).
 
+pub use crate::ports::blobs::ByteStream;
 use async_trait::async_trait;
-use bytes::Bytes;
 pub use reelgate_engine::protocol::{
     Render, RenderInputs, RenderRequest, RenderSource, RenderStatus,
 };
@@ -71,6 +71,8 @@ pub trait VideoEngine: Send + Sync + 'static {
     async fn submit(&self, request: &RenderRequest) -> Result<Render, EngineError>;
     async fn status(&self, render_id: &str) -> Result<Render, EngineError>;
     async fn cancel(&self, render_id: &str) -> Result<(), EngineError>;
-    /// The finished MP4.
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError>;
+    /// The finished MP4 as it arrives: the worker streams it into the blob store, so an
+    /// engine's output is never held whole in memory (the store's `max_bytes` bounds it, and an
+    /// adapter may stop sooner).
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError>;
 }

@@ -45,6 +45,18 @@ pub enum FetchError {
 pub trait Fetcher: Send + Sync {
     /// GETs `url` (following redirects through the same checks), reading at most `max_bytes`.
     async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Fetched, FetchError>;
+    /// [`Fetcher::fetch`] without collecting the body (an engine's output on its way to the blob
+    /// store): the stream ends in an error once more than `max_bytes` have arrived or the
+    /// fetch's time runs out. This default fetches the body whole first; the guarded fetcher
+    /// streams.
+    async fn fetch_stream(
+        &self,
+        url: &str,
+        max_bytes: u64,
+    ) -> Result<crate::ports::blobs::ByteStream, FetchError> {
+        let fetched = self.fetch(url, max_bytes).await?;
+        Ok(crate::ports::blobs::stream_of(fetched.bytes.into()))
+    }
     /// POSTs `body` with `headers` to `url` (a webhook delivery) through the same address
     /// checks and returns the answer's status. Redirects are not followed: the 3xx status is
     /// the answer. The answer's body is not read.

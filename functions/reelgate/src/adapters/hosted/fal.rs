@@ -74,11 +74,10 @@
 use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
-use bytes::Bytes;
 use reelgate_engine::protocol::{codes, RenderError};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -835,7 +834,7 @@ impl VideoEngine for FalEngine {
         }
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         self.api.download_output(render).await
     }
 }
@@ -1118,7 +1117,7 @@ mod tests {
         let answer = |status: u16, body: Value| Answer {
             status,
             retry_after: None,
-            body: Bytes::from(body.to_string()),
+            body: bytes::Bytes::from(body.to_string()),
         };
         let refused = failure_of(&answer(
             422,

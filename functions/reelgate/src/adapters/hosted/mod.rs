@@ -22,7 +22,7 @@ pub mod runway;
 pub mod veo;
 pub mod xai;
 
-use crate::ports::engine::{EngineError, Render};
+use crate::ports::engine::{ByteStream, EngineError, Render};
 use crate::ports::fetch::{FetchError, Fetcher};
 use bytes::Bytes;
 use serde_json::Value;
@@ -286,8 +286,9 @@ impl ProviderApi {
     /// Downloads an output from `url`: on the API origin with the key (through the API client,
     /// following at most [`MAX_DOWNLOAD_REDIRECTS`] redirects, the key only while they stay on
     /// the API origin), elsewhere only from one of the provider's output hosts, without the key,
-    /// through the guarded fetcher. At most `max_bytes`.
-    pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Bytes, EngineError> {
+    /// through the guarded fetcher. At most `max_bytes`, streamed: the bytes go on to the blob
+    /// store as they arrive.
+    pub async fn download(&self, url: &str, max_bytes: u64) -> Result<ByteStream, EngineError> {
         let mut parsed = url::Url::parse(url)
             .map_err(|_| EngineError::Rejected("the provider's output URL is not a URL".into()))?;
         let mut redirects = 0;
@@ -305,7 +306,7 @@ impl ProviderApi {
                     Auth::Header(name) => request.header(*name, key),
                 };
             }
-            let mut response = request.send().await.map_err(transport)?;
+            let response = request.send().await.map_err(transport)?;
             let status = response.status().as_u16();
             // A redirect (the Gemini API's file downloads): on the API origin the key goes
             // along; anywhere else the target must be an output host and gets no key.
@@ -327,16 +328,12 @@ impl ProviderApi {
             if !(200..300).contains(&status) {
                 return Err(refusal(status, b"", None, None));
             }
-            let mut out = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(transport)? {
-                if (out.len() + chunk.len()) as u64 > max_bytes {
-                    return Err(EngineError::Rejected(format!(
-                        "the output is over {max_bytes} bytes"
-                    )));
-                }
-                out.extend_from_slice(&chunk);
+            if response.content_length().is_some_and(|n| n > max_bytes) {
+                return Err(EngineError::Rejected(format!(
+                    "the output is over {max_bytes} bytes"
+                )));
             }
-            return Ok(Bytes::from(out));
+            return Ok(response_stream(response, max_bytes));
         }
         let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
         if !self.output_hosts.iter().any(|h| host_matches(h, &host)) {
@@ -344,8 +341,8 @@ impl ProviderApi {
                 "the provider's output is on {host}, which is not one of its output hosts"
             )));
         }
-        match self.fetcher.fetch(parsed.as_str(), max_bytes).await {
-            Ok(fetched) => Ok(Bytes::from(fetched.bytes)),
+        match self.fetcher.fetch_stream(parsed.as_str(), max_bytes).await {
+            Ok(body) => Ok(body),
             Err(FetchError::Unreachable | FetchError::Timeout) => Err(EngineError::Unreachable(
                 "the provider's output host did not answer".into(),
             )),
@@ -360,7 +357,7 @@ impl ProviderApi {
 
     /// Downloads a finished render's output ([`ProviderApi::download`], at most the workflow's
     /// cap on an engine's output).
-    pub async fn download_output(&self, render: &Render) -> Result<Bytes, EngineError> {
+    pub async fn download_output(&self, render: &Render) -> Result<ByteStream, EngineError> {
         let url = render
             .result_url
             .as_deref()
@@ -498,6 +495,23 @@ pub fn refusal(
         (408, _) | (500..=599, _) => EngineError::Unreachable(format!("HTTP {status}: {detail}")),
         _ => EngineError::Rejected(format!("HTTP {status}: {detail}")),
     }
+}
+
+/// The body of an HTTP answer as a [`ByteStream`] that ends in an error once more than
+/// `max_bytes` have arrived (the download is abandoned there, not read to its end).
+pub fn response_stream(response: reqwest::Response, max_bytes: u64) -> ByteStream {
+    use futures::StreamExt;
+    let mut seen = 0u64;
+    Box::pin(response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        seen += chunk.len() as u64;
+        if seen > max_bytes {
+            return Err(std::io::Error::other(format!(
+                "the output is over {max_bytes} bytes"
+            )));
+        }
+        Ok(chunk)
+    }))
 }
 
 #[cfg(test)]

@@ -67,11 +67,10 @@ use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::domain::videos::workflow::steps::MAX_ENGINE_OUTPUT_BYTES;
 use crate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
-use bytes::Bytes;
 use reelgate_engine::protocol::{codes, RenderError};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -600,7 +599,7 @@ impl VideoEngine for ReplicateEngine {
             .await
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         let url =
             match &render.result_url {
                 Some(url) => url.clone(),

@@ -64,11 +64,10 @@
 use super::{path_segment, transport, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
-use bytes::Bytes;
 use reelgate_engine::protocol::{codes, operations, RenderError};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -559,7 +558,7 @@ impl VideoEngine for RunwayEngine {
             .await
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         self.api.download_output(render).await
     }
 }

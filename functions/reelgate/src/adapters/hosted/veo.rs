@@ -52,12 +52,11 @@
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
 use base64::Engine as _;
-use bytes::Bytes;
 use reelgate_engine::protocol::{codes, RenderError};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -439,7 +438,7 @@ impl VideoEngine for VeoEngine {
         Ok(())
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         self.api.download_output(render).await
     }
 }

@@ -38,11 +38,10 @@
 use super::{path_segment, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
-    EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
 };
 use crate::ports::fetch::Fetcher;
 use async_trait::async_trait;
-use bytes::Bytes;
 use reelgate_engine::protocol::{codes, operations, RenderError};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -295,7 +294,7 @@ impl VideoEngine for XaiEngine {
         Ok(())
     }
 
-    async fn fetch_result(&self, render: &Render) -> Result<Bytes, EngineError> {
+    async fn fetch_result(&self, render: &Render) -> Result<ByteStream, EngineError> {
         self.api.download_output(render).await
     }
 }

@@ -5,7 +5,7 @@
 use super::Pipeline;
 use crate::domain::videos;
 use crate::domain::videos::record::{self as job_record, JobRecord, JobStatus, Reservation};
-use crate::ports::blobs::{read_all, read_limited};
+use crate::ports::blobs::{read_all, read_limited, spool_to_temp_file};
 use crate::ports::store::{now_secs, Update};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -482,7 +482,9 @@ async fn conform(
     // MAX_ENGINE_OUTPUT_BYTES) in memory, or N waiting jobs hold N inputs.
     let started = std::time::Instant::now();
     let _slot = conform_slot(pipeline, &job.org).await?;
-    let input = read_limited(pipeline.blobs.as_ref(), engine_key, MAX_ENGINE_OUTPUT_BYTES)
+    // On local disk, read by the conform in windows: the engine's file (up to
+    // MAX_ENGINE_OUTPUT_BYTES) is never in memory whole.
+    let input = spool_to_temp_file(pipeline.blobs.as_ref(), engine_key, MAX_ENGINE_OUTPUT_BYTES)
         .await
         .map_err(|e| match e {
             crate::ports::blobs::BlobError::NotFound
@@ -527,11 +529,14 @@ async fn conform(
         seconds: seconds as u32,
         fallback_audio,
     };
-    let conformed =
-        tokio::task::spawn_blocking(move || reelgate_media::conform_mp4(&input, &target))
-            .await
-            .map_err(|e| invalid(format!("the conform task failed: {e}")))?
-            .map_err(|e| invalid(format!("the engine's output cannot be conformed: {e}")))?;
+    let conformed = tokio::task::spawn_blocking(move || {
+        let source = reelgate_media::FileSource::new(input)
+            .map_err(|e| reelgate_media::MediaError::Io(e.to_string()))?;
+        reelgate_media::conform_source(&source, &target)
+    })
+    .await
+    .map_err(|e| invalid(format!("the conform task failed: {e}")))?
+    .map_err(|e| invalid(format!("the engine's output cannot be conformed: {e}")))?;
     tracing::info!(
         video_id = %job.video_id,
         source = %conformed.source,

@@ -6,10 +6,11 @@
 //! the state machine ends it as `engine_unavailable`. When the engine succeeds, the worker stores
 //! the MP4 and resumes the execution with SendTaskSuccess; any engine failure is SendTaskFailure.
 
-use super::steps::{errors, RenderResult};
+use super::steps::{errors, RenderResult, MAX_ENGINE_OUTPUT_BYTES};
 use super::Pipeline;
 use crate::domain::videos;
 use crate::domain::videos::record::{self as job_record, JobRecord, JobStatus};
+use crate::ports::blobs::BlobError;
 use crate::ports::engine::{
     EngineError, Render, RenderInputs, RenderRequest, RenderStatus, VideoEngine,
 };
@@ -615,8 +616,8 @@ async fn poll(
     };
     match render.status {
         RenderStatus::Succeeded => {
-            let bytes = match engine.fetch_result(&render).await {
-                Ok(b) => b,
+            let body = match engine.fetch_result(&render).await {
+                Ok(body) => body,
                 Err(e) => {
                     return fail_task(
                         pipeline,
@@ -628,12 +629,27 @@ async fn poll(
                     .await
                 }
             };
+            // Streamed into the store as it arrives (never whole in memory); past the conform
+            // stage's limit the store keeps nothing and the job fails, unbilled.
             let output_key = videos::output_blob_key(org, video_id);
-            pipeline
+            match pipeline
                 .blobs
-                .put_bytes(&output_key, "video/mp4", bytes)
+                .put_stream(&output_key, "video/mp4", body, MAX_ENGINE_OUTPUT_BYTES)
                 .await
-                .map_err(|e| e.to_string())?;
+            {
+                Ok(_) => {}
+                Err(e @ (BlobError::TooLarge { .. } | BlobError::Source(_))) => {
+                    return fail_task(
+                        pipeline,
+                        token,
+                        video_id,
+                        errors::ENGINE_UNAVAILABLE,
+                        &format!("downloading the output: {e}"),
+                    )
+                    .await
+                }
+                Err(e) => return Err(e.to_string()),
+            }
             let result = RenderResult {
                 output_key,
                 render_id: render.id.clone(),
