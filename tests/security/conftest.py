@@ -5,9 +5,11 @@ small HTTP servers playing a public file host (127.0.0.2) and a private one (127
 """
 
 import os
+import struct
 import sys
 import tempfile
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -52,7 +54,8 @@ class FileHost:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 elif u.path in ("/big", "/bigpng"):
-                    mb = int(parse_qs(u.query).get("mb", ["60"])[0])
+                    query = parse_qs(u.query)
+                    mb = int(query.get("mb", ["60"])[0])
                     png = u.path == "/bigpng"
                     self.send_response(200)
                     self.send_header("Content-Type", "image/png" if png else "text/plain")
@@ -61,8 +64,13 @@ class FileHost:
                     chunk = b"a" * (1 << 20)
                     try:
                         if png:
-                            # A PNG's signature and header, then bytes: an image by its first bytes.
-                            head = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x02\x00\x00\x00"
+                            # A PNG's signature, a whole header chunk (of w x h, 16x16 unless
+                            # asked) and an IDAT chunk's start, then bytes: an image by its
+                            # first bytes, and its size readable from them.
+                            w, h = int(query.get("w", ["16"])[0]), int(query.get("h", ["16"])[0])
+                            ihdr = b"IHDR" + struct.pack(">II", w, h) + b"\x08\x02\x00\x00\x00"
+                            head = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0d" + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+                                    + struct.pack(">I", mb << 20) + b"IDAT")
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(head), head))
                         for _ in range(mb):
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))

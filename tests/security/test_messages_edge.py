@@ -8,11 +8,13 @@
    neither key's organization is charged (measured in GET /v1/usage).
 """
 
+import tempfile
 import time
 
 import httpx
+import pytest
 
-from conftest import PRIVATE_MARKER, auth
+from conftest import FAKE_PUBLIC_IP, PRIVATE_MARKER, auth, start_server
 
 
 def message(server, content, headers):
@@ -99,3 +101,49 @@ def test_one_requests_urls_together_are_bounded(server, tenant, public_host):
     err = r.json()["error"]
     assert "together" in err["message"] and "messages.0.content.1.source.url" in err["message"], err
     assert len(public_host.hits) - hits == 2, "the third and fourth URLs were never fetched"
+
+
+@pytest.fixture()
+def fresh_server(upstream):
+    """A server of its own: VmHWM is a high-water mark, so the count is measured alone."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = start_server(data_dir, env={
+            "REELGATE_UPSTREAM_BASE_URL": upstream.url,
+            "REELGATE_UPSTREAM_CAPABILITIES": "text,tools,vision",
+            "REELGATE_FETCH_ALLOW": FAKE_PUBLIC_IP,
+            "REELGATE_LOG": "warn",
+        })
+        try:
+            yield srv
+        finally:
+            srv.stop()
+
+
+def test_a_count_measures_each_url_and_keeps_none_of_their_bytes(fresh_server, public_host):
+    """4. A token count reads each image URL, measures it (Anthropic's width x height / 750) and
+    drops it before the next: two 20 MiB images under the request's 50 MiB fetch budget are
+    counted, and the server's peak RSS grows by about one file, not by both (their base64 copies
+    in the translated request took four times that before)."""
+    from harness import peak_rss_kib
+
+    server = fresh_server
+    org = server.admin("org", "create", "--name", "Counter", "--credits", "10.00")
+    person = server.admin("user", "create", "--org", org["id"], "--email", "counter@example.test")
+    tenant = {"key": server.admin("key", "create", "--user", person["id"])["secret"]}
+    urls = [f"{public_host.base}/bigpng?mb=20&w=750&h=500&n={i}" for i in range(2)]
+    body = {"model": "fake-model-v1", "messages": [{"role": "user", "content": [
+        *({"type": "image", "source": {"type": "url", "url": u}} for u in urls), {"type": "text", "text": "count"}]}]}
+    text_only = {"model": "fake-model-v1", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "[image]"}, {"type": "text", "text": "[image]"}, {"type": "text", "text": "count"}]}]}
+    headers = {"x-api-key": tenant["key"]}
+    base = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers=headers, json=text_only, timeout=60)
+    assert base.status_code == 200, base.text
+    before = peak_rss_kib(server.proc.pid) / 1024
+    r = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers=headers, json=body, timeout=120)
+    peak = peak_rss_kib(server.proc.pid) / 1024
+    print(f"\ntwo 20 MiB image URLs counted: {r.status_code} {r.text}; peak RSS {before:.0f} -> {peak:.0f} MiB "
+          f"(+{peak - before:.0f})")
+    assert r.status_code == 200, r.text
+    # 750 x 500 / 750 = 500 tokens each, beside what the placeholders and the text count.
+    assert r.json()["input_tokens"] == base.json()["input_tokens"] + 2 * 500
+    assert peak - before < 45, f"+{peak - before:.0f} MiB: more than one 20 MiB file was held"

@@ -150,7 +150,13 @@ async fn count(
             None
         }
     };
-    Ok(MessageTokensCount {
-        input_tokens: counted.unwrap_or(estimate),
-    })
+    // The URL images and documents were measured and dropped: a counter that saw only their
+    // placeholders, or the estimate, gets their tokens added. Anthropic itself was sent the
+    // caller's body, URLs and all, and counted them.
+    let input_tokens = match counted {
+        Some(n) if served == Served::NativeAnthropic => n,
+        Some(n) => n + t.measured_tokens,
+        None => estimate + t.measured_tokens,
+    };
+    Ok(MessageTokensCount { input_tokens })
 }

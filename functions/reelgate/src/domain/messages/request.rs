@@ -62,6 +62,10 @@ pub struct Translated {
     pub thinking_budget: Option<u64>,
     /// Where the request's `cache_control` blocks put cache points, in the chat request.
     pub cache_points: Vec<CachePoint>,
+    /// For a token count: the tokens of the images and documents read from URLs, which were
+    /// measured and then dropped (each stands in the chat request as a short text placeholder),
+    /// so that a count never holds every fetched file at once.
+    pub measured_tokens: u64,
 }
 
 impl Translated {
@@ -400,6 +404,7 @@ async fn translate_for(
     served: Served,
 ) -> ApiResult<Translated> {
     let mut chat = Map::new();
+    let counting = matches!(request, MessagesRequest::CountTokens(_));
     let (prompt, stream, stop_sequences) = match request {
         MessagesRequest::CountTokens(prompt) => {
             chat.insert("model".into(), prompt.model.clone().into());
@@ -476,11 +481,13 @@ async fn translate_for(
     if list.is_empty() {
         return Err(invalid("messages", "At least one message is required."));
     }
+    let measured = std::sync::atomic::AtomicU64::new(0);
     let from = Sources {
         fetcher,
         pdf,
         model,
         served,
+        measured: counting.then_some(&measured),
     };
     for (i, m) in list.iter().enumerate() {
         let at = format!("messages.{i}");
@@ -493,6 +500,7 @@ async fn translate_for(
         stop_sequences,
         thinking_budget,
         cache_points: marks.finish()?,
+        measured_tokens: measured.into_inner(),
     })
 }
 
@@ -702,6 +710,8 @@ struct Sources<'a> {
     pdf: &'a dyn PdfRasterizer,
     model: &'a ChatModel,
     served: Served,
+    /// Set for a token count: URL images and documents are measured into it, not kept.
+    measured: Option<&'a std::sync::atomic::AtomicU64>,
 }
 
 /// One Messages API message as chat messages: an assistant turn is one message (text and
@@ -714,12 +724,7 @@ async fn message(
     out: &mut Vec<Value>,
     marks: &mut CacheMarks,
 ) -> ApiResult<()> {
-    let Sources {
-        fetcher,
-        pdf,
-        model,
-        served,
-    } = *from;
+    let served = from.served;
     let o = object(m, at)?;
     let role = match o.get("role").and_then(Value::as_str) {
         Some(r @ ("user" | "assistant")) => r,
@@ -784,11 +789,11 @@ async fn message(
         }
         match bo.get("type").and_then(Value::as_str) {
             Some("text") => parts.push(json!({"type": "text", "text": string(bo, "text", &bat)?})),
-            Some("image") => parts.push(image(fetcher, model, bo, &bat).await?),
-            Some("document") => parts.extend(document(fetcher, pdf, model, bo, &bat).await?),
+            Some("image") => parts.push(image(from, bo, &bat).await?),
+            Some("document") => parts.extend(document(from, bo, &bat).await?),
             Some("tool_result") => {
                 let id = string(bo, "tool_use_id", &bat)?;
-                let (text, images) = tool_result(fetcher, model, bo, &bat).await?;
+                let (text, images) = tool_result(from, bo, &bat).await?;
                 out.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
                 // Chat tool messages carry text only: a result's images follow in the user turn.
                 parts.extend(images);
@@ -961,8 +966,7 @@ fn assistant(blocks: &[Value], at: &str, served: Served) -> ApiResult<Value> {
 
 /// A `tool_result`'s content as the tool message's text, and its images for the user turn.
 async fn tool_result(
-    fetcher: &dyn Fetcher,
-    model: &ChatModel,
+    from: &Sources<'_>,
     o: &Map<String, Value>,
     at: &str,
 ) -> ApiResult<(String, Vec<Value>)> {
@@ -982,7 +986,7 @@ async fn tool_result(
                         }
                         text.push_str(string(bo, "text", &bat)?);
                     }
-                    Some("image") => images.push(image(fetcher, model, bo, &bat).await?),
+                    Some("image") => images.push(image(from, bo, &bat).await?),
                     _ => {
                         return Err(invalid(
                             &format!("{bat}.type"),
@@ -1020,12 +1024,13 @@ fn decode(o: &Map<String, Value>, at: &str) -> ApiResult<Vec<u8>> {
         .map_err(|_| invalid(&format!("{at}.data"), "The data is not valid base64."))
 }
 
-async fn image(
-    fetcher: &dyn Fetcher,
-    model: &ChatModel,
-    o: &Map<String, Value>,
-    at: &str,
-) -> ApiResult<Value> {
+async fn image(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
+    let Sources {
+        fetcher,
+        model,
+        measured,
+        ..
+    } = *from;
     // Before any fetch: a model that cannot see does not make us download.
     require_capability(model, "vision", at)?;
     let sat = format!("{at}.source");
@@ -1051,6 +1056,11 @@ async fn image(
                     format!("The URL did not give an image (it gave {}).", sniffed.mime),
                 ));
             }
+            if let Some(measured) = measured {
+                let tokens = image_tokens(&bytes, &format!("{sat}.url"))?;
+                measured.fetch_add(tokens, std::sync::atomic::Ordering::Relaxed);
+                return Ok(json!({"type": "text", "text": MEASURED_IMAGE}));
+            }
             (sniffed.mime.to_string(), bytes)
         }
         _ => {
@@ -1064,13 +1074,14 @@ async fn image(
     Ok(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{b64}")}}))
 }
 
-async fn document(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    o: &Map<String, Value>,
-    at: &str,
-) -> ApiResult<Vec<Value>> {
+async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResult<Vec<Value>> {
+    let Sources {
+        fetcher,
+        pdf,
+        model,
+        measured,
+        ..
+    } = *from;
     let sat = format!("{at}.source");
     let source = object(o.get("source").unwrap_or(&Value::Null), &sat)?;
     let title = o.get("title").and_then(Value::as_str);
@@ -1100,7 +1111,7 @@ async fn document(
                     Some("text") => {
                         parts.push(json!({"type": "text", "text": string(bo, "text", &bat)?}))
                     }
-                    Some("image") => parts.push(image(fetcher, model, bo, &bat).await?),
+                    Some("image") => parts.push(image(from, bo, &bat).await?),
                     _ => {
                         return Err(invalid(
                             &format!("{bat}.type"),
@@ -1123,7 +1134,16 @@ async fn document(
         }
         Some("url") => {
             let url = string(source, "url", &sat)?;
-            fetch::fetch(fetcher, url, &format!("{sat}.url")).await?
+            let bytes = fetch::fetch(fetcher, url, &format!("{sat}.url")).await?;
+            if let Some(measured) = measured {
+                if !bytes.starts_with(b"%PDF") {
+                    return Err(invalid(&sat, "The document is not a PDF."));
+                }
+                let tokens = document_tokens(pdf, bytes, &sat).await?;
+                measured.fetch_add(tokens, std::sync::atomic::Ordering::Relaxed);
+                return Ok(vec![json!({"type": "text", "text": MEASURED_DOCUMENT})]);
+            }
+            bytes
         }
         _ => {
             return Err(invalid(
@@ -1146,6 +1166,39 @@ async fn document(
     }
     require_capability(model, "vision", at)?;
     convert::bytes_parts(pdf, bytes, title, &sat).await
+}
+
+/// What stands in a token count's chat request for an image read from a URL, once measured.
+const MEASURED_IMAGE: &str = "[image]";
+/// What stands for a document read from a URL, once measured.
+const MEASURED_DOCUMENT: &str = "[document]";
+/// Anthropic's documented image cost: `width * height / 750` tokens, after an image whose long
+/// side passes 1,568 pixels is scaled down to it, and at most about 1,600.
+const IMAGE_LONG_SIDE: u64 = 1_568;
+const MAX_IMAGE_TOKENS: u64 = 1_600;
+
+/// The tokens of an image as Anthropic documents them ([`IMAGE_LONG_SIDE`]), from its header.
+fn image_tokens(bytes: &[u8], param: &str) -> ApiResult<u64> {
+    let (w, h) = reelgate_media::image_dimensions(bytes)
+        .map_err(|e| invalid(param, format!("The image cannot be read: {e}.")))?;
+    let (w, h) = (u64::from(w), u64::from(h));
+    let long = w.max(h).max(1);
+    let (w, h) = if long > IMAGE_LONG_SIDE {
+        (w * IMAGE_LONG_SIDE / long, h * IMAGE_LONG_SIDE / long)
+    } else {
+        (w, h)
+    };
+    Ok((w * h).div_ceil(750).clamp(1, MAX_IMAGE_TOKENS))
+}
+
+/// The tokens of a PDF read from a URL, for a count: its pages rasterized as a model without
+/// `file` would see them, each measured as an image and dropped.
+async fn document_tokens(pdf: &dyn PdfRasterizer, bytes: Vec<u8>, param: &str) -> ApiResult<u64> {
+    let mut tokens = 0;
+    for page in convert::rasterize(pdf, bytes, param).await? {
+        tokens += image_tokens(&page, param)?;
+    }
+    Ok(tokens)
 }
 
 /// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the

@@ -565,6 +565,34 @@ async fn file_parts(
     Ok(Vec::new())
 }
 
+/// A PDF's pages as PNGs, through the rasterizer; its refusals become the caller's 400 naming
+/// `param`, and an unavailable or busy rasterizer a 503 that says so.
+pub async fn rasterize(
+    pdf: &dyn PdfRasterizer,
+    bytes: Vec<u8>,
+    param: &str,
+) -> ApiResult<Vec<Vec<u8>>> {
+    pdf.rasterize(bytes).await.map_err(|e| match e {
+        PdfError::Refused(why) => {
+            ApiError::invalid(param, format!("The PDF cannot be used: {why}."))
+        }
+        PdfError::Unavailable(why) => {
+            tracing::error!(error = %why, "PDF renderer unavailable");
+            ApiError::unavailable(
+                "pdf_renderer_unavailable",
+                "The PDF renderer is unavailable; try again later.",
+            )
+        }
+        PdfError::Busy(waited) => ApiError::unavailable(
+            "pdf_renderer_busy",
+            format!(
+                "Every PDF renderer stayed busy with other documents for {waited} s \
+                 (organizations are served in turn); try again in a few seconds."
+            ),
+        ),
+    })
+}
+
 /// What a file's bytes become for a chat model: an image part, a PDF's pages as images, or a text part.
 pub async fn bytes_parts(
     pdf: &dyn PdfRasterizer,
@@ -581,25 +609,7 @@ pub async fn bytes_parts(
             Ok(vec![json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})])
         }
         MediaKind::Pdf => {
-            let pages = pdf.rasterize(bytes).await.map_err(|e| match e {
-                PdfError::Refused(why) => {
-                    ApiError::invalid(param, format!("The PDF cannot be used: {why}."))
-                }
-                PdfError::Unavailable(why) => {
-                    tracing::error!(error = %why, "PDF renderer unavailable");
-                    ApiError::unavailable(
-                        "pdf_renderer_unavailable",
-                        "The PDF renderer is unavailable; try again later.",
-                    )
-                }
-                PdfError::Busy(waited) => ApiError::unavailable(
-                    "pdf_renderer_busy",
-                    format!(
-                        "Every PDF renderer stayed busy with other documents for {waited} s \
-                         (organizations are served in turn); try again in a few seconds."
-                    ),
-                ),
-            })?;
+            let pages = rasterize(pdf, bytes, param).await?;
             Ok(pages
                 .into_iter()
                 .map(|png| {

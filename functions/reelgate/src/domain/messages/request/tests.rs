@@ -303,6 +303,91 @@ async fn count_tokens_takes_no_max_tokens_and_estimates_text_and_tools() {
     assert_eq!(e.param.as_deref(), Some("max_tokens"));
 }
 
+/// A fake fetcher serving the header of a PNG of the size its URL names (`…/WxH.png`).
+struct FakeSizedPngs;
+
+fn png_header(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    }
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0d".to_vec();
+    png.extend_from_slice(&ihdr);
+    png.extend_from_slice(&crc32(&ihdr).to_be_bytes());
+    // The decoder reads the header up to the first IDAT chunk; the pixels are never read.
+    png.extend_from_slice(b"\0\0\0\0IDAT");
+    png.extend_from_slice(&crc32(b"IDAT").to_be_bytes());
+    png
+}
+
+#[async_trait]
+impl Fetcher for FakeSizedPngs {
+    async fn fetch(&self, url: &str, _max: u64) -> Result<Fetched, FetchError> {
+        let size = url.rsplit('/').next().unwrap().trim_end_matches(".png");
+        let (w, h) = size.split_once('x').unwrap();
+        Ok(Fetched {
+            bytes: png_header(w.parse().unwrap(), h.parse().unwrap()),
+            content_type: None,
+        })
+    }
+    async fn post(&self, _: &str, _: &[(&str, String)], _: Vec<u8>) -> Result<u16, FetchError> {
+        Err(FetchError::Refused)
+    }
+    async fn check(&self, _: &str) -> Result<(), FetchError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_count_measures_url_images_and_keeps_none_of_their_bytes() {
+    let image = |url: &str| json!({"type": "image", "source": {"type": "url", "url": url}});
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+        image("https://img.test/1000x750.png"),
+        image("https://img.test/3000x1500.png"),
+        {"type": "text", "text": "what differs?"},
+    ]}]});
+    let t = to_chat(
+        &FakeSizedPngs,
+        &crate::ports::pdf::NoRasterizer,
+        &model(&["text", "vision"]),
+        body.clone(),
+        Purpose::CountTokens,
+    )
+    .await
+    .unwrap();
+    // 1000 * 750 / 750, then 3000x1500 scaled to 1568x784 (1,640) held to 1,600.
+    assert_eq!(t.measured_tokens, 1_000 + 1_600);
+    let content = t.chat["messages"][0]["content"].to_string();
+    assert!(!content.contains("base64"), "{content}");
+    assert_eq!(t.chat["messages"][0]["content"][0]["text"], MEASURED_IMAGE);
+    // A message itself still carries the image's bytes.
+    let mut sent = body;
+    sent["max_tokens"] = json!(10);
+    let t = to_chat(
+        &FakeSizedPngs,
+        &crate::ports::pdf::NoRasterizer,
+        &model(&["text", "vision"]),
+        sent,
+        Purpose::Create,
+    )
+    .await
+    .unwrap();
+    assert_eq!(t.measured_tokens, 0);
+    assert!(t.chat["messages"][0]["content"]
+        .to_string()
+        .contains("base64"));
+}
+
 #[test]
 fn a_url_source_anywhere_is_a_fetch() {
     let plain = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
