@@ -2141,6 +2141,7 @@ fn guarded<T>(work: impl FnOnce() -> Result<T, MediaError>) -> Result<T, MediaEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::demux::tests::{bx, full};
 
     /// Writes an H.264 RBSP bit by bit.
     #[derive(Default)]
@@ -2601,21 +2602,6 @@ mod tests {
             pass_through_max_bytes(768, 768, 0, 0.0),
             (1 << 20) + 72_000 + (1 << 20)
         );
-    }
-
-    fn bx(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
-        let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
-        out.extend_from_slice(kind);
-        out.extend_from_slice(payload);
-        out
-    }
-
-    fn full(kind: &[u8; 4], fields: &[u32]) -> Vec<u8> {
-        let mut payload = vec![0u8; 4];
-        for f in fields {
-            payload.extend_from_slice(&f.to_be_bytes());
-        }
-        bx(kind, &payload)
     }
 
     /// A QuickTime file of one 48 kHz stereo 16-bit little-endian PCM track (`sowt`) holding

@@ -650,10 +650,11 @@ pub(crate) fn avcc_to_annexb(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn bx(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+    /// A box of `kind` around `payload` (32-bit size).
+    pub(crate) fn bx(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
         let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
         out.extend_from_slice(kind);
         out.extend_from_slice(payload);
@@ -661,7 +662,7 @@ mod tests {
     }
 
     /// A full box: version 0, no flags, then `fields` as 32-bit words.
-    fn full(kind: &[u8; 4], fields: &[u32]) -> Vec<u8> {
+    pub(crate) fn full(kind: &[u8; 4], fields: &[u32]) -> Vec<u8> {
         let mut payload = vec![0u8; 4];
         for f in fields {
             payload.extend_from_slice(&f.to_be_bytes());

@@ -1,10 +1,10 @@
 //! Random-access sources of media bytes: a file the conform stage reads in bounded windows
 //! (the `moov` box, then each sample as it is decoded or copied) instead of holding it whole.
 //!
-//! [`ReadAt`] is implemented for bytes in memory (`[u8]`, `Vec<u8>`, and references, boxes and
-//! `Arc`s of any source) and for a local file through [`FileSource`], which reads with
-//! `pread(2)` ([`std::os::unix::fs::FileExt::read_exact_at`]), so one source may be shared by
-//! threads without a cursor.
+//! [`ReadAt`] is implemented for bytes in memory (`[u8]`, `Vec<u8>`, and references to any
+//! source) and for a local file through [`FileSource`], which reads with `pread(2)`
+//! ([`std::os::unix::fs::FileExt::read_exact_at`]), so one source may be shared by threads
+//! without a cursor.
 //!
 //! This module is a leaf: it imports nothing from the rest of the crate.
 
@@ -12,7 +12,6 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Bytes that can be read at any offset, of a length known up front.
 pub trait ReadAt: Send + Sync {
@@ -71,34 +70,6 @@ impl ReadAt for Vec<u8> {
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for &T {
-    fn size(&self) -> u64 {
-        (**self).size()
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-
-    fn as_bytes(&self) -> Option<&[u8]> {
-        (**self).as_bytes()
-    }
-}
-
-impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
-    fn size(&self) -> u64 {
-        (**self).size()
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-
-    fn as_bytes(&self) -> Option<&[u8]> {
-        (**self).as_bytes()
-    }
-}
-
-impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
     fn size(&self) -> u64 {
         (**self).size()
     }

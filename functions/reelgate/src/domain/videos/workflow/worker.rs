@@ -616,39 +616,33 @@ async fn poll(
     };
     match render.status {
         RenderStatus::Succeeded => {
-            let body = match engine.fetch_result(&render).await {
-                Ok(body) => body,
-                Err(e) => {
-                    return fail_task(
-                        pipeline,
-                        token,
-                        video_id,
-                        errors::ENGINE_UNAVAILABLE,
-                        &format!("downloading the output: {e}"),
-                    )
-                    .await
-                }
-            };
-            // Streamed into the store as it arrives (never whole in memory); past the conform
-            // stage's limit the store keeps nothing and the job fails, unbilled.
+            // Streamed into the store as it arrives (never whole in memory); an answer that
+            // fails or passes the conform stage's limit leaves nothing stored and fails the
+            // job, unbilled. Only the store's own outage is retried.
             let output_key = videos::output_blob_key(org, video_id);
-            match pipeline
-                .blobs
-                .put_stream(&output_key, "video/mp4", body, MAX_ENGINE_OUTPUT_BYTES)
-                .await
-            {
-                Ok(_) => {}
-                Err(e @ (BlobError::TooLarge { .. } | BlobError::Source(_))) => {
-                    return fail_task(
-                        pipeline,
-                        token,
-                        video_id,
-                        errors::ENGINE_UNAVAILABLE,
-                        &format!("downloading the output: {e}"),
-                    )
+            let downloaded = match engine.fetch_result(&render).await {
+                Err(e) => Err(e.to_string()),
+                Ok(body) => match pipeline
+                    .blobs
+                    .put_stream(&output_key, "video/mp4", body, MAX_ENGINE_OUTPUT_BYTES)
                     .await
-                }
-                Err(e) => return Err(e.to_string()),
+                {
+                    Ok(_) => Ok(()),
+                    Err(e @ (BlobError::TooLarge { .. } | BlobError::Source(_))) => {
+                        Err(e.to_string())
+                    }
+                    Err(e) => return Err(e.to_string()),
+                },
+            };
+            if let Err(cause) = downloaded {
+                return fail_task(
+                    pipeline,
+                    token,
+                    video_id,
+                    errors::ENGINE_UNAVAILABLE,
+                    &format!("downloading the output: {cause}"),
+                )
+                .await;
             }
             let result = RenderResult {
                 output_key,
