@@ -376,6 +376,54 @@ def test_large_engine_answers_are_streamed_to_the_store_and_conformed_in_windows
     assert peak - before < 160, f"+{peak - before:.0f} MiB: an answer was held whole"
 
 
+def test_the_conform_stage_serves_organizations_in_turn(fake_videos, upstream):
+    """One conform at a time, two organizations: the first sends four jobs, the second one job
+    just after. Each freed slot goes to the organization holding fewest, taking turns among
+    equals, so the second organization's clip is conformed before the first's third and fourth
+    (first-come would make it last)."""
+    import tempfile
+    import time as clock
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        srv = start_server(data_dir, fake_videos, upstream, env={"REELGATE_CONFORM_CONCURRENCY": "1",
+                                                                  "REELGATE_LOG": "warn"},
+                           renders_at_once=4)
+        try:
+            org = srv.admin("org", "create", "--name", "Neighbour", "--credits", "20.00")
+            person = srv.admin("user", "create", "--org", org["id"], "--email", "neighbour@example.test")
+            other_key = srv.admin("key", "create", "--user", person["id"])["secret"]
+            srv.agree(person["id"], org["id"])
+            # The first organization's clips are long, so that the second's short one has
+            # rendered and is waiting while they are conformed.
+            body = {"model": "far-openai", "prompt": "a tide in turn", "seconds": 4, "aspect_ratio": "16:9"}
+            jobs = {}
+            for i in range(4):
+                r = create(srv, {**body, "seconds": 12})
+                assert r.status_code == 200, r.text
+                jobs[r.json()["id"]] = f"first {i + 1}"
+            r = httpx.post(f"{srv.base_url}/v1/videos", headers=auth(other_key), json=body, timeout=30)
+            assert r.status_code == 200, r.text
+            neighbour = r.json()["id"]
+            jobs[neighbour] = "neighbour"
+            done = {}
+            deadline = clock.time() + 400
+            while len(done) < len(jobs) and clock.time() < deadline:
+                for vid in jobs:
+                    if vid in done:
+                        continue
+                    key = other_key if vid == neighbour else srv.api_key
+                    v = httpx.get(f"{srv.base_url}/v1/videos/{vid}", headers=auth(key), timeout=30).json()
+                    if v["status"] in ("completed", "failed", "canceled"):
+                        done[vid] = (clock.time(), v["status"])
+                clock.sleep(0.2)
+        finally:
+            srv.stop()
+    order = [jobs[vid] for vid, _ in sorted(done.items(), key=lambda kv: kv[1][0])]
+    print(f"\nconform order, one slot: {order}")
+    assert all(status == "completed" for _, status in done.values()), done
+    assert len(order) == 5 and order.index("neighbour") <= 2, order
+
+
 def test_a_job_renders_through_a_second_reelgate(server, upstream, tmp_path):
     job = create(server, {"model": "far-reelgate", "prompt": "a tram in the rain", "seconds": 4, "aspect_ratio": "16:9"}).json()
     v = wait_terminal(server, job["id"])
