@@ -7,6 +7,7 @@ to a temporary folder (printed; CONSOLE_SCREENSHOTS names another): they are com
 request."""
 
 import base64
+import json
 import os
 import re
 import struct
@@ -115,11 +116,14 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
     shot(page, "new-video.png")
     page.click("#create")
 
+    # Create lands on the new video's own page, with its quote (not a charge) while it runs.
+    expect(page).to_have_url(re.compile(r"/console/videos/video_[A-Za-z0-9_-]+$"))
+    expect(page.locator("#page-video")).to_be_visible()
+    expect(page.locator("#vp-charge")).to_have_text(re.compile(r"^(quote 0\.40 USD|charged 0\.40 USD)$"))
+    expect(page.locator("#vp-status")).to_have_text("Completed", timeout=120000)
+    page.click(".crumbs a")
     expect(page.locator("#page-videos")).to_be_visible()
     card = page.locator("#video-list li.card").first
-    # The new job is in view right after Create, with its quote (not a charge) while it runs.
-    expect(card).to_be_in_viewport()
-    expect(card.locator(".charge")).to_have_text(re.compile(r"^(quote 0\.40 USD|charged 0\.40 USD)$"))
     expect(card.locator(".badge")).to_have_text("Completed", timeout=120000)
     expect(card.locator(".charge")).to_have_text("charged 0.40 USD")
     # The thumbnail and Download are there without any click.
@@ -155,6 +159,104 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
     expect(page.locator("#u-balance")).to_have_text("24.60 USD")
     expect(page.locator("#u-charges")).to_contain_text("Video render · reel-1")
     shot(page, "usage.png")
+    context.close()
+
+
+def run_code(code: str, lang: str, key: str) -> str:
+    """Runs "View code" output as a person would: the key in REELGATE_API_KEY, the text as shown."""
+    env = {**os.environ, "REELGATE_API_KEY": key}
+    if lang == "curl":
+        argv = ["bash", "-c", code]
+    elif lang == "python":
+        argv = [sys.executable, "-c", code]
+    else:
+        # The SDK the project's tools installed (an ES module import does not search NODE_PATH).
+        sdk = os.path.join(os.path.dirname(os.path.dirname(AXE)), "openai", "index.mjs")
+        argv = ["node", "--input-type=module", "-e", code.replace('from "openai"', f'from "{sdk}"')]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, (code, out.stdout, out.stderr)
+    return out.stdout
+
+
+def wait_done(site, video_id, timeout=120):
+    """Waits until a job ends (the plan renders two at a time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = httpx.get(f"{site.base_url}/v1/videos/{video_id}",
+                      headers={"Authorization": f"Bearer {site.api_key}"}, timeout=30).json()
+        if v["status"] in ("completed", "failed", "canceled"):
+            return v
+        time.sleep(0.5)
+    raise AssertionError(f"{video_id} did not finish")
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (375, 812)])
+def test_a_video_page_shows_the_video_remixes_it_and_its_code_runs(site, browser, width, height):
+    """A video's own page: linkable, the output large with what made it; Remix lands on the new
+    video's page, which names its source; "View code" is the request, and run as shown (with a
+    key) it creates a job."""
+    site.agree(site.user, site.org)
+    headers = {"Authorization": f"Bearer {site.api_key}"}
+    made = httpx.post(f"{site.base_url}/v1/videos", headers=headers, timeout=30, json={
+        "model": "reel-1", "prompt": "A lighthouse at dusk, waves below", "seconds": 4, "aspect_ratio": "16:9"})
+    assert made.status_code == 200, made.text
+    source = made.json()["id"]
+    context, page = new_page(browser, width=width, height=height)
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/videos/{source}")
+    expect(page.locator("#page-video")).to_be_visible()
+    expect(page.locator("#vp-id")).to_have_text(source)
+    expect(page.locator("#vp-status")).to_have_text("Completed", timeout=120000)
+    expect(page.locator("#vp-title")).to_have_text("A lighthouse at dusk, waves below")
+    expect(page.locator("#vp-facts")).to_contain_text("reel-1")
+    expect(page.locator("#vp-facts")).to_contain_text("Charge0.40 USD")
+    page.wait_for_function("v => v && v.readyState >= 1", arg=page.locator("#vp-media video").element_handle(),
+                           timeout=30000)
+    expect(page.get_by_role("link", name="Download")).to_be_visible()
+    shot(page, f"video-page-{width}.png")
+
+    # View code, each language, as shown.
+    page.click("#vp-code summary")
+    expect(page.locator("#vp-code-text")).to_contain_text("/v1/videos")
+    curl = page.locator("#vp-code-text").inner_text()
+    assert "$REELGATE_API_KEY" in curl and site.api_key not in curl
+    made_by_curl = json.loads(run_code(curl, "curl", site.api_key))
+    assert made_by_curl["object"] == "video" and made_by_curl["prompt"] == "A lighthouse at dusk, waves below"
+    assert wait_done(site, made_by_curl["id"])["status"] == "completed"
+    if width == 1366:
+        page.click("#vp-code-python")
+        expect(page.locator("#vp-code-text")).to_contain_text("client.videos.create(")
+        out = run_code(page.locator("#vp-code-text").inner_text(), "python", site.api_key)
+        assert out.startswith("video_"), out
+        wait_done(site, out.split()[0])
+        page.click("#vp-code-node")
+        expect(page.locator("#vp-code-text")).to_contain_text("client.videos.create(")
+        out = run_code(page.locator("#vp-code-text").inner_text(), "node", site.api_key)
+        assert out.startswith("video_"), out
+        wait_done(site, out.split()[0])
+        shot(page, "video-page-code.png")
+
+    # Remix from the page: the new video's page names its source, and links to it.
+    page.get_by_role("button", name="Remix").click()
+    expect(page.locator("#vp-op-form")).to_be_visible()
+    page.fill("#vp-op-prompt", "The same lighthouse, in snow")
+    page.click("#vp-op-submit")
+    page.wait_for_url(lambda url: re.search(r"/console/videos/video_[A-Za-z0-9_-]+$", url) and source not in url)
+    remix = page.url.rsplit("/", 1)[1]
+    expect(page.locator("#vp-facts")).to_contain_text(f"remix of {source}")
+    expect(page.locator("#vp-status")).to_have_text("Completed", timeout=120000)
+    page.click("#vp-code summary")
+    expect(page.locator("#vp-code-text")).to_contain_text(f"/v1/videos/{source}/remix")
+    shot(page, f"video-page-remix-{width}.png")
+    page.get_by_role("link", name=f"remix of {source}").click()
+    expect(page.locator("#vp-id")).to_have_text(source)
+    # A nav link from a video's page goes back to the console's own pages.
+    page.click("nav a[href='#videos']")
+    expect(page.locator("#page-videos")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/console/#videos$"))
+    # An id that is not the organization's.
+    page.goto(f"{site.base_url}/console/videos/video_nonexistent")
+    expect(page.locator("#vp-title")).to_have_text("No such video.")
     context.close()
 
 
@@ -474,10 +576,8 @@ def test_agree_and_create_by_keyboard_alone(site, browser):
     expect(page.locator("#quote-amount")).to_have_text("0.50 USD")
     tab_to(page, "#create")
     page.keyboard.press("Enter")
-    expect(page.locator("#page-videos")).to_be_visible()
-    expect(page.locator("#video-list li.card").first.locator(".prompt")).to_have_text(
-        "A lighthouse at dusk, waves rolling in"
-    )
+    expect(page.locator("#page-video")).to_be_visible()
+    expect(page.locator("#vp-title")).to_have_text("A lighthouse at dusk, waves rolling in")
     context.close()
 
 
@@ -591,11 +691,10 @@ def test_new_video_offers_the_models_inputs_and_uploads_a_first_frame_with_progr
     shot(page, "new-video-upload.png")
     page.click("#create")
 
-    expect(page.locator("#page-videos")).to_be_visible()
-    card = page.locator("#video-list li.card").first
-    expect(card.locator(".prompt")).to_have_text("The four colours drift apart slowly")
-    expect(card.locator(".badge")).to_have_text("Completed", timeout=120000)
-    video_id = card.get_attribute("id").removeprefix("video-")
+    expect(page.locator("#page-video")).to_be_visible()
+    expect(page.locator("#vp-title")).to_have_text("The four colours drift apart slowly")
+    expect(page.locator("#vp-status")).to_have_text("Completed", timeout=120000)
+    video_id = page.url.rsplit("/", 1)[1]
     # The render starts from the uploaded frame: frame 0, shrunk to 16x9, has its four colours.
     mp4 = httpx.get(f"{site.base_url}/v1/videos/{video_id}/content",
                     headers={"Authorization": f"Bearer {site.api_key}"}, timeout=30)
@@ -950,6 +1049,9 @@ def test_translation_unavailable_without_a_translator_says_so_plainly(site):
 
 
 def test_a_used_link_and_the_signed_out_page_lead_somewhere(site, browser):
+    """A used link's page, and the page after signing out, say how to get back in on this
+    server: locally, the `reelgate admin console-link` command, with the ids of the person who
+    last signed in on this browser once there was one."""
     context, page = new_page(browser)
     link = site.console_link(site.user, site.org)
     assert httpx.get(link, follow_redirects=False).status_code == 303  # used once
@@ -957,13 +1059,27 @@ def test_a_used_link_and_the_signed_out_page_lead_somewhere(site, browser):
     assert r.status == 401
     expect(page.locator("#signin-refused")).to_be_visible()
     expect(page.locator("header.top .brand")).to_be_visible()
-    expect(page.locator("#signin-admin")).to_contain_text("Ask your administrator")
-    body = page.locator("main").inner_text()
-    assert "`" not in body and "reelgate admin" not in body, body
+    expect(page.locator("#signin-cli")).to_be_visible()
+    # Nobody has signed in on this browser yet: the command with what to fill in.
+    expect(page.locator("#signin-command")).to_have_value("reelgate admin console-link --user USER_ID --org ORG_ID")
+    expect(page.locator("#signin-cli-who")).to_contain_text("user and organization ids")
     shot(page, "link-refused.png")
     page.click("#lang")
     expect(page.locator("#signin-refused")).to_contain_text("期限切れ")
+    expect(page.locator("#signin-cli")).to_contain_text("コマンドライン")
     shot(page, "link-refused-ja.png")
+    page.click("#lang")
+    # Signed in, then out: the exact command for this person, which makes a link that works.
+    sign_in(page, site)
+    page.click("#signout")
+    expect(page.locator("#page-signin")).to_be_visible()
+    command = f"reelgate admin console-link --user {site.user} --org {site.org}"
+    expect(page.locator("#signin-command")).to_have_value(command)
+    expect(page.locator("#signin-cli-who")).to_contain_text("last signed in on this browser")
+    shot(page, "signed-out.png")
+    link = site.admin(*command.split()[2:], "--public-url", site.base_url)["url"]
+    page.goto(link)
+    expect(page.locator("#nav")).to_be_visible()
     context.close()
 
 
@@ -973,6 +1089,19 @@ def axe_violations(page):
         runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})""")
     return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:5])
             for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def any_video(site):
+    """A video of the organization's: the newest, or a new one."""
+    headers = {"Authorization": f"Bearer {site.api_key}"}
+    listed = httpx.get(f"{site.base_url}/v1/videos", headers=headers, timeout=30).json()["data"]
+    if listed:
+        return listed[0]["id"]
+    site.agree(site.user, site.org)
+    made = httpx.post(f"{site.base_url}/v1/videos", headers=headers, timeout=30, json={
+        "model": "reel-1", "prompt": "A kite over a beach", "seconds": 4, "aspect_ratio": "16:9"})
+    assert made.status_code == 200, made.text
+    return made.json()["id"]
 
 
 def test_axe_finds_no_serious_violations_on_any_page(site, browser):
@@ -990,6 +1119,12 @@ def test_axe_finds_no_serious_violations_on_any_page(site, browser):
             expect(page.locator(f"#page-{name}")).to_be_visible()
             page.wait_for_load_state("networkidle")
             found[f"{name}@{width}"] = axe_violations(page)
+        # A video's own page, with its View code open.
+        page.goto(f"{site.base_url}/console/videos/{any_video(site)}")
+        expect(page.locator("#page-video")).to_be_visible()
+        page.click("#vp-code summary")
+        page.wait_for_load_state("networkidle")
+        found[f"video@{width}"] = axe_violations(page)
         context.close()
     bad = {k: v for k, v in found.items() if v}
     assert not bad, bad

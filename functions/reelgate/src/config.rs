@@ -310,6 +310,10 @@ pub struct Settings {
     /// A host default: on locally; off on Lambda, where most API functions may only read the
     /// table.
     pub record_key_use: bool,
+    /// Whether this host's operator makes console sign-in links with `reelgate admin
+    /// console-link` on the same data (the local server): the console's signed-out page then
+    /// shows the person that command. A host default.
+    pub console_links_by_cli: bool,
     /// `REELGATE_ORIGIN_SECRET` (and `_SECONDARY`): only requests carrying one of these in
     /// `x-reelgate-origin-secret` are served (`crate::api::origin`). None serves every request.
     pub origin_secrets: Option<OriginSecrets>,
@@ -498,6 +502,7 @@ impl Default for Settings {
             allow_private_file_urls: false,
             account_cache: Duration::ZERO,
             record_key_use: false,
+            console_links_by_cli: false,
             origin_secrets: None,
             metrics_token: None,
             console_link_ttl: Duration::from_secs(15 * 60),
@@ -919,6 +924,7 @@ impl Config {
             content_redirect: self.content_redirect.unwrap_or(defaults.content_redirect),
             account_cache: self.account_cache.unwrap_or(defaults.account_cache),
             record_key_use: defaults.record_key_use,
+            console_links_by_cli: defaults.console_links_by_cli,
             ..self.settings.clone()
         }
     }
@@ -936,6 +942,8 @@ pub struct HostDefaults {
     /// Whether authentication writes a key's last-use time: the local server does; on Lambda
     /// only a few functions may write the table, so the console shows no last use there yet.
     pub record_key_use: bool,
+    /// Whether sign-in links come from `reelgate admin console-link` on this host's data.
+    pub console_links_by_cli: bool,
 }
 
 impl HostDefaults {
@@ -944,12 +952,14 @@ impl HostDefaults {
         content_redirect: false,
         account_cache: Duration::ZERO,
         record_key_use: true,
+        console_links_by_cli: true,
     };
     /// Lambda's.
     pub const LAMBDA: HostDefaults = HostDefaults {
         content_redirect: true,
         account_cache: Duration::from_secs(5),
         record_key_use: false,
+        console_links_by_cli: false,
     };
 }
 

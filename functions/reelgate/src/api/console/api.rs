@@ -37,6 +37,7 @@ pub fn routes() -> Router<App> {
         )
         .route("/console/api/videos/{video_id}/media", get(media))
         .route("/console/api/videos/{video_id}/cancel", post(cancel_video))
+        .route("/console/api/videos/{video_id}/remix", post(remix_video))
         .route("/console/api/chat/completions", post(chat))
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{key_id}", delete(revoke_key))
@@ -178,6 +179,29 @@ async fn create_video(
         workflow.as_deref(),
         &s.caller,
         key,
+        &body,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
+/// A remix of a completed video as the signed-in person (JSON: `{"prompt": …}`).
+async fn remix_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    use crate::api::video_answers::{idempotency_key, render_create};
+    let workflow = app.workflow();
+    let (cx, key) = (app.context(), idempotency_key(&headers));
+    let answer = crate::domain::videos::remix::remix(
+        cx,
+        workflow.as_deref(),
+        &s.caller,
+        key,
+        &video_id,
         &body,
     )
     .await?;

@@ -31,6 +31,8 @@ pub fn routes() -> Router<App> {
         .route("/console", get(page))
         .route("/console/", get(page))
         .route("/console/signin", get(sign_in))
+        // A video's own page: the same single page, which reads the id from its path.
+        .route("/console/videos/{video_id}", get(page))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
         .merge(api::routes())
@@ -238,6 +240,9 @@ fn console_page(app: &App, link_refused: bool) -> Response {
             .replacen(REFUSED_SLOT, "id=\"signin-refused\"", 1)
             .into();
     }
+    if app.settings.console_links_by_cli {
+        html = html.replacen(CLI_LINK_SLOT, "id=\"signin-cli\"", 1).into();
+    }
     asset(html.into_owned(), "text/html; charset=utf-8")
 }
 
@@ -245,6 +250,9 @@ fn console_page(app: &App, link_refused: bool) -> Response {
 const OIDC_SLOT: &str = "<!-- oidc sign-in -->";
 /// The sign-in page's "ask your administrator" line, hidden where OIDC sign-in is offered.
 const NO_OIDC_HINT: &str = "id=\"signin-admin\" class=\"hint\"";
+/// The sign-in page's `reelgate admin console-link` help, shown where this host's operator makes
+/// links that way (the local server).
+const CLI_LINK_SLOT: &str = "id=\"signin-cli\" hidden";
 /// The sign-in page's refused-link notice, shown only on a refused link's page.
 const REFUSED_SLOT: &str = "id=\"signin-refused\" hidden";
 async fn css() -> Response {

@@ -792,6 +792,17 @@ pub const OPERATIONS: &[Operation] = &[
         ..DEFAULT
     },
     Operation {
+        path: "/console/videos/{video_id}",
+        id: "ConsoleVideoPage",
+        tag: "console",
+        summary: "The console's single page, opened on one video's page",
+        auth: Auth::None,
+        params: &[path("video_id", "A video id (`video_…`).")],
+        ok: &[(200, Answer::Html)],
+        errors: &[],
+        ..DEFAULT
+    },
+    Operation {
         path: "/console/signin",
         id: "ConsoleSignIn",
         tag: "console",
@@ -1031,6 +1042,20 @@ pub const OPERATIONS: &[Operation] = &[
         params: &[path("video_id", "A video id (`video_…`).")],
         ok: &[(200, Answer::Json("Video"))],
         errors: &[401, 403, 404, 409],
+        ..DEFAULT
+    },
+    Operation {
+        method: "POST",
+        path: "/console/api/videos/{video_id}/remix",
+        id: "ConsoleRemixVideo",
+        tag: "console",
+        summary: "Remix a completed video as the signed-in person",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("video_id", "The completed video to remix (`video_…`).")],
+        body: Body::Json("VideoRemixRequest"),
+        ok: &[(200, Answer::Json("Video"))],
+        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+        links: CONSOLE_VIDEO_LINKS,
         ..DEFAULT
     },
     Operation {

@@ -15,7 +15,6 @@ const TEXT = {
     model: "Model", seconds: "Seconds", aspect: "Aspect ratio", prompt: "Prompt",
     prompt_hint: "Describe the scene. Put spoken dialogue between <d> and </d>, e.g. <d>Good morning!</d>",
     quote: "Quote", available: "Available balance", create: "Create video", per_second: "per second",
-    created: "Video created. It appears below as it renders.",
     videos_title: "Videos", videos_hint: "Newest first. The list refreshes every 2 seconds while a video is rendering.",
     videos_empty: "No videos yet.", play: "Play", download: "Download", delete: "Delete",
     confirm_delete: "Delete this video and its files?", deleted: "Video deleted.",
@@ -80,7 +79,6 @@ const TEXT = {
     model: "モデル", seconds: "秒数", aspect: "アスペクト比", prompt: "プロンプト",
     prompt_hint: "場面を説明してください。話すせりふは <d> と </d> で囲みます(例: <d>おはよう!</d>)。",
     quote: "見積もり", available: "利用可能残高", create: "動画を作成", per_second: "1秒あたり",
-    created: "動画を作成しました。レンダリングの進み具合が下に表示されます。",
     videos_title: "動画", videos_hint: "新しい順。レンダリング中は2秒ごとに更新されます。",
     videos_empty: "動画はまだありません。", play: "再生", download: "ダウンロード", delete: "削除",
     confirm_delete: "この動画とそのファイルを削除しますか?", deleted: "動画を削除しました。",
@@ -135,6 +133,36 @@ const TEXT = {
   },
 };
 
+// Round 3 words.
+Object.assign(TEXT.en, {
+  signin_cli: "On this server, a new link comes from the command line where it runs:",
+  signin_cli_unknown: "Put in your user and organization ids (reelgate serve prints them for the demo person when it starts).",
+  signin_cli_known: "This is the command for the person who last signed in on this browser.",
+  vp_model: "Model", vp_seconds: "Seconds", vp_ratio: "Aspect ratio", vp_size: "Size",
+  vp_created: "Created", vp_completed: "Finished", vp_took: "Took", vp_expires: "Files kept until",
+  vp_quote: "Quote", vp_charge: "Charge", vp_source: "Made from", vp_remix_of: "remix of {id}",
+  vp_extension_of: "extension of {id}", vp_edit_of: "edit of {id}", vp_not_found: "No such video.",
+  vp_remix: "Remix", vp_reuse: "Reuse settings", vp_retry: "Try again",
+  vp_remix_hint: "A new video on the same model, seconds and aspect ratio, with a new prompt.",
+  vp_remix_go: "Create remix",
+  vp_rendering: "Rendering", vp_progress: "Engine progress {n}%",
+  view_code: "View code", view_code_hint: "The request that made this video. Put an API key in REELGATE_API_KEY first.",
+});
+Object.assign(TEXT.ja, {
+  signin_cli: "このサーバーでは、サーバーを動かしているコマンドラインで新しいリンクを作ります:",
+  signin_cli_unknown: "ユーザー ID と組織 ID を入れてください(デモ用の人の ID は reelgate serve の起動時に表示されます)。",
+  signin_cli_known: "このブラウザーで最後にサインインした人のコマンドです。",
+  vp_model: "モデル", vp_seconds: "秒数", vp_ratio: "アスペクト比", vp_size: "サイズ",
+  vp_created: "作成", vp_completed: "完了", vp_took: "所要時間", vp_expires: "ファイルの保存期限",
+  vp_quote: "見積もり", vp_charge: "請求", vp_source: "元の動画", vp_remix_of: "{id} のリミックス",
+  vp_extension_of: "{id} の延長", vp_edit_of: "{id} の編集", vp_not_found: "この動画はありません。",
+  vp_remix: "リミックス", vp_reuse: "この設定で新規作成", vp_retry: "もう一度作成",
+  vp_remix_hint: "同じモデル・秒数・アスペクト比で、新しいプロンプトの動画を作ります。",
+  vp_remix_go: "リミックスを作成",
+  vp_rendering: "レンダリング中", vp_progress: "エンジンの進捗 {n}%",
+  view_code: "コードを表示", view_code_hint: "この動画を作ったリクエストです。先に REELGATE_API_KEY に API キーを入れてください。",
+});
+
 // Round 2 words (kept apart from the first set so each language's list stays easy to compare).
 Object.assign(TEXT.en, {
   signin_body: "To use the console, open the sign-in link you were given. A link signs you in once and expires after a few minutes.",
@@ -149,7 +177,7 @@ Object.assign(TEXT.en, {
   videos_empty: "No videos yet.", videos_empty_link: "Create your first video",
   videos_none_match: "No videos with this status.", filter: "Show", filter_all: "All videos",
   filter_running: "Rendering", filter_completed: "Completed", filter_failed: "Failed", filter_canceled: "Canceled",
-  play_video: "Play", created: "Video created. It is rendering below.",
+  play_video: "Play",
   seconds_range: "{min}–{max} seconds", aspect_Auto: "Auto: the engine picks (from your first frame when you upload one)",
   aspect_21_9: "21:9 cinema wide", aspect_16_9: "16:9 landscape", aspect_4_3: "4:3 classic", aspect_1_1: "1:1 square",
   aspect_3_4: "3:4 portrait", aspect_9_16: "9:16 tall (phones)",
@@ -188,7 +216,7 @@ Object.assign(TEXT.ja, {
   videos_empty: "動画はまだありません。", videos_empty_link: "最初の動画を作成する",
   videos_none_match: "この状態の動画はありません。", filter: "表示", filter_all: "すべての動画",
   filter_running: "レンダリング中", filter_completed: "完了", filter_failed: "失敗", filter_canceled: "キャンセル済み",
-  play_video: "再生", created: "動画を作成しました。下でレンダリング中です。",
+  play_video: "再生",
   seconds_range: "{min}〜{max} 秒", aspect_Auto: "自動: エンジンが選びます(最初のフレームがあればそれに合わせます)",
   aspect_21_9: "21:9 シネマワイド", aspect_16_9: "16:9 横長", aspect_4_3: "4:3 クラシック", aspect_1_1: "1:1 正方形",
   aspect_3_4: "3:4 縦長", aspect_9_16: "9:16 縦長(スマートフォン)",
@@ -274,8 +302,9 @@ function errorText(err) {
 }
 
 const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {},
-  uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null, media: {}, videos: null, justCreated: null,
-  chat: [], chatBusy: false, chatAbort: null, usage: null, usageSplit: "model" };
+  uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null, media: {}, videos: null,
+  chat: [], chatBusy: false, chatAbort: null, usage: null, usageSplit: "model",
+  videoPage: null, videoTimer: null, operation: null, codeLang: "curl" };
 const $ = (id) => document.getElementById(id);
 const t = (key) => (TEXT[state.lang] && TEXT[state.lang][key]) || TEXT.en[key] || key;
 
@@ -363,10 +392,24 @@ function sessionEnded() {
 
 function showSignedOut() {
   $("nav").hidden = true; $("signout").hidden = true; $("who").textContent = "";
+  fillSigninCommand();
   show("signin");
 }
 
-const PAGES = ["signin", "terms", "new", "videos", "chat", "keys", "webhooks", "usage"];
+// The way back in on a server whose operator makes links on the command line: the exact command
+// for the person who last signed in here (ids only are kept in the browser, never a secret).
+function fillSigninCommand() {
+  let last = null;
+  try { last = JSON.parse(localStorage.getItem("reelgate.last_person") || "null"); } catch (_) { last = null; }
+  const known = last && /^[\w-]+$/.test(last.user || "") && /^[\w-]+$/.test(last.org || "");
+  $("signin-command").value = known
+    ? `reelgate admin console-link --user ${last.user} --org ${last.org}`
+    : "reelgate admin console-link --user USER_ID --org ORG_ID";
+  $("signin-cli-who").dataset.i18n = known ? "signin_cli_known" : "signin_cli_unknown";
+  $("signin-cli-who").textContent = t($("signin-cli-who").dataset.i18n);
+}
+
+const PAGES = ["signin", "terms", "new", "videos", "video", "chat", "keys", "webhooks", "usage"];
 function show(name) {
   PAGES.forEach((p) => { $("page-" + p).hidden = p !== name; });
   document.querySelectorAll("nav a").forEach((a) => {
@@ -379,10 +422,20 @@ function show(name) {
     } else a.removeAttribute("aria-current");
   });
   if (state.timer && name !== "videos") { clearTimeout(state.timer); state.timer = null; }
+  if (state.videoTimer && name !== "video") { clearTimeout(state.videoTimer); state.videoTimer = null; }
 }
 
 async function route() {
   if (!state.session) { showSignedOut(); return; }
+  const videoId = videoPagePath();
+  if (videoId && location.hash) {
+    // A nav link followed from a video's page: back to the console's own address.
+    history.replaceState(null, "", "/console/" + location.hash);
+  } else if (videoId) {
+    show("video");
+    try { await loadVideoPage(videoId); } catch (err) { if (err.status !== 401) flash(errorText(err), true); }
+    return;
+  }
   const name = (location.hash || "#videos").slice(1);
   const page = PAGES.includes(name) && name !== "signin" ? name : "videos";
   show(page);
@@ -436,6 +489,11 @@ async function loadNew() {
     sel.appendChild(o);
   });
   if (current && models.data.some((m) => m.id === current)) sel.value = current;
+  const reuse = takeReusedSettings();
+  if (reuse && models.data.some((m) => m.id === reuse.model)) {
+    sel.value = reuse.model; $("f-prompt").value = reuse.prompt || "";
+    $("f-seconds").value = reuse.seconds; $("f-aspect").value = reuse.aspect_ratio;
+  }
   const lim = models.limits || {};
   const secs = $("f-seconds"); secs.min = lim.min_seconds || 4; secs.max = lim.max_seconds || 15;
   $("seconds-hint").textContent = t("seconds_range").replace("{min}", secs.min).replace("{max}", secs.max);
@@ -694,11 +752,8 @@ async function createVideo(ev) {
   const button = $("create"); button.disabled = true;
   try {
     const created = await api("POST", "/console/api/videos", formBody());
-    state.justCreated = created && created.id;
-    $("v-filter").value = "all";
-    flash(t("created"));
     Object.keys(SLOTS).forEach((name) => { state.uploads[name] = []; renderSlot(name); setUploadError(name, ""); });
-    location.hash = "#videos";
+    location.assign(videoPageUrl(created.id));
   } catch (err) {
     if (err.code === "agreement_required") { $("new-needs-terms").hidden = false; }
     showNewVideoError(err);
@@ -768,7 +823,9 @@ function videoCard(v) {
   const badge = document.createElement("span"); badge.className = "badge " + v.status; badge.textContent = statusText(v.status);
   const charge = document.createElement("span"); charge.className = "charge amount"; charge.textContent = chargeText(v);
   head.append(badge, charge); body.appendChild(head);
-  const p = document.createElement("p"); p.className = "prompt"; p.textContent = v.prompt; body.appendChild(p);
+  const p = document.createElement("p"); p.className = "prompt";
+  const open = document.createElement("a"); open.href = videoPageUrl(v.id); open.textContent = v.prompt;
+  p.appendChild(open); body.appendChild(p);
   const meta = document.createElement("p"); meta.className = "meta";
   meta.textContent = `${v.model} · ${v.seconds} s · ${v.aspect_ratio} · ${when(v.created_at)}`;
   body.appendChild(meta);
@@ -903,15 +960,252 @@ function renderVideos() {
   ul.textContent = ""; ul.appendChild(fresh);
   $("videos-empty").hidden = data.length > 0;
   $("videos-none-match").hidden = !(data.length > 0 && shown.length === 0);
-  if (state.justCreated) {
-    const card = $("video-" + state.justCreated);
-    state.justCreated = null;
-    if (card) {
-      card.classList.add("fresh");
-      card.scrollIntoView({ block: "center" });
-      card.focus({ preventScroll: true });
-    }
+}
+
+// A video's own page (/console/videos/{id}): the output large, what made it, what it cost and
+// took, and what can be done with it next.
+const VIDEO_PATH = /^\/console\/videos\/(video_[A-Za-z0-9_-]+)$/;
+function videoPagePath() { const m = location.pathname.match(VIDEO_PATH); return m ? m[1] : null; }
+function videoPageUrl(id) { return "/console/videos/" + encodeURIComponent(id); }
+
+function takeReusedSettings() {
+  const raw = sessionStorage.getItem("reelgate.reuse");
+  sessionStorage.removeItem("reelgate.reuse");
+  try { return raw ? JSON.parse(raw) : null; } catch (_) { return null; }
+}
+
+async function loadVideoPage(id) {
+  if (state.videoTimer) { clearTimeout(state.videoTimer); state.videoTimer = null; }
+  if (!state.models) state.models = await api("GET", "/console/api/models");
+  let v;
+  try { v = await api("GET", `/console/api/videos/${encodeURIComponent(id)}`); } catch (err) {
+    if (err.status === 404) { renderMissingVideo(id); return; }
+    throw err;
   }
+  await renderVideoPage(v);
+  if (!TERMINAL.includes(v.status) && videoPagePath() === id) {
+    state.videoTimer = setTimeout(() => { loadVideoPage(id).catch(() => {}); }, 2000);
+  }
+}
+
+function renderMissingVideo(id) {
+  $("vp-id").textContent = id; $("vp-title").textContent = t("vp_not_found");
+  ["vp-facts", "vp-actions", "vp-media"].forEach((x) => { $(x).textContent = ""; });
+  $("vp-status").textContent = ""; $("vp-charge").textContent = ""; $("vp-code").hidden = true;
+}
+
+function sourceOf(v) {
+  if (v.remixed_from_video_id) return { id: v.remixed_from_video_id, label: "vp_remix_of", op: "remix" };
+  if (v.extended_from_video_id) return { id: v.extended_from_video_id, label: "vp_extension_of", op: "extension" };
+  if (v.edited_from_video_id) return { id: v.edited_from_video_id, label: "vp_edit_of", op: "edit" };
+  return null;
+}
+
+function durationText(secs) {
+  const m = Math.floor(secs / 60); const s = secs % 60;
+  return m ? `${m} min ${s} s` : `${s} s`;
+}
+
+async function renderVideoPage(v) {
+  state.videoPage = v;
+  $("vp-id").textContent = v.id;
+  document.title = `${v.id} · reelgate ${t("console")}`;
+  $("vp-status").className = "badge " + v.status; $("vp-status").textContent = statusText(v.status);
+  $("vp-charge").textContent = chargeText(v);
+  $("vp-title").textContent = v.prompt;
+  $("vp-error").hidden = !v.error; $("vp-error").textContent = v.error ? jobErrorText(v.error) : "";
+  const running = !TERMINAL.includes(v.status);
+  $("vp-progress").hidden = !running; $("vp-progress-label").hidden = !running;
+  if (running) {
+    if (v.progress > 0) $("vp-progress").value = v.progress; else $("vp-progress").removeAttribute("value");
+    $("vp-progress-label").textContent = v.progress > 0 ? t("vp_progress").replace("{n}", v.progress) : statusText(v.status);
+  }
+  // The media box keeps the video's shape in every state.
+  const box = $("vp-media"); box.style.aspectRatio = ratioOf(v);
+  const media = v.status === "completed" ? await mediaOf(v.id).catch(() => null) : null;
+  const playing = box.querySelector("video");
+  if (media && !(playing && playing.dataset.id === v.id)) {
+    box.textContent = "";
+    const video = document.createElement("video");
+    video.controls = true; video.preload = "metadata"; video.playsInline = true; video.src = media.content_url;
+    video.dataset.id = v.id; video.setAttribute("aria-label", v.prompt);
+    if (media.thumbnail_url) video.poster = media.thumbnail_url;
+    box.appendChild(video);
+  } else if (!media) {
+    box.textContent = "";
+    const ph = document.createElement("div"); ph.className = "placeholder"; ph.textContent = statusText(v.status);
+    box.appendChild(ph);
+  }
+  renderFacts(v);
+  renderVideoActions(v, media);
+  $("vp-code").hidden = false;
+  showCode(state.codeLang || "curl");
+}
+
+function renderFacts(v) {
+  const dl = $("vp-facts"); dl.textContent = "";
+  const add = (label, value) => {
+    const dt = document.createElement("dt"); dt.textContent = t(label);
+    const dd = document.createElement("dd");
+    if (value instanceof Node) dd.appendChild(value); else dd.textContent = value;
+    dl.append(dt, dd);
+  };
+  add("vp_model", v.model);
+  add("vp_seconds", `${v.seconds} s`);
+  add("vp_ratio", v.aspect_ratio);
+  if (v.size) add("vp_size", v.size);
+  add(v.status === "completed" ? "vp_charge" : "vp_quote", money(v.cost, v.currency));
+  const source = sourceOf(v);
+  if (source) {
+    const a = document.createElement("a"); a.href = videoPageUrl(source.id);
+    a.textContent = t(source.label).replace("{id}", source.id);
+    add("vp_source", a);
+  }
+  add("vp_created", when(v.created_at));
+  if (v.completed_at) {
+    add("vp_completed", when(v.completed_at));
+    add("vp_took", durationText(Math.max(0, v.completed_at - v.created_at)));
+  } else {
+    add("vp_took", elapsedText(v));
+  }
+  if (v.expires_at) add("vp_expires", when(v.expires_at));
+}
+
+function actionButton(label, onClick, cls) {
+  const b = document.createElement("button"); b.type = "button"; b.textContent = t(label);
+  if (cls) b.className = cls;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function renderVideoActions(v, media) {
+  const box = $("vp-actions"); box.textContent = "";
+  if (media) {
+    const dl = document.createElement("a"); dl.className = "button primary"; dl.href = media.content_url;
+    dl.download = v.id + ".mp4"; dl.textContent = t("download");
+    box.appendChild(dl);
+  }
+  const model = (state.models ? state.models.data : []).find((m) => m.id === v.model);
+  const offers = (op) => v.status === "completed" && model && model.operations && model.operations[op] !== "unavailable";
+  if (offers("remix")) box.appendChild(actionButton("vp_remix", () => openOperation("remix")));
+  box.appendChild(actionButton("vp_reuse", () => {
+    sessionStorage.setItem("reelgate.reuse", JSON.stringify(createBodyOf(v)));
+    location.assign("/console/#new");
+  }));
+  if (v.status === "failed" || v.status === "canceled") box.appendChild(actionButton("vp_retry", () => retryVideo(v)));
+  if (!TERMINAL.includes(v.status)) {
+    box.appendChild(actionButton("cancel_video", async () => {
+      if (!window.confirm(t("confirm_cancel"))) return;
+      try { await api("POST", `/console/api/videos/${v.id}/cancel`); flash(t("canceled")); } catch (err) { flash(errorText(err), true); }
+      await loadVideoPage(v.id);
+    }));
+  } else {
+    box.appendChild(actionButton("delete", async () => {
+      if (!window.confirm(t("confirm_delete"))) return;
+      try { await api("DELETE", `/console/api/videos/${v.id}`); location.assign("/console/#videos"); } catch (err) { flash(errorText(err), true); }
+    }, "danger"));
+  }
+}
+
+function createBodyOf(v) {
+  return { model: v.model, prompt: v.prompt, seconds: v.seconds, aspect_ratio: v.aspect_ratio };
+}
+
+async function retryVideo(v) {
+  try {
+    const created = await api("POST", "/console/api/videos", createBodyOf(v));
+    location.assign(videoPageUrl(created.id));
+  } catch (err) { flash(errorText(err), true); }
+}
+
+// What the page offers on a completed video. Extensions and edits are API calls for now: they
+// decode the source, which the console's Lambda function does not link (see "View code").
+const OPERATIONS = {
+  remix: { title: "vp_remix", hint: "vp_remix_hint", go: "vp_remix_go" },
+};
+
+function openOperation(op) {
+  const o = OPERATIONS[op]; const v = state.videoPage;
+  state.operation = op;
+  $("vp-op-title").textContent = t(o.title); $("vp-op-hint").textContent = t(o.hint);
+  $("vp-op-submit").textContent = t(o.go);
+  $("vp-op-prompt").value = v.prompt;
+  clearErrors($("vp-op-form"));
+  $("vp-op-form").hidden = false;
+  $("vp-op-prompt").focus();
+}
+
+function operationRequest(op, v, prompt, seconds) {
+  if (op === "remix") return { path: `/videos/${v.id}/remix`, body: { prompt } };
+  if (op === "extension") return { path: "/videos/extensions", body: { video: { id: v.id }, prompt, seconds } };
+  return { path: "/videos/edits", body: { video: { id: v.id }, prompt } };
+}
+
+async function submitOperation(ev) {
+  ev.preventDefault();
+  const v = state.videoPage; const op = state.operation;
+  const form = $("vp-op-form"); clearErrors(form);
+  const req = operationRequest(op, v, $("vp-op-prompt").value);
+  $("vp-op-submit").disabled = true;
+  try {
+    const created = await api("POST", "/console/api" + req.path, req.body);
+    location.assign(videoPageUrl(created.id));
+  } catch (err) {
+    const field = err.param === "prompt" ? "err-vp-op-prompt" : "err-vp-op";
+    $(field).textContent = errorText(err);
+  } finally { $("vp-op-submit").disabled = false; }
+}
+
+// "View code": the request that made the video, as curl, Python (openai) and Node, the key a
+// placeholder. Each string is quoted for its language, never spliced in raw.
+function madeBy(v) {
+  const source = sourceOf(v);
+  if (!source) return { kind: "create", path: "/videos", body: createBodyOf(v) };
+  if (source.op === "remix") return { kind: "remix", source: source.id, ...operationRequest("remix", { id: source.id }, v.prompt) };
+  if (source.op === "extension") {
+    return { kind: "extension", ...operationRequest("extension", { id: source.id }, v.prompt, v.seconds) };
+  }
+  return { kind: "edit", ...operationRequest("edit", { id: source.id }, v.prompt) };
+}
+
+const shellQuote = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
+const pyString = (s) => JSON.stringify(String(s));
+
+function codeFor(v, lang) {
+  const req = madeBy(v);
+  const base = location.origin + "/v1";
+  if (lang === "curl") {
+    return `curl ${shellQuote(base + req.path)} \\\n  -H "Authorization: Bearer $REELGATE_API_KEY" \\\n` +
+      `  -H "Content-Type: application/json" \\\n  -d ${shellQuote(JSON.stringify(req.body))}`;
+  }
+  const b = req.body;
+  if (lang === "python") {
+    const head = `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url=${pyString(base)}, api_key=os.environ["REELGATE_API_KEY"])\n`;
+    let call;
+    if (req.kind === "create") {
+      call = `client.videos.create(\n    model=${pyString(b.model)},\n    prompt=${pyString(b.prompt)},\n    seconds=${pyString(b.seconds)},\n    extra_body={"aspect_ratio": ${pyString(b.aspect_ratio)}},\n)`;
+    } else if (req.kind === "remix") {
+      call = `client.videos.remix(${pyString(req.source)}, prompt=${pyString(b.prompt)})`;
+    } else if (req.kind === "extension") {
+      call = `client.videos.extend(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)}, seconds=${pyString(b.seconds)})`;
+    } else {
+      call = `client.videos.edit(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)})`;
+    }
+    return `${head}video = ${call}\nprint(video.id, video.status)`;
+  }
+  const head = `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: ${JSON.stringify(base)}, apiKey: process.env.REELGATE_API_KEY });\n`;
+  let call;
+  if (req.kind === "create") call = `client.videos.create(${JSON.stringify({ ...b, seconds: String(b.seconds) }, null, 2)})`;
+  else if (req.kind === "remix") call = `client.videos.remix(${JSON.stringify(req.source)}, ${JSON.stringify(b)})`;
+  else if (req.kind === "extension") call = `client.videos.extend(${JSON.stringify({ ...b, seconds: String(b.seconds) }, null, 2)})`;
+  else call = `client.videos.edit(${JSON.stringify(b, null, 2)})`;
+  return `${head}const video = await ${call};\nconsole.log(video.id, video.status);`;
+}
+
+function showCode(lang) {
+  state.codeLang = lang;
+  ["curl", "python", "node"].forEach((l) => { $("vp-code-" + l).setAttribute("aria-selected", String(l === lang)); });
+  if (state.videoPage) $("vp-code-text").textContent = codeFor(state.videoPage, lang);
 }
 
 // Chat: a conversation. Every turn sends the system prompt and all earlier turns.
@@ -1524,6 +1818,10 @@ function setUsageSplit(split) {
 }
 
 // Copies a shown-once secret; where the clipboard API is refused, selects it for Ctrl+C.
+async function copyText(text) {
+  try { await navigator.clipboard.writeText(text); flash(t("copied")); } catch (_) { /* the text stays selectable */ }
+}
+
 async function copyValue(id) {
   const input = $(id);
   try {
@@ -1568,6 +1866,11 @@ async function start() {
   $("u-by-model").addEventListener("click", () => setUsageSplit("model"));
   $("u-by-kind").addEventListener("click", () => setUsageSplit("kind"));
   $("key-copy").addEventListener("click", () => copyValue("key-secret-value"));
+  $("signin-command-copy").addEventListener("click", () => copyValue("signin-command"));
+  ["curl", "python", "node"].forEach((l) => $("vp-code-" + l).addEventListener("click", () => showCode(l)));
+  $("vp-code-copy").addEventListener("click", () => copyText($("vp-code-text").textContent));
+  $("vp-op-form").addEventListener("submit", submitOperation);
+  $("vp-op-close").addEventListener("click", () => { $("vp-op-form").hidden = true; });
   $("wh-copy").addEventListener("click", () => copyValue("wh-secret-value"));
   $("c-model").addEventListener("change", updateEffort);
   $("c-image").addEventListener("change", chooseChatImage);
@@ -1580,9 +1883,11 @@ async function start() {
   window.addEventListener("hashchange", () => { flash(""); route(); });
   try {
     state.session = await api("GET", "/console/api/session");
+    localStorage.setItem("reelgate.last_person",
+      JSON.stringify({ user: state.session.user.id, org: state.session.organization.id }));
     $("nav").hidden = false; $("signout").hidden = false;
     $("who").textContent = `${state.session.user.email} · ${state.session.organization.name}`;
-    if (!location.hash) {
+    if (!location.hash && !videoPagePath()) {
       const terms = await api("GET", "/console/api/terms");
       // A page the person chose while this loaded wins over the default landing page.
       if (!location.hash) location.hash = terms.accepted ? "#new" : "#terms";
