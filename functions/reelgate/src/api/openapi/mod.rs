@@ -1056,7 +1056,6 @@ pub const OPERATIONS: &[Operation] = &[
         ok: &[(200, Answer::Json("Video"))],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: CONSOLE_VIDEO_LINKS,
-        ..DEFAULT
     },
     Operation {
         method: "POST",
