@@ -65,9 +65,21 @@ def browser():
 def new_page(browser, locale="en-US", width=1280, height=900, bypass_csp=False):
     context = browser.new_context(locale=locale, viewport={"width": width, "height": height}, bypass_csp=bypass_csp)
     page = context.new_page()
-    page.on("dialog", lambda d: d.accept())
+    # The console asks inside the page: a browser dialog is dismissed, so an action that asked
+    # with one would stay undone and fail the test that needed it.
+    page.on("dialog", lambda d: d.dismiss())
     page.set_default_timeout(20000)
     return context, page
+
+
+def confirm_in_page(page, action):
+    """Confirms the console's in-page dialog, whose button says `action`; the page behind it
+    keeps its place."""
+    dialog = page.locator("#confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#confirm-no")).to_be_focused()
+    dialog.get_by_role("button", name=action).click()
+    expect(dialog).to_be_hidden()
 
 
 def shot(page, name):
@@ -151,6 +163,7 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
     shot(page, "videos.png")
     video_id = card.get_attribute("id").removeprefix("video-")
     card.get_by_role("button", name=f"Delete {video_id}").click()
+    confirm_in_page(page, "Delete")
     expect(page.locator(f"#video-{video_id}")).to_have_count(0)
     r = httpx.get(f"{site.base_url}/v1/videos/{video_id}", headers={"Authorization": f"Bearer {site.api_key}"})
     assert r.status_code == 404
@@ -282,6 +295,7 @@ def test_cancel_a_video_that_is_rendering(browser):
             expect(card.get_by_role("button", name=f"Delete {video_id}")).to_have_count(0)
             shot(page, "videos-rendering.png")
             card.get_by_role("button", name=f"Cancel {video_id}").click()
+            confirm_in_page(page, "Cancel video")
             card = page.locator(f"#video-{video_id}")
             expect(card.locator(".badge")).to_have_text("Canceled")
             expect(card.locator(".charge")).to_have_text("not charged")
@@ -410,6 +424,14 @@ def test_create_and_revoke_a_key(site, browser):
     shot(page, "keys-named.png")
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_be_visible()
     page.get_by_role("button", name=f"Revoke {key_id}").click()
+    # Keep first: nothing happens; then Revoke.
+    expect(page.locator("#confirm-dialog")).to_be_visible()
+    shot(page, "confirm-revoke.png")
+    page.keyboard.press("Escape")
+    expect(page.locator("#confirm-dialog")).to_be_hidden()
+    expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_be_visible()
+    page.get_by_role("button", name=f"Revoke {key_id}").click()
+    confirm_in_page(page, "Revoke")
     expect(page.get_by_role("button", name=f"Revoke {key_id}")).to_have_count(0)
     assert httpx.get(f"{site.base_url}/v1/videos/models", headers=h).status_code == 401
     context.close()
@@ -901,6 +923,7 @@ def test_webhooks_page_creates_shows_failures_rotates_and_deletes(browser):
 
             # Rotate: a new secret, shown once.
             card.get_by_role("button", name=f"Rotate secret {endpoint_id}").click()
+            confirm_in_page(page, "Make a new secret")
             expect(page.locator("#flash")).to_contain_text("New signing secret")
             rotated = page.locator("#wh-secret-value").input_value()
             assert rotated.startswith("whsec_") and rotated != secret
@@ -910,6 +933,7 @@ def test_webhooks_page_creates_shows_failures_rotates_and_deletes(browser):
 
             # Delete.
             page.locator(f"#wh-{endpoint_id}").get_by_role("button", name=f"Delete {endpoint_id}").click()
+            confirm_in_page(page, "Delete")
             expect(page.locator(f"#wh-{endpoint_id}")).to_have_count(0)
             expect(page.locator("#wh-empty")).to_be_visible()
             expect(page.locator("#wh-secret")).to_be_hidden()

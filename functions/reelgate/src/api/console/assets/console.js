@@ -144,7 +144,7 @@ Object.assign(TEXT.en, {
   vp_extension_of: "extension of {id}", vp_edit_of: "edit of {id}", vp_not_found: "No such video.",
   vp_remix: "Remix", vp_reuse: "Reuse settings", vp_retry: "Try again",
   vp_remix_hint: "A new video on the same model, seconds and aspect ratio, with a new prompt.",
-  vp_remix_go: "Create remix",
+  vp_remix_go: "Create remix", keep: "Keep", revoke_go: "Revoke", rotate_go: "Make a new secret",
   vp_rendering: "Rendering", vp_progress: "Engine progress {n}%",
   view_code: "View code", view_code_hint: "The request that made this video. Put an API key in REELGATE_API_KEY first.",
 });
@@ -158,7 +158,7 @@ Object.assign(TEXT.ja, {
   vp_extension_of: "{id} の延長", vp_edit_of: "{id} の編集", vp_not_found: "この動画はありません。",
   vp_remix: "リミックス", vp_reuse: "この設定で新規作成", vp_retry: "もう一度作成",
   vp_remix_hint: "同じモデル・秒数・アスペクト比で、新しいプロンプトの動画を作ります。",
-  vp_remix_go: "リミックスを作成",
+  vp_remix_go: "リミックスを作成", keep: "やめる", revoke_go: "無効にする", rotate_go: "新しく作る",
   vp_rendering: "レンダリング中", vp_progress: "エンジンの進捗 {n}%",
   view_code: "コードを表示", view_code_hint: "この動画を作ったリクエストです。先に REELGATE_API_KEY に API キーを入れてください。",
 });
@@ -905,7 +905,7 @@ async function playVideo(v, li) {
 }
 
 async function deleteVideo(v) {
-  if (!window.confirm(t("confirm_delete"))) return;
+  if (!(await askToConfirm("confirm_delete", "delete"))) return;
   try {
     await api("DELETE", `/console/api/videos/${v.id}`);
     delete state.players[v.id]; delete state.media[v.id];
@@ -915,7 +915,7 @@ async function deleteVideo(v) {
 }
 
 async function cancelVideo(v) {
-  if (!window.confirm(t("confirm_cancel"))) return;
+  if (!(await askToConfirm("confirm_cancel", "cancel_video"))) return;
   try {
     await api("POST", `/console/api/videos/${v.id}/cancel`);
     flash(t("canceled"));
@@ -1095,13 +1095,13 @@ function renderVideoActions(v, media) {
   if (v.status === "failed" || v.status === "canceled") box.appendChild(actionButton("vp_retry", () => retryVideo(v)));
   if (!TERMINAL.includes(v.status)) {
     box.appendChild(actionButton("cancel_video", async () => {
-      if (!window.confirm(t("confirm_cancel"))) return;
+      if (!(await askToConfirm("confirm_cancel", "cancel_video"))) return;
       try { await api("POST", `/console/api/videos/${v.id}/cancel`); flash(t("canceled")); } catch (err) { flash(errorText(err), true); }
       await loadVideoPage(v.id);
     }));
   } else {
     box.appendChild(actionButton("delete", async () => {
-      if (!window.confirm(t("confirm_delete"))) return;
+      if (!(await askToConfirm("confirm_delete", "delete"))) return;
       try { await api("DELETE", `/console/api/videos/${v.id}`); location.assign("/console/#videos"); } catch (err) { flash(errorText(err), true); }
     }, "danger"));
   }
@@ -1546,7 +1546,7 @@ async function createKey(ev) {
 }
 
 async function revokeKey(id) {
-  if (!window.confirm(t("confirm_revoke"))) return;
+  if (!(await askToConfirm("confirm_revoke", "revoke_go"))) return;
   try { await api("DELETE", `/console/api/keys/${id}`); await loadKeys(); } catch (err) { $("err-keys").textContent = errorText(err); }
 }
 
@@ -1643,7 +1643,7 @@ async function createWebhook(ev) {
 }
 
 async function rotateWebhook(id) {
-  if (!window.confirm(t("confirm_wh_rotate"))) return;
+  if (!(await askToConfirm("confirm_wh_rotate", "rotate_go"))) return;
   $("err-webhooks").textContent = "";
   try {
     const e = await api("POST", `/console/api/webhooks/${encodeURIComponent(id)}/rotate_secret`);
@@ -1654,7 +1654,7 @@ async function rotateWebhook(id) {
 }
 
 async function deleteWebhook(id) {
-  if (!window.confirm(t("confirm_wh_delete"))) return;
+  if (!(await askToConfirm("confirm_wh_delete", "delete"))) return;
   $("err-webhooks").textContent = "";
   try {
     await api("DELETE", `/console/api/webhooks/${encodeURIComponent(id)}`);
@@ -1818,6 +1818,29 @@ function setUsageSplit(split) {
 }
 
 // Copies a shown-once secret; where the clipboard API is refused, selects it for Ctrl+C.
+// Asks inside the page (a modal <dialog>: focus stays in it, Escape keeps things as they are),
+// never with the browser's confirm(). Resolves true when the person confirms.
+function askToConfirm(messageKey, actionKey) {
+  const dialog = $("confirm-dialog");
+  $("confirm-message").textContent = t(messageKey);
+  $("confirm-yes").textContent = t(actionKey);
+  $("confirm-no").textContent = t("keep");
+  return new Promise((resolve) => {
+    const done = (answer) => {
+      dialog.removeEventListener("close", onClose);
+      $("confirm-yes").onclick = null; $("confirm-no").onclick = null;
+      if (dialog.open) dialog.close();
+      resolve(answer);
+    };
+    const onClose = () => done(false);
+    dialog.addEventListener("close", onClose);
+    $("confirm-yes").onclick = () => done(true);
+    $("confirm-no").onclick = () => done(false);
+    dialog.showModal();
+    $("confirm-no").focus();
+  });
+}
+
 async function copyText(text) {
   try { await navigator.clipboard.writeText(text); flash(t("copied")); } catch (_) { /* the text stays selectable */ }
 }
