@@ -341,6 +341,12 @@ def test_chat_streams_its_reply(site, browser):
     lengths = page.evaluate("window.__lengths")
     partial = {n for n in lengths if 0 < n < len("Hello from the fake upstream.")}
     assert len(partial) >= 2, lengths
+    # A model found by listing the upstream has no price set (zero in the catalog): not
+    # "0.00 USD".
+    models = page.evaluate("fetch('/console/api/chat/models').then(r => r.json())")["data"]
+    pricing = next(m for m in models if m["id"] == "fake-model-v1")["pricing"]
+    assert (pricing["input_per_million"], pricing["output_per_million"]) == ("0", "0"), pricing
+    expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"tokens · no price set$"))
     context.close()
 
 
@@ -387,7 +393,8 @@ def test_chat_is_a_conversation_enter_sends_and_the_upstream_gets_the_whole_hist
             ], sent["messages"]
             assert sent["temperature"] == 0.2 and sent["max_tokens"] == 200, sent
             assert [len(r["messages"]) for r in fake.requests()[-3:]] == [2, 4, 6]
-            expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"^10 in · \d+ out tokens · \d+\.\d+ USD$"))
+            # The fake's model has no price set: said so, not "0.00 USD".
+            expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"^10 in · \d+ out tokens · no price set$"))
             shot(page, "chat.png")
             page.click("#c-new")
             expect(page.locator("#c-log li")).to_have_count(0)

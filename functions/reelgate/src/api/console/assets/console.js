@@ -144,7 +144,7 @@ Object.assign(TEXT.en, {
   vp_extension_of: "extension of {id}", vp_edit_of: "edit of {id}", vp_not_found: "No such video.",
   vp_remix: "Remix", vp_reuse: "Reuse settings", vp_retry: "Try again",
   vp_remix_hint: "A new video on the same model, seconds and aspect ratio, with a new prompt.",
-  vp_remix_go: "Create remix", keep: "Keep", revoke_go: "Revoke", rotate_go: "Make a new secret",
+  price_unknown: "no price set", vp_remix_go: "Create remix", keep: "Keep", revoke_go: "Revoke", rotate_go: "Make a new secret",
   vp_rendering: "Rendering", vp_progress: "Engine progress {n}%",
   view_code: "View code", view_code_hint: "The request that made this video. Put an API key in REELGATE_API_KEY first.",
 });
@@ -158,7 +158,7 @@ Object.assign(TEXT.ja, {
   vp_extension_of: "{id} の延長", vp_edit_of: "{id} の編集", vp_not_found: "この動画はありません。",
   vp_remix: "リミックス", vp_reuse: "この設定で新規作成", vp_retry: "もう一度作成",
   vp_remix_hint: "同じモデル・秒数・アスペクト比で、新しいプロンプトの動画を作ります。",
-  vp_remix_go: "リミックスを作成", keep: "やめる", revoke_go: "無効にする", rotate_go: "新しく作る",
+  price_unknown: "料金未設定", vp_remix_go: "リミックスを作成", keep: "やめる", revoke_go: "無効にする", rotate_go: "新しく作る",
   vp_rendering: "レンダリング中", vp_progress: "エンジンの進捗 {n}%",
   view_code: "コードを表示", view_code_hint: "この動画を作ったリクエストです。先に REELGATE_API_KEY に API キーを入れてください。",
 });
@@ -1313,8 +1313,11 @@ function usageText(usage, model) {
   const cost = usage.cost !== undefined ? usage.cost
     : ((prompt - cached - written) * price(p.input_per_million) + cached * price(cachedPrice)
       + written * price(writePrice) + out * price(p.output_per_million)).toFixed(8);
+  // A model without prices (found by listing an upstream, or priced at zero) is not "0.00 USD"
+  // but a price nobody has set.
+  const priced = Number(p.input_per_million || 0) > 0 || Number(p.output_per_million || 0) > 0;
   return t("turn_usage").replace("{input}", prompt.toLocaleString(state.lang)).replace("{output}", out.toLocaleString(state.lang))
-    .replace("{cost}", money(cost, p.currency));
+    .replace("{cost}", priced ? money(cost, p.currency) : t("price_unknown"));
 }
 
 async function sendChat(ev) {
