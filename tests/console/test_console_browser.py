@@ -350,6 +350,41 @@ def test_chat_streams_its_reply(site, browser):
     context.close()
 
 
+@pytest.mark.parametrize("width,height", [(1366, 768), (375, 812)])
+def test_chat_follows_the_reply_and_keeps_the_conversation_across_a_refresh(site, browser, width, height):
+    """Four turns: the composer stays on screen and the streamed reply in view; a refresh keeps
+    the conversation and the unsent draft; signing out forgets them."""
+    context, page = new_page(browser, width=width, height=height)
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/#chat")
+    page.click("#c-new")
+    page.select_option("#c-model", "fake-model-v1")
+    for n in range(1, 5):
+        page.fill("#c-message", f"turn {n}: " + "tell me more " * 12)
+        page.click("#c-send")
+        expect(page.locator("#c-log li.msg.assistant")).to_have_count(n)
+        expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
+        expect(page.locator("#c-send")).to_be_in_viewport()
+        expect(last_reply(page)).to_be_in_viewport()
+    shot(page, f"chat-four-turns-{width}.png")
+    page.fill("#c-message", "an unsent thought")
+    page.reload()
+    expect(page.locator("#c-log li.msg")).to_have_count(8)
+    expect(page.locator("#c-message")).to_have_value("an unsent thought")
+    expect(page.locator("#c-log li.msg.user .content").first).to_contain_text("turn 1:")
+    # The restored turns are the history the next message sends.
+    page.fill("#c-message", "and one more")
+    page.click("#c-send")
+    expect(page.locator("#c-log li.msg.assistant")).to_have_count(5)
+    page.click("#signout")
+    expect(page.locator("#page-signin")).to_be_visible()
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/#chat")
+    expect(page.locator("#c-log li.msg")).to_have_count(0)
+    expect(page.locator("#c-message")).to_have_value("")
+    context.close()
+
+
 def test_chat_is_a_conversation_enter_sends_and_the_upstream_gets_the_whole_history(browser):
     """Three turns typed and sent with Enter (Shift+Enter is a new line): every message and reply
     stays on screen, and each request carries the system prompt and every earlier turn, with

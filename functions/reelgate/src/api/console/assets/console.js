@@ -304,7 +304,7 @@ function errorText(err) {
 const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {},
   uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null, media: {}, videos: null,
   chat: [], chatBusy: false, chatAbort: null, usage: null, usageSplit: "model",
-  videoPage: null, videoTimer: null, operation: null, codeLang: "curl" };
+  videoPage: null, videoTimer: null, operation: null, codeLang: "curl", chatRestored: false };
 const $ = (id) => document.getElementById(id);
 const t = (key) => (TEXT[state.lang] && TEXT[state.lang][key]) || TEXT.en[key] || key;
 
@@ -1215,9 +1215,44 @@ async function loadChat() {
   sel.textContent = "";
   state.chatModels.data.forEach((m) => { const o = document.createElement("option"); o.value = m.id; o.textContent = m.id; sel.appendChild(o); });
   if (current) sel.value = current;
+  if (!state.chatRestored) restoreChat();
   updateEffort();
   renderChat();
+  followChat();
 }
+
+// The conversation and the unsent draft are kept in this browser (per organization), so a
+// refresh loses neither. Images are kept with their turn when they fit the browser's storage.
+function chatStoreKey() { return `reelgate.chat.${state.session.organization.id}`; }
+
+function saveChat() {
+  const turns = state.chat.filter((turn) => !turn.pending).map((turn) => ({
+    role: turn.role, content: turn.content, text: turn.text, image: turn.image, model: turn.model, usageText: turn.usageText,
+  }));
+  const saved = { model: $("c-model").value, system: $("c-system").value, draft: $("c-message").value, turns };
+  try { localStorage.setItem(chatStoreKey(), JSON.stringify(saved)); } catch (_) {
+    // Over the browser's quota (large images): keep the words, drop the pictures.
+    saved.turns = turns.map((turn) => ({ ...turn, image: null, content: turn.text }));
+    try { localStorage.setItem(chatStoreKey(), JSON.stringify(saved)); } catch (__) { /* nothing kept */ }
+  }
+}
+
+function restoreChat() {
+  state.chatRestored = true;
+  let saved = null;
+  try { saved = JSON.parse(localStorage.getItem(chatStoreKey()) || "null"); } catch (_) { saved = null; }
+  if (!saved || !Array.isArray(saved.turns)) return;
+  state.chat = saved.turns.filter((turn) => turn && (turn.role === "user" || turn.role === "assistant"));
+  if (saved.model && [...$("c-model").options].some((o) => o.value === saved.model)) $("c-model").value = saved.model;
+  $("c-system").value = saved.system || "";
+  $("c-message").value = saved.draft || "";
+}
+
+// Keeps the newest words in view while a reply streams, unless the person scrolled up to read.
+function chatAtBottom() {
+  return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
+}
+function followChat() { window.scrollTo({ top: document.documentElement.scrollHeight }); }
 
 function chatModel() {
   return (state.chatModels ? state.chatModels.data : []).find((x) => x.id === $("c-model").value);
@@ -1294,6 +1329,8 @@ function renderChat() {
 function newChat() {
   if (state.chatAbort) state.chatAbort.abort();
   state.chat = [];
+  $("c-message").value = "";
+  saveChat();
   clearErrors($("chat-form")); clearErrors($("chat-settings"));
   $("c-message").value = ""; clearChatImage();
   renderChat();
@@ -1342,11 +1379,11 @@ async function sendChat(ev) {
   const maxTokens = $("c-max-tokens").value.trim();
   if (maxTokens !== "") body.max_tokens = /^\d+$/.test(maxTokens) ? Number(maxTokens) : maxTokens;
   if (!$("c-effort-field").hidden && $("c-effort").value) body.reasoning_effort = $("c-effort").value;
-  const reply = { role: "assistant", content: "", text: "", model: body.model };
+  const reply = { role: "assistant", content: "", text: "", model: body.model, pending: true };
   state.chat.push(reply);
   $("c-message").value = ""; clearChatImage();
   renderChat();
-  reply.el.scrollIntoView({ block: "nearest" });
+  followChat();
   const out = reply.el.querySelector(".content");
   const button = $("c-send"); button.disabled = true; state.chatBusy = true;
   const abort = new AbortController(); state.chatAbort = abort;
@@ -1378,7 +1415,11 @@ async function sendChat(ev) {
             const chunk = JSON.parse(data);
             if (chunk.error) { streamError = chunk.error; return; }
             (chunk.choices || []).forEach((c) => {
-              if (c.delta && c.delta.content) { reply.text += c.delta.content; out.textContent = reply.text; }
+              if (c.delta && c.delta.content) {
+                const follow = chatAtBottom();
+                reply.text += c.delta.content; out.textContent = reply.text;
+                if (follow) followChat();
+              }
             });
             if (chunk.usage) {
               reply.usageText = usageText(chunk.usage, model);
@@ -1390,6 +1431,8 @@ async function sendChat(ev) {
     }
     reply.content = reply.text;
     if (streamError) throw new ApiError(200, { error: streamError });
+    reply.pending = false;
+    saveChat();
   } catch (err) {
     if (err.name === "AbortError") return;
     // The failed turn leaves the conversation; its words go back into the box to retry.
@@ -1860,6 +1903,9 @@ async function copyValue(id) {
 }
 
 async function signOut() {
+  // The conversation kept in this browser goes with the session (another person may sign in).
+  if (state.session) localStorage.removeItem(chatStoreKey());
+  state.chat = []; state.chatRestored = false;
   try { await api("POST", "/console/api/signout"); } catch (_) { /* already ended */ }
   state.session = null;
   showSignedOut();
@@ -1886,6 +1932,7 @@ async function start() {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) { e.preventDefault(); sendChat(); }
   });
   $("c-new").addEventListener("click", newChat);
+  ["c-message", "c-system"].forEach((id) => $(id).addEventListener("input", () => { if (state.session) saveChat(); }));
   $("f-prompt").addEventListener("input", checkTranslation);
   $("f-aspect").addEventListener("change", showAspectHint);
   $("v-filter").addEventListener("change", renderVideos);
