@@ -350,6 +350,32 @@ def test_chat_streams_its_reply(site, browser):
     context.close()
 
 
+def test_chat_renders_markdown_and_shows_markup_from_the_model_as_text(site, browser):
+    """A reply's markdown becomes headings, emphasis, code and a code block with Copy; markup in
+    a reply is shown as its characters and never runs."""
+    context, page = new_page(browser)
+    sign_in(page, site)
+    page.goto(f"{site.base_url}/console/#chat")
+    page.click("#c-new")
+    page.select_option("#c-model", "fake-model-v1")
+    reply = ("# Tide tables\n\nSome **bold** words and `inline code`.\n\n- first\n- second\n\n"
+             "```python\nprint('hi')\n```\n\n<img src=x onerror=window.__pwned=1> and <b>not bold</b>")
+    page.fill("#c-message", "echo: " + reply)
+    page.click("#c-send")
+    content = last_reply(page).locator(".content")
+    expect(content.locator("h3")).to_have_text("Tide tables")
+    expect(content.locator("strong")).to_have_text("bold")
+    expect(content.locator("p code")).to_have_text("inline code")
+    expect(content.locator("ul li")).to_have_count(2)
+    expect(content.locator(".md-code code")).to_have_text("print('hi')")
+    expect(content.locator(".md-code").get_by_role("button", name="Copy")).to_be_visible()
+    expect(content).to_contain_text("<img src=x onerror=window.__pwned=1> and <b>not bold</b>")
+    assert content.locator("img, b").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    shot(page, "chat-markdown.png")
+    context.close()
+
+
 @pytest.mark.parametrize("width,height", [(1366, 768), (375, 812)])
 def test_chat_follows_the_reply_and_keeps_the_conversation_across_a_refresh(site, browser, width, height):
     """Four turns: the composer stays on screen and the streamed reply in view; a refresh keeps

@@ -13,6 +13,8 @@ picks a free port). Behaviour of POST /v1/chat/completions, by the request:
 - the last message is a `tool` result: "Weather: <results joined by '; '>";
 - an `image_url` part: the fake GETs the URL (as a vision model would; a `data:` URL is
   decoded) and answers "image <n> bytes png=<true|false>";
+- a last user message that starts with `echo:`: the rest of it, as sent (a reply whose words
+  the test chooses: markdown, markup);
 - otherwise: "Hello from the fake upstream.".
 
 As OpenAI does, the text is cut before the first of the request's `stop` sequences (finish
@@ -109,6 +111,8 @@ def _answer(body):
                             FETCHED.append({"url": url, "bytes": len(data)})
                     png = data.startswith(b"\x89PNG\r\n\x1a\n")
                     return f"image {len(data)} bytes png={'true' if png else 'false'}", None
+    if isinstance(last.get("content"), str) and last["content"].startswith("echo:"):
+        return last["content"][len("echo:"):].lstrip(" "), None
     return "Hello from the fake upstream.", None
 
 

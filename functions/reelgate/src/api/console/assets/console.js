@@ -1301,11 +1301,90 @@ async function chooseChatImage() {
   } catch (err) { clearChatImage(); $("err-c-image").textContent = String(err && err.message ? err.message : err); }
 }
 
+// A reply's markdown as DOM nodes built one by one: fenced code blocks (with Copy), headings,
+// lists, quotes, paragraphs, and inline code, bold, italics and http(s) links. Text always goes
+// in as text (textContent), never as HTML, so markup from a model shows as the characters it is.
+function renderMarkdown(text) {
+  const root = document.createDocumentFragment();
+  const lines = String(text).split("\n");
+  let i = 0; let para = [];
+  const flush = () => {
+    if (para.length) { const p = document.createElement("p"); inline(p, para.join("\n")); root.appendChild(p); para = []; }
+  };
+  while (i < lines.length) {
+    const line = lines[i];
+    const fence = line.match(/^\s*```\s*([\w+-]*)\s*$/);
+    if (fence) {
+      flush();
+      const code = []; i += 1;
+      while (i < lines.length && !/^\s*```\s*$/.test(lines[i])) { code.push(lines[i]); i += 1; }
+      i += 1;
+      const box = document.createElement("div"); box.className = "md-code";
+      const pre = document.createElement("pre"); const c = document.createElement("code");
+      c.textContent = code.join("\n"); if (fence[1]) c.dataset.lang = fence[1];
+      pre.appendChild(c);
+      const copy = document.createElement("button"); copy.type = "button"; copy.className = "md-copy";
+      copy.textContent = t("copy"); copy.addEventListener("click", () => copyText(c.textContent));
+      box.append(pre, copy); root.appendChild(box);
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    const item = line.match(/^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/);
+    if (heading) {
+      flush();
+      const h = document.createElement("h" + Math.min(6, heading[1].length + 2)); inline(h, heading[2]); root.appendChild(h);
+    } else if (item) {
+      flush();
+      const list = document.createElement(item[1] ? "ol" : "ul");
+      while (i < lines.length) {
+        const m = lines[i].match(/^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/);
+        if (!m || Boolean(m[1]) !== Boolean(item[1])) break;
+        const li = document.createElement("li"); inline(li, m[2]); list.appendChild(li); i += 1;
+      }
+      root.appendChild(list); continue;
+    } else if (/^>\s?/.test(line)) {
+      flush();
+      const q = document.createElement("blockquote"); inline(q, line.replace(/^>\s?/, "")); root.appendChild(q);
+    } else if (!line.trim()) {
+      flush();
+    } else {
+      para.push(line);
+    }
+    i += 1;
+  }
+  flush();
+  return root;
+}
+
+function inline(parent, text) {
+  const pattern = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*)|(\[[^\]]+\]\((https?:\/\/[^\s)]+)\))/g;
+  let last = 0; let m;
+  while ((m = pattern.exec(text))) {
+    if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+    let node;
+    if (m[1]) { node = document.createElement("code"); node.textContent = m[1].slice(1, -1); }
+    else if (m[2]) { node = document.createElement("strong"); node.textContent = m[2].slice(2, -2); }
+    else if (m[3]) { node = document.createElement("em"); node.textContent = m[3].slice(1, -1); }
+    else {
+      node = document.createElement("a"); node.href = m[5]; node.rel = "noopener noreferrer"; node.target = "_blank";
+      node.textContent = m[4].slice(1, m[4].indexOf("]"));
+    }
+    parent.appendChild(node); last = pattern.lastIndex;
+  }
+  if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+}
+
+function showReply(el, turn) {
+  el.textContent = "";
+  if (turn.role === "assistant") el.appendChild(renderMarkdown(turn.text || "")); else el.textContent = turn.text || "";
+}
+
 function messageItem(turn) {
   const li = document.createElement("li"); li.className = "msg " + turn.role;
   const who = document.createElement("div"); who.className = "who";
   who.textContent = turn.role === "user" ? t("you") : `${t("assistant")} · ${turn.model || ""}`;
-  const content = document.createElement("div"); content.className = "content"; content.textContent = turn.text || "";
+  const content = document.createElement("div"); content.className = "content";
+  showReply(content, turn);
   li.append(who, content);
   if (turn.image) {
     const img = document.createElement("img"); img.src = turn.image.url; img.alt = `${t("attached_image")}: ${turn.image.name}`;
@@ -1417,7 +1496,7 @@ async function sendChat(ev) {
             (chunk.choices || []).forEach((c) => {
               if (c.delta && c.delta.content) {
                 const follow = chatAtBottom();
-                reply.text += c.delta.content; out.textContent = reply.text;
+                reply.text += c.delta.content; showReply(out, reply);
                 if (follow) followChat();
               }
             });
