@@ -350,6 +350,39 @@ def test_chat_streams_its_reply(site, browser):
     context.close()
 
 
+def test_stop_ends_a_slow_reply_and_keeps_what_arrived(browser):
+    """Stop on a slow stream (one word a second): the words that arrived stay as the turn's
+    answer, marked stopped, and the next message sends them as the assistant's turn."""
+    fake = FakeUpstream(gap_ms=1000)
+    try:
+        env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
+        with serving(env=env) as srv:
+            context, page = new_page(browser)
+            sign_in(page, srv)
+            page.goto(f"{srv.base_url}/console/#chat")
+            page.select_option("#c-model", "fake-model-v1")
+            page.fill("#c-message", "hi")
+            page.click("#c-send")
+            expect(page.locator("#c-stop")).to_be_visible()
+            expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
+            page.click("#c-stop")
+            expect(page.locator("#c-stop")).to_be_hidden()
+            expect(last_reply(page).locator(".usage")).to_contain_text("Stopped")
+            kept = last_reply(page).locator(".content").inner_text()
+            assert kept.startswith("Hello") and kept != "Hello from the fake upstream.", kept
+            shot(page, "chat-stopped.png")
+            page.fill("#c-message", "go on")
+            page.click("#c-send")
+            expect(page.locator("#c-log li.msg.assistant")).to_have_count(2)
+            expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
+            sent = fake.requests()[-1]["messages"]
+            assert sent[1] == {"role": "assistant", "content": kept}, sent
+            page.click("#c-stop")
+            context.close()
+    finally:
+        fake.stop()
+
+
 def test_chat_renders_markdown_and_shows_markup_from_the_model_as_text(site, browser):
     """A reply's markdown becomes headings, emphasis, code and a code block with Copy; markup in
     a reply is shown as its characters and never runs."""

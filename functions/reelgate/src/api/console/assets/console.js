@@ -144,7 +144,7 @@ Object.assign(TEXT.en, {
   vp_extension_of: "extension of {id}", vp_edit_of: "edit of {id}", vp_not_found: "No such video.",
   vp_remix: "Remix", vp_reuse: "Reuse settings", vp_retry: "Try again",
   vp_remix_hint: "A new video on the same model, seconds and aspect ratio, with a new prompt.",
-  price_unknown: "no price set", vp_remix_go: "Create remix", keep: "Keep", revoke_go: "Revoke", rotate_go: "Make a new secret",
+  price_unknown: "no price set", stop: "Stop", stopped: "Stopped. The part above is kept; the model's whole answer is charged as the upstream reports it.", vp_remix_go: "Create remix", keep: "Keep", revoke_go: "Revoke", rotate_go: "Make a new secret",
   vp_rendering: "Rendering", vp_progress: "Engine progress {n}%",
   view_code: "View code", view_code_hint: "The request that made this video. Put an API key in REELGATE_API_KEY first.",
 });
@@ -158,7 +158,7 @@ Object.assign(TEXT.ja, {
   vp_extension_of: "{id} の延長", vp_edit_of: "{id} の編集", vp_not_found: "この動画はありません。",
   vp_remix: "リミックス", vp_reuse: "この設定で新規作成", vp_retry: "もう一度作成",
   vp_remix_hint: "同じモデル・秒数・アスペクト比で、新しいプロンプトの動画を作ります。",
-  price_unknown: "料金未設定", vp_remix_go: "リミックスを作成", keep: "やめる", revoke_go: "無効にする", rotate_go: "新しく作る",
+  price_unknown: "料金未設定", stop: "停止", stopped: "停止しました。上の部分は残ります。請求はアップストリームが報告した回答全体の分です。", vp_remix_go: "リミックスを作成", keep: "やめる", revoke_go: "無効にする", rotate_go: "新しく作る",
   vp_rendering: "レンダリング中", vp_progress: "エンジンの進捗 {n}%",
   view_code: "コードを表示", view_code_hint: "この動画を作ったリクエストです。先に REELGATE_API_KEY に API キーを入れてください。",
 });
@@ -1466,6 +1466,8 @@ async function sendChat(ev) {
   const out = reply.el.querySelector(".content");
   const button = $("c-send"); button.disabled = true; state.chatBusy = true;
   const abort = new AbortController(); state.chatAbort = abort;
+  $("c-stop").hidden = false;
+  $("c-stop").onclick = () => { reply.stopped = true; abort.abort(); };
   try {
     const r = await fetch("/console/api/chat/completions", {
       method: "POST", credentials: "same-origin", signal: abort.signal,
@@ -1513,7 +1515,17 @@ async function sendChat(ev) {
     reply.pending = false;
     saveChat();
   } catch (err) {
-    if (err.name === "AbortError") return;
+    if (err.name === "AbortError") {
+      // Stopped: what arrived stays in the conversation (and is sent as the turn's answer).
+      if (reply.stopped) {
+        reply.content = reply.text; reply.pending = false;
+        reply.usageText = t("stopped");
+        if (reply.el) reply.el.querySelector(".usage").textContent = reply.usageText;
+        saveChat();
+        $("c-message").focus();
+      }
+      return;
+    }
     // The failed turn leaves the conversation; its words go back into the box to retry.
     state.chat = state.chat.filter((turn) => turn !== reply && turn !== userTurn);
     renderChat();
@@ -1529,6 +1541,7 @@ async function sendChat(ev) {
     ($(aboutImage ? "err-c-image" : map[param]) || $("err-messages")).textContent = errorText(err);
   } finally {
     button.disabled = false; state.chatBusy = false;
+    $("c-stop").hidden = true; $("c-stop").onclick = null;
     if (state.chatAbort === abort) state.chatAbort = null;
   }
 }
