@@ -7,6 +7,7 @@ to a temporary folder (printed; CONSOLE_SCREENSHOTS names another): they are com
 request."""
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -350,10 +351,11 @@ def test_chat_streams_its_reply(site, browser):
     context.close()
 
 
-def test_stop_ends_a_slow_reply_and_keeps_what_arrived(browser):
-    """Stop on a slow stream (one word a second): the words that arrived stay as the turn's
-    answer, marked stopped, and the next message sends them as the assistant's turn."""
-    fake = FakeUpstream(gap_ms=1000)
+@contextlib.contextmanager
+def chat_page(browser, gap_ms):
+    """A server of its own on a fake upstream streaming a word every `gap_ms`, and a signed-in
+    page on its chat: (fake, server, page)."""
+    fake = FakeUpstream(gap_ms=gap_ms)
     try:
         env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
         with serving(env=env) as srv:
@@ -361,26 +363,35 @@ def test_stop_ends_a_slow_reply_and_keeps_what_arrived(browser):
             sign_in(page, srv)
             page.goto(f"{srv.base_url}/console/#chat")
             page.select_option("#c-model", "fake-model-v1")
-            page.fill("#c-message", "hi")
-            page.click("#c-send")
-            expect(page.locator("#c-stop")).to_be_visible()
-            expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
-            page.click("#c-stop")
-            expect(page.locator("#c-stop")).to_be_hidden()
-            expect(last_reply(page).locator(".usage")).to_contain_text("Stopped")
-            kept = last_reply(page).locator(".content").inner_text()
-            assert kept.startswith("Hello") and kept != "Hello from the fake upstream.", kept
-            shot(page, "chat-stopped.png")
-            page.fill("#c-message", "go on")
-            page.click("#c-send")
-            expect(page.locator("#c-log li.msg.assistant")).to_have_count(2)
-            expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
-            sent = fake.requests()[-1]["messages"]
-            assert sent[1] == {"role": "assistant", "content": kept}, sent
-            page.click("#c-stop")
-            context.close()
+            try:
+                yield fake, srv, page
+            finally:
+                context.close()
     finally:
         fake.stop()
+
+
+def test_stop_ends_a_slow_reply_and_keeps_what_arrived(browser):
+    """Stop on a slow stream (one word a second): the words that arrived stay as the turn's
+    answer, marked stopped, and the next message sends them as the assistant's turn."""
+    with chat_page(browser, gap_ms=1000) as (fake, _srv, page):
+        page.fill("#c-message", "hi")
+        page.click("#c-send")
+        expect(page.locator("#c-stop")).to_be_visible()
+        expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
+        page.click("#c-stop")
+        expect(page.locator("#c-stop")).to_be_hidden()
+        expect(last_reply(page).locator(".usage")).to_contain_text("Stopped")
+        kept = last_reply(page).locator(".content").inner_text()
+        assert kept.startswith("Hello") and kept != "Hello from the fake upstream.", kept
+        shot(page, "chat-stopped.png")
+        page.fill("#c-message", "go on")
+        page.click("#c-send")
+        expect(page.locator("#c-log li.msg.assistant")).to_have_count(2)
+        expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
+        sent = fake.requests()[-1]["messages"]
+        assert sent[1] == {"role": "assistant", "content": kept}, sent
+        page.click("#c-stop")
 
 
 def test_chat_renders_markdown_and_shows_markup_from_the_model_as_text(site, browser):
@@ -448,59 +459,49 @@ def test_chat_is_a_conversation_enter_sends_and_the_upstream_gets_the_whole_hist
     """Three turns typed and sent with Enter (Shift+Enter is a new line): every message and reply
     stays on screen, and each request carries the system prompt and every earlier turn, with
     the parameters; each turn shows its tokens and cost; New chat starts over."""
-    fake = FakeUpstream(gap_ms=5)
-    try:
-        env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
-        with serving(env=env) as srv:
-            context, page = new_page(browser)
-            sign_in(page, srv)
-            page.goto(f"{srv.base_url}/console/#chat")
-            page.select_option("#c-model", "fake-model-v1")
-            page.fill("#c-system", "Answer briefly.")
-            page.fill("#c-temperature", "0.2")
-            page.fill("#c-max-tokens", "200")
-            box = page.locator("#c-message")
-            turns = ["first question", "second question", "third\nquestion"]
-            for n, text in enumerate(turns, start=1):
-                box.click()
-                for i, line in enumerate(text.split("\n")):
-                    if i:
-                        page.keyboard.press("Shift+Enter")
-                    page.keyboard.type(line)
-                if "\n" in text:
-                    assert box.input_value() == text  # Shift+Enter made a new line, sent nothing
-                page.keyboard.press("Enter")
-                expect(page.locator("#c-log li.msg.assistant")).to_have_count(n)
-                expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
-                expect(last_reply(page).locator(".usage")).to_contain_text("tokens")
-                expect(box).to_have_value("")
-            users = page.locator("#c-log li.msg.user .content")
-            expect(users).to_have_count(3)
-            assert users.all_inner_texts() == turns
-            sent = fake.requests()[-1]
-            reply = "Hello from the fake upstream."
-            assert sent["messages"] == [
-                {"role": "system", "content": "Answer briefly."},
-                {"role": "user", "content": turns[0]}, {"role": "assistant", "content": reply},
-                {"role": "user", "content": turns[1]}, {"role": "assistant", "content": reply},
-                {"role": "user", "content": turns[2]},
-            ], sent["messages"]
-            assert sent["temperature"] == 0.2 and sent["max_tokens"] == 200, sent
-            assert [len(r["messages"]) for r in fake.requests()[-3:]] == [2, 4, 6]
-            # The fake's model has no price set: said so, not "0.00 USD".
-            expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"^10 in · \d+ out tokens · no price set$"))
-            shot(page, "chat.png")
-            page.click("#c-new")
-            expect(page.locator("#c-log li")).to_have_count(0)
-            page.fill("#c-message", "fresh start")
+    with chat_page(browser, gap_ms=5) as (fake, _srv, page):
+        page.fill("#c-system", "Answer briefly.")
+        page.fill("#c-temperature", "0.2")
+        page.fill("#c-max-tokens", "200")
+        box = page.locator("#c-message")
+        turns = ["first question", "second question", "third\nquestion"]
+        for n, text in enumerate(turns, start=1):
+            box.click()
+            for i, line in enumerate(text.split("\n")):
+                if i:
+                    page.keyboard.press("Shift+Enter")
+                page.keyboard.type(line)
+            if "\n" in text:
+                assert box.input_value() == text  # Shift+Enter made a new line, sent nothing
             page.keyboard.press("Enter")
-            expect(page.locator("#c-log li.msg.assistant")).to_have_count(1)
-            expect(last_reply(page).locator(".content")).to_have_text(reply)
-            assert fake.requests()[-1]["messages"][-1] == {"role": "user", "content": "fresh start"}
-            assert len(fake.requests()[-1]["messages"]) == 2
-            context.close()
-    finally:
-        fake.stop()
+            expect(page.locator("#c-log li.msg.assistant")).to_have_count(n)
+            expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
+            expect(last_reply(page).locator(".usage")).to_contain_text("tokens")
+            expect(box).to_have_value("")
+        users = page.locator("#c-log li.msg.user .content")
+        expect(users).to_have_count(3)
+        assert users.all_inner_texts() == turns
+        sent = fake.requests()[-1]
+        reply = "Hello from the fake upstream."
+        assert sent["messages"] == [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": turns[0]}, {"role": "assistant", "content": reply},
+            {"role": "user", "content": turns[1]}, {"role": "assistant", "content": reply},
+            {"role": "user", "content": turns[2]},
+        ], sent["messages"]
+        assert sent["temperature"] == 0.2 and sent["max_tokens"] == 200, sent
+        assert [len(r["messages"]) for r in fake.requests()[-3:]] == [2, 4, 6]
+        # The fake's model has no price set: said so, not "0.00 USD".
+        expect(last_reply(page).locator(".usage")).to_have_text(re.compile(r"^10 in · \d+ out tokens · no price set$"))
+        shot(page, "chat.png")
+        page.click("#c-new")
+        expect(page.locator("#c-log li")).to_have_count(0)
+        page.fill("#c-message", "fresh start")
+        page.keyboard.press("Enter")
+        expect(page.locator("#c-log li.msg.assistant")).to_have_count(1)
+        expect(last_reply(page).locator(".content")).to_have_text(reply)
+        assert fake.requests()[-1]["messages"][-1] == {"role": "user", "content": "fresh start"}
+        assert len(fake.requests()[-1]["messages"]) == 2
 
 
 def test_create_and_revoke_a_key(site, browser):
