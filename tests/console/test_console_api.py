@@ -404,3 +404,39 @@ def test_key_limits_refusals(server):
     # An API key is not a console session.
     r = httpx.get(f"{server.base_url}{path}", headers={"Authorization": f"Bearer {server.api_key}"})
     assert r.status_code == 401
+
+
+def test_a_console_remix_needs_the_session_the_csrf_token_and_the_organizations_own_video(server):
+    """`POST /console/api/videos/{id}/remix`: no session is 401, no CSRF token 403, an API key is
+    not a session, and another organization's video is 404 (nothing reserved); the own completed
+    video remixes."""
+    import time
+
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    server.agree(server.user, server.org)
+    made = httpx.post(f"{server.base_url}/v1/videos", headers=headers, timeout=30, json={
+        "model": "reel-1", "prompt": "a harbour at noon", "seconds": 4, "aspect_ratio": "16:9"})
+    assert made.status_code == 200, made.text
+    source = made.json()["id"]
+    deadline = time.time() + 120
+    while httpx.get(f"{server.base_url}/v1/videos/{source}", headers=headers).json()["status"] != "completed":
+        assert time.time() < deadline
+        time.sleep(0.5)
+    path = f"/console/api/videos/{source}/remix"
+    r = httpx.post(f"{server.base_url}{path}", json={"prompt": "in snow"})
+    assert r.status_code == 401 and error_code(r) == "console_login_required"
+    r = httpx.post(f"{server.base_url}{path}", json={"prompt": "in snow"}, headers=headers)
+    assert r.status_code == 401 and error_code(r) == "console_login_required"
+    other_org = server.admin("org", "create", "--name", "Remix elsewhere", "--credits", "5.00")
+    other_user = server.admin("user", "create", "--org", other_org["id"], "--email", "remix@example.test")
+    server.agree(other_user["id"], other_org["id"])
+    with server.console(other_user["id"], other_org["id"]) as other:
+        r = other.post(path, json={"prompt": "in snow"})
+        assert r.status_code == 404, r.text
+        assert server.admin("org", "show", "--org", other_org["id"])["reserved"] in ("0", "0.00")
+    with server.console() as console:
+        r = console.post(path, json={"prompt": "in snow"}, csrf=False)
+        assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+        r = console.post(path, json={"prompt": "in snow"})
+        assert r.status_code == 200, r.text
+        assert r.json()["remixed_from_video_id"] == source
