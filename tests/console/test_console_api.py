@@ -440,3 +440,119 @@ def test_a_console_remix_needs_the_session_the_csrf_token_and_the_organizations_
         r = console.post(path, json={"prompt": "in snow"})
         assert r.status_code == 200, r.text
         assert r.json()["remixed_from_video_id"] == source
+
+
+def test_a_test_event_reaches_the_receiver_signed_and_the_answer_says_what_it_answered():
+    """`POST /console/api/webhooks/{id}/test`: one `webhook.test` event, signed like every
+    delivery, sent at once; the answer reports the receiver's status (or the error in plain
+    words) and how long it took. Only the organization's own endpoint (another's is 404), the
+    CSRF token is needed, a second test at once is 429 with Retry-After, and nothing is recorded
+    on the endpoint."""
+    import json
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "webhooks"))
+    from receiver import Receiver, verify
+
+    receiver = Receiver()
+    try:
+        with serving(env={"REELGATE_FETCH_ALLOW": "127.0.0.1"}) as server:
+            other_org = server.admin("org", "create", "--name", "Tests elsewhere", "--credits", "1.00")
+            other_user = server.admin("user", "create", "--org", other_org["id"], "--email", "tests@example.test")
+            with server.console() as console, server.console(other_user["id"], other_org["id"]) as other:
+                made = console.post("/console/api/webhooks", json={"url": f"{receiver.url}/test/ok", "events": ["video.completed"]})
+                assert made.status_code == 200, made.text
+                endpoint = made.json()
+                path = f"/console/api/webhooks/{endpoint['id']}/test"
+
+                # No session, no CSRF token, another organization's console: nothing is sent.
+                assert httpx.post(f"{server.base_url}{path}").status_code == 401
+                r = console.post(path, csrf=False)
+                assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+                r = other.post(path)
+                assert r.status_code == 404 and error_code(r) == "webhook_not_found", r.text
+                r = console.post("/console/api/webhooks/wh_00000000000000000000000000/test")
+                assert r.status_code == 404 and error_code(r) == "webhook_not_found"
+                assert receiver.received("/test/ok") == []
+
+                r = console.post(path)
+                assert r.status_code == 200, r.text
+                sent = r.json()
+                assert sent["object"] == "webhook_test_delivery" and sent["type"] == "webhook.test"
+                assert sent["webhook_id"] == endpoint["id"] and sent["url"] == endpoint["url"]
+                assert sent["delivered"] is True and sent["status_code"] == 204
+                assert sent["error"] is None and sent["error_code"] is None and "hint" not in sent
+                assert isinstance(sent["duration_ms"], int) and 0 <= sent["duration_ms"] < 10000
+                assert sent["event_id"].startswith("evt_")
+                # The receiver got it once, signed with the endpoint's secret (its own HMAC code).
+                [(headers, body, status)] = receiver.received("/test/ok")
+                assert status == 204 and verify(endpoint["secret"], headers, body)
+                assert headers["webhook-id"] == sent["event_id"]
+                assert headers["webhook-timestamp"] == str(sent["sent_at"])
+                event = json.loads(body)
+                assert event["type"] == "webhook.test" and set(event) == {"type", "timestamp", "data"}
+                assert event["data"]["webhook_id"] == endpoint["id"]
+
+                # A second test at once is refused, and sends nothing.
+                r = console.post(path)
+                assert r.status_code == 429 and error_code(r) == "webhook_test_too_soon", r.text
+                wait = int(r.headers["retry-after"])
+                assert 1 <= wait <= 5
+                assert len(receiver.received("/test/ok")) == 1
+                # After the wait it may be sent again.
+                time.sleep(wait + 0.5)
+                r = console.post(path)
+                assert r.status_code == 200 and r.json()["delivered"] is True, r.text
+                assert len(receiver.received("/test/ok")) == 2
+
+                # A receiver that answers 500: not delivered, its status reported.
+                down = console.post("/console/api/webhooks", json={"url": f"{receiver.url}/down/test"}).json()
+                r = console.post(f"/console/api/webhooks/{down['id']}/test")
+                assert r.status_code == 200, r.text
+                assert r.json()["delivered"] is False and r.json()["status_code"] == 500
+                # Nobody listening: no status, the error in plain words.
+                closed = console.post("/console/api/webhooks", json={"url": "http://127.0.0.1:9/closed"}).json()
+                r = console.post(f"/console/api/webhooks/{closed['id']}/test")
+                assert r.status_code == 200, r.text
+                failed = r.json()
+                assert failed["delivered"] is False and failed["status_code"] is None
+                assert failed["error_code"] == "unreachable" and "connection was refused" in failed["error"]
+
+                # A test is not a delivery: the endpoints' records are untouched.
+                for e in console.get("/console/api/webhooks").json()["data"]:
+                    assert e["status"] == "enabled"
+                    assert e["delivery"]["last_attempts"] == [] and e["delivery"]["consecutive_failures"] == 0
+    finally:
+        receiver.stop()
+
+
+def test_a_refused_webhook_url_on_the_local_server_says_how_to_allow_a_local_receiver():
+    """On the local server (no REELGATE_FETCH_ALLOW) a loopback endpoint is refused, and the
+    refusal says which setting allows a receiver on this machine and that the server must be
+    started again; a test event to an endpoint registered while it was allowed is refused too,
+    with the same hint. The rule itself is unchanged."""
+    hint = "REELGATE_FETCH_ALLOW=localhost,127.0.0.1"
+    with tempfile.TemporaryDirectory() as data_dir:
+        server = LocalServer(data_dir, env={"REELGATE_FETCH_ALLOW": "127.0.0.1"}).start()
+        try:
+            with server.console() as console:
+                r = console.post("/console/api/webhooks", json={"url": "http://127.0.0.1:9/hooks"})
+                assert r.status_code == 200, r.text
+                endpoint = r.json()
+            server.stop()
+            server.extra_env = {}
+            user, org = server.user, server.org
+            server.start()
+            server.user, server.org = user, org
+            with server.console() as console:
+                r = console.post("/console/api/webhooks", json={"url": "http://localhost:8000/hooks"})
+                assert r.status_code == 400 and error_code(r) == "url_refused", r.text
+                message = r.json()["error"]["message"]
+                assert hint in message and "start it again" in message
+                r = console.post(f"/console/api/webhooks/{endpoint['id']}/test")
+                assert r.status_code == 200, r.text
+                sent = r.json()
+                assert sent["delivered"] is False and sent["status_code"] is None
+                assert sent["error_code"] == "url_refused" and hint in sent["hint"]
+        finally:
+            server.stop()

@@ -1243,14 +1243,86 @@ def test_axe_finds_no_serious_violations_on_any_page(site, browser):
         for name in PAGES:
             page.goto(f"{site.base_url}/console/#{name}")
             expect(page.locator(f"#page-{name}")).to_be_visible()
+            # With its "View code" open where it has one.
+            code = {"new": "#nv-code", "chat": "#cc-code"}.get(name)
+            if code:
+                page.click(f"{code} summary")
+                expect(page.locator(f"{code}-text")).not_to_be_empty()
             page.wait_for_load_state("networkidle")
             found[f"{name}@{width}"] = axe_violations(page)
-        # A video's own page, with its View code open.
-        page.goto(f"{site.base_url}/console/videos/{any_video(site)}")
+        # A video's own page, with its View code and the extend form open.
+        video = any_video(site)
+        wait_done(site, video)
+        page.goto(f"{site.base_url}/console/videos/{video}")
         expect(page.locator("#page-video")).to_be_visible()
+        # The first action button of a finished video opens its first operation's form.
+        page.locator("#vp-actions button").first.click()
+        expect(page.locator("#vp-op-form")).to_be_visible()
         page.click("#vp-code summary")
         page.wait_for_load_state("networkidle")
         found[f"video@{width}"] = axe_violations(page)
         context.close()
     bad = {k: v for k, v in found.items() if v}
     assert not bad, bad
+
+
+def test_webhooks_page_sends_a_test_event_and_shows_the_delivery(browser):
+    """Each endpoint's "Send test event" POSTs one signed `webhook.test` event now; the result
+    (status, time, event id) appears inside the card in the line kept for it (nothing above it
+    moves), a second test at once is refused there, and on this local server a refused URL says
+    how to allow a receiver on this machine, in English and in Japanese."""
+    receiver = Receiver()
+    try:
+        with serving(env={"REELGATE_FETCH_ALLOW": "127.0.0.1"}) as srv:
+            context, page = new_page(browser)
+            sign_in(page, srv)
+            page.click("nav a[href='#webhooks']")
+            expect(page.locator("#page-webhooks")).to_be_visible()
+            page.fill("#wh-url", f"{receiver.url}/test/console")
+            page.click("#wh-create")
+            expect(page.locator("#wh-secret")).to_be_visible()
+            secret = page.locator("#wh-secret-value").input_value()
+            card = page.locator("#wh-list li.card")
+            expect(card).to_have_count(1)
+            endpoint_id = card.get_attribute("id").removeprefix("wh-")
+            result = page.locator(f"#wh-test-{endpoint_id}")
+            button = card.get_by_role("button", name=f"Send test event {endpoint_id}")
+            # Where the card and its button sit in the page (not the viewport, which a click scrolls).
+            place = "el => { const r = el.getBoundingClientRect(); return [r.top + window.scrollY, r.height]; }"
+            before = (button.evaluate(place), card.evaluate(place))
+
+            button.click()
+            expect(result).to_contain_text("Test event delivered: HTTP 204 in")
+            expect(result.locator(".badge")).to_have_text("delivered")
+            # The result took the line kept for it: nothing moved, the card kept its size.
+            assert (button.evaluate(place), card.evaluate(place)) == before
+            [(headers, body, status)] = receiver.received("/test/console")
+            assert status == 204 and verify(secret, headers, body)
+            assert json.loads(body)["type"] == "webhook.test"
+            expect(result).to_contain_text(headers["webhook-id"])
+            expect(card).to_contain_text("No deliveries yet.")  # a test is not a delivery
+            shot(page, "webhooks-test-event.png")
+
+            # At once again: refused in the same place, nothing sent.
+            button.click()
+            expect(result.locator(".field-error")).to_contain_text("less than 5 seconds ago")
+            assert len(receiver.received("/test/console")) == 1
+
+            # A private address is refused; this local server says how to allow a local receiver.
+            page.fill("#wh-url", "http://10.0.0.1/hooks")
+            page.click("#wh-create")
+            expect(page.locator("#err-url")).to_contain_text("REELGATE_FETCH_ALLOW=localhost,127.0.0.1")
+            expect(page.locator("#err-url")).to_contain_text("start it again")
+            page.click("#lang")
+            expect(card.get_by_role("button", name=f"テストイベントを送信 {endpoint_id}")).to_be_visible()
+            page.click("#wh-create")
+            expect(page.locator("#err-url")).to_contain_text("REELGATE_FETCH_ALLOW=localhost,127.0.0.1")
+            expect(page.locator("#err-url")).to_contain_text("起動し直して")
+            time.sleep(5)
+            card.get_by_role("button", name=f"テストイベントを送信 {endpoint_id}").click()
+            expect(result).to_contain_text("テストイベントを配信しました: HTTP 204")
+            shot(page, "webhooks-test-event-ja.png")
+            page.click("#lang")
+            context.close()
+    finally:
+        receiver.stop()

@@ -107,6 +107,12 @@ pub fn webhook_slot(org: &str, scope: &str, n: usize) -> Key {
     Key::new(org_pk(org), format!("{WEBHOOK_SLOT_PREFIX}{scope}#{n}"))
 }
 
+/// The lease of an endpoint's latest test event (`ORG#<org>` / `WEBHOOK_TEST#<id>`): it expires
+/// when the next test may be sent (`webhooks::test_event`). Not under [`WEBHOOK_PREFIX`].
+pub fn webhook_test(org: &str, id: &str) -> Key {
+    Key::new(org_pk(org), format!("WEBHOOK_TEST#{id}"))
+}
+
 pub const CHARGE_PREFIX: &str = "CHARGE#";
 
 /// A render charge (`ORG#<org>` / `CHARGE#<video id>`), written once per job.

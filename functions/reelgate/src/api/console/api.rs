@@ -60,6 +60,10 @@ pub fn routes() -> Router<App> {
             "/console/api/webhooks/{webhook_id}/rotate_secret",
             post(rotate_webhook_secret),
         )
+        .route(
+            "/console/api/webhooks/{webhook_id}/test",
+            post(test_webhook),
+        )
 }
 
 /// Who is signed in, and the CSRF token the page sends with every state-changing request.
@@ -487,9 +491,24 @@ async fn create_webhook(
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<webhooks::Endpoint>> {
-    Ok(Json(
-        webhooks::create(app.context(), &s.caller.org, &body).await?,
-    ))
+    let created = webhooks::create(app.context(), &s.caller.org, &body).await;
+    Ok(Json(created.map_err(|e| with_local_hint(&app, e))?))
+}
+
+/// On the local server (`console_links_by_cli`), a refused URL's message ends with how to allow
+/// a receiver on this machine for development; elsewhere, and for any other error, unchanged.
+fn with_local_hint(
+    app: &App,
+    mut e: crate::domain::error::ApiError,
+) -> crate::domain::error::ApiError {
+    if app.settings.console_links_by_cli && e.code == "url_refused" {
+        e.message = format!(
+            "{} {}",
+            e.message,
+            webhooks::test_event::LOCAL_RECEIVER_HINT
+        );
+    }
+    e
 }
 
 async fn delete_webhook(
@@ -513,4 +532,20 @@ async fn rotate_webhook_secret(
     Ok(Json(
         webhooks::rotate_secret(app.context(), &s.caller.org, &webhook_id).await?,
     ))
+}
+
+/// Sends one signed `webhook.test` event to the endpoint now and answers what the receiver did:
+/// its status, or the error in plain words, and how long it took (`domain/webhooks/test_event.rs`;
+/// one test per endpoint every few seconds, 429 otherwise). On the local server a refused URL's
+/// answer carries the hint that says how to allow a receiver on this machine.
+async fn test_webhook(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(webhook_id): Path<String>,
+) -> ApiResult<Json<webhooks::test_event::TestDelivery>> {
+    let mut sent = webhooks::test_event::send(app.context(), &s.caller.org, &webhook_id).await?;
+    if app.settings.console_links_by_cli && sent.error_code.as_deref() == Some("url_refused") {
+        sent.hint = Some(webhooks::test_event::LOCAL_RECEIVER_HINT.to_owned());
+    }
+    Ok(Json(sent))
 }

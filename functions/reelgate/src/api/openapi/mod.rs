@@ -1217,6 +1217,20 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[401, 403, 404],
         ..DEFAULT
     },
+    Operation {
+        method: "POST",
+        path: "/console/api/webhooks/{webhook_id}/test",
+        id: "ConsoleSendWebhookTestEvent",
+        tag: "console",
+        summary: "Send one signed `webhook.test` event to the endpoint now and answer what the \
+                  receiver did (its status or the error, and how long it took); one test per \
+                  endpoint every 5 seconds",
+        auth: Auth::ConsoleCsrf,
+        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
+        ok: &[(200, Answer::Json("WebhookTestDelivery"))],
+        errors: &[401, 403, 404, 429],
+        ..DEFAULT
+    },
 ];
 
 /// The component schemas, collected with everything they refer to.
@@ -1287,6 +1301,7 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::webhooks::Endpoint,
     crate::domain::webhooks::DeliveryRecord,
     crate::domain::webhooks::Attempt,
+    crate::domain::webhooks::test_event::TestDelivery,
     crate::api::envelope::List<crate::domain::webhooks::Endpoint>,
     crate::api::console::oidc::OidcChooseForm,
     crate::domain::billing::usage_report::UsagePage,

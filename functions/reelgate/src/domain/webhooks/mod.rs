@@ -26,6 +26,9 @@
 //!   store, so they hold across workers and hosts), the POST waits at most 10 s for its answer,
 //!   and a failing endpoint backs off ([`backoff_secs`]); a delivery that must wait goes back to
 //!   the queue without counting as an attempt.
+//! - **Test events** ([`test_event`]): one signed `webhook.test` POSTed at once to one endpoint
+//!   (the console's "Send test event"), answered with what the receiver did; not a delivery,
+//!   nothing is recorded on the endpoint.
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
@@ -41,6 +44,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
+
+pub mod test_event;
 
 pub const EVENT_COMPLETED: &str = "video.completed";
 pub const EVENT_FAILED: &str = "video.failed";
@@ -817,35 +822,7 @@ async fn attempt_delivery(
 ) -> Result<(), String> {
     let key = endpoint_key(&delivery.org, &delivery.endpoint_id);
     let url = endpoint.str_attr("url").unwrap_or_default().to_owned();
-    let mut signatures = Vec::new();
-    if let Some(s) = endpoint.str_attr("secret") {
-        signatures.extend(sign(
-            s,
-            &delivery.event_id,
-            now,
-            delivery.payload.as_bytes(),
-        ));
-    }
-    if let (Some(s), Some(until)) = (
-        endpoint.str_attr("previous_secret"),
-        endpoint.i64_attr("previous_secret_until"),
-    ) {
-        if until > now {
-            signatures.extend(sign(
-                s,
-                &delivery.event_id,
-                now,
-                delivery.payload.as_bytes(),
-            ));
-        }
-    }
-    let headers = [
-        ("content-type", "application/json".to_owned()),
-        ("user-agent", "reelgate-webhooks/1".to_owned()),
-        ("webhook-id", delivery.event_id.clone()),
-        ("webhook-timestamp", now.to_string()),
-        ("webhook-signature", signatures.join(" ")),
-    ];
+    let headers = signed_headers(endpoint, &delivery.event_id, now, &delivery.payload);
     let outcome = match cx
         .fetcher
         .post(&url, &headers, delivery.payload.clone().into_bytes())
@@ -914,6 +891,36 @@ async fn attempt_delivery(
         }
     }
     Ok(())
+}
+
+/// The headers of one POST of `payload` to `endpoint` at `now` (a delivery attempt or a test
+/// event): Standard Webhooks' `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed
+/// with the current secret and, during a rotation's grace, the previous one too.
+fn signed_headers(
+    endpoint: &Item,
+    event_id: &str,
+    now: i64,
+    payload: &str,
+) -> [(&'static str, String); 5] {
+    let mut signatures = Vec::new();
+    if let Some(s) = endpoint.str_attr("secret") {
+        signatures.extend(sign(s, event_id, now, payload.as_bytes()));
+    }
+    if let (Some(s), Some(until)) = (
+        endpoint.str_attr("previous_secret"),
+        endpoint.i64_attr("previous_secret_until"),
+    ) {
+        if until > now {
+            signatures.extend(sign(s, event_id, now, payload.as_bytes()));
+        }
+    }
+    [
+        ("content-type", "application/json".to_owned()),
+        ("user-agent", "reelgate-webhooks/1".to_owned()),
+        ("webhook-id", event_id.to_owned()),
+        ("webhook-timestamp", now.to_string()),
+        ("webhook-signature", signatures.join(" ")),
+    ]
 }
 
 /// How long an endpoint gets no delivery after `failures` failed attempts in a row.
