@@ -556,3 +556,114 @@ def test_a_refused_webhook_url_on_the_local_server_says_how_to_allow_a_local_rec
                 assert sent["error_code"] == "url_refused" and hint in sent["hint"]
         finally:
             server.stop()
+
+
+def test_video_lists_filter_and_search_and_page_by_cursor_through_exactly_the_matches():
+    """`GET /v1/videos` and the console's `GET /console/api/videos` take `status`, `model` and
+    `q` (a case-insensitive, trimmed substring of the prompt as sent) with `after`/`limit`/
+    `order`: following `last_id` while `has_more` yields exactly the organization's matching
+    videos in order, every page full but the last and no empty page at the end. A bad `status`,
+    an unknown `model` and a `q` over 200 characters are 400s naming the parameter. The jobs
+    render on an engine that never finishes (and the blocked ones fail in moderation), so their
+    statuses hold still while the test pages."""
+    from harness import FakeHangingEngine
+
+    engine = FakeHangingEngine()
+    try:
+        with serving(env={"REELGATE_REFERENCE_ENGINE_URL": engine.url}) as server:
+            org = server.admin("org", "create", "--name", "Gallery", "--plan", "enterprise", "--credits", "100.00")
+            user = server.admin("user", "create", "--org", org["id"], "--email", "gallery@example.test")
+            key = server.admin("key", "create", "--user", user["id"])["secret"]
+            server.agree(user["id"], org["id"])
+            server.agree(server.user, server.org)
+            h = {"Authorization": f"Bearer {key}"}
+
+            def create(headers, prompt, model="reel-1"):
+                body = {"model": model, "prompt": prompt, "seconds": 4, "aspect_ratio": "16:9"}
+                r = httpx.post(f"{server.base_url}/v1/videos", json=body, headers=headers, timeout=30)
+                assert r.status_code == 200, r.text
+                return r.json()["id"]
+
+            # Another organization's matching video never shows.
+            theirs = create({"Authorization": f"Bearer {server.api_key}"}, "A paper lantern elsewhere")
+            made = []
+            for i in range(18):
+                if i % 3 == 0:
+                    prompt = f"A paper LANTERN and gore, take {i}"  # blocked: failed in moderation
+                elif i % 2 == 0:
+                    prompt = f"a paper lantern over the river, take {i}"
+                else:
+                    prompt = f"a quiet street at dawn, take {i}"
+                made.append(create(h, prompt, "reel-1-pro" if i % 4 == 1 else "reel-1"))
+            deadline = time.time() + 120
+            for video_id in made:
+                while True:
+                    v = httpx.get(f"{server.base_url}/v1/videos/{video_id}", headers=h).json()
+                    if v["status"] in ("failed", "in_progress"):
+                        break
+                    assert time.time() < deadline, v
+                    time.sleep(0.3)
+            everything = httpx.get(f"{server.base_url}/v1/videos", params={"limit": 100}, headers=h).json()
+            assert everything["has_more"] is False
+            assert [v["id"] for v in everything["data"]] == made[::-1], "newest first"
+            assert theirs not in made
+
+            def matching(status=None, model=None, q=None, order="desc"):
+                found = [v["id"] for v in everything["data"]
+                         if (status is None or v["status"] == status)
+                         and (model is None or v["model"] == model)
+                         and (q is None or q.strip().lower() in v["prompt"].lower())]
+                return found[::-1] if order == "asc" else found
+
+            def pages(get, params):
+                got, after = [], None
+                while True:
+                    r = get({**params, **({"after": after} if after else {})})
+                    assert r.status_code == 200, r.text
+                    page = r.json()
+                    got.append(page)
+                    if not page["has_more"]:
+                        return got
+                    after = page["last_id"]
+                    assert after and len(got) < 40
+
+            api = lambda p: httpx.get(f"{server.base_url}/v1/videos", params=p, headers=h)  # noqa: E731
+            cases = [
+                {"status": "failed", "limit": 2},
+                {"q": "  PAPER Lantern ", "limit": 5},
+                {"q": "lantern", "status": "in_progress", "limit": 4, "order": "asc"},
+                {"model": "reel-1-pro", "limit": 2},
+                {"model": "reel-1", "status": "in_progress", "q": "street", "limit": 3},
+                {"status": "completed", "limit": 3},
+            ]
+            with server.console(user["id"], org["id"]) as console:
+                gallery = lambda p: console.get("/console/api/videos", params=p)  # noqa: E731
+                for params in cases:
+                    want = matching(params.get("status"), params.get("model"), params.get("q"),
+                                    params.get("order", "desc"))
+                    limit = params["limit"]
+                    for name, get in (("api", api), ("console", gallery)):
+                        got = pages(get, params)
+                        ids = [v["id"] for page in got for v in page["data"]]
+                        assert ids == want, (name, params)
+                        assert len(got) == max(1, -(-len(want) // limit)), (name, params)
+                        for page in got[:-1]:
+                            assert len(page["data"]) == limit and page["has_more"] is True, (name, params)
+                            assert page["last_id"] == page["data"][-1]["id"]
+                        assert got[-1]["has_more"] is False
+                assert len(matching(status="failed")) == 6 and len(matching(q="lantern")) == 12
+
+                for get in (api, gallery):
+                    for params, param in (({"status": "cancelled"}, "status"), ({"status": "Done"}, "status"),
+                                          ({"model": "reel-9"}, "model"), ({"q": "x" * 201}, "q"),
+                                          ({"status": "failed", "limit": "0"}, "limit")):
+                        r = get(params)
+                        assert r.status_code == 400, (params, r.text)
+                        err = r.json()["error"]
+                        assert err["param"] == param and err["code"] == "invalid_request_error", err
+                    # Empty values filter nothing; 200 characters of search are allowed.
+                    r = get({"status": "", "model": "", "q": "   ", "limit": 100})
+                    assert [v["id"] for v in r.json()["data"]] == made[::-1]
+                    assert get({"q": "ä" * 200}).json()["data"] == []
+    finally:
+        engine.stop()

@@ -78,3 +78,17 @@ mod webhooks {
         reelgate_embedded::testing::webhook_contract(store).await;
     }
 }
+
+/// The video list's filters read DynamoDB pages in sort-key order and page through exactly the
+/// matching jobs, as on SQLite.
+mod video_list {
+    use super::support;
+
+    #[tokio::test]
+    async fn filters_compose_with_cursor_paging() {
+        let Some(store) = support::dynamo().await else {
+            return;
+        };
+        reelgate_embedded::testing::video_list_contract(store).await;
+    }
+}

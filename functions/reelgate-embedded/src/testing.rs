@@ -581,6 +581,209 @@ impl reelgate::ports::fetch::Fetcher for FakeSlowEndpoints {
     }
 }
 
+/// Video list contract, run against each store adapter: an organization's jobs listed with
+/// each filter (status, model, prompt text, together, none), both orders and several page sizes
+/// page through exactly the matching jobs, in order, every page full but the last and `has_more`
+/// false only on the last; another organization's matching jobs never appear. With a scan budget
+/// smaller than the gaps between matches, pages come back short (even empty) with `has_more`,
+/// and following `last_id` still yields exactly the matching jobs.
+pub async fn video_list_contract(store: Arc<dyn reelgate::ports::store::ItemStore>) {
+    use reelgate::api::envelope::List;
+    use reelgate::domain::params::ListQuery;
+    use reelgate::domain::videos::queries::{list_matching, VideoListQuery, MAX_SCANNED};
+    use reelgate::domain::videos::{JobRecord, JobStatus, Reservation, Video};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("backend");
+    let catalog =
+        Arc::new(Catalog::parse(reelgate::domain::catalog::DEFAULT_CATALOG).expect("catalog"));
+    let app = App::new(
+        store.clone(),
+        backend.blobs.clone(),
+        backend.render_queue.clone(),
+        catalog,
+        Settings::default(),
+    );
+    let job = |org: &str, status: JobStatus, model: &str, prompt: String| JobRecord {
+        id: reelgate::domain::ids::new_id("video"),
+        org: org.to_owned(),
+        person: "user_list".into(),
+        key: "key_list".into(),
+        model: model.to_owned(),
+        engine: Some("reference".into()),
+        prompt,
+        seconds: 4,
+        aspect_ratio: "16:9".into(),
+        status,
+        progress: 0,
+        cost: "0.40".parse().expect("d"),
+        currency: "usd".into(),
+        created_at: reelgate::ports::store::now_secs(),
+        completed_at: None,
+        thumbnail: false,
+        reservation: Reservation::Held,
+        inputs: Default::default(),
+        budget_month: None,
+        engine_prompt: None,
+        render_id: None,
+        render_started_ms: None,
+        size: None,
+        error_code: None,
+        error_message: None,
+        expires_at: None,
+        remixed_from: None,
+        extended_from: None,
+        extension_base_seconds: None,
+        edited_from: None,
+        source_operation: None,
+    };
+    let org = reelgate::domain::ids::new_id("org");
+    let other = reelgate::domain::ids::new_id("org");
+    let statuses = [
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::InProgress,
+        JobStatus::Canceled,
+    ];
+    // Oldest first, as created.
+    let mut jobs = Vec::new();
+    for i in 0..41 {
+        let model = if i % 5 == 0 { "reel-1-pro" } else { "reel-1" };
+        let prompt = if i % 3 == 0 {
+            format!("A paper LANTERN over the river, take {i}")
+        } else {
+            format!("a quiet street at dawn, take {i}")
+        };
+        jobs.push(job(&org, statuses[i % 4], model, prompt));
+    }
+    for i in 0..6 {
+        let prompt = format!("a paper lantern, another organization's {i}");
+        jobs.push(job(&other, JobStatus::Completed, "reel-1-pro", prompt));
+    }
+    for j in &jobs {
+        store.put(j.to_item(), None).await.expect("put");
+    }
+
+    // Every page of a list as a client follows it: `after` = the previous page's `last_id`.
+    let pages = |query: VideoListQuery, budget: usize| {
+        let app = app.clone();
+        let org = org.clone();
+        async move {
+            let filter = query.filter(app.context().catalog).expect("filter");
+            let mut pages: Vec<List<Video>> = Vec::new();
+            let mut page = query.page.clone();
+            loop {
+                let found = list_matching(app.context(), &org, &page, &filter, budget)
+                    .await
+                    .expect("list");
+                let list = List::page(found, |v| v.id.clone());
+                let next = list.last_id.clone();
+                let more = list.has_more;
+                pages.push(list);
+                assert!(pages.len() <= 100, "the paging does not end");
+                if !more {
+                    return pages;
+                }
+                page.after = Some(next.expect("a page with more names where to continue"));
+            }
+        }
+    };
+    let ids = |pages: &[List<Video>]| -> Vec<String> {
+        pages
+            .iter()
+            .flat_map(|p| p.data.iter().map(|v| v.id.clone()))
+            .collect()
+    };
+    type Case = (
+        Option<&'static str>,
+        Option<&'static str>,
+        Option<&'static str>,
+    );
+    let cases: [Case; 7] = [
+        (None, None, None),
+        (Some("completed"), None, None),
+        (None, Some("reel-1-pro"), None),
+        (None, None, Some("  paper Lantern ")),
+        (Some("failed"), None, Some("lantern")),
+        (Some("in_progress"), Some("reel-1"), Some("LANTERN")),
+        (Some("moderating"), None, None),
+    ];
+    for (status, model, q) in cases {
+        for order in ["desc", "asc"] {
+            for limit in [1usize, 3, 7, 100] {
+                let query = VideoListQuery {
+                    page: ListQuery {
+                        limit: Some(limit.to_string()),
+                        order: Some(order.into()),
+                        after: None,
+                    },
+                    status: status.map(str::to_owned),
+                    model: model.map(str::to_owned),
+                    q: q.map(str::to_owned),
+                };
+                let filter = query.filter(app.context().catalog).expect("filter");
+                let mut want: Vec<String> = jobs
+                    .iter()
+                    .filter(|j| j.org == org && filter.matches(j))
+                    .map(|j| j.id.clone())
+                    .collect();
+                if order == "desc" {
+                    want.reverse();
+                }
+                let what =
+                    format!("status={status:?} model={model:?} q={q:?} {order} limit={limit}");
+                let got = pages(query, MAX_SCANNED).await;
+                assert_eq!(ids(&got), want, "{what}");
+                // Full pages but the last, and has_more exact: no empty page at the end.
+                assert_eq!(got.len(), want.len().div_ceil(limit).max(1), "{what}");
+                for (n, page) in got.iter().enumerate() {
+                    let last = n + 1 == got.len();
+                    assert_eq!(page.has_more, !last, "{what} page {n}");
+                    if !last {
+                        assert_eq!(page.data.len(), limit, "{what} page {n}");
+                    }
+                    assert_eq!(
+                        page.last_id,
+                        page.data.last().map(|v| v.id.clone()),
+                        "{what} page {n}"
+                    );
+                }
+            }
+        }
+    }
+
+    // A budget of 4 jobs a request, against matches 3 jobs apart: short and empty pages that
+    // say where the scan stopped, and still exactly the matching jobs.
+    for order in ["desc", "asc"] {
+        let query = VideoListQuery {
+            page: ListQuery {
+                limit: Some("2".into()),
+                order: Some(order.into()),
+                after: None,
+            },
+            q: Some("lantern".into()),
+            status: Some("completed".into()),
+            ..Default::default()
+        };
+        let filter = query.filter(app.context().catalog).expect("filter");
+        let mut want: Vec<String> = jobs
+            .iter()
+            .filter(|j| j.org == org && filter.matches(j))
+            .map(|j| j.id.clone())
+            .collect();
+        if order == "desc" {
+            want.reverse();
+        }
+        let got = pages(query, 4).await;
+        assert_eq!(ids(&got), want, "{order}");
+        assert!(
+            got.iter()
+                .any(|p| p.has_more && p.data.is_empty() && p.last_id.is_some()),
+            "the budget leaves empty pages that continue ({order})"
+        );
+        assert!(got.iter().all(|p| p.data.len() <= 2));
+    }
+}
+
 /// Rate-limit contract, run against each store adapter: 200 concurrent requests on a fresh key
 /// limited to 50 per minute admit exactly 50, each told a different remaining count; a
 /// tokens-per-minute reservation is settled with the real count, freeing the difference; an

@@ -59,3 +59,15 @@ mod webhooks {
         reelgate_embedded::testing::webhook_contract(store).await;
     }
 }
+
+mod video_list {
+    /// The video list's filters page through exactly the matching jobs on the SQLite store;
+    /// `reelgate-aws` runs the same contract on DynamoDB.
+    #[tokio::test]
+    async fn filters_compose_with_cursor_paging() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = reelgate_embedded::db::Database::open(&dir.path().join("v.sqlite3")).expect("db");
+        let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
+        reelgate_embedded::testing::video_list_contract(store).await;
+    }
+}

@@ -15,6 +15,9 @@ pub struct List<T> {
     pub data: Vec<T>,
     #[schema(required = true)]
     pub first_id: Option<String>,
+    /// The id to send as `after` for the next page: the last item's, except on a filtered video
+    /// list that stopped at its scan budget, where it is the last video read (possibly with no
+    /// item on the page at all).
     #[schema(required = true)]
     pub last_id: Option<String>,
     pub has_more: bool,
@@ -38,7 +41,11 @@ impl<T> List<T> {
 
     /// A domain [`Page`](crate::domain::params::Page) as a list envelope.
     pub fn page(page: crate::domain::params::Page<T>, id_of: impl Fn(&T) -> String) -> List<T> {
-        List::new(page.data, id_of, page.has_more)
+        let mut list = List::new(page.data, id_of, page.has_more);
+        if let Some(resume) = page.resume_after {
+            list.last_id = Some(resume);
+        }
+        list
     }
 }
 

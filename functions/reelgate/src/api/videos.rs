@@ -159,7 +159,7 @@ async fn cancel(
 async fn list(
     State(app): State<App>,
     caller: Caller,
-    ApiQuery(params): ApiQuery<ListQuery>,
+    ApiQuery(params): ApiQuery<queries::VideoListQuery>,
 ) -> ApiResult<Json<List<Video>>> {
     let page = queries::list(app.context(), &caller, &params).await?;
     Ok(Json(List::page(page, |v| v.id.clone())))

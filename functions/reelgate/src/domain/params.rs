@@ -64,6 +64,21 @@ impl ListQuery {
 pub struct Page<T> {
     pub data: Vec<T>,
     pub has_more: bool,
+    /// The id the next page starts after when it is not the last item's: a filtered list that
+    /// stopped reading at its scan budget resumes where the scan stopped, past items that did not
+    /// match (the list envelope's `last_id`). None for every other page.
+    pub resume_after: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// A page that continues after its last item.
+    pub fn new(data: Vec<T>, has_more: bool) -> Page<T> {
+        Page {
+            data,
+            has_more,
+            resume_after: None,
+        }
+    }
 }
 
 /// The parameters of a request body (a JSON object).

@@ -212,10 +212,86 @@ async fn remix_video(
     Ok(render_create(answer))
 }
 
+/// An extension of a completed video as the signed-in person; the source is the video in the
+/// path, never a file (the console links no decoder to check one).
+async fn extend_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+    headers: axum::http::HeaderMap,
+    ApiJson(request): ApiJson<ConsoleVideoExtendRequest>,
+) -> ApiResult<Response> {
+    use crate::api::video_answers::{idempotency_key, render_create};
+    let mut body = json!({
+        "prompt": request.prompt,
+        "seconds": request.seconds,
+        "video": {"id": video_id},
+    });
+    if let Some(characters) = request.characters {
+        body["characters"] = json!(characters);
+    }
+    let workflow = app.workflow();
+    let (cx, key) = (app.context(), idempotency_key(&headers));
+    let caller = &s.caller;
+    let answer = crate::domain::videos::extensions::extend(
+        cx,
+        workflow.as_deref(),
+        caller,
+        key,
+        &body,
+        None,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
+/// An edit of a completed video as the signed-in person.
+async fn edit_video(
+    State(app): State<App>,
+    ConsoleSession(s): ConsoleSession,
+    Path(video_id): Path<String>,
+    headers: axum::http::HeaderMap,
+    ApiJson(request): ApiJson<ConsoleVideoEditRequest>,
+) -> ApiResult<Response> {
+    use crate::api::video_answers::{idempotency_key, render_create};
+    let body = json!({"prompt": request.prompt, "video": {"id": video_id}});
+    let workflow = app.workflow();
+    let (cx, key) = (app.context(), idempotency_key(&headers));
+    let caller = &s.caller;
+    let answer =
+        crate::domain::videos::edits::edit(cx, workflow.as_deref(), caller, key, &body, None)
+            .await?;
+    Ok(render_create(answer))
+}
+
+/// An extension from the console: the source is the video in the path. The use case checks
+/// the values (the prompt's length, the seconds against the model).
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"prompt": "the boat drifts under a bridge", "seconds": 4}))]
+pub struct ConsoleVideoExtendRequest {
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+    /// The new segment's length, within the model's range; the source and the segment together
+    /// last at most 60 s.
+    pub seconds: u32,
+    #[schema(max_items = 2)]
+    pub characters: Option<Vec<String>>,
+}
+
+/// An edit from the console: the source is the video in the path, its seconds and ratio kept.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"prompt": "make it snow"}))]
+pub struct ConsoleVideoEditRequest {
+    #[schema(min_length = 1, max_length = 7000)]
+    pub prompt: String,
+}
+
 async fn list_videos(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-    ApiQuery(params): ApiQuery<crate::domain::params::ListQuery>,
+    ApiQuery(params): ApiQuery<crate::domain::videos::queries::VideoListQuery>,
 ) -> ApiResult<Json<List<crate::domain::videos::Video>>> {
     let page = crate::domain::videos::queries::list(app.context(), &s.caller, &params).await?;
     Ok(Json(List::page(page, |v| v.id.clone())))

@@ -124,6 +124,40 @@ const ORDER: Param = query(
     "Sort by creation time (default `desc`).",
 );
 
+/// The query of `GET /v1/videos` and of the console's list: the page and reelgate's filters,
+/// which compose with it (`domain/videos/queries.rs`).
+const VIDEO_LIST_PARAMS: &[Param] = &[
+    query(
+        "limit",
+        Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64),
+        "Page size (default 20). Every page but the last holds this many jobs, unless a filtered \
+         list read its budget of 5,000 jobs first (then `has_more` is true).",
+    ),
+    query(
+        "after",
+        Kind::Str,
+        "A video id: the page starts after it. Send the previous page's `last_id`.",
+    ),
+    ORDER,
+    query(
+        "status",
+        Kind::OneOf(crate::domain::videos::queries::STATUS_FILTERS),
+        "Only jobs in this status, or `running`: any status before the end (reelgate).",
+    ),
+    query(
+        "model",
+        Kind::Str,
+        "Only jobs of this video model id, exactly; an id the catalog does not have is a 400 \
+         (reelgate).",
+    ),
+    query(
+        "q",
+        Kind::Str,
+        "Only jobs whose prompt, as it was sent, contains this text, ignoring case; trimmed, at \
+         most 200 characters, empty for none (reelgate).",
+    ),
+];
+
 /// A request body.
 #[derive(Clone, Copy, Debug)]
 pub enum Body {
@@ -381,12 +415,8 @@ pub const OPERATIONS: &[Operation] = &[
         path: "/v1/videos",
         id: "ListVideos",
         tag: "videos",
-        summary: "List the organization's video jobs",
-        params: &[
-            query("limit", Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64), "Page size (default 20)."),
-            query("after", Kind::Str, "A video id: the page starts after it."),
-            ORDER,
-        ],
+        summary: "List the organization's video jobs, optionally filtered by status, model or prompt text",
+        params: VIDEO_LIST_PARAMS,
         ok: &[(200, Answer::Json("List_Video"))],
         errors: &[400, 401],
         ..DEFAULT
@@ -974,13 +1004,9 @@ pub const OPERATIONS: &[Operation] = &[
         path: "/console/api/videos",
         id: "ConsoleListVideos",
         tag: "console",
-        summary: "The organization's video jobs",
+        summary: "The organization's video jobs, optionally filtered by status, model or prompt text",
         auth: Auth::Console,
-        params: &[
-            query("limit", Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64), "Page size (default 20)."),
-            query("after", Kind::Str, "A video id: the page starts after it."),
-            ORDER,
-        ],
+        params: VIDEO_LIST_PARAMS,
         ok: &[(200, Answer::Json("List_Video"))],
         errors: &[400, 401],
         ..DEFAULT

@@ -215,7 +215,7 @@ pub async fn list(
             break;
         }
     }
-    Ok(crate::domain::params::Page { data, has_more })
+    Ok(crate::domain::params::Page::new(data, has_more))
 }
 
 /// Deletes a file of `org` (404 for another organization's or an unknown id): the record, then

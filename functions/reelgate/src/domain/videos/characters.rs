@@ -285,10 +285,10 @@ pub async fn list(cx: Context<'_>, org: &str, params: &ListQuery) -> ApiResult<P
         q = q.descending();
     }
     let page = cx.store.query(q).await?;
-    Ok(Page {
-        data: page.items.iter().filter_map(from_item).collect(),
-        has_more: page.last_sk.is_some(),
-    })
+    Ok(Page::new(
+        page.items.iter().filter_map(from_item).collect(),
+        page.last_sk.is_some(),
+    ))
 }
 
 /// Deletes a character of `org` and its frames. Jobs that named it keep their own copies.

@@ -3,12 +3,14 @@
 //! workflow, each scoped by the caller's organization through the key.
 
 use crate::domain::accounts::Caller;
+use crate::domain::catalog::Catalog;
 use crate::domain::catalog::OperationSupport;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::is_valid;
 use crate::domain::params::{ListQuery, Page};
 use crate::domain::table_keys;
-use crate::domain::videos::{SourceOperation, Video, STATUS_COMPLETED};
+use crate::domain::videos::record::STATUSES;
+use crate::domain::videos::{JobRecord, JobStatus, SourceOperation, Video, STATUS_COMPLETED};
 use crate::domain::Context;
 use crate::ports::store::{Query, StoreError};
 
@@ -144,23 +146,195 @@ pub fn check_operation(
     ))
 }
 
-/// A page of the caller's organization's jobs, newest first unless `order=asc`.
-pub async fn list(cx: Context<'_>, caller: &Caller, params: &ListQuery) -> ApiResult<Page<Video>> {
-    let limit = params.limit(MAX_PAGE)?;
-    let descending = params.descending()?;
-    let after = params.after("video")?.map(table_keys::video_sk);
-    let mut q = Query::partition(table_keys::org_pk(&caller.org))
-        .prefix(table_keys::VIDEO_PREFIX)
-        .limit(limit)
-        .after(after);
-    if descending {
-        q = q.descending();
+/// The longest prompt search (`q`) a list takes, in characters.
+pub const MAX_SEARCH_CHARS: usize = 200;
+
+/// The most job items one filtered list request reads looking for matches. Past it the page
+/// comes back with what was found, `has_more` true and `last_id` at the last job read, so the
+/// client's next request continues the scan there.
+pub const MAX_SCANNED: usize = 5_000;
+
+/// The store page a filtered list reads at a time (an unfiltered one reads `limit + 1`).
+const SCAN_PAGE: usize = 100;
+
+/// The query of `GET /v1/videos` and of the console's list, as sent: a page (`after`, `limit`,
+/// `order`) and reelgate's filters `status`, `model` and `q`.
+#[derive(serde::Deserialize, Default, Clone)]
+pub struct VideoListQuery {
+    #[serde(flatten)]
+    pub page: ListQuery,
+    pub status: Option<String>,
+    pub model: Option<String>,
+    pub q: Option<String>,
+}
+
+/// The `status` a listed job must have: one status, or `running`, any before the end (what a
+/// person watching their renders means by "rendering").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatusFilter {
+    Is(JobStatus),
+    Running,
+}
+
+/// The value of `status` that takes every job that has not ended.
+pub const STATUS_RUNNING: &str = "running";
+
+/// Every value `status` takes: the job statuses, then [`STATUS_RUNNING`].
+pub const STATUS_FILTERS: &[&str] = &[
+    crate::domain::videos::record::STATUS_MODERATING,
+    crate::domain::videos::record::STATUS_TRANSLATING,
+    crate::domain::videos::record::STATUS_QUEUED,
+    crate::domain::videos::record::STATUS_IN_PROGRESS,
+    crate::domain::videos::record::STATUS_COMPLETED,
+    crate::domain::videos::record::STATUS_FAILED,
+    crate::domain::videos::record::STATUS_CANCELED,
+    STATUS_RUNNING,
+];
+
+/// What a listed job must be; the default takes every job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VideoFilter {
+    pub status: Option<StatusFilter>,
+    /// A video model id, exactly.
+    pub model: Option<String>,
+    /// Lower-cased, trimmed: a substring of the lower-cased prompt the caller sent.
+    pub text: Option<String>,
+}
+
+impl VideoListQuery {
+    /// The filters, checked: `status` one of the job statuses, `model` a video model of the
+    /// catalog, `q` at most [`MAX_SEARCH_CHARS`] once trimmed. An empty value filters nothing.
+    pub fn filter(&self, catalog: &Catalog) -> ApiResult<VideoFilter> {
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        let status = match given(&self.status) {
+            None => None,
+            Some(s) if s == STATUS_RUNNING => Some(StatusFilter::Running),
+            Some(s) => Some(StatusFilter::Is(JobStatus::parse(&s).ok_or_else(|| {
+                ApiError::invalid(
+                    "status",
+                    format!(
+                        "status must be one of {}, or {STATUS_RUNNING} (any of them before the end).",
+                        STATUSES.join(", ")
+                    ),
+                )
+            })?)),
+        };
+        let model = match given(&self.model) {
+            Some(m) if catalog.video_model(&m).is_none() => {
+                return Err(ApiError::invalid(
+                    "model",
+                    format!("model must be a video model id of this service (GET /v1/videos/models); '{m}' is not."),
+                ))
+            }
+            m => m,
+        };
+        let text = match self.q.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(q) => {
+                let chars = q.chars().count();
+                if chars > MAX_SEARCH_CHARS {
+                    return Err(ApiError::invalid(
+                        "q",
+                        format!("q is {chars} characters; at most {MAX_SEARCH_CHARS} are allowed."),
+                    ));
+                }
+                Some(q.to_lowercase())
+            }
+        };
+        Ok(VideoFilter {
+            status,
+            model,
+            text,
+        })
     }
-    let page = cx.store.query(q).await?;
-    Ok(Page {
-        data: page.items.iter().filter_map(Video::from_item).collect(),
-        has_more: page.last_sk.is_some(),
-    })
+}
+
+impl VideoFilter {
+    pub fn is_empty(&self) -> bool {
+        *self == VideoFilter::default()
+    }
+
+    pub fn matches(&self, job: &JobRecord) -> bool {
+        self.status.is_none_or(|s| match s {
+            StatusFilter::Is(status) => status == job.status,
+            StatusFilter::Running => !job.status.is_terminal(),
+        }) && self.model.as_deref().is_none_or(|m| m == job.model)
+            && self
+                .text
+                .as_deref()
+                .is_none_or(|t| job.prompt.to_lowercase().contains(t))
+    }
+}
+
+/// A page of the caller's organization's jobs, newest first unless `order=asc`, only those
+/// that match the query's filters.
+pub async fn list(
+    cx: Context<'_>,
+    caller: &Caller,
+    params: &VideoListQuery,
+) -> ApiResult<Page<Video>> {
+    let filter = params.filter(cx.catalog)?;
+    list_matching(cx, &caller.org, &params.page, &filter, MAX_SCANNED).await
+}
+
+/// A page of `org`'s jobs that match `filter`, reading at most `max_scanned` job items (the
+/// store is DynamoDB-shaped: a filter cannot be a key condition, so jobs are read in sort-key
+/// order and matched here). Every page but the last holds `limit` jobs and `has_more` is exact
+/// (one match past the page is looked for), unless the budget ran out first: then the page
+/// holds what was found, `has_more` is true and `resume_after` is the last job read.
+pub async fn list_matching(
+    cx: Context<'_>,
+    org: &str,
+    page: &ListQuery,
+    filter: &VideoFilter,
+    max_scanned: usize,
+) -> ApiResult<Page<Video>> {
+    let limit = page.limit(MAX_PAGE)?;
+    let descending = page.descending()?;
+    let mut cursor = page.after("video")?.map(table_keys::video_sk);
+    let chunk = if filter.is_empty() {
+        limit + 1
+    } else {
+        SCAN_PAGE.max(limit + 1)
+    };
+    let mut data = Vec::new();
+    let mut scanned = 0;
+    loop {
+        let budget = max_scanned.saturating_sub(scanned).max(1);
+        let mut q = Query::partition(table_keys::org_pk(org))
+            .prefix(table_keys::VIDEO_PREFIX)
+            .limit(chunk.min(budget))
+            .after(cursor.take());
+        if descending {
+            q = q.descending();
+        }
+        let read = cx.store.query(q).await?;
+        for item in &read.items {
+            scanned += 1;
+            let Some(job) = JobRecord::from_item(item) else {
+                continue;
+            };
+            if !filter.matches(&job) {
+                continue;
+            }
+            if data.len() == limit {
+                // A match past the page: more follow, after this page's last job.
+                return Ok(Page::new(data, true));
+            }
+            data.push(Video::of(&job));
+        }
+        match read.last_sk {
+            None => return Ok(Page::new(data, false)),
+            Some(sk) if scanned >= max_scanned => {
+                // The budget is spent; every job read after the page's last match did not
+                // match, so the next page starts after the last job read.
+                let mut page = Page::new(data, true);
+                page.resume_after = sk.strip_prefix(table_keys::VIDEO_PREFIX).map(str::to_owned);
+                return Ok(page);
+            }
+            Some(sk) => cursor = Some(sk),
+        }
+    }
 }
 
 /// Deletes a finished job of the caller's organization with its output and thumbnail; a job
@@ -247,4 +421,170 @@ pub struct VideoModelObject {
 pub struct SecondsRange {
     pub min: u32,
     pub max: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::catalog::DEFAULT_CATALOG;
+    use crate::domain::error::ErrorKind;
+
+    fn catalog() -> Catalog {
+        Catalog::parse(DEFAULT_CATALOG).expect("catalog")
+    }
+
+    fn query(status: Option<&str>, model: Option<&str>, q: Option<&str>) -> VideoListQuery {
+        VideoListQuery {
+            page: ListQuery::default(),
+            status: status.map(str::to_owned),
+            model: model.map(str::to_owned),
+            q: q.map(str::to_owned),
+        }
+    }
+
+    fn refused(query: VideoListQuery) -> ApiError {
+        query.filter(&catalog()).expect_err("refused")
+    }
+
+    #[test]
+    fn no_filter_or_empty_values_filter_nothing() {
+        let c = catalog();
+        assert!(query(None, None, None).filter(&c).expect("ok").is_empty());
+        assert!(query(Some(""), Some(""), Some("   \t"))
+            .filter(&c)
+            .expect("ok")
+            .is_empty());
+    }
+
+    #[test]
+    fn every_job_status_is_a_status_filter() {
+        for (status, text) in JobStatus::ALL.into_iter().zip(STATUSES) {
+            let f = query(Some(text), None, None)
+                .filter(&catalog())
+                .expect("ok");
+            assert_eq!(f.status, Some(StatusFilter::Is(status)));
+        }
+    }
+
+    #[test]
+    fn the_status_filters_are_the_statuses_and_running() {
+        assert_eq!(&STATUS_FILTERS[..STATUSES.len()], STATUSES);
+        assert_eq!(STATUS_FILTERS[STATUSES.len()..], [STATUS_RUNNING]);
+    }
+
+    #[test]
+    fn running_takes_every_job_that_has_not_ended() {
+        let f = query(Some(STATUS_RUNNING), None, None)
+            .filter(&catalog())
+            .expect("ok");
+        assert_eq!(f.status, Some(StatusFilter::Running));
+        let mut job = lantern_job();
+        for status in JobStatus::ALL {
+            job.status = status;
+            assert_eq!(f.matches(&job), !status.is_terminal(), "{status:?}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_status_is_a_400_naming_status() {
+        for bad in ["cancelled", "Completed", "done", " completed"] {
+            let e = refused(query(Some(bad), None, None));
+            assert_eq!(e.kind, ErrorKind::InvalidRequest, "{bad}");
+            assert_eq!(e.param.as_deref(), Some("status"), "{bad}");
+            assert!(
+                e.message.contains("in_progress, completed"),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn model_is_a_catalog_video_model_id_exactly() {
+        let f = query(None, Some("reel-1-pro"), None)
+            .filter(&catalog())
+            .expect("ok");
+        assert_eq!(f.model.as_deref(), Some("reel-1-pro"));
+        for bad in ["reel-9", "REEL-1", "reel-1 "] {
+            let e = refused(query(None, Some(bad), None));
+            assert_eq!(e.kind, ErrorKind::InvalidRequest, "{bad}");
+            assert_eq!(e.param.as_deref(), Some("model"), "{bad}");
+            assert!(e.message.contains(bad), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn q_is_trimmed_lower_cased_and_at_most_200_characters() {
+        let c = catalog();
+        let f = query(None, None, Some("  Paper LANTERN "))
+            .filter(&c)
+            .expect("ok");
+        assert_eq!(f.text.as_deref(), Some("paper lantern"));
+        // Characters, not bytes; the surrounding space does not count.
+        let longest = format!("  {}  ", "灯".repeat(MAX_SEARCH_CHARS));
+        assert!(query(None, None, Some(&longest)).filter(&c).is_ok());
+        let e = refused(query(None, None, Some(&"a".repeat(MAX_SEARCH_CHARS + 1))));
+        assert_eq!(e.kind, ErrorKind::InvalidRequest);
+        assert_eq!(e.param.as_deref(), Some("q"));
+        assert!(e.message.contains("201"), "{}", e.message);
+    }
+
+    /// A completed job whose prompt the search tests look for.
+    fn lantern_job() -> JobRecord {
+        JobRecord {
+            id: "video_1".into(),
+            org: "org_1".into(),
+            person: "user_1".into(),
+            key: "key_1".into(),
+            model: "reel-1".into(),
+            engine: Some("reference".into()),
+            prompt: "A paper LANTERN over the river".into(),
+            seconds: 4,
+            aspect_ratio: "16:9".into(),
+            status: JobStatus::Completed,
+            progress: 100,
+            cost: rust_decimal::Decimal::new(40, 2),
+            currency: "usd".into(),
+            created_at: 1_700_000_000,
+            completed_at: Some(1_700_000_100),
+            thumbnail: true,
+            reservation: crate::domain::videos::Reservation::Charged,
+            inputs: Default::default(),
+            budget_month: None,
+            // The translation is not what the caller sent: the search never looks at it.
+            engine_prompt: Some("boat".into()),
+            render_id: None,
+            render_started_ms: None,
+            size: None,
+            error_code: None,
+            error_message: None,
+            expires_at: None,
+            remixed_from: None,
+            extended_from: None,
+            extension_base_seconds: None,
+            edited_from: None,
+            source_operation: None,
+        }
+    }
+
+    #[test]
+    fn a_filter_matches_status_model_and_prompt_text_together() {
+        let job = lantern_job();
+        let c = catalog();
+        let matches = |s: Option<&str>, m: Option<&str>, q: Option<&str>| {
+            query(s, m, q).filter(&c).expect("ok").matches(&job)
+        };
+        assert!(matches(None, None, None));
+        assert!(matches(
+            Some("completed"),
+            Some("reel-1"),
+            Some("paper lantern")
+        ));
+        assert!(matches(None, None, Some("LANTERN OVER")));
+        assert!(!matches(Some("failed"), None, None));
+        assert!(!matches(None, Some("reel-1-pro"), None));
+        assert!(!matches(None, None, Some("lanterns")));
+        assert!(!matches(None, None, Some("boat")));
+        assert!(!matches(Some("completed"), None, Some("river boat")));
+    }
 }

@@ -67,6 +67,16 @@ pub const STATUS_FAILED: &str = JobStatus::Failed.as_str();
 pub const STATUS_CANCELED: &str = JobStatus::Canceled.as_str();
 
 pub const TERMINAL: &[&str] = &[STATUS_COMPLETED, STATUS_FAILED, STATUS_CANCELED];
+/// Every status, in the order a job moves through them (a list's `status` filter takes one).
+pub const STATUSES: &[&str] = &[
+    STATUS_MODERATING,
+    STATUS_TRANSLATING,
+    STATUS_QUEUED,
+    STATUS_IN_PROGRESS,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_CANCELED,
+];
 pub const RUNNING: &[&str] = &[
     STATUS_MODERATING,
     STATUS_TRANSLATING,
@@ -701,6 +711,7 @@ mod tests {
             "failed",
             "canceled",
         ];
+        assert_eq!(STATUSES, expected);
         for (status, text) in JobStatus::ALL.into_iter().zip(expected) {
             assert_eq!(status.as_str(), text);
             assert_eq!(serde_json::to_value(status).unwrap(), text);
