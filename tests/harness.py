@@ -213,6 +213,9 @@ class FakeUpstream:
     def requests(self) -> list:
         return httpx.get(f"{self.url}/_fake/requests", timeout=10).json()
 
+    def streams(self) -> list:
+        return httpx.get(f"{self.url}/_fake/streams", timeout=10).json()
+
     def stop(self):
         stop_process(self.proc)
         self.proc = None

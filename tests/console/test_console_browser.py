@@ -8,6 +8,7 @@ request."""
 
 import base64
 import contextlib
+import decimal
 import json
 import os
 import re
@@ -352,17 +353,21 @@ def test_chat_streams_its_reply(site, browser):
 
 
 @contextlib.contextmanager
-def chat_page(browser, gap_ms):
+def chat_page(browser, gap_ms, priced=False):
     """A server of its own on a fake upstream streaming a word every `gap_ms`, and a signed-in
-    page on its chat: (fake, server, page)."""
+    page on its chat: (fake, server, page). `priced`: on the Python suite's catalog, whose
+    `fake-chat` costs 1.00 / 2.00 USD per million tokens, instead of the listed, unpriced model."""
     fake = FakeUpstream(gap_ms=gap_ms)
     try:
         env = {"REELGATE_UPSTREAM_BASE_URL": fake.url, "REELGATE_UPSTREAM_CAPABILITIES": "text"}
+        if priced:
+            env = {"REELGATE_CATALOG": os.path.join(os.path.dirname(__file__), "..", "python", "catalog.toml"),
+                   "FAKE_UPSTREAM_URL": fake.url}
         with serving(env=env) as srv:
             context, page = new_page(browser)
             sign_in(page, srv)
             page.goto(f"{srv.base_url}/console/#chat")
-            page.select_option("#c-model", "fake-model-v1")
+            page.select_option("#c-model", "fake-chat" if priced else "fake-model-v1")
             try:
                 yield fake, srv, page
             finally:
@@ -372,18 +377,38 @@ def chat_page(browser, gap_ms):
 
 
 def test_stop_ends_a_slow_reply_and_keeps_what_arrived(browser):
-    """Stop on a slow stream (one word a second): the words that arrived stay as the turn's
-    answer, marked stopped, and the next message sends them as the assistant's turn."""
-    with chat_page(browser, gap_ms=1000) as (fake, _srv, page):
+    """Stop on a slow stream (one word a second) of a priced model: the upstream call ends
+    then (the fake sees its reader leave, the rest never generated), the words that arrived
+    stay as the turn's answer, marked stopped, the balance falls by exactly the charge the usage
+    records for what was generated, and the next message sends them as the assistant's turn."""
+    with chat_page(browser, gap_ms=1000, priced=True) as (fake, srv, page):
+        before = decimal.Decimal(srv.admin("org", "show", "--org", srv.org)["balance"])
         page.fill("#c-message", "hi")
         page.click("#c-send")
         expect(page.locator("#c-stop")).to_be_visible()
         expect(last_reply(page).locator(".content")).to_contain_text("Hello", timeout=10000)
         page.click("#c-stop")
+        stopped_at = time.time()
         expect(page.locator("#c-stop")).to_be_hidden()
         expect(last_reply(page).locator(".usage")).to_contain_text("Stopped")
         kept = last_reply(page).locator(".content").inner_text()
         assert kept.startswith("Hello") and kept != "Hello from the fake upstream.", kept
+        deadline = time.time() + 10
+        while not fake.streams() and time.time() < deadline:
+            time.sleep(0.2)
+        [ended] = fake.streams()
+        assert ended["ended"] == "reader_left" and ended["words_sent"] < ended["words"], ended
+        assert ended["at"] - stopped_at < 3, ended
+        # Charged once, for the prompt and what was generated until the stop (the upstream,
+        # cut off, reported nothing): the usage's chat amount is the balance's fall.
+        deadline = time.time() + 10
+        while decimal.Decimal(srv.admin("org", "show", "--org", srv.org)["balance"]) == before:
+            assert time.time() < deadline, "the stopped reply was never charged"
+            time.sleep(0.2)
+        charged = before - decimal.Decimal(srv.admin("org", "show", "--org", srv.org)["balance"])
+        usage = page.evaluate("fetch('/console/api/usage').then(r => r.json())")
+        amounts = [decimal.Decimal(x["amount"]) for b in usage["days"] for x in b["results"]]
+        assert charged > 0 and sum(amounts) == charged, (charged, usage)
         shot(page, "chat-stopped.png")
         page.fill("#c-message", "go on")
         page.click("#c-send")

@@ -31,7 +31,9 @@ upstream with a prompt cache does.
 
 GET /v1/models lists `fake-model-v1`; GET /_fake/requests returns every chat request body
 received, in order (the tests inspect what reelgate forwarded); GET /_fake/fetched lists the
-media URLs it fetched with their sizes.
+media URLs it fetched with their sizes; GET /_fake/streams lists each streamed answer's end:
+`{"words_sent", "words", "ended": "done" | "reader_left", "at"}` (a reader that left is seen at
+the next write).
 """
 
 import argparse
@@ -45,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUESTS = []
 FETCHED = []
+STREAMS = []
 LOCK = threading.Lock()
 GAP_SECONDS = 0.2
 CACHED_TOKENS = 0
@@ -137,6 +140,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/_fake/requests":
             with LOCK:
                 self._json(200, REQUESTS)
+        elif self.path == "/_fake/streams":
+            with LOCK:
+                self._json(200, STREAMS)
         elif self.path == "/_fake/fetched":
             with LOCK:
                 self._json(200, FETCHED)
@@ -187,6 +193,7 @@ class Handler(BaseHTTPRequestHandler):
             return {**base, "object": "chat.completion.chunk",
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+        sent = 0
         try:
             send(chunk({"role": "assistant", "content": ""}))
             if calls:
@@ -201,13 +208,17 @@ class Handler(BaseHTTPRequestHandler):
             for i, word in enumerate(words):
                 time.sleep(GAP_SECONDS)
                 send(chunk({"content": word if i == 0 else " " + word}))
+                sent = i + 1
             send(chunk({}, finish))
             if (body.get("stream_options") or {}).get("include_usage"):
                 send({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
+            ended = "done"
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the reader went away: stop generating
+            ended = "reader_left"  # the reader went away: stop generating
+        with LOCK:
+            STREAMS.append({"words_sent": sent, "words": len(words), "ended": ended, "at": time.time()})
         self.close_connection = True
 
 

@@ -27,5 +27,6 @@ async fn completions(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::chat_answers::complete(&app, caller, body).await
+    let on_leave = crate::domain::chat::stream::OnLeave::ReadForUsage;
+    crate::api::chat_answers::complete(&app, caller, body, on_leave).await
 }

@@ -21,8 +21,14 @@ use utoipa::ToSchema;
 
 /// Answers a chat completions request as `caller` (an API key's holder, or the console's
 /// signed-in person) in OpenAI's dialect: `POST /v1/chat/completions` and the console's chat.
-pub async fn complete(app: &App, caller: Caller, body: Value) -> ApiResult<Response> {
-    let v = crate::domain::chat::validate::validate(&app.catalog, body)?;
+pub async fn complete(
+    app: &App,
+    caller: Caller,
+    body: Value,
+    on_leave: crate::domain::chat::stream::OnLeave,
+) -> ApiResult<Response> {
+    let mut v = crate::domain::chat::validate::validate(&app.catalog, body)?;
+    v.on_leave = on_leave;
     let dialect = OpenAiChat {
         include_usage: v.include_usage,
     };

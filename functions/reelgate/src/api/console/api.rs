@@ -381,7 +381,9 @@ async fn chat(
     ConsoleSession(s): ConsoleSession,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    crate::api::chat_answers::complete(&app, s.caller, body).await
+    // A person who leaves a reply (Stop, or closing the page) wants the model to stop.
+    let on_leave = crate::domain::chat::stream::OnLeave::EndNow;
+    crate::api::chat_answers::complete(&app, s.caller, body, on_leave).await
 }
 
 async fn list_keys(

@@ -144,6 +144,7 @@ async fn answer(
             created,
             prompt_chars: v.prompt_chars,
             grant,
+            on_leave: v.on_leave,
         };
         return Ok(Reply::Stream(stream::metered(ctx, chunks)));
     }

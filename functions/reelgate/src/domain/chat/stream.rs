@@ -32,6 +32,19 @@ use std::time::Duration;
 /// before the stream is dropped (which cancels the upstream request) and an estimate charged.
 pub const DRAIN_AFTER_LEAVE: Duration = Duration::from_secs(30);
 
+/// What becomes of the upstream call when the client leaves mid-stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnLeave {
+    /// Read on for the upstream's usage report, for at most [`DRAIN_AFTER_LEAVE`]: an API client
+    /// whose connection dropped is charged what the upstream bills, not a guess.
+    #[default]
+    ReadForUsage,
+    /// End the upstream call at once: a person pressed Stop (the console) and wants the model to
+    /// stop generating. The charge is the upstream's own report if one came before the stop,
+    /// else the estimate of the input and of what was generated until then.
+    EndNow,
+}
+
 pub struct StreamContext {
     /// Owned: the charge may outlive the request (a client that left).
     pub store: Arc<dyn ItemStore>,
@@ -44,6 +57,7 @@ pub struct StreamContext {
     pub format: Box<dyn StreamFormat>,
     /// The rate-limit reservation, settled with the real token count at the charge.
     pub grant: Grant,
+    pub on_leave: OnLeave,
 }
 
 /// Everything a completion's charge needs, owned, so the charge can run as a task of its own.
@@ -245,15 +259,28 @@ impl Drop for State {
         }
         // The client left before the end. The upstream keeps generating until its stream is
         // dropped, and its usage chunk is what it bills us: read on for it (bounded), then
-        // charge.
+        // charge; or, after a person's Stop, end it now and charge what is known.
         self.meter.settled = true;
-        tracing::info!(completion = %self.meter.ctx.id, "client left mid-stream; reading the upstream's usage");
         let upstream = std::mem::replace(&mut self.upstream, futures::stream::empty().boxed());
         let spec = self.meter.charge_spec();
         let tally = self.meter.tally.clone();
         let prompt_chars = self.meter.ctx.prompt_chars;
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(drain_and_charge(upstream, tally, prompt_chars, spec));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        match self.meter.ctx.on_leave {
+            OnLeave::ReadForUsage => {
+                tracing::info!(completion = %spec.id, "client left mid-stream; reading the upstream's usage");
+                handle.spawn(drain_and_charge(upstream, tally, prompt_chars, spec));
+            }
+            OnLeave::EndNow => {
+                tracing::info!(completion = %spec.id, "stopped mid-stream; ending the upstream call");
+                // Dropping the stream closes the upstream connection, which stops generation.
+                drop(upstream);
+                handle.spawn(async move {
+                    charge(spec, tally.usage(prompt_chars)).await;
+                });
+            }
         }
     }
 }

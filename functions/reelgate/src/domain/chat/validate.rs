@@ -75,6 +75,8 @@ pub struct Validated {
     /// Characters of text in the prompt plus a character equivalent of every other input part
     /// (`usage::part_estimate_chars`), for a usage estimate when the upstream reports none.
     pub prompt_chars: usize,
+    /// What a stream's upstream call does when the client leaves before the end.
+    pub on_leave: crate::domain::chat::stream::OnLeave,
 }
 
 /// 400 `model_capability_mismatch` naming the part that needs `capability`.
@@ -271,6 +273,7 @@ pub fn validate(catalog: &Catalog, body: Value) -> ApiResult<Validated> {
         include_usage,
         files,
         prompt_chars,
+        on_leave: Default::default(),
     })
 }
 
