@@ -406,7 +406,7 @@ def test_key_limits_refusals(server):
     assert r.status_code == 401
 
 
-def test_a_console_remix_needs_the_session_the_csrf_token_and_the_organizations_own_video(server):
+def test_console_remix_extend_and_edit_need_the_session_the_csrf_token_and_the_organizations_own_video(server):
     """`POST /console/api/videos/{id}/remix`: no session is 401, no CSRF token 403, an API key is
     not a session, and another organization's video is 404 (nothing reserved); the own completed
     video remixes."""
@@ -440,6 +440,38 @@ def test_a_console_remix_needs_the_session_the_csrf_token_and_the_organizations_
         r = console.post(path, json={"prompt": "in snow"})
         assert r.status_code == 200, r.text
         assert r.json()["remixed_from_video_id"] == source
+        remixed = r.json()["id"]
+    # Extend and edit behind the same walls; their source is the path's video, never one the
+    # body names.
+    for op, body in (("extend", {"prompt": "on into the night", "seconds": 4}), ("edit", {"prompt": "in snow"})):
+        op_path = f"/console/api/videos/{source}/{op}"
+        r = httpx.post(f"{server.base_url}{op_path}", json=body, headers=headers)
+        assert r.status_code == 401 and error_code(r) == "console_login_required"
+        with server.console(other_user["id"], other_org["id"]) as other:
+            r = other.post(op_path, json=body)
+            assert r.status_code == 404, r.text
+        with server.console() as console:
+            r = console.post(op_path, json=body, csrf=False)
+            assert r.status_code == 403 and error_code(r) == "csrf_token_invalid"
+            r = console.post(op_path, json={**body, "video": {"id": "video_elsewhere"}})
+            assert r.status_code == 400 and "unknown field `video`" in r.json()["error"]["message"], r.text
+    assert server.admin("org", "show", "--org", other_org["id"])["reserved"] in ("0", "0.00")
+    with server.console() as console:
+        r = console.post(f"/console/api/videos/{source}/extend", json={"prompt": "on into the night", "seconds": 4})
+        assert r.status_code == 200, r.text
+        assert r.json()["extended_from_video_id"] == source and r.json()["seconds"] == 8
+        # The plan renders two at a time: the edit waits for the remix and the extension.
+        for running in (remixed, r.json()["id"]):
+            while httpx.get(f"{server.base_url}/v1/videos/{running}", headers=headers).json()["status"] not in (
+                    "completed", "failed"):
+                assert time.time() < deadline + 120
+                time.sleep(0.5)
+        r = console.post(f"/console/api/videos/{source}/edit", json={"prompt": "in snow"})
+        assert r.status_code == 200, r.text
+        assert r.json()["edited_from_video_id"] == source and r.json()["seconds"] == 4
+        # The page's details: the prompt as rendered and the inputs.
+        detail = console.get(f"/console/api/videos/{source}").json()
+        assert detail["engine_prompt"] == "a harbour at noon" and detail["inputs"]["characters"] == []
 
 
 def test_a_test_event_reaches_the_receiver_signed_and_the_answer_says_what_it_answered():

@@ -117,16 +117,20 @@ def test_sign_in_agree_create_watch_play_delete(site, browser):
 
     page.click("nav a[href='#new']")
     page.select_option("#f-model", "reel-1")
-    page.fill("#f-seconds", "4")
+    # Seconds are chosen from what the model renders, whole seconds only: nothing to round.
+    options = page.locator("#f-seconds option").all_inner_texts()
+    assert options == [f"{n} s" for n in range(4, 4 + len(options))] and len(options) > 1, options
+    page.select_option("#f-seconds", "4")
     page.select_option("#f-aspect", "16:9")
+    # Every problem at once, next to its field: no prompt yet, and the server's refusal of
+    # the balance-independent rules comes back with it.
+    page.click("#create")
+    expect(page.locator("#err-prompt")).to_have_text("Write a prompt: what the video shows.")
+    expect(page.locator("#page-new")).to_be_visible()
     page.fill("#f-prompt", "A paper boat drifting on a calm lake at dawn")
+    expect(page.locator("#err-prompt")).to_be_empty()
     expect(page.locator("#quote-amount")).to_have_text("0.40 USD")
     expect(page.locator("#quote-available")).to_have_text("25.00 USD")
-    # An error is shown next to the field it concerns.
-    page.fill("#f-seconds", "20")
-    expect(page.locator("#err-seconds")).to_contain_text("seconds must be an integer from 4 to 15")
-    page.fill("#f-seconds", "4")
-    expect(page.locator("#err-seconds")).to_be_empty()
     shot(page, "new-video.png")
     page.click("#create")
 
@@ -265,6 +269,22 @@ def test_a_video_page_shows_the_video_remixes_it_and_its_code_runs(site, browser
     shot(page, f"video-page-remix-{width}.png")
     page.get_by_role("link", name=f"remix of {source}").click()
     expect(page.locator("#vp-id")).to_have_text(source)
+    if width == 1366:
+        # Extend from the page, seconds chosen from what the model renders; reel-1 also edits.
+        expect(page.get_by_role("button", name="Edit")).to_be_visible()
+        page.get_by_role("button", name="Extend").click()
+        options = page.locator("#vp-op-seconds option").all_inner_texts()
+        assert options and all(re.fullmatch(r"\d+ s", o) for o in options), options
+        page.select_option("#vp-op-seconds", "4")
+        page.fill("#vp-op-prompt", "The lighthouse beam sweeps on into the night")
+        page.click("#vp-op-submit")
+        page.wait_for_url(lambda url: re.search(r"/console/videos/video_", url) and source not in url)
+        expect(page.locator("#vp-facts")).to_contain_text(f"extension of {source}")
+        expect(page.locator("#vp-status")).to_have_text("Completed", timeout=120000)
+        expect(page.locator("#vp-facts")).to_contain_text("8 s")
+        shot(page, "video-page-extension.png")
+        page.get_by_role("link", name=f"extension of {source}").click()
+        expect(page.locator("#vp-id")).to_have_text(source)
     # A nav link from a video's page goes back to the console's own pages.
     page.click("nav a[href='#videos']")
     expect(page.locator("#page-videos")).to_be_visible()
@@ -273,6 +293,103 @@ def test_a_video_page_shows_the_video_remixes_it_and_its_code_runs(site, browser
     page.goto(f"{site.base_url}/console/videos/video_nonexistent")
     expect(page.locator("#vp-title")).to_have_text("No such video.")
     context.close()
+
+
+def test_the_gallery_pages_through_120_videos_and_filters_and_searches_by_the_api(browser):
+    """120 videos (made and canceled on an engine that never finishes, so none renders or
+    costs): the gallery shows the newest page and loads older ones as the person scrolls, down
+    to the first video made; the status filter and the prompt search are the API's, and page
+    too; a card keeps its video's shape."""
+    engine = FakeHangingEngine()
+    try:
+        with serving(env={"REELGATE_REFERENCE_ENGINE_URL": engine.url}) as srv:
+            srv.agree(srv.user, srv.org)
+            # A plan without per-minute limits: 240 requests in well under a minute.
+            srv.admin("plan", "set", "--org", srv.org, "--plan", "enterprise")
+            h = {"Authorization": f"Bearer {srv.api_key}"}
+            with httpx.Client(base_url=srv.base_url, headers=h, timeout=30) as client:
+                for n in range(1, 121):
+                    ratio = "9:16" if n == 120 else "16:9"
+                    r = client.post("/v1/videos", json={"model": "reel-1", "prompt": f"Video number {n:03d}",
+                                                         "seconds": 4, "aspect_ratio": ratio})
+                    assert r.status_code == 200, r.text
+                    # The last two stay rendering; the rest are canceled at once.
+                    if n < 119:
+                        assert client.post(f"/v1/videos/{r.json()['id']}/cancel").status_code == 200
+            context, page = new_page(browser)
+            sign_in(page, srv)
+            page.click("nav a[href='#videos']")
+            cards = page.locator("#video-list li.card")
+            expect(cards).to_have_count(24)
+            expect(cards.first.locator(".prompt")).to_have_text("Video number 120")
+            # Scrolling to the end loads the next older page, until the first video made.
+            for shown in range(48, 121, 24):
+                page.locator("#videos-more").scroll_into_view_if_needed()
+                expect(cards).to_have_count(min(shown, 120))
+            expect(cards.last.locator(".prompt")).to_have_text("Video number 001")
+            expect(page.locator("#videos-more")).to_be_hidden()
+            shot(page, "videos-all-pages.png")
+            # The API filters: the rendering ones, then a search among the canceled.
+            page.select_option("#v-filter", "running")
+            expect(cards).to_have_count(2)
+            expect(cards.first.locator(".prompt")).to_have_text("Video number 120")
+            # A rendering 9:16 card keeps its shape: taller than wide.
+            box = cards.first.locator(".media").bounding_box()
+            assert box["height"] > box["width"], box
+            shot(page, "videos-rendering-portrait.png")
+            page.select_option("#v-filter", "canceled")
+            page.fill("#v-search", "number 11")
+            expect(page.locator("#video-list .prompt")).to_have_text([f"Video number {n}" for n in range(118, 109, -1)])
+            page.fill("#v-search", "no such words")
+            expect(page.locator("#videos-none-match")).to_be_visible()
+            expect(cards).to_have_count(0)
+            context.close()
+    finally:
+        engine.stop()
+
+
+def test_view_code_on_new_video_is_the_forms_request_and_runs(site, browser):
+    """New video's "View code" follows the form, and run as shown (with a key) creates the job
+    the form would have."""
+    site.agree(site.user, site.org)
+    context, page = new_page(browser)
+    sign_in(page, site)
+    page.click("nav a[href='#new']")
+    page.select_option("#f-model", "reel-1")
+    page.select_option("#f-seconds", "5")
+    page.fill("#f-prompt", "A red kite over a green hill")
+    page.click("#nv-code summary")
+    expect(page.locator("#nv-code-text")).to_contain_text("A red kite over a green hill")
+    page.select_option("#f-seconds", "6")
+    expect(page.locator("#nv-code-text")).to_contain_text('"seconds":6')
+    curl = page.locator("#nv-code-text").inner_text()
+    made = json.loads(run_code(curl, "curl", site.api_key))
+    assert (made["prompt"], made["seconds"], made["model"]) == ("A red kite over a green hill", 6, "reel-1"), made
+    page.click("#nv-code-python")
+    expect(page.locator("#nv-code-text")).to_contain_text("client.videos.create(")
+    out = run_code(page.locator("#nv-code-text").inner_text(), "python", site.api_key)
+    assert out.startswith("video_"), out
+    shot(page, "new-video-code.png")
+    for video in (made["id"], out.split()[0]):
+        wait_done(site, video)
+    context.close()
+
+
+def test_view_code_on_chat_is_the_last_request_and_runs(browser):
+    """Chat's "View code" is the last request (history included), and each language run as
+    shown streams the model's answer."""
+    with chat_page(browser, gap_ms=10) as (_fake, srv, page):
+        page.fill("#c-message", "echo: the tide is out")
+        page.click("#c-send")
+        expect(last_reply(page).locator(".content")).to_have_text("the tide is out", timeout=10000)
+        page.click("#cc-code summary")
+        expect(page.locator("#cc-code-text")).to_contain_text("echo: the tide is out")
+        for lang in ("curl", "python", "node"):
+            page.click(f"#cc-code-{lang}")
+            out = run_code(page.locator("#cc-code-text").inner_text(), lang, srv.api_key)
+            # curl shows the stream's events, a word each; the SDKs print the text.
+            assert ('" tide"' in out and "data: [DONE]" in out) if lang == "curl" else "the tide is out" in out, (lang, out)
+        shot(page, "chat-code.png")
 
 
 def test_cancel_a_video_that_is_rendering(browser):
@@ -448,7 +565,8 @@ def test_chat_renders_markdown_and_shows_markup_from_the_model_as_text(site, bro
 @pytest.mark.parametrize("width,height", [(1366, 768), (375, 812)])
 def test_chat_follows_the_reply_and_keeps_the_conversation_across_a_refresh(site, browser, width, height):
     """Four turns: the composer stays on screen and the streamed reply in view; a refresh keeps
-    the conversation and the unsent draft; signing out forgets them."""
+    the conversation and the unsent draft; New chat keeps it in the list of past chats, from
+    which it reopens; signing out forgets them."""
     context, page = new_page(browser, width=width, height=height)
     sign_in(page, site)
     page.goto(f"{site.base_url}/console/#chat")
@@ -471,6 +589,25 @@ def test_chat_follows_the_reply_and_keeps_the_conversation_across_a_refresh(site
     page.fill("#c-message", "and one more")
     page.click("#c-send")
     expect(page.locator("#c-log li.msg.assistant")).to_have_count(5)
+    expect(last_reply(page).locator(".content")).to_have_text("Hello from the fake upstream.")
+    # New chat keeps this one among the past chats, and either can be reopened.
+    page.click("#c-new")
+    expect(page.locator("#c-log li.msg")).to_have_count(0)
+    page.fill("#c-message", "a second conversation")
+    page.click("#c-send")
+    expect(page.locator("#c-log li.msg.assistant")).to_have_count(1)
+    history = page.locator("#c-history li")
+    expect(history).to_have_count(2)
+    expect(history.first.locator(".chat-open")).to_have_text("a second conversation")
+    expect(history.nth(1).locator(".chat-open")).to_contain_text("turn 1:")
+    shot(page, f"chat-history-{width}.png")
+    history.nth(1).locator(".chat-open").click()
+    expect(page.locator("#c-log li.msg")).to_have_count(10)
+    page.reload()
+    expect(page.locator("#c-log li.msg")).to_have_count(10)
+    page.locator("#c-history li").first.get_by_role("button", name=re.compile("^Delete chat")).click()
+    confirm_in_page(page, "Delete")
+    expect(page.locator("#c-history li")).to_have_count(1)
     page.click("#signout")
     expect(page.locator("#page-signin")).to_be_visible()
     sign_in(page, site)
@@ -538,8 +675,15 @@ def test_create_and_revoke_a_key(site, browser):
     expect(page.locator("#key-secret-value")).to_have_value(re.compile(r"^rgk_"))
     secret = page.locator("#key-secret-value").input_value()
     assert secret.startswith("rgk_")
+    heading = page.locator("#page-keys h1")
+    top = heading.bounding_box()["y"]
     page.click("#key-copy")
     expect(page.locator("#flash")).to_have_text("Copied to the clipboard.")
+    # The notice floats over the page: nothing under it moved.
+    assert heading.bounding_box()["y"] == top
+    shot(page, "keys-notice.png")
+    page.click("#flash")
+    expect(page.locator("#flash")).to_be_hidden()
     key_id = "key_" + secret[4:30]
     card = page.locator(f"#key-{key_id}")
     expect(card.locator(".key-name")).to_have_text("ci pipeline")
@@ -718,7 +862,6 @@ def test_agree_and_create_by_keyboard_alone(site, browser):
     expect(page.locator("#page-new")).to_be_visible()
     tab_to(page, "#f-model")
     tab_to(page, "#f-seconds")
-    page.keyboard.press("Control+A")
     page.keyboard.type("5")
     tab_to(page, "#f-prompt")
     page.keyboard.type("A lighthouse at dusk, waves rolling in")
@@ -932,14 +1075,50 @@ def test_new_video_shows_each_input_error_next_to_its_input(frames_site, browser
     page.get_by_role("button", name="Remove small.png").last.click()
     expect(page.locator("#err-reference_images")).to_be_empty()
     expect(page.locator("#quote-amount")).to_have_text("0.40 USD")
-    # An empty file is refused by the upload's own validation, next to its input.
+    # An empty file is refused when picked, next to its input, and nothing is uploaded.
     page.set_input_files("#u-last_frame", str(empty))
-    expect(page.locator("#err-last_frame")).to_contain_text("bytes must be from 1")
+    expect(page.locator("#err-last_frame")).to_have_text("empty.png is not a PNG, JPEG or WebP image, which this input takes.")
+    expect(page.locator("#list-last_frame li")).to_have_count(0)
     shot(page, "new-video-errors.png")
     # Switching to a model that honours no inputs hides them; the create sends none of them.
     page.select_option("#f-model", "reel-text")
     expect(page.locator("#inputs")).to_be_hidden()
     expect(page.locator("#quote-amount")).to_have_text("0.40 USD")
+    context.close()
+
+
+def test_new_video_refuses_files_when_picked_and_shows_every_problem_at_once(frames_site, browser, tmp_path):
+    """A 30 MB image and a text file renamed .png are refused the moment they are picked, in
+    words next to their inputs, and never uploaded; Create with no prompt then shows the prompt's
+    problem together with theirs."""
+    site = frames_site
+    big = tmp_path / "big.png"
+    head = png(64, 36, lambda x, y: (x, y, 0))
+    big.write_bytes(head + b"\0" * (31_459_009 - len(head)))
+    notes = tmp_path / "notes.png"
+    notes.write_text("shopping: milk, eggs\n")
+    context, page = new_page(browser)
+    sign_in(page, site)
+    page.click("nav a[href='#new']")
+    page.select_option("#f-model", "reel-1")
+    open_inputs(page)
+    uploads = []
+    page.on("request", lambda r: uploads.append(r.url) if "/console/api/uploads" in r.url else None)
+    page.set_input_files("#u-first_frame", str(big))
+    expect(page.locator("#err-first_frame")).to_have_text(
+        "big.png is 30.00 MiB (31,459,009 bytes); images must be smaller than 30 MiB.")
+    page.set_input_files("#u-reference_images", str(notes))
+    expect(page.locator("#err-reference_images")).to_have_text(
+        "notes.png is not a PNG, JPEG or WebP image, which this input takes.")
+    expect(page.locator("#list-first_frame li")).to_have_count(0)
+    expect(page.locator("#list-reference_images li")).to_have_count(0)
+    page.click("#create")
+    for field, text in (("#err-prompt", "Write a prompt"), ("#err-first_frame", "big.png"),
+                        ("#err-reference_images", "notes.png")):
+        expect(page.locator(field)).to_contain_text(text)
+    expect(page.locator("#f-prompt")).to_be_focused()
+    assert uploads == [], uploads
+    shot(page, "new-video-refused-at-pick.png")
     context.close()
 
 
@@ -1148,9 +1327,10 @@ def test_a_server_error_shows_in_japanese(site, browser):
     page.fill("#f-prompt", "A quiet harbour at dawn")
     page.click("#create")
     expect(page.locator("#err-form")).to_have_text("動画を作成する前に動画サービス利用規約に同意してください。")
-    # An invalid field: the seconds out of range.
-    page.fill("#f-seconds", "20")
-    expect(page.locator("#err-seconds")).to_have_text("秒数は 4〜15 の整数で指定してください。")
+    # A problem the page finds itself, in Japanese too.
+    page.fill("#f-prompt", "")
+    page.click("#create")
+    expect(page.locator("#err-prompt")).to_have_text("プロンプトを入力してください（動画に映す内容）。")
     # Status words differ from action words.
     texts = page.evaluate("[TEXT.ja.status_canceled, TEXT.ja.cancel_video, TEXT.ja.cancel]")
     assert texts[0] not in texts[1:], texts
@@ -1243,9 +1423,9 @@ def axe_violations(page):
 
 
 def any_video(site):
-    """A video of the organization's: the newest, or a new one."""
+    """A completed video of the organization's: the newest, or a new one."""
     headers = {"Authorization": f"Bearer {site.api_key}"}
-    listed = httpx.get(f"{site.base_url}/v1/videos", headers=headers, timeout=30).json()["data"]
+    listed = httpx.get(f"{site.base_url}/v1/videos?status=completed", headers=headers, timeout=30).json()["data"]
     if listed:
         return listed[0]["id"]
     site.agree(site.user, site.org)
@@ -1258,7 +1438,7 @@ def any_video(site):
 def test_axe_finds_no_serious_violations_on_any_page(site, browser):
     assert os.path.exists(AXE), f"{AXE} is missing (scripts/test-tools.sh installs axe-core)"
     found = {}
-    for width, locale in [(1280, "en-US"), (375, "ja-JP")]:
+    for width, locale in [(1366, "en-US"), (375, "ja-JP")]:
         # The page's CSP refuses inline scripts, and add_script_tag injects one: axe alone gets in.
         context, page = new_page(browser, locale=locale, width=width, height=800, bypass_csp=True)
         page.goto(f"{site.base_url}/console/")

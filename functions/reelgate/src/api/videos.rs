@@ -6,8 +6,7 @@ use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::params::ListQuery;
-use crate::domain::videos::{create, edits, extensions, remix};
+use crate::domain::videos::{create, edits, extensions, remix, source_upload};
 use crate::domain::videos::{
     output_blob_key, queries, spritesheet_blob_key, thumbnail_blob_key, Video,
 };
@@ -105,7 +104,8 @@ async fn extend(
     let workflow = app.workflow();
     let key = idempotency_key(&headers);
     let (cx, workflow) = (app.context(), workflow.as_deref());
-    let answer = extensions::extend(cx, workflow, &caller, key, &body, video).await?;
+    let file = video.map(source_upload::file);
+    let answer = extensions::extend(cx, workflow, &caller, key, &body, file).await?;
     Ok(render_create(answer))
 }
 
@@ -123,7 +123,7 @@ async fn edit(
         &caller,
         key,
         &body,
-        video,
+        video.map(source_upload::file),
     )
     .await?;
     Ok(render_create(answer))

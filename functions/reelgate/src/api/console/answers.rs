@@ -4,7 +4,10 @@
 use crate::api::envelope::List;
 use crate::domain::accounts::agreement::AgreementStatus;
 use crate::domain::billing::usage_report::{UsageBucket, UsageResult};
-use crate::domain::videos::create::{ASPECT_RATIOS, MAX_PROMPT_CHARS, MAX_SECONDS, MIN_SECONDS};
+use crate::domain::videos::create::{
+    ASPECT_RATIOS, MAX_IMAGE_BYTES, MAX_PROMPT_CHARS, MAX_REFERENCE_AUDIO_BYTES,
+    MAX_REFERENCE_VIDEO_BYTES, MAX_SECONDS, MIN_SECONDS, REFERENCE_MEDIA_SECS,
+};
 use crate::domain::videos::queries::VideoModelObject;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -75,6 +78,12 @@ pub struct CreateLimits {
     #[schema(value_type = Vec<String>)]
     pub aspect_ratios: &'static [&'static str],
     pub max_prompt_chars: usize,
+    /// Images (frames and references) must be smaller than this many bytes.
+    pub image_bytes_under: u64,
+    pub reference_video_max_bytes: u64,
+    pub reference_audio_max_bytes: u64,
+    /// How long a reference video or audio file may last, in seconds: `[min, max]`.
+    pub reference_media_seconds: [f64; 2],
 }
 
 impl CreateLimits {
@@ -83,6 +92,10 @@ impl CreateLimits {
         max_seconds: MAX_SECONDS,
         aspect_ratios: ASPECT_RATIOS,
         max_prompt_chars: MAX_PROMPT_CHARS,
+        image_bytes_under: MAX_IMAGE_BYTES,
+        reference_video_max_bytes: MAX_REFERENCE_VIDEO_BYTES,
+        reference_audio_max_bytes: MAX_REFERENCE_AUDIO_BYTES,
+        reference_media_seconds: [REFERENCE_MEDIA_SECS.0, REFERENCE_MEDIA_SECS.1],
     };
 }
 

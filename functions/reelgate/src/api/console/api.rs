@@ -38,6 +38,8 @@ pub fn routes() -> Router<App> {
         .route("/console/api/videos/{video_id}/media", get(media))
         .route("/console/api/videos/{video_id}/cancel", post(cancel_video))
         .route("/console/api/videos/{video_id}/remix", post(remix_video))
+        .route("/console/api/videos/{video_id}/extend", post(extend_video))
+        .route("/console/api/videos/{video_id}/edit", post(edit_video))
         .route("/console/api/chat/completions", post(chat))
         .route("/console/api/keys", get(list_keys).post(create_key))
         .route("/console/api/keys/{key_id}", delete(revoke_key))
@@ -301,9 +303,10 @@ async fn get_video(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
-) -> ApiResult<Json<crate::domain::videos::Video>> {
+) -> ApiResult<Json<crate::domain::videos::object::VideoDetail>> {
     Ok(Json(
-        crate::domain::videos::queries::retrieve(app.context(), &s.caller.org, &video_id).await?,
+        crate::domain::videos::queries::retrieve_detail(app.context(), &s.caller.org, &video_id)
+            .await?,
     ))
 }
 

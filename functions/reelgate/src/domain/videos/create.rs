@@ -30,6 +30,8 @@ const MIB: u64 = 1024 * 1024;
 pub const MAX_IMAGE_BYTES: u64 = 30 * MIB;
 pub const MAX_REFERENCE_VIDEO_BYTES: u64 = 50 * MIB;
 pub const MAX_REFERENCE_AUDIO_BYTES: u64 = 15 * MIB;
+/// How long a reference video or audio file may last, in seconds (the spec's limits table).
+pub const REFERENCE_MEDIA_SECS: (f64, f64) = (2.0, 15.0);
 /// An image-to-video job's frames: the first, and optionally the last.
 pub const MAX_FRAMES: usize = 2;
 pub const MAX_REFERENCE_IMAGES: usize = crate::domain::videos::record::MAX_CHARACTER_FRAMES;

@@ -68,13 +68,15 @@ pub async fn edit(
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
     body: &Value,
-    upload: Option<Bytes>,
+    file: Option<crate::domain::videos::source_upload::SourceFile>,
 ) -> ApiResult<CreateAnswer> {
+    let (upload, check) = crate::domain::videos::source_upload::split(file);
     let request = VideoEditRequest::parse(body, upload)?;
     let source = source_request::resolve(
         cx,
         caller,
         request.video,
+        check,
         request.model,
         SourceOperation::Edit,
         |capabilities| {

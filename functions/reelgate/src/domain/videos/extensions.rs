@@ -87,8 +87,9 @@ pub async fn extend(
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
     body: &Value,
-    upload: Option<Bytes>,
+    file: Option<crate::domain::videos::source_upload::SourceFile>,
 ) -> ApiResult<CreateAnswer> {
+    let (upload, check) = crate::domain::videos::source_upload::split(file);
     let request = VideoExtensionRequest::parse(body, upload)?;
     let source_id = match &request.video {
         VideoSource::Id(reference) => reference.id.clone(),
@@ -98,6 +99,7 @@ pub async fn extend(
         cx,
         caller,
         request.video,
+        check,
         request.model,
         SourceOperation::Extension,
         |_| (MAX_EXTENDED_SECONDS - 1) as f64,

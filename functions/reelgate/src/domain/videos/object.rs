@@ -138,3 +138,50 @@ impl Video {
         TERMINAL.contains(&self.status.as_str())
     }
 }
+
+/// A video with what the console's video page shows beyond the API's object: the prompt the
+/// engine rendered, the inputs by id and when the render started.
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct VideoDetail {
+    #[serde(flatten)]
+    pub video: Video,
+    /// The English prompt the engine renders, once the translate step has run (the prompt
+    /// itself when it needed no translation).
+    pub engine_prompt: Option<String>,
+    pub inputs: VideoInputs,
+    /// When the engine took the render (Unix seconds).
+    pub render_started_at: Option<i64>,
+    /// An extension's source length: `seconds` less this is what the extension added.
+    pub source_seconds: Option<i64>,
+}
+
+/// The inputs a job names, by id as the request sent them.
+#[derive(Clone, Debug, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct VideoInputs {
+    pub first_frame: Option<String>,
+    pub last_frame: Option<String>,
+    pub reference_images: Vec<String>,
+    pub reference_videos: Vec<String>,
+    pub reference_audio: Vec<String>,
+    pub characters: Vec<String>,
+}
+
+impl VideoDetail {
+    pub fn of(job: &JobRecord) -> VideoDetail {
+        let i = &job.inputs;
+        VideoDetail {
+            video: Video::of(job),
+            engine_prompt: job.engine_prompt.clone(),
+            inputs: VideoInputs {
+                first_frame: i.first_frame.clone(),
+                last_frame: i.last_frame.clone(),
+                reference_images: i.reference_images.clone(),
+                reference_videos: i.reference_videos.clone(),
+                reference_audio: i.reference_audio.clone(),
+                characters: i.characters.clone(),
+            },
+            render_started_at: job.render_started_ms.map(|ms| ms / 1000),
+            source_seconds: job.extension_base_seconds,
+        }
+    }
+}

@@ -36,6 +36,21 @@ pub async fn retrieve(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<V
         .ok_or_else(|| not_found(video_id))
 }
 
+/// A job of `org` with the details the console's video page shows.
+pub async fn retrieve_detail(
+    cx: Context<'_>,
+    org: &str,
+    video_id: &str,
+) -> ApiResult<crate::domain::videos::object::VideoDetail> {
+    if !is_valid(video_id, "video") {
+        return Err(not_found(video_id));
+    }
+    crate::domain::videos::record::load(cx.store, org, video_id)
+        .await?
+        .map(|job| crate::domain::videos::object::VideoDetail::of(&job))
+        .ok_or_else(|| not_found(video_id))
+}
+
 /// A completed job of `org`, for its `what` (content, thumbnail).
 pub async fn retrieve_completed(
     cx: Context<'_>,

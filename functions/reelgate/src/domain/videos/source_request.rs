@@ -6,7 +6,7 @@
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::videos::create::{Source, SourceOrigin};
-use crate::domain::videos::source_upload::{self, CheckedUpload};
+use crate::domain::videos::source_upload::{CheckedUpload, UploadCheck};
 use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
 use bytes::Bytes;
@@ -106,12 +106,13 @@ pub struct Resolved {
 
 /// Checks the source of `operation`: a video by id must be a completed job of the caller's
 /// organization on a model that does the operation; a file must pass
-/// [`source_upload::check`] within `max_secs` and `model` must do the operation. Nothing is
+/// `check` within `max_secs` and `model` must do the operation. Nothing is
 /// reserved by any of this.
 pub async fn resolve(
     cx: Context<'_>,
     caller: &Caller,
     video: VideoSource,
+    check: Option<UploadCheck>,
     model: Option<String>,
     operation: SourceOperation,
     max_secs: impl Fn(&crate::domain::catalog::Capabilities) -> f64,
@@ -145,8 +146,10 @@ pub async fn resolve(
             };
             let capabilities = cx.catalog.capabilities(found);
             crate::domain::videos::queries::check_operation(cx, &model, operation, "model")?;
-            let upload: CheckedUpload =
-                source_upload::check(bytes, max_secs(&capabilities)).await?;
+            let check = check.ok_or_else(|| {
+                ApiError::invalid("video", "This route takes a completed video by id.")
+            })?;
+            let upload: CheckedUpload = check(bytes, max_secs(&capabilities)).await?;
             let aspect_ratio = upload.aspect_ratio(&capabilities).ok_or_else(|| {
                 ApiError::invalid(
                     "model",

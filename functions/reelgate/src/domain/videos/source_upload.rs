@@ -6,6 +6,8 @@
 use crate::domain::catalog::Capabilities;
 use crate::domain::error::{ApiError, ApiResult};
 use bytes::Bytes;
+use std::future::Future;
+use std::pin::Pin;
 
 /// The largest source file taken, in bytes (the form carrying it is within the request body
 /// limit, `max_json_bytes`, 32 MiB by default, as well).
@@ -49,6 +51,35 @@ impl CheckedUpload {
                 _ => Some((name, d)),
             })
             .map(|(name, _)| name.clone())
+    }
+}
+
+/// How a source file is checked: [`check`], which decodes every picture.
+pub type UploadCheck =
+    fn(Bytes, f64) -> Pin<Box<dyn Future<Output = ApiResult<CheckedUpload>> + Send>>;
+
+/// A source file sent with the request, with its check. The check travels as a value so that
+/// only the routes that take files link the H.264 decoder: the console names sources by id and
+/// passes no file (`tests/media_code.rs` in the Lambda crate holds it to that).
+pub struct SourceFile {
+    pub bytes: Bytes,
+    pub check: UploadCheck,
+}
+
+/// Splits an optional source file into the bytes the request parser reads and the check
+/// [`crate::domain::videos::source_request::resolve`] runs.
+pub fn split(file: Option<SourceFile>) -> (Option<Bytes>, Option<UploadCheck>) {
+    match file {
+        Some(f) => (Some(f.bytes), Some(f.check)),
+        None => (None, None),
+    }
+}
+
+/// The caller's source file with this module's check, for the routes that take files.
+pub fn file(bytes: Bytes) -> SourceFile {
+    SourceFile {
+        bytes,
+        check: |bytes, max_secs| Box::pin(check(bytes, max_secs)),
     }
 }
 

@@ -45,6 +45,14 @@ const TEXT = {
     uploading: "Uploading", uploaded: "Uploaded", remove: "Remove", upload_failed: "The upload failed",
     upload_network: "The upload did not reach the server. Check the connection and choose the file again.",
     too_many: "Too many files for this input; the limit is {n}.",
+    pick_not_image: "{name} is not a PNG, JPEG or WebP image, which this input takes.",
+    pick_not_video: "{name} is not an MP4, MOV or WebM video, which this input takes.",
+    pick_not_audio: "{name} is not MP3, WAV, OGG, FLAC or M4A audio, which this input takes.",
+    pick_image_too_big: "{name} is {size} ({bytes} bytes); images must be smaller than {limit}.",
+    pick_too_big: "{name} is {size} ({bytes} bytes); this input takes files of at most {limit}.",
+    pick_length: "{name} lasts {secs} s; references must last {min} to {max} s.",
+    seconds_choice: "What {model} renders.",
+    prompt_required: "Write a prompt: what the video shows.",
     wait_uploads: "Wait until every upload has finished.",
     attach_image: "Attach an image", attach_hint: "This model can see images. The image is sent with your message.",
     remove_image: "Remove image",
@@ -109,6 +117,14 @@ const TEXT = {
     uploading: "アップロード中", uploaded: "アップロード済み", remove: "削除", upload_failed: "アップロードに失敗しました",
     upload_network: "アップロードがサーバーに届きませんでした。接続を確認して、もう一度ファイルを選んでください。",
     too_many: "この入力にはファイルが多すぎます。上限は {n} です。",
+    pick_not_image: "{name} は PNG・JPEG・WebP の画像ではありません。この入力にはそれらの画像を選んでください。",
+    pick_not_video: "{name} は MP4・MOV・WebM の動画ではありません。この入力にはそれらの動画を選んでください。",
+    pick_not_audio: "{name} は MP3・WAV・OGG・FLAC・M4A の音声ではありません。この入力にはそれらの音声を選んでください。",
+    pick_image_too_big: "{name} は {size}（{bytes} バイト）です。画像は {limit} 未満にしてください。",
+    pick_too_big: "{name} は {size}（{bytes} バイト）です。この入力のファイルは {limit} までです。",
+    pick_length: "{name} の長さは {secs} 秒です。参照ファイルは {min}〜{max} 秒にしてください。",
+    seconds_choice: "{model} がレンダリングできる秒数です。",
+    prompt_required: "プロンプトを入力してください（動画に映す内容）。",
     wait_uploads: "すべてのアップロードが終わるまでお待ちください。",
     attach_image: "画像を添付", attach_hint: "このモデルは画像を理解できます。画像はメッセージと一緒に送られます。",
     remove_image: "画像を外す",
@@ -197,7 +213,8 @@ Object.assign(TEXT.en, {
   quote_running: "quote {amount}", charged: "charged {amount}", not_charged: "not charged",
   videos_hint: "Newest first. Rendering videos update every 2 seconds.",
   videos_empty: "No videos yet.", videos_empty_link: "Create your first video",
-  videos_none_match: "No videos with this status.", filter: "Show", filter_all: "All videos",
+  videos_none_match: "No videos match.", filter: "Show", filter_all: "All videos",
+  search: "Search", search_hint: "Words in the prompt", load_more: "Load older videos",
   filter_running: "Rendering", filter_completed: "Completed", filter_failed: "Failed", filter_canceled: "Canceled",
   play_video: "Play",
   seconds_range: "{min}–{max} seconds", aspect_Auto: "Auto: the engine picks (from your first frame when you upload one)",
@@ -236,7 +253,8 @@ Object.assign(TEXT.ja, {
   canceled: "動画を中止しました。請求はありません。",
   videos_hint: "新しい順。レンダリング中の動画は2秒ごとに更新されます。",
   videos_empty: "動画はまだありません。", videos_empty_link: "最初の動画を作成する",
-  videos_none_match: "この状態の動画はありません。", filter: "表示", filter_all: "すべての動画",
+  videos_none_match: "条件に合う動画はありません。", filter: "表示", filter_all: "すべての動画",
+  search: "検索", search_hint: "プロンプトの語句", load_more: "さらに古い動画を読み込む",
   filter_running: "レンダリング中", filter_completed: "完了", filter_failed: "失敗", filter_canceled: "キャンセル済み",
   play_video: "再生",
   seconds_range: "{min}〜{max} 秒", aspect_Auto: "自動: エンジンが選びます(最初のフレームがあればそれに合わせます)",
@@ -341,6 +359,7 @@ function chooseLanguage() {
 function applyLanguage() {
   document.documentElement.lang = state.lang;
   document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-placeholder]").forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
   const sso = $("oidc-signin");
   if (sso) sso.textContent = t("signin_oidc").replace("{name}", sso.dataset.name);
   const other = state.lang === "ja" ? "English" : "日本語";
@@ -372,10 +391,14 @@ async function api(method, path, body) {
   return data;
 }
 
+// A notice over the page: a confirmation fades after a while, an error stays until clicked or
+// replaced.
 function flash(message, isError) {
   const f = $("flash");
   f.textContent = message || "";
   f.classList.toggle("error", !!isError);
+  clearTimeout(state.flashTimer);
+  if (message && !isError) state.flashTimer = setTimeout(() => { if (f.textContent === message) f.textContent = ""; }, 8000);
 }
 
 function clearErrors(root) {
@@ -515,14 +538,13 @@ async function loadNew() {
   const reuse = takeReusedSettings();
   if (reuse && models.data.some((m) => m.id === reuse.model)) {
     sel.value = reuse.model; $("f-prompt").value = reuse.prompt || "";
-    $("f-seconds").value = reuse.seconds; $("f-aspect").value = reuse.aspect_ratio;
   }
   const lim = models.limits || {};
-  const secs = $("f-seconds"); secs.min = lim.min_seconds || 4; secs.max = lim.max_seconds || 15;
-  $("seconds-hint").textContent = t("seconds_range").replace("{min}", secs.min).replace("{max}", secs.max);
+  showModelInputs();
+  if (reuse) $("f-seconds").value = String(reuse.seconds);
   checkTranslation();
   if (lim.max_prompt_chars) $("f-prompt").maxLength = lim.max_prompt_chars;
-  showModelInputs();
+  if (reuse) $("f-aspect").value = reuse.aspect_ratio;
   await updateQuote();
 }
 
@@ -554,6 +576,12 @@ function showModelInputs() {
   ratios.forEach((r) => { const o = document.createElement("option"); o.value = r; o.textContent = aspectText(r); asp.appendChild(o); });
   asp.value = ratios.includes(a0) ? a0 : (ratios.includes("16:9") ? "16:9" : ratios[0]);
   showAspectHint();
+  // Seconds are chosen from what the model renders: nothing to round, nothing out of range.
+  const secs = $("f-seconds"); const wanted = secs.value || "4";
+  fillSeconds(secs, m);
+  if (secs.querySelector(`option[value="${wanted}"]`)) secs.value = wanted;
+  const range = m && m.seconds;
+  $("seconds-hint").textContent = range ? t("seconds_range").replace("{min}", range.min).replace("{max}", range.max) : "";
 }
 
 // Each aspect ratio explained, `Auto` included.
@@ -681,16 +709,79 @@ async function uploadOne(name, file) {
   }
 }
 
+// What a file's first bytes say it is, for the kinds the inputs take (the server sniffs again
+// when the upload completes; this only spares a person an upload that would be refused).
+function sniffKind(head) {
+  const at = (offset, text) => [...text].every((c, i) => head[offset + i] === c.charCodeAt(0));
+  if (at(0, "\x89PNG") || (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) ||
+    (at(0, "RIFF") && at(8, "WEBP"))) return "image";
+  if (at(4, "ftyp")) return at(8, "M4A ") ? "audio" : "video";
+  if (head[0] === 0x1a && head[1] === 0x45 && head[2] === 0xdf && head[3] === 0xa3) return "video";
+  if (at(0, "ID3") || at(0, "OggS") || at(0, "fLaC") || (at(0, "RIFF") && at(8, "WAVE")) ||
+    (head[0] === 0xff && (head[1] & 0xe0) === 0xe0)) return "audio";
+  return "other";
+}
+
+const SLOT_KIND = { vision: "image", video: "video", audio: "audio" };
+
+// How long a picked video or audio file plays, read by the browser; null when it cannot tell.
+function mediaSeconds(file, kind) {
+  return new Promise((resolve) => {
+    const el = document.createElement(kind === "audio" ? "audio" : "video");
+    const url = URL.createObjectURL(file);
+    const done = (secs) => { URL.revokeObjectURL(url); resolve(secs); };
+    el.preload = "metadata";
+    el.onloadedmetadata = () => done(Number.isFinite(el.duration) ? el.duration : null);
+    el.onerror = () => done(null);
+    setTimeout(() => done(null), 5000);
+    el.src = url;
+  });
+}
+
+const mib = (n) => `${Number.isInteger(n / (1024 * 1024)) ? n / (1024 * 1024) : (n / (1024 * 1024)).toFixed(2)} MiB`;
+
+// Refuses, in words, a picked file the create would refuse: too large for the field, not the
+// kind the field takes, or (video, audio) outside the lengths references may last.
+async function pickProblem(name, file) {
+  const lim = (state.models && state.models.limits) || {};
+  const kind = SLOT_KIND[SLOTS[name].purpose];
+  const say = (key, values) => Object.entries(values).reduce((text, [k, v]) => text.replace(`{${k}}`, v), t(key));
+  const sniffed = sniffKind(new Uint8Array(await file.slice(0, 16).arrayBuffer()));
+  if (sniffed !== kind) return say("pick_not_" + kind, { name: file.name });
+  const limit = kind === "image" ? lim.image_bytes_under : kind === "video" ? lim.reference_video_max_bytes : lim.reference_audio_max_bytes;
+  if (limit && (kind === "image" ? file.size >= limit : file.size > limit)) {
+    return say(kind === "image" ? "pick_image_too_big" : "pick_too_big",
+      { name: file.name, size: mib(file.size), bytes: file.size.toLocaleString(state.lang), limit: mib(limit) });
+  }
+  if (kind !== "image" && lim.reference_media_seconds) {
+    const secs = await mediaSeconds(file, kind);
+    const [min, max] = lim.reference_media_seconds;
+    if (secs !== null && (secs < min || secs > max)) {
+      return say("pick_length", { name: file.name, secs: secs.toFixed(1), min, max });
+    }
+  }
+  return null;
+}
+
 async function chooseFiles(name) {
   const input = $("u-" + name);
   // The input keeps showing what was chosen; the list below shows every upload with a preview.
   let files = Array.from(input.files || []);
   if (!files.length) return;
   setUploadError(name, "");
+  const problems = [];
+  const fine = [];
+  for (const f of files) {
+    const problem = await pickProblem(name, f);
+    if (problem) problems.push(problem); else fine.push(f);
+  }
+  files = fine;
   const max = SLOTS[name].max;
-  if (max === 1) state.uploads[name].slice().forEach((item) => removeUpload(name, item));
+  if (max === 1 && files.length) state.uploads[name].slice().forEach((item) => removeUpload(name, item));
   const room = max - state.uploads[name].length;
-  if (files.length > room) { setUploadError(name, t("too_many").replace("{n}", max)); files = files.slice(0, room); }
+  if (files.length > room) { problems.push(t("too_many").replace("{n}", max)); files = files.slice(0, room); }
+  if (problems.length) setUploadError(name, problems.join(" "));
+  if (!files.length && !state.uploads[name].length) input.value = "";
   await Promise.all(files.map((f) => uploadOne(name, f)));
   await updateQuote();
 }
@@ -724,13 +815,38 @@ function newVideoField(param) {
   return p.split(/[.[]/)[0];
 }
 
-function showNewVideoError(err) {
-  const name = newVideoField(err.param);
+// Shows a problem next to its field (by name), else under the form; a field that already shows
+// one keeps it, so problems found by the page and by the server show together.
+function showFieldProblem(name, text) {
   let el = name ? $("err-" + name) : null;
   if (el && el.closest("[hidden]")) el = null;
-  (el || $("err-form")).textContent = errorText(err);
+  const target = el || $("err-form");
+  if (target.textContent) return;
+  target.textContent = text;
   const input = !el ? null : SLOTS[name] ? $("u-" + name) : $("new-form").querySelector(`[name="${name}"]`);
   if (input) input.setAttribute("aria-invalid", "true");
+}
+
+function showNewVideoError(err) { showFieldProblem(newVideoField(err.param), errorText(err)); }
+
+// What the page itself knows is wrong with the form, every field at once.
+function formProblems() {
+  const problems = [];
+  const prompt = $("f-prompt").value;
+  if (!prompt.trim()) problems.push(["prompt", t("prompt_required")]);
+  else if (untranslatable()) problems.push(["prompt", t("no_translator_block")]);
+  if (Object.keys(SLOTS).some((name) => slotOffered(name) && state.uploads[name].some((i) => i.status !== "done"))) {
+    problems.push(["form", t("wait_uploads")]);
+  }
+  return problems;
+}
+
+// The page's problems (once the person has tried to create) and the upload refusals, shown
+// again after the quote cleared the form's errors.
+function showKnownProblems() {
+  restoreUploadErrors();
+  (state.formProblems || []).forEach(([name, text]) => showFieldProblem(name, text));
+  if ((state.formProblems || []).some(([name]) => name === "prompt") && untranslatable()) $("translate-warning").hidden = false;
 }
 
 function formBody() {
@@ -743,7 +859,8 @@ let quoteSeq = 0;
 async function updateQuote() {
   const seq = ++quoteSeq;
   const form = $("new-form");
-  clearErrors(form); restoreUploadErrors();
+  clearErrors(form); showKnownProblems();
+  if ($("nv-code").open) showCode("nv");
   const body = formBody();
   if (!body.prompt.trim()) body.prompt = "-"; // the quote does not depend on the prompt's words
   try {
@@ -761,17 +878,15 @@ async function updateQuote() {
 async function createVideo(ev) {
   ev.preventDefault();
   const form = $("new-form");
+  state.formProblems = formProblems();
+  if (state.formProblems.length) {
+    // Every problem at once: the page's own, then the server's for the fields it checks.
+    await updateQuote();
+    const firstBad = form.querySelector("[aria-invalid]");
+    if (firstBad) firstBad.focus();
+    return;
+  }
   clearErrors(form); restoreUploadErrors();
-  if (Object.keys(SLOTS).some((name) => slotOffered(name) && state.uploads[name].some((i) => i.status !== "done"))) {
-    $("err-form").textContent = t("wait_uploads");
-    return;
-  }
-  if (untranslatable()) {
-    $("translate-warning").hidden = false;
-    $("err-prompt").textContent = t("no_translator_block");
-    $("f-prompt").setAttribute("aria-invalid", "true"); $("f-prompt").focus();
-    return;
-  }
   const button = $("create"); button.disabled = true;
   try {
     const created = await api("POST", "/console/api/videos", formBody());
@@ -823,6 +938,7 @@ function videoCard(v) {
   const li = document.createElement("li"); li.className = "card video-card"; li.id = "video-" + v.id;
   li.tabIndex = -1; li.dataset.status = v.status;
   const box = document.createElement("div"); box.className = "media"; box.style.aspectRatio = ratioOf(v);
+  const [w, h] = ratioOf(v).split(" / ").map(Number); box.style.setProperty("--ratio", String(w / h));
   const media = state.media[v.id];
   if (v.status === "completed" && media && media.thumbnail_url) {
     const img = document.createElement("img"); img.className = "thumb"; img.src = media.thumbnail_url;
@@ -933,38 +1049,97 @@ async function deleteVideo(v) {
     await api("DELETE", `/console/api/videos/${v.id}`);
     delete state.players[v.id]; delete state.media[v.id];
     flash(t("deleted"));
-    await loadVideos();
+    state.videos = state.videos.filter((x) => x.id !== v.id);
+    renderVideos();
   } catch (err) { flash(errorText(err), true); }
 }
 
 async function cancelVideo(v) {
   if (!(await askToConfirm("confirm_cancel", "cancel_video"))) return;
   try {
-    await api("POST", `/console/api/videos/${v.id}/cancel`);
+    const canceled = await api("POST", `/console/api/videos/${v.id}/cancel`);
     flash(t("canceled"));
+    state.videos = state.videos.map((x) => (x.id === v.id ? canceled : x));
+    renderVideos();
   } catch (err) { flash(errorText(err), true); }
-  await loadVideos();
 }
 
-function matchesFilter(v) {
+// The gallery pages through the API's cursor, newest first, with the filter and search served
+// by the API; older pages load as the person scrolls to the end (or presses Load older videos).
+const GALLERY_PAGE = 24;
+
+function galleryQuery(after) {
+  const q = new URLSearchParams({ limit: String(GALLERY_PAGE) });
   const f = $("v-filter").value;
-  if (f === "all") return true;
-  if (f === "running") return RUNNING_FILTER(v);
-  return v.status === f;
+  if (f !== "all") q.set("status", f);
+  const words = $("v-search").value.trim();
+  if (words) q.set("q", words);
+  if (after) q.set("after", after);
+  return q.toString();
 }
 
+// Loads the first page afresh (a new filter or search, or coming back to the page).
 async function loadVideos() {
   if (state.timer) { clearTimeout(state.timer); state.timer = null; }
-  const list = await api("GET", "/console/api/videos?limit=50");
+  const seq = (state.gallerySeq = (state.gallerySeq || 0) + 1);
+  $("err-v-search").textContent = ""; $("v-search").removeAttribute("aria-invalid");
+  let list;
+  try { list = await api("GET", "/console/api/videos?" + galleryQuery(null)); } catch (err) {
+    if (seq !== state.gallerySeq) return;
+    if (err.param === "q" || err.param === "status") {
+      $("err-v-search").textContent = errorText(err); $("v-search").setAttribute("aria-invalid", "true");
+      return;
+    }
+    throw err;
+  }
+  if (seq !== state.gallerySeq) return;
   state.videos = list.data;
+  state.galleryAfter = list.has_more ? list.last_id : null;
+  await showPage(list.data);
+  scheduleRefresh();
+}
+
+// The next older page, once at a time.
+async function loadOlderVideos() {
+  if (!state.galleryAfter || state.galleryLoading) return;
+  state.galleryLoading = true;
+  const seq = state.gallerySeq;
+  try {
+    const list = await api("GET", "/console/api/videos?" + galleryQuery(state.galleryAfter));
+    if (seq !== state.gallerySeq) return;
+    const known = new Set(state.videos.map((v) => v.id));
+    state.videos = state.videos.concat(list.data.filter((v) => !known.has(v.id)));
+    state.galleryAfter = list.has_more ? list.last_id : null;
+    await showPage(list.data);
+  } finally { state.galleryLoading = false; }
+  // A page the filter left short may leave the end still in view: go on.
+  if (state.galleryAfter && galleryEndInView()) loadOlderVideos().catch(() => {});
+}
+
+async function showPage(data) {
   // Every finished card shows its thumbnail and Download without a click.
-  await Promise.all(list.data.filter((v) => v.status === "completed")
+  await Promise.all(data.filter((v) => v.status === "completed" && !state.media[v.id])
     .map((v) => mediaOf(v.id).catch(() => null)));
   renderVideos();
-  const running = list.data.some(RUNNING_FILTER);
-  if (running && location.hash.replace("#", "") in { videos: 1, "": 1 }) {
-    state.timer = setTimeout(() => { loadVideos().catch(() => {}); }, 2000);
-  }
+}
+
+function galleryEndInView() {
+  const r = $("videos-more").getBoundingClientRect();
+  return r.top < window.innerHeight + 400;
+}
+
+// Running videos on the loaded pages are polled one by one and updated in place.
+function scheduleRefresh() {
+  if (state.timer) clearTimeout(state.timer);
+  const running = (state.videos || []).filter(RUNNING_FILTER);
+  if (!running.length || !(location.hash.replace("#", "") in { videos: 1, "": 1 })) return;
+  state.timer = setTimeout(async () => {
+    const fresh = await Promise.all(running.map((v) => api("GET", `/console/api/videos/${v.id}`).catch(() => null)));
+    const byId = new Map(fresh.filter(Boolean).map((v) => [v.id, v]));
+    state.videos = state.videos.map((v) => byId.get(v.id) || v);
+    await showPage([...byId.values()]).catch(() => {});
+    scheduleRefresh();
+  }, 2000);
 }
 
 function renderVideos() {
@@ -974,15 +1149,16 @@ function renderVideos() {
   const existing = {};
   ul.querySelectorAll("li.card").forEach((li) => { existing[li.id] = li; });
   const fresh = document.createDocumentFragment();
-  const shown = data.filter(matchesFilter);
-  shown.forEach((v) => {
+  data.forEach((v) => {
     const old = existing["video-" + v.id];
     if (old && state.players[v.id] && v.status === "completed" && old.dataset.status === "completed") fresh.appendChild(old);
     else fresh.appendChild(videoCard(v));
   });
   ul.textContent = ""; ul.appendChild(fresh);
-  $("videos-empty").hidden = data.length > 0;
-  $("videos-none-match").hidden = !(data.length > 0 && shown.length === 0);
+  const filtered = $("v-filter").value !== "all" || $("v-search").value.trim() !== "";
+  $("videos-empty").hidden = data.length > 0 || filtered || !!state.galleryAfter;
+  $("videos-none-match").hidden = data.length > 0 || !filtered || !!state.galleryAfter;
+  $("videos-more").hidden = !state.galleryAfter;
 }
 
 // A video's own page (/console/videos/{id}): the output large, what made it, what it cost and
@@ -1045,6 +1221,7 @@ async function renderVideoPage(v) {
   }
   // The media box keeps the video's shape in every state.
   const box = $("vp-media"); box.style.aspectRatio = ratioOf(v);
+  const [rw, rh] = ratioOf(v).split(" / ").map(Number); box.style.setProperty("--ratio", String(rw / rh));
   const media = v.status === "completed" ? await mediaOf(v.id).catch(() => null) : null;
   const playing = box.querySelector("video");
   if (media && !(playing && playing.dataset.id === v.id)) {
@@ -1062,7 +1239,7 @@ async function renderVideoPage(v) {
   renderFacts(v);
   renderVideoActions(v, media);
   $("vp-code").hidden = false;
-  showCode(state.codeLang || "curl");
+  showCode("vp");
 }
 
 function renderFacts(v) {
@@ -1084,7 +1261,16 @@ function renderFacts(v) {
     a.textContent = t(source.label).replace("{id}", source.id);
     add("vp_source", a);
   }
+  if (v.engine_prompt && v.engine_prompt !== v.prompt) add("vp_engine_prompt", v.engine_prompt);
+  const inputs = v.inputs || {};
+  if (inputs.first_frame) add("vp_first_frame", inputs.first_frame);
+  if (inputs.last_frame) add("vp_last_frame", inputs.last_frame);
+  [["reference_images", "vp_reference_images"], ["reference_videos", "vp_reference_videos"],
+    ["reference_audio", "vp_reference_audio"], ["characters", "vp_characters"]].forEach(([k, label]) => {
+    if (inputs[k] && inputs[k].length) add(label, inputs[k].join(", "));
+  });
   add("vp_created", when(v.created_at));
+  if (v.render_started_at) add("vp_render_started", when(v.render_started_at));
   if (v.completed_at) {
     add("vp_completed", when(v.completed_at));
     add("vp_took", durationText(Math.max(0, v.completed_at - v.created_at)));
@@ -1111,6 +1297,8 @@ function renderVideoActions(v, media) {
   const model = (state.models ? state.models.data : []).find((m) => m.id === v.model);
   const offers = (op) => v.status === "completed" && model && model.operations && model.operations[op] !== "unavailable";
   if (offers("remix")) box.appendChild(actionButton("vp_remix", () => openOperation("remix")));
+  if (offers("extension") && v.seconds < 60) box.appendChild(actionButton("vp_extend", () => openOperation("extension")));
+  if (offers("edit")) box.appendChild(actionButton("vp_edit", () => openOperation("edit")));
   box.appendChild(actionButton("vp_reuse", () => {
     sessionStorage.setItem("reelgate.reuse", JSON.stringify(createBodyOf(v)));
     location.assign("/console/#new");
@@ -1130,8 +1318,19 @@ function renderVideoActions(v, media) {
   }
 }
 
+// The create request that made `v`, its inputs included (by file and character id).
 function createBodyOf(v) {
-  return { model: v.model, prompt: v.prompt, seconds: v.seconds, aspect_ratio: v.aspect_ratio };
+  const body = { model: v.model, prompt: v.prompt, seconds: v.seconds, aspect_ratio: v.aspect_ratio };
+  const i = v.inputs || {};
+  const frames = ["first_frame", "last_frame"].filter((role) => i[role]).map((role) => ({ file_id: i[role], role }));
+  if (frames.length) body.image_reference = frames;
+  const refs = {};
+  [["reference_images", "images"], ["reference_videos", "videos"], ["reference_audio", "audio"]].forEach(([k, key]) => {
+    if (i[k] && i[k].length) refs[key] = i[k].map((file_id) => ({ file_id }));
+  });
+  if (Object.keys(refs).length) body.references = refs;
+  if (i.characters && i.characters.length) body.characters = i.characters;
+  return body;
 }
 
 async function retryVideo(v) {
@@ -1141,10 +1340,12 @@ async function retryVideo(v) {
   } catch (err) { flash(errorText(err), true); }
 }
 
-// What the page offers on a completed video. Extensions and edits are API calls for now: they
-// decode the source, which the console's Lambda function does not link (see "View code").
+// What the page offers on a completed video, each as the model does it (natively or by
+// chaining, per GET /v1/videos/models). The console names the source by id; files are API-only.
 const OPERATIONS = {
   remix: { title: "vp_remix", hint: "vp_remix_hint", go: "vp_remix_go" },
+  extension: { title: "vp_extend", hint: "vp_extend_hint", go: "vp_extend_go" },
+  edit: { title: "vp_edit", hint: "vp_edit_hint", go: "vp_edit_go" },
 };
 
 function openOperation(op) {
@@ -1153,9 +1354,26 @@ function openOperation(op) {
   $("vp-op-title").textContent = t(o.title); $("vp-op-hint").textContent = t(o.hint);
   $("vp-op-submit").textContent = t(o.go);
   $("vp-op-prompt").value = v.prompt;
+  const extending = op === "extension";
+  $("vp-op-seconds-field").hidden = !extending;
+  if (extending) fillSeconds($("vp-op-seconds"), modelOf(v.model), 60 - v.seconds);
   clearErrors($("vp-op-form"));
   $("vp-op-form").hidden = false;
   $("vp-op-prompt").focus();
+}
+
+function modelOf(id) { return (state.models ? state.models.data : []).find((m) => m.id === id); }
+
+// The seconds a model renders, as choices: nothing to round, nothing outside the range.
+function fillSeconds(select, model, atMost) {
+  const current = Number(select.value);
+  select.textContent = "";
+  const range = model && model.seconds;
+  if (!range) return;
+  for (let n = range.min; n <= Math.min(range.max, atMost === undefined ? range.max : atMost); n++) {
+    const o = document.createElement("option"); o.value = String(n); o.textContent = `${n} s`; select.appendChild(o);
+  }
+  if (current && select.querySelector(`option[value="${current}"]`)) select.value = String(current);
 }
 
 function operationRequest(op, v, prompt, seconds) {
@@ -1164,17 +1382,25 @@ function operationRequest(op, v, prompt, seconds) {
   return { path: "/videos/edits", body: { video: { id: v.id }, prompt } };
 }
 
+// The console's own routes for the same operations: the source is the video in the path.
+function consoleOperationRequest(op, v, prompt, seconds) {
+  if (op === "remix") return { path: `/videos/${v.id}/remix`, body: { prompt } };
+  if (op === "extension") return { path: `/videos/${v.id}/extend`, body: { prompt, seconds } };
+  return { path: `/videos/${v.id}/edit`, body: { prompt } };
+}
+
 async function submitOperation(ev) {
   ev.preventDefault();
   const v = state.videoPage; const op = state.operation;
   const form = $("vp-op-form"); clearErrors(form);
-  const req = operationRequest(op, v, $("vp-op-prompt").value);
+  const seconds = op === "extension" ? Number($("vp-op-seconds").value) : undefined;
+  const req = consoleOperationRequest(op, v, $("vp-op-prompt").value, seconds);
   $("vp-op-submit").disabled = true;
   try {
     const created = await api("POST", "/console/api" + req.path, req.body);
     location.assign(videoPageUrl(created.id));
   } catch (err) {
-    const field = err.param === "prompt" ? "err-vp-op-prompt" : "err-vp-op";
+    const field = { prompt: "err-vp-op-prompt", seconds: "err-vp-op-seconds" }[err.param] || "err-vp-op";
     $(field).textContent = errorText(err);
   } finally { $("vp-op-submit").disabled = false; }
 }
@@ -1186,7 +1412,8 @@ function madeBy(v) {
   if (!source) return { kind: "create", path: "/videos", body: createBodyOf(v) };
   if (source.op === "remix") return { kind: "remix", source: source.id, ...operationRequest("remix", { id: source.id }, v.prompt) };
   if (source.op === "extension") {
-    return { kind: "extension", ...operationRequest("extension", { id: source.id }, v.prompt, v.seconds) };
+    const added = v.seconds - (v.source_seconds || 0);
+    return { kind: "extension", ...operationRequest("extension", { id: source.id }, v.prompt, added) };
   }
   return { kind: "edit", ...operationRequest("edit", { id: source.id }, v.prompt) };
 }
@@ -1194,41 +1421,86 @@ function madeBy(v) {
 const shellQuote = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
 const pyString = (s) => JSON.stringify(String(s));
 
-function codeFor(v, lang) {
-  const req = madeBy(v);
+// A JSON value as a Python literal (JSON's strings are valid Python strings).
+function pyLiteral(value, indent = "") {
+  const inner = indent + "    ";
+  if (value === null || value === undefined) return "None";
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    if (!value.length) return "[]";
+    return "[\n" + value.map((v) => inner + pyLiteral(v, inner)).join(",\n") + ",\n" + indent + "]";
+  }
+  const keys = Object.keys(value);
+  if (!keys.length) return "{}";
+  return "{\n" + keys.map((k) => `${inner}${JSON.stringify(k)}: ${pyLiteral(value[k], inner)}`).join(",\n") + ",\n" + indent + "}";
+}
+
+// Keyword arguments for a Python SDK call: the SDK's own parameters by name, the rest (what
+// only reelgate takes) in extra_body.
+function pyArgs(body, known) {
+  const args = []; const extra = {};
+  Object.entries(body).forEach(([k, v]) => { if (known.includes(k)) args.push(`    ${k}=${pyLiteral(v, "    ")},`); else extra[k] = v; });
+  if (Object.keys(extra).length) args.push(`    extra_body=${pyLiteral(extra, "    ")},`);
+  return "(\n" + args.join("\n") + "\n)";
+}
+
+// The request a code box shows, as { kind, path, body, source }: the one that made the video
+// on its page, the one New video would send, the chat's last (or next) request.
+function videoCreateBody(body) { return { ...body, seconds: String(body.seconds) }; }
+
+function codeFor(req, lang) {
   const base = location.origin + "/v1";
   if (lang === "curl") {
     return `curl ${shellQuote(base + req.path)} \\\n  -H "Authorization: Bearer $REELGATE_API_KEY" \\\n` +
-      `  -H "Content-Type: application/json" \\\n  -d ${shellQuote(JSON.stringify(req.body))}`;
+      `  -H "Content-Type: application/json" \\\n  -d ${shellQuote(JSON.stringify(req.body))}` +
+      (req.kind === "chat" && req.body.stream ? " \\\n  --no-buffer" : "");
   }
   const b = req.body;
   if (lang === "python") {
     const head = `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url=${pyString(base)}, api_key=os.environ["REELGATE_API_KEY"])\n`;
-    let call;
-    if (req.kind === "create") {
-      call = `client.videos.create(\n    model=${pyString(b.model)},\n    prompt=${pyString(b.prompt)},\n    seconds=${pyString(b.seconds)},\n    extra_body={"aspect_ratio": ${pyString(b.aspect_ratio)}},\n)`;
-    } else if (req.kind === "remix") {
-      call = `client.videos.remix(${pyString(req.source)}, prompt=${pyString(b.prompt)})`;
-    } else if (req.kind === "extension") {
-      call = `client.videos.extend(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)}, seconds=${pyString(b.seconds)})`;
-    } else {
-      call = `client.videos.edit(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)})`;
+    if (req.kind === "chat") {
+      const call = `client.chat.completions.create${pyArgs(b, ["model", "messages", "stream", "stream_options", "temperature", "max_tokens", "reasoning_effort"])}`;
+      return b.stream
+        ? `${head}stream = ${call}\nfor chunk in stream:\n    if chunk.choices and chunk.choices[0].delta.content:\n        print(chunk.choices[0].delta.content, end="", flush=True)\nprint()`
+        : `${head}completion = ${call}\nprint(completion.choices[0].message.content)`;
     }
+    let call;
+    if (req.kind === "create") call = `client.videos.create${pyArgs(videoCreateBody(b), ["model", "prompt", "seconds"])}`;
+    else if (req.kind === "remix") call = `client.videos.remix(${pyString(req.source)}, prompt=${pyString(b.prompt)})`;
+    else if (req.kind === "extension") call = `client.videos.extend(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)}, seconds=${pyString(b.seconds)})`;
+    else call = `client.videos.edit(video={"id": ${pyString(b.video.id)}}, prompt=${pyString(b.prompt)})`;
     return `${head}video = ${call}\nprint(video.id, video.status)`;
   }
   const head = `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: ${JSON.stringify(base)}, apiKey: process.env.REELGATE_API_KEY });\n`;
+  if (req.kind === "chat") {
+    const call = `client.chat.completions.create(${JSON.stringify(b, null, 2)})`;
+    return b.stream
+      ? `${head}const stream = await ${call};\nfor await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");\nprocess.stdout.write("\\n");`
+      : `${head}const completion = await ${call};\nconsole.log(completion.choices[0].message.content);`;
+  }
   let call;
-  if (req.kind === "create") call = `client.videos.create(${JSON.stringify({ ...b, seconds: String(b.seconds) }, null, 2)})`;
+  if (req.kind === "create") call = `client.videos.create(${JSON.stringify(videoCreateBody(b), null, 2)})`;
   else if (req.kind === "remix") call = `client.videos.remix(${JSON.stringify(req.source)}, ${JSON.stringify(b)})`;
   else if (req.kind === "extension") call = `client.videos.extend(${JSON.stringify({ ...b, seconds: String(b.seconds) }, null, 2)})`;
   else call = `client.videos.edit(${JSON.stringify(b, null, 2)})`;
   return `${head}const video = await ${call};\nconsole.log(video.id, video.status);`;
 }
 
-function showCode(lang) {
-  state.codeLang = lang;
-  ["curl", "python", "node"].forEach((l) => { $("vp-code-" + l).setAttribute("aria-selected", String(l === lang)); });
-  if (state.videoPage) $("vp-code-text").textContent = codeFor(state.videoPage, lang);
+// Each code box, by its id's prefix, with the request it shows now.
+const CODE_BOXES = {
+  vp: () => (state.videoPage ? madeBy(state.videoPage) : null),
+  nv: () => ({ kind: "create", path: "/videos", body: formBody() }),
+  cc: () => ({ kind: "chat", path: "/chat/completions", body: state.lastChatRequest || chatRequest($("c-message").value || "Hello") }),
+};
+
+function showCode(box, lang) {
+  state.codeLang = lang || state.codeLang || "curl";
+  ["curl", "python", "node"].forEach((l) => { $(`${box}-code-${l}`).setAttribute("aria-selected", String(l === state.codeLang)); });
+  const req = CODE_BOXES[box]();
+  if (req) $(`${box}-code-text`).textContent = codeFor(req, state.codeLang);
 }
 
 // Chat: a conversation. Every turn sends the system prompt and all earlier turns.
@@ -1246,29 +1518,112 @@ async function loadChat() {
 
 // The conversation and the unsent draft are kept in this browser (per organization), so a
 // refresh loses neither. Images are kept with their turn when they fit the browser's storage.
-function chatStoreKey() { return `reelgate.chat.${state.session.organization.id}`; }
+// Conversations and their unsent drafts are kept in this browser (per organization; sign-out
+// forgets them), so a refresh loses nothing and earlier chats can be reopened. Images are kept
+// with their turn when they fit the browser's storage.
+function chatStoreKey() { return `reelgate.chats.${state.session.organization.id}`; }
+const MAX_KEPT_CHATS = 30;
+
+function readChats() {
+  let kept = null;
+  try { kept = JSON.parse(localStorage.getItem(chatStoreKey()) || "null"); } catch (_) { kept = null; }
+  if (!kept || !Array.isArray(kept.chats)) kept = { current: null, chats: [] };
+  // The one conversation an earlier version kept becomes the first past chat.
+  const earlier = `reelgate.chat.${state.session.organization.id}`;
+  try {
+    const one = JSON.parse(localStorage.getItem(earlier) || "null");
+    if (one && Array.isArray(one.turns)) {
+      kept.chats.unshift({ id: "c-earlier", title: chatTitle(one.turns), updated: Date.now(), ...one });
+      kept.current = kept.current || "c-earlier";
+    }
+    localStorage.removeItem(earlier);
+  } catch (_) { /* nothing to carry over */ }
+  return kept;
+}
+
+function writeChats(kept) {
+  kept.chats = kept.chats.slice(0, MAX_KEPT_CHATS);
+  try { localStorage.setItem(chatStoreKey(), JSON.stringify(kept)); return; } catch (_) { /* over the quota */ }
+  // Over the browser's quota (large images): keep the words, drop the pictures.
+  kept.chats = kept.chats.map((c) => ({ ...c, turns: c.turns.map((turn) => ({ ...turn, image: null, content: turn.text })) }));
+  try { localStorage.setItem(chatStoreKey(), JSON.stringify(kept)); } catch (__) { /* nothing kept */ }
+}
+
+function chatTitle(turns) {
+  const first = turns.find((turn) => turn.role === "user");
+  const text = first ? String(first.text || "").trim().replace(/\s+/g, " ") : "";
+  return text ? (text.length > 60 ? text.slice(0, 57) + "…" : text) : "";
+}
 
 function saveChat() {
   const turns = state.chat.filter((turn) => !turn.pending).map((turn) => ({
     role: turn.role, content: turn.content, text: turn.text, image: turn.image, model: turn.model, usageText: turn.usageText,
   }));
-  const saved = { model: $("c-model").value, system: $("c-system").value, draft: $("c-message").value, turns };
-  try { localStorage.setItem(chatStoreKey(), JSON.stringify(saved)); } catch (_) {
-    // Over the browser's quota (large images): keep the words, drop the pictures.
-    saved.turns = turns.map((turn) => ({ ...turn, image: null, content: turn.text }));
-    try { localStorage.setItem(chatStoreKey(), JSON.stringify(saved)); } catch (__) { /* nothing kept */ }
-  }
+  const kept = readChats();
+  if (!state.chatId) state.chatId = "c" + Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
+  const chat = { id: state.chatId, title: chatTitle(turns), updated: Date.now(), model: $("c-model").value,
+    system: $("c-system").value, draft: $("c-message").value, turns };
+  // A chat with no turns is not listed, but its draft is kept; an empty one is not kept.
+  const empty = !turns.length && !chat.draft && !chat.system;
+  kept.chats = [...(empty ? [] : [chat]), ...kept.chats.filter((c) => c.id !== chat.id)];
+  kept.current = chat.id;
+  writeChats(kept);
+  renderChatList(kept);
+}
+
+function openChat(chat) {
+  state.chatId = chat ? chat.id : null;
+  state.chat = chat ? chat.turns.filter((turn) => turn && (turn.role === "user" || turn.role === "assistant")) : [];
+  state.lastChatRequest = null;
+  if (chat && chat.model && [...$("c-model").options].some((o) => o.value === chat.model)) $("c-model").value = chat.model;
+  // A new chat keeps the system prompt and settings: often the next conversation uses them too.
+  if (chat) $("c-system").value = chat.system || "";
+  $("c-message").value = chat ? chat.draft || "" : "";
 }
 
 function restoreChat() {
   state.chatRestored = true;
-  let saved = null;
-  try { saved = JSON.parse(localStorage.getItem(chatStoreKey()) || "null"); } catch (_) { saved = null; }
-  if (!saved || !Array.isArray(saved.turns)) return;
-  state.chat = saved.turns.filter((turn) => turn && (turn.role === "user" || turn.role === "assistant"));
-  if (saved.model && [...$("c-model").options].some((o) => o.value === saved.model)) $("c-model").value = saved.model;
-  $("c-system").value = saved.system || "";
-  $("c-message").value = saved.draft || "";
+  const kept = readChats();
+  openChat(kept.chats.find((c) => c.id === kept.current) || null);
+  renderChatList(kept);
+}
+
+function renderChatList(kept) {
+  const list = $("c-history"); list.textContent = "";
+  const listed = kept.chats.filter((c) => c.turns.length);
+  $("c-history-box").hidden = listed.length === 0;
+  listed.forEach((c) => {
+    const li = document.createElement("li");
+    const open = document.createElement("button"); open.type = "button"; open.className = "link chat-open";
+    open.textContent = c.title || t("untitled_chat");
+    if (c.id === state.chatId) open.setAttribute("aria-current", "true");
+    const meta = document.createElement("span"); meta.className = "meta"; meta.textContent = when(Math.floor(c.updated / 1000));
+    open.addEventListener("click", () => switchChat(c.id));
+    const rm = document.createElement("button"); rm.type = "button"; rm.className = "link danger"; rm.textContent = "×";
+    rm.setAttribute("aria-label", `${t("delete_chat")}: ${c.title || t("untitled_chat")}`);
+    rm.addEventListener("click", () => deleteChat(c.id));
+    li.append(open, meta, rm);
+    list.appendChild(li);
+  });
+}
+
+function switchChat(id) {
+  if (state.chatBusy && state.chatAbort) state.chatAbort.abort();
+  saveChat();
+  const kept = readChats();
+  openChat(kept.chats.find((c) => c.id === id) || null);
+  kept.current = state.chatId; writeChats(kept);
+  clearErrors($("chat-form")); clearErrors($("chat-settings")); clearChatImage();
+  updateEffort(); renderChat(); renderChatList(kept); followChat();
+}
+
+async function deleteChat(id) {
+  if (!(await askToConfirm("confirm_delete_chat", "delete"))) return;
+  const kept = readChats();
+  kept.chats = kept.chats.filter((c) => c.id !== id);
+  if (id === state.chatId) { openChat(null); kept.current = null; renderChat(); }
+  writeChats(kept);
+  renderChatList(kept);
 }
 
 // Keeps the newest words in view while a reply streams, unless the person scrolled up to read.
@@ -1428,14 +1783,14 @@ function renderChat() {
   log.hidden = state.chat.length === 0;
 }
 
+// A new conversation; the one open stays in the list of past chats.
 function newChat() {
   if (state.chatAbort) state.chatAbort.abort();
-  state.chat = [];
-  $("c-message").value = "";
-  saveChat();
-  clearErrors($("chat-form")); clearErrors($("chat-settings"));
-  $("c-message").value = ""; clearChatImage();
-  renderChat();
+  if (state.chat.length) saveChat();
+  openChat(null);
+  clearErrors($("chat-form")); clearErrors($("chat-settings")); clearChatImage();
+  const kept = readChats(); kept.current = null; writeChats(kept);
+  renderChat(); renderChatList(kept);
   $("c-message").focus();
 }
 
@@ -1459,6 +1814,22 @@ function usageText(usage, model) {
     .replace("{cost}", priced ? money(cost, p.currency) : t("price_unknown"));
 }
 
+// The request the chat sends for a new user message: the system prompt, every earlier turn,
+// the message, and the settings.
+function chatRequest(content) {
+  const messages = [];
+  if ($("c-system").value.trim()) messages.push({ role: "system", content: $("c-system").value });
+  state.chat.filter((turn) => !turn.pending).forEach((turn) => messages.push({ role: turn.role, content: turn.content }));
+  messages.push({ role: "user", content });
+  const body = { model: $("c-model").value, stream: true, stream_options: { include_usage: true }, messages };
+  const temperature = $("c-temperature").value.trim();
+  if (temperature !== "") body.temperature = Number.isNaN(Number(temperature)) ? temperature : Number(temperature);
+  const maxTokens = $("c-max-tokens").value.trim();
+  if (maxTokens !== "") body.max_tokens = /^\d+$/.test(maxTokens) ? Number(maxTokens) : maxTokens;
+  if (!$("c-effort-field").hidden && $("c-effort").value) body.reasoning_effort = $("c-effort").value;
+  return body;
+}
+
 async function sendChat(ev) {
   if (ev) ev.preventDefault();
   if (state.chatBusy) return;
@@ -1471,16 +1842,10 @@ async function sendChat(ev) {
     ? [{ type: "text", text }, { type: "image_url", image_url: { url: image.url } }]
     : text;
   const userTurn = { role: "user", content, text, image: image ? { url: image.url, name: image.name } : null };
+  const body = chatRequest(content);
   state.chat.push(userTurn);
-  const messages = [];
-  if ($("c-system").value.trim()) messages.push({ role: "system", content: $("c-system").value });
-  state.chat.forEach((turn) => messages.push({ role: turn.role, content: turn.content }));
-  const body = { model: $("c-model").value, stream: true, stream_options: { include_usage: true }, messages };
-  const temperature = $("c-temperature").value.trim();
-  if (temperature !== "") body.temperature = Number.isNaN(Number(temperature)) ? temperature : Number(temperature);
-  const maxTokens = $("c-max-tokens").value.trim();
-  if (maxTokens !== "") body.max_tokens = /^\d+$/.test(maxTokens) ? Number(maxTokens) : maxTokens;
-  if (!$("c-effort-field").hidden && $("c-effort").value) body.reasoning_effort = $("c-effort").value;
+  state.lastChatRequest = body;
+  if ($("cc-code").open) showCode("cc");
   const reply = { role: "assistant", content: "", text: "", model: body.model, pending: true };
   state.chat.push(reply);
   $("c-message").value = ""; clearChatImage();
@@ -2103,7 +2468,7 @@ async function copyValue(id) {
 
 async function signOut() {
   // The conversation kept in this browser goes with the session (another person may sign in).
-  if (state.session) localStorage.removeItem(chatStoreKey());
+  if (state.session) { localStorage.removeItem(chatStoreKey()); state.chatRestored = false; state.chatId = null; }
   state.chat = []; state.chatRestored = false;
   try { await api("POST", "/console/api/signout"); } catch (_) { /* already ended */ }
   state.session = null;
@@ -2123,7 +2488,6 @@ async function start() {
   $("agree").addEventListener("click", agree);
   $("new-form").addEventListener("submit", createVideo);
   ["f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
-  $("f-seconds").addEventListener("input", updateQuote);
   $("chat-form").addEventListener("submit", sendChat);
   $("chat-settings").addEventListener("submit", (e) => e.preventDefault());
   // Enter sends, Shift+Enter is a new line (and Enter that ends an IME composition is not a send).
@@ -2132,15 +2496,34 @@ async function start() {
   });
   $("c-new").addEventListener("click", newChat);
   ["c-message", "c-system"].forEach((id) => $(id).addEventListener("input", () => { if (state.session) saveChat(); }));
-  $("f-prompt").addEventListener("input", checkTranslation);
+  $("f-prompt").addEventListener("input", () => {
+    checkTranslation();
+    if (state.formProblems && state.formProblems.length) {
+      state.formProblems = formProblems();
+      if (!state.formProblems.some(([name]) => name === "prompt")) { $("err-prompt").textContent = ""; $("f-prompt").removeAttribute("aria-invalid"); }
+    }
+  });
   $("f-aspect").addEventListener("change", showAspectHint);
-  $("v-filter").addEventListener("change", renderVideos);
+  $("flash").addEventListener("click", () => flash(""));
+  $("v-filter").addEventListener("change", () => { loadVideos().catch(() => {}); });
+  let searchTimer = null;
+  $("v-search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => { loadVideos().catch(() => {}); }, 300);
+  });
+  $("videos-more-button").addEventListener("click", () => { loadOlderVideos().catch(() => {}); });
+  new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) loadOlderVideos().catch(() => {});
+  }, { rootMargin: "400px" }).observe($("videos-more"));
   $("u-by-model").addEventListener("click", () => setUsageSplit("model"));
   $("u-by-kind").addEventListener("click", () => setUsageSplit("kind"));
   $("key-copy").addEventListener("click", () => copyValue("key-secret-value"));
   $("signin-command-copy").addEventListener("click", () => copyValue("signin-command"));
-  ["curl", "python", "node"].forEach((l) => $("vp-code-" + l).addEventListener("click", () => showCode(l)));
-  $("vp-code-copy").addEventListener("click", () => copyText($("vp-code-text").textContent));
+  Object.keys(CODE_BOXES).forEach((box) => {
+    ["curl", "python", "node"].forEach((l) => $(`${box}-code-${l}`).addEventListener("click", () => showCode(box, l)));
+    $(`${box}-code-copy`).addEventListener("click", () => copyText($(`${box}-code-text`).textContent));
+    $(`${box}-code`).addEventListener("toggle", () => { if ($(`${box}-code`).open) showCode(box); });
+  });
   $("vp-op-form").addEventListener("submit", submitOperation);
   $("vp-op-close").addEventListener("click", () => { $("vp-op-form").hidden = true; });
   $("wh-copy").addEventListener("click", () => copyValue("wh-secret-value"));

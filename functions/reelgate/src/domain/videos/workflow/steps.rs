@@ -320,7 +320,7 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
 /// Frames a reference video is moderated by (evenly through the clip).
 pub const FRAMES_PER_REFERENCE_VIDEO: u32 = 4;
 /// How long reference audio may play, in seconds (the engine protocol's limits).
-pub const REFERENCE_AUDIO_SECS: (f64, f64) = (2.0, 15.0);
+pub const REFERENCE_AUDIO_SECS: (f64, f64) = crate::domain::videos::create::REFERENCE_MEDIA_SECS;
 
 /// The frames of reference video `file_id` as moderation images (JPEG data URLs, so that a
 /// moderator that fetches URLs sees exactly these bytes). A clip whose frames cannot be decoded
