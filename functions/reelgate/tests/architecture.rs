@@ -905,3 +905,251 @@ fn the_schema_check_finds_shadow_types() {
     assert!(problems[2].contains("Described") && problems[2].contains("never read or written"));
     assert!(problems[3].contains("Missing") && problems[3].contains("no such"));
 }
+
+/// The capability folder a module belongs to: `domain::<folder>` when `<folder>` is a folder of
+/// `src/domain` (accounts, billing, videos, …); None for the domain's single-file modules and
+/// every other layer.
+fn capability_of<'a>(module: &'a str, folders: &BTreeSet<String>) -> Option<&'a str> {
+    let mut parts = module.splitn(3, "::");
+    match (parts.next(), parts.next()) {
+        (Some("domain"), Some(folder)) if folders.contains(folder) => Some(folder),
+        _ => None,
+    }
+}
+
+/// The folders of `src/domain`.
+fn capability_folders(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src.join("domain"))
+        .expect("src/domain")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Pairs of capability folders (in name order) each of which imports the other.
+fn mutual_capabilities(g: &Graph, folders: &BTreeSet<String>) -> BTreeSet<(String, String)> {
+    let mut arrows = BTreeSet::new();
+    for (from, targets) in &g.edges {
+        let Some(a) = capability_of(from, folders) else {
+            continue;
+        };
+        for to in targets {
+            if let Some(b) = capability_of(to, folders).filter(|b| *b != a) {
+                arrows.insert((a.to_owned(), b.to_owned()));
+            }
+        }
+    }
+    arrows
+        .iter()
+        .filter(|(a, b)| a < b && arrows.contains(&(b.clone(), a.clone())))
+        .cloned()
+        .collect()
+}
+
+/// The mutual imports between capability folders that architecture step 3 (issue 47) still has
+/// to undo. The list only shrinks: a pair not on it fails the test, and so does a pair on it
+/// that no longer imports both ways (take it off).
+const MUTUAL_CAPABILITIES_LEFT: &[(&str, &str)] = &[
+    ("accounts", "billing"),
+    ("accounts", "files"),
+    ("accounts", "videos"),
+    ("billing", "videos"),
+    ("billing", "webhooks"),
+    ("catalog", "chat"),
+    ("catalog", "videos"),
+    ("videos", "webhooks"),
+];
+
+#[test]
+fn capability_folders_do_not_import_each_other() {
+    let src = src_dir();
+    let folders = capability_folders(&src);
+    let found = mutual_capabilities(&graph_of(&src), &folders);
+    let left: BTreeSet<(String, String)> = MUTUAL_CAPABILITIES_LEFT
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    let new: Vec<String> = found
+        .difference(&left)
+        .map(|(a, b)| format!("domain/{a} ⇄ domain/{b}"))
+        .collect();
+    let undone: Vec<String> = left
+        .difference(&found)
+        .map(|(a, b)| format!("domain/{a} ⇄ domain/{b}"))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "capability folders that import each other (compose them from a use case or a port \
+         instead):\n  {}",
+        new.join("\n  ")
+    );
+    assert!(
+        undone.is_empty(),
+        "no longer mutual: take them off MUTUAL_CAPABILITIES_LEFT:\n  {}",
+        undone.join("\n  ")
+    );
+}
+
+#[test]
+fn the_capability_check_finds_a_mutual_pair() {
+    let folders = BTreeSet::from(["a".to_owned(), "b".to_owned(), "c".to_owned()]);
+    let edges = BTreeMap::from([
+        (
+            "domain::a::x".to_owned(),
+            BTreeSet::from(["domain::b::y".to_owned()]),
+        ),
+        (
+            "domain::b::y".to_owned(),
+            BTreeSet::from(["domain::a::z".to_owned(), "domain::c".to_owned()]),
+        ),
+        (
+            "domain::c".to_owned(),
+            BTreeSet::from(["domain::ids".to_owned()]),
+        ),
+    ]);
+    let found = mutual_capabilities(&Graph { edges }, &folders);
+    assert_eq!(found, BTreeSet::from([("a".to_owned(), "b".to_owned())]));
+}
+
+/// How many lines of a source file are not its tests (everything before `#[cfg(test)]`).
+fn non_test_lines(text: &str) -> usize {
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .count()
+}
+
+/// The longest a source file's non-test part may be.
+const MAX_SOURCE_LINES: usize = 800;
+
+/// Files allowed past [`MAX_SOURCE_LINES`]: the first three for good (one state machine or one
+/// pipeline each, whose parts share one state), the rest until step 3 splits them, each at its
+/// size now so that none grows. Paths under `functions/`.
+const LONG_FILES: &[(&str, usize, &str)] = &[
+    (
+        "reelgate-asl/src/runner.rs",
+        usize::MAX,
+        "the ASL interpreter: one state machine",
+    ),
+    (
+        "reelgate-asl/src/model.rs",
+        usize::MAX,
+        "the ASL document model, one type per state kind",
+    ),
+    (
+        "reelgate-media/src/conform.rs",
+        usize::MAX,
+        "the conform stage: one pipeline over one state",
+    ),
+];
+
+/// Files past [`MAX_SOURCE_LINES`] that architecture step 3 (issue 47) splits, each held at its
+/// length when the check came in: none may grow, and each comes off once split.
+const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
+    (
+        "reelgate/src/api/openapi/mod.rs",
+        1681,
+        "one declaration per route, with its types (step 3, item 2)",
+    ),
+    (
+        "reelgate/src/domain/videos/create.rs",
+        1247,
+        "typed request, rules and admission apart (item 1)",
+    ),
+    (
+        "reelgate/src/domain/messages/request.rs",
+        1218,
+        "typed at the edge (item 1)",
+    ),
+    (
+        "reelgate/src/config.rs",
+        1058,
+        "config/ by concern (item 5)",
+    ),
+    (
+        "reelgate/src/domain/chat/validate.rs",
+        1032,
+        "typed at the edge (item 1)",
+    ),
+    (
+        "reelgate-embedded/src/testing.rs",
+        1006,
+        "the contract suites by port",
+    ),
+    (
+        "reelgate-aws/src/bedrock_chat.rs",
+        919,
+        "request and stream translation apart",
+    ),
+    (
+        "reelgate-media/src/render.rs",
+        895,
+        "drawing and encoding apart",
+    ),
+    (
+        "reelgate/src/domain/accounts/mod.rs",
+        892,
+        "keys, people and organizations apart",
+    ),
+    (
+        "reelgate/src/domain/videos/workflow/steps.rs",
+        851,
+        "one file per step",
+    ),
+    (
+        "reelgate/src/adapters/hosted/fal.rs",
+        841,
+        "request building and answer reading apart",
+    ),
+    (
+        "reelgate/src/adapters/anthropic_upstream.rs",
+        838,
+        "request and stream translation apart",
+    ),
+    (
+        "reelgate/src/domain/responses/convert.rs",
+        821,
+        "input and output conversion apart",
+    ),
+    (
+        "reelgate/src/domain/catalog/mod.rs",
+        820,
+        "chat routing to chat/ (item 3)",
+    ),
+];
+
+#[test]
+fn no_source_file_is_over_800_lines_but_those_named() {
+    let mut problems = Vec::new();
+    for src in crate_src_dirs() {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let lines = non_test_lines(&std::fs::read_to_string(&file).expect("read"));
+            let rel = file
+                .strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+                .expect("under functions/")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let limit = LONG_FILES
+                .iter()
+                .chain(LONG_FILES_TO_SPLIT)
+                .find(|(path, _, _)| *path == rel)
+                .map_or(MAX_SOURCE_LINES, |(_, limit, _)| *limit);
+            if lines > limit {
+                problems.push(format!("{rel}: {lines} lines (at most {limit})"));
+            } else if lines <= MAX_SOURCE_LINES
+                && LONG_FILES_TO_SPLIT.iter().any(|(path, _, _)| *path == rel)
+            {
+                problems.push(format!(
+                    "{rel}: {lines} lines now; take it off LONG_FILES_TO_SPLIT"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "source files past their length (split them by what they do):\n  {}",
+        problems.join("\n  ")
+    );
+}

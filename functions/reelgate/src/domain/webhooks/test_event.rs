@@ -14,12 +14,14 @@
 //!   the store (`table_keys::webhook_test`, written only if absent, expiring with the interval),
 //!   so the bound holds across processes and hosts (every Lambda instance, every worker); a
 //!   test inside it is 429 `webhook_test_too_soon` with `Retry-After`. An organization has at
-//!   most [`super::MAX_ENDPOINTS`] endpoints, so it sends at most that many tests per interval.
+//!   most [`super::endpoints::MAX_ENDPOINTS`] endpoints, so it sends at most that many tests per interval.
 //! - **Not a delivery.** Sent synchronously, never queued or retried, and nothing is recorded
 //!   on the endpoint: its attempts, failures in a row, backoff and status stay as they were. A
 //!   disabled endpoint can be tested (to see that its receiver works again).
 
-use super::{load, not_found, rfc3339, signed_headers};
+use super::endpoints::{load, not_found};
+use super::events::rfc3339;
+use super::signing::signed_headers;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::new_id;
 use crate::domain::Context;
@@ -241,8 +243,8 @@ mod tests {
     #[test]
     fn a_test_event_is_signed_like_a_delivery_with_both_secrets_during_the_grace() {
         let (current, old) = (
-            super::super::new_signing_secret(),
-            super::super::new_signing_secret(),
+            super::super::signing::new_signing_secret(),
+            super::super::signing::new_signing_secret(),
         );
         let body = payload("wh_1", 100);
         let headers = signed_headers(&endpoint(&current, Some((&old, 200))), "evt_1", 100, &body);
@@ -250,7 +252,8 @@ mod tests {
         assert_eq!(header(&headers, "webhook-timestamp"), "100");
         assert_eq!(header(&headers, "content-type"), "application/json");
         let sigs: Vec<&str> = header(&headers, "webhook-signature").split(' ').collect();
-        let want = |s: &str| super::super::sign(s, "evt_1", 100, body.as_bytes()).expect("sign");
+        let want =
+            |s: &str| super::super::signing::sign(s, "evt_1", 100, body.as_bytes()).expect("sign");
         assert_eq!(sigs, [want(&current), want(&old)]);
         // After the grace only the current secret signs.
         let headers = signed_headers(&endpoint(&current, Some((&old, 100))), "evt_1", 100, &body);

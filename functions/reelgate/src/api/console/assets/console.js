@@ -1489,6 +1489,28 @@ function codeFor(req, lang) {
   return `${head}const video = await ${call};\nconsole.log(video.id, video.status);`;
 }
 
+// Fills each `<details class="code-box">` of the page (its id `<prefix>-code`, its hint's text
+// key in `data-hint`) with the tabs, the code and Copy, named after the prefix.
+function buildCodeBoxes() {
+  document.querySelectorAll("details.code-box").forEach((box) => {
+    const prefix = box.id.replace(/-code$/, "");
+    const el = (tag, attrs, key) => {
+      const e = document.createElement(tag);
+      Object.entries(attrs).forEach(([k, v]) => e.setAttribute(k, v));
+      if (key) e.dataset.i18n = key;
+      return e;
+    };
+    const tabs = el("div", { class: "tabs", role: "tablist" });
+    [["curl", "curl"], ["python", "Python"], ["node", "Node"]].forEach(([lang, name], i) => {
+      const b = el("button", { type: "button", role: "tab", id: `${prefix}-code-${lang}`, "aria-selected": String(i === 0), "data-lang": lang });
+      b.textContent = name; tabs.appendChild(b);
+    });
+    box.append(el("summary", {}, "view_code"), el("p", { class: "hint" }, box.dataset.hint), tabs,
+      el("pre", { id: `${prefix}-code-text`, tabindex: "0", "aria-label": "Code" }),
+      el("button", { type: "button", id: `${prefix}-code-copy` }, "copy"));
+  });
+}
+
 // Each code box, by its id's prefix, with the request it shows now.
 const CODE_BOXES = {
   vp: () => (state.videoPage ? madeBy(state.videoPage) : null),
@@ -2478,6 +2500,7 @@ async function signOut() {
 
 async function start() {
   state.lang = chooseLanguage();
+  buildCodeBoxes();
   applyLanguage();
   $("lang").addEventListener("click", () => {
     state.lang = state.lang === "ja" ? "en" : "ja";
