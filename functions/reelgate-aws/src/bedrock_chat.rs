@@ -906,7 +906,7 @@ impl ChatUpstream for BedrockUpstream {
 pub struct BedrockConnector;
 
 #[async_trait]
-impl reelgate::domain::catalog::providers::UpstreamConnector for BedrockConnector {
+impl reelgate::domain::chat::upstreams::UpstreamConnector for BedrockConnector {
     async fn connect(
         &self,
         config: &UpstreamConfig,

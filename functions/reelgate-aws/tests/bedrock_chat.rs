@@ -3,8 +3,8 @@
 //! this test lives beside the connector rather than in the embedded host's suite. Run as
 //! `tests/contract.rs` says; without `AWS_ENDPOINT_URL` it says so and passes (and fails under CI).
 
-use reelgate::domain::catalog::providers::Upstreams;
 use reelgate::domain::catalog::{Catalog, ChatModel, UpstreamConfig, DEFAULT_CATALOG};
+use reelgate::domain::chat::upstreams::Upstreams;
 use reelgate_embedded::testing::TestServer;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};

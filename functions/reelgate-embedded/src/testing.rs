@@ -355,9 +355,8 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
 /// 5 to each of 3 endpoints of one organization at most `ORG_IN_FLIGHT`, and every delivery
 /// that found no slot is back on the queue, unattempted.
 pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>) {
-    use reelgate::domain::webhooks::{
-        self, Delivery, ENDPOINT_IN_FLIGHT, MAX_ENDPOINTS, ORG_IN_FLIGHT,
-    };
+    use reelgate::domain::webhooks::delivery::{ENDPOINT_IN_FLIGHT, ORG_IN_FLIGHT};
+    use reelgate::domain::webhooks::{self, endpoints::MAX_ENDPOINTS, events::Delivery};
     use reelgate::ports::queue::MessageQueue;
     use reelgate::ports::store::{item, ItemExt};
     let dir = tempfile::tempdir().expect("tempdir");

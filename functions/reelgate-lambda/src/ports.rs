@@ -16,8 +16,9 @@
 //! authenticates against the store.
 
 use async_trait::async_trait;
-use reelgate::domain::catalog::providers::{Engines, UpstreamConnector};
+use reelgate::domain::catalog::providers::Engines;
 use reelgate::domain::catalog::{Catalog, UpstreamConfig};
+use reelgate::domain::chat::upstreams::UpstreamConnector;
 use reelgate::ports::blobs::{
     BlobError, BlobListing, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
 };

@@ -14,8 +14,9 @@
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use reelgate::app::App;
-use reelgate::domain::catalog::providers::{Engines, Upstreams};
+use reelgate::domain::catalog::providers::Engines;
 use reelgate::domain::catalog::Catalog;
+use reelgate::domain::chat::upstreams::Upstreams;
 use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, VideoEngine};
 use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use reelgate_embedded::testing::{agree, Tenant, TestServer};

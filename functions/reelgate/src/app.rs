@@ -5,8 +5,9 @@
 
 use crate::adapters::CatalogConnector;
 use crate::config::{Config, Settings};
-use crate::domain::catalog::providers::{Engines, Upstreams};
+use crate::domain::catalog::providers::Engines;
 use crate::domain::catalog::Catalog;
+use crate::domain::chat::upstreams::Upstreams;
 use crate::domain::videos::workflow::Pipeline;
 use crate::domain::Context;
 use crate::ports::blobs::BlobStore;
@@ -48,7 +49,7 @@ pub struct AppState {
     /// ([`App::with_workflow`]), so every clone holds the same one.
     workflow: Option<Arc<dyn Workflow>>,
     /// Text-model upstreams by catalog id.
-    pub upstreams: Arc<crate::domain::catalog::providers::Upstreams>,
+    pub upstreams: Arc<crate::domain::chat::upstreams::Upstreams>,
     /// Video engines by catalog id.
     pub engines: Arc<crate::domain::catalog::providers::Engines>,
     pub moderator: Arc<dyn crate::ports::moderator::Moderator>,
@@ -83,11 +84,9 @@ impl App {
             render_queue,
             catalog,
             workflow: None,
-            upstreams: Arc::new(
-                crate::domain::catalog::providers::Upstreams::with_connector(Arc::new(
-                    crate::adapters::CatalogConnector::new(),
-                )),
-            ),
+            upstreams: Arc::new(crate::domain::chat::upstreams::Upstreams::with_connector(
+                Arc::new(crate::adapters::CatalogConnector::new()),
+            )),
             engines: Arc::new(crate::domain::catalog::providers::Engines::default()),
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,

@@ -956,7 +956,6 @@ const MUTUAL_CAPABILITIES_LEFT: &[(&str, &str)] = &[
     ("accounts", "videos"),
     ("billing", "videos"),
     ("billing", "webhooks"),
-    ("catalog", "chat"),
     ("catalog", "videos"),
     ("videos", "webhooks"),
 ];

@@ -18,8 +18,9 @@ pub mod rules_moderator;
 pub mod traced;
 pub mod upstream_discovery;
 
-use crate::domain::catalog::providers::{Engines, UpstreamConnector};
+use crate::domain::catalog::providers::Engines;
 use crate::domain::catalog::{Catalog, UpstreamConfig};
+use crate::domain::chat::upstreams::UpstreamConnector;
 use crate::ports::engine::VideoEngine;
 use crate::ports::moderator::Moderator;
 use crate::ports::upstream::{ChatUpstream, UpstreamError};

@@ -10,6 +10,7 @@ pub mod models;
 pub mod request;
 pub mod routing;
 pub mod stream;
+pub mod upstreams;
 pub mod validate;
 
 use crate::domain::accounts::Caller;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct ResponsesPorts {
     pub shared: SharedContext,
-    pub upstreams: Arc<crate::domain::catalog::providers::Upstreams>,
+    pub upstreams: Arc<crate::domain::chat::upstreams::Upstreams>,
     pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
 }
 
