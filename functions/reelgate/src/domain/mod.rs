@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod billing;
 pub mod catalog;
 pub mod chat;
+pub mod dates;
 pub mod error;
 pub mod fair_slots;
 pub mod files;

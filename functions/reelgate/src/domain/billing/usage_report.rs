@@ -13,6 +13,7 @@
 //! partition (`USAGE#<first day>` … `USAGE#<last day>`), never a scan: its cost grows with the
 //! number of days × models × keys, not with the number of requests.
 
+use crate::domain::dates::day_label;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::ports::store::{ItemExt, ItemStore, Query, TransactOp, Update};
 use rust_decimal::Decimal;
@@ -61,22 +62,6 @@ pub struct Line<'a> {
     pub output_tokens: u64,
     pub video_seconds: u64,
     pub amounts: Amounts,
-}
-
-/// `YYYY-MM-DD` (UTC) of a Unix time.
-pub fn day_label(secs: i64) -> String {
-    let days = secs.div_euclid(DAY);
-    // Civil-from-days (proleptic Gregorian), as in Howard Hinnant's date algorithms.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// Unix seconds from a Unix time in seconds or a UTC date `YYYY-MM-DD` (its midnight).

@@ -6,8 +6,9 @@ use super::endpoints::{
     attempts_of, endpoint_key, Attempt, ATTEMPTS_KEPT, MAX_ENDPOINTS, STATUS_DISABLED,
     STATUS_ENABLED,
 };
-use super::events::{rfc3339, Delivery};
+use super::events::Delivery;
 use super::signing::signed_headers;
+use crate::domain::dates::rfc3339;
 use crate::domain::ids::new_id;
 use crate::domain::Context;
 use crate::ports::fetch::FetchError;

@@ -2,6 +2,7 @@
 //! an unsent-event marker written with the settlement makes a crash in between re-emit it.
 
 use super::endpoints::{list, EVENT_CANCELED, EVENT_COMPLETED, EVENT_FAILED, STATUS_ENABLED};
+use crate::domain::dates::rfc3339;
 use crate::domain::error::ApiResult;
 use crate::domain::videos::object::Video;
 use crate::domain::videos::record::{STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
@@ -25,18 +26,6 @@ pub fn event_type(status: &str) -> Option<&'static str> {
 pub fn event_id(video_id: &str, event_type: &str) -> String {
     let suffix = event_type.trim_start_matches("video.");
     format!("evt_{}_{suffix}", video_id.trim_start_matches("video_"))
-}
-
-/// `2026-11-23T18:30:00Z` for unix seconds (UTC, no leap seconds, as RFC 3339 wants).
-pub fn rfc3339(secs: i64) -> String {
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{}T{:02}:{:02}:{:02}Z",
-        crate::domain::billing::usage_report::day_label(secs),
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
 }
 
 /// One queue message: one event for one endpoint, at one attempt.
@@ -175,10 +164,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_and_event_ids() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_614_265_330), "2021-02-25T15:02:10Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    fn an_events_id_is_the_jobs_and_its_outcome() {
         assert_eq!(
             event_id("video_01ABC", EVENT_COMPLETED),
             "evt_01ABC_completed"

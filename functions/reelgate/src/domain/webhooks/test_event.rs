@@ -20,8 +20,8 @@
 //!   disabled endpoint can be tested (to see that its receiver works again).
 
 use super::endpoints::{load, not_found};
-use super::events::rfc3339;
 use super::signing::signed_headers;
+use crate::domain::dates::rfc3339;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::new_id;
 use crate::domain::Context;
