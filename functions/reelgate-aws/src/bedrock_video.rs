@@ -1,6 +1,6 @@
 //! A hosted video engine: Amazon Bedrock's asynchronous invoke (`StartAsyncInvoke` /
 //! `GetAsyncInvoke`), which writes the rendered MP4 to S3, for Amazon Nova Reel. The worker asks
-//! it only for what Nova Reel renders (`domain::videos::native_renders`): 1280x720 at 24 fps, no audio,
+//! it only for what Nova Reel renders (`domain::catalog::native_renders`): 1280x720 at 24 fps, no audio,
 //! 6 s as one shot (`TEXT_VIDEO`) or 12 to 120 s in steps of 6 as several
 //! (`MULTI_SHOT_AUTOMATED` from the prompt; `MULTI_SHOT_MANUAL` when a first frame opens the
 //! first shot). A first frame is fitted to 1280x720 (Nova Reel takes no other size) and sent

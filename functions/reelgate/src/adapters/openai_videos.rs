@@ -9,7 +9,7 @@
 //! The create request takes the target's shape (catalog `request_shape`): `openai` sends only
 //! the API's documented values, `seconds` as one of its strings ("4", "8", "12") and `size` as
 //! one of its sizes (1280x720, 720x1280), which the worker chose from the engine's native
-//! renders (`domain::videos::native_renders`); a first frame goes as `input_reference.image_url`, a
+//! renders (`domain::catalog::native_renders`); a first frame goes as `input_reference.image_url`, a
 //! JPEG data URL fitted to that size (the API wants the reference at the video's size). The
 //! finalize step conforms what comes back to the contract. `reelgate` sends `seconds` as a
 //! number and the caller's `aspect_ratio`, and the prompt alone. The job id travels as

@@ -4,7 +4,7 @@
 //! the catalog's own overrides (`durations`, `sizes`, `operations`, …) still apply on top.
 //! Each entry names the provider page it is taken from (docs/engines.md has the table).
 
-use crate::domain::videos::native_renders::{hosted, Durations, NativeOperations, NativeRenders};
+use crate::domain::catalog::native_renders::{hosted, Durations, NativeOperations, NativeRenders};
 
 /// One model of a hosted kind.
 pub struct HostedModel {

@@ -1,12 +1,12 @@
-//! The catalog: plans, video models with their pricing and engines, chat models with their
-//! capabilities, reasoning efforts, upstreams and token prices, and the current terms version.
-//! It is configuration (TOML), loaded from `REELGATE_CATALOG` or the built-in default
-//! (`catalog.default.toml` beside this file, documented in docs/configuration.md).
+//! The catalog: plans, video models (pricing, engines), chat models (capabilities, reasoning
+//! efforts, upstreams, token prices), the terms version. Configuration (TOML) from
+//! `REELGATE_CATALOG` or the built-in `catalog.default.toml` (docs/configuration.md).
 
 pub mod hosted_models;
+pub mod native_renders;
 pub mod providers;
 
-use crate::domain::videos::native_renders::{Durations, NativeRenders, Size};
+use native_renders::{Durations, NativeOperations, NativeRenders, Size, CONTRACT_SECONDS};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -380,7 +380,7 @@ impl EngineConfig {
         }
         if let Some(names) = &self.operations {
             // The listed operations, with the kind's documented bounds on them.
-            let listed = crate::domain::videos::native_renders::NativeOperations::from_names(names);
+            let listed = NativeOperations::from_names(names);
             native.operations.video_to_video = listed.video_to_video;
             native.operations.extension = listed.extension;
         }
@@ -421,7 +421,7 @@ impl EngineConfig {
             }
         }
         if let Some(names) = &self.operations {
-            let known = crate::domain::videos::native_renders::NativeOperations::NAMES;
+            let known = NativeOperations::NAMES;
             if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
                 return Some(format!(
                     "operation {bad:?} is not one of {}",
@@ -433,7 +433,7 @@ impl EngineConfig {
             return Some(format!(
                 "it renders at most {} s, shorter than the API's shortest video ({} s)",
                 self.native_renders().durations.longest(),
-                crate::domain::videos::native_renders::CONTRACT_SECONDS.0
+                CONTRACT_SECONDS.0
             ));
         }
         None

@@ -4,10 +4,10 @@
 use super::*;
 use crate::domain::accounts::Caller;
 use crate::domain::billing::rate_limits::{self, RateLimited, RateStatus};
+use crate::domain::catalog::native_renders::NativeRenders;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::FileObject;
 use crate::domain::ids::new_id;
-use crate::domain::videos::native_renders::NativeRenders;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
@@ -19,8 +19,8 @@ use utoipa::openapi::Ref;
 use utoipa::ToSchema;
 
 pub const MAX_PROMPT_CHARS: usize = 7000;
-pub const MIN_SECONDS: i64 = crate::domain::videos::native_renders::CONTRACT_SECONDS.0 as i64;
-pub const MAX_SECONDS: i64 = crate::domain::videos::native_renders::CONTRACT_SECONDS.1 as i64;
+pub const MIN_SECONDS: i64 = crate::domain::catalog::native_renders::CONTRACT_SECONDS.0 as i64;
+pub const MAX_SECONDS: i64 = crate::domain::catalog::native_renders::CONTRACT_SECONDS.1 as i64;
 pub use crate::domain::catalog::ASPECT_RATIOS;
 /// The resolution every render is priced and produced at.
 pub const RESOLUTION: &str = "768p";
@@ -839,7 +839,7 @@ impl Source {
     fn source_use(
         &self,
         engine: Option<&str>,
-        renders: &crate::domain::videos::native_renders::NativeRenders,
+        renders: &crate::domain::catalog::native_renders::NativeRenders,
         segment: u32,
         now: i64,
     ) -> SourceUse {

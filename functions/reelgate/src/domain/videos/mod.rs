@@ -8,7 +8,6 @@ pub mod edits;
 pub mod extensions;
 pub mod jobs;
 pub mod moderation;
-pub mod native_renders;
 pub mod object;
 pub mod queries;
 pub mod record;

@@ -137,7 +137,7 @@ pub async fn check(bytes: Bytes, max_secs: f64) -> ApiResult<CheckedUpload> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::videos::native_renders::NativeRenders;
+    use crate::domain::catalog::native_renders::NativeRenders;
 
     fn capabilities(ratios: &[&str]) -> Capabilities {
         Capabilities {

@@ -314,7 +314,7 @@ async fn claim_submission(pipeline: &Pipeline, org: &str, video_id: &str) -> Res
 async fn render_shape(
     pipeline: &Pipeline,
     job: &JobRecord,
-) -> Option<crate::domain::videos::native_renders::RenderShape> {
+) -> Option<crate::domain::catalog::native_renders::RenderShape> {
     let ratio = reelgate_media::AspectRatio::parse(&job.aspect_ratio)
         .unwrap_or(reelgate_media::AspectRatio::R16x9);
     let mut first = None;
@@ -332,7 +332,7 @@ async fn render_shape(
         .as_deref()
         .and_then(|e| pipeline.catalog.engine(e))?
         .native_renders();
-    crate::domain::videos::native_renders::map_job(&native, job.seconds as u32, ratio, first)
+    crate::domain::catalog::native_renders::map_job(&native, job.seconds as u32, ratio, first)
 }
 
 /// The job and the engine it renders on, or the error and cause to fail the task with.
