@@ -21,7 +21,7 @@ pub async fn recover_at_start(app: &App, workflow: &dyn Workflow) -> anyhow::Res
             "failed admitted jobs whose workflow never started"
         );
     }
-    reelgate::domain::webhooks::recover_unsent(app.context(), Duration::ZERO)
+    reelgate::domain::videos::events::recover_unsent(app.context(), Duration::ZERO)
         .await
         .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;
     Ok(())
@@ -46,7 +46,8 @@ pub async fn run(
         {
             tracing::warn!(error = %e.message, "recovering unstarted jobs failed");
         }
-        if let Err(e) = reelgate::domain::webhooks::recover_unsent(app.context(), grace).await {
+        if let Err(e) = reelgate::domain::videos::events::recover_unsent(app.context(), grace).await
+        {
             tracing::warn!(error = %e.message, "recovering unsent webhook events failed");
         }
     }

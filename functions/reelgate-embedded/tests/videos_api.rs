@@ -522,10 +522,12 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
     // the process had died), so the recovery pass emits it and the marker goes.
     let marker = reelgate::domain::table_keys::unsent_marker(&id);
     assert!(server.app.store.get(&marker).await.expect("get").is_some());
-    let emitted =
-        reelgate::domain::webhooks::recover_unsent(server.app.context(), std::time::Duration::ZERO)
-            .await
-            .expect("recover");
+    let emitted = reelgate::domain::videos::events::recover_unsent(
+        server.app.context(),
+        std::time::Duration::ZERO,
+    )
+    .await
+    .expect("recover");
     assert!(emitted >= 1);
     assert!(server.app.store.get(&marker).await.expect("get").is_none());
     let full = c

@@ -487,7 +487,7 @@ pub async fn handle_recovery(app: &App, grace: std::time::Duration) -> anyhow::R
         reelgate::domain::videos::jobs::recover_unstarted(app.context(), workflow.as_ref(), grace)
             .await
             .map_err(|e| anyhow::anyhow!("recovering unstarted jobs: {}", e.message))?;
-    reelgate::domain::webhooks::recover_unsent(app.context(), grace)
+    reelgate::domain::videos::events::recover_unsent(app.context(), grace)
         .await
         .map_err(|e| anyhow::anyhow!("recovering unsent webhook events: {}", e.message))?;
     Ok(failed)

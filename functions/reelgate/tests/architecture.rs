@@ -955,7 +955,6 @@ const MUTUAL_CAPABILITIES_LEFT: &[(&str, &str)] = &[
     ("accounts", "files"),
     ("accounts", "videos"),
     ("billing", "videos"),
-    ("videos", "webhooks"),
 ];
 
 #[test]

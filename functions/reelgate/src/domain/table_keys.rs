@@ -284,7 +284,7 @@ pub fn rate_window(scope_pk: &str, kind_tag: &str, minute: i64) -> Key {
 pub const UNSTARTED_PK: &str = "UNSTARTED";
 
 /// The partition of the "job ended, webhook event not yet queued" markers (see
-/// `webhooks::recover_unsent`).
+/// `videos::events::recover_unsent`).
 pub const UNSENT_PK: &str = "UNSENT_EVENTS";
 
 /// A job's start marker (`UNSTARTED` / `VIDEO#<video id>`).

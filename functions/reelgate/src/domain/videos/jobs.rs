@@ -43,7 +43,7 @@ pub async fn fail(
             tracing::warn!(%video_id, %code, "video failed; reservation released");
             crate::observability::metrics::video_job(job_record::STATUS_FAILED, code);
             discard_blobs(cx, org, video_id).await;
-            crate::domain::webhooks::emit(cx, org, video_id).await;
+            crate::domain::videos::events::emit(cx, org, video_id).await;
             Ok(true)
         }
         crate::domain::billing::render_charges::Settlement::AlreadySettled => {
@@ -82,7 +82,7 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
     );
     if settled {
         crate::observability::metrics::video_job(job_record::STATUS_CANCELED, "");
-        crate::domain::webhooks::emit(cx, org, video_id).await;
+        crate::domain::videos::events::emit(cx, org, video_id).await;
     }
     Ok(settled)
 }

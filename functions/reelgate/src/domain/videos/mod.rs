@@ -5,6 +5,7 @@ pub mod cancel;
 pub mod characters;
 pub mod create;
 pub mod edits;
+pub mod events;
 pub mod extensions;
 pub mod jobs;
 pub mod moderation;

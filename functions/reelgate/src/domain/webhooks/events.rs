@@ -1,32 +1,13 @@
-//! Events: the terminal transition of a job emits one queue message per subscribed endpoint;
-//! an unsent-event marker written with the settlement makes a crash in between re-emit it.
+//! Events: one queue message per subscribed endpoint for an event its subject's owner built
+//! (a job's terminal event: `domain::videos::events`); an unsent-event marker written with the
+//! settlement that ended the job makes a crash in between re-emit it.
 
-use super::endpoints::{list, EVENT_CANCELED, EVENT_COMPLETED, EVENT_FAILED, STATUS_ENABLED};
-use crate::domain::dates::rfc3339;
-use crate::domain::error::ApiResult;
-use crate::domain::videos::object::Video;
-use crate::domain::videos::record::{STATUS_CANCELED, STATUS_COMPLETED, STATUS_FAILED};
+use super::endpoints::{list, STATUS_ENABLED};
 use crate::domain::Context;
 use crate::ports::queue::MessageQueue;
-use crate::ports::store::{item, now_secs, TransactOp};
+use crate::ports::store::{item, TransactOp};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// The event type a terminal job status emits.
-pub fn event_type(status: &str) -> Option<&'static str> {
-    match status {
-        STATUS_COMPLETED => Some(EVENT_COMPLETED),
-        STATUS_FAILED => Some(EVENT_FAILED),
-        STATUS_CANCELED => Some(EVENT_CANCELED),
-        _ => None,
-    }
-}
-
-/// The `webhook-id` of a job's terminal event: the same whoever emits it, however often.
-pub fn event_id(video_id: &str, event_type: &str) -> String {
-    let suffix = event_type.trim_start_matches("video.");
-    format!("evt_{}_{suffix}", video_id.trim_start_matches("video_"))
-}
 
 /// One queue message: one event for one endpoint, at one attempt.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -43,35 +24,54 @@ pub struct Delivery {
     pub due_at: i64,
 }
 
-/// Emits the terminal event of job `video_id` (call after the settlement that ended it): one
-/// delivery per enabled endpoint of `org` subscribed to it. Never fails: without a webhook
-/// queue nothing is sent, and a failure to read or enqueue is logged.
-pub async fn emit(cx: Context<'_>, org: &str, video_id: &str) {
-    // Without a queue the marker stays for a host that has one (its recovery pass sends it).
+/// An event ready to send: its `webhook-id` (the same on every attempt and every emission), its
+/// type, and the body every attempt sends.
+pub struct Event {
+    pub id: String,
+    pub event_type: &'static str,
+    pub payload: String,
+}
+
+/// Whether this host sends webhook events: without a webhook queue the unsent-event markers wait
+/// for a host that has one (its recovery pass sends them).
+pub fn sending(cx: Context<'_>) -> bool {
+    cx.webhooks.is_some()
+}
+
+/// Queues the event `make` builds for every enabled endpoint of `org` subscribed to its type
+/// (call after the settlement that ended `subject`, the job), then clears `subject`'s
+/// unsent-event marker. `make` runs only when the organization has endpoints; `Ok(None)` sends
+/// nothing (the job is gone, or not terminal). Never fails: a failure to read or enqueue is
+/// logged and the marker stays for the recovery pass.
+pub async fn emit<F, Fut>(cx: Context<'_>, org: &str, subject: &str, make: F)
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Event>, String>>,
+{
     let Some(queue) = cx.webhooks else {
         return;
     };
-    match emit_to(cx, queue, org, video_id).await {
+    match emit_to(cx, queue, org, make).await {
         Ok(()) => {
             if let Err(e) = cx
                 .store
-                .delete(&crate::domain::table_keys::unsent_marker(video_id), None)
+                .delete(&crate::domain::table_keys::unsent_marker(subject), None)
                 .await
             {
                 // The recovery pass emits it again: a duplicate with the same webhook-id.
-                tracing::warn!(%video_id, error = %e, "could not clear the unsent-event marker");
+                tracing::warn!(video_id = %subject, error = %e, "could not clear the unsent-event marker");
             }
         }
         Err(e) => {
-            tracing::error!(%video_id, error = %e, "could not emit the job's webhook event; the recovery pass retries it")
+            tracing::error!(video_id = %subject, error = %e, "could not emit the job's webhook event; the recovery pass retries it")
         }
     }
 }
 
-// The partition of unsent-event markers: jobs that ended and whose webhook event is not yet
-// known to be queued. Operational, not tenant data: only [`recover_unsent`] reads it, and each
-// marker names its organization.
-use crate::domain::table_keys::UNSENT_PK;
+// The partition of unsent-event markers (`table_keys::UNSENT_PK`): jobs that ended and whose
+// webhook event is not yet known to be queued. Operational, not tenant data: only the recovery
+// pass (`domain::videos::events::recover_unsent`) reads it, and each marker names its
+// organization.
 
 /// How long a marker is kept if no recovery pass ever sends it (then TTL removes it).
 const UNSENT_KEPT_SECS: i64 = 7 * 24 * 3600;
@@ -93,59 +93,35 @@ pub fn unsent_event_op(org: &str, video_id: &str, now: i64) -> TransactOp {
     }
 }
 
-/// The recovery pass of webhook events: emits the event of every job whose marker is at least
-/// `grace` old (its settling process died before queueing it, or the queue refused). Returns how
-/// many it emitted again. A host without a webhook queue does nothing.
-pub async fn recover_unsent(cx: Context<'_>, grace: Duration) -> ApiResult<usize> {
-    if cx.webhooks.is_none() {
-        return Ok(0);
-    }
-    let cutoff = now_secs() - grace.as_secs() as i64;
-    let markers =
-        crate::domain::table_keys::markers_written_by(cx.store, UNSENT_PK, cutoff).await?;
-    for (org, video_id) in &markers {
-        tracing::warn!(%video_id, %org, "a job's webhook event was never queued; emitting it");
-        emit(cx, org, video_id).await;
-    }
-    Ok(markers.len())
-}
-
-async fn emit_to(
+async fn emit_to<F, Fut>(
     cx: Context<'_>,
     queue: &dyn MessageQueue,
     org: &str,
-    video_id: &str,
-) -> Result<(), String> {
+    make: F,
+) -> Result<(), String>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Event>, String>>,
+{
     let endpoints = list(cx, org).await.map_err(|e| e.message)?;
     if endpoints.is_empty() {
         return Ok(());
     }
-    let job = crate::domain::videos::record::load(cx.store, org, video_id)
-        .await
-        .map_err(|e| e.to_string())?;
-    let Some(video) = job.as_ref().map(Video::of) else {
+    let Some(event) = make().await? else {
         return Ok(());
     };
-    let Some(event_type) = event_type(&video.status) else {
-        return Ok(());
-    };
-    let payload = serde_json::json!({
-        "type": event_type,
-        "timestamp": rfc3339(video.completed_at.unwrap_or_else(now_secs)),
-        "data": video,
-    })
-    .to_string();
-    let event_id = event_id(video_id, event_type);
     for endpoint in endpoints {
-        if endpoint.status != STATUS_ENABLED || !endpoint.events.iter().any(|e| e == event_type) {
+        if endpoint.status != STATUS_ENABLED
+            || !endpoint.events.iter().any(|e| e == event.event_type)
+        {
             continue;
         }
         let delivery = Delivery {
             org: org.to_owned(),
             endpoint_id: endpoint.id.clone(),
-            event_id: event_id.clone(),
-            event_type: event_type.to_owned(),
-            payload: payload.clone(),
+            event_id: event.id.clone(),
+            event_type: event.event_type.to_owned(),
+            payload: event.payload.clone(),
             attempt: 1,
             due_at: 0,
         };
@@ -154,20 +130,7 @@ async fn emit_to(
             .send(&body, Duration::ZERO)
             .await
             .map_err(|e| e.to_string())?;
-        tracing::info!(%video_id, webhook = %endpoint.id, event = event_type, "webhook event queued");
+        tracing::info!(event = %event.id, webhook = %endpoint.id, "webhook event queued");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_events_id_is_the_jobs_and_its_outcome() {
-        assert_eq!(
-            event_id("video_01ABC", EVENT_COMPLETED),
-            "evt_01ABC_completed"
-        );
-    }
 }

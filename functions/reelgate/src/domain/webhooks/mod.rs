@@ -4,16 +4,17 @@
 //! - **Endpoints** (`ORG#<org>` / `WEBHOOK#<id>`) hold the URL, the events, a secret
 //!   (`whsec_` and base64, shown once; after a rotation the previous one keeps signing for a
 //!   day), the status (`enabled`, or `disabled` with its reason) and the last delivery attempts.
-//! - **Events** are emitted by the terminal transition of a job ([`emit`], called after the
-//!   settlement that ended it): one queue message per subscribed endpoint, carrying the payload
+//! - **Events** are emitted by the terminal transition of a job (`domain::videos::events::emit`,
+//!   called after the settlement that ended it, through [`events::emit`]): one queue message per
+//!   subscribed endpoint, carrying the payload
 //!   (`type`, `timestamp`, `data` = the video object as `GET` returns it) and the event's
 //!   `webhook-id`, derived from the job and its terminal status so it is the same on every
 //!   attempt. Emitting never fails the caller: a queue that cannot take the message is logged.
 //! - **Nothing lost in a crash.** The settlement that ends a job writes an unsent-event marker
-//!   (`UNSENT_EVENTS` / `VIDEO#<id>`, [`unsent_event_op`]) in its own transaction; [`emit`]
+//!   (`UNSENT_EVENTS` / `VIDEO#<id>`, [`unsent_event_op`]) in its own transaction; `emit`
 //!   deletes it once every message is queued. A process that dies in between leaves the marker,
-//!   and the recovery pass ([`recover_unsent`], at start-up and on a schedule on both hosts)
-//!   emits the event again: at least once, with the same `webhook-id`.
+//!   and the recovery pass (`domain::videos::events::recover_unsent`, at start-up and on a
+//!   schedule on both hosts) emits the event again: at least once, with the same `webhook-id`.
 //! - **Delivery** ([`deliver`], the webhook queue's consumer) signs per Standard Webhooks and
 //!   POSTs through the guarded fetcher (private addresses refused). A failed attempt is retried
 //!   through the queue after the next wait of `Settings::webhook_retry_schedule` (hops of at most
@@ -45,4 +46,4 @@ pub use endpoints::{
     create, delete, endpoint_key, get, list, rotate_secret, Attempt, DeliveryRecord, Endpoint,
     WebhookCreateRequest, EVENT_COMPLETED,
 };
-pub use events::{emit, recover_unsent, unsent_event_op};
+pub use events::unsent_event_op;

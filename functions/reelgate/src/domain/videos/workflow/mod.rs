@@ -34,7 +34,7 @@ pub struct Pipeline {
     /// The workflow whose tasks the render worker completes.
     pub workflow: Option<Arc<dyn Workflow>>,
     pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
-    /// Where terminal jobs' webhook events go (`domain::webhooks::emit`).
+    /// Where terminal jobs' webhook events go (`domain::videos::events::emit`).
     pub webhook_queue: Option<Arc<dyn MessageQueue>>,
 }
 

@@ -798,7 +798,7 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         }
     }
     if charged {
-        crate::domain::webhooks::emit(pipeline.context(), &job.org, &job.video_id).await;
+        crate::domain::videos::events::emit(pipeline.context(), &job.org, &job.video_id).await;
     }
     Ok(json!({"charged": charged}))
 }
