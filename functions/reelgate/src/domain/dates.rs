@@ -1,11 +1,11 @@
-//! Calendar dates of Unix times, in UTC: the usage report's days and the webhook payloads'
-//! timestamps. A leaf of the domain, so capabilities share it without importing each other.
+//! Calendar dates of Unix times, in UTC: the usage report's days, the budgets' months and the
+//! webhook payloads' timestamps. A leaf of the domain, so capabilities share it without importing each other.
 
 /// Seconds in a day.
 const DAY: i64 = 86_400;
 
-/// `YYYY-MM-DD` (UTC) of a Unix time.
-pub fn day_label(secs: i64) -> String {
+/// The UTC calendar date `(year, month, day)` of a Unix time.
+pub fn civil(secs: i64) -> (i64, i64, i64) {
     let days = secs.div_euclid(DAY);
     // Civil-from-days (proleptic Gregorian), as in Howard Hinnant's date algorithms.
     let z = days + 719_468;
@@ -17,6 +17,12 @@ pub fn day_label(secs: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// `YYYY-MM-DD` (UTC) of a Unix time.
+pub fn day_label(secs: i64) -> String {
+    let (year, month, day) = civil(secs);
     format!("{year:04}-{month:02}-{day:02}")
 }
 

@@ -27,16 +27,7 @@ pub const BUDGET_ATTR: &str = "monthly_budget";
 
 /// `YYYY_MM` (UTC) of a Unix time.
 pub fn month_of(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    // Civil-from-days (proleptic Gregorian), as in Howard Hinnant's date algorithms.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, _) = crate::domain::dates::civil(secs);
     format!("{year:04}_{month:02}")
 }
 
