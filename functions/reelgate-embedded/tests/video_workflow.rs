@@ -187,7 +187,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     .await
     .expect("finalize again");
     assert_eq!(again["charged"], false);
-    let settled = reelgate::domain::billing::render_charges::charge(
+    let settled = reelgate::domain::videos::settlement::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
@@ -204,7 +204,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     .expect("charge");
     assert_eq!(
         settled,
-        reelgate::domain::billing::render_charges::Settlement::AlreadySettled
+        reelgate::domain::videos::settlement::Settlement::AlreadySettled
     );
     let org = server.app.accounts().org(&t.org).await.expect("org");
     assert_eq!(org.balance.to_string(), "4.60");

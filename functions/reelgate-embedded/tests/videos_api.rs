@@ -499,7 +499,7 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
         .set("thumbnail", true)
         .set("progress", 100i64)
         .set("completed_at", reelgate::ports::store::now_secs());
-    let settled = reelgate::domain::billing::render_charges::charge(
+    let settled = reelgate::domain::videos::settlement::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
@@ -516,7 +516,7 @@ async fn delete_conflicts_while_running_then_removes_outputs() {
     .expect("charge");
     assert_eq!(
         settled,
-        reelgate::domain::billing::render_charges::Settlement::Settled
+        reelgate::domain::videos::settlement::Settlement::Settled
     );
     // The settlement wrote the job's unsent-event marker; nothing queued the event here (as if
     // the process had died), so the recovery pass emits it and the marker goes.
@@ -647,7 +647,7 @@ async fn thumbnail_absent_is_404_and_failed_jobs_release_unbilled() {
     let done = reelgate::ports::store::Update::new()
         .set("status", "completed")
         .set("thumbnail", false);
-    reelgate::domain::billing::render_charges::charge(
+    reelgate::domain::videos::settlement::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,
@@ -691,7 +691,7 @@ async fn content_can_redirect_to_a_short_lived_url() {
         .await
         .expect("put");
     let done = reelgate::ports::store::Update::new().set("status", "completed");
-    reelgate::domain::billing::render_charges::charge(
+    reelgate::domain::videos::settlement::charge(
         server.app.store.as_ref(),
         &t.org,
         &id,

@@ -1,24 +1,15 @@
-//! Reservations and charges for video renders. Admission reserves a job's quote; a completed
-//! render charges it exactly once (the job's `reservation` attribute moves `held → charged` under
-//! a condition, and a `CHARGE#<job>` ledger item can be written only once); every other terminal
-//! path releases it. The organization's `available = balance − reserved` moves with each step.
-//! Every settlement also writes the job's unsent-event marker (`domain::webhooks`), so a process
-//! that dies right after it still has its webhook event sent by the recovery pass.
+//! Reservations and charges for video renders, as the organization's account and the ledger see
+//! them. Admission reserves a job's quote; a completed render charges it exactly once (a
+//! `CHARGE#<job>` ledger item can be written only once); every other terminal path releases it.
+//! The organization's `available = balance − reserved` moves with each step. These are the
+//! billing half of a settlement: `videos::settlement` puts them in one transaction with the job's
+//! own conditional update and its unsent-event marker, so billing never reads or writes jobs.
 
 use crate::domain::accounts::org_key;
 use crate::domain::accounts::record as account_record;
 use crate::domain::billing::ledger::{Charged, LedgerEntry};
-use crate::domain::videos::record::{self as job_record, JobRecord, Reservation};
-use crate::ports::store::{now_secs, Condition, ItemStore, StoreError, TransactOp, Update};
+use crate::ports::store::{Condition, TransactOp};
 use rust_decimal::Decimal;
-
-#[derive(Debug, PartialEq, Eq)]
-pub enum Settlement {
-    /// This call moved the reservation.
-    Settled,
-    /// The reservation had already been settled (a retried step, a duplicate message or callback).
-    AlreadySettled,
-}
 
 /// The org update that reserves `quote` for one more render, refused unless the org can afford
 /// it and has a free render slot. Conditions compare attributes with constants only.
@@ -39,34 +30,17 @@ pub struct RenderUsage<'a> {
     pub seconds: u64,
 }
 
-impl<'a> RenderUsage<'a> {
-    /// Read from the job (`model`, `key`, `seconds`).
-    pub fn of_job(job: &'a JobRecord) -> RenderUsage<'a> {
-        RenderUsage {
-            model: &job.model,
-            key: if job.key.is_empty() {
-                "unknown"
-            } else {
-                &job.key
-            },
-            seconds: u64::try_from(job.seconds).unwrap_or(0),
-        }
-    }
-}
-
-/// Ends a job with a charge of its quote. `job_update` carries the job's final attributes
-/// (status completed, outputs, times); `usage` is added to the day's usage rollup in the same
-/// transaction (`usage_report`).
-pub async fn charge(
-    store: &dyn ItemStore,
+/// The account, ledger and usage writes of a completed render's charge of `quote` at `now`:
+/// the reserved amount leaves the balance, the ledger gains its one `CHARGE#` entry, and the
+/// day's usage rollup counts the render (`usage_report`).
+pub fn charge_ops(
     org: &str,
     video_id: &str,
     quote: Decimal,
     currency: &str,
-    job_update: Update,
     usage: RenderUsage<'_>,
-) -> Result<Settlement, StoreError> {
-    let now = now_secs();
+    now: i64,
+) -> Vec<TransactOp> {
     let ledger = LedgerEntry {
         org: org.to_owned(),
         charge_type: "video".to_owned(),
@@ -97,12 +71,7 @@ pub async fn charge(
             ..Default::default()
         },
     };
-    let ops = vec![
-        TransactOp::Update {
-            key: crate::domain::table_keys::job(org, video_id),
-            update: job_record::set_reservation(job_update, Reservation::Charged),
-            condition: Some(job_record::reservation_is(Reservation::Held)),
-        },
+    vec![
         TransactOp::Update {
             key: org_key(org),
             update: account_record::charge_reserved(quote),
@@ -112,71 +81,25 @@ pub async fn charge(
             item: ledger,
             condition: Some(Condition::NotExists),
         },
-        crate::domain::webhooks::unsent_event_op(org, video_id, now),
         crate::domain::billing::usage_report::rollup_op(org, now, &line),
-    ];
-    let settled = settle(store, ops).await?;
-    if settled == Settlement::Settled {
-        crate::observability::metrics::reservations_held(-1);
-        crate::observability::metrics::video_job("completed", "");
-        crate::observability::metrics::spend(usage.model, currency, quote);
-    }
-    Ok(settled)
+    ]
 }
 
-/// Ends a job without a charge, giving its reservation back.
-pub async fn release(
-    store: &dyn ItemStore,
-    org: &str,
-    video_id: &str,
-    quote: Decimal,
-    job_update: Update,
-) -> Result<Settlement, StoreError> {
-    let mut ops = vec![
-        TransactOp::Update {
-            key: crate::domain::table_keys::job(org, video_id),
-            update: job_record::set_reservation(job_update, Reservation::Released),
-            condition: Some(job_record::reservation_is(Reservation::Held)),
-        },
-        TransactOp::Update {
-            key: org_key(org),
-            update: account_record::release_reserved(quote),
-            condition: Some(Condition::Exists),
-        },
-        crate::domain::webhooks::unsent_event_op(org, video_id, now_secs()),
-    ];
-    // A job admitted under a key's monthly budget gives its quote back to that month.
-    const BUDGET_AT: usize = 3;
-    let budgeted = crate::domain::videos::record::load(store, org, video_id)
-        .await?
-        .and_then(|j| Some((j.key, j.budget_month?)));
-    if let Some((key, month)) = &budgeted {
-        ops.push(crate::domain::billing::budgets::commit_op(
-            crate::domain::accounts::api_key_key(key),
-            month,
-            -quote,
-        ));
+/// The account write that gives an unbilled render's reserved `quote` back.
+pub fn release_op(org: &str, quote: Decimal) -> TransactOp {
+    TransactOp::Update {
+        key: org_key(org),
+        update: account_record::release_reserved(quote),
+        condition: Some(Condition::Exists),
     }
-    let settled = match store.transact(ops.clone()).await {
-        // The key is gone (revoked and erased): release the rest without it.
-        Err(e) if budgeted.is_some() && e.failed_at(BUDGET_AT) && !e.failed_at(0) => {
-            ops.truncate(BUDGET_AT);
-            settle(store, ops).await
-        }
-        Ok(()) => Ok(Settlement::Settled),
-        Err(e) if e.failed_at(0) => Ok(Settlement::AlreadySettled),
-        Err(e) => Err(e),
-    }?;
-    if settled == Settlement::Settled {
-        crate::observability::metrics::reservations_held(-1);
-    }
-    Ok(settled)
 }
 
-async fn settle(store: &dyn ItemStore, ops: Vec<TransactOp>) -> Result<Settlement, StoreError> {
-    match store.transact(ops).await {
-        Ok(()) => Ok(Settlement::Settled),
-        Err(e) if e.failed_at(0) => Ok(Settlement::AlreadySettled),
-        Err(e) => Err(e),
-    }
+/// The key-budget write that gives a render's `quote` back to the month (`YYYY_MM`) it was
+/// admitted under, for a job admitted under a key's monthly budget.
+pub fn release_budget_op(key_id: &str, month: &str, quote: Decimal) -> TransactOp {
+    crate::domain::billing::budgets::commit_op(
+        crate::domain::accounts::api_key_key(key_id),
+        month,
+        -quote,
+    )
 }

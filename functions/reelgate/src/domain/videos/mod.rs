@@ -13,6 +13,7 @@ pub mod object;
 pub mod queries;
 pub mod record;
 pub mod remix;
+pub mod settlement;
 pub mod source_request;
 pub mod source_upload;
 pub mod translation;

@@ -778,17 +778,17 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
         size,
         render.render_id.clone(),
     );
-    let settled = crate::domain::billing::render_charges::charge(
+    let settled = crate::domain::videos::settlement::charge(
         pipeline.store.as_ref(),
         &job.org,
         &job.video_id,
         quote,
         &currency,
         update,
-        crate::domain::billing::render_charges::RenderUsage::of_job(&item),
+        crate::domain::videos::settlement::usage_of(&item),
     )
     .await?;
-    let charged = settled == crate::domain::billing::render_charges::Settlement::Settled;
+    let charged = settled == crate::domain::videos::settlement::Settlement::Settled;
     tracing::info!(video_id = %job.video_id, %quote, charged, "video completed");
     if charged {
         if let Some(started) = item.render_started_ms {
