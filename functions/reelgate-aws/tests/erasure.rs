@@ -110,7 +110,7 @@ async fn erasing_an_organization_on_aws_leaves_only_what_the_operator_keeps() {
         .expect("auth")
         .is_some());
 
-    let report = reelgate::domain::accounts::erasure::erase_org(cx, &org, false)
+    let report = reelgate::domain::erasure::erase_org(cx, &org, false)
         .await
         .expect("erase");
     assert_eq!(report.blobs_deleted, 3, "{report:?}");

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use reelgate::config::Config;
 use reelgate::domain::accounts::Accounts;
 use reelgate::domain::catalog::RateLimits;
-use reelgate::domain::{accounts::erasure, Context};
+use reelgate::domain::{erasure, Context};
 use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::ItemStore;
 use rust_decimal::Decimal;

@@ -453,7 +453,7 @@ async fn erasing_an_organization_leaves_only_what_the_operator_keeps() {
     let (server, org) = (&p.server, p.alice.org.clone());
     let cx = server.app.context();
     assert_eq!(status_of(server, &p.alice.key).await, 200);
-    let stored = reelgate::domain::accounts::erasure::stored_bytes(cx, &org)
+    let stored = reelgate::domain::erasure::stored_bytes(cx, &org)
         .await
         .expect("stored bytes");
     assert!(stored["video_outputs"] > 10_000, "{stored:?}");
@@ -463,7 +463,7 @@ async fn erasing_an_organization_leaves_only_what_the_operator_keeps() {
     );
 
     // A render in flight refuses the erasure until it is forced.
-    let refused = reelgate::domain::accounts::erasure::erase_org(cx, &org, false)
+    let refused = reelgate::domain::erasure::erase_org(cx, &org, false)
         .await
         .expect_err("refused while rendering");
     assert_eq!(reelgate::api::envelope::status(refused.kind).as_u16(), 409);
@@ -472,7 +472,7 @@ async fn erasing_an_organization_leaves_only_what_the_operator_keeps() {
         .await
         .contains(&format!("VIDEO#{}", p.completed)));
 
-    let report = reelgate::domain::accounts::erasure::erase_org(cx, &org, true)
+    let report = reelgate::domain::erasure::erase_org(cx, &org, true)
         .await
         .expect("forced erasure");
     assert_eq!(report.renders_stopped, 1, "{report:?}");
@@ -513,12 +513,11 @@ async fn removing_a_person_takes_their_own_data_and_leaves_the_organizations() {
     let p = populated().await;
     let (server, org) = (&p.server, p.alice.org.clone());
     let cx = server.app.context();
-    let refused =
-        reelgate::domain::accounts::erasure::remove_person(cx, &org, &p.bob.person, false)
-            .await
-            .expect_err("bob's render is in flight");
+    let refused = reelgate::domain::erasure::remove_person(cx, &org, &p.bob.person, false)
+        .await
+        .expect_err("bob's render is in flight");
     assert_eq!(reelgate::api::envelope::status(refused.kind).as_u16(), 409);
-    let report = reelgate::domain::accounts::erasure::remove_person(cx, &org, &p.bob.person, true)
+    let report = reelgate::domain::erasure::remove_person(cx, &org, &p.bob.person, true)
         .await
         .expect("forced removal");
     assert_eq!(report.renders_stopped, 1, "{report:?}");

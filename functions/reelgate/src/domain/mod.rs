@@ -9,6 +9,7 @@ pub mod billing;
 pub mod catalog;
 pub mod chat;
 pub mod dates;
+pub mod erasure;
 pub mod error;
 pub mod fair_slots;
 pub mod files;

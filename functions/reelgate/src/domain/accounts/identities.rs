@@ -5,7 +5,7 @@
 //!
 //! Each index entry has a back-reference in the person's own partition
 //! (`ORG#<org>#PERSON#<person>`, sort key `IDENTITY#…`), so removing a person
-//! (`domain::accounts::erasure`) removes the entries that name them.
+//! (`domain::erasure`) removes the entries that name them.
 
 use crate::ports::store::{
     item, now_secs, Condition, Item, ItemExt, ItemStore, Key, Query, TransactOp,

@@ -3,10 +3,13 @@
 //! the operator must keep stays (the organization's account with its balance, the ledger of
 //! charges, and moderation records until their own 30 days) and the report says so. Also the
 //! storage report of `reelgate admin org show`. The inventory is docs/data.md.
+//!
+//! Erasure spans capabilities, so it sits above them: each names what is its own (videos its
+//! running renders, files their staging area, accounts a person's index entries) and this
+//! module composes them; none of them imports it.
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::retention::{blob_kind, owned_blobs};
-use crate::domain::videos::record::JobRecord;
 use crate::domain::Context;
 use crate::ports::store::{Item, ItemExt, Key, Query, Update, PK, SK};
 use serde::Serialize;
@@ -107,18 +110,7 @@ async fn stop_running_jobs(
     force: bool,
     report: &mut ErasureReport,
 ) -> ApiResult<()> {
-    let running: Vec<String> = partition_items(
-        cx,
-        &crate::domain::table_keys::org_pk(org),
-        Some(crate::domain::table_keys::VIDEO_PREFIX),
-    )
-    .await?
-    .iter()
-    .filter_map(JobRecord::from_item)
-    .filter(|job| job.status.is_running())
-    .filter(|job| started_by.is_none_or(|p| job.person == p))
-    .map(|job| job.id)
-    .collect();
+    let running = crate::domain::videos::jobs::running(cx, org, started_by).await?;
     if running.is_empty() {
         return Ok(());
     }
@@ -155,7 +147,7 @@ pub async fn erase_org(cx: Context<'_>, org: &str, force: bool) -> ApiResult<Era
         }
     }
     delete_blobs_under(cx, &format!("{org}/"), &mut report).await?;
-    let staging = format!("{}{org}/", crate::domain::files::uploads::STAGING_PREFIX);
+    let staging = crate::domain::files::uploads::staging_prefix(org);
     delete_blobs_under(cx, &staging, &mut report).await?;
     cx.store
         .update(
@@ -244,7 +236,7 @@ async fn erase_person_data(
 pub async fn stored_bytes(cx: Context<'_>, org: &str) -> ApiResult<BTreeMap<&'static str, u64>> {
     let mut by_kind = BTreeMap::new();
     let mut blobs = cx.blobs.list(&format!("{org}/")).await?;
-    let staging = format!("{}{org}/", crate::domain::files::uploads::STAGING_PREFIX);
+    let staging = crate::domain::files::uploads::staging_prefix(org);
     blobs.extend(cx.blobs.list(&staging).await?);
     for blob in blobs {
         *by_kind.entry(blob_kind(&blob.key)).or_insert(0) += blob.size;

@@ -64,6 +64,11 @@ pub fn staging_blob_key(org: &str, upload_id: &str) -> String {
 /// The prefix of every staging blob (the bucket expires it; see infra/template.yaml).
 pub const STAGING_PREFIX: &str = "staging/";
 
+/// The prefix of an organization's staging blobs (what erasure deletes of its uploads).
+pub fn staging_prefix(org: &str) -> String {
+    format!("{STAGING_PREFIX}{org}/")
+}
+
 /// The longest file name an upload keeps.
 pub const MAX_FILENAME_CHARS: usize = 512;
 

@@ -4,7 +4,7 @@
 use crate::domain::error::ApiResult;
 use crate::domain::videos::record::{self as job_record, JobStatus};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, StoreError, Update};
+use crate::ports::store::{now_secs, Query, StoreError, Update};
 
 pub use crate::domain::videos::object::{
     failure_code, failure_message, stored_failure_code, TRANSLATION_NOT_CONFIGURED,
@@ -36,17 +36,16 @@ pub async fn fail(
     let quote = job.cost;
     let now = now_secs();
     let update = job_record::failed(stored, message, now, expiry(cx, now));
-    match crate::domain::billing::render_charges::release(cx.store, org, video_id, quote, update)
-        .await?
+    match crate::domain::videos::settlement::release(cx.store, org, video_id, quote, update).await?
     {
-        crate::domain::billing::render_charges::Settlement::Settled => {
+        crate::domain::videos::settlement::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
             crate::observability::metrics::video_job(job_record::STATUS_FAILED, code);
             discard_blobs(cx, org, video_id).await;
             crate::domain::videos::events::emit(cx, org, video_id).await;
             Ok(true)
         }
-        crate::domain::billing::render_charges::Settlement::AlreadySettled => {
+        crate::domain::videos::settlement::Settlement::AlreadySettled => {
             tracing::info!(%video_id, %code, "video already settled; failure not applied");
             Ok(false)
         }
@@ -76,15 +75,44 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
     let now = now_secs();
     let update = job_record::canceled(now, expiry(cx, now));
     let settled = matches!(
-        crate::domain::billing::render_charges::release(cx.store, org, video_id, quote, update)
-            .await?,
-        crate::domain::billing::render_charges::Settlement::Settled
+        crate::domain::videos::settlement::release(cx.store, org, video_id, quote, update).await?,
+        crate::domain::videos::settlement::Settlement::Settled
     );
     if settled {
         crate::observability::metrics::video_job(job_record::STATUS_CANCELED, "");
         crate::domain::videos::events::emit(cx, org, video_id).await;
     }
     Ok(settled)
+}
+
+/// The ids of an organization's running jobs, those `started_by` started if named (what an
+/// erasure must stop first).
+pub async fn running(
+    cx: Context<'_>,
+    org: &str,
+    started_by: Option<&str>,
+) -> ApiResult<Vec<String>> {
+    let mut ids = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let query = Query::partition(crate::domain::table_keys::org_pk(org))
+            .prefix(crate::domain::table_keys::VIDEO_PREFIX)
+            .limit(100)
+            .after(after.take());
+        let page = cx.store.query(query).await?;
+        ids.extend(
+            page.items
+                .iter()
+                .filter_map(job_record::JobRecord::from_item)
+                .filter(|job| job.status.is_running())
+                .filter(|job| started_by.is_none_or(|p| job.person == p))
+                .map(|job| job.id),
+        );
+        match page.last_sk {
+            Some(last) => after = Some(last),
+            None => return Ok(ids),
+        }
+    }
 }
 
 /// What a job whose pipeline stopped without settling it tells the caller.
