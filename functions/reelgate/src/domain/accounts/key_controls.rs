@@ -7,7 +7,6 @@
 //! field. (An operator's `reelgate admin key limits set` is not bounded by the plan.)
 
 use crate::domain::accounts::{Accounts, Caller};
-use crate::domain::billing::rate_limits::limits_for;
 use crate::domain::catalog::{Plan, RateLimits};
 use crate::domain::error::{ApiError, ApiResult};
 use rust_decimal::Decimal;
@@ -68,6 +67,28 @@ fn get(limits: &RateLimits, field: &str) -> Option<u64> {
     }
 }
 
+/// The limits that apply to a caller: its key's overrides over its plan's per-key limits, and
+/// its plan's per-organization limits.
+pub fn limits_for(caller: &Caller, plan: Option<&Plan>) -> (RateLimits, RateLimits) {
+    let plan_key = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
+    let key = RateLimits {
+        requests_per_minute: caller
+            .limits
+            .requests_per_minute
+            .or(plan_key.requests_per_minute),
+        tokens_per_minute: caller
+            .limits
+            .tokens_per_minute
+            .or(plan_key.tokens_per_minute),
+        video_creates_per_minute: caller
+            .limits
+            .video_creates_per_minute
+            .or(plan_key.video_creates_per_minute),
+    };
+    let org = plan.map(|p| p.org_limits.clone()).unwrap_or_default();
+    (key, org)
+}
+
 /// The view of a key: its overrides over its plan's per-key limits (the same rule the limiter
 /// applies, [`limits_for`]) and its budget.
 pub fn view(holder: &Caller, plan_id: &str, plan: Option<&Plan>, currency: &str) -> KeyControls {
@@ -102,7 +123,7 @@ pub fn view(holder: &Caller, plan_id: &str, plan: Option<&Plan>, currency: &str)
             .budget
             .as_ref()
             .map(|b| b.month.clone())
-            .unwrap_or_else(|| crate::domain::billing::budgets::month_of(now)),
+            .unwrap_or_else(|| super::key_budget::month_of(now)),
     }
 }
 

@@ -7,8 +7,8 @@
 
 pub mod agreement;
 pub mod console;
-pub mod erasure;
 pub mod identities;
+pub mod key_budget;
 pub mod key_controls;
 pub mod record;
 
@@ -128,7 +128,7 @@ pub struct Caller {
     /// The API key's own rate-limit overrides (none for the console); they win over the plan's.
     pub limits: RateLimits,
     /// The API key's monthly spending cap and what counts against it (none for the console).
-    pub budget: Option<crate::domain::billing::budgets::KeyBudget>,
+    pub budget: Option<key_budget::KeyBudget>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -631,7 +631,7 @@ impl<'a> Accounts<'a> {
                 key_id: key_id.to_owned(),
             },
             limits: key_limits_of(&item),
-            budget: crate::domain::billing::budgets::from_record(&item, now_secs()),
+            budget: key_budget::from_record(&item, now_secs()),
         })
     }
 
@@ -649,9 +649,9 @@ impl<'a> Accounts<'a> {
         let update = match monthly {
             Some(amount) => {
                 validate_money(amount, "the budget")?;
-                Update::new().set(crate::domain::billing::budgets::BUDGET_ATTR, amount)
+                Update::new().set(key_budget::BUDGET_ATTR, amount)
             }
-            None => Update::new().remove(crate::domain::billing::budgets::BUDGET_ATTR),
+            None => Update::new().remove(key_budget::BUDGET_ATTR),
         };
         match self
             .store
@@ -706,10 +706,10 @@ impl<'a> Accounts<'a> {
         let mut update = limits_update(limits);
         update = match monthly_budget {
             Some(amount) => update.set(
-                crate::domain::billing::budgets::BUDGET_ATTR,
+                key_budget::BUDGET_ATTR,
                 validate_money(amount, "monthly_budget")?,
             ),
-            None => update.remove(crate::domain::billing::budgets::BUDGET_ATTR),
+            None => update.remove(key_budget::BUDGET_ATTR),
         };
         let owned = Condition::Exists
             .and(Condition::Eq("org".into(), Attr::from(org)))
@@ -835,7 +835,7 @@ impl<'a> Accounts<'a> {
             person: person.to_owned(),
             credential: Credential::ApiKey { key_id: id },
             limits: key_limits_of(&record),
-            budget: crate::domain::billing::budgets::from_record(&record, now_secs()),
+            budget: key_budget::from_record(&record, now_secs()),
         }))
     }
 

@@ -11,43 +11,12 @@
 //! limit times the most one request can cost). See docs/traffic-control.md.
 
 use crate::domain::error::ApiError;
-use crate::ports::store::{Attr, Condition, Item, ItemExt, Key, TransactOp, Update};
+use crate::ports::store::{Attr, Condition, Key, TransactOp, Update};
 use rust_decimal::Decimal;
 
-/// A key's cap and what counts against it this month.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KeyBudget {
-    pub monthly: Decimal,
-    pub committed: Decimal,
-    /// `YYYY_MM` of the month `committed` is for.
-    pub month: String,
-}
-
-pub const BUDGET_ATTR: &str = "monthly_budget";
-
-/// `YYYY_MM` (UTC) of a Unix time.
-pub fn month_of(secs: i64) -> String {
-    let (year, month, _) = crate::domain::dates::civil(secs);
-    format!("{year:04}_{month:02}")
-}
-
-pub fn committed_attr(month: &str) -> String {
-    format!("committed_{month}")
-}
-
-/// The budget on a key record, with this month's committed amount.
-pub fn from_record(record: &Item, now: i64) -> Option<KeyBudget> {
-    let monthly = record.decimal_attr(BUDGET_ATTR)?;
-    let month = month_of(now);
-    let committed = record
-        .decimal_attr(&committed_attr(&month))
-        .unwrap_or_default();
-    Some(KeyBudget {
-        monthly,
-        committed,
-        month,
-    })
-}
+pub use crate::domain::accounts::key_budget::{
+    committed_attr, from_record, month_of, KeyBudget, BUDGET_ATTR,
+};
 
 pub fn exceeded(budget: &KeyBudget) -> ApiError {
     ApiError::new(
@@ -115,6 +84,7 @@ pub fn commit_op(key: Key, month: &str, amount: Decimal) -> TransactOp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::store::Item;
 
     #[test]
     fn months_are_utc_calendar_months() {

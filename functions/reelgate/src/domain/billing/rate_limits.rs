@@ -121,27 +121,7 @@ pub struct Grant {
     pub status: RateStatus,
 }
 
-/// The limits that apply to a caller: its key's overrides over its plan's per-key limits, and
-/// its plan's per-organization limits.
-pub fn limits_for(caller: &Caller, plan: Option<&Plan>) -> (RateLimits, RateLimits) {
-    let plan_key = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
-    let key = RateLimits {
-        requests_per_minute: caller
-            .limits
-            .requests_per_minute
-            .or(plan_key.requests_per_minute),
-        tokens_per_minute: caller
-            .limits
-            .tokens_per_minute
-            .or(plan_key.tokens_per_minute),
-        video_creates_per_minute: caller
-            .limits
-            .video_creates_per_minute
-            .or(plan_key.video_creates_per_minute),
-    };
-    let org = plan.map(|p| p.org_limits.clone()).unwrap_or_default();
-    (key, org)
-}
+pub use crate::domain::accounts::key_controls::limits_for;
 
 /// A window's item is kept a minute past its window, so a late settlement still finds it; then
 /// TTL removes it.
