@@ -17,7 +17,7 @@ use symphonia::core::packet::Packet;
 use symphonia::core::units::{Duration as SymDuration, Timestamp as SymTimestamp};
 
 use crate::encode::AUDIO_SAMPLE_RATE;
-use crate::MediaError;
+use crate::error::MediaError;
 
 /// Decoded audio: interleaved signed 16-bit samples.
 pub(crate) struct Pcm {

@@ -3,7 +3,7 @@
 //! `data` chunks, any encoding), MP4/M4A (the audio track) and FLAC (`STREAMINFO`). MP3, Ogg and
 //! ADTS AAC are not probed (`None`): their length is not in a header.
 
-use crate::MediaError;
+use crate::error::MediaError;
 
 fn bad(what: &str) -> MediaError {
     MediaError::AudioDecode(what.to_owned())
@@ -16,7 +16,7 @@ pub fn audio_duration_secs(bytes: &[u8]) -> Result<Option<f64>, MediaError> {
         return wav(bytes).map(Some);
     }
     if bytes.len() >= 8 && &bytes[4..8] == b"ftyp" {
-        let probe = crate::probe_mp4(bytes)?;
+        let probe = crate::probe::probe_mp4(bytes)?;
         let audio = probe
             .audio
             .ok_or_else(|| bad("the MP4 has no audio track"))?;

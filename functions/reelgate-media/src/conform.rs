@@ -69,10 +69,10 @@ use crate::encode::{
     encode_aac_stereo_48k, video_bitrate, AacTrack, AacUnit, H264Encoder, AUDIO_SAMPLE_RATE,
     MOVIE_TIMESCALE,
 };
+use crate::error::MediaError;
 use crate::mux;
 use crate::scale::{CoverScaler, Picture};
 use crate::source::ReadAt;
-use crate::MediaError;
 
 use openh264::decoder::{DecodedYUV, Decoder, DecoderConfig, Flush};
 use openh264::formats::YUVSource;

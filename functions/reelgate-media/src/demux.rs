@@ -12,9 +12,9 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use crate::error::MediaError;
 use crate::faststart::{boxes, RawBox};
 use crate::source::ReadAt;
-use crate::MediaError;
 
 /// The largest `moov` box read; its body is held in memory for as long as the file is read.
 /// The conform stage reads at most 3,600 video and 400,000 audio samples, and a sample table

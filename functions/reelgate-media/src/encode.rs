@@ -14,7 +14,7 @@ use openh264::encoder::{
 use openh264::formats::YUVSlices;
 use openh264::{OpenH264API, Timestamp};
 
-use crate::MediaError;
+use crate::error::MediaError;
 
 /// Sample rate of generated audio tracks.
 pub const AUDIO_SAMPLE_RATE: u32 = 48_000;

@@ -2,7 +2,7 @@
 //! `mdat` (fast start, so players and probes need only the head of the file)
 //! and adds an edit list that hides the AAC encoder delay.
 
-use crate::MediaError;
+use crate::error::MediaError;
 
 /// Edit list for one track: skip `media_time` (media timescale) and present
 /// `duration` (movie timescale).

@@ -4,7 +4,7 @@ use std::io::Cursor;
 
 use image::RgbImage;
 
-use crate::MediaError;
+use crate::error::MediaError;
 
 /// Largest accepted width or height of an input image.
 const MAX_IMAGE_SIDE: u32 = 16_384;

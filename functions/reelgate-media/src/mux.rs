@@ -4,8 +4,8 @@
 use std::io::Cursor;
 
 use crate::encode::{AacTrack, EncodedVideo, MOVIE_TIMESCALE};
+use crate::error::MediaError;
 use crate::faststart::{self, AudioEdit};
-use crate::MediaError;
 
 /// Muxes `video` (sample durations in [`MOVIE_TIMESCALE`] ticks) and `audio` into an MP4 with
 /// `moov` before `mdat`; the audio's edit list skips its priming and presents `presented`

@@ -2,8 +2,8 @@
 
 use std::io::Cursor;
 
+use crate::error::MediaError;
 use crate::faststart::boxes;
-use crate::MediaError;
 
 /// Metadata of an MP4/QuickTime file.
 #[derive(Debug, Clone, PartialEq)]

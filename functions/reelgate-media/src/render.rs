@@ -13,8 +13,8 @@ use crate::audio_decode;
 use crate::captions::{self as text, Caption};
 use crate::encode::{encode_aac_stereo_48k, AacTrack, EncodedVideo, H264Encoder, MOVIE_TIMESCALE};
 pub use crate::encode::{AUDIO_CHANNELS, AUDIO_SAMPLE_RATE};
+use crate::error::MediaError;
 use crate::mux;
-use crate::MediaError;
 
 const MAX_SIDE: u32 = 4096;
 const MAX_SECONDS: u32 = 60;
