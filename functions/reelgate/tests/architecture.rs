@@ -947,43 +947,271 @@ fn mutual_capabilities(g: &Graph, folders: &BTreeSet<String>) -> BTreeSet<(Strin
         .collect()
 }
 
-/// The mutual imports between capability folders that architecture step 3 (issue 47) still has
-/// to undo. The list only shrinks: a pair not on it fails the test, and so does a pair on it
-/// that no longer imports both ways (take it off).
-const MUTUAL_CAPABILITIES_LEFT: &[(&str, &str)] = &[
-    ("accounts", "billing"),
-    ("accounts", "files"),
-    ("accounts", "videos"),
-    ("billing", "videos"),
-];
-
+/// No two capability folders import each other: what spans two of them (a settlement that
+/// moves a job and the account together, an erasure across every capability) is composed by
+/// the one above, or by a folder of its own above both (`domain/erasure/`).
 #[test]
 fn capability_folders_do_not_import_each_other() {
     let src = src_dir();
     let folders = capability_folders(&src);
-    let found = mutual_capabilities(&graph_of(&src), &folders);
-    let left: BTreeSet<(String, String)> = MUTUAL_CAPABILITIES_LEFT
+    let found: Vec<String> = mutual_capabilities(&graph_of(&src), &folders)
         .iter()
-        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-        .collect();
-    let new: Vec<String> = found
-        .difference(&left)
-        .map(|(a, b)| format!("domain/{a} ⇄ domain/{b}"))
-        .collect();
-    let undone: Vec<String> = left
-        .difference(&found)
         .map(|(a, b)| format!("domain/{a} ⇄ domain/{b}"))
         .collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "capability folders that import each other (compose them from a use case or a port \
          instead):\n  {}",
-        new.join("\n  ")
+        found.join("\n  ")
+    );
+}
+
+/// The public domain functions (`pub`, `pub(crate)`) whose parameters or answer name
+/// `serde_json::Value`, as `path::function` under `src/domain/`.
+fn value_functions(src: &Path) -> BTreeSet<String> {
+    let domain = src.join("domain");
+    let mut files = Vec::new();
+    rust_files(&domain, &mut files);
+    let mut found = BTreeSet::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&domain)
+            .expect("under domain/")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let code = code_of(&std::fs::read_to_string(&file).expect("read"));
+        for name in value_signatures(&code) {
+            found.insert(format!("{rel}::{name}"));
+        }
+    }
+    found
+}
+
+/// The names of the public functions in `code` whose signature (up to its body or `;`) names
+/// `Value`.
+fn value_signatures(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line_start in code
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .chain(std::iter::once(0))
+    {
+        let rest = code[line_start..].trim_start_matches([' ', '\t']);
+        let Some(after_vis) = [
+            "pub fn ",
+            "pub async fn ",
+            "pub(crate) fn ",
+            "pub(crate) async fn ",
+            "pub(super) fn ",
+            "pub(super) async fn ",
+        ]
+        .iter()
+        .find_map(|p| rest.strip_prefix(p)) else {
+            continue;
+        };
+        let name: String = after_vis.chars().take_while(|c| is_ident(*c)).collect();
+        let mut depth = 0i32;
+        let mut prev = ' ';
+        let mut end = after_vis.len();
+        for (i, c) in after_vis.char_indices() {
+            match c {
+                '(' | '[' | '<' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '>' if prev != '-' => depth -= 1,
+                '{' | ';' if depth <= 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+            prev = c;
+        }
+        let signature = &after_vis[..end];
+        let names_value = signature.match_indices("Value").any(|(i, _)| {
+            let before = signature[..i].chars().next_back();
+            let after = signature[i + "Value".len()..].chars().next();
+            !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+        });
+        if names_value {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Domain functions that still take or answer `serde_json::Value` until their request types are
+/// typed at the edge (step 3, item 1). The list only shrinks: a function not on it fails the
+/// test, and so does one on it that no longer names `Value` (take it off).
+const VALUE_FUNCTIONS_LEFT: &[&str] = &[
+    "accounts/key_controls.rs::parse",
+    "accounts/key_controls.rs::set_own",
+    "billing/ledger.rs::summary",
+    "billing/token_charges.rs::cost_json",
+    "billing/token_charges.rs::from_json",
+    "billing/token_charges.rs::recent_charges",
+    "billing/token_charges.rs::to_chat_json",
+    "chat/caching.rs::place",
+    "chat/completion.rs::restamped",
+    "chat/mod.rs::message_chars",
+    "chat/validate.rs::chat_model",
+    "chat/validate.rs::validate",
+    "files/form_upload.rs::upload",
+    "files/uploads.rs::create",
+    "idempotency.rs::finish",
+    "idempotency.rs::json",
+    "messages/create.rs::count_tokens",
+    "messages/create.rs::create",
+    "messages/reply.rs::chunk",
+    "messages/reply.rs::end",
+    "messages/reply.rs::end",
+    "messages/reply.rs::event",
+    "messages/reply.rs::native_message",
+    "messages/reply.rs::stop_reason",
+    "messages/reply.rs::usage",
+    "messages/request.rs::estimate_input_tokens",
+    "messages/request.rs::fetches_urls",
+    "messages/request.rs::needs_work",
+    "messages/request.rs::parse",
+    "messages/request.rs::to_chat",
+    "messages/request.rs::to_chat_for",
+    "params.rs::get",
+    "params.rs::new",
+    "params.rs::object",
+    "params.rs::of",
+    "responses/convert.rs::bytes_parts",
+    "responses/convert.rs::chat_request",
+    "responses/convert.rs::estimate_tokens",
+    "responses/convert.rs::needs_work",
+    "responses/convert.rs::normalize",
+    "responses/convert.rs::to_chat_messages",
+    "responses/convert.rs::truncate",
+    "responses/create.rs::create",
+    "responses/output.rs::estimated_usage",
+    "responses/output.rs::from_completion",
+    "responses/output.rs::object",
+    "responses/output.rs::object_json",
+    "responses/output.rs::on_chunk",
+    "responses/output.rs::partial_output",
+    "responses/output.rs::terminal",
+    "responses/output.rs::usage_from_chat",
+    "responses/persist.rs::history",
+    "responses/persist.rs::load_item",
+    "responses/persist.rs::turn_items",
+    "responses/request.rs::parse",
+    "videos/characters.rs::parse",
+    "videos/create.rs::admit_job",
+    "videos/create.rs::create",
+    "videos/create.rs::create_from",
+    "videos/create.rs::create_with",
+    "videos/create.rs::parse",
+    "videos/create.rs::parse_characters",
+    "videos/create.rs::quote",
+    "videos/edits.rs::edit",
+    "videos/edits.rs::parse",
+    "videos/extensions.rs::extend",
+    "videos/extensions.rs::parse",
+    "videos/remix.rs::parse",
+    "videos/remix.rs::remix",
+    "videos/source_request.rs::parse",
+    "videos/workflow/steps.rs::run_fail_job",
+    "videos/workflow/steps.rs::run_finalize",
+    "videos/workflow/steps.rs::run_moderate",
+    "videos/workflow/steps.rs::run_step",
+    "videos/workflow/steps.rs::run_stitch",
+    "videos/workflow/steps.rs::run_translate",
+    "webhooks/endpoints.rs::create",
+    "webhooks/endpoints.rs::parse",
+];
+
+#[test]
+fn public_domain_functions_take_and_answer_types_not_json_values() {
+    let found = value_functions(&src_dir());
+    let left: BTreeSet<String> = VALUE_FUNCTIONS_LEFT
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let new: Vec<&String> = found.difference(&left).collect();
+    let done: Vec<&String> = left.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "public domain functions that take or answer serde_json::Value (take a typed request, \
+         answer a typed value):\n  {}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
     );
     assert!(
-        undone.is_empty(),
-        "no longer mutual: take them off MUTUAL_CAPABILITIES_LEFT:\n  {}",
-        undone.join("\n  ")
+        done.is_empty(),
+        "typed now: take them off VALUE_FUNCTIONS_LEFT:\n  {}",
+        done.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+}
+
+#[test]
+fn the_value_check_sees_parameters_and_answers() {
+    let code = "pub fn a(x: Value) {}\npub async fn b(\n    y: &str,\n) -> ApiResult<Value> {\n}\n\
+                pub fn c(v: Values) -> Option<usize> { let _: Value; }\nfn d(v: Value) {}\n\
+                pub(crate) fn e<F: Fn() -> Value>(f: F) {}\n";
+    assert_eq!(value_signatures(code), vec!["a", "b", "e"]);
+}
+
+/// What a module of `reelgate-media` takes from the crate root instead of from the module that
+/// defines it (`crate::Name` where `Name` is no module): an arrow back up through `lib.rs`,
+/// which re-exports the very modules that would import it.
+fn media_root_imports(modules: &BTreeSet<String>, code: &str) -> BTreeSet<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut found = BTreeSet::new();
+    for (start, _) in code.match_indices("crate::") {
+        if start > 0 && is_ident(chars[start - 1]) {
+            continue;
+        }
+        let name: String = code[start + "crate::".len()..]
+            .chars()
+            .take_while(|c| is_ident(*c))
+            .collect();
+        if !name.is_empty() && !modules.contains(&name) {
+            found.insert(name);
+        }
+    }
+    found
+}
+
+#[test]
+fn media_modules_do_not_import_from_the_crate_root() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reelgate-media/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| module_of(&src, f).first().cloned())
+        .collect();
+    let mut problems = Vec::new();
+    for file in &files {
+        if module_of(&src, file).is_empty() {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(file).expect("read"));
+        for name in media_root_imports(&modules, &code) {
+            problems.push(format!("{}: crate::{name}", file.display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "reelgate-media modules must import from the defining module, not the crate root:\n  {}",
+        problems.join("\n  ")
+    );
+    let modules = BTreeSet::from(["error".to_owned(), "probe".to_owned()]);
+    assert_eq!(
+        media_root_imports(
+            &modules,
+            "use crate::error::MediaError; use crate::MediaError;"
+        ),
+        BTreeSet::from(["MediaError".to_owned()]),
+        "the check finds an import from the root"
     );
 }
 
