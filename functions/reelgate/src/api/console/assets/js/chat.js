@@ -429,3 +429,17 @@ async function sendChat(ev) {
   }
 }
 
+// The chat's listeners: added once, when the console starts.
+function wireChat() {
+  $("chat-form").addEventListener("submit", sendChat);
+  $("chat-settings").addEventListener("submit", (e) => e.preventDefault());
+  // Enter sends, Shift+Enter is a new line (and Enter that ends an IME composition is not a send).
+  $("c-message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) { e.preventDefault(); sendChat(); }
+  });
+  $("c-new").addEventListener("click", newChat);
+  ["c-message", "c-system"].forEach((id) => $(id).addEventListener("input", () => { if (state.session) saveChat(); }));
+  $("c-model").addEventListener("change", updateEffort);
+  $("c-image").addEventListener("change", chooseChatImage);
+  $("c-image-remove").addEventListener("click", () => { clearChatImage(); $("c-image").focus(); });
+}

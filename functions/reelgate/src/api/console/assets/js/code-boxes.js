@@ -1,3 +1,6 @@
+// The "View code" boxes (a video's page, New video, Chat): the request as curl, Python (openai)
+// and Node, each string quoted for its language.
+
 const shellQuote = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
 const pyString = (s) => JSON.stringify(String(s));
 
@@ -105,3 +108,11 @@ function showCode(box, lang) {
   if (req) $(`${box}-code-text`).textContent = codeFor(req, state.codeLang);
 }
 
+// Each code box's tabs, Copy and opening: added once, when the console starts.
+function wireCodeBoxes() {
+  Object.keys(CODE_BOXES).forEach((box) => {
+    ["curl", "python", "node"].forEach((l) => $(`${box}-code-${l}`).addEventListener("click", () => showCode(box, l)));
+    $(`${box}-code-copy`).addEventListener("click", () => copyText($(`${box}-code-text`).textContent));
+    $(`${box}-code`).addEventListener("toggle", () => { if ($(`${box}-code`).open) showCode(box); });
+  });
+}

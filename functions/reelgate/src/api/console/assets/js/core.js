@@ -1,3 +1,7 @@
+// The core every page uses: the shared state, `$` and `t`, the language, `api` (the console's
+// JSON routes, with the session's CSRF token), notices (`flash`), field errors, money and dates,
+// the confirmation dialog and copying.
+
 const state = { lang: "en", session: null, terms: null, models: null, chatModels: null, timer: null, players: {},
   uploads: {}, uploadErrors: {}, frameOrder: [], chatImage: null, media: {}, videos: null,
   chat: [], chatBusy: false, chatAbort: null, usage: null, usageSplit: "model",
@@ -86,71 +90,44 @@ function money(amount, currency) {
   return `${text} ${code}`.trim();
 }
 
-function sessionEnded() {
-  state.session = null;
-  flash(t("session_ended"), true);
-  showSignedOut();
-}
+// A time (Unix seconds) as a date and time in the console's language.
+function when(secs) { return new Date(secs * 1000).toLocaleString(state.lang); }
 
-function showSignedOut() {
-  $("nav").hidden = true; $("signout").hidden = true; $("who").textContent = "";
-  fillSigninCommand();
-  show("signin");
-}
-
-// The way back in on a server whose operator makes links on the command line: the exact command
-// for the person who last signed in here (ids only are kept in the browser, never a secret).
-function fillSigninCommand() {
-  let last = null;
-  try { last = JSON.parse(localStorage.getItem("reelgate.last_person") || "null"); } catch (_) { last = null; }
-  const known = last && /^[\w-]+$/.test(last.user || "") && /^[\w-]+$/.test(last.org || "");
-  $("signin-command").value = known
-    ? `reelgate admin console-link --user ${last.user} --org ${last.org}`
-    : "reelgate admin console-link --user USER_ID --org ORG_ID";
-  $("signin-cli-who").dataset.i18n = known ? "signin_cli_known" : "signin_cli_unknown";
-  $("signin-cli-who").textContent = t($("signin-cli-who").dataset.i18n);
-}
-
-const PAGES = ["signin", "terms", "new", "videos", "video", "chat", "keys", "webhooks", "usage"];
-function show(name) {
-  PAGES.forEach((p) => { $("page-" + p).hidden = p !== name; });
-  document.querySelectorAll("nav a").forEach((a) => {
-    if (a.getAttribute("href") === "#" + name) {
-      a.setAttribute("aria-current", "page");
-      // On a narrow screen the tabs scroll sideways: keep the current one in view.
-      if (a.parentElement && a.parentElement.scrollWidth > a.parentElement.clientWidth) {
-        a.scrollIntoView({ block: "nearest", inline: "nearest" });
-      }
-    } else a.removeAttribute("aria-current");
+// Asks inside the page (a modal <dialog>: focus stays in it, Escape keeps things as they are),
+// never with the browser's confirm(). Resolves true when the person confirms.
+function askToConfirm(messageKey, actionKey) {
+  const dialog = $("confirm-dialog");
+  $("confirm-message").textContent = t(messageKey);
+  $("confirm-yes").textContent = t(actionKey);
+  $("confirm-no").textContent = t("keep");
+  return new Promise((resolve) => {
+    const done = (answer) => {
+      dialog.removeEventListener("close", onClose);
+      $("confirm-yes").onclick = null; $("confirm-no").onclick = null;
+      if (dialog.open) dialog.close();
+      resolve(answer);
+    };
+    const onClose = () => done(false);
+    dialog.addEventListener("close", onClose);
+    $("confirm-yes").onclick = () => done(true);
+    $("confirm-no").onclick = () => done(false);
+    dialog.showModal();
+    $("confirm-no").focus();
   });
-  if (state.timer && name !== "videos") { clearTimeout(state.timer); state.timer = null; }
-  if (state.videoTimer && name !== "video") { clearTimeout(state.videoTimer); state.videoTimer = null; }
 }
 
-async function route() {
-  if (!state.session) { showSignedOut(); return; }
-  const videoId = videoPagePath();
-  if (videoId && location.hash) {
-    // A nav link followed from a video's page: back to the console's own address.
-    history.replaceState(null, "", "/console/" + location.hash);
-  } else if (videoId) {
-    show("video");
-    try { await loadVideoPage(videoId); } catch (err) { if (err.status !== 401) flash(errorText(err), true); }
-    return;
-  }
-  const name = (location.hash || "#videos").slice(1);
-  const page = PAGES.includes(name) && name !== "signin" ? name : "videos";
-  show(page);
+async function copyText(text) {
+  try { await navigator.clipboard.writeText(text); flash(t("copied")); } catch (_) { /* the text stays selectable */ }
+}
+
+// Copies a shown-once secret; where the clipboard API is refused, selects it for Ctrl+C.
+async function copyValue(id) {
+  const input = $(id);
   try {
-    if (page === "terms") await loadTerms();
-    if (page === "new") await loadNew();
-    if (page === "videos") await loadVideos();
-    if (page === "chat") await loadChat();
-    if (page === "keys") await loadKeys();
-    if (page === "webhooks") await loadWebhooks();
-    if (page === "usage") await loadUsage();
-  } catch (err) {
-    if (err.status !== 401) flash(errorText(err), true);
+    await navigator.clipboard.writeText(input.value);
+  } catch (_) {
+    input.focus(); input.select();
+    try { document.execCommand("copy"); } catch (__) { /* selected for the person to copy */ }
   }
+  flash(t("copied"));
 }
-

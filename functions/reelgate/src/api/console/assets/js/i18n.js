@@ -1,6 +1,11 @@
 "use strict";
 // The reelgate console: one page, hash routes, the /console/api routes with the session cookie
 // and its CSRF token. No framework, no network besides this server.
+//
+// The script is written in parts (assets/js/), joined in the order api/console/mod.rs lists them
+// into the one script served as /console/assets/console.js: the parts share its one scope. This
+// part: the console's words in English and Japanese (looked up by `t`), and the API's error
+// messages in Japanese.
 
 const TEXT = {
   en: {
@@ -341,4 +346,3 @@ function errorText(err) {
   }
   return ERRORS_JA[err.code] || err.message;
 }
-

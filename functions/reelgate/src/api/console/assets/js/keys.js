@@ -1,4 +1,5 @@
-// Keys
+// The API keys page: the organization's keys, creating and revoking them, and each key's limits
+// and budget.
 async function loadKeys() {
   const keys = await api("GET", "/console/api/keys");
   const ul = $("key-list"); ul.textContent = "";
@@ -140,3 +141,8 @@ async function revokeKey(id) {
   try { await api("DELETE", `/console/api/keys/${id}`); await loadKeys(); } catch (err) { $("err-keys").textContent = errorText(err); }
 }
 
+// The API keys page's listeners: added once, when the console starts.
+function wireKeys() {
+  $("key-copy").addEventListener("click", () => copyValue("key-secret-value"));
+  $("key-form").addEventListener("submit", createKey);
+}

@@ -1,40 +1,72 @@
-// Copies a shown-once secret; where the clipboard API is refused, selects it for Ctrl+C.
-// Asks inside the page (a modal <dialog>: focus stays in it, Escape keeps things as they are),
-// never with the browser's confirm(). Resolves true when the person confirms.
-function askToConfirm(messageKey, actionKey) {
-  const dialog = $("confirm-dialog");
-  $("confirm-message").textContent = t(messageKey);
-  $("confirm-yes").textContent = t(actionKey);
-  $("confirm-no").textContent = t("keep");
-  return new Promise((resolve) => {
-    const done = (answer) => {
-      dialog.removeEventListener("close", onClose);
-      $("confirm-yes").onclick = null; $("confirm-no").onclick = null;
-      if (dialog.open) dialog.close();
-      resolve(answer);
-    };
-    const onClose = () => done(false);
-    dialog.addEventListener("close", onClose);
-    $("confirm-yes").onclick = () => done(true);
-    $("confirm-no").onclick = () => done(false);
-    dialog.showModal();
-    $("confirm-no").focus();
+// Signing in and out, moving between pages (hash routes, and a video's own path), and the start:
+// the language, each page's listeners, and the session.
+
+function sessionEnded() {
+  state.session = null;
+  flash(t("session_ended"), true);
+  showSignedOut();
+}
+
+function showSignedOut() {
+  $("nav").hidden = true; $("signout").hidden = true; $("who").textContent = "";
+  fillSigninCommand();
+  show("signin");
+}
+
+// The way back in on a server whose operator makes links on the command line: the exact command
+// for the person who last signed in here (ids only are kept in the browser, never a secret).
+function fillSigninCommand() {
+  let last = null;
+  try { last = JSON.parse(localStorage.getItem("reelgate.last_person") || "null"); } catch (_) { last = null; }
+  const known = last && /^[\w-]+$/.test(last.user || "") && /^[\w-]+$/.test(last.org || "");
+  $("signin-command").value = known
+    ? `reelgate admin console-link --user ${last.user} --org ${last.org}`
+    : "reelgate admin console-link --user USER_ID --org ORG_ID";
+  $("signin-cli-who").dataset.i18n = known ? "signin_cli_known" : "signin_cli_unknown";
+  $("signin-cli-who").textContent = t($("signin-cli-who").dataset.i18n);
+}
+
+const PAGES = ["signin", "terms", "new", "videos", "video", "chat", "keys", "webhooks", "usage"];
+function show(name) {
+  PAGES.forEach((p) => { $("page-" + p).hidden = p !== name; });
+  document.querySelectorAll("nav a").forEach((a) => {
+    if (a.getAttribute("href") === "#" + name) {
+      a.setAttribute("aria-current", "page");
+      // On a narrow screen the tabs scroll sideways: keep the current one in view.
+      if (a.parentElement && a.parentElement.scrollWidth > a.parentElement.clientWidth) {
+        a.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+    } else a.removeAttribute("aria-current");
   });
+  if (state.timer && name !== "videos") { clearTimeout(state.timer); state.timer = null; }
+  if (state.videoTimer && name !== "video") { clearTimeout(state.videoTimer); state.videoTimer = null; }
 }
 
-async function copyText(text) {
-  try { await navigator.clipboard.writeText(text); flash(t("copied")); } catch (_) { /* the text stays selectable */ }
-}
-
-async function copyValue(id) {
-  const input = $(id);
-  try {
-    await navigator.clipboard.writeText(input.value);
-  } catch (_) {
-    input.focus(); input.select();
-    try { document.execCommand("copy"); } catch (__) { /* selected for the person to copy */ }
+async function route() {
+  if (!state.session) { showSignedOut(); return; }
+  const videoId = videoPagePath();
+  if (videoId && location.hash) {
+    // A nav link followed from a video's page: back to the console's own address.
+    history.replaceState(null, "", "/console/" + location.hash);
+  } else if (videoId) {
+    show("video");
+    try { await loadVideoPage(videoId); } catch (err) { if (err.status !== 401) flash(errorText(err), true); }
+    return;
   }
-  flash(t("copied"));
+  const name = (location.hash || "#videos").slice(1);
+  const page = PAGES.includes(name) && name !== "signin" ? name : "videos";
+  show(page);
+  try {
+    if (page === "terms") await loadTerms();
+    if (page === "new") await loadNew();
+    if (page === "videos") await loadVideos();
+    if (page === "chat") await loadChat();
+    if (page === "keys") await loadKeys();
+    if (page === "webhooks") await loadWebhooks();
+    if (page === "usage") await loadUsage();
+  } catch (err) {
+    if (err.status !== 401) flash(errorText(err), true);
+  }
 }
 
 async function signOut() {
@@ -57,56 +89,11 @@ async function start() {
     applyLanguage(); route();
   });
   $("signout").addEventListener("click", signOut);
-  $("agree").addEventListener("click", agree);
-  $("new-form").addEventListener("submit", createVideo);
-  ["f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
-  $("chat-form").addEventListener("submit", sendChat);
-  $("chat-settings").addEventListener("submit", (e) => e.preventDefault());
-  // Enter sends, Shift+Enter is a new line (and Enter that ends an IME composition is not a send).
-  $("c-message").addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) { e.preventDefault(); sendChat(); }
-  });
-  $("c-new").addEventListener("click", newChat);
-  ["c-message", "c-system"].forEach((id) => $(id).addEventListener("input", () => { if (state.session) saveChat(); }));
-  $("f-prompt").addEventListener("input", () => {
-    checkTranslation();
-    if (state.formProblems && state.formProblems.length) {
-      state.formProblems = formProblems();
-      if (!state.formProblems.some(([name]) => name === "prompt")) { $("err-prompt").textContent = ""; $("f-prompt").removeAttribute("aria-invalid"); }
-    }
-  });
-  $("f-aspect").addEventListener("change", showAspectHint);
   $("flash").addEventListener("click", () => flash(""));
-  $("v-filter").addEventListener("change", () => { loadVideos().catch(() => {}); });
-  let searchTimer = null;
-  $("v-search").addEventListener("input", () => {
-    clearTimeout(searchTimer);
-    searchTimer = setTimeout(() => { loadVideos().catch(() => {}); }, 300);
-  });
-  $("videos-more-button").addEventListener("click", () => { loadOlderVideos().catch(() => {}); });
-  new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) loadOlderVideos().catch(() => {});
-  }, { rootMargin: "400px" }).observe($("videos-more"));
-  $("u-by-model").addEventListener("click", () => setUsageSplit("model"));
-  $("u-by-kind").addEventListener("click", () => setUsageSplit("kind"));
-  $("key-copy").addEventListener("click", () => copyValue("key-secret-value"));
   $("signin-command-copy").addEventListener("click", () => copyValue("signin-command"));
-  Object.keys(CODE_BOXES).forEach((box) => {
-    ["curl", "python", "node"].forEach((l) => $(`${box}-code-${l}`).addEventListener("click", () => showCode(box, l)));
-    $(`${box}-code-copy`).addEventListener("click", () => copyText($(`${box}-code-text`).textContent));
-    $(`${box}-code`).addEventListener("toggle", () => { if ($(`${box}-code`).open) showCode(box); });
-  });
-  $("vp-op-form").addEventListener("submit", submitOperation);
-  $("vp-op-close").addEventListener("click", () => { $("vp-op-form").hidden = true; });
-  $("wh-copy").addEventListener("click", () => copyValue("wh-secret-value"));
-  $("c-model").addEventListener("change", updateEffort);
-  $("c-image").addEventListener("change", chooseChatImage);
-  $("c-image-remove").addEventListener("click", () => { clearChatImage(); $("c-image").focus(); });
-  $("f-model").addEventListener("change", () => { showModelInputs(); updateQuote(); });
-  Object.keys(SLOTS).forEach((name) => $("u-" + name).addEventListener("change", () => chooseFiles(name)));
-  $("wh-form").addEventListener("submit", createWebhook);
-  $("wh-refresh").addEventListener("click", () => loadWebhooks().catch((err) => { $("err-webhooks").textContent = err.message; }));
-  $("key-form").addEventListener("submit", createKey);
+  // Each page's own controls.
+  wireTerms(); wireNewVideo(); wireVideos(); wireVideoPage(); wireCodeBoxes(); wireChat(); wireKeys();
+  wireWebhooks(); wireUsage();
   window.addEventListener("hashchange", () => { flash(""); route(); });
   try {
     state.session = await api("GET", "/console/api/session");

@@ -1,4 +1,4 @@
-// New video
+// The New video page: the model's inputs, direct uploads with progress, the quote, and the create.
 async function loadNew() {
   const [models, terms] = await Promise.all([api("GET", "/console/api/models"), api("GET", "/console/api/terms")]);
   state.models = models; state.terms = terms;
@@ -378,3 +378,18 @@ async function createVideo(ev) {
   } finally { button.disabled = false; }
 }
 
+// The New video form's listeners: added once, when the console starts.
+function wireNewVideo() {
+  $("new-form").addEventListener("submit", createVideo);
+  ["f-seconds", "f-aspect"].forEach((id) => $(id).addEventListener("change", updateQuote));
+  $("f-prompt").addEventListener("input", () => {
+    checkTranslation();
+    if (state.formProblems && state.formProblems.length) {
+      state.formProblems = formProblems();
+      if (!state.formProblems.some(([name]) => name === "prompt")) { $("err-prompt").textContent = ""; $("f-prompt").removeAttribute("aria-invalid"); }
+    }
+  });
+  $("f-aspect").addEventListener("change", showAspectHint);
+  $("f-model").addEventListener("change", () => { showModelInputs(); updateQuote(); });
+  Object.keys(SLOTS).forEach((name) => $("u-" + name).addEventListener("change", () => chooseFiles(name)));
+}

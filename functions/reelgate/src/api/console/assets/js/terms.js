@@ -1,4 +1,4 @@
-// Terms
+// The Terms page: the terms in the console's language, and agreeing to them.
 async function loadTerms() {
   const terms = await api("GET", "/console/api/terms");
   state.terms = terms;
@@ -20,3 +20,7 @@ async function agree() {
   } catch (err) { $("err-agree").textContent = errorText(err); }
 }
 
+// The Terms page's listener: added once, when the console starts.
+function wireTerms() {
+  $("agree").addEventListener("click", agree);
+}

@@ -1,4 +1,4 @@
-// Usage
+// The Usage page: spend per UTC day as a chart, and the charges, split by model or by kind.
 const PALETTE = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#b91c1c", "#0f766e", "#a16207", "#475569"];
 const DAY = 86400;
 
@@ -151,3 +151,8 @@ function setUsageSplit(split) {
   renderUsage();
 }
 
+// The Usage page's listeners: added once, when the console starts.
+function wireUsage() {
+  $("u-by-model").addEventListener("click", () => setUsageSplit("model"));
+  $("u-by-kind").addEventListener("click", () => setUsageSplit("kind"));
+}

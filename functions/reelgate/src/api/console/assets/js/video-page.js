@@ -255,3 +255,8 @@ function madeBy(v) {
   return { kind: "edit", ...operationRequest("edit", { id: source.id }, v.prompt) };
 }
 
+// The video page's operation form: added once, when the console starts.
+function wireVideoPage() {
+  $("vp-op-form").addEventListener("submit", submitOperation);
+  $("vp-op-close").addEventListener("click", () => { $("vp-op-form").hidden = true; });
+}

@@ -1,4 +1,5 @@
-// Videos
+// The Videos page: the gallery, paged by the API's cursor, with players, cancel and delete, and
+// running videos refreshed in place.
 function statusText(s) { return t("status_" + s); }
 const TERMINAL = ["completed", "failed", "canceled"];
 const RUNNING_FILTER = (v) => !TERMINAL.includes(v.status);
@@ -259,3 +260,16 @@ function renderVideos() {
   $("videos-more").hidden = !state.galleryAfter;
 }
 
+// The gallery's listeners (filter, search, older pages): added once, when the console starts.
+function wireVideos() {
+  $("v-filter").addEventListener("change", () => { loadVideos().catch(() => {}); });
+  let searchTimer = null;
+  $("v-search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => { loadVideos().catch(() => {}); }, 300);
+  });
+  $("videos-more-button").addEventListener("click", () => { loadOlderVideos().catch(() => {}); });
+  new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) loadOlderVideos().catch(() => {});
+  }, { rootMargin: "400px" }).observe($("videos-more"));
+}

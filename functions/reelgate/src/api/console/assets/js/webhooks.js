@@ -1,5 +1,4 @@
-// Webhooks
-function when(secs) { return new Date(secs * 1000).toLocaleString(state.lang); }
+// The Webhooks page: endpoints, their signing secrets, recent deliveries and test events.
 
 // "Send test event": its words in both languages, kept with the page.
 Object.assign(TEXT.en, {
@@ -196,3 +195,9 @@ async function deleteWebhook(id) {
   } catch (err) { $("err-webhooks").textContent = err.message; }
 }
 
+// The Webhooks page's listeners: added once, when the console starts.
+function wireWebhooks() {
+  $("wh-copy").addEventListener("click", () => copyValue("wh-secret-value"));
+  $("wh-form").addEventListener("submit", createWebhook);
+  $("wh-refresh").addEventListener("click", () => loadWebhooks().catch((err) => { $("err-webhooks").textContent = err.message; }));
+}
