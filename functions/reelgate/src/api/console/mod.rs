@@ -264,7 +264,38 @@ async fn js() -> Response {
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const CONSOLE_CSS: &str = include_str!("assets/console.css");
-const CONSOLE_JS: &str = include_str!("assets/console.js");
+
+/// The console's script is written as one source file per part under `assets/js/` (the shared
+/// words, the core, one file per page, the code boxes, the start) and joined here, at build time,
+/// into the one classic script served at `/console/assets/console.js`, in this order. Joined
+/// rather than served as ES modules: the page loads one file under one URL as before, so a deploy
+/// can never serve a mix of old and new parts (the script is `no-cache`, without content hashes),
+/// no route, CSP or caching rule changes, and the parts share one script scope exactly as the
+/// single file did (function declarations are hoisted across parts; top-level statements run in
+/// this order). Each part ends with a newline, so no line comment runs into the next part.
+macro_rules! console_script {
+    ($($part:literal),+ $(,)?) => {
+        /// The parts of the console's script, in the order they are joined.
+        #[cfg(test)]
+        const CONSOLE_JS_PARTS: &[&str] = &[$($part),+];
+        const CONSOLE_JS: &str = concat!($(include_str!(concat!("assets/js/", $part))),+);
+    };
+}
+
+console_script!(
+    "i18n.js",
+    "core.js",
+    "terms.js",
+    "new-video.js",
+    "videos.js",
+    "video-page.js",
+    "code-boxes.js",
+    "chat.js",
+    "keys.js",
+    "webhooks.js",
+    "usage.js",
+    "main.js",
+);
 
 #[cfg(test)]
 mod tests {
@@ -296,5 +327,29 @@ mod tests {
         assert!(plain.contains("Path=/console") && plain.contains("Max-Age="));
         assert!(!plain.contains("Secure"));
         assert!(session_cookie(&s, "https://reel.example").ends_with("; Secure"));
+    }
+
+    /// Every script part under `assets/js/` is joined into the served script (a new page's file
+    /// cannot be forgotten), each ends with a newline (a trailing line comment cannot swallow the
+    /// next part's first line), and the whole script is strict.
+    #[test]
+    fn console_script_joins_every_part() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api/console/assets/js");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .expect("assets/js")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut joined: Vec<String> = CONSOLE_JS_PARTS.iter().map(|p| p.to_string()).collect();
+        joined.sort();
+        assert_eq!(
+            on_disk, joined,
+            "every file in assets/js is a part of console.js"
+        );
+        for part in CONSOLE_JS_PARTS {
+            let text = std::fs::read_to_string(format!("{dir}/{part}")).expect("part");
+            assert!(text.ends_with('\n'), "{part} ends with a newline");
+        }
+        assert!(CONSOLE_JS.starts_with("\"use strict\";\n"));
     }
 }
