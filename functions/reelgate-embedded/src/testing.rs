@@ -372,13 +372,14 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
     );
     let fetcher = Arc::new(FakeSlowEndpoints::default());
     app.fetcher = fetcher.clone();
-    let hook = serde_json::json!({"url": "https://93.184.216.34/hook"});
+    let url = "https://93.184.216.34/hook";
+    let hook = || serde_json::from_value(serde_json::json!({ "url": url })).expect("body");
 
     let org = reelgate::domain::ids::new_id("org");
     let tasks: Vec<_> = (0..40)
         .map(|_| {
-            let (app, org, hook) = (app.clone(), org.clone(), hook.clone());
-            tokio::spawn(async move { webhooks::create(app.context(), &org, &hook).await })
+            let (app, org, hook) = (app.clone(), org.clone(), hook());
+            tokio::spawn(async move { webhooks::create(app.context(), &org, hook).await })
         })
         .collect();
     let mut created = 0;
@@ -406,10 +407,10 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
         .await
         .expect("delete");
     assert_eq!(count(org.clone()).await, Some(MAX_ENDPOINTS as i64 - 1));
-    webhooks::create(app.context(), &org, &hook)
+    webhooks::create(app.context(), &org, hook())
         .await
         .expect("the freed place");
-    assert!(webhooks::create(app.context(), &org, &hook).await.is_err());
+    assert!(webhooks::create(app.context(), &org, hook()).await.is_err());
 
     // Endpoints written before the count existed.
     let old = reelgate::domain::ids::new_id("org");
@@ -422,7 +423,7 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
         store.put(it, None).await.expect("put");
         old_ids.push(id);
     }
-    webhooks::create(app.context(), &old, &hook)
+    webhooks::create(app.context(), &old, hook())
         .await
         .expect("create");
     assert_eq!(count(old.clone()).await, Some(4));
@@ -437,7 +438,7 @@ pub async fn webhook_contract(store: Arc<dyn reelgate::ports::store::ItemStore>)
     let mut endpoints = Vec::new();
     for _ in 0..3 {
         endpoints.push(
-            webhooks::create(app.context(), &org, &hook)
+            webhooks::create(app.context(), &org, hook())
                 .await
                 .expect("create")
                 .id,

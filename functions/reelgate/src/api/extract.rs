@@ -75,26 +75,49 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        if !is_json(req.headers()) {
-            return Err(ApiError::bad_request(
-                "The request body must be JSON with the header `Content-Type: application/json`.",
-            ));
-        }
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    too_large()
-                } else {
-                    body_read_error(&e, "The request body could not be read")
-                }
-            })?;
-        crate::api::json_scan::check(&bytes)?;
+        let bytes = json_bytes(req, state).await?;
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(v)) => Ok(ApiJson(v)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
+}
+
+/// A JSON body typed at the edge: its shape and rules refused in the request type's own words
+/// ([`crate::domain::params::RequestBody`]).
+pub struct ApiBody<T>(pub T);
+
+impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S> for ApiBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = json_bytes(req, state).await?;
+        crate::domain::params::read_body(&bytes).map(ApiBody)
+    }
+}
+
+/// A JSON body's bytes, read within the route's limit and through the bounded pre-scan
+/// ([`crate::api::json_scan`]) before anything is parsed from them.
+async fn json_bytes<S: Send + Sync>(
+    req: Request,
+    state: &S,
+) -> Result<axum::body::Bytes, ApiError> {
+    if !is_json(req.headers()) {
+        return Err(ApiError::bad_request(
+            "The request body must be JSON with the header `Content-Type: application/json`.",
+        ));
+    }
+    let bytes = axum::body::Bytes::from_request(req, state)
+        .await
+        .map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                body_read_error(&e, "The request body could not be read")
+            }
+        })?;
+    crate::api::json_scan::check(&bytes)?;
+    Ok(bytes)
 }
 
 /// `application/json` or any `application/*+json`, as axum's own JSON extractor accepts.

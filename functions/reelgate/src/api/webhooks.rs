@@ -3,7 +3,7 @@
 //! `domain::webhooks`'.
 
 use crate::api::envelope::List;
-use crate::api::extract::ApiJson;
+use crate::api::extract::ApiBody;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
@@ -11,7 +11,6 @@ use crate::domain::webhooks::{self, Endpoint};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -40,10 +39,10 @@ pub fn rotate_secret_route() -> Router<App> {
 async fn create(
     State(app): State<App>,
     caller: Caller,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<webhooks::WebhookCreateRequest>,
 ) -> ApiResult<Json<Endpoint>> {
     Ok(Json(
-        webhooks::create(app.context(), &caller.org, &body).await?,
+        webhooks::create(app.context(), &caller.org, body).await?,
     ))
 }
 

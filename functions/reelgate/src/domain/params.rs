@@ -185,6 +185,64 @@ pub fn required(name: &str) -> ApiError {
     ApiError::invalid(name, format!("{name} is required."))
 }
 
+/// A JSON request body typed at the edge: serde reads its shape (an unknown parameter is
+/// refused), [`RequestBody::check`] the rules a shape cannot state, and a value of the wrong
+/// shape is refused in the body's own words for the parameter at fault. [`read_body`] is the
+/// one mapping of serde's errors to that style.
+pub trait RequestBody: serde::de::DeserializeOwned {
+    /// The sentence for the top-level parameter `param` when its value is missing or has the
+    /// wrong shape; `path` is where in it serde stopped (`events[0]` inside `events`).
+    fn expected(param: &str, path: &str) -> Option<String>;
+    /// The body after the rules its shape cannot state (lengths, names from a list, defaults).
+    fn check(self) -> ApiResult<Self>;
+}
+
+/// Reads a typed body from its JSON bytes (already through the bounded pre-scan).
+pub fn read_body<T: RequestBody>(bytes: &[u8]) -> ApiResult<T> {
+    // serde also reads a struct from an array of its fields in order; a body is an object.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+    {
+        return Err(ApiError::bad_request(
+            "The request body must be a JSON object.",
+        ));
+    }
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let body: T = match serde_path_to_error::deserialize(&mut json) {
+        Ok(body) => body,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return Err(ApiError::bad_request(format!(
+                    "The request body is not valid JSON: {inner}"
+                )));
+            }
+            return Err(shape_error::<T>(&path, &inner.to_string()));
+        }
+    };
+    body.check()
+}
+
+/// The refusal of a body whose shape serde could not read at `path` with `message`.
+fn shape_error<T: RequestBody>(path: &str, message: &str) -> ApiError {
+    let named = |prefix: &str| {
+        let rest = message.split_once(prefix)?.1;
+        Some(rest.split('`').next()?.to_owned())
+    };
+    if let Some(name) = named("unknown field `") {
+        return ApiError::invalid(&name, format!("Unknown parameter: {name}."));
+    }
+    let path = named("missing field `").unwrap_or_else(|| path.to_owned());
+    let param = path.split(['.', '[']).next().unwrap_or_default();
+    if param.is_empty() {
+        return ApiError::bad_request("The request body must be a JSON object.");
+    }
+    let sentence = T::expected(param, &path).unwrap_or_else(|| format!("{param} is not valid."));
+    ApiError::invalid(param, sentence)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -570,9 +570,11 @@ async fn list_webhooks(
 async fn create_webhook(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-    ApiJson(body): ApiJson<Value>,
+    crate::api::extract::ApiBody(body): crate::api::extract::ApiBody<
+        webhooks::WebhookCreateRequest,
+    >,
 ) -> ApiResult<Json<webhooks::Endpoint>> {
-    let created = webhooks::create(app.context(), &s.caller.org, &body).await;
+    let created = webhooks::create(app.context(), &s.caller.org, body).await;
     Ok(Json(created.map_err(|e| with_local_hint(&app, e))?))
 }
 

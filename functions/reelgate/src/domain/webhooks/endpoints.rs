@@ -10,7 +10,6 @@ use crate::ports::store::{
     item, now_secs, Attr, Condition, Item, ItemExt, Key, Query, TransactOp, Update,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::time::Duration;
 
 /// The events an endpoint subscribes to (emitted by [`super::events::emit`]).
@@ -122,9 +121,10 @@ pub(super) fn not_found(id: &str) -> ApiError {
     .with_param("webhook_id")
 }
 
-// The create body's one type: what `parse` returns and the OpenAPI document's schema.
+// Typed at the edge: read by `domain::params::read_body` through its `RequestBody` impl.
 /// `POST /v1/webhooks` (and the console's webhook create).
-#[derive(utoipa::ToSchema)]
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({"url": "https://example.com/hooks/reelgate", "events": ["video.completed"]}))]
 pub struct WebhookCreateRequest {
     /// An https (or http) URL on a public address; private, loopback and link-local addresses
@@ -132,86 +132,83 @@ pub struct WebhookCreateRequest {
     #[schema(min_length = 1)]
     pub url: String,
     /// Any of `video.completed`, `video.failed`, `video.canceled` (default: all three).
-    #[schema(value_type = Option<Vec<String>>)]
-    pub events: Vec<String>,
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+    #[serde(default)]
     pub description: Option<String>,
 }
 
-/// Reads a create body, naming the parameter at fault.
-pub fn parse(body: &Value) -> ApiResult<WebhookCreateRequest> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))?;
-    if let Some(unknown) = obj
-        .keys()
-        .find(|k| !["url", "events", "description"].contains(&k.as_str()))
-    {
-        return Err(ApiError::invalid(
-            unknown,
-            format!("Unknown parameter: {unknown}."),
-        ));
+impl crate::domain::params::RequestBody for WebhookCreateRequest {
+    fn expected(param: &str, path: &str) -> Option<String> {
+        Some(match param {
+            "url" => url_expected(),
+            "events" if path == "events" => events_expected(),
+            "events" => events_named(),
+            "description" => description_expected(),
+            _ => return None,
+        })
     }
-    let url = match obj.get("url") {
-        Some(Value::String(u)) if !u.is_empty() && u.chars().count() <= MAX_URL_CHARS => u.clone(),
-        _ => {
-            return Err(ApiError::invalid(
-                "url",
-                format!("url must be an http or https URL of at most {MAX_URL_CHARS} characters."),
-            ))
+
+    /// Duplicated event names count once; no `events` means all three.
+    fn check(self) -> ApiResult<Self> {
+        if self.url.is_empty() || self.url.chars().count() > MAX_URL_CHARS {
+            return Err(ApiError::invalid("url", url_expected()));
         }
-    };
-    let events = match obj.get("events") {
-        None | Some(Value::Null) => EVENTS.iter().map(|e| (*e).to_owned()).collect(),
-        Some(Value::Array(list)) if !list.is_empty() => {
-            let mut events: Vec<String> = Vec::new();
-            for e in list {
-                match e.as_str() {
-                    Some(name) if EVENTS.contains(&name) => {
-                        if !events.iter().any(|x| x == name) {
-                            events.push(name.to_owned());
-                        }
+        let events = match self.events {
+            None => EVENTS.iter().map(|e| (*e).to_owned()).collect(),
+            Some(list) if list.is_empty() => {
+                return Err(ApiError::invalid("events", events_expected()))
+            }
+            Some(list) => {
+                let mut events: Vec<String> = Vec::new();
+                for name in list {
+                    if !EVENTS.contains(&name.as_str()) {
+                        return Err(ApiError::invalid("events", events_named()));
                     }
-                    _ => {
-                        return Err(ApiError::invalid(
-                            "events",
-                            format!("events must name some of {}.", EVENTS.join(", ")),
-                        ))
+                    if !events.contains(&name) {
+                        events.push(name);
                     }
                 }
+                events
             }
-            events
+        };
+        if self
+            .description
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION_CHARS)
+        {
+            return Err(ApiError::invalid("description", description_expected()));
         }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "events",
-                format!("events must be a non-empty array of {}.", EVENTS.join(", ")),
-            ))
-        }
-    };
-    let description = match obj.get("description") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) if d.chars().count() <= MAX_DESCRIPTION_CHARS => Some(d.clone()),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "description",
-                format!(
-                    "description must be a string of at most {MAX_DESCRIPTION_CHARS} characters."
-                ),
-            ))
-        }
-    };
-    Ok(WebhookCreateRequest {
-        url,
-        events,
-        description,
-    })
+        Ok(Self {
+            events: Some(events),
+            ..self
+        })
+    }
+}
+
+fn url_expected() -> String {
+    format!("url must be an http or https URL of at most {MAX_URL_CHARS} characters.")
+}
+
+fn events_expected() -> String {
+    format!("events must be a non-empty array of {}.", EVENTS.join(", "))
+}
+
+fn events_named() -> String {
+    format!("events must name some of {}.", EVENTS.join(", "))
+}
+
+fn description_expected() -> String {
+    format!("description must be a string of at most {MAX_DESCRIPTION_CHARS} characters.")
 }
 
 /// Registers an endpoint for `org`. The URL must be reachable under the guarded fetcher's
 /// rules now (no private, loopback, link-local or metadata address unless the operator allows
 /// it); every delivery checks it again.
-pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpoint> {
-    let new = parse(body)?;
+pub async fn create(cx: Context<'_>, org: &str, new: WebhookCreateRequest) -> ApiResult<Endpoint> {
+    let events = new
+        .events
+        .unwrap_or_else(|| EVENTS.iter().map(|e| (*e).to_owned()).collect());
     if let Err(e) = cx.fetcher.check(&new.url).await {
         // The codes of docs/errors.md for a URL the service will not reach.
         let code = match e {
@@ -234,7 +231,7 @@ pub async fn create(cx: Context<'_>, org: &str, body: &Value) -> ApiResult<Endpo
     it.insert("url".into(), new.url.clone().into());
     it.insert(
         "events".into(),
-        Attr::L(new.events.iter().map(|e| Attr::S(e.clone())).collect()),
+        Attr::L(events.into_iter().map(Attr::S).collect()),
     );
     if let Some(d) = &new.description {
         it.insert("description".into(), d.clone().into());
@@ -416,4 +413,95 @@ pub async fn rotate_secret(cx: Context<'_>, org: &str, id: &str) -> ApiResult<En
     endpoint.secret = Some(secret);
     tracing::info!(%org, webhook = %id, "webhook secret rotated");
     Ok(endpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::params::read_body;
+
+    fn refusal(body: &str) -> (Option<String>, String) {
+        let e = read_body::<WebhookCreateRequest>(body.as_bytes()).expect_err(body);
+        (e.param.clone(), e.message.clone())
+    }
+
+    #[test]
+    fn a_create_body_is_refused_in_its_own_words_naming_the_parameter() {
+        let url = "url must be an http or https URL of at most 2048 characters.";
+        let events = "events must be a non-empty array of video.completed, video.failed, \
+                      video.canceled.";
+        let named = "events must name some of video.completed, video.failed, video.canceled.";
+        let long_url = format!(r#"{{"url": "https://e.com/{}"}}"#, "a".repeat(2048));
+        let long_text = format!(
+            r#"{{"url": "https://e.com", "description": "{}"}}"#,
+            "d".repeat(257)
+        );
+        for (body, param, message) in [
+            (
+                r#"["url"]"#,
+                None,
+                "The request body must be a JSON object.",
+            ),
+            (r#"{}"#, Some("url"), url),
+            (r#"{"url": null}"#, Some("url"), url),
+            (r#"{"url": 7}"#, Some("url"), url),
+            (r#"{"url": ""}"#, Some("url"), url),
+            (long_url.as_str(), Some("url"), url),
+            (
+                r#"{"url": "https://e.com", "colour": "red"}"#,
+                Some("colour"),
+                "Unknown parameter: colour.",
+            ),
+            (
+                r#"{"url": "https://e.com", "events": "video.failed"}"#,
+                Some("events"),
+                events,
+            ),
+            (
+                r#"{"url": "https://e.com", "events": []}"#,
+                Some("events"),
+                events,
+            ),
+            (
+                r#"{"url": "https://e.com", "events": [3]}"#,
+                Some("events"),
+                named,
+            ),
+            (
+                r#"{"url": "https://e.com", "events": ["video.started"]}"#,
+                Some("events"),
+                named,
+            ),
+            (
+                r#"{"url": "https://e.com", "description": 5}"#,
+                Some("description"),
+                "description must be a string of at most 256 characters.",
+            ),
+            (
+                long_text.as_str(),
+                Some("description"),
+                "description must be a string of at most 256 characters.",
+            ),
+        ] {
+            assert_eq!(
+                refusal(body),
+                (param.map(str::to_owned), message.to_owned()),
+                "{body}"
+            );
+        }
+        let (param, message) = refusal(r#"{"url": "#);
+        assert!(param.is_none() && message.starts_with("The request body is not valid JSON"));
+    }
+
+    #[test]
+    fn a_create_body_defaults_to_every_event_and_counts_a_name_once() {
+        let all = read_body::<WebhookCreateRequest>(br#"{"url": "https://e.com", "events": null}"#)
+            .expect("read");
+        assert_eq!(all.events.expect("events"), EVENTS);
+        let one = read_body::<WebhookCreateRequest>(
+            br#"{"url": "https://e.com", "events": ["video.failed", "video.failed"]}"#,
+        )
+        .expect("read");
+        assert_eq!(one.events.expect("events"), ["video.failed"]);
+    }
 }
