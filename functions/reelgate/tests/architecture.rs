@@ -1163,8 +1163,6 @@ const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
     ("api::console::api::usage", 30),
     ("api::console::oidc::callback", 35),
     ("api::files::upload", 62),
-    ("api::responses::create", 35),
-    ("api::responses::input_items", 42),
     ("api::uploads::create", 31),
     ("api::videos::content", 26),
 ];
