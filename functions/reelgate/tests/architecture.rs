@@ -1163,7 +1163,6 @@ const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
     ("api::console::api::usage", 30),
     ("api::console::oidc::callback", 35),
     ("api::files::upload", 62),
-    ("api::uploads::create", 31),
     ("api::videos::content", 26),
 ];
 

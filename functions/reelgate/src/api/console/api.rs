@@ -534,13 +534,17 @@ async fn usage(
 /// Starts a direct upload (a first or last frame, a reference) for the New video page: the
 /// same use case as `POST /v1/uploads`, so the page PUTs the bytes to the answer's `upload_url`
 /// (this server's signed URL locally, the bucket's presigned URL on AWS) with progress events.
+/// An `Idempotency-Key`, when the page sends one, is claimed as on `/v1`.
 async fn create_upload(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<crate::domain::files::uploads::Upload>> {
+) -> ApiResult<Json<Value>> {
+    let key = headers.get(crate::domain::idempotency::HEADER);
+    let key = key.map(|v| v.as_bytes());
     Ok(Json(
-        crate::domain::files::uploads::create(app.context(), &s.caller, body).await?,
+        crate::domain::files::uploads::create(app.context(), &s.caller, key, body).await?,
     ))
 }
 
