@@ -498,36 +498,18 @@ async fn usage(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<ConsoleUsage>> {
-    let org = app.accounts().org(&s.caller.org).await?;
-    let charges =
-        crate::domain::billing::token_charges::recent_charges(app.context(), &s.caller.org, 20)
-            .await?;
-    // The last 30 UTC days by model, key and kind (the report `GET /v1/usage` answers).
-    use crate::domain::billing::usage_report::{self, GroupBy, ReportRequest, DAY};
-    let now = crate::ports::store::now_secs();
-    let month = usage_report::report(
-        app.store.as_ref(),
-        &s.caller.org,
-        &ReportRequest {
-            start: now - 29 * DAY,
-            end: now + 1,
-            group_by: vec![GroupBy::Model, GroupBy::ApiKey, GroupBy::Kind],
-            limit: 30,
-            page: None,
-        },
-    )
-    .await?;
+    let view = crate::domain::billing::usage::overview(app.context(), &s.caller.org).await?;
     Ok(Json(ConsoleUsage {
         object: "console.usage",
-        last_30_days: usage_report::sum_days(&month),
-        days: month.data,
-        organization: org.id,
-        currency: org.currency,
-        balance: org.balance.to_string(),
-        reserved: org.reserved.to_string(),
-        available: org.available.to_string(),
-        renders_in_flight: org.renders_in_flight,
-        recent_charges: charges,
+        last_30_days: view.last_30_days,
+        days: view.days,
+        organization: view.org.id,
+        currency: view.org.currency,
+        balance: view.org.balance.to_string(),
+        reserved: view.org.reserved.to_string(),
+        available: view.org.available.to_string(),
+        renders_in_flight: view.org.renders_in_flight,
+        recent_charges: view.recent_charges,
     }))
 }
 
