@@ -19,5 +19,7 @@ async fn usage(
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<UsagePage>> {
     let query = query.unwrap_or_default();
-    Ok(Json(usage::report(app.context(), &caller.org, &query).await?))
+    Ok(Json(
+        usage::report(app.context(), &caller.org, &query).await?,
+    ))
 }

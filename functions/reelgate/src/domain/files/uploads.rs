@@ -135,9 +135,9 @@ pub async fn create(
         // Uploads never bind a resource to their claim.
         Begin::Resource(_) => None,
     };
-    let reserved = reserve(cx, caller, body)
-        .await
-        .and_then(|upload| serde_json::to_value(upload).map_err(|e| ApiError::internal("upload answer", e)));
+    let reserved = reserve(cx, caller, body).await.and_then(|upload| {
+        serde_json::to_value(upload).map_err(|e| ApiError::internal("upload answer", e))
+    });
     match reserved {
         Ok(upload) => {
             idem::finish(cx, claim, &upload).await?;

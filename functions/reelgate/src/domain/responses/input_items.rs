@@ -68,4 +68,3 @@ pub async fn page(
     let has_more = start + window.len() < end;
     Ok(Page::new(window, has_more))
 }
-
