@@ -1161,7 +1161,6 @@ const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
     ("api::console::api::extend_video", 22),
     ("api::console::api::media", 29),
     ("api::console::oidc::callback", 35),
-    ("api::files::upload", 62),
     ("api::videos::content", 26),
 ];
 
