@@ -1160,7 +1160,6 @@ const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
     ("api::console::api::create_key", 31),
     ("api::console::api::extend_video", 22),
     ("api::console::api::media", 29),
-    ("api::console::oidc::callback", 35),
     ("api::videos::content", 26),
 ];
 
