@@ -407,37 +407,41 @@ async fn create_key(
     ConsoleSession(s): ConsoleSession,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<ApiKeyCreated>> {
-    let body: Value = if body.is_empty() {
-        json!({})
-    } else {
-        serde_json::from_slice(&body).map_err(|_| {
-            crate::domain::error::ApiError::invalid("name", "The body must be a JSON object.")
-        })?
-    };
-    let name = match &body["name"] {
-        Value::Null => None,
-        Value::String(n) => Some(n.as_str()),
-        _ => {
-            return Err(crate::domain::error::ApiError::invalid(
-                "name",
-                "name must be a string.",
-            ))
-        }
-    };
+    let name = key_name(&body)?;
     let issued = app
         .accounts()
-        .create_named_api_key(&s.caller.person, name)
+        .create_named_api_key(&s.caller.person, name.as_deref())
         .await?;
     Ok(Json(ApiKeyCreated {
         object: "api_key",
         id: issued.id,
         name: name
+            .as_deref()
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .map(str::to_owned),
         secret: issued.secret,
         organization: issued.org,
     }))
+}
+
+/// The `name` of a new key's JSON body; none for an empty body or a body without one.
+fn key_name(body: &[u8]) -> ApiResult<Option<String>> {
+    let body: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|_| {
+            crate::domain::error::ApiError::invalid("name", "The body must be a JSON object.")
+        })?
+    };
+    match &body["name"] {
+        Value::Null => Ok(None),
+        Value::String(n) => Ok(Some(n.clone())),
+        _ => Err(crate::domain::error::ApiError::invalid(
+            "name",
+            "name must be a string.",
+        )),
+    }
 }
 
 async fn revoke_key(
