@@ -1159,7 +1159,6 @@ const MAX_HANDLER_LINES: usize = 20;
 const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
     ("api::console::api::extend_video", 22),
     ("api::console::api::media", 29),
-    ("api::videos::content", 26),
 ];
 
 /// The lines of `async fn name`'s body in `code` that hold code (blank lines not counted;
