@@ -1371,3 +1371,146 @@ fn no_source_file_is_over_800_lines_but_those_named() {
         problems.join("\n  ")
     );
 }
+
+/// The most lines of code a handler's body may have.
+const MAX_HANDLER_LINES: usize = 20;
+
+/// Handlers past [`MAX_HANDLER_LINES`] that architecture step 3 (issue 47, item 4) still has to
+/// thin, each held at its length now so that none grows. The list only shrinks: a handler not
+/// on it fails the test, and so does one on it that is now short enough (take it off).
+const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
+    ("api::console::api::extend_video", 22),
+    ("api::console::api::media", 29),
+];
+
+/// The lines of `async fn name`'s body in `code` that hold code (blank lines not counted;
+/// `code` comes without its comment lines): from the first `{` outside the signature's
+/// parentheses to the brace that closes it, string and character literals skipped.
+fn body_lines(code: &str, name: &str) -> Option<usize> {
+    let start = code
+        .match_indices("async fn ")
+        .map(|(i, m)| i + m.len())
+        .find(|&i| code[i..].starts_with(name) && !code[i + name.len()..].starts_with(is_ident))?;
+    let chars: Vec<char> = code[start..].chars().collect();
+    let mut parens = 0i32;
+    let open = chars.iter().position(|c| {
+        match c {
+            '(' => parens += 1,
+            ')' => parens -= 1,
+            '{' if parens == 0 => return true,
+            _ => {}
+        }
+        false
+    })?;
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < chars.len() {
+        match chars[i] {
+            '"' => {
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    i += if chars[i] == '\\' { 2 } else { 1 };
+                }
+            }
+            // A character literal (`'{'`, `'\n'`); a lifetime (`'a`) has no closing quote.
+            '\'' if chars.get(i + 2) == Some(&'\'') => i += 2,
+            '\'' if chars.get(i + 1) == Some(&'\\') => {
+                while i + 1 < chars.len() && chars[i + 1] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let body: String = chars[open + 1..i].iter().collect();
+                    return Some(body.lines().filter(|l| !l.trim().is_empty()).count());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Every handler of `files` (the `async fn`s a route of their own file names) whose body is
+/// past [`MAX_HANDLER_LINES`], as (`api::module::handler`, lines). The document's assembly
+/// (`api/openapi/`) serves no use case and is left out.
+fn long_handlers(files: &[(Vec<String>, String)]) -> BTreeMap<String, usize> {
+    let mut found = BTreeMap::new();
+    for (module, code) in files {
+        if module.starts_with(&["api".to_owned(), "openapi".to_owned()]) {
+            continue;
+        }
+        for handler in handlers_of(code) {
+            let lines = body_lines(code, &handler).unwrap_or(usize::MAX);
+            if lines > MAX_HANDLER_LINES {
+                found.insert(format!("{}::{handler}", module.join("::")), lines);
+            }
+        }
+    }
+    found
+}
+
+/// A handler extracts the request, calls one use case of the domain and maps its answer: at most
+/// [`MAX_HANDLER_LINES`] lines of code in its body (blank and comment lines not counted). A
+/// handler is an `async fn` of a file under `api/` that a route of that file names (`get(list)`,
+/// `.post(create)`); the helpers that read a body or write an answer are not handlers and may
+/// be longer. Rules, queries and compositions live in `domain/<capability>/`.
+#[test]
+fn no_handler_is_over_20_lines() {
+    let found = long_handlers(&api_files());
+    let mut problems = Vec::new();
+    for (handler, lines) in &found {
+        match LONG_HANDLERS_LEFT.iter().find(|(name, _)| name == handler) {
+            Some((_, limit)) if lines <= limit => {}
+            Some((_, limit)) => {
+                problems.push(format!("{handler}: {lines} lines (held at {limit})"))
+            }
+            None => problems.push(format!("{handler}: {lines} lines")),
+        }
+    }
+    for (handler, _) in LONG_HANDLERS_LEFT {
+        if !found.contains_key(*handler) {
+            problems.push(format!(
+                "{handler}: {MAX_HANDLER_LINES} lines or fewer now (or gone); take it off \
+                 LONG_HANDLERS_LEFT"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "handlers past {MAX_HANDLER_LINES} lines (move the rules and the composition into the \
+         domain's use case; a handler extracts, calls one use case and maps its answer):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_handler_length_check_finds_a_long_handler() {
+    let long_body: String = (0..21).map(|i| format!("    let x{i} = {i};\n")).collect();
+    let short_body: String = (0..19).map(|i| format!("    let y{i} = {i};\n")).collect();
+    let code = format!(
+        "pub fn r() -> Router<App> {{ Router::new().route(\"/a\", get(long).post(short)) }}\n\
+         async fn long(Path(p): Path<String>) -> ApiResult<Json<Value>> {{\n{long_body}\n\n    \
+         Ok(Json(json!({{}})))\n}}\n\
+         async fn short(headers: HeaderMap) -> Response {{\n{short_body}    let c = '{{';\n}}\n\
+         async fn helper() {{\n{long_body}{long_body}}}\n\
+         async fn after() {{ \"{{\"; }}\n"
+    );
+    let files = vec![
+        (vec!["api".to_owned(), "things".to_owned()], code.clone()),
+        (
+            vec!["api".to_owned(), "openapi".to_owned()],
+            code.replace("long", "documented"),
+        ),
+    ];
+    assert_eq!(body_lines(&code, "short"), Some(20));
+    assert_eq!(body_lines(&code, "after"), Some(1));
+    assert_eq!(
+        long_handlers(&files),
+        BTreeMap::from([("api::things::long".to_owned(), 22)])
+    );
+}

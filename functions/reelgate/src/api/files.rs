@@ -48,22 +48,32 @@ pub async fn upload(
     headers: HeaderMap,
     form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    // A body that is not a readable multipart form (no boundary, another content type) is a
-    // 400 in the error envelope like every other refusal, not axum's plain-text rejection.
-    let mut form = form.map_err(|e| {
-        ApiError::bad_request(format!(
-            "The upload must be a multipart/form-data body with a boundary, a 'purpose' field \
-             and a 'file' part: {}",
-            e.body_text()
-        ))
-    })?;
+    let form = form.map_err(not_a_form)?;
     let idempotency_key = crate::domain::idempotency::key_from(
         headers
             .get(crate::domain::idempotency::HEADER)
             .map(|v| v.as_bytes()),
     )?;
     let file_id = new_id("file");
-    let key = blob_key(&caller.org, &file_id);
+    let form = read_form(&app, &blob_key(&caller.org, &file_id), form).await?;
+    let key = idempotency_key.as_deref();
+    let file = form_upload::upload(app.context(), &caller, key, &file_id, form).await?;
+    Ok(Json(file))
+}
+
+/// A body that is not a readable multipart form (no boundary, another content type) is a 400 in
+/// the error envelope like every other refusal, not axum's plain-text rejection.
+fn not_a_form(e: axum::extract::multipart::MultipartRejection) -> ApiError {
+    ApiError::bad_request(format!(
+        "The upload must be a multipart/form-data body with a boundary, a 'purpose' field and a \
+         'file' part: {}",
+        e.body_text()
+    ))
+}
+
+/// Reads the upload form, streaming its `file` part into the blob store under `key` as it goes;
+/// on a refusal the stored bytes are removed.
+async fn read_form(app: &App, key: &str, mut form: Multipart) -> ApiResult<FileUploadForm> {
     let mut purpose: Option<String> = None;
     let mut stored: Option<StoredPart> = None;
     let read: ApiResult<()> = async {
@@ -80,7 +90,7 @@ pub async fn upload(
                         ));
                     }
                     let filename = field.file_name().unwrap_or("upload").to_owned();
-                    let (bytes, head, sha256) = store_field(&app, &key, field).await?;
+                    let (bytes, head, sha256) = store_field(app, key, field).await?;
                     stored = Some(StoredPart {
                         filename,
                         bytes,
@@ -95,23 +105,13 @@ pub async fn upload(
     }
     .await;
     if let Err(e) = read {
-        let _ = app.blobs.delete(&key).await;
+        let _ = app.blobs.delete(key).await;
         return Err(e);
     }
-    let form = FileUploadForm {
+    Ok(FileUploadForm {
         purpose,
         file: stored,
-    };
-    Ok(Json(
-        form_upload::upload(
-            app.context(),
-            &caller,
-            idempotency_key.as_deref(),
-            &file_id,
-            form,
-        )
-        .await?,
-    ))
+    })
 }
 
 /// Longest text field of an upload form (`purpose`); read chunk by chunk and refused as soon as

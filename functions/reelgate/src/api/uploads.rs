@@ -33,39 +33,11 @@ async fn create(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
-    use crate::domain::idempotency::{self as idem, Begin};
-    let key = idem::key_from(headers.get(idem::HEADER).map(|v| v.as_bytes()))?;
-    let fingerprint = idem::Fingerprint::new("uploads")
-        .json(&body)
-        .clone()
-        .finish();
-    let claim = match idem::begin(
-        app.context(),
-        &caller,
-        "uploads",
-        key.as_deref(),
-        &fingerprint,
-    )
-    .await?
-    {
-        Begin::Proceed(claim) => claim,
-        Begin::Replay(first) => return Ok(Json(first)),
-        // Uploads never bind a resource to their claim.
-        Begin::Resource(_) => None,
-    };
-    match crate::domain::files::uploads::create(app.context(), &caller, body).await {
-        Ok(upload) => {
-            // Stored as JSON for a replay, which answers the same bytes.
-            let upload = serde_json::to_value(upload)
-                .map_err(|e| crate::domain::error::ApiError::internal("upload answer", e))?;
-            idem::finish(app.context(), claim, &upload).await?;
-            Ok(Json(upload))
-        }
-        Err(e) => {
-            idem::release(app.context(), claim).await;
-            Err(e)
-        }
-    }
+    let key = headers.get(crate::domain::idempotency::HEADER);
+    let key = key.map(|v| v.as_bytes());
+    Ok(Json(
+        crate::domain::files::uploads::create(app.context(), &caller, key, body).await?,
+    ))
 }
 
 async fn complete(

@@ -195,29 +195,33 @@ async fn content(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     match params.variant.as_deref() {
-        None | Some("video") => {}
+        None | Some("video") => serve_video(&app, &caller, &video_id, &headers).await,
         // OpenAI's SDK asks for the thumbnail through the content route.
-        Some("thumbnail") => return serve_thumbnail(&app, &caller, &video_id, &headers).await,
-        Some("spritesheet") => return serve_spritesheet(&app, &caller, &video_id, &headers).await,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "variant",
-                "variant must be video, thumbnail or spritesheet.",
-            ))
-        }
+        Some("thumbnail") => serve_thumbnail(&app, &caller, &video_id, &headers).await,
+        Some("spritesheet") => serve_spritesheet(&app, &caller, &video_id, &headers).await,
+        Some(_) => Err(ApiError::invalid(
+            "variant",
+            "variant must be video, thumbnail or spritesheet.",
+        )),
     }
-    queries::retrieve_completed(app.context(), &caller.org, &video_id, "content").await?;
+}
+
+/// The completed job's MP4, streamed or, where the host cannot carry it, redirected to.
+async fn serve_video(
+    app: &App,
+    caller: &Caller,
+    video_id: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    queries::retrieve_completed(app.context(), &caller.org, video_id, "content").await?;
     if app.settings.content_redirect {
-        return crate::api::content::redirect_to_blob(
-            &app,
-            &output_blob_key(&caller.org, &video_id),
-        )
-        .await;
+        return crate::api::content::redirect_to_blob(app, &output_blob_key(&caller.org, video_id))
+            .await;
     }
     crate::api::content::stream_blob(
         app.blobs.as_ref(),
-        &output_blob_key(&caller.org, &video_id),
-        &headers,
+        &output_blob_key(&caller.org, video_id),
+        headers,
         Some("video/mp4"),
     )
     .await

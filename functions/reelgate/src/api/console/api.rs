@@ -407,37 +407,41 @@ async fn create_key(
     ConsoleSession(s): ConsoleSession,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<ApiKeyCreated>> {
-    let body: Value = if body.is_empty() {
-        json!({})
-    } else {
-        serde_json::from_slice(&body).map_err(|_| {
-            crate::domain::error::ApiError::invalid("name", "The body must be a JSON object.")
-        })?
-    };
-    let name = match &body["name"] {
-        Value::Null => None,
-        Value::String(n) => Some(n.as_str()),
-        _ => {
-            return Err(crate::domain::error::ApiError::invalid(
-                "name",
-                "name must be a string.",
-            ))
-        }
-    };
+    let name = key_name(&body)?;
     let issued = app
         .accounts()
-        .create_named_api_key(&s.caller.person, name)
+        .create_named_api_key(&s.caller.person, name.as_deref())
         .await?;
     Ok(Json(ApiKeyCreated {
         object: "api_key",
         id: issued.id,
         name: name
+            .as_deref()
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .map(str::to_owned),
         secret: issued.secret,
         organization: issued.org,
     }))
+}
+
+/// The `name` of a new key's JSON body; none for an empty body or a body without one.
+fn key_name(body: &[u8]) -> ApiResult<Option<String>> {
+    let body: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|_| {
+            crate::domain::error::ApiError::invalid("name", "The body must be a JSON object.")
+        })?
+    };
+    match &body["name"] {
+        Value::Null => Ok(None),
+        Value::String(n) => Ok(Some(n.clone())),
+        _ => Err(crate::domain::error::ApiError::invalid(
+            "name",
+            "name must be a string.",
+        )),
+    }
 }
 
 async fn revoke_key(
@@ -498,49 +502,35 @@ async fn usage(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
 ) -> ApiResult<Json<ConsoleUsage>> {
-    let org = app.accounts().org(&s.caller.org).await?;
-    let charges =
-        crate::domain::billing::token_charges::recent_charges(app.context(), &s.caller.org, 20)
-            .await?;
-    // The last 30 UTC days by model, key and kind (the report `GET /v1/usage` answers).
-    use crate::domain::billing::usage_report::{self, GroupBy, ReportRequest, DAY};
-    let now = crate::ports::store::now_secs();
-    let month = usage_report::report(
-        app.store.as_ref(),
-        &s.caller.org,
-        &ReportRequest {
-            start: now - 29 * DAY,
-            end: now + 1,
-            group_by: vec![GroupBy::Model, GroupBy::ApiKey, GroupBy::Kind],
-            limit: 30,
-            page: None,
-        },
-    )
-    .await?;
+    let view = crate::domain::billing::usage::overview(app.context(), &s.caller.org).await?;
     Ok(Json(ConsoleUsage {
         object: "console.usage",
-        last_30_days: usage_report::sum_days(&month),
-        days: month.data,
-        organization: org.id,
-        currency: org.currency,
-        balance: org.balance.to_string(),
-        reserved: org.reserved.to_string(),
-        available: org.available.to_string(),
-        renders_in_flight: org.renders_in_flight,
-        recent_charges: charges,
+        last_30_days: view.last_30_days,
+        days: view.days,
+        organization: view.org.id,
+        currency: view.org.currency,
+        balance: view.org.balance.to_string(),
+        reserved: view.org.reserved.to_string(),
+        available: view.org.available.to_string(),
+        renders_in_flight: view.org.renders_in_flight,
+        recent_charges: view.recent_charges,
     }))
 }
 
 /// Starts a direct upload (a first or last frame, a reference) for the New video page: the
 /// same use case as `POST /v1/uploads`, so the page PUTs the bytes to the answer's `upload_url`
 /// (this server's signed URL locally, the bucket's presigned URL on AWS) with progress events.
+/// An `Idempotency-Key`, when the page sends one, is claimed as on `/v1`.
 async fn create_upload(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<crate::domain::files::uploads::Upload>> {
+) -> ApiResult<Json<Value>> {
+    let key = headers.get(crate::domain::idempotency::HEADER);
+    let key = key.map(|v| v.as_bytes());
     Ok(Json(
-        crate::domain::files::uploads::create(app.context(), &s.caller, body).await?,
+        crate::domain::files::uploads::create(app.context(), &s.caller, key, body).await?,
     ))
 }
 

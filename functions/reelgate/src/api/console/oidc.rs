@@ -5,7 +5,7 @@
 
 use super::{html_escape, html_page, session_cookie};
 use crate::app::App;
-use crate::domain::accounts::console::oidc::{Callback, Completed, FLOW_SECS};
+use crate::domain::accounts::console::oidc::{Callback, Completed, OrgChoice, FLOW_SECS};
 use crate::domain::error::ApiError;
 use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, LOCATION, SET_COOKIE};
@@ -136,28 +136,31 @@ async fn callback(
         Ok(Completed::Choose {
             form_token,
             choices,
-        }) => {
-            let mut body = String::from(
-                "<p>You are a member of several organizations. Choose the one to work in; you \
-                 can sign in again to switch.</p><ul class=\"choices\">",
-            );
-            for c in &choices {
-                body.push_str(&format!(
-                    "<li><form method=\"post\" action=\"/console/oidc/choose\">\
-                     <input type=\"hidden\" name=\"token\" value=\"{}\">\
-                     <input type=\"hidden\" name=\"org\" value=\"{}\">\
-                     <button type=\"submit\">{} <small>({})</small></button></form></li>",
-                    html_escape(&form_token),
-                    html_escape(&c.org),
-                    html_escape(&c.name),
-                    html_escape(&c.org),
-                ));
-            }
-            body.push_str("</ul>");
-            no_store(html_page(StatusCode::OK, "Choose an organization", &body))
-        }
+        }) => choice_page(&form_token, &choices),
         Err(e) => refusal(&e, base, true),
     }
+}
+
+/// The page where a person who belongs to several organizations picks the one to sign in to.
+fn choice_page(form_token: &str, choices: &[OrgChoice]) -> Response {
+    let mut body = String::from(
+        "<p>You are a member of several organizations. Choose the one to work in; you \
+         can sign in again to switch.</p><ul class=\"choices\">",
+    );
+    for c in choices {
+        body.push_str(&format!(
+            "<li><form method=\"post\" action=\"/console/oidc/choose\">\
+             <input type=\"hidden\" name=\"token\" value=\"{}\">\
+             <input type=\"hidden\" name=\"org\" value=\"{}\">\
+             <button type=\"submit\">{} <small>({})</small></button></form></li>",
+            html_escape(form_token),
+            html_escape(&c.org),
+            html_escape(&c.name),
+            html_escape(&c.org),
+        ));
+    }
+    body.push_str("</ul>");
+    no_store(html_page(StatusCode::OK, "Choose an organization", &body))
 }
 
 /// `POST /console/oidc/choose`: the choice page's form.

@@ -8,4 +8,5 @@ pub mod ledger;
 pub mod rate_limits;
 pub mod render_charges;
 pub mod token_charges;
+pub mod usage;
 pub mod usage_report;

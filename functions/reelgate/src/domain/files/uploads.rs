@@ -119,7 +119,43 @@ pub struct Upload {
     pub upload_headers: BTreeMap<&'static str, String>,
 }
 
-pub async fn create(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Upload> {
+/// `POST /v1/uploads` and the console's upload alike: reserves an upload under the request's
+/// `Idempotency-Key` (raw, as sent; none for a request without one). The answer is the upload
+/// as JSON, so that a replay answers the first request's bytes, its `upload_url` included.
+pub async fn create(
+    cx: Context<'_>,
+    caller: &Caller,
+    idempotency_key: Option<&[u8]>,
+    body: Value,
+) -> ApiResult<Value> {
+    use crate::domain::idempotency::{self as idem, Begin};
+    let key = idem::key_from(idempotency_key)?;
+    let fingerprint = idem::Fingerprint::new("uploads")
+        .json(&body)
+        .clone()
+        .finish();
+    let claim = match idem::begin(cx, caller, "uploads", key.as_deref(), &fingerprint).await? {
+        Begin::Proceed(claim) => claim,
+        Begin::Replay(first) => return Ok(first),
+        // Uploads never bind a resource to their claim.
+        Begin::Resource(_) => None,
+    };
+    let reserved = reserve(cx, caller, body).await.and_then(|upload| {
+        serde_json::to_value(upload).map_err(|e| ApiError::internal("upload answer", e))
+    });
+    match reserved {
+        Ok(upload) => {
+            idem::finish(cx, claim, &upload).await?;
+            Ok(upload)
+        }
+        Err(e) => {
+            idem::release(cx, claim).await;
+            Err(e)
+        }
+    }
+}
+
+async fn reserve(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Upload> {
     let req: UploadCreateRequest = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
     })?;

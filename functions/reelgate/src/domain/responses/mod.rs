@@ -10,6 +10,7 @@ pub const MAX_ITEMS_PAGE: usize = 100;
 pub mod convert;
 pub mod create;
 pub mod fetch;
+pub mod input_items;
 pub mod output;
 pub mod pdf;
 pub mod persist;

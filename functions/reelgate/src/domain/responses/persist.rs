@@ -155,6 +155,15 @@ pub async fn save(cx: Context<'_>, caller: &Caller, stored: &Stored) -> ApiResul
     .await
 }
 
+/// The answer for a response id the caller has no stored response under.
+pub fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(
+        "response_not_found",
+        format!("No response found with id '{id}'."),
+    )
+    .with_param("response_id")
+}
+
 /// The caller's stored response, or None (also for another person's or organization's).
 pub async fn load(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<Option<Stored>> {
     if !crate::domain::ids::is_valid(id, "resp") {
