@@ -1082,6 +1082,7 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "responses/convert.rs::to_chat_messages",
     "responses/convert.rs::truncate",
     "responses/create.rs::create",
+    "responses/input_items.rs::page",
     "responses/output.rs::estimated_usage",
     "responses/output.rs::from_completion",
     "responses/output.rs::object",
