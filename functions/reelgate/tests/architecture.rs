@@ -1058,11 +1058,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "typed at the edge (item 1)",
     ),
     (
-        "reelgate/src/config.rs",
-        1058,
-        "config/ by concern (item 5)",
-    ),
-    (
         "reelgate/src/domain/chat/validate.rs",
         1032,
         "typed at the edge (item 1)",
