@@ -1068,11 +1068,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "the contract suites by port",
     ),
     (
-        "reelgate-aws/src/bedrock_chat.rs",
-        919,
-        "request and stream translation apart",
-    ),
-    (
         "reelgate-media/src/render.rs",
         895,
         "drawing and encoding apart",
