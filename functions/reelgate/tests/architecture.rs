@@ -1281,11 +1281,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "typed at the edge (item 1)",
     ),
     (
-        "reelgate/src/config.rs",
-        1058,
-        "config/ by concern (item 5)",
-    ),
-    (
         "reelgate/src/domain/chat/validate.rs",
         1032,
         "typed at the edge (item 1)",
@@ -1294,11 +1289,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "reelgate-embedded/src/testing.rs",
         1006,
         "the contract suites by port",
-    ),
-    (
-        "reelgate-aws/src/bedrock_chat.rs",
-        919,
-        "request and stream translation apart",
     ),
     (
         "reelgate-media/src/render.rs",

@@ -66,7 +66,7 @@ where
         .with_sampler(Sampler::AlwaysOn)
         .with_resource(
             // Only what the configuration says (the default builder would read more of the
-            // environment behind config.rs's back).
+            // environment behind config/'s back).
             opentelemetry_sdk::Resource::builder_empty()
                 .with_service_name(export.service_name.clone())
                 .build(),
