@@ -1366,14 +1366,6 @@ fn no_source_file_is_over_800_lines_but_those_named() {
 /// The most lines of code a handler's body may have.
 const MAX_HANDLER_LINES: usize = 20;
 
-/// Handlers past [`MAX_HANDLER_LINES`] that architecture step 3 (issue 47, item 4) still has to
-/// thin, each held at its length now so that none grows. The list only shrinks: a handler not
-/// on it fails the test, and so does one on it that is now short enough (take it off).
-const LONG_HANDLERS_LEFT: &[(&str, usize)] = &[
-    ("api::console::api::extend_video", 22),
-    ("api::console::api::media", 29),
-];
-
 /// The lines of `async fn name`'s body in `code` that hold code (blank lines not counted;
 /// `code` comes without its comment lines): from the first `{` outside the signature's
 /// parentheses to the brace that closes it, string and character literals skipped.
@@ -1452,25 +1444,10 @@ fn long_handlers(files: &[(Vec<String>, String)]) -> BTreeMap<String, usize> {
 /// be longer. Rules, queries and compositions live in `domain/<capability>/`.
 #[test]
 fn no_handler_is_over_20_lines() {
-    let found = long_handlers(&api_files());
-    let mut problems = Vec::new();
-    for (handler, lines) in &found {
-        match LONG_HANDLERS_LEFT.iter().find(|(name, _)| name == handler) {
-            Some((_, limit)) if lines <= limit => {}
-            Some((_, limit)) => {
-                problems.push(format!("{handler}: {lines} lines (held at {limit})"))
-            }
-            None => problems.push(format!("{handler}: {lines} lines")),
-        }
-    }
-    for (handler, _) in LONG_HANDLERS_LEFT {
-        if !found.contains_key(*handler) {
-            problems.push(format!(
-                "{handler}: {MAX_HANDLER_LINES} lines or fewer now (or gone); take it off \
-                 LONG_HANDLERS_LEFT"
-            ));
-        }
-    }
+    let problems: Vec<String> = long_handlers(&api_files())
+        .iter()
+        .map(|(handler, lines)| format!("{handler}: {lines} lines"))
+        .collect();
     assert!(
         problems.is_empty(),
         "handlers past {MAX_HANDLER_LINES} lines (move the rules and the composition into the \

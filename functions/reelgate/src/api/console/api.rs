@@ -224,6 +224,23 @@ async fn extend_video(
     ApiJson(request): ApiJson<ConsoleVideoExtendRequest>,
 ) -> ApiResult<Response> {
     use crate::api::video_answers::{idempotency_key, render_create};
+    let body = extension_body(&video_id, request);
+    let workflow = app.workflow();
+    let (cx, key) = (app.context(), idempotency_key(&headers));
+    let answer = crate::domain::videos::extensions::extend(
+        cx,
+        workflow.as_deref(),
+        &s.caller,
+        key,
+        &body,
+        None,
+    )
+    .await?;
+    Ok(render_create(answer))
+}
+
+/// The `/v1/videos/extensions` body a console extension of `video_id` stands for.
+fn extension_body(video_id: &str, request: ConsoleVideoExtendRequest) -> Value {
     let mut body = json!({
         "prompt": request.prompt,
         "seconds": request.seconds,
@@ -232,19 +249,7 @@ async fn extend_video(
     if let Some(characters) = request.characters {
         body["characters"] = json!(characters);
     }
-    let workflow = app.workflow();
-    let (cx, key) = (app.context(), idempotency_key(&headers));
-    let caller = &s.caller;
-    let answer = crate::domain::videos::extensions::extend(
-        cx,
-        workflow.as_deref(),
-        caller,
-        key,
-        &body,
-        None,
-    )
-    .await?;
-    Ok(render_create(answer))
+    body
 }
 
 /// An edit of a completed video as the signed-in person.
@@ -347,34 +352,16 @@ async fn media(
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
 ) -> ApiResult<Json<VideoMedia>> {
-    use crate::domain::videos::{output_blob_key, thumbnail_blob_key};
-    let video = crate::domain::videos::queries::retrieve_completed(
-        app.context(),
-        &s.caller.org,
-        &video_id,
-        "content",
-    )
-    .await?;
-    let ttl = std::time::Duration::from_secs(MEDIA_URL_SECS).min(app.settings.presign_ttl);
-    let content_url = app
-        .blobs
-        .presign_get(&output_blob_key(&s.caller.org, &video_id), ttl)
-        .await?;
-    let thumbnail_url = if video.thumbnail {
-        Some(
-            app.blobs
-                .presign_get(&thumbnail_blob_key(&s.caller.org, &video_id), ttl)
-                .await?,
-        )
-    } else {
-        None
-    };
+    let ttl = std::time::Duration::from_secs(MEDIA_URL_SECS);
+    let links =
+        crate::domain::videos::queries::media_links(app.context(), &s.caller.org, &video_id, ttl)
+            .await?;
     Ok(Json(VideoMedia {
         object: "video.media",
         id: video_id,
-        content_url,
-        thumbnail_url,
-        expires_in: ttl.as_secs(),
+        content_url: links.content_url,
+        thumbnail_url: links.thumbnail_url,
+        expires_in: links.ttl.as_secs(),
     }))
 }
 

@@ -71,6 +71,41 @@ pub async fn retrieve_completed(
     Ok(video)
 }
 
+/// Links to a completed video's MP4 and thumbnail, each valid for `ttl` (the console's player
+/// fetches the bytes straight from the blob store).
+pub struct MediaLinks {
+    pub content_url: String,
+    pub thumbnail_url: Option<String>,
+    pub ttl: std::time::Duration,
+}
+
+/// [`MediaLinks`] for a completed video of `org`, valid for `ttl` or the host's presign limit,
+/// whichever is shorter.
+pub async fn media_links(
+    cx: Context<'_>,
+    org: &str,
+    video_id: &str,
+    ttl: std::time::Duration,
+) -> ApiResult<MediaLinks> {
+    let video = retrieve_completed(cx, org, video_id, "content").await?;
+    let ttl = ttl.min(cx.settings.presign_ttl);
+    let content_url = cx
+        .blobs
+        .presign_get(&crate::domain::videos::output_blob_key(org, video_id), ttl)
+        .await?;
+    let thumbnail_url = if video.thumbnail {
+        let key = crate::domain::videos::thumbnail_blob_key(org, video_id);
+        Some(cx.blobs.presign_get(&key, ttl).await?)
+    } else {
+        None
+    };
+    Ok(MediaLinks {
+        content_url,
+        thumbnail_url,
+        ttl,
+    })
+}
+
 /// The completed job of `org` a new job is made from by `operation` (`param` names the source
 /// in errors): another organization's id is not found, a job that has not completed is a 400,
 /// and so is one whose model cannot do the operation, natively or by chaining. A model gone
