@@ -448,6 +448,20 @@ pub trait ItemStore: Send + Sync + 'static {
     }
 }
 
+/// Every item `query` selects, following its pages: for the few reads that must see a whole
+/// partition or prefix (erasure and what it stops first).
+pub async fn query_all(store: &dyn ItemStore, mut query: Query) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    loop {
+        let page = store.query(query.clone()).await?;
+        items.extend(page.items);
+        match page.last_sk {
+            Some(last) => query.after_sk = Some(last),
+            None => return Ok(items),
+        }
+    }
+}
+
 /// One of [`ItemStore::update_each`]'s updates.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConditionalUpdate {

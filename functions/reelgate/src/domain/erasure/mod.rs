@@ -11,7 +11,7 @@
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::retention::{blob_kind, owned_blobs};
 use crate::domain::Context;
-use crate::ports::store::{Item, ItemExt, Key, Query, Update, PK, SK};
+use crate::ports::store::{query_all, Item, ItemExt, Key, Query, Update, PK, SK};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -38,22 +38,13 @@ fn operator_keeps(sk: &str) -> bool {
         || sk.starts_with(crate::domain::table_keys::MODERATION_PREFIX)
 }
 
-/// Every item of one partition, following pages.
+/// Every item of one partition, or of a prefix of it.
 async fn partition_items(cx: Context<'_>, pk: &str, prefix: Option<&str>) -> ApiResult<Vec<Item>> {
-    let mut items = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let mut query = Query::partition(pk).limit(100).after(after.take());
-        if let Some(prefix) = prefix {
-            query = query.prefix(prefix);
-        }
-        let page = cx.store.query(query).await?;
-        items.extend(page.items);
-        match page.last_sk {
-            Some(last) => after = Some(last),
-            None => return Ok(items),
-        }
+    let mut query = Query::partition(pk);
+    if let Some(prefix) = prefix {
+        query = query.prefix(prefix);
     }
+    Ok(query_all(cx.store, query).await?)
 }
 
 /// Deletes one record after its blobs (the order of docs/data.md).

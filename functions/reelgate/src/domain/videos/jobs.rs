@@ -4,7 +4,7 @@
 use crate::domain::error::ApiResult;
 use crate::domain::videos::record::{self as job_record, JobStatus};
 use crate::domain::Context;
-use crate::ports::store::{now_secs, Query, StoreError, Update};
+use crate::ports::store::{now_secs, query_all, Query, StoreError, Update};
 
 pub use crate::domain::videos::object::{
     failure_code, failure_message, stored_failure_code, TRANSLATION_NOT_CONFIGURED,
@@ -92,27 +92,16 @@ pub async fn running(
     org: &str,
     started_by: Option<&str>,
 ) -> ApiResult<Vec<String>> {
-    let mut ids = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let query = Query::partition(crate::domain::table_keys::org_pk(org))
-            .prefix(crate::domain::table_keys::VIDEO_PREFIX)
-            .limit(100)
-            .after(after.take());
-        let page = cx.store.query(query).await?;
-        ids.extend(
-            page.items
-                .iter()
-                .filter_map(job_record::JobRecord::from_item)
-                .filter(|job| job.status.is_running())
-                .filter(|job| started_by.is_none_or(|p| job.person == p))
-                .map(|job| job.id),
-        );
-        match page.last_sk {
-            Some(last) => after = Some(last),
-            None => return Ok(ids),
-        }
-    }
+    let query = Query::partition(crate::domain::table_keys::org_pk(org))
+        .prefix(crate::domain::table_keys::VIDEO_PREFIX);
+    Ok(query_all(cx.store, query)
+        .await?
+        .iter()
+        .filter_map(job_record::JobRecord::from_item)
+        .filter(|job| job.status.is_running())
+        .filter(|job| started_by.is_none_or(|p| job.person == p))
+        .map(|job| job.id)
+        .collect())
 }
 
 /// What a job whose pipeline stopped without settling it tells the caller.
