@@ -33,11 +33,9 @@ pub async fn fail(
     let Some(job) = job_record::load(cx.store, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.cost;
     let now = now_secs();
     let update = job_record::failed(stored, message, now, expiry(cx, now));
-    match crate::domain::videos::settlement::release(cx.store, org, video_id, quote, update).await?
-    {
+    match crate::domain::videos::settlement::release(cx.store, org, &job, update).await? {
         crate::domain::videos::settlement::Settlement::Settled => {
             tracing::warn!(%video_id, %code, "video failed; reservation released");
             crate::observability::metrics::video_job(job_record::STATUS_FAILED, code);
@@ -71,11 +69,10 @@ pub async fn cancel(cx: Context<'_>, org: &str, video_id: &str) -> ApiResult<boo
     let Some(job) = job_record::load(cx.store, org, video_id).await? else {
         return Ok(false);
     };
-    let quote = job.cost;
     let now = now_secs();
     let update = job_record::canceled(now, expiry(cx, now));
     let settled = matches!(
-        crate::domain::videos::settlement::release(cx.store, org, video_id, quote, update).await?,
+        crate::domain::videos::settlement::release(cx.store, org, &job, update).await?,
         crate::domain::videos::settlement::Settlement::Settled
     );
     if settled {

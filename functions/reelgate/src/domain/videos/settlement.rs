@@ -68,25 +68,27 @@ pub async fn charge(
     Ok(settled)
 }
 
-/// Ends a job without a charge, giving its reservation back (and its quote back to the key's
-/// monthly budget it was admitted under, if any).
+/// Ends `org`'s `job` (as the caller loaded it) without a charge, giving its reservation back
+/// (and its quote back to the key's monthly budget it was admitted under, if any).
 pub async fn release(
     store: &dyn ItemStore,
     org: &str,
-    video_id: &str,
-    quote: Decimal,
+    job: &JobRecord,
     job_update: Update,
 ) -> Result<Settlement, StoreError> {
+    let (video_id, quote) = (job.id.as_str(), job.cost);
     let mut ops = vec![
         job_op(org, video_id, job_update, Reservation::Released),
         render_charges::release_op(org, quote),
         crate::domain::webhooks::unsent_event_op(org, video_id, now_secs()),
     ];
     const BUDGET_AT: usize = 3;
-    let budgeted = job_record::load(store, org, video_id)
-        .await?
-        .and_then(|j| Some((j.key, j.budget_month?)));
-    if let Some((key, month)) = &budgeted {
+    // The key and the month are written at admission and never change.
+    let budgeted = job
+        .budget_month
+        .as_deref()
+        .map(|month| (job.key.as_str(), month));
+    if let Some((key, month)) = budgeted {
         ops.push(render_charges::release_budget_op(key, month, quote));
     }
     let settled = match store.transact(ops.clone()).await {
