@@ -2,7 +2,8 @@
 # Throughput per gateway core (docs/performance.md). A benchmark, not a test.
 #
 #   scripts/bench-cores.sh [--no-build] [--cores 1,2,4] [--rates-per-core 500,1000,2500]
-#                          [--seconds 5] [--perf] [--out docs/bench/cores.json]
+#                          [--seconds 5] [--perf] [--plan enterprise|bench-limited]
+#                          [--out docs/bench/cores.json]
 #
 # For each gateway core count N that leaves at least one CPU for the rest: `reelgate serve`
 # (release, default configuration, SQLite store, a ledger entry written before every answer)
@@ -12,7 +13,11 @@
 # reelgate completed, its errors, the added latency (reelgate - direct) p50/p99 of plain
 # requests and of streamed requests' first byte, and the server's peak RSS. On a 2-core machine
 # only N = 1 fits. --perf samples the server (`perf record -F 99`, flat) through each N's run and prints
-# the functions with the most self time. Writes docs/bench/cores.json.
+# the functions with the most self time. --plan bench-limited gives the tenant a plan with rate
+# limits far above the load, so every request also takes and settles its windows (the default,
+# enterprise, has none). Writes docs/bench/cores.json. REELGATE_BENCH_SERVER and
+# REELGATE_BENCH_CLIENT name other binaries to measure (e.g. a previous build's, for alternating
+# runs; scripts/bench-alternate.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --rates-per-core) RATES_PER_CORE="$2"; shift ;;
     --seconds) SECONDS_PER_RATE="$2"; shift ;;
     --perf) PERF=1 ;;
+    --plan) export BENCH_PLAN="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -40,8 +46,8 @@ if [[ "$BUILD" == 1 ]]; then
   cargo build --release --locked -p reelgate-cli
   cargo build --release --locked -p reelgate-embedded --example chat_bench --features testing
 fi
-REELGATE="$CARGO_TARGET_DIR/release/reelgate"
-BENCH="$CARGO_TARGET_DIR/release/examples/chat_bench"
+REELGATE="${REELGATE_BENCH_SERVER:-$CARGO_TARGET_DIR/release/reelgate}"
+BENCH="${REELGATE_BENCH_CLIENT:-$CARGO_TARGET_DIR/release/examples/chat_bench}"
 if [[ "$PERF" == 1 ]] && ! command -v perf >/dev/null; then
   echo "bench-cores: --perf needs perf (linux-perf)" >&2
   exit 2

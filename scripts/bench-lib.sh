@@ -43,7 +43,10 @@ print(",".join(map(str, rest or every)))' "$1"
 
 # bench_setup CLIENT_CPUS: starts the fast upstream on CLIENT_CPUS, writes a catalog with its
 # model `bench-model` (exported as REELGATE_CATALOG) and creates a funded organization whose
-# key is KEY, in the data directory DATA.
+# key is KEY, in the data directory DATA. The organization's plan is BENCH_PLAN: `enterprise`
+# (the default: no rate limits, so a request writes no windows) or `bench-limited`, a plan whose
+# limits are far above any rate here, so every request takes and settles its key's and its
+# organization's windows without ever being refused.
 bench_setup() {
   local up_port
   up_port="$(free_port)"
@@ -69,11 +72,17 @@ capabilities = ["text"]
 reasoning_efforts = []
 input_per_million = "0.15"
 output_per_million = "0.60"
+
+[[plans]]
+id = "bench-limited"
+max_concurrent_renders = 1
+key_limits = { requests_per_minute = 100000000, tokens_per_minute = 100000000000, video_creates_per_minute = 1 }
+org_limits = { requests_per_minute = 100000000, tokens_per_minute = 100000000000, video_creates_per_minute = 1 }
 CATALOG
   } >"$WORK/catalog.toml"
   export REELGATE_CATALOG="$WORK/catalog.toml"
   local org user
-  org="$(json_field "$("$REELGATE" admin --data-dir "$DATA" org create --name bench --plan enterprise --credits 1000000)" id id)"
+  org="$(json_field "$("$REELGATE" admin --data-dir "$DATA" org create --name bench --plan "${BENCH_PLAN:-enterprise}" --credits 1000000)" id id)"
   user="$(json_field "$("$REELGATE" admin --data-dir "$DATA" user create --org "$org" --email bench@example.com)" id id)"
   KEY="$(json_field "$("$REELGATE" admin --data-dir "$DATA" key create --user "$user")" secret key)"
 }
