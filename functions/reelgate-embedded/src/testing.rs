@@ -260,11 +260,11 @@ pub async fn admission_contract(store: Arc<dyn reelgate::ports::store::ItemStore
         Settings::default(),
     );
     let body = serde_json::json!({"model": "reel-1", "prompt": "waves", "seconds": 4, "aspect_ratio": "16:9"});
-
+    let body = reelgate::domain::params::read_from(body).expect("a valid create");
     async fn fire(
         app: &App,
         caller: &Caller,
-        body: &serde_json::Value,
+        body: &reelgate::domain::videos::create::VideoCreateRequest,
         n: usize,
     ) -> (usize, Vec<String>) {
         let mut tasks = Vec::new();

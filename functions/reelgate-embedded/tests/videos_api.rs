@@ -183,7 +183,8 @@ async fn agreement_is_per_person_and_console_only() {
         .await
         .expect("auth")
         .expect("caller");
-    let err = reelgate::domain::videos::create::admit_job(app.context(), None, &caller, &job(4))
+    let request = reelgate::domain::params::read_from(job(4)).expect("a valid create");
+    let err = reelgate::domain::videos::create::admit_job(app.context(), None, &caller, &request)
         .await
         .expect_err("asks again");
     assert_eq!(err.code, "agreement_required");

@@ -230,6 +230,24 @@ impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
     }
 }
 
+/// [`JsonOrForm`] read as a typed body, refused in the request type's own words
+/// ([`crate::domain::params::RequestBody`]).
+pub struct JsonOrFormBody<T>(pub T);
+
+impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S> for JsonOrFormBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (body, _) = json_or_form(req, state, None).await?;
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "The request body must be a JSON object.",
+            ));
+        }
+        crate::domain::params::read_from(body).map(JsonOrFormBody)
+    }
+}
+
 /// [`JsonOrForm`] for the routes that also take a source video as the form's one `video` file
 /// part (`POST /v1/videos/edits` and `/extensions`, as OpenAI's SDK sends a file): its bytes,
 /// within [`crate::domain::videos::source_upload::MAX_UPLOAD_BYTES`], besides the object.

@@ -1,7 +1,7 @@
 //! The `/v1/videos` routes.
 
 use crate::api::envelope::List;
-use crate::api::extract::{ApiQuery, JsonOrForm, JsonOrFormWithVideo};
+use crate::api::extract::{ApiQuery, JsonOrForm, JsonOrFormBody, JsonOrFormWithVideo};
 use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -73,7 +73,7 @@ async fn create(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    JsonOrForm(body): JsonOrForm,
+    JsonOrFormBody(body): JsonOrFormBody<create::VideoCreateRequest>,
 ) -> ApiResult<Response> {
     let workflow = app.workflow();
     let key = idempotency_key(&headers);

@@ -193,8 +193,92 @@ pub trait RequestBody: serde::de::DeserializeOwned {
     /// The sentence for the top-level parameter `param` when its value is missing or has the
     /// wrong shape; `path` is where in it serde stopped (`events[0]` inside `events`).
     fn expected(param: &str, path: &str) -> Option<String>;
+    /// The refusal of a value serde could not read, for a body whose nested values are named
+    /// by their own path (`image_reference[0].role`) rather than by the top-level parameter;
+    /// None leaves it to [`RequestBody::expected`].
+    fn refusal(_fault: &ShapeFault) -> Option<ApiError> {
+        None
+    }
     /// The body after the rules its shape cannot state (lengths, names from a list, defaults).
     fn check(self) -> ApiResult<Self>;
+}
+
+/// A value of a body that must be a JSON object: serde's derive also reads a struct from an
+/// array of its fields in order, which no caller means (`{"references": []}` is not an empty
+/// set of references). For fields: [`optional_object`] and [`optional_objects`].
+struct Object<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(value: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        value
+            .deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+/// `#[serde(default, deserialize_with = "optional_object")]`: an object or null.
+pub fn optional_object<'de, D, T>(value: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    let object: Option<Object<T>> = serde::Deserialize::deserialize(value)?;
+    Ok(object.map(|o| o.0))
+}
+
+/// `#[serde(default, deserialize_with = "optional_objects")]`: an array of objects, or null.
+pub fn optional_objects<'de, D, T>(value: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    let objects: Option<Vec<Object<T>>> = serde::Deserialize::deserialize(value)?;
+    Ok(objects.map(|list| list.into_iter().map(|o| o.0).collect()))
+}
+
+/// Where and how serde could not read a body: `path` names the value at fault, the field
+/// itself for an unknown or missing one (`references.clips`, `image_reference[0].file_id`).
+#[derive(Debug, PartialEq)]
+pub struct ShapeFault {
+    pub path: String,
+    pub kind: FaultKind,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum FaultKind {
+    Unknown,
+    Missing,
+    WrongShape,
+}
+
+impl ShapeFault {
+    /// The top-level parameter the path is in.
+    pub fn param(&self) -> &str {
+        self.path.split(['.', '[']).next().unwrap_or_default()
+    }
+}
+
+/// Reads a typed body from any serde source of its fields (a JSON object already parsed, or a
+/// form's fields made into one, as `api::extract::JsonOrForm` does), with [`read_body`]'s
+/// refusals. The caller has made sure it is an object.
+pub fn read_from<'de, T: RequestBody, D: serde::Deserializer<'de>>(fields: D) -> ApiResult<T> {
+    match serde_path_to_error::deserialize(fields) {
+        Ok(body) => T::check(body),
+        Err(e) => Err(shape_error::<T>(
+            &e.path().to_string(),
+            &e.into_inner().to_string(),
+        )),
+    }
 }
 
 /// Reads a typed body from its JSON bytes (already through the bounded pre-scan).
@@ -231,6 +315,31 @@ fn shape_error<T: RequestBody>(path: &str, message: &str) -> ApiError {
         let rest = message.split_once(prefix)?.1;
         Some(rest.split('`').next()?.to_owned())
     };
+    let within = |name: &str| match path {
+        "" | "." => name.to_owned(),
+        _ => format!("{path}.{name}"),
+    };
+    let fault = match (named("unknown field `"), named("missing field `")) {
+        // serde_path_to_error has already stepped into an unknown field's key.
+        (Some(name), _) => ShapeFault {
+            path: match path.rsplit('.').next() {
+                Some(last) if last == name => path.to_owned(),
+                _ => within(&name),
+            },
+            kind: FaultKind::Unknown,
+        },
+        (None, Some(name)) => ShapeFault {
+            path: within(&name),
+            kind: FaultKind::Missing,
+        },
+        (None, None) => ShapeFault {
+            path: path.to_owned(),
+            kind: FaultKind::WrongShape,
+        },
+    };
+    if let Some(refusal) = T::refusal(&fault) {
+        return refusal;
+    }
     if let Some(name) = named("unknown field `") {
         return ApiError::invalid(&name, format!("Unknown parameter: {name}."));
     }

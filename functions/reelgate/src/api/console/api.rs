@@ -5,7 +5,7 @@
 use super::answers::*;
 use super::{cleared_cookie, ConsoleSession};
 use crate::api::envelope::List;
-use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::extract::{ApiBody, ApiJson, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::agreement::{self, AgreementStatus};
 use crate::domain::accounts::console::Console;
@@ -162,7 +162,7 @@ async fn chat_models(
 async fn quote(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<crate::domain::videos::create::VideoCreateRequest>,
 ) -> ApiResult<Json<crate::domain::videos::create::Quote>> {
     Ok(Json(
         crate::domain::videos::create::quote(app.context(), &s.caller, &body).await?,
@@ -175,7 +175,7 @@ async fn create_video(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<crate::domain::videos::create::VideoCreateRequest>,
 ) -> ApiResult<Response> {
     use crate::api::video_answers::{idempotency_key, render_create};
     let workflow = app.workflow();

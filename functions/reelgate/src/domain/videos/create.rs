@@ -11,17 +11,9 @@ use crate::domain::ids::new_id;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, TransactOp};
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
-use utoipa::openapi::schema::{
-    ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
-};
-use utoipa::openapi::Ref;
+use serde_json::Value;
 use utoipa::ToSchema;
 
-pub const MAX_PROMPT_CHARS: usize = 7000;
-pub const MIN_SECONDS: i64 = crate::domain::catalog::native_renders::CONTRACT_SECONDS.0 as i64;
-pub const MAX_SECONDS: i64 = crate::domain::catalog::native_renders::CONTRACT_SECONDS.1 as i64;
-pub use crate::domain::catalog::ASPECT_RATIOS;
 /// The resolution every render is priced and produced at.
 pub const RESOLUTION: &str = "768p";
 
@@ -32,472 +24,11 @@ pub const MAX_REFERENCE_VIDEO_BYTES: u64 = 50 * MIB;
 pub const MAX_REFERENCE_AUDIO_BYTES: u64 = 15 * MIB;
 /// How long a reference video or audio file may last, in seconds (the spec's limits table).
 pub const REFERENCE_MEDIA_SECS: (f64, f64) = (2.0, 15.0);
-/// An image-to-video job's frames: the first, and optionally the last.
-pub const MAX_FRAMES: usize = 2;
-pub const MAX_REFERENCE_IMAGES: usize = crate::domain::videos::record::MAX_CHARACTER_FRAMES;
-pub const MAX_REFERENCE_VIDEOS: usize = 2;
-pub const MAX_REFERENCE_AUDIO: usize = 3;
-
-/// `POST /v1/videos` (and the console's create and quote), as [`parse`] reads it: either
-/// `image_reference` (frames) or `references`, not both.
-#[derive(Debug, Clone, PartialEq, ToSchema)]
-#[schema(example = json!({"model": "reel-1", "prompt": "a paper boat on a rainy street", "seconds": 4, "aspect_ratio": "16:9"}))]
-pub struct VideoCreateRequest {
-    /// A video model id of `GET /v1/videos/models`.
-    #[schema(min_length = 1)]
-    pub model: String,
-    #[schema(schema_with = prompt_schema)]
-    pub prompt: String,
-    /// OpenAI's SDK sends it as a string (`"8"`), which is accepted too.
-    #[schema(schema_with = seconds_schema)]
-    pub seconds: u32,
-    #[schema(schema_with = aspect_ratio_schema)]
-    pub aspect_ratio: String,
-    /// OpenAI's SDK parameter. Optional; when given it must be the 768p size of
-    /// `aspect_ratio` (`16:9` → `1366x768`, `9:16` → `768x1366`, `21:9` → `1792x768`,
-    /// `4:3` → `1024x768`, `1:1` → `768x768`, `3:4` → `768x1024`); with `Auto` it is refused.
-    pub size: Option<String>,
-    /// Image-to-video.
-    #[schema(schema_with = frames_schema)]
-    pub image_reference: Option<Vec<FrameReference>>,
-    /// Reference-to-video.
-    pub references: Option<References>,
-    /// Characters of the organization (`POST /v1/videos/characters`) whose frames the render
-    /// takes as reference images (`characters[]` in a form).
-    #[schema(max_items = 2)]
-    pub characters: Option<Vec<String>>,
-}
-
-/// An image-to-video frame.
-#[derive(Debug, Clone, PartialEq, ToSchema)]
-pub struct FrameReference {
-    pub file_id: String,
-    pub role: FrameRole,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum FrameRole {
-    FirstFrame,
-    LastFrame,
-}
-
-impl FrameRole {
-    fn parse(role: Option<&str>) -> Option<FrameRole> {
-        match role {
-            Some("first_frame") => Some(FrameRole::FirstFrame),
-            Some("last_frame") => Some(FrameRole::LastFrame),
-            _ => None,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            FrameRole::FirstFrame => "first_frame",
-            FrameRole::LastFrame => "last_frame",
-        }
-    }
-}
-
-/// Reference-to-video: the files the render should draw on.
-#[derive(Debug, Clone, Default, PartialEq, ToSchema)]
-pub struct References {
-    #[schema(schema_with = reference_images_schema)]
-    pub images: Option<Vec<FileRef>>,
-    #[schema(schema_with = reference_videos_schema)]
-    pub videos: Option<Vec<FileRef>>,
-    #[schema(schema_with = reference_audio_schema)]
-    pub audio: Option<Vec<FileRef>>,
-}
-
-#[derive(Debug, Clone, PartialEq, ToSchema)]
-pub struct FileRef {
-    pub file_id: String,
-}
-
-impl VideoCreateRequest {
-    /// The job's inputs: the frames by role, the references by kind.
-    pub fn inputs(&self) -> JobInputs {
-        let mut inputs = JobInputs::default();
-        for frame in self.image_reference.iter().flatten() {
-            let slot = match frame.role {
-                FrameRole::FirstFrame => &mut inputs.first_frame,
-                FrameRole::LastFrame => &mut inputs.last_frame,
-            };
-            *slot = Some(frame.file_id.clone());
-        }
-        if let Some(refs) = &self.references {
-            let ids = |list: &Option<Vec<FileRef>>| {
-                list.iter()
-                    .flatten()
-                    .map(|r| r.file_id.clone())
-                    .collect::<Vec<_>>()
-            };
-            inputs.reference_images = ids(&refs.images);
-            inputs.reference_videos = ids(&refs.videos);
-            inputs.reference_audio = ids(&refs.audio);
-        }
-        inputs
-    }
-
-    /// Each file id with its `param` path (for errors found when the files are looked up) and
-    /// the purpose its file must have.
-    fn file_params(&self) -> Vec<(String, &str, &'static str)> {
-        let mut out = Vec::new();
-        for (i, frame) in self.image_reference.iter().flatten().enumerate() {
-            out.push((
-                format!("image_reference[{i}].file_id"),
-                frame.file_id.as_str(),
-                "vision",
-            ));
-        }
-        if let Some(refs) = &self.references {
-            for (name, list, purpose) in [
-                ("images", &refs.images, "vision"),
-                ("videos", &refs.videos, "video"),
-                ("audio", &refs.audio, "audio"),
-            ] {
-                for (i, r) in list.iter().flatten().enumerate() {
-                    out.push((
-                        format!("references.{name}[{i}].file_id"),
-                        r.file_id.as_str(),
-                        purpose,
-                    ));
-                }
-            }
-        }
-        out
-    }
-}
-
-// The schemas' limits come from the constants the rules check.
-
-/// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string.
-fn seconds_schema() -> Schema {
-    let numbers: Vec<String> = (MIN_SECONDS..=MAX_SECONDS).map(|n| n.to_string()).collect();
-    OneOfBuilder::new()
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .minimum(Some(MIN_SECONDS))
-                .maximum(Some(MAX_SECONDS)),
-        )
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .pattern(Some(format!("^({})$", numbers.join("|")))),
-        )
-        .into()
-}
-
-fn prompt_schema() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .description(Some(format!("At most {MAX_PROMPT_CHARS} characters.")))
-        .min_length(Some(1))
-        .max_length(Some(MAX_PROMPT_CHARS))
-        .into()
-}
-
-fn aspect_ratio_schema() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(ASPECT_RATIOS.iter().copied()))
-        .into()
-}
-
-/// An optional array of `item` (a schema name) holding `min` to `max` entries.
-fn optional_array(item: &str, min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
-    ArrayBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
-        .items(Ref::from_schema_name(item))
-        .description(about)
-        .min_items(min)
-        .max_items(Some(max))
-        .into()
-}
-
-fn frames_schema() -> Schema {
-    optional_array(
-        "FrameReference",
-        Some(1),
-        MAX_FRAMES,
-        Some("Image-to-video: one or two frames."),
-    )
-}
-
-fn reference_images_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_IMAGES, None)
-}
-
-fn reference_videos_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_VIDEOS, None)
-}
-
-fn reference_audio_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_AUDIO, None)
-}
-
-fn expect_object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
-    v.as_object()
-        .ok_or_else(|| ApiError::invalid(param, format!("{param} must be an object.")))
-}
-
-fn expect_array<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Vec<Value>> {
-    v.as_array()
-        .ok_or_else(|| ApiError::invalid(param, format!("{param} must be an array.")))
-}
-
-fn file_id_of(entry: &Value, param: &str) -> ApiResult<String> {
-    let obj = expect_object(entry, param)?;
-    match obj.get("file_id") {
-        Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
-        _ => Err(ApiError::invalid(
-            &format!("{param}.file_id"),
-            format!("{param}.file_id must be the id of an uploaded file."),
-        )),
-    }
-}
-
-/// `size` (OpenAI's SDK parameter) is honoured only as what it means here: the 768p size of the
-/// requested aspect ratio (`1366x768` for `16:9`, ...). Any other size, or a size with `Auto`
-/// (whose size follows the first frame), is refused naming `size` rather than ignored.
-fn check_size(size: Option<&Value>, aspect_ratio: &str) -> ApiResult<Option<String>> {
-    let size = match size {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(s)) => s.trim(),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "size",
-                "size must be a string such as 1366x768.",
-            ))
-        }
-    };
-    let ratio = reelgate_media::AspectRatio::parse(aspect_ratio)
-        .unwrap_or(reelgate_media::AspectRatio::Auto);
-    if ratio == reelgate_media::AspectRatio::Auto {
-        return Err(ApiError::invalid(
-            "size",
-            "size cannot be combined with aspect_ratio Auto (its size follows the first frame); \
-             leave size out or give a fixed aspect_ratio.",
-        ));
-    }
-    let (w, h) = reelgate_media::output_dimensions(ratio, None);
-    let expected = format!("{w}x{h}");
-    if size != expected {
-        return Err(ApiError::invalid(
-            "size",
-            format!(
-                "Videos render at 768p: with aspect_ratio {ratio} the size is {expected}; \
-                 '{size}' is not available. Leave size out or send {expected}."
-            ),
-        ));
-    }
-    Ok(Some(expected))
-}
-
-/// Checks the body's shape and every rule that needs no lookup.
-pub fn parse(body: &Value) -> ApiResult<VideoCreateRequest> {
-    let obj = crate::domain::params::Params::of(body)?.object();
-    const KNOWN: &[&str] = &[
-        "model",
-        "prompt",
-        "seconds",
-        "aspect_ratio",
-        "image_reference",
-        "references",
-        "size",
-        "characters",
-    ];
-    if obj.contains_key("input_reference") {
-        return Err(ApiError::invalid(
-            "input_reference",
-            "input_reference is not supported: upload the image with POST /v1/files \
-             (purpose vision) and send image_reference: [{file_id, role: first_frame}].",
-        ));
-    }
-    if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            unknown,
-            format!("Unknown parameter: {unknown}."),
-        ));
-    }
-    let model = match obj.get("model") {
-        Some(Value::String(m)) if !m.is_empty() => m.clone(),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "model",
-                "model must be a video model id.",
-            ))
-        }
-        None => return Err(crate::domain::params::required("model")),
-    };
-    let prompt = match obj.get("prompt") {
-        Some(Value::String(p)) if !p.trim().is_empty() => p.clone(),
-        Some(Value::String(_)) => {
-            return Err(ApiError::invalid("prompt", "prompt must not be empty."))
-        }
-        Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
-        None => return Err(crate::domain::params::required("prompt")),
-    };
-    let chars = prompt.chars().count();
-    if chars > MAX_PROMPT_CHARS {
-        return Err(ApiError::invalid(
-            "prompt",
-            format!("prompt is {chars} characters; at most {MAX_PROMPT_CHARS} are allowed."),
-        ));
-    }
-    let seconds = match obj.get("seconds") {
-        None => return Err(crate::domain::params::required("seconds")),
-        // Accept "8" as OpenAI's SDK sends seconds as a string; the value rules are the same.
-        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
-        Some(Value::Number(n)) => n.as_i64(),
-        Some(_) => None,
-    };
-    let seconds = match seconds {
-        Some(s) if (MIN_SECONDS..=MAX_SECONDS).contains(&s) => s as u32,
-        _ => {
-            return Err(ApiError::invalid(
-                "seconds",
-                format!("seconds must be an integer from {MIN_SECONDS} to {MAX_SECONDS}."),
-            ))
-        }
-    };
-    let aspect_ratio = match obj.get("aspect_ratio") {
-        Some(Value::String(a)) if ASPECT_RATIOS.contains(&a.as_str()) => a.clone(),
-        None => return Err(crate::domain::params::required("aspect_ratio")),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "aspect_ratio",
-                format!("aspect_ratio must be one of {}.", ASPECT_RATIOS.join(", ")),
-            ))
-        }
-    };
-    let size = check_size(obj.get("size"), &aspect_ratio)?;
-    let has_frames = obj.get("image_reference").is_some_and(|v| !v.is_null());
-    let has_refs = obj.get("references").is_some_and(|v| !v.is_null());
-    if has_frames && has_refs {
-        return Err(ApiError::invalid(
-            "references",
-            "image_reference and references cannot be used together; choose image-to-video or reference-to-video.",
-        ));
-    }
-    let mut image_reference = None;
-    let mut references = None;
-    if has_frames {
-        let frames = expect_array(&obj["image_reference"], "image_reference")?;
-        if frames.is_empty() || frames.len() > MAX_FRAMES {
-            return Err(ApiError::invalid(
-                "image_reference",
-                "image_reference holds one or two images.",
-            ));
-        }
-        let mut parsed: Vec<FrameReference> = Vec::with_capacity(frames.len());
-        for (i, frame) in frames.iter().enumerate() {
-            let param = format!("image_reference[{i}]");
-            let file_id = file_id_of(frame, &param)?;
-            let Some(role) = FrameRole::parse(frame.get("role").and_then(Value::as_str)) else {
-                return Err(ApiError::invalid(
-                    &format!("{param}.role"),
-                    "role must be first_frame or last_frame.",
-                ));
-            };
-            if parsed.iter().any(|f| f.role == role) {
-                return Err(ApiError::invalid(
-                    &format!("{param}.role"),
-                    format!(
-                        "Each role may be used once; {} appears twice.",
-                        role.as_str()
-                    ),
-                ));
-            }
-            parsed.push(FrameReference { file_id, role });
-        }
-        image_reference = Some(parsed);
-    }
-    if has_refs {
-        let refs = expect_object(&obj["references"], "references")?;
-        if let Some(unknown) = refs
-            .keys()
-            .find(|k| !["images", "videos", "audio"].contains(&k.as_str()))
-        {
-            return Err(ApiError::invalid(
-                &format!("references.{unknown}"),
-                "references holds images, videos and audio.",
-            ));
-        }
-        let mut parsed = References::default();
-        let groups: [(&str, usize, &mut Option<Vec<FileRef>>); 3] = [
-            ("images", MAX_REFERENCE_IMAGES, &mut parsed.images),
-            ("videos", MAX_REFERENCE_VIDEOS, &mut parsed.videos),
-            ("audio", MAX_REFERENCE_AUDIO, &mut parsed.audio),
-        ];
-        for (name, max, into) in groups {
-            let Some(list) = refs.get(name).filter(|v| !v.is_null()) else {
-                continue;
-            };
-            let param = format!("references.{name}");
-            let list = expect_array(list, &param)?;
-            if list.len() > max {
-                return Err(ApiError::invalid(
-                    &param,
-                    format!("{param} holds at most {max} files."),
-                ));
-            }
-            let mut files = Vec::with_capacity(list.len());
-            for (i, entry) in list.iter().enumerate() {
-                files.push(FileRef {
-                    file_id: file_id_of(entry, &format!("{param}[{i}]"))?,
-                });
-            }
-            *into = Some(files);
-        }
-        let none = |list: &Option<Vec<FileRef>>| list.as_ref().is_none_or(Vec::is_empty);
-        if none(&parsed.images) && none(&parsed.videos) {
-            return Err(ApiError::invalid(
-                "references",
-                "references needs at least one image or video; audio alone is not accepted.",
-            ));
-        }
-        references = Some(parsed);
-    }
-    Ok(VideoCreateRequest {
-        model,
-        prompt,
-        seconds,
-        aspect_ratio,
-        size,
-        image_reference,
-        references,
-        characters: parse_characters(obj.get("characters"))?,
-    })
-}
-
-/// `characters`: ids of the organization's characters (checked when admitted).
-pub fn parse_characters(value: Option<&Value>) -> ApiResult<Option<Vec<String>>> {
-    use crate::domain::videos::characters::MAX_CHARACTERS_PER_JOB;
-    let Some(value) = value.filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let list = expect_array(value, "characters")?;
-    if list.len() > MAX_CHARACTERS_PER_JOB {
-        return Err(ApiError::invalid(
-            "characters",
-            format!("characters holds at most {MAX_CHARACTERS_PER_JOB} ids."),
-        ));
-    }
-    list.iter()
-        .enumerate()
-        .map(|(i, v)| match v {
-            Value::String(id) if !id.is_empty() => Ok(id.clone()),
-            _ => Err(ApiError::invalid(
-                &format!("characters[{i}]"),
-                "Each character is the id of one of your characters (char_…).",
-            )),
-        })
-        .collect::<ApiResult<Vec<_>>>()
-        .map(Some)
-}
+pub use super::create_request::{
+    FileRef, FrameReference, FrameRole, References, VideoCreateRequest, ASPECT_RATIOS, MAX_FRAMES,
+    MAX_PROMPT_CHARS, MAX_REFERENCE_AUDIO, MAX_REFERENCE_IMAGES, MAX_REFERENCE_VIDEOS, MAX_SECONDS,
+    MIN_SECONDS,
+};
 
 fn size_limit(purpose: &str) -> u64 {
     match purpose {
@@ -684,16 +215,11 @@ pub struct Quote {
 
 /// Validates a create request (every rule but the files, the agreement and admission) and
 /// prices it for the caller's organization.
-pub async fn quote(cx: Context<'_>, caller: &Caller, body: &Value) -> ApiResult<Quote> {
-    Ok(priced(cx, caller, body).await?.1)
+pub async fn quote(cx: Context<'_>, caller: &Caller, req: &VideoCreateRequest) -> ApiResult<Quote> {
+    priced(cx, caller, req).await
 }
 
-async fn priced(
-    cx: Context<'_>,
-    caller: &Caller,
-    body: &Value,
-) -> ApiResult<(VideoCreateRequest, Quote)> {
-    let req = parse(body)?;
+async fn priced(cx: Context<'_>, caller: &Caller, req: &VideoCreateRequest) -> ApiResult<Quote> {
     crate::observability::telemetry::note_prompt(|| req.prompt.clone());
     let org = cx.accounts().org(&caller.org).await?;
     let model = cx
@@ -751,7 +277,7 @@ async fn priced(
         engine: model.engine.clone(),
         plan: org.plan.clone(),
     };
-    Ok((req, quote))
+    Ok(quote)
 }
 
 /// Admits a job and starts its workflow, without an idempotency claim or the create rate
@@ -760,9 +286,9 @@ pub async fn admit_job(
     cx: Context<'_>,
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
-    body: &Value,
+    req: &VideoCreateRequest,
 ) -> ApiResult<Video> {
-    create_with(cx, workflow, caller, body, None, None).await
+    create_with(cx, workflow, caller, req, None, None).await
 }
 
 /// The video a new job is made from, as its use case checked it: a completed video of the
@@ -955,12 +481,12 @@ pub async fn create(
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
-    body: &Value,
+    req: &VideoCreateRequest,
 ) -> ApiResult<CreateAnswer> {
-    create_from(cx, workflow, caller, idempotency_key, body, None).await
+    create_from(cx, workflow, caller, idempotency_key, req, None).await
 }
 
-/// [`create`] of a job made from `source` (a remix: `body` is the create request its use case
+/// [`create`] of a job made from `source` (a remix: `req` is the create request its use case
 /// made of the source and the new prompt), or of a new video when `source` is None. One
 /// `Idempotency-Key` names one request: the same key on a create and a remix is a conflict.
 pub async fn create_from(
@@ -968,7 +494,7 @@ pub async fn create_from(
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
-    body: &Value,
+    req: &VideoCreateRequest,
     source: Option<&Source>,
 ) -> ApiResult<CreateAnswer> {
     use crate::domain::idempotency::{self as idem, Begin};
@@ -981,7 +507,9 @@ pub async fn create_from(
             SourceOrigin::Upload(bytes) => fingerprint.part(b"upload").part(bytes),
         };
     }
-    let fingerprint = fingerprint.json(body).clone().finish();
+    let body = serde_json::to_value(req)
+        .map_err(|e| ApiError::internal("fingerprinting a create request", e))?;
+    let fingerprint = fingerprint.json(&body).clone().finish();
     let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
         Begin::Proceed(claim) => claim,
         Begin::Replay(first) => return Ok(CreateAnswer::Replayed(first)),
@@ -1010,7 +538,7 @@ pub async fn create_from(
             };
         }
     };
-    let result = match create_with(cx, workflow, caller, body, claim.as_ref(), source).await {
+    let result = match create_with(cx, workflow, caller, req, claim.as_ref(), source).await {
         Ok(video) => match serde_json::to_value(&video) {
             Ok(first) => idem::finish(cx, claim, &first).await.map(|()| video),
             Err(e) => Err(ApiError::internal("recording an idempotent answer", e)),
@@ -1032,11 +560,11 @@ pub async fn create_with(
     cx: Context<'_>,
     workflow: Option<&dyn crate::ports::workflow::Workflow>,
     caller: &Caller,
-    body: &Value,
+    req: &VideoCreateRequest,
     claim: Option<&crate::domain::idempotency::Claim>,
     source: Option<&Source>,
 ) -> ApiResult<Video> {
-    let (req, priced) = priced(cx, caller, body).await?;
+    let priced = priced(cx, caller, req).await?;
     let source_only = cx
         .catalog
         .video_model(&priced.model)
@@ -1248,7 +776,6 @@ pub async fn create_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn source_of(operation: SourceOperation, seconds: i64, render: Option<(&str, i64)>) -> Source {
         Source {
@@ -1316,118 +843,5 @@ mod tests {
             "over the 8.7 s edits take"
         );
         assert_eq!(on_xai(Edit, 6), SourceUse::Video);
-    }
-
-    fn base() -> Value {
-        json!({"model": "reel-1", "prompt": "a cat", "seconds": 4, "aspect_ratio": "16:9"})
-    }
-
-    fn param_of(body: Value) -> Option<String> {
-        parse(&body).err().and_then(|e| e.param)
-    }
-
-    #[test]
-    fn minimal_request_parses() {
-        let req = parse(&base()).expect("valid");
-        assert_eq!(req.seconds, 4);
-        assert_eq!(req.inputs(), JobInputs::default());
-    }
-
-    #[test]
-    fn each_rule_names_its_param() {
-        let mut b = base();
-        b["seconds"] = json!(3);
-        assert_eq!(param_of(b), Some("seconds".into()));
-        let mut b = base();
-        b["seconds"] = json!(16);
-        assert_eq!(param_of(b), Some("seconds".into()));
-        let mut b = base();
-        b["seconds"] = json!(4.5);
-        assert_eq!(param_of(b), Some("seconds".into()));
-        let mut b = base();
-        b["prompt"] = json!("x".repeat(7001));
-        assert_eq!(param_of(b), Some("prompt".into()));
-        let mut b = base();
-        b["prompt"] = json!("é".repeat(7000));
-        assert!(parse(&b).is_ok(), "7000 characters (not bytes) are allowed");
-        let mut b = base();
-        b["aspect_ratio"] = json!("2:1");
-        assert_eq!(param_of(b), Some("aspect_ratio".into()));
-        let mut b = base();
-        b.as_object_mut().expect("obj").remove("aspect_ratio");
-        assert_eq!(param_of(b), Some("aspect_ratio".into()));
-        let mut b = base();
-        b["image_reference"] = json!([{"file_id": "file_a", "role": "first_frame"}, {"file_id": "file_b", "role": "first_frame"}]);
-        assert_eq!(param_of(b), Some("image_reference[1].role".into()));
-        let mut b = base();
-        b["image_reference"] = json!([{"file_id": "f", "role": "first_frame"}, {"file_id": "g", "role": "last_frame"}, {"file_id": "h", "role": "last_frame"}]);
-        assert_eq!(param_of(b), Some("image_reference".into()));
-        let mut b = base();
-        b["image_reference"] = json!([{"file_id": "f", "role": "first_frame"}]);
-        b["references"] = json!({"images": [{"file_id": "g"}]});
-        assert_eq!(param_of(b), Some("references".into()));
-        let mut b = base();
-        b["references"] = json!({"audio": [{"file_id": "g"}]});
-        assert_eq!(param_of(b), Some("references".into()));
-        let mut b = base();
-        b["references"] = json!({"images": (0..9).map(|i| json!({"file_id": format!("f{i}")})).collect::<Vec<_>>()});
-        assert_eq!(param_of(b), Some("references.images".into()));
-        let mut b = base();
-        b["references"] = json!({"videos": [{"file_id": "a"}, {"file_id": "b"}, {"file_id": "c"}]});
-        assert_eq!(param_of(b), Some("references.videos".into()));
-        let mut b = base();
-        b["references"] = json!({"images": [{"file_id": "a"}], "audio": [{"file_id": "1"}, {"file_id": "2"}, {"file_id": "3"}, {"file_id": "4"}]});
-        assert_eq!(param_of(b), Some("references.audio".into()));
-    }
-
-    #[test]
-    fn size_is_the_768p_size_of_the_aspect_ratio_or_refused() {
-        for (ratio, size) in [
-            ("16:9", "1366x768"),
-            ("9:16", "768x1366"),
-            ("21:9", "1792x768"),
-            ("4:3", "1024x768"),
-            ("1:1", "768x768"),
-            ("3:4", "768x1024"),
-        ] {
-            let mut b = base();
-            b["aspect_ratio"] = json!(ratio);
-            b["size"] = json!(size);
-            assert!(parse(&b).is_ok(), "{ratio} with {size}");
-            b["size"] = json!("1280x720");
-            assert_eq!(param_of(b), Some("size".into()), "{ratio} with 1280x720");
-        }
-        let mut b = base();
-        b["size"] = json!("768x1366");
-        assert_eq!(param_of(b), Some("size".into()), "a size of another ratio");
-        let mut b = base();
-        b["aspect_ratio"] = json!("Auto");
-        b["size"] = json!("1366x768");
-        assert_eq!(param_of(b), Some("size".into()), "Auto has no fixed size");
-        let mut b = base();
-        b["size"] = json!(1366);
-        assert_eq!(param_of(b), Some("size".into()));
-        let mut b = base();
-        b["size"] = Value::Null;
-        assert!(parse(&b).is_ok(), "size: null is no size");
-        let mut b = base();
-        b["input_reference"] = json!("file_abc");
-        assert_eq!(
-            param_of(b),
-            Some("input_reference".into()),
-            "OpenAI's input_reference is refused by name (use image_reference)"
-        );
-    }
-
-    #[test]
-    fn last_frame_alone_and_either_order_are_fine() {
-        let mut b = base();
-        b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}]);
-        let req = parse(&b).expect("last frame alone");
-        assert_eq!(req.inputs().last_frame.as_deref(), Some("file_l"));
-        let mut b = base();
-        b["image_reference"] = json!([{"file_id": "file_l", "role": "last_frame"}, {"file_id": "file_f", "role": "first_frame"}]);
-        let req = parse(&b).expect("either order");
-        assert_eq!(req.inputs().first_frame.as_deref(), Some("file_f"));
     }
 }

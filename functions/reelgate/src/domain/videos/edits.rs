@@ -145,13 +145,14 @@ pub async fn edit(
         "seconds": source.seconds,
         "aspect_ratio": source.aspect_ratio,
     });
+    let create = crate::domain::params::read_from(create_body)?;
     let from = source.source(SourceOperation::Edit);
     crate::domain::videos::create::create_from(
         cx,
         workflow,
         caller,
         idempotency_key,
-        &create_body,
+        &create,
         Some(&from),
     )
     .await

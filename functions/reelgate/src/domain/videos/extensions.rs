@@ -71,7 +71,11 @@ impl VideoExtensionRequest {
             seconds,
             video,
             model,
-            characters: crate::domain::videos::create::parse_characters(obj.get("characters"))?,
+            characters: obj
+                .get("characters")
+                .filter(|v| !v.is_null())
+                .map(crate::domain::videos::create_request::read_characters)
+                .transpose()?,
         })
     }
 }
@@ -116,7 +120,8 @@ pub async fn extend(
     }
     // The segment's own rules (its seconds against the model's range) come first, then the
     // whole: both before anything is reserved.
-    let segment = crate::domain::videos::create::parse(&create_body)?;
+    let segment: crate::domain::videos::create::VideoCreateRequest =
+        crate::domain::params::read_from(create_body)?;
     let base_seconds = source.seconds;
     let total = base_seconds + i64::from(segment.seconds);
     if total > MAX_EXTENDED_SECONDS {
@@ -135,7 +140,7 @@ pub async fn extend(
         workflow,
         caller,
         idempotency_key,
-        &create_body,
+        &segment,
         Some(&from),
     )
     .await

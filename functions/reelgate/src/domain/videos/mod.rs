@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod characters;
 pub mod create;
+pub mod create_request;
 pub mod edits;
 pub mod events;
 pub mod extensions;

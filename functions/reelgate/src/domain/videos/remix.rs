@@ -47,7 +47,11 @@ pub fn parse(body: &Value) -> ApiResult<VideoRemixRequest> {
     };
     Ok(VideoRemixRequest {
         prompt,
-        characters: crate::domain::videos::create::parse_characters(obj.get("characters"))?,
+        characters: obj
+            .get("characters")
+            .filter(|v| !v.is_null())
+            .map(crate::domain::videos::create_request::read_characters)
+            .transpose()?,
     })
 }
 
@@ -82,16 +86,18 @@ pub async fn remix(
         create_body["characters"] = json!(characters);
     }
     let from = Source::of_job(&source, crate::domain::videos::SourceOperation::Remix);
+    let about_source = |e| about_source_inputs(e, source_id, source_characters);
+    let create = crate::domain::params::read_from(create_body).map_err(about_source)?;
     crate::domain::videos::create::create_from(
         cx,
         workflow,
         caller,
         idempotency_key,
-        &create_body,
+        &create,
         Some(&from),
     )
     .await
-    .map_err(|e| about_source_inputs(e, source_id, source_characters))
+    .map_err(about_source)
 }
 
 /// The create request a remix of `source` is: its model, seconds and aspect ratio, its last
