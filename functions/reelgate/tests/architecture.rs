@@ -1291,11 +1291,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "the contract suites by port",
     ),
     (
-        "reelgate-media/src/render.rs",
-        895,
-        "drawing and encoding apart",
-    ),
-    (
         "reelgate/src/domain/accounts/mod.rs",
         892,
         "keys, people and organizations apart",
