@@ -1291,11 +1291,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "the contract suites by port",
     ),
     (
-        "reelgate/src/domain/accounts/mod.rs",
-        892,
-        "keys, people and organizations apart",
-    ),
-    (
         "reelgate/src/domain/videos/workflow/steps.rs",
         851,
         "one file per step",
