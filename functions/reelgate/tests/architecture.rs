@@ -1110,12 +1110,12 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "videos/remix.rs::parse",
     "videos/remix.rs::remix",
     "videos/source_request.rs::parse",
-    "videos/workflow/steps.rs::run_fail_job",
-    "videos/workflow/steps.rs::run_finalize",
-    "videos/workflow/steps.rs::run_moderate",
-    "videos/workflow/steps.rs::run_step",
-    "videos/workflow/steps.rs::run_stitch",
-    "videos/workflow/steps.rs::run_translate",
+    "videos/workflow/steps/fail_job.rs::run_fail_job",
+    "videos/workflow/steps/finalize.rs::run_finalize",
+    "videos/workflow/steps/mod.rs::run_step",
+    "videos/workflow/steps/moderate.rs::run_moderate",
+    "videos/workflow/steps/stitch.rs::run_stitch",
+    "videos/workflow/steps/translate.rs::run_translate",
 ];
 
 #[test]
@@ -1289,11 +1289,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "reelgate-embedded/src/testing.rs",
         1006,
         "the contract suites by port",
-    ),
-    (
-        "reelgate/src/domain/videos/workflow/steps.rs",
-        851,
-        "one file per step",
     ),
     (
         "reelgate/src/adapters/hosted/fal.rs",
