@@ -1291,11 +1291,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "the contract suites by port",
     ),
     (
-        "reelgate/src/adapters/anthropic_upstream.rs",
-        838,
-        "request and stream translation apart",
-    ),
-    (
         "reelgate/src/domain/responses/convert.rs",
         821,
         "input and output conversion apart",
