@@ -1290,11 +1290,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         1006,
         "the contract suites by port",
     ),
-    (
-        "reelgate/src/domain/catalog/mod.rs",
-        820,
-        "chat routing to chat/ (item 3)",
-    ),
 ];
 
 #[test]
