@@ -9,7 +9,7 @@ use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
 use crate::domain::responses::request::CreateRequest;
-use crate::domain::responses::{convert, persist};
+use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
 use crate::ports::upstream::{ChatUpstream, ChunkStream};
 use futures::StreamExt;
@@ -193,7 +193,7 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
     );
     let org = org?;
     let mut context = history?;
-    let normalized = convert::normalize(cx, &caller, &req.input).await?;
+    let normalized = normalize::normalize(cx, &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
     let acquire = |estimate| {
         crate::domain::billing::admission::acquire(cx, &caller, &org.plan, Kind::Text, estimate)
@@ -231,7 +231,7 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
             &context,
         )
         .await?;
-        convert::truncate(messages, u64::from(model.context_window), req.truncation)
+        token_budget::truncate(messages, u64::from(model.context_window), req.truncation)
     };
     let messages = match prepared.await {
         Ok(messages) => messages,
@@ -242,7 +242,7 @@ pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiRe
             return Err(e);
         }
     };
-    let prompt_estimate = convert::estimate_tokens(&messages);
+    let prompt_estimate = token_budget::estimate_tokens(&messages);
     let mut chat = convert::chat_request(&req, &model, messages, req.stream);
     crate::domain::chat::caching::place(&model, &mut chat);
 

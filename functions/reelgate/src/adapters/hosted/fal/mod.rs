@@ -71,301 +71,27 @@
 //! .mp4/.mov, 3 to 10.05 s, 720 to 2160 px, at most 200 MB; `keep_audio`, `image_urls`,
 //! `elements`).
 
-use super::{path_segment, refusal, Answer, Auth, Provider, ProviderApi};
+mod answers;
+mod models;
+mod request;
+
+use super::{path_segment, refusal, Auth, Provider, ProviderApi};
 use crate::domain::catalog::EngineConfig;
 use crate::ports::engine::{
-    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine, CONTENT_REFUSED,
+    ByteStream, EngineError, Render, RenderRequest, RenderStatus, VideoEngine,
 };
 use crate::ports::fetch::Fetcher;
+use answers::{checked_render_id, content_refusal, engine_failure, failure_of, render, status_of};
 use async_trait::async_trait;
-use reelgate_engine::protocol::{codes, RenderError};
-use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use models::{known_model, Endpoint, Model};
+pub use models::{DEFAULT_MODEL, THINGS};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// fal's queue.
 pub const DEFAULT_BASE_URL: &str = "https://queue.fal.run";
-/// The model used when the catalog names none.
-pub const DEFAULT_MODEL: &str = "fal-ai/kling-video/v2.5-turbo/pro/text-to-video";
 /// fal's CDN (`v3.fal.media`, `v3b.fal.media`, …).
 pub const DEFAULT_OUTPUT_HOSTS: &[&str] = &[".fal.media"];
-/// What reelgate may send, by its `input_fields` name.
-pub const THINGS: &[&str] = &[
-    "prompt",
-    "first_frame",
-    "last_frame",
-    "reference_images",
-    "video",
-    "duration",
-    "aspect_ratio",
-    "resolution",
-    "audio",
-];
-/// The aspect ratios a model of unknown values is asked for.
-const ANY_RATIO: &[&str] = &["21:9", "16:9", "4:3", "1:1", "3:4", "9:16"];
-
-/// How a model writes its duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum DurationStyle {
-    /// `"5"`.
-    Digits,
-    /// `"5s"`.
-    Seconds,
-}
-
-/// The kinds of request one model serves, each at an endpoint of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Mode {
-    FirstLast,
-    Reference,
-    Image,
-    Text,
-    /// A remix or an edit of a source video (`inputs.source`).
-    VideoToVideo,
-    /// The continuation of a source video.
-    Extension,
-}
-
-impl Mode {
-    /// The inputs a request of this mode must carry.
-    fn needs(self) -> &'static [&'static str] {
-        match self {
-            Mode::FirstLast => &["first_frame", "last_frame"],
-            Mode::Reference => &["reference_images"],
-            Mode::Image => &["first_frame"],
-            Mode::Text => &[],
-            Mode::VideoToVideo | Mode::Extension => &["video"],
-        }
-    }
-
-    /// Whether the mode renders from a source video.
-    fn takes_source(self) -> bool {
-        matches!(self, Mode::VideoToVideo | Mode::Extension)
-    }
-}
-
-/// One endpoint of a model: its path under the queue and its field for each thing it takes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Endpoint {
-    path: String,
-    fields: BTreeMap<&'static str, String>,
-    /// The durations this endpoint renders when they are not the model's (Veo's extension:
-    /// 7 s).
-    durations: Option<&'static [u32]>,
-}
-
-/// A model on fal as this adapter speaks to it.
-#[derive(Clone, Debug, PartialEq)]
-struct Model {
-    endpoints: BTreeMap<Mode, Endpoint>,
-    /// The durations it renders (empty: any, as the worker asks).
-    durations: &'static [u32],
-    duration_style: DurationStyle,
-    aspect_ratios: &'static [&'static str],
-    /// Resolution tiers by the frame's short side; empty: `"{short side}p"`.
-    resolutions: &'static [(u32, &'static str)],
-}
-
-type Fields = &'static [(&'static str, &'static str)];
-
-fn endpoint(path: &str, fields: Fields) -> Endpoint {
-    Endpoint {
-        path: path.to_owned(),
-        fields: fields
-            .iter()
-            .map(|(thing, field)| (*thing, (*field).to_owned()))
-            .collect(),
-        durations: None,
-    }
-}
-
-const KLING_TEXT: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-];
-const KLING_IMAGE: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("first_frame", "image_url"),
-    ("last_frame", "tail_image_url"),
-];
-const VEO_TEXT: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-    ("resolution", "resolution"),
-    ("audio", "generate_audio"),
-];
-const VEO_IMAGE: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-    ("resolution", "resolution"),
-    ("audio", "generate_audio"),
-    ("first_frame", "image_url"),
-];
-const VEO_FIRST_LAST: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-    ("resolution", "resolution"),
-    ("audio", "generate_audio"),
-    ("first_frame", "first_frame_url"),
-    ("last_frame", "last_frame_url"),
-];
-const VEO_REFERENCE: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-    ("resolution", "resolution"),
-    ("audio", "generate_audio"),
-    ("reference_images", "image_urls"),
-];
-/// `…/extend-video`: the documented fields only (`aspect_ratio` "auto" and `resolution` "720p",
-/// their defaults, follow the source).
-const VEO_EXTEND: Fields = &[
-    ("prompt", "prompt"),
-    ("video", "video_url"),
-    ("duration", "duration"),
-    ("audio", "generate_audio"),
-];
-/// The seconds Veo's extension adds.
-const VEO_EXTENSION_SECONDS: &[u32] = &[7];
-/// Kling O1's video edit: the source's own soundtrack is kept (`keep_audio`).
-const KLING_O1_EDIT: Fields = &[
-    ("prompt", "prompt"),
-    ("video", "video_url"),
-    ("audio", "keep_audio"),
-];
-const KLING_O1_EDIT_ID: &str = "fal-ai/kling-video/o1/video-to-video/edit";
-const HAILUO_TEXT: Fields = &[("prompt", "prompt"), ("duration", "duration")];
-const HAILUO_IMAGE: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("resolution", "resolution"),
-    ("first_frame", "image_url"),
-    ("last_frame", "end_image_url"),
-];
-const ANY_TEXT: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("aspect_ratio", "aspect_ratio"),
-];
-const ANY_IMAGE: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("first_frame", "image_url"),
-];
-const ANY_VIDEO: Fields = &[
-    ("prompt", "prompt"),
-    ("duration", "duration"),
-    ("video", "video_url"),
-];
-
-/// The documented model `model_id` belongs to, or the generic shape of an unknown one.
-fn known_model(model_id: &str) -> Model {
-    let id = model_id.trim_matches('/');
-    let kling = "fal-ai/kling-video/v2.5-turbo/pro";
-    if id == format!("{kling}/text-to-video") || id == format!("{kling}/image-to-video") {
-        return Model {
-            endpoints: BTreeMap::from([
-                (
-                    Mode::Text,
-                    endpoint(&format!("{kling}/text-to-video"), KLING_TEXT),
-                ),
-                (
-                    Mode::Image,
-                    endpoint(&format!("{kling}/image-to-video"), KLING_IMAGE),
-                ),
-            ]),
-            durations: &[5, 10],
-            duration_style: DurationStyle::Digits,
-            aspect_ratios: &["16:9", "9:16", "1:1"],
-            resolutions: &[],
-        };
-    }
-    for (veo, reference) in [("fal-ai/veo3.1", true), ("fal-ai/veo3.1/fast", false)] {
-        let family = [
-            veo.to_owned(),
-            format!("{veo}/image-to-video"),
-            format!("{veo}/first-last-frame-to-video"),
-            format!("{veo}/reference-to-video"),
-        ];
-        if family.iter().any(|p| p == id) && (reference || !id.ends_with("/reference-to-video")) {
-            let mut endpoints = BTreeMap::from([
-                (Mode::Text, endpoint(veo, VEO_TEXT)),
-                (Mode::Image, endpoint(&family[1], VEO_IMAGE)),
-                (Mode::FirstLast, endpoint(&family[2], VEO_FIRST_LAST)),
-            ]);
-            if reference {
-                endpoints.insert(Mode::Reference, endpoint(&family[3], VEO_REFERENCE));
-            }
-            endpoints.insert(
-                Mode::Extension,
-                Endpoint {
-                    durations: Some(VEO_EXTENSION_SECONDS),
-                    ..endpoint(&format!("{veo}/extend-video"), VEO_EXTEND)
-                },
-            );
-            return Model {
-                endpoints,
-                durations: &[4, 6, 8],
-                duration_style: DurationStyle::Seconds,
-                aspect_ratios: &["16:9", "9:16"],
-                resolutions: &[(720, "720p"), (1080, "1080p")],
-            };
-        }
-    }
-    if id == KLING_O1_EDIT_ID {
-        return Model {
-            endpoints: BTreeMap::from([(Mode::VideoToVideo, endpoint(id, KLING_O1_EDIT))]),
-            durations: &[],
-            duration_style: DurationStyle::Digits,
-            aspect_ratios: &[],
-            resolutions: &[],
-        };
-    }
-    let hailuo = "fal-ai/minimax/hailuo-02/standard";
-    if id == format!("{hailuo}/text-to-video") || id == format!("{hailuo}/image-to-video") {
-        return Model {
-            endpoints: BTreeMap::from([
-                (
-                    Mode::Text,
-                    endpoint(&format!("{hailuo}/text-to-video"), HAILUO_TEXT),
-                ),
-                (
-                    Mode::Image,
-                    endpoint(&format!("{hailuo}/image-to-video"), HAILUO_IMAGE),
-                ),
-            ]),
-            durations: &[6, 10],
-            duration_style: DurationStyle::Digits,
-            aspect_ratios: &[],
-            resolutions: &[(512, "512P"), (768, "768P")],
-        };
-    }
-    let (text, image) = if let Some(stem) = id.strip_suffix("/text-to-video") {
-        (id.to_owned(), format!("{stem}/image-to-video"))
-    } else if let Some(stem) = id.strip_suffix("/image-to-video") {
-        (format!("{stem}/text-to-video"), id.to_owned())
-    } else {
-        (id.to_owned(), id.to_owned())
-    };
-    Model {
-        endpoints: BTreeMap::from([
-            (Mode::Text, endpoint(&text, ANY_TEXT)),
-            (Mode::Image, endpoint(&image, ANY_IMAGE)),
-            // Used only where the catalog declares the engine's `operations`.
-            (Mode::VideoToVideo, endpoint(id, ANY_VIDEO)),
-            (Mode::Extension, endpoint(id, ANY_VIDEO)),
-        ]),
-        durations: &[],
-        duration_style: DurationStyle::Digits,
-        aspect_ratios: ANY_RATIO,
-        resolutions: &[],
-    }
-}
 
 /// The engine. Build it from a catalog entry with [`FalEngine::from_config`].
 pub struct FalEngine {
@@ -444,161 +170,14 @@ impl FalEngine {
 
     /// The endpoint and model input for `request`.
     fn plan(&self, request: &RenderRequest) -> Result<(&Endpoint, Value), EngineError> {
-        let inputs = &request.inputs;
-        let carried: Vec<&str> = [
-            ("first_frame", inputs.first_frame_url.is_some()),
-            ("last_frame", inputs.last_frame_url.is_some()),
-            ("reference_images", !inputs.reference_image_urls.is_empty()),
-            ("video", inputs.source.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(thing, present)| present.then_some(thing))
-        .collect();
-        // A source goes to the model's endpoint for its operation; anything else to the first
-        // endpoint that takes what the request carries.
-        let wanted = inputs.source.as_ref().map(|s| {
-            if s.operation == reelgate_engine::protocol::operations::EXTENSION {
-                Mode::Extension
-            } else {
-                Mode::VideoToVideo
-            }
-        });
-        let (_, endpoint) = self
-            .model
-            .endpoints
-            .iter()
-            .find(|(mode, endpoint)| {
-                wanted.map_or(!mode.takes_source(), |w| **mode == w)
-                    && mode.needs().iter().all(|n| carried.contains(n))
-                    && carried.iter().all(|c| endpoint.fields.contains_key(c))
-            })
-            .ok_or_else(|| {
-                if let Some(source) = &inputs.source {
-                    return EngineError::Rejected(format!(
-                        "the fal model has no {} endpoint for {}",
-                        source.operation,
-                        carried.join(" and ")
-                    ));
-                }
-                EngineError::Rejected(format!(
-                    "the fal model takes no request with {}",
-                    if carried.is_empty() {
-                        "a prompt alone".to_owned()
-                    } else {
-                        carried.join(" and ")
-                    }
-                ))
-            })?;
-        let mut body = Map::new();
-        let mut put = |thing: &str, value: Value| {
-            if let Some(field) = endpoint.fields.get(thing) {
-                body.insert(field.clone(), value);
-            }
-        };
-        put("prompt", json!(request.prompt));
-        put("duration", json!(self.duration(endpoint, request.seconds)));
-        if let Some(ratio) = self.aspect_ratio(request.width, request.height) {
-            put("aspect_ratio", json!(ratio));
-        }
-        put(
-            "resolution",
-            json!(self.resolution(request.width.min(request.height))),
-        );
-        put("audio", json!(self.audio));
-        if let Some(url) = &inputs.first_frame_url {
-            put("first_frame", json!(url));
-        }
-        if let Some(url) = &inputs.last_frame_url {
-            put("last_frame", json!(url));
-        }
-        if !inputs.reference_image_urls.is_empty() {
-            put("reference_images", json!(inputs.reference_image_urls));
-        }
-        if let Some(source) = &inputs.source {
-            put("video", json!(source.video_url));
-        }
-        Ok((endpoint, Value::Object(body)))
-    }
-
-    /// The endpoint's duration for a native render of `seconds`.
-    fn duration(&self, endpoint: &Endpoint, seconds: u32) -> String {
-        let durations = endpoint.durations.unwrap_or(self.model.durations);
-        let seconds = durations
-            .iter()
-            .copied()
-            .filter(|d| *d >= seconds)
-            .min()
-            .or_else(|| durations.iter().copied().max())
-            .unwrap_or(seconds);
-        match self.model.duration_style {
-            DurationStyle::Digits => seconds.to_string(),
-            DurationStyle::Seconds => format!("{seconds}s"),
-        }
-    }
-
-    /// The model's aspect ratio nearest a frame of `width`x`height`.
-    fn aspect_ratio(&self, width: u32, height: u32) -> Option<&'static str> {
-        let shape = |w: f64, h: f64| (w.max(1.0) / h.max(1.0)).ln();
-        let wanted = shape(f64::from(width), f64::from(height));
-        self.model
-            .aspect_ratios
-            .iter()
-            .copied()
-            .filter_map(|r| {
-                let (w, h) = r.split_once(':')?;
-                Some((r, shape(w.parse().ok()?, h.parse().ok()?)))
-            })
-            .min_by(|a, b| {
-                (a.1 - wanted)
-                    .abs()
-                    .partial_cmp(&(b.1 - wanted).abs())
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .map(|(r, _)| r)
-    }
-
-    /// The model's resolution tier for a frame whose short side is `short`: the smallest at or
-    /// above it, else the largest.
-    fn resolution(&self, short: u32) -> String {
-        let tiers = self.model.resolutions;
-        tiers
-            .iter()
-            .find(|(side, _)| *side >= short)
-            .or(tiers.last())
-            .map(|(_, name)| (*name).to_owned())
-            .unwrap_or_else(|| format!("{short}p"))
+        self.model.plan(request, self.audio)
     }
 
     /// The render id for a submitted request: its path under the queue base, from the
     /// `status_url` fal returned (on the API origin only), else from the endpoint's owner and
     /// app and the `request_id`.
     fn render_id(&self, endpoint: &Endpoint, answer: &Value) -> Result<String, EngineError> {
-        let request_id = answer["request_id"].as_str().ok_or_else(|| {
-            EngineError::Rejected("fal's answer to the submit has no request_id".into())
-        })?;
-        let path = match answer["status_url"].as_str() {
-            Some(status_url) => {
-                let prefix = self.api.url("/");
-                let path = status_url
-                    .split(['?', '#'])
-                    .next()
-                    .unwrap_or_default()
-                    .strip_prefix(&prefix)
-                    .and_then(|p| p.strip_suffix("/status"))
-                    .filter(|_| self.api.on_api_origin(status_url))
-                    .ok_or_else(|| {
-                        EngineError::Rejected(
-                            "fal's status_url is not on the queue's origin".into(),
-                        )
-                    })?;
-                path.to_owned()
-            }
-            None => {
-                let app: Vec<&str> = endpoint.path.split('/').take(2).collect();
-                format!("{}/requests/{}", app.join("/"), path_segment(request_id)?)
-            }
-        };
-        checked_render_id(&path).map(str::to_owned)
+        answers::render_id(&self.api, endpoint, answer)
     }
 
     /// The result of a completed request (`GET response_url`) as a render.
@@ -631,134 +210,6 @@ impl FalEngine {
             )),
         }
     }
-}
-
-/// A render id is `{owner}/{app}/requests/{request_id}` (or deeper, as fal's `status_url`
-/// names it): URL-safe segments only, so it can never reshape a path.
-fn checked_render_id(id: &str) -> Result<&str, EngineError> {
-    let segments: Vec<&str> = id.split('/').collect();
-    if segments.len() < 4
-        || segments[segments.len() - 2] != "requests"
-        || segments.iter().any(|s| path_segment(s).is_err())
-    {
-        return Err(EngineError::Rejected(format!(
-            "unusable fal request path {:?}",
-            id.chars().take(120).collect::<String>()
-        )));
-    }
-    Ok(id)
-}
-
-fn render(
-    id: &str,
-    status: RenderStatus,
-    error: Option<RenderError>,
-    result_url: Option<&str>,
-) -> Render {
-    Render {
-        id: id.to_owned(),
-        progress: if status == RenderStatus::Succeeded {
-            100
-        } else {
-            0
-        },
-        status,
-        error,
-        result_url: result_url.map(str::to_owned),
-        created_at: 0,
-    }
-}
-
-fn engine_failure(message: String) -> RenderError {
-    RenderError {
-        code: codes::ENGINE_FAILURE.into(),
-        message,
-    }
-}
-
-/// The content refusal in a model error body (`{"detail": [{"type":
-/// "content_policy_violation", …}]}`), if that is what it is.
-fn content_refusal(body: &Value) -> Option<String> {
-    let details = body["detail"].as_array()?;
-    let refused = details
-        .iter()
-        .find(|d| d["type"].as_str() == Some("content_policy_violation"))?;
-    let mut message = "the provider's content checker refused the input".to_owned();
-    if let Some(field) = refused["loc"].as_array().and_then(|l| l.last()) {
-        let field = field
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| field.to_string());
-        message.push_str(&format!(" ({field})"));
-    }
-    Some(message)
-}
-
-/// Why a completed request failed, from its result's error answer: a content refusal, a model
-/// error (4xx other than 404, 408 and 429) or a request error fal names with `error_type`; none
-/// for an answer of the queue itself (404, 408, 429, a 5xx without `error_type`).
-fn failure_of(answer: &Answer) -> Option<RenderError> {
-    let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-    if let Some(message) = content_refusal(&body) {
-        return Some(RenderError {
-            code: CONTENT_REFUSED.into(),
-            message,
-        });
-    }
-    let detail = || match &body["detail"] {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .map(|d| {
-                format!(
-                    "{}: {}",
-                    d["type"].as_str().unwrap_or("error"),
-                    d["msg"].as_str().unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        _ => super::error_detail(&answer.body),
-    };
-    let error_type = body["error_type"].as_str();
-    match answer.status {
-        404 | 408 | 429 => None,
-        400..=499 => Some(engine_failure(format!(
-            "HTTP {}: {}",
-            answer.status,
-            detail()
-        ))),
-        _ => error_type.map(|t| engine_failure(format!("{t}: {}", detail()))),
-    }
-}
-
-/// fal's queue status as a render (a completed one still needs its result read).
-fn status_of(render_id: &str, status: &Value) -> Render {
-    let state = match status["status"].as_str().unwrap_or_default() {
-        "IN_QUEUE" => RenderStatus::Queued,
-        "IN_PROGRESS" => RenderStatus::Rendering,
-        "COMPLETED" => RenderStatus::Succeeded,
-        _ => RenderStatus::Unknown,
-    };
-    // A completed request that failed may say so in the status itself.
-    let failed = state == RenderStatus::Succeeded
-        && (status["error"].as_str().is_some() || status["error_type"].as_str().is_some());
-    if failed {
-        let kind = status["error_type"].as_str().unwrap_or("error");
-        let error = if kind == "content_policy_violation" {
-            RenderError {
-                code: CONTENT_REFUSED.into(),
-                message: "the provider's content checker refused the input".into(),
-            }
-        } else {
-            engine_failure(format!(
-                "{kind}: {}",
-                status["error"].as_str().unwrap_or_default()
-            ))
-        };
-        return render(render_id, RenderStatus::Failed, Some(error), None);
-    }
-    render(render_id, state, None, None)
 }
 
 #[async_trait]
@@ -841,8 +292,12 @@ impl VideoEngine for FalEngine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Answer;
     use super::*;
     use crate::ports::engine::RenderInputs;
+    use crate::ports::engine::CONTENT_REFUSED;
+    use reelgate_engine::protocol::codes;
+    use serde_json::json;
 
     fn engine(extra: &str) -> FalEngine {
         let config: EngineConfig = toml::from_str(&format!(
