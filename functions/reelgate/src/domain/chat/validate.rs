@@ -1030,3 +1030,281 @@ fn is_base64(data: &str) -> bool {
     data.bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\n' | b'\r'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The default catalog (with its video model `reel-1`) and one chat model `m` that takes
+    /// text, tools and images and no reasoning effort.
+    fn catalog() -> Catalog {
+        let text = format!(
+            "{}\n{}",
+            crate::domain::catalog::DEFAULT_CATALOG,
+            r#"
+[[upstreams]]
+id = "a"
+kind = "openai"
+base_url = "http://a.invalid/v1"
+
+[[chat_models]]
+id = "m"
+upstream = "a"
+capabilities = ["text", "tools", "vision"]
+input_per_million = "1"
+output_per_million = "2"
+"#
+        );
+        Catalog::parse(&text).expect("test catalog")
+    }
+
+    /// The `param` and message a body is refused with.
+    fn refusal(catalog: &Catalog, body: Value) -> (String, String) {
+        let e = validate(catalog, body).expect_err("refused");
+        (e.param.unwrap_or_default(), e.message)
+    }
+
+    /// `model: m` and one user message, with `extra`'s parameters over them.
+    fn with(extra: Value) -> Value {
+        let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "Hi"}]});
+        for (k, v) in extra.as_object().expect("object") {
+            body[k] = v.clone();
+        }
+        body
+    }
+
+    #[test]
+    fn refusals_name_their_param_and_sentence() {
+        let catalog = catalog();
+        let user = |content: Value| json!([{"role": "user", "content": content}]);
+        let cases: Vec<(Value, &str, &str)> = vec![
+            (json!([1]), "", "The request body must be a JSON object."),
+            (
+                json!({"messages": user(json!("Hi"))}),
+                "model",
+                "model is required.",
+            ),
+            (
+                with(json!({"model": 5})),
+                "model",
+                "model must be a non-empty string.",
+            ),
+            (
+                with(json!({"model": "nope"})),
+                "model",
+                "The model 'nope' does not exist. GET /v1/models lists the chat models.",
+            ),
+            // The model is resolved before the rest of the body is read.
+            (
+                json!({"model": "nope", "temperature": "hot"}),
+                "model",
+                "The model 'nope' does not exist. GET /v1/models lists the chat models.",
+            ),
+            (
+                with(json!({"model": "reel-1"})),
+                "model",
+                "'reel-1' is a video model; use it with /v1/videos. GET /v1/models lists the chat models.",
+            ),
+            (
+                with(json!({"foo": 1})),
+                "foo",
+                "Unrecognized request argument supplied: foo",
+            ),
+            // Unknown parameters are refused before the known ones are read.
+            (
+                with(json!({"temperature": "hot", "foo": 1})),
+                "foo",
+                "Unrecognized request argument supplied: foo",
+            ),
+            (
+                with(json!({"stream": "yes"})),
+                "stream",
+                "stream must be a boolean.",
+            ),
+            (
+                with(json!({"stream_options": {"include_usage": true}})),
+                "stream_options",
+                "stream_options is only allowed when stream is true.",
+            ),
+            (
+                with(json!({"stream": true, "stream_options": {"x": 1}})),
+                "stream_options.x",
+                "Unrecognized stream option: x",
+            ),
+            (
+                with(json!({"stream": true, "stream_options": {"include_usage": 1}})),
+                "stream_options.include_usage",
+                "stream_options.include_usage must be a boolean.",
+            ),
+            (
+                with(json!({"temperature": "1"})),
+                "temperature",
+                "temperature must be a number.",
+            ),
+            (
+                with(json!({"temperature": 3})),
+                "temperature",
+                "temperature must be a number from 0 to 2; got 3.",
+            ),
+            (with(json!({"n": 1.5})), "n", "n must be an integer."),
+            (
+                with(json!({"max_tokens": 0})),
+                "max_tokens",
+                "max_tokens must be an integer of at least 1; got 0.",
+            ),
+            (
+                with(json!({"max_tokens": 5, "max_completion_tokens": 5})),
+                "max_tokens",
+                "Give max_completion_tokens or the deprecated max_tokens, not both.",
+            ),
+            (
+                with(json!({"stop": ["a", 1]})),
+                "stop[1]",
+                "Each stop sequence must be a string.",
+            ),
+            (
+                with(json!({"stop": 5})),
+                "stop",
+                "stop must be a string or an array of up to 4 strings.",
+            ),
+            (
+                with(json!({"stop": ["a", "b", "c", "d", "e"]})),
+                "stop",
+                "stop takes at most 4 sequences.",
+            ),
+            (
+                with(json!({"top_logprobs": 2})),
+                "top_logprobs",
+                "top_logprobs requires logprobs to be true.",
+            ),
+            (
+                with(json!({"logit_bias": {"x": 1}})),
+                "logit_bias.x",
+                "logit_bias keys are token ids (integers); got 'x'.",
+            ),
+            (
+                with(json!({"logit_bias": {"7": 101}})),
+                "logit_bias.7",
+                "Each logit_bias value must be a number from -100 to 100.",
+            ),
+            (
+                with(json!({"response_format": {"type": "xml"}})),
+                "response_format.type",
+                "response_format.type must be text, json_object or json_schema.",
+            ),
+            (
+                with(json!({"response_format": {"type": "json_schema", "json_schema": {"name": "a b"}}})),
+                "response_format.json_schema.name",
+                "json_schema.name is required: 1 to 64 letters, digits, '_' or '-'.",
+            ),
+            (
+                with(json!({"tools": {"a": 1}})),
+                "tools",
+                "tools must be an array of function tools.",
+            ),
+            (
+                with(json!({"tools": [{"type": "function", "function": {"name": "bad name"}}]})),
+                "tools[0].function.name",
+                "A function name is 1 to 64 letters, digits, '_' or '-'.",
+            ),
+            (
+                with(json!({
+                    "tools": [{"type": "function", "function": {"name": "a"}}],
+                    "tool_choice": {"type": "function", "function": {"name": "b"}},
+                })),
+                "tool_choice.function.name",
+                "tool_choice names 'b', which is not one of the tools.",
+            ),
+            (
+                with(json!({"tool_choice": "required"})),
+                "tool_choice",
+                "tool_choice 'required' needs tools.",
+            ),
+            (
+                with(json!({"reasoning_effort": "high"})),
+                "reasoning_effort",
+                "The model 'm' does not accept reasoning_effort 'high'; it takes no reasoning_effort.",
+            ),
+            (
+                with(json!({"repetition_penalty": 0})),
+                "repetition_penalty",
+                "repetition_penalty must be a number above 0.",
+            ),
+            (with(json!({"user": 5})), "user", "user must be a string."),
+            (
+                with(json!({"prompt_cache_key": "k".repeat(1025)})),
+                "prompt_cache_key",
+                "prompt_cache_key is longer than 1024 bytes.",
+            ),
+            (
+                json!({"model": "m"}),
+                "messages",
+                "messages is required.",
+            ),
+            (
+                with(json!({"messages": []})),
+                "messages",
+                "messages must contain at least one message.",
+            ),
+            (
+                with(json!({"messages": "Hi"})),
+                "messages",
+                "messages must be an array.",
+            ),
+            (
+                with(json!({"messages": [1]})),
+                "messages[0]",
+                "Each message must be an object.",
+            ),
+            (
+                with(json!({"messages": [{"role": "robot", "content": "Hi"}]})),
+                "messages[0].role",
+                "role must be one of system, developer, user, assistant, tool.",
+            ),
+            (
+                with(json!({"messages": [{"role": "user"}]})),
+                "messages[0].content",
+                "A user message needs content.",
+            ),
+            (
+                with(json!({"messages": user(json!([{"type": "x"}]))})),
+                "messages[0].content[0].type",
+                "Content part type must be one of text, image_url, video_url, audio_url, input_audio, file; got 'x'.",
+            ),
+            (
+                with(json!({"messages": user(json!([{"type": "image_url", "image_url": {"url": "ftp://a/b.png"}}]))})),
+                "messages[0].content[0].image_url.url",
+                "The image URL must be an http(s) URL, a base64 data URL, or a file id.",
+            ),
+            (
+                with(json!({"messages": user(json!([{"type": "video_url", "video_url": {"url": "https://a/b.mp4"}}]))})),
+                "messages[0].content[0]",
+                "The model 'm' does not support video input; this content needs a model with the 'video' capability.",
+            ),
+            (
+                with(json!({"messages": [
+                    {"role": "user", "content": "Hi"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "42"},
+                ]})),
+                "messages[1].tool_call_id",
+                "tool_call_id 'c1' answers no tool call of an earlier assistant message.",
+            ),
+            (
+                with(json!({"messages": [
+                    {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "a"}}]},
+                ]})),
+                "messages[0].tool_calls[0].function.arguments",
+                "function.arguments must be a JSON-encoded string.",
+            ),
+        ];
+        for (body, param, message) in cases {
+            let shown = body.to_string();
+            assert_eq!(
+                refusal(&catalog, body),
+                (param.to_owned(), message.to_owned()),
+                "{shown}"
+            );
+        }
+    }
+}
