@@ -1049,8 +1049,6 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "chat/caching.rs::place",
     "chat/completion.rs::restamped",
     "chat/mod.rs::message_chars",
-    "chat/validate.rs::chat_model",
-    "chat/validate.rs::validate",
     "files/form_upload.rs::upload",
     "files/uploads.rs::create",
     "idempotency.rs::finish",
@@ -1266,11 +1264,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
     (
         "reelgate/src/domain/messages/request.rs",
         1218,
-        "typed at the edge (item 1)",
-    ),
-    (
-        "reelgate/src/domain/chat/validate.rs",
-        1032,
         "typed at the edge (item 1)",
     ),
     (

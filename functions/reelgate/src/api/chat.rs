@@ -2,7 +2,7 @@
 //! answered by the chat use case (`domain::chat::complete`) in OpenAI's dialect, whole or
 //! streamed (`api::chat_answers`).
 
-use crate::api::extract::ApiJson;
+use crate::api::extract::ChatBody;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
@@ -10,7 +10,6 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     completions_route()
@@ -25,7 +24,7 @@ pub fn completions_route() -> Router<App> {
 async fn completions(
     State(app): State<App>,
     caller: Caller,
-    ApiJson(body): ApiJson<Value>,
+    ChatBody(body): ChatBody,
 ) -> ApiResult<Response> {
     let on_leave = crate::domain::chat::stream::OnLeave::ReadForUsage;
     crate::api::chat_answers::complete(&app, caller, body, on_leave).await

@@ -6,6 +6,7 @@
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::chat::body::{ChatCompletionBody, Unread};
 use crate::domain::chat::complete::{ChatAnswer, Reply};
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
@@ -24,9 +25,10 @@ use utoipa::ToSchema;
 pub async fn complete(
     app: &App,
     caller: Caller,
-    body: Value,
+    body: Result<ChatCompletionBody, Unread>,
     on_leave: crate::domain::chat::stream::OnLeave,
 ) -> ApiResult<Response> {
+    let body = body.map_err(|unread| unread.refusal(&app.catalog))?;
     let mut v = crate::domain::chat::validate::validate(&app.catalog, body)?;
     v.on_leave = on_leave;
     let dialect = OpenAiChat {

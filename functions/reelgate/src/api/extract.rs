@@ -3,6 +3,7 @@
 
 use crate::app::App;
 use crate::domain::accounts::Caller;
+use crate::domain::chat::body::{ChatCompletionBody, Unread};
 use crate::domain::error::ApiError;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -93,6 +94,28 @@ impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S> for A
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = json_bytes(req, state).await?;
         crate::domain::params::read_body(&bytes).map(ApiBody)
+    }
+}
+
+/// A chat completions body typed at the edge ([`crate::domain::chat::body`]); one serde could
+/// not read is kept, for the use case to refuse in the rules' order (the model first).
+pub struct ChatBody(pub Result<ChatCompletionBody, Unread>);
+
+impl<S: Send + Sync> FromRequest<S> for ChatBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = json_bytes(req, state).await?;
+        match crate::domain::chat::body::read(&bytes) {
+            // Not JSON: refused in the words every JSON body is refused in.
+            Err(unread) if unread.is_syntax() => {
+                Err(match axum::Json::<serde_json::Value>::from_bytes(&bytes) {
+                    Err(rejection) => json_rejection(rejection),
+                    Ok(_) => unread.into_error(),
+                })
+            }
+            read => Ok(ChatBody(read)),
+        }
     }
 }
 

@@ -369,7 +369,7 @@ async fn media(
 async fn chat(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
-    ApiJson(body): ApiJson<Value>,
+    crate::api::extract::ChatBody(body): crate::api::extract::ChatBody,
 ) -> ApiResult<Response> {
     // A person who leaves a reply (Stop, or closing the page) wants the model to stop.
     let on_leave = crate::domain::chat::stream::OnLeave::EndNow;

@@ -2,10 +2,12 @@
 //! the model catalog as the API shows it (`models`), and the file parts resolved to what an
 //! upstream can use.
 
+pub mod body;
 pub mod caching;
 pub mod complete;
 pub mod completion;
 pub mod dialect;
+pub mod message_rules;
 pub mod models;
 pub mod request;
 pub mod routing;

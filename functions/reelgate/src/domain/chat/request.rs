@@ -4,7 +4,7 @@
 //! upstream (serialized as it is, the routed upstream then naming its own model), and its schema
 //! is the OpenAPI document's `ChatCompletionRequest`, with the ranges the rules check.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 use utoipa::openapi::schema::{
     ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
@@ -280,7 +280,7 @@ pub enum Stop {
 
 /// A message's author. `developer` is OpenAI's newer name for `system`; open-weight chat
 /// templates know only `system`, so it travels as that.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 #[schema(as = ChatRole)]
 pub enum Role {

@@ -4,6 +4,7 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::body::ChatCompletionBody;
 use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::validate;
@@ -25,7 +26,7 @@ pub async fn create(
     dialect: impl FnOnce(Vec<String>) -> Arc<dyn Dialect>,
 ) -> ApiResult<ChatAnswer> {
     let cx = ports.cx;
-    let model = validate::chat_model(cx.catalog, &body)?.clone();
+    let model = validate::chat_model(cx.catalog, model_of(&body)?)?.clone();
     // Fetching URLs and rasterizing documents is work done before the request can be checked:
     // only a funded caller within its rate limits gets it, and the request counts against
     // those limits even when the work fails (a request without any is admitted once, by the
@@ -45,7 +46,8 @@ pub async fn create(
         let mut t =
             request::to_chat_for(cx.fetcher, pdf, &model, body, Purpose::Create, served).await?;
         let extensions = t.take_extensions();
-        let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
+        let chat = ChatCompletionBody::try_from(std::mem::take(&mut t.chat))?;
+        let mut v = validate::validate(cx.catalog, chat)?;
         extensions.carry(&mut v.request);
         v.request.anthropic_request = native;
         Ok::<_, crate::domain::error::ApiError>((v, t.stop_sequences))
@@ -67,6 +69,18 @@ pub async fn create(
         admitted,
     )
     .await
+}
+
+/// The body's `model`, refused as a chat body's is when it is not a string.
+fn model_of(body: &Value) -> ApiResult<Option<&str>> {
+    match body.get("model") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) => Ok(Some(id)),
+        Some(_) => Err(crate::domain::error::ApiError::invalid(
+            "model",
+            crate::domain::chat::body::MODEL_EXPECTED,
+        )),
+    }
 }
 
 /// How `model`'s Messages requests are served: natively when every deployment is an
@@ -98,7 +112,7 @@ pub async fn count_tokens(
     body: Value,
 ) -> ApiResult<TokenCountAnswer> {
     let cx = ports.cx;
-    let model = validate::chat_model(cx.catalog, &body)?.clone();
+    let model = validate::chat_model(cx.catalog, model_of(&body)?)?.clone();
     // Admitted before any URL is fetched or document rasterized: an unfunded key, or one over
     // its limits, makes the service do no work on its behalf.
     use crate::domain::billing::admission::{admit_text, TextAdmission};
@@ -137,7 +151,8 @@ async fn count(
     // The documented estimate, should the upstream have no counter.
     let estimate = request::estimate_input_tokens(&t.chat);
     let extensions = t.take_extensions();
-    let mut v = validate::validate(cx.catalog, std::mem::take(&mut t.chat))?;
+    let chat = ChatCompletionBody::try_from(std::mem::take(&mut t.chat))?;
+    let mut v = validate::validate(cx.catalog, chat)?;
     extensions.carry(&mut v.request);
     v.request.anthropic_request = native;
     let upstream = ports.upstreams.for_model(ports.catalog, model);
