@@ -14,11 +14,13 @@ mod errors;
 pub mod pdf_lambda;
 pub mod provision;
 pub mod s3;
+pub mod s3_presign;
 pub mod sfn;
 pub mod sqs;
 
 pub use dynamodb::DynamoItemStore;
 pub use s3::S3BlobStore;
+pub use s3_presign::S3Presigner;
 pub use sfn::StepFunctionsWorkflow;
 pub use sqs::SqsQueue;
 

@@ -1,9 +1,9 @@
-//! The blob store on one S3 bucket, with the SDK's SigV4 presigned URLs.
+//! The blob store on one S3 bucket; its presigned URLs come from [`S3Presigner`].
 
 use crate::errors::{describe, service_code};
+use crate::s3_presign::S3Presigner;
 use async_trait::async_trait;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as S3Body;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
@@ -22,6 +22,7 @@ pub const PART_SIZE: usize = 8 * 1024 * 1024;
 pub struct S3BlobStore {
     client: Client,
     bucket: String,
+    presigner: S3Presigner,
 }
 
 /// A multipart upload in progress.
@@ -37,13 +38,10 @@ impl S3BlobStore {
         let s3_config = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(path_style)
             .build();
-        Self::from_client(Client::from_conf(s3_config), bucket)
-    }
-
-    pub fn from_client(client: Client, bucket: &str) -> Self {
         S3BlobStore {
-            client,
+            client: Client::from_conf(s3_config),
             bucket: bucket.to_owned(),
+            presigner: S3Presigner::new(config, bucket, path_style),
         }
     }
 
@@ -198,11 +196,6 @@ fn body_stream(body: S3Body) -> ByteStream {
             Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }
     }))
-}
-
-fn presigning(ttl: Duration) -> Result<PresigningConfig, BlobError> {
-    PresigningConfig::expires_in(ttl.max(Duration::from_secs(1)))
-        .map_err(|e| BlobError::Unavailable(format!("cannot presign for {ttl:?}: {e}")))
 }
 
 #[async_trait]
@@ -362,15 +355,7 @@ impl BlobStore for S3BlobStore {
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {
-        let request = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .presigned(presigning(ttl)?)
-            .await
-            .map_err(unavailable)?;
-        Ok(request.uri().to_owned())
+        self.presigner.presign_get(key, ttl).await
     }
 
     async fn presign_put(
@@ -380,16 +365,7 @@ impl BlobStore for S3BlobStore {
         ttl: Duration,
     ) -> Result<String, BlobError> {
         // The content type is a signed header: the uploader must send exactly this one.
-        let request = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .content_type(content_type)
-            .presigned(presigning(ttl)?)
-            .await
-            .map_err(unavailable)?;
-        Ok(request.uri().to_owned())
+        self.presigner.presign_put(key, content_type, ttl).await
     }
 }
 

@@ -125,9 +125,10 @@ pub async fn aws_app(
     };
     let ports = Ports {
         store: Arc::new(reelgate_aws::DynamoItemStore::new(&sdk_config, &aws.table)),
-        blobs: match adapters.blobs {
-            Some(s3) => s3(&sdk_config, &aws),
-            None => Arc::new(absent(Port::Blobs)),
+        blobs: match (adapters.blobs, adapters.blob_urls) {
+            (Some(s3), _) => s3(&sdk_config, &aws),
+            (None, Some(urls)) => urls(&sdk_config, &aws, name),
+            (None, None) => Arc::new(absent(Port::Blobs)),
         },
         render_queue: queue(&aws.queue_url),
         workflow: aws.state_machine_arn.as_deref().map(

@@ -160,7 +160,8 @@ manifest! {
         files::content_route,
         Adapters::STORE.blobs(),
     );
-    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route, Adapters::STORE.blobs());
+    // Creating an upload hands out a presigned PUT URL and touches no blob itself.
+    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route, Adapters::STORE.blob_urls());
     API_UPLOAD_COMPLETE = http(
         "api-upload-complete",
         "ApiUploadCompleteFunction",

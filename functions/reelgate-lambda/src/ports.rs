@@ -37,6 +37,9 @@ use std::time::Duration;
 pub enum Port {
     /// S3: uploaded files, rendered videos and thumbnails, stored responses, presigned URLs.
     Blobs,
+    /// Presigned S3 URLs only, signed without the S3 client ([`UrlsOnly`]): for functions whose
+    /// routes hand out links to blobs and never read or write one (about 0.5 MB less bootstrap).
+    BlobUrls,
     /// SQS: the render queue and the webhook delivery queue.
     Queues,
     /// Step Functions: starting, stopping and resuming the video state machine.
@@ -50,8 +53,9 @@ pub enum Port {
 }
 
 impl Port {
-    pub const ALL: [Port; 6] = [
+    pub const ALL: [Port; 7] = [
         Port::Blobs,
+        Port::BlobUrls,
         Port::Queues,
         Port::Workflow,
         Port::Chat,
@@ -62,6 +66,7 @@ impl Port {
     pub fn name(self) -> &'static str {
         match self {
             Port::Blobs => "blobs (S3)",
+            Port::BlobUrls => "blob URLs (S3 presigning)",
             Port::Queues => "queues (SQS)",
             Port::Workflow => "workflow (Step Functions)",
             Port::Chat => "chat upstreams (Bedrock)",
@@ -72,6 +77,10 @@ impl Port {
 }
 
 pub type BlobsAdapter = fn(&aws_config::SdkConfig, &AwsSettings) -> Arc<dyn BlobStore>;
+/// The SDK configuration, the resources and the function (named by the refusals of
+/// [`UrlsOnly`]).
+pub type BlobUrlsAdapter =
+    fn(&aws_config::SdkConfig, &AwsSettings, &'static str) -> Arc<dyn BlobStore>;
 pub type QueueAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn MessageQueue>;
 pub type WorkflowAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn Workflow>;
 pub type ChatAdapter = fn() -> Arc<dyn UpstreamConnector>;
@@ -84,6 +93,8 @@ pub type PdfAdapter =
 #[derive(Clone, Copy)]
 pub struct Adapters {
     pub blobs: Option<BlobsAdapter>,
+    /// Only when `blobs` is `None`: the whole store presigns as well.
+    pub blob_urls: Option<BlobUrlsAdapter>,
     pub queues: Option<QueueAdapter>,
     pub workflow: Option<WorkflowAdapter>,
     pub chat: Option<ChatAdapter>,
@@ -95,6 +106,7 @@ impl Adapters {
     /// The item store only.
     pub const STORE: Adapters = Adapters {
         blobs: None,
+        blob_urls: None,
         queues: None,
         workflow: None,
         chat: None,
@@ -114,6 +126,19 @@ impl Adapters {
     pub const fn blobs(self) -> Self {
         Adapters {
             blobs: Some(s3_blobs),
+            blob_urls: None,
+            ..self
+        }
+    }
+
+    /// Presigned URLs of the bucket, without the S3 client (see [`Port::BlobUrls`]).
+    pub const fn blob_urls(self) -> Self {
+        Adapters {
+            blob_urls: if self.blobs.is_some() {
+                None
+            } else {
+                Some(s3_presigned_urls)
+            },
             ..self
         }
     }
@@ -157,6 +182,7 @@ impl Adapters {
     pub fn declares(&self, port: Port) -> bool {
         match port {
             Port::Blobs => self.blobs.is_some(),
+            Port::BlobUrls => self.blob_urls.is_some(),
             Port::Queues => self.queues.is_some(),
             Port::Workflow => self.workflow.is_some(),
             Port::Chat => self.chat.is_some(),
@@ -185,6 +211,17 @@ fn s3_blobs(config: &aws_config::SdkConfig, settings: &AwsSettings) -> Arc<dyn B
         config,
         &settings.bucket,
         settings.endpoint_url.is_some(),
+    ))
+}
+
+fn s3_presigned_urls(
+    config: &aws_config::SdkConfig,
+    settings: &AwsSettings,
+    function: &'static str,
+) -> Arc<dyn BlobStore> {
+    Arc::new(UrlsOnly::new(
+        reelgate_aws::S3Presigner::new(config, &settings.bucket, settings.endpoint_url.is_some()),
+        Absent::new(Port::Blobs, function),
     ))
 }
 
@@ -302,6 +339,107 @@ impl BlobStore for Absent {
         _ttl: Duration,
     ) -> Result<String, BlobError> {
         Err(BlobError::Unavailable(self.refuse("presign_put")))
+    }
+}
+
+/// What hands out presigned URLs: the S3 signer in a function, any blob store in a test.
+#[async_trait]
+pub trait PresignUrls: Send + Sync + 'static {
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError>;
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError>;
+}
+
+#[async_trait]
+impl PresignUrls for reelgate_aws::S3Presigner {
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {
+        reelgate_aws::S3Presigner::presign_get(self, key, ttl).await
+    }
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError> {
+        reelgate_aws::S3Presigner::presign_put(self, key, content_type, ttl).await
+    }
+}
+
+#[async_trait]
+impl PresignUrls for Arc<dyn BlobStore> {
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {
+        self.as_ref().presign_get(key, ttl).await
+    }
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError> {
+        self.as_ref().presign_put(key, content_type, ttl).await
+    }
+}
+
+/// The blobs port of a function declaring [`Port::BlobUrls`]: presigns through `urls`, and
+/// every other operation is refused by its [`Absent`] blobs port, loudly.
+pub struct UrlsOnly<P> {
+    urls: P,
+    absent: Absent,
+}
+
+impl<P: PresignUrls> UrlsOnly<P> {
+    pub fn new(urls: P, absent: Absent) -> Self {
+        UrlsOnly { urls, absent }
+    }
+}
+
+#[async_trait]
+impl<P: PresignUrls> BlobStore for UrlsOnly<P> {
+    async fn put_stream(
+        &self,
+        key: &str,
+        content_type: &str,
+        body: ByteStream,
+        max_bytes: u64,
+    ) -> Result<u64, BlobError> {
+        self.absent
+            .put_stream(key, content_type, body, max_bytes)
+            .await
+    }
+    async fn put_bytes(
+        &self,
+        key: &str,
+        content_type: &str,
+        bytes: bytes::Bytes,
+    ) -> Result<(), BlobError> {
+        self.absent.put_bytes(key, content_type, bytes).await
+    }
+    async fn head(&self, key: &str) -> Result<Option<BlobMeta>, BlobError> {
+        self.absent.head(key).await
+    }
+    async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead, BlobError> {
+        self.absent.get(key, range).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        BlobStore::delete(&self.absent, key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<BlobListing>, BlobError> {
+        self.absent.list(prefix).await
+    }
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, BlobError> {
+        self.urls.presign_get(key, ttl).await
+    }
+    async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<String, BlobError> {
+        self.urls.presign_put(key, content_type, ttl).await
     }
 }
 

@@ -21,7 +21,7 @@ use reelgate::ports::engine::{EngineError, Render, RenderRequest, RenderStatus, 
 use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
 use reelgate_embedded::testing::{agree, Tenant, TestServer};
 use reelgate_lambda::functions::{LambdaFunction, Serves, FUNCTIONS};
-use reelgate_lambda::ports::{absent_calls, Absent, Adapters, Port};
+use reelgate_lambda::ports::{absent_calls, Absent, Adapters, Port, UrlsOnly};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -128,7 +128,9 @@ fn assembled(full: &App, function: &LambdaFunction) -> App {
     let mut app = full.clone();
     let declared = function.adapters;
     let absent = |port| Absent::new(port, function.binary);
-    if !declared.declares(Port::Blobs) {
+    if declared.declares(Port::BlobUrls) {
+        app.blobs = Arc::new(UrlsOnly::new(full.blobs.clone(), absent(Port::Blobs)));
+    } else if !declared.declares(Port::Blobs) {
         app.blobs = Arc::new(absent(Port::Blobs));
     }
     if !declared.declares(Port::Queues) {
