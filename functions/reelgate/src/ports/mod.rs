@@ -10,6 +10,7 @@ pub mod issuer;
 pub mod moderator;
 pub mod pdf;
 pub mod queue;
+pub mod rate_windows;
 pub mod store;
 pub mod translator;
 pub mod upstream;

@@ -446,6 +446,12 @@ pub trait ItemStore: Send + Sync + 'static {
         )
         .await
     }
+
+    /// The rate-limit windows of this store's host where it keeps them outside the store (the
+    /// local host keeps them in memory); None where they are items of this store.
+    fn rate_windows(&self) -> Option<&dyn crate::ports::rate_windows::RateWindows> {
+        None
+    }
 }
 
 /// Every item `query` selects, following its pages: for the few reads that must see a whole
