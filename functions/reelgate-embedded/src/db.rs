@@ -278,6 +278,16 @@ impl Database {
 }
 
 impl Database {
+    /// Runs a read at once on the calling thread, waiting for a reader connection if every one
+    /// is busy: for startup, before any runtime serves requests.
+    pub fn read_now<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    {
+        let guard = free_reader(&self.readers)?;
+        Ok(work(&guard)?)
+    }
+
     /// A point read by primary key: on a free reader connection it runs at once on the calling
     /// thread (it takes microseconds, less than handing it to a blocking thread and back);
     /// when every reader is busy it waits on a blocking thread like [`Database::read`].

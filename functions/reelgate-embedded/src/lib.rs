@@ -19,6 +19,7 @@ pub mod journal;
 pub mod listener;
 pub mod pdf_child;
 pub mod queue;
+pub mod rate_windows;
 pub mod recovery;
 pub mod render_worker;
 pub mod retention;

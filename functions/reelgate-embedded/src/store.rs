@@ -9,11 +9,26 @@ use rusqlite::{params, OptionalExtension};
 
 pub struct SqliteItemStore {
     db: Database,
+    /// The host's rate-limit windows when they live in this process's memory; None: they are
+    /// items of this store, as on AWS.
+    windows: Option<std::sync::Arc<crate::rate_windows::MemoryRateWindows>>,
 }
 
 impl SqliteItemStore {
+    /// A store that keeps rate-limit windows as its items (a second process on the same file,
+    /// and the contract suites that check the windows' items).
     pub fn new(db: Database) -> Self {
-        SqliteItemStore { db }
+        SqliteItemStore { db, windows: None }
+    }
+
+    /// The store of the process that serves requests: its rate-limit windows in memory,
+    /// rebuilt from and snapshotted to `db` (`rate_windows`).
+    pub fn with_memory_windows(db: Database) -> Result<Self, crate::db::DbError> {
+        let windows = crate::rate_windows::MemoryRateWindows::persisted(&db)?;
+        Ok(SqliteItemStore {
+            db,
+            windows: Some(windows),
+        })
     }
 
     /// Items whose expiry is at or before `now` (the sweeper deletes their blobs, then them).
@@ -75,7 +90,7 @@ fn encode(item: &Item) -> Result<String, rusqlite::Error> {
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
-fn decode(text: &str) -> Result<Item, rusqlite::Error> {
+pub(crate) fn decode(text: &str) -> Result<Item, rusqlite::Error> {
     let conversion = |e: Box<dyn std::error::Error + Send + Sync>| {
         rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e)
     };
@@ -98,7 +113,7 @@ fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, 
     }
 }
 
-fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
+pub(crate) fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
     let (pk, sk) = match (item.str_attr(PK), item.str_attr(SK)) {
         (Some(pk), Some(sk)) => (pk, sk),
         _ => return Err(rusqlite::Error::InvalidQuery),
@@ -173,6 +188,12 @@ enum Verdict<T> {
 
 #[async_trait]
 impl ItemStore for SqliteItemStore {
+    fn rate_windows(&self) -> Option<&dyn reelgate::ports::rate_windows::RateWindows> {
+        self.windows
+            .as_deref()
+            .map(|w| w as &dyn reelgate::ports::rate_windows::RateWindows)
+    }
+
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let key = key.clone();
         let now = now_secs();
