@@ -16,8 +16,8 @@
 
 use crate::db::{Database, DbError};
 use async_trait::async_trait;
-use reelgate::ports::rate_windows::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 use reelgate::ports::store::{now_secs, Attr, ItemExt, Key, StoreError, TransactOp, EXPIRES_AT};
+use reelgate::ports::store::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex, Weak};

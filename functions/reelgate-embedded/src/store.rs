@@ -188,10 +188,10 @@ enum Verdict<T> {
 
 #[async_trait]
 impl ItemStore for SqliteItemStore {
-    fn rate_windows(&self) -> Option<&dyn reelgate::ports::rate_windows::RateWindows> {
+    fn rate_windows(&self) -> Option<&dyn reelgate::ports::store::RateWindows> {
         self.windows
             .as_deref()
-            .map(|w| w as &dyn reelgate::ports::rate_windows::RateWindows)
+            .map(|w| w as &dyn reelgate::ports::store::RateWindows)
     }
 
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {

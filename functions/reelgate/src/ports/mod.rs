@@ -10,7 +10,6 @@ pub mod issuer;
 pub mod moderator;
 pub mod pdf;
 pub mod queue;
-pub mod rate_windows;
 pub mod store;
 pub mod translator;
 pub mod upstream;

@@ -18,8 +18,8 @@
 use crate::domain::accounts::Caller;
 use crate::domain::billing::store_windows::StoreWindows;
 use crate::domain::catalog::{Plan, RateLimits};
-use crate::ports::rate_windows::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 use crate::ports::store::{now_secs, ItemStore, Key, StoreError, TransactOp};
+use crate::ports::store::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 
 /// Completion tokens reserved for a request that sets no maximum.
 pub const DEFAULT_COMPLETION_ESTIMATE: u64 = 1024;

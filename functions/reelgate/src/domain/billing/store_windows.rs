@@ -6,11 +6,11 @@
 //! [`ItemStore::update_each`] call (one commit on SQLite, two concurrent writes on DynamoDB). The
 //! AWS host keeps its windows here, shared by every Lambda instance.
 
-use crate::ports::rate_windows::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 use crate::ports::store::{
     Attr, Condition, ConditionalUpdate, Item, ItemExt, ItemStore, Key, StoreError, TransactOp,
     Update, EXPIRES_AT,
 };
+use crate::ports::store::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
 
