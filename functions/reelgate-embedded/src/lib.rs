@@ -15,6 +15,7 @@ pub mod blobs;
 pub mod blobs_route;
 pub mod db;
 pub mod host;
+pub mod items;
 pub mod journal;
 pub mod listener;
 pub mod pdf_child;

@@ -80,7 +80,7 @@ impl MemoryRateWindows {
                 "SELECT data FROM items WHERE pk >= 'RATE#' AND pk < 'RATE$' AND expires_at > ?1",
             )?;
             let rows = stmt.query_map([now], |r| r.get::<_, String>(0))?;
-            rows.map(|text| crate::store::decode(&text?))
+            rows.map(|text| crate::items::decode(&text?))
                 .collect::<Result<Vec<_>, _>>()
         })?;
         for item in stored {
@@ -210,7 +210,7 @@ fn snapshot_while(windows: Weak<MemoryRateWindows>, db: Database) {
                 item.insert("requests".into(), Attr::from(window.requests));
                 item.insert("tokens".into(), Attr::from(window.tokens));
                 item.insert(EXPIRES_AT.into(), Attr::from(window.expires_at));
-                crate::store::save(tx, &item)?;
+                crate::items::save(tx, &item)?;
             }
             Ok(())
         }));

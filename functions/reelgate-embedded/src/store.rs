@@ -3,6 +3,7 @@
 //! may run beside the server).
 
 use crate::db::Database;
+use crate::items::{decode, save};
 use async_trait::async_trait;
 use reelgate::ports::store::*;
 use rusqlite::{params, OptionalExtension};
@@ -85,19 +86,6 @@ pub(crate) fn store_err(e: crate::db::DbError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn encode(item: &Item) -> Result<String, rusqlite::Error> {
-    serde_json::to_string(&reelgate::ports::store::stamp_format(item))
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-}
-
-pub(crate) fn decode(text: &str) -> Result<Item, rusqlite::Error> {
-    let conversion = |e: Box<dyn std::error::Error + Send + Sync>| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e)
-    };
-    let item: Item = serde_json::from_str(text).map_err(|e| conversion(Box::new(e)))?;
-    reelgate::ports::store::read_format(item).map_err(|e| conversion(Box::new(e)))
-}
-
 fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, rusqlite::Error> {
     // Cached statements: the hot path's few statements are parsed once per connection.
     let text: Option<String> = tx
@@ -111,19 +99,6 @@ fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, 
         }
         None => Ok(None),
     }
-}
-
-pub(crate) fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
-    let (pk, sk) = match (item.str_attr(PK), item.str_attr(SK)) {
-        (Some(pk), Some(sk)) => (pk, sk),
-        _ => return Err(rusqlite::Error::InvalidQuery),
-    };
-    tx.prepare_cached(
-        "INSERT INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
-    )?
-    .execute(params![pk, sk, encode(item)?, item.i64_attr(EXPIRES_AT)])?;
-    Ok(())
 }
 
 fn remove(tx: &rusqlite::Connection, key: &Key) -> Result<(), rusqlite::Error> {
