@@ -40,7 +40,7 @@ impl LocalBackend {
         let secret = UrlSigner::load_or_create_secret(&data_dir.join("url-signing.key"))?;
         let signer = UrlSigner::new(secret, public_base_url);
         Ok(LocalBackend {
-            store: Arc::new(SqliteItemStore::new(db.clone())),
+            store: Arc::new(SqliteItemStore::with_memory_windows(db.clone())?),
             blobs: Arc::new(LocalBlobStore::new(data_dir.join("blobs"), signer)),
             render_queue: Arc::new(SqliteQueue::new(
                 db.clone(),

@@ -278,6 +278,16 @@ impl Database {
 }
 
 impl Database {
+    /// Runs a read at once on the calling thread, waiting for a reader connection if every one
+    /// is busy: for startup, before any runtime serves requests.
+    pub fn read_now<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    {
+        let guard = free_reader(&self.readers)?;
+        Ok(work(&guard)?)
+    }
+
     /// A point read by primary key: on a free reader connection it runs at once on the calling
     /// thread (it takes microseconds, less than handing it to a blocking thread and back);
     /// when every reader is busy it waits on a blocking thread like [`Database::read`].
@@ -487,6 +497,15 @@ fn write_batches(
     }
 }
 
+/// Why a group commit is as safe as a commit per write: the batch is one SQLite transaction, and
+/// no caller is answered before its COMMIT returns (`write_batches` answers after it). A crash
+/// before the COMMIT loses the whole batch, but nobody was told any of it happened; a crash after
+/// it keeps every write in it. A savepoint rolled back (a failed condition, an error, a panic)
+/// takes exactly its own write's changes with it, so a batch never commits half of one write, and
+/// a write's condition sees the writes committed before it and its batch mates released before
+/// it, as a transaction of its own run in that order would. Durability is the same as for an
+/// inline write (WAL, `synchronous = NORMAL`: a commit survives the process, and the operating
+/// system's crash may drop the last commits, batched or not).
 fn run_batch(conn: &mut Connection, batch: &mut [Box<dyn PendingWrite>]) -> Result<(), String> {
     // Unlike an inline write, the writer thread waits for another process's lock.
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;

@@ -3,17 +3,33 @@
 //! may run beside the server).
 
 use crate::db::Database;
+use crate::items::{decode, save};
 use async_trait::async_trait;
 use reelgate::ports::store::*;
 use rusqlite::{params, OptionalExtension};
 
 pub struct SqliteItemStore {
     db: Database,
+    /// The host's rate-limit windows when they live in this process's memory; None: they are
+    /// items of this store, as on AWS.
+    windows: Option<std::sync::Arc<crate::rate_windows::MemoryRateWindows>>,
 }
 
 impl SqliteItemStore {
+    /// A store that keeps rate-limit windows as its items (a second process on the same file,
+    /// and the contract suites that check the windows' items).
     pub fn new(db: Database) -> Self {
-        SqliteItemStore { db }
+        SqliteItemStore { db, windows: None }
+    }
+
+    /// The store of the process that serves requests: its rate-limit windows in memory,
+    /// rebuilt from and snapshotted to `db` (`rate_windows`).
+    pub fn with_memory_windows(db: Database) -> Result<Self, crate::db::DbError> {
+        let windows = crate::rate_windows::MemoryRateWindows::persisted(&db)?;
+        Ok(SqliteItemStore {
+            db,
+            windows: Some(windows),
+        })
     }
 
     /// Items whose expiry is at or before `now` (the sweeper deletes their blobs, then them).
@@ -70,19 +86,6 @@ pub(crate) fn store_err(e: crate::db::DbError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn encode(item: &Item) -> Result<String, rusqlite::Error> {
-    serde_json::to_string(&reelgate::ports::store::stamp_format(item))
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-}
-
-fn decode(text: &str) -> Result<Item, rusqlite::Error> {
-    let conversion = |e: Box<dyn std::error::Error + Send + Sync>| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e)
-    };
-    let item: Item = serde_json::from_str(text).map_err(|e| conversion(Box::new(e)))?;
-    reelgate::ports::store::read_format(item).map_err(|e| conversion(Box::new(e)))
-}
-
 fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, rusqlite::Error> {
     // Cached statements: the hot path's few statements are parsed once per connection.
     let text: Option<String> = tx
@@ -96,19 +99,6 @@ fn load(tx: &rusqlite::Connection, key: &Key, now: i64) -> Result<Option<Item>, 
         }
         None => Ok(None),
     }
-}
-
-fn save(tx: &rusqlite::Connection, item: &Item) -> Result<(), rusqlite::Error> {
-    let (pk, sk) = match (item.str_attr(PK), item.str_attr(SK)) {
-        (Some(pk), Some(sk)) => (pk, sk),
-        _ => return Err(rusqlite::Error::InvalidQuery),
-    };
-    tx.prepare_cached(
-        "INSERT INTO items (pk, sk, data, expires_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data, expires_at = excluded.expires_at",
-    )?
-    .execute(params![pk, sk, encode(item)?, item.i64_attr(EXPIRES_AT)])?;
-    Ok(())
 }
 
 fn remove(tx: &rusqlite::Connection, key: &Key) -> Result<(), rusqlite::Error> {
@@ -173,6 +163,12 @@ enum Verdict<T> {
 
 #[async_trait]
 impl ItemStore for SqliteItemStore {
+    fn rate_windows(&self) -> Option<&dyn reelgate::ports::store::RateWindows> {
+        self.windows
+            .as_deref()
+            .map(|w| w as &dyn reelgate::ports::store::RateWindows)
+    }
+
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let key = key.clone();
         let now = now_secs();

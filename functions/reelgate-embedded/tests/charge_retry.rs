@@ -112,7 +112,7 @@ async fn a_conflicting_token_charge_is_retried_and_charged_once() {
         },
         key: "console",
         budget_month: None,
-        rate_settlement: Vec::new(),
+        rate_settlement: Default::default(),
     };
     // 1000 × 1000 / 1e6 + 500 × 2000 / 1e6 = 1 + 1 = 2.
     store.conflicts.store(3, Ordering::SeqCst);
@@ -202,7 +202,7 @@ async fn concurrent_charges_against_one_org_all_land() {
             },
             key: "console",
             budget_month: None,
-            rate_settlement: Vec::new(),
+            rate_settlement: Default::default(),
         };
         async move { token_charges::charge(cx, c).await }
     });

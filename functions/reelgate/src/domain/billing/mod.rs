@@ -7,6 +7,7 @@ pub mod budgets;
 pub mod ledger;
 pub mod rate_limits;
 pub mod render_charges;
+pub mod store_windows;
 pub mod token_charges;
 pub mod usage;
 pub mod usage_report;

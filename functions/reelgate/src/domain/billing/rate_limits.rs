@@ -1,28 +1,25 @@
 //! Rate limits per API key and per organization: requests and tokens per minute for chat and
 //! responses, video creates per minute.
 //!
-//! The algorithm is a fixed one-minute window per scope and kind: one store item per window
-//! (`RATE#<org>[#KEY#<key>]`, `<kind>#<minute>`) holding the requests and tokens admitted in it.
-//! Admission is one conditional update per limited scope — `ADD requests 1, tokens estimate` only
-//! if both stay within their limits — so the count is exact under any concurrency (the store
-//! serializes conditional writes on one item) and costs one round trip: the key's and the
-//! organization's updates go in one [`ItemStore::update_each`] call (one commit on the embedded
-//! store, two concurrent writes on DynamoDB). When one scope admits and the other refuses,
-//! the admitted unit is given back by a second write; until then a concurrent request near that
-//! limit may be refused, never wrongly admitted. A fixed window lets a caller use its limit at the
-//! end of one minute and again at the start of the next: at most twice the limit in any 60 s.
+//! The algorithm is a fixed one-minute window per scope and kind (`RATE#<org>[#KEY#<key>]`,
+//! `<kind>#<minute>`) counting the requests and tokens admitted in it, kept by the
+//! [`RateWindows`] port: as store items on AWS (`store_windows`), in the owning process's memory
+//! locally. Admission counts one request into each limited scope only if it stays within that
+//! scope's limits, exactly under any concurrency, in one call for the key's and the
+//! organization's windows. When one scope admits and the other refuses, the admitted unit is
+//! given back; until then a concurrent request near that limit may be refused, never wrongly
+//! admitted. A fixed window lets a caller use its limit at the end of one minute and again at the
+//! start of the next: at most twice the limit in any 60 s.
 //!
 //! Tokens are reserved at admission as an estimate (the prompt's estimate plus the request's
 //! `max_completion_tokens`/`max_output_tokens`, else [`DEFAULT_COMPLETION_ESTIMATE`]) and settled
 //! with the real count once the upstream has answered.
 
 use crate::domain::accounts::Caller;
+use crate::domain::billing::store_windows::StoreWindows;
 use crate::domain::catalog::{Plan, RateLimits};
-use crate::ports::store::{
-    now_secs, Attr, Condition, ConditionalUpdate, Item, ItemExt, ItemStore, Key, StoreError,
-    TransactOp, Update,
-};
-use rust_decimal::Decimal;
+use crate::ports::store::{now_secs, ItemStore, Key, StoreError, TransactOp};
+use crate::ports::store::{RateWindows, WindowAdmission, WindowCounts, WindowOutcome};
 
 /// Completion tokens reserved for a request that sets no maximum.
 pub const DEFAULT_COMPLETION_ESTIMATE: u64 = 1024;
@@ -149,10 +146,6 @@ fn org_scope(org: &str) -> String {
     crate::domain::table_keys::rate_org_scope(org)
 }
 
-fn count(n: u64) -> Attr {
-    Attr::N(Decimal::from(n))
-}
-
 /// Admits one request of `kind` reserving `tokens`, against the caller's key and organization
 /// limits (each only when set; no store call when neither is).
 pub async fn acquire(
@@ -199,48 +192,51 @@ pub async fn acquire(
             }
         }
     }
-    // Both scopes in one store call: one commit locally, concurrent writes on DynamoDB.
+    // Both scopes in one call: in memory locally, one commit or two concurrent writes in a store.
     let keys: Vec<Key> = scopes
         .iter()
         .map(|(pk, _)| window_key(pk, kind, minute))
         .collect();
-    let attempts = keys
+    let admissions = keys
         .iter()
         .zip(&scopes)
-        .map(|(key, (_, limits))| admission(key.clone(), *limits, tokens, minute))
+        .map(|(key, (_, limits))| WindowAdmission {
+            key: key.clone(),
+            max_requests: limits.requests,
+            max_tokens: limits.tokens,
+            tokens,
+            expires_at: window_expiry(minute),
+        })
         .collect();
-    let written = store.update_each(attempts).await;
-    let results = futures::future::join_all(keys.iter().zip(&scopes).zip(written).map(
-        |((key, (_, limits)), outcome)| window_outcome(store, key, *limits, reset_secs, outcome),
-    ))
-    .await;
+    let in_store = StoreWindows(store);
+    let windows = windows_of(store, &in_store);
+    let results = windows.admit_each(admissions).await;
     let mut status = RateStatus::default();
     let mut admitted = Vec::new();
     let mut refusal = None;
     let mut failure = None;
-    for ((pk, _), result) in scopes.iter().zip(results) {
+    for (((pk, limits), key), result) in scopes.iter().zip(keys).zip(results) {
         match result {
-            Ok(s) => {
-                status.merge(&s);
-                admitted.push(window_key(pk, kind, minute));
+            Ok(WindowOutcome::Admitted(counts)) => {
+                status.merge(&status_of(*limits, counts, reset_secs));
+                admitted.push(key);
             }
-            Err(WindowError::Full(s, what)) => {
+            Ok(WindowOutcome::Full(counts)) => {
                 if refusal.is_none() {
-                    refusal = Some((s, what, pk.clone()));
+                    let what = match limits.requests {
+                        Some(max) if counts.requests >= max => format!("{max} requests per minute"),
+                        _ => format!("{} tokens per minute", limits.tokens.unwrap_or(0)),
+                    };
+                    refusal = Some((status_of(*limits, counts, reset_secs), what, pk.clone()));
                 }
             }
-            Err(WindowError::Store(e)) => failure = Some(e),
+            Err(e) => failure = Some(e),
         }
     }
     if refusal.is_some() || failure.is_some() {
         // Give back what the other scope admitted (see the module's comment).
         for key in &admitted {
-            let undo = Update::new()
-                .add("requests", Decimal::NEGATIVE_ONE)
-                .add("tokens", -Decimal::from(tokens));
-            if let Err(e) = store.update(key, undo, None).await {
-                tracing::warn!(error = %e, "giving back a rate-limit unit failed");
-            }
+            windows.give_back(key, tokens).await;
         }
     }
     if let Some(e) = failure {
@@ -267,46 +263,82 @@ pub async fn acquire(
     })
 }
 
+/// The windows of `store`'s host: its own where it keeps them outside the store, else
+/// `in_store`, the same store's items.
+fn windows_of<'a>(store: &'a dyn ItemStore, in_store: &'a StoreWindows<'a>) -> &'a dyn RateWindows {
+    store.rate_windows().unwrap_or(in_store)
+}
+
 /// Replaces a grant's token estimate with the real count, in the window it was taken from; for
 /// a request that ends without a charge (the charge carries [`settlement_ops`] instead).
 pub async fn settle(store: &dyn ItemStore, grant: &Grant, used_tokens: u64) {
-    if grant.windows.is_empty() || used_tokens == grant.reserved_tokens {
+    let Some(delta) = grant.delta(used_tokens) else {
         return;
-    }
-    let delta = Decimal::from(used_tokens) - Decimal::from(grant.reserved_tokens);
+    };
+    let in_store = StoreWindows(store);
+    let windows = windows_of(store, &in_store);
     for key in &grant.windows {
-        // Only an existing window: a refund must not recreate a window that already expired.
-        let cond = Condition::AttrExists("requests".into());
-        match store
-            .update(key, Update::new().add("tokens", delta), Some(cond))
-            .await
-        {
-            Ok(_) | Err(StoreError::ConditionFailed) => {}
-            Err(e) => tracing::warn!(error = %e, "settling rate-limit tokens failed"),
-        }
+        windows.settle(key, delta).await;
     }
 }
 
-/// The settlement of a grant as writes to join a charge's transaction, so that settling costs
-/// no round trip of its own. They carry no condition (a condition failing would cancel the
-/// charge): a window that already expired is recreated with the same past expiry and is never
-/// read again, since only the current minute's window admits.
-pub fn settlement_ops(grant: &Grant, used_tokens: u64) -> Vec<TransactOp> {
-    if used_tokens == grant.reserved_tokens {
-        return Vec::new();
+impl Grant {
+    /// The real count minus the estimate; None when there is nothing to settle.
+    fn delta(&self, used_tokens: u64) -> Option<i64> {
+        if self.windows.is_empty() || used_tokens == self.reserved_tokens {
+            return None;
+        }
+        Some(used_tokens as i64 - self.reserved_tokens as i64)
     }
-    let delta = Decimal::from(used_tokens) - Decimal::from(grant.reserved_tokens);
-    grant
-        .windows
-        .iter()
-        .map(|key| TransactOp::Update {
-            key: key.clone(),
-            update: Update::new()
-                .add("tokens", delta)
-                .set(crate::ports::store::EXPIRES_AT, grant.expires_at),
-            condition: None,
-        })
-        .collect()
+}
+
+/// A grant's settlement, carried by its charge so that settling costs no round trip of its own:
+/// written in the charge's transaction where the windows are items of the store, else applied
+/// in memory once the charge has committed (see [`RateWindows::settlement_write`]).
+#[derive(Clone, Debug, Default)]
+pub struct RateSettlement {
+    windows: Vec<Key>,
+    delta: i64,
+    expires_at: i64,
+}
+
+/// The settlement of `grant` at `used_tokens`, for its charge.
+pub fn settlement_ops(grant: &Grant, used_tokens: u64) -> RateSettlement {
+    match grant.delta(used_tokens) {
+        Some(delta) => RateSettlement {
+            windows: grant.windows.clone(),
+            delta,
+            expires_at: grant.expires_at,
+        },
+        None => RateSettlement::default(),
+    }
+}
+
+impl RateSettlement {
+    /// The writes that join the charge's transaction (none where the windows are not items of
+    /// `store`).
+    pub fn writes(&self, store: &dyn ItemStore) -> Vec<TransactOp> {
+        let in_store = StoreWindows(store);
+        let windows = windows_of(store, &in_store);
+        self.windows
+            .iter()
+            .filter_map(|key| windows.settlement_write(key, self.delta, self.expires_at))
+            .collect()
+    }
+
+    /// After the charge committed: settles what [`RateSettlement::writes`] did not write.
+    pub async fn after_charge(&self, store: &dyn ItemStore) {
+        if let Some(windows) = store.rate_windows() {
+            for key in &self.windows {
+                if windows
+                    .settlement_write(key, self.delta, self.expires_at)
+                    .is_none()
+                {
+                    windows.settle(key, self.delta).await;
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -317,81 +349,18 @@ pub enum AcquireError {
     Store(StoreError),
 }
 
-enum WindowError {
-    Full(RateStatus, String),
-    Store(StoreError),
-}
-
-/// The conditional write that admits one request into a window: `ADD requests 1, tokens
-/// estimate` only if both stay within their limits.
-fn admission(key: Key, limits: Limits, tokens: u64, minute: i64) -> ConditionalUpdate {
-    let mut conditions = Vec::new();
-    if let Some(max) = limits.requests {
-        conditions.push(Condition::Or(vec![
-            Condition::AttrNotExists("requests".into()),
-            Condition::Lt("requests".into(), count(max)),
-        ]));
-    }
-    if let Some(max) = limits.tokens {
-        conditions.push(Condition::Or(vec![
-            Condition::AttrNotExists("tokens".into()),
-            Condition::Le("tokens".into(), count(max - tokens)),
-        ]));
-    }
-    ConditionalUpdate {
-        key,
-        update: Update::new()
-            .add("requests", Decimal::ONE)
-            .add("tokens", Decimal::from(tokens))
-            .set(crate::ports::store::EXPIRES_AT, window_expiry(minute)),
-        condition: Some(Condition::And(conditions)),
-    }
-}
-
-/// What one window's admission write says: the remaining counts, or which limit is reached.
-async fn window_outcome(
-    store: &dyn ItemStore,
-    key: &Key,
-    limits: Limits,
-    reset_secs: u64,
-    outcome: Result<Item, StoreError>,
-) -> Result<RateStatus, WindowError> {
-    let status_of = |requests: u64, used_tokens: u64| RateStatus {
+/// What the caller is told of one window's counts.
+fn status_of(limits: Limits, counts: WindowCounts, reset_secs: u64) -> RateStatus {
+    RateStatus {
         requests: limits.requests.map(|limit| Remaining {
             limit,
-            remaining: limit.saturating_sub(requests),
+            remaining: limit.saturating_sub(counts.requests),
             reset_secs,
         }),
         tokens: limits.tokens.map(|limit| Remaining {
             limit,
-            remaining: limit.saturating_sub(used_tokens),
+            remaining: limit.saturating_sub(counts.tokens),
             reset_secs,
         }),
-    };
-    match outcome {
-        Ok(item) => Ok(status_of(
-            item.i64_attr("requests").unwrap_or(0).max(0) as u64,
-            item.i64_attr("tokens").unwrap_or(0).max(0) as u64,
-        )),
-        Err(StoreError::ConditionFailed) => {
-            // Off the hot path: read the window to say which limit is reached.
-            let current = store.get(key).await.map_err(WindowError::Store)?;
-            let requests = current
-                .as_ref()
-                .and_then(|i| i.i64_attr("requests"))
-                .unwrap_or(0)
-                .max(0) as u64;
-            let used = current
-                .as_ref()
-                .and_then(|i| i.i64_attr("tokens"))
-                .unwrap_or(0)
-                .max(0) as u64;
-            let what = match limits.requests {
-                Some(max) if requests >= max => format!("{max} requests per minute"),
-                _ => format!("{} tokens per minute", limits.tokens.unwrap_or(0)),
-            };
-            Err(WindowError::Full(status_of(requests, used), what))
-        }
-        Err(e) => Err(WindowError::Store(e)),
     }
 }

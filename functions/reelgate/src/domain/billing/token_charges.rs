@@ -197,7 +197,7 @@ pub struct Charge<'a> {
     pub budget_month: Option<&'a str>,
     /// The rate-limit settlement written with the charge
     /// ([`crate::domain::billing::rate_limits::settlement_ops`]).
-    pub rate_settlement: Vec<TransactOp>,
+    pub rate_settlement: crate::domain::billing::rate_limits::RateSettlement,
 }
 
 /// Deducts the usage's cost and writes the ledger entry, atomically. Returns the amount charged.
@@ -268,7 +268,7 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
             amount,
         ));
     }
-    ops.extend(c.rate_settlement.iter().cloned());
+    ops.extend(c.rate_settlement.writes(store));
     // A transaction that conflicts with a concurrent write to the organization (DynamoDB's
     // TransactionConflict, throttling, a busy database) wrote nothing: try again with backoff.
     // The ledger item's `NotExists` makes a retry after an unseen success a no-op, so retrying
@@ -277,6 +277,7 @@ async fn write(store: &dyn ItemStore, c: Charge<'_>) -> ApiResult<Decimal> {
     loop {
         match store.transact(ops.clone()).await {
             Ok(()) => {
+                c.rate_settlement.after_charge(store).await;
                 let m = &c.model.id;
                 crate::observability::metrics::tokens(m, "input", line.input_tokens);
                 crate::observability::metrics::tokens(m, "cached_input", line.cached_input_tokens);
@@ -325,7 +326,7 @@ pub struct OwnedCharge {
     pub usage: TokenUsage,
     pub key: String,
     pub budget_month: Option<String>,
-    pub rate_settlement: Vec<TransactOp>,
+    pub rate_settlement: crate::domain::billing::rate_limits::RateSettlement,
 }
 
 /// The one charge policy of text requests (chat completions, the Messages API, responses):
