@@ -251,7 +251,7 @@ mod tests {
             .expect(
                 "an organization outside the held organization's shard: the windows are one lock",
             );
-        let _held = windows.shards[windows.shard_of(held_pk)]
+        let held = windows.shards[windows.shard_of(held_pk)]
             .lock()
             .expect("lock");
         let (done, answer) = std::sync::mpsc::channel();
@@ -260,9 +260,12 @@ mod tests {
                 let outcome = windows.admit(&admission(&other_pk, 10), now_secs());
                 let _ = done.send(outcome);
             });
-            let outcome = answer
-                .recv_timeout(std::time::Duration::from_secs(5))
-                .expect("another organization's admission waited for the held shard");
+            let outcome = answer.recv_timeout(std::time::Duration::from_secs(5));
+            // Released before any assertion: the scope joins the admitting thread, which a
+            // lock shared with the held shard would otherwise keep waiting forever.
+            drop(held);
+            let outcome =
+                outcome.expect("another organization's admission waited for the held shard");
             assert!(matches!(outcome, WindowOutcome::Admitted(c) if c.requests == 1));
         });
     }

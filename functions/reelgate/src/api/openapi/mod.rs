@@ -1201,7 +1201,6 @@ pub const OPERATIONS: &[Operation] = &[
         ok: &[(200, Answer::Json("Upload"))],
         errors: &[400, 401, 403, 409, 413],
         links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
-        ..DEFAULT
     },
     Operation {
         method: "POST",

@@ -108,7 +108,8 @@ pub fn chat_model<'a>(catalog: &'a Catalog, model: Option<&str>) -> ApiResult<&'
 /// for the refusals the rules give before the shape's.
 #[derive(Debug)]
 pub struct Unread {
-    shape: ApiError,
+    // Boxed: the refusal is large and an unread body is the rare case.
+    shape: Box<ApiError>,
     syntax: bool,
     object: Option<Map<String, Value>>,
 }
@@ -121,13 +122,13 @@ impl Unread {
 
     /// The refusal of the body's shape alone.
     pub fn into_error(self) -> ApiError {
-        self.shape
+        *self.shape
     }
 
     /// The refusal in the rules' order: the model, an unknown parameter, the shape.
     pub fn refusal(self, catalog: &Catalog) -> ApiError {
         let Some(object) = self.object else {
-            return self.shape;
+            return *self.shape;
         };
         let model = match object.get("model") {
             None | Some(Value::Null) => None,
@@ -143,7 +144,7 @@ impl Unread {
         {
             return unknown_parameter(name);
         }
-        self.shape
+        *self.shape
     }
 }
 
@@ -155,7 +156,7 @@ pub fn read(bytes: &[u8]) -> Result<ChatCompletionBody, Unread> {
         && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
     {
         return Err(Unread {
-            shape: not_an_object(),
+            shape: Box::new(not_an_object()),
             syntax: false,
             object: None,
         });
@@ -166,15 +167,15 @@ pub fn read(bytes: &[u8]) -> Result<ChatCompletionBody, Unread> {
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
             return Unread {
-                shape: ApiError::bad_request(format!(
+                shape: Box::new(ApiError::bad_request(format!(
                     "The request body is not valid JSON: {inner}"
-                )),
+                ))),
                 syntax: true,
                 object: None,
             };
         }
         Unread {
-            shape: shape_refusal(&path, &inner.to_string()),
+            shape: Box::new(shape_refusal(&path, &inner.to_string())),
             syntax: false,
             // Only a refused body pays for a second read, to be refused in the rules' order.
             object: serde_json::from_slice(bytes).ok(),

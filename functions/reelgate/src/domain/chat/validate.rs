@@ -432,7 +432,7 @@ fn reasoning_effort(model: &ChatModel, effort: Option<String>) -> ApiResult<Opti
     let Some(effort) = effort else {
         return Ok(None);
     };
-    if !model.reasoning_efforts.iter().any(|e| *e == effort) {
+    if !model.reasoning_efforts.contains(&effort) {
         let accepted = if model.reasoning_efforts.is_empty() {
             "it takes no reasoning_effort".to_owned()
         } else {

@@ -252,7 +252,7 @@ async fn priced(cx: Context<'_>, caller: &Caller, req: &VideoCreateRequest) -> A
             ),
         ));
     }
-    check_capabilities(&cx.catalog.capabilities(model), &model.id, &req)?;
+    check_capabilities(&cx.catalog.capabilities(model), &model.id, req)?;
     let pricing = model
         .pricing
         .iter()
@@ -584,7 +584,7 @@ pub async fn create_with(
         .as_deref()
         .and_then(|e| cx.catalog.engine(e))
         .and_then(|e| e.native_renders().max_image_bytes);
-    check_files(cx, &caller.org, &req, engine_image_limit).await?;
+    check_files(cx, &caller.org, req, engine_image_limit).await?;
     let most = cx
         .catalog
         .video_model(&priced.model)
