@@ -42,7 +42,7 @@ for run in $(seq 1 "$RUNS"); do
   for which in before after; do
     dir="$BEFORE"
     [[ "$which" == after ]] && dir="$AFTER"
-    REELGATE_BENCH_SERVER="$dir/reelgate" REELGATE_BENCH_CLIENT="$dir/chat_bench" \
+    BENCH_SERVER_BIN="$dir/reelgate" BENCH_CLIENT_BIN="$dir/chat_bench" \
       scripts/bench-cores.sh --no-build --cores 1 --rates-per-core "$RATES" \
       --seconds "$SECONDS_PER_RATE" --plan "$PLAN" --out "$RESULTS/$which-$run.json" >/dev/null
     echo "bench-alternate: run $run, $which done" >&2

@@ -15,9 +15,10 @@
 # only N = 1 fits. --perf samples the server (`perf record -F 99`, flat) through each N's run and prints
 # the functions with the most self time. --plan bench-limited gives the tenant a plan with rate
 # limits far above the load, so every request also takes and settles its windows (the default,
-# enterprise, has none). Writes docs/bench/cores.json. REELGATE_BENCH_SERVER and
-# REELGATE_BENCH_CLIENT name other binaries to measure (e.g. a previous build's, for alternating
-# runs; scripts/bench-alternate.sh).
+# enterprise, has none). Writes docs/bench/cores.json. BENCH_SERVER_BIN and BENCH_CLIENT_BIN
+# name other binaries to measure (a previous build's, for alternating runs:
+# scripts/bench-alternate.sh). They are not REELGATE_* variables because the server refuses any
+# variable of its own prefix that it does not know.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,8 +47,8 @@ if [[ "$BUILD" == 1 ]]; then
   cargo build --release --locked -p reelgate-cli
   cargo build --release --locked -p reelgate-embedded --example chat_bench --features testing
 fi
-REELGATE="${REELGATE_BENCH_SERVER:-$CARGO_TARGET_DIR/release/reelgate}"
-BENCH="${REELGATE_BENCH_CLIENT:-$CARGO_TARGET_DIR/release/examples/chat_bench}"
+REELGATE="${BENCH_SERVER_BIN:-$CARGO_TARGET_DIR/release/reelgate}"
+BENCH="${BENCH_CLIENT_BIN:-$CARGO_TARGET_DIR/release/examples/chat_bench}"
 if [[ "$PERF" == 1 ]] && ! command -v perf >/dev/null; then
   echo "bench-cores: --perf needs perf (linux-perf)" >&2
   exit 2
