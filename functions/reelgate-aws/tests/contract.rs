@@ -47,7 +47,7 @@ mod admission {
         let Some(store) = support::dynamo().await else {
             return;
         };
-        reelgate_embedded::testing::admission_contract(store).await;
+        reelgate_embedded::testing::store_contracts::admission_contract(store).await;
     }
 }
 
@@ -61,7 +61,7 @@ mod rate_limits {
         let Some(store) = support::dynamo().await else {
             return;
         };
-        reelgate_embedded::testing::rate_limit_contract(store).await;
+        reelgate_embedded::testing::store_contracts::rate_limit_contract(store).await;
     }
 }
 
@@ -75,7 +75,7 @@ mod webhooks {
         let Some(store) = support::dynamo().await else {
             return;
         };
-        reelgate_embedded::testing::webhook_contract(store).await;
+        reelgate_embedded::testing::store_contracts::webhook_contract(store).await;
     }
 }
 
@@ -89,6 +89,6 @@ mod video_list {
         let Some(store) = support::dynamo().await else {
             return;
         };
-        reelgate_embedded::testing::video_list_contract(store).await;
+        reelgate_embedded::testing::store_contracts::video_list_contract(store).await;
     }
 }

@@ -44,7 +44,7 @@ mod rate_limits {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = reelgate_embedded::db::Database::open(&dir.path().join("r.sqlite3")).expect("db");
         let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
-        reelgate_embedded::testing::rate_limit_contract(store).await;
+        reelgate_embedded::testing::store_contracts::rate_limit_contract(store).await;
     }
 }
 
@@ -56,7 +56,7 @@ mod webhooks {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = reelgate_embedded::db::Database::open(&dir.path().join("w.sqlite3")).expect("db");
         let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
-        reelgate_embedded::testing::webhook_contract(store).await;
+        reelgate_embedded::testing::store_contracts::webhook_contract(store).await;
     }
 }
 
@@ -68,6 +68,6 @@ mod video_list {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = reelgate_embedded::db::Database::open(&dir.path().join("v.sqlite3")).expect("db");
         let store = std::sync::Arc::new(reelgate_embedded::store::SqliteItemStore::new(db));
-        reelgate_embedded::testing::video_list_contract(store).await;
+        reelgate_embedded::testing::store_contracts::video_list_contract(store).await;
     }
 }

@@ -389,7 +389,7 @@ async fn model_engine_credits_and_concurrency_errors() {
 #[tokio::test]
 async fn admission_is_exact_under_50_concurrent_creates() {
     let server = TestServer::start().await;
-    reelgate_embedded::testing::admission_contract(server.app.store.clone()).await;
+    reelgate_embedded::testing::store_contracts::admission_contract(server.app.store.clone()).await;
 }
 
 #[tokio::test]

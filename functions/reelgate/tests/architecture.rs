@@ -1266,11 +1266,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         1218,
         "typed at the edge (item 1)",
     ),
-    (
-        "reelgate-embedded/src/testing.rs",
-        1006,
-        "the contract suites by port",
-    ),
 ];
 
 #[test]
