@@ -30,32 +30,50 @@ pub struct AccountCache {
     plans: Recent<String>,
 }
 
-/// Entries kept at most per kind; past it the stale ones go, and if none is stale, all of them.
+/// Entries kept at most per kind; past it a shard's stale ones go, and if none is stale, all of
+/// that shard's.
 const ACCOUNT_CACHE_MAX: usize = 10_000;
+
+/// Locks per kind. Every request reads its key here, so one lock would be a point every core
+/// waits at; a key's shard is chosen by its id's hash, and a lookup holds only that shard.
+const SHARDS: usize = 16;
+
+type Entries<V> = std::collections::HashMap<String, (std::time::Instant, V)>;
 
 /// Values by id with the instant each was read.
 struct Recent<V> {
-    entries: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, V)>>,
+    shards: [std::sync::Mutex<Entries<V>>; SHARDS],
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl<V: Clone> Recent<V> {
     fn new() -> Self {
         Recent {
-            entries: Default::default(),
+            shards: std::array::from_fn(|_| Default::default()),
+            hasher: Default::default(),
         }
     }
 
+    fn shard_of(&self, id: &str) -> usize {
+        use std::hash::BuildHasher;
+        (self.hasher.hash_one(id) % SHARDS as u64) as usize
+    }
+
+    fn shard(&self, id: &str) -> Option<std::sync::MutexGuard<'_, Entries<V>>> {
+        self.shards[self.shard_of(id)].lock().ok()
+    }
+
     fn get(&self, ttl: std::time::Duration, id: &str) -> Option<V> {
-        let entries = self.entries.lock().ok()?;
+        let entries = self.shard(id)?;
         let (at, value) = entries.get(id)?;
         (at.elapsed() < ttl).then(|| value.clone())
     }
 
     fn put(&self, ttl: std::time::Duration, id: &str, value: V) {
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= ACCOUNT_CACHE_MAX {
+        if let Some(mut entries) = self.shard(id) {
+            if entries.len() >= ACCOUNT_CACHE_MAX / SHARDS {
                 entries.retain(|_, (at, _)| at.elapsed() < ttl);
-                if entries.len() >= ACCOUNT_CACHE_MAX {
+                if entries.len() >= ACCOUNT_CACHE_MAX / SHARDS {
                     entries.clear();
                 }
             }
@@ -64,7 +82,7 @@ impl<V: Clone> Recent<V> {
     }
 
     fn forget(&self, id: &str) {
-        if let Ok(mut entries) = self.entries.lock() {
+        if let Some(mut entries) = self.shard(id) {
             entries.remove(id);
         }
     }
@@ -212,5 +230,69 @@ impl Accounts<'_> {
         if let Err(e) = self.store.transact(ops).await {
             tracing::warn!(key_id = %id, error = %e, "could not record the key's last use");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contention check of the account cache, like the rate windows' one: with one key's
+    /// shard held, another key's lookup still answers. With one lock for the whole cache
+    /// (`SHARDS = 1`) no key lies outside the held shard and the test fails; a lookup that
+    /// waited for the held shard fails by the deadline.
+    #[test]
+    fn a_held_shard_does_not_stop_another_keys_lookup() {
+        let ttl = std::time::Duration::from_secs(60);
+        let cache = AccountCache::new(ttl);
+        let held_id = "key_held";
+        let other_id = (0..1000)
+            .map(|i| format!("key_{i}"))
+            .find(|id| cache.keys.shard_of(id) != cache.keys.shard_of(held_id))
+            .expect("a key outside the held key's shard: the cache is one lock");
+        cache.remember_key(&other_id, Default::default());
+        let held = cache.keys.shards[cache.keys.shard_of(held_id)]
+            .lock()
+            .expect("lock");
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _ = done.send(cache.key(&other_id).is_some());
+            });
+            let found = answer.recv_timeout(std::time::Duration::from_secs(5));
+            // Released before asserting, so a shared lock fails the test instead of hanging it.
+            drop(held);
+            assert_eq!(
+                found,
+                Ok(true),
+                "another key's lookup waited for the held shard"
+            );
+        });
+    }
+
+    /// Keys spread over the shards, and the cache keeps at most its bound however many it is given.
+    #[test]
+    fn keys_spread_and_the_cache_stays_bounded() {
+        let ttl = std::time::Duration::from_secs(60);
+        let cache = AccountCache::new(ttl);
+        let used: std::collections::HashSet<usize> = (0..1000)
+            .map(|i| cache.keys.shard_of(&format!("key_{i}")))
+            .collect();
+        assert!(
+            used.len() > SHARDS / 2,
+            "{} of {SHARDS} shards used",
+            used.len()
+        );
+        for i in 0..(2 * ACCOUNT_CACHE_MAX) {
+            cache.remember_plan(&format!("org_{i}"), "free");
+        }
+        let kept: usize = cache
+            .plans
+            .shards
+            .iter()
+            .map(|s| s.lock().expect("lock").len())
+            .sum();
+        assert!(kept <= ACCOUNT_CACHE_MAX, "{kept} plans kept");
+        assert_eq!(cache.plan_of("org_19999").as_deref(), Some("free"));
     }
 }
