@@ -252,6 +252,9 @@ where
 pub struct ShapeFault {
     pub path: String,
     pub kind: FaultKind,
+    /// The unknown or missing field's own name, as serde gives it; empty for a value of the
+    /// wrong shape.
+    pub field: String,
 }
 
 #[derive(Debug, PartialEq)]
@@ -266,89 +269,131 @@ impl ShapeFault {
     pub fn param(&self) -> &str {
         self.path.split(['.', '[']).next().unwrap_or_default()
     }
+
+    /// serde's error at `path` (serde_path_to_error's, `.` for the body itself) as a fault.
+    /// The one reading of serde's messages: every typed body's refusals start here.
+    fn of(path: &str, message: &str) -> ShapeFault {
+        let named = |prefix: &str| {
+            let rest = message.split_once(prefix)?.1;
+            Some(rest.split('`').next()?.to_owned())
+        };
+        let within = |name: &str| match path {
+            "" | "." => name.to_owned(),
+            _ => format!("{path}.{name}"),
+        };
+        match (named("unknown field `"), named("missing field `")) {
+            // serde_path_to_error has already stepped into an unknown field's key.
+            (Some(name), _) => ShapeFault {
+                // (A key may hold dots itself: `{"a.b": 1}`'s path is `a.b`.)
+                path: if path == name || path.ends_with(&format!(".{name}")) {
+                    path.to_owned()
+                } else {
+                    within(&name)
+                },
+                kind: FaultKind::Unknown,
+                field: name,
+            },
+            (None, Some(name)) => ShapeFault {
+                path: within(&name),
+                kind: FaultKind::Missing,
+                field: name,
+            },
+            (None, None) => ShapeFault {
+                path: path.trim_start_matches('.').to_owned(),
+                kind: FaultKind::WrongShape,
+                field: String::new(),
+            },
+        }
+    }
+}
+
+/// Why a body's bytes did not read as its type.
+#[derive(Debug)]
+pub enum Unparsed {
+    /// Not JSON at all; the refusal quotes serde's reason.
+    Syntax(ApiError),
+    /// JSON, but not an object.
+    NotAnObject,
+    /// An object with a value serde could not read.
+    Shape(ShapeFault),
+}
+
+/// The refusal of a body that is not a JSON object.
+pub fn not_an_object() -> ApiError {
+    ApiError::bad_request("The request body must be a JSON object.")
+}
+
+/// Reads a body's shape from its JSON bytes (already through the bounded pre-scan), leaving
+/// the words of a refusal to the caller: [`read_body`] for a [`RequestBody`], and the chat
+/// body, which refuses in its rules' order.
+pub fn parse_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Unparsed> {
+    // serde also reads a struct from an array of its fields in order; a body is an object.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+    {
+        return Err(Unparsed::NotAnObject);
+    }
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            Unparsed::Syntax(ApiError::bad_request(format!(
+                "The request body is not valid JSON: {inner}"
+            )))
+        } else {
+            Unparsed::Shape(ShapeFault::of(&path, &inner.to_string()))
+        }
+    })
+}
+
+/// Reads a value's shape from any serde source of its fields; the caller has made sure it is
+/// an object.
+pub fn parse_from<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    fields: D,
+) -> Result<T, ShapeFault> {
+    serde_path_to_error::deserialize(fields)
+        .map_err(|e| ShapeFault::of(&e.path().to_string(), &e.into_inner().to_string()))
 }
 
 /// Reads a typed body from any serde source of its fields (a JSON object already parsed, or a
 /// form's fields made into one, as `api::extract::JsonOrForm` does), with [`read_body`]'s
 /// refusals. The caller has made sure it is an object.
 pub fn read_from<'de, T: RequestBody, D: serde::Deserializer<'de>>(fields: D) -> ApiResult<T> {
-    match serde_path_to_error::deserialize(fields) {
+    match parse_from(fields) {
         Ok(body) => T::check(body),
-        Err(e) => Err(shape_error::<T>(
-            &e.path().to_string(),
-            &e.into_inner().to_string(),
-        )),
+        Err(fault) => Err(shape_error::<T>(fault)),
     }
 }
 
 /// Reads a typed body from its JSON bytes (already through the bounded pre-scan).
 pub fn read_body<T: RequestBody>(bytes: &[u8]) -> ApiResult<T> {
-    // serde also reads a struct from an array of its fields in order; a body is an object.
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_some_and(|b| *b != b'{')
-        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
-    {
-        return Err(ApiError::bad_request(
-            "The request body must be a JSON object.",
-        ));
+    match parse_body::<T>(bytes) {
+        Ok(body) => body.check(),
+        Err(Unparsed::Syntax(refusal)) => Err(refusal),
+        Err(Unparsed::NotAnObject) => Err(not_an_object()),
+        Err(Unparsed::Shape(fault)) => Err(shape_error::<T>(fault)),
     }
-    let mut json = serde_json::Deserializer::from_slice(bytes);
-    let body: T = match serde_path_to_error::deserialize(&mut json) {
-        Ok(body) => body,
-        Err(e) => {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if inner.is_syntax() || inner.is_eof() {
-                return Err(ApiError::bad_request(format!(
-                    "The request body is not valid JSON: {inner}"
-                )));
-            }
-            return Err(shape_error::<T>(&path, &inner.to_string()));
-        }
-    };
-    body.check()
 }
 
-/// The refusal of a body whose shape serde could not read at `path` with `message`.
-fn shape_error<T: RequestBody>(path: &str, message: &str) -> ApiError {
-    let named = |prefix: &str| {
-        let rest = message.split_once(prefix)?.1;
-        Some(rest.split('`').next()?.to_owned())
-    };
-    let within = |name: &str| match path {
-        "" | "." => name.to_owned(),
-        _ => format!("{path}.{name}"),
-    };
-    let fault = match (named("unknown field `"), named("missing field `")) {
-        // serde_path_to_error has already stepped into an unknown field's key.
-        (Some(name), _) => ShapeFault {
-            path: match path.rsplit('.').next() {
-                Some(last) if last == name => path.to_owned(),
-                _ => within(&name),
-            },
-            kind: FaultKind::Unknown,
-        },
-        (None, Some(name)) => ShapeFault {
-            path: within(&name),
-            kind: FaultKind::Missing,
-        },
-        (None, None) => ShapeFault {
-            path: path.to_owned(),
-            kind: FaultKind::WrongShape,
-        },
-    };
+fn shape_error<T: RequestBody>(fault: ShapeFault) -> ApiError {
     if let Some(refusal) = T::refusal(&fault) {
         return refusal;
     }
-    if let Some(name) = named("unknown field `") {
-        return ApiError::invalid(&name, format!("Unknown parameter: {name}."));
+    if fault.kind == FaultKind::Unknown {
+        let name = &fault.field;
+        return ApiError::invalid(name, format!("Unknown parameter: {name}."));
     }
-    let path = named("missing field `").unwrap_or_else(|| path.to_owned());
+    let path = match fault.kind {
+        FaultKind::Missing => &fault.field,
+        _ => &fault.path,
+    };
     let param = path.split(['.', '[']).next().unwrap_or_default();
     if param.is_empty() {
-        return ApiError::bad_request("The request body must be a JSON object.");
+        return not_an_object();
     }
-    let sentence = T::expected(param, &path).unwrap_or_else(|| format!("{param} is not valid."));
+    let sentence = T::expected(param, path).unwrap_or_else(|| format!("{param} is not valid."));
     ApiError::invalid(param, sentence)
 }
 
@@ -421,5 +466,59 @@ mod tests {
                 "hi must be a number from 0 to 2; got 3.5.".into()
             )
         );
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        #[allow(dead_code)]
+        kind: String,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        #[allow(dead_code)]
+        inner: Option<Inner>,
+    }
+
+    fn fault(bytes: &str) -> ShapeFault {
+        match parse_body::<Body>(bytes.as_bytes()) {
+            Err(Unparsed::Shape(fault)) => fault,
+            other => panic!("{bytes}: {other:?}"),
+        }
+    }
+
+    /// Every typed body's refusals start from this reading of serde's errors.
+    #[test]
+    fn a_fault_names_the_value_and_the_field() {
+        let at = |path: &str, kind, field: &str| ShapeFault {
+            path: path.into(),
+            kind,
+            field: field.into(),
+        };
+        assert_eq!(fault(r#"{"x": 1}"#), at("x", FaultKind::Unknown, "x"));
+        // A key that holds a dot is one name, not a path.
+        assert_eq!(fault(r#"{"a.b": 1}"#), at("a.b", FaultKind::Unknown, "a.b"));
+        assert_eq!(
+            fault(r#"{"inner": {"kind": "k", "y": 2}}"#),
+            at("inner.y", FaultKind::Unknown, "y")
+        );
+        assert_eq!(
+            fault(r#"{"inner": {}}"#),
+            at("inner.kind", FaultKind::Missing, "kind")
+        );
+        assert_eq!(
+            fault(r#"{"inner": {"kind": 3}}"#),
+            at("inner.kind", FaultKind::WrongShape, "")
+        );
+        assert!(matches!(
+            parse_body::<Body>(b"[1]"),
+            Err(Unparsed::NotAnObject)
+        ));
+        assert!(matches!(
+            parse_body::<Body>(b"{\"inner\":"),
+            Err(Unparsed::Syntax(_))
+        ));
     }
 }

@@ -11,7 +11,7 @@
 use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::chat::request::Role;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::params::wrong_type;
+use crate::domain::params::{self, wrong_type, FaultKind, ShapeFault, Unparsed};
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 use std::sync::OnceLock;
@@ -150,36 +150,23 @@ impl Unread {
 
 /// Reads a body from its JSON bytes (already through the bounded pre-scan).
 pub fn read(bytes: &[u8]) -> Result<ChatCompletionBody, Unread> {
-    // serde also reads a struct from an array of its fields in order; a body is an object.
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_some_and(|b| *b != b'{')
-        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
-    {
-        return Err(Unread {
-            shape: Box::new(not_an_object()),
+    params::parse_body(bytes).map_err(|unparsed| match unparsed {
+        Unparsed::Syntax(refusal) => Unread {
+            shape: Box::new(refusal),
+            syntax: true,
+            object: None,
+        },
+        Unparsed::NotAnObject => Unread {
+            shape: Box::new(params::not_an_object()),
             syntax: false,
             object: None,
-        });
-    }
-    let mut json = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut json).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return Unread {
-                shape: Box::new(ApiError::bad_request(format!(
-                    "The request body is not valid JSON: {inner}"
-                ))),
-                syntax: true,
-                object: None,
-            };
-        }
-        Unread {
-            shape: Box::new(shape_refusal(&path, &inner.to_string())),
+        },
+        Unparsed::Shape(fault) => Unread {
+            shape: Box::new(shape_refusal(&fault)),
             syntax: false,
             // Only a refused body pays for a second read, to be refused in the rules' order.
             object: serde_json::from_slice(bytes).ok(),
-        }
+        },
     })
 }
 
@@ -190,15 +177,10 @@ impl TryFrom<Value> for ChatCompletionBody {
 
     fn try_from(body: Value) -> ApiResult<ChatCompletionBody> {
         if !body.is_object() {
-            return Err(not_an_object());
+            return Err(params::not_an_object());
         }
-        serde_path_to_error::deserialize(body)
-            .map_err(|e| shape_refusal(&e.path().to_string(), &e.into_inner().to_string()))
+        params::parse_from(body).map_err(|fault| shape_refusal(&fault))
     }
-}
-
-fn not_an_object() -> ApiError {
-    ApiError::bad_request("The request body must be a JSON object.")
 }
 
 fn unknown_parameter(name: &str) -> ApiError {
@@ -208,42 +190,23 @@ fn unknown_parameter(name: &str) -> ApiError {
     )
 }
 
-/// The refusal of a body whose shape serde could not read at `path` (serde_path_to_error's,
-/// `.` for the body itself) with `message`.
-fn shape_refusal(path: &str, message: &str) -> ApiError {
-    let named = |prefix: &str| {
-        let rest = message.split_once(prefix)?.1;
-        Some(rest.split('`').next()?.to_owned())
-    };
-    // The path of an unknown field may or may not end in the field's own name.
-    let parent = |name: &str| {
-        let parent = path.strip_suffix(name).unwrap_or(path);
-        parent
-            .trim_end_matches('.')
-            .trim_start_matches('.')
-            .to_owned()
-    };
-    if let Some(name) = named("unknown field `") {
-        let parent = parent(&name);
-        if parent.is_empty() {
-            return unknown_parameter(&name);
+/// The refusal of a body whose shape serde could not read, in OpenAI's words for chat.
+fn shape_refusal(fault: &ShapeFault) -> ApiError {
+    match fault.kind {
+        FaultKind::Unknown => {
+            let parent = fault.path.strip_suffix(&fault.field).unwrap_or_default();
+            match parent.trim_end_matches('.') {
+                "" => unknown_parameter(&fault.field),
+                // Below the top, only `stream_options` refuses names it does not know.
+                parent => ApiError::invalid(
+                    &format!("{parent}.{}", fault.field),
+                    format!("Unrecognized stream option: {}", fault.field),
+                ),
+            }
         }
-        // Below the top, only `stream_options` refuses names it does not know.
-        return ApiError::invalid(
-            &format!("{parent}.{name}"),
-            format!("Unrecognized stream option: {name}"),
-        );
+        _ if fault.path.is_empty() => params::not_an_object(),
+        _ => ApiError::invalid(&fault.path, expected(&fault.path)),
     }
-    let path = path.trim_start_matches('.');
-    let path = match named("missing field `") {
-        Some(field) if path.is_empty() => field,
-        Some(field) => format!("{path}.{field}"),
-        None => path.to_owned(),
-    };
-    if path.is_empty() {
-        return not_an_object();
-    }
-    ApiError::invalid(&path, expected(&path))
 }
 
 /// The sentence for a value of the wrong shape at `path`.
