@@ -12,8 +12,10 @@
 use crate::domain::catalog::{Deployment, RoutingPolicy};
 use crate::ports::upstream::UpstreamError;
 use rand::Rng;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Longest cool-down an upstream's `Retry-After` can impose (a bad header must not take a
@@ -26,13 +28,29 @@ struct Health {
     out_until: Option<Instant>,
 }
 
+/// Locks of the table. Every chat request reads its deployments' health and marks the one that
+/// answered, so one lock would be a point every core waits at; a deployment's shard is chosen
+/// by its label's hash and held for one lookup.
+const SHARDS: usize = 16;
+
 /// The health of every deployment this process has used, by [`Deployment::label`].
 #[derive(Debug, Default)]
 pub struct DeploymentHealth {
-    by_label: Mutex<HashMap<String, Health>>,
+    shards: [Mutex<HashMap<String, Health>>; SHARDS],
+    hasher: RandomState,
 }
 
 impl DeploymentHealth {
+    fn shard_of(&self, label: &str) -> usize {
+        (self.hasher.hash_one(label) % SHARDS as u64) as usize
+    }
+
+    fn shard(&self, label: &str) -> MutexGuard<'_, HashMap<String, Health>> {
+        self.shards[self.shard_of(label)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The order in which to try `deployments` (indices), drawn with `rng`.
     pub fn order(
         &self,
@@ -41,13 +59,17 @@ impl DeploymentHealth {
         now: Instant,
         rng: &mut impl Rng,
     ) -> Vec<usize> {
-        let table = self.by_label.lock().unwrap_or_else(|e| e.into_inner());
-        let out_until = |i: usize| {
-            table
-                .get(&deployments[i].label(model_id))
-                .and_then(|h| h.out_until)
-                .filter(|until| *until > now)
-        };
+        let outs: Vec<Option<Instant>> = deployments
+            .iter()
+            .map(|d| {
+                let label = d.label(model_id);
+                self.shard(&label)
+                    .get(&label)
+                    .and_then(|h| h.out_until)
+                    .filter(|until| *until > now)
+            })
+            .collect();
+        let out_until = |i: usize| outs[i];
         let (mut cooling, available): (Vec<usize>, Vec<usize>) =
             (0..deployments.len()).partition(|&i| out_until(i).is_some());
         let (mut weighted, fallbacks): (Vec<usize>, Vec<usize>) = available
@@ -82,7 +104,7 @@ impl DeploymentHealth {
 
     /// A deployment answered: it is healthy again.
     pub fn succeeded(&self, label: &str) {
-        let mut table = self.by_label.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.shard(label);
         if let Some(h) = table.get_mut(label) {
             *h = Health::default();
         }
@@ -99,7 +121,7 @@ impl DeploymentHealth {
         if !error.is_retryable() {
             return None;
         }
-        let mut table = self.by_label.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = self.shard(label);
         let h = table.entry(label.to_owned()).or_default();
         h.failures_in_a_row += 1;
         let cooldown = Duration::from_secs(policy.cooldown_secs);
@@ -127,7 +149,7 @@ impl DeploymentHealth {
 
     /// Whether a deployment is cooling down at `now`.
     pub fn is_out(&self, label: &str, now: Instant) -> bool {
-        let table = self.by_label.lock().unwrap_or_else(|e| e.into_inner());
+        let table = self.shard(label);
         table
             .get(label)
             .and_then(|h| h.out_until)
@@ -237,5 +259,43 @@ mod tests {
             health.order("m", &[dep("a", 1), dep("b", 1)], now, &mut rng),
             vec![1, 0]
         );
+    }
+
+    /// The contention check of the health table: with one deployment's shard held, a request
+    /// for a model whose deployment lies in another shard still gets its order. With one lock
+    /// (`SHARDS = 1`) no deployment lies outside the held shard and the test fails; an order
+    /// that waited for the held shard fails it by the deadline.
+    #[test]
+    fn a_held_shard_does_not_stop_another_models_order() {
+        let health = DeploymentHealth::default();
+        let held = dep("held", 1);
+        let held_label = held.label("m");
+        let other = (0..1000)
+            .map(|i| dep(&format!("up{i}"), 1))
+            .find(|d| health.shard_of(&d.label("m")) != health.shard_of(&held_label))
+            .expect("a deployment outside the held shard: the table is one lock");
+        let guard = health.shards[health.shard_of(&held_label)]
+            .lock()
+            .expect("lock");
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let order = health.order(
+                    "m",
+                    std::slice::from_ref(&other),
+                    Instant::now(),
+                    &mut rand::thread_rng(),
+                );
+                let _ = done.send(order);
+            });
+            let order = answer.recv_timeout(Duration::from_secs(5));
+            // Released before asserting, so a shared lock fails the test instead of hanging it.
+            drop(guard);
+            assert_eq!(
+                order,
+                Ok(vec![0]),
+                "another model's order waited for the held shard"
+            );
+        });
     }
 }
