@@ -175,3 +175,6 @@ async fn count(
     };
     Ok(MessageTokensCount { input_tokens })
 }
+
+#[cfg(test)]
+mod tests;
