@@ -4,9 +4,9 @@
 
 use super::*;
 use crate::domain::error::ErrorKind;
-use crate::domain::messages::request::to_chat;
+use crate::domain::params::read_body;
 use crate::ports::fetch::{FetchError, Fetched, Fetcher};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A fake fetcher that refuses every URL: no body here gets as far as a fetch.
 struct FakeRefusingFetcher;
@@ -75,23 +75,31 @@ fn user(blocks: Value) -> Value {
     with(json!({"messages": [{"role": "user", "content": blocks}]}))
 }
 
-/// The refusal a client gets for `body` on the route `purpose` names, for [`model`].
+/// Which route: a message to answer, or a prompt to count.
+#[derive(Clone, Copy, Debug)]
+enum Purpose {
+    Create,
+    CountTokens,
+}
+
+/// The refusal a client gets for `body` on the route `purpose` names, for [`model`]: the body
+/// read as the edge reads it, then translated as the use case does.
 async fn refusal(body: Value, purpose: Purpose) -> (String, String) {
-    let e = match model_of(&body) {
-        Err(e) => e,
-        // No model, or an empty one: refused by the catalog's lookup, before any translation.
-        Ok(id @ (None | Some(""))) => {
-            let catalog =
-                crate::domain::catalog::Catalog::parse(crate::domain::catalog::DEFAULT_CATALOG)
-                    .expect("default catalog");
-            crate::domain::chat::validate::chat_model(&catalog, id).expect_err("no model")
+    let bytes = serde_json::to_vec(&body).expect("JSON");
+    let read = match purpose {
+        Purpose::Create => read_body::<MessageCreateRequest>(&bytes).map(MessagesRequest::Create),
+        Purpose::CountTokens => {
+            read_body::<MessageCountTokensRequest>(&bytes).map(MessagesRequest::CountTokens)
         }
-        Ok(Some(_)) => to_chat(
+    };
+    let e = match read {
+        Err(e) => e,
+        Ok(request) => request::translate(
             &FakeRefusingFetcher,
             &crate::ports::pdf::NoRasterizer,
             &model(),
-            body,
-            purpose,
+            request,
+            Served::Translated,
         )
         .await
         .expect_err("refused"),
@@ -104,7 +112,7 @@ async fn refusal(body: Value, purpose: Purpose) -> (String, String) {
 #[tokio::test]
 async fn bad_bodies_are_refused_as_before() {
     use Purpose::{CountTokens, Create};
-    let two_tools = json!([{"name": "f", "input_schema": {"type": "object"}}]);
+    let one_tool = json!([{"name": "f", "input_schema": {"type": "object"}}]);
     let cases: Vec<(Value, Purpose, &str, &str)> = vec![
         // Top-level fields: unknown, missing, of the wrong type or range.
         (with(json!({"n": 2})), Create, "n", "n: Extra inputs are not permitted."),
@@ -318,13 +326,13 @@ async fn bad_bodies_are_refused_as_before() {
             "tools.0.type: The server tool 'web_search_20250305' is not supported here; only client tools (name, description, input_schema) are.",
         ),
         (
-            with(json!({"tools": two_tools, "tool_choice": "auto"})),
+            with(json!({"tools": one_tool, "tool_choice": "auto"})),
             Create,
             "tool_choice",
             "tool_choice: Input should be an object.",
         ),
         (
-            with(json!({"tools": two_tools, "tool_choice": {"type": "sometimes"}})),
+            with(json!({"tools": one_tool, "tool_choice": {"type": "sometimes"}})),
             Create,
             "tool_choice.type",
             "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'.",
@@ -336,7 +344,7 @@ async fn bad_bodies_are_refused_as_before() {
             "tool_choice: tool_choice needs tools.",
         ),
         (
-            with(json!({"tools": two_tools, "tool_choice": {"type": "tool", "name": "g"}})),
+            with(json!({"tools": one_tool, "tool_choice": {"type": "tool", "name": "g"}})),
             Create,
             "tool_choice.name",
             "tool_choice.name: No tool named 'g' is in tools.",
