@@ -1255,11 +1255,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "one declaration per route, with its types (step 3, item 2)",
     ),
     (
-        "reelgate/src/domain/messages/request.rs",
-        1218,
-        "typed at the edge (item 1)",
-    ),
-    (
         "reelgate-embedded/src/testing.rs",
         1006,
         "the contract suites by port",

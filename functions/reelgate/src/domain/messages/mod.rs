@@ -7,8 +7,10 @@
 
 pub mod body;
 pub mod create;
+pub mod media;
 pub mod reply;
 pub mod request;
+pub mod translated;
 
 /// A new message id, `msg_` and a suffix that sorts by time (also the ledger's reference).
 pub fn new_message_id() -> String {

@@ -9,88 +9,19 @@
 //! model with the `file` capability and as page images otherwise (as `/v1/responses` does).
 
 use crate::domain::catalog::ChatModel;
-use crate::domain::chat::request::ChatCompletionRequest;
 use crate::domain::chat::validate::require_capability;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::body::{invalid, MessageCountTokensRequest, MessagesRequest};
+use crate::domain::messages::media::{
+    decode, document_tokens, image_tokens, IMAGE_TYPES, MEASURED_DOCUMENT, MEASURED_IMAGE,
+};
+use crate::domain::messages::translated::Translated;
 use crate::domain::responses::{convert, fetch};
 use crate::ports::fetch::Fetcher;
 use crate::ports::pdf::PdfRasterizer;
 use crate::ports::upstream::{extension, CacheAnchor, CachePoint, CacheTtl, MAX_CACHE_POINTS};
 use base64::Engine;
 use serde_json::{json, Map, Value};
-
-/// Image types the Messages API takes.
-const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
-/// Largest base64 image or document accepted inline (Anthropic's own request limit is 32 MB).
-pub const MAX_INLINE_BYTES: usize = 32 * 1024 * 1024;
-/// The chat request and what the answer's translation needs from the original.
-#[derive(Debug, Clone)]
-pub struct Translated {
-    /// The chat-completions request (with `model`), for `chat::validate`.
-    pub chat: Value,
-    pub stream: bool,
-    pub stop_sequences: Vec<String>,
-    /// `thinking.budget_tokens`, exactly (the chat body carries only the nearest effort).
-    pub thinking_budget: Option<u64>,
-    /// Where the request's `cache_control` blocks put cache points, in the chat request.
-    pub cache_points: Vec<CachePoint>,
-    /// For a token count: the tokens of the images and documents read from URLs, which were
-    /// measured and then dropped (each stands in the chat request as a short text placeholder),
-    /// so that a count never holds every fetched file at once.
-    pub measured_tokens: u64,
-}
-
-impl Translated {
-    /// Takes out of the chat request what the chat rules do not carry ([`extension`]): the
-    /// exact thinking budget, and each assistant message's thinking blocks (the rules drop
-    /// message keys they do not know), to be put into their validated request.
-    pub fn take_extensions(&mut self) -> Extensions {
-        let reasoning_blocks = match self.chat.get_mut("messages") {
-            Some(Value::Array(messages)) => messages
-                .iter_mut()
-                .map(|m| {
-                    m.as_object_mut()
-                        .and_then(|m| m.remove(extension::REASONING_BLOCKS))
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        Extensions {
-            thinking_budget: self.thinking_budget,
-            reasoning_blocks,
-            cache_points: std::mem::take(&mut self.cache_points),
-        }
-    }
-}
-
-/// What a translated request carries past the chat rules, by message (the rules keep messages
-/// one for one and in order).
-#[derive(Debug, Default)]
-pub struct Extensions {
-    thinking_budget: Option<u64>,
-    reasoning_blocks: Vec<Option<Value>>,
-    cache_points: Vec<CachePoint>,
-}
-
-impl Extensions {
-    /// Puts the extensions into the chat rules' validated request.
-    pub fn carry(self, request: &mut ChatCompletionRequest) {
-        request.thinking_budget = self.thinking_budget;
-        if !self.cache_points.is_empty() {
-            request.cache_points = Some(self.cache_points);
-        }
-        for (blocks, message) in self
-            .reasoning_blocks
-            .into_iter()
-            .zip(request.messages.iter_mut())
-        {
-            if blocks.is_some() {
-                message.reasoning_blocks = blocks;
-            }
-        }
-    }
-}
 
 /// `v` as an object, refused naming `param`.
 fn object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
@@ -124,20 +55,7 @@ pub async fn translate(
     request: MessagesRequest,
     served: Served,
 ) -> ApiResult<Translated> {
-    let fetches = crate::domain::responses::fetch::RequestFetches::new(
-        fetcher,
-        crate::domain::responses::fetch::MAX_REQUEST_FETCH_BYTES,
-    );
-    translate_for(&fetches, pdf, model, request, served).await
-}
-
-async fn translate_for(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    request: MessagesRequest,
-    served: Served,
-) -> ApiResult<Translated> {
+    let fetcher = &fetch::RequestFetches::new(fetcher, fetch::MAX_REQUEST_FETCH_BYTES);
     let mut chat = Map::new();
     let counting = matches!(request, MessagesRequest::CountTokens(_));
     let (prompt, stream, stop_sequences) = match request {
@@ -716,20 +634,6 @@ async fn tool_result(
     Ok((text, images))
 }
 
-/// The bytes of a `base64` source, bounded.
-fn decode(o: &Map<String, Value>, at: &str) -> ApiResult<Vec<u8>> {
-    let data = string(o, "data", at)?;
-    if data.len() > MAX_INLINE_BYTES / 3 * 4 + 4 {
-        return Err(invalid(
-            &format!("{at}.data"),
-            format!("The data is larger than {MAX_INLINE_BYTES} bytes."),
-        ));
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(data.trim())
-        .map_err(|_| invalid(&format!("{at}.data"), "The data is not valid base64."))
-}
-
 async fn image(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
     let Sources {
         fetcher,
@@ -750,7 +654,10 @@ async fn image(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResul
                     format!("Input should be one of {}.", IMAGE_TYPES.join(", ")),
                 ));
             }
-            (mime.to_owned(), decode(source, &sat)?)
+            (
+                mime.to_owned(),
+                decode(string(source, "data", &sat)?, &sat)?,
+            )
         }
         Some("url") => {
             let url = string(source, "url", &sat)?;
@@ -836,7 +743,7 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
                     "Input should be 'application/pdf'.",
                 ));
             }
-            decode(source, &sat)?
+            decode(string(source, "data", &sat)?, &sat)?
         }
         Some("url") => {
             let url = string(source, "url", &sat)?;
@@ -872,39 +779,6 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
     }
     require_capability(model, "vision", at)?;
     convert::bytes_parts(pdf, bytes, title, &sat).await
-}
-
-/// What stands in a token count's chat request for an image read from a URL, once measured.
-const MEASURED_IMAGE: &str = "[image]";
-/// What stands for a document read from a URL, once measured.
-const MEASURED_DOCUMENT: &str = "[document]";
-/// Anthropic's documented image cost: `width * height / 750` tokens, after an image whose long
-/// side passes 1,568 pixels is scaled down to it, and at most about 1,600.
-const IMAGE_LONG_SIDE: u64 = 1_568;
-const MAX_IMAGE_TOKENS: u64 = 1_600;
-
-/// The tokens of an image as Anthropic documents them ([`IMAGE_LONG_SIDE`]), from its header.
-fn image_tokens(bytes: &[u8], param: &str) -> ApiResult<u64> {
-    let (w, h) = reelgate_media::image_dimensions(bytes)
-        .map_err(|e| invalid(param, format!("The image cannot be read: {e}.")))?;
-    let (w, h) = (u64::from(w), u64::from(h));
-    let long = w.max(h).max(1);
-    let (w, h) = if long > IMAGE_LONG_SIDE {
-        (w * IMAGE_LONG_SIDE / long, h * IMAGE_LONG_SIDE / long)
-    } else {
-        (w, h)
-    };
-    Ok((w * h).div_ceil(750).clamp(1, MAX_IMAGE_TOKENS))
-}
-
-/// The tokens of a PDF read from a URL, for a count: its pages rasterized as a model without
-/// `file` would see them, each measured as an image and dropped.
-async fn document_tokens(pdf: &dyn PdfRasterizer, bytes: Vec<u8>, param: &str) -> ApiResult<u64> {
-    let mut tokens = 0;
-    for page in convert::rasterize(pdf, bytes, param).await? {
-        tokens += image_tokens(&page, param)?;
-    }
-    Ok(tokens)
 }
 
 /// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the
