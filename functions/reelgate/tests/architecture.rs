@@ -1053,8 +1053,6 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "files/uploads.rs::create",
     "idempotency.rs::finish",
     "idempotency.rs::json",
-    "messages/create.rs::count_tokens",
-    "messages/create.rs::create",
     "messages/reply.rs::chunk",
     "messages/reply.rs::end",
     "messages/reply.rs::end",
@@ -1063,11 +1061,6 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "messages/reply.rs::stop_reason",
     "messages/reply.rs::usage",
     "messages/request.rs::estimate_input_tokens",
-    "messages/request.rs::fetches_urls",
-    "messages/request.rs::needs_work",
-    "messages/request.rs::parse",
-    "messages/request.rs::to_chat",
-    "messages/request.rs::to_chat_for",
     "params.rs::get",
     "params.rs::new",
     "params.rs::object",
@@ -1260,11 +1253,6 @@ const LONG_FILES_TO_SPLIT: &[(&str, usize, &str)] = &[
         "reelgate/src/api/openapi/mod.rs",
         1681,
         "one declaration per route, with its types (step 3, item 2)",
-    ),
-    (
-        "reelgate/src/domain/messages/request.rs",
-        1218,
-        "typed at the edge (item 1)",
     ),
 ];
 

@@ -8,12 +8,13 @@
 //! `Authorization: Bearer`, and every error answer is rewritten into Anthropic's envelope
 //! `{"type": "error", "error": {"type", "message"}, "request_id"}` with its status codes.
 
-use crate::api::extract::ApiJson;
+use crate::api::extract::ApiBody;
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::messages::body::{MessageCountTokensRequest, MessageCreateRequest};
 use crate::domain::messages::reply::{self, StreamTranslator};
 use crate::ports::upstream::extension;
 use axum::body::{Body, Bytes};
@@ -291,7 +292,7 @@ impl StreamFormat for Events {
 async fn create(
     State(app): State<App>,
     caller: Caller,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<MessageCreateRequest>,
 ) -> ApiResult<Response> {
     let org = caller.org.clone();
     let created = crate::domain::messages::create::create(
@@ -308,7 +309,7 @@ async fn create(
 async fn count_tokens(
     State(app): State<App>,
     caller: Caller,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<MessageCountTokensRequest>,
 ) -> ApiResult<Response> {
     use crate::domain::messages::create::TokenCountAnswer;
     let counted = crate::domain::messages::create::count_tokens(

@@ -9,10 +9,12 @@ use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::messages::body::{
+    MessageCountTokensRequest, MessageCreateRequest, MessagesRequest,
+};
 use crate::domain::messages::reply::MessageTokensCount;
-use crate::domain::messages::request::{self, Purpose, Served};
+use crate::domain::messages::request::{self, Served};
 use crate::ports::pdf::PdfRasterizer;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Translates the request into a chat request and answers it through the chat use case (the
@@ -22,16 +24,17 @@ pub async fn create(
     ports: ChatPorts<'_>,
     pdf: &dyn PdfRasterizer,
     caller: Caller,
-    body: Value,
+    body: MessageCreateRequest,
     dialect: impl FnOnce(Vec<String>) -> Arc<dyn Dialect>,
 ) -> ApiResult<ChatAnswer> {
     let cx = ports.cx;
-    let model = validate::chat_model(cx.catalog, model_of(&body)?)?.clone();
+    let body = MessagesRequest::Create(body);
+    let model = validate::chat_model(cx.catalog, body.model())?.clone();
     // Fetching URLs and rasterizing documents is work done before the request can be checked:
     // only a funded caller within its rate limits gets it, and the request counts against
     // those limits even when the work fails (a request without any is admitted once, by the
     // chat use case). Its prompt is not known yet, so no prompt tokens are reserved for it.
-    let admitted = if request::needs_work(&body) {
+    let admitted = if body.needs_work() {
         use crate::domain::billing::admission::{admit_text, TextAdmission};
         match admit_text(cx, ports.accounts, &caller, 0).await? {
             TextAdmission::Admitted(_org, grant) => Some(grant),
@@ -41,10 +44,9 @@ pub async fn create(
         None
     };
     let served = served(cx.catalog, &model);
-    let native = (served == Served::NativeAnthropic).then(|| body.clone());
     let prepared = async {
-        let mut t =
-            request::to_chat_for(cx.fetcher, pdf, &model, body, Purpose::Create, served).await?;
+        let native = native_body(served, &body)?;
+        let mut t = request::translate(cx.fetcher, pdf, &model, body, served).await?;
         let extensions = t.take_extensions();
         let chat = ChatCompletionBody::try_from(std::mem::take(&mut t.chat))?;
         let mut v = validate::validate(cx.catalog, chat)?;
@@ -71,16 +73,19 @@ pub async fn create(
     .await
 }
 
-/// The body's `model`, refused as a chat body's is when it is not a string.
-fn model_of(body: &Value) -> ApiResult<Option<&str>> {
-    match body.get("model") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(id)) => Ok(Some(id)),
-        Some(_) => Err(crate::domain::error::ApiError::invalid(
-            "model",
-            crate::domain::chat::body::MODEL_EXPECTED,
-        )),
+/// The caller's own body for a model served by Anthropic itself, as read (fields sent as
+/// `null` left out); none for one served through the chat translation.
+fn native_body(served: Served, body: &MessagesRequest) -> ApiResult<Option<serde_json::Value>> {
+    if served != Served::NativeAnthropic {
+        return Ok(None);
     }
+    let native = match body {
+        MessagesRequest::Create(r) => serde_json::to_value(r),
+        MessagesRequest::CountTokens(r) => serde_json::to_value(r),
+    };
+    native
+        .map(Some)
+        .map_err(|e| ApiError::internal("encoding the caller's Messages body", e))
 }
 
 /// How `model`'s Messages requests are served: natively when every deployment is an
@@ -109,10 +114,11 @@ pub async fn count_tokens(
     ports: ChatPorts<'_>,
     pdf: &dyn PdfRasterizer,
     caller: &Caller,
-    body: Value,
+    body: MessageCountTokensRequest,
 ) -> ApiResult<TokenCountAnswer> {
     let cx = ports.cx;
-    let model = validate::chat_model(cx.catalog, model_of(&body)?)?.clone();
+    let body = MessagesRequest::CountTokens(body);
+    let model = validate::chat_model(cx.catalog, body.model())?.clone();
     // Admitted before any URL is fetched or document rasterized: an unfunded key, or one over
     // its limits, makes the service do no work on its behalf.
     use crate::domain::billing::admission::{admit_text, TextAdmission};
@@ -141,13 +147,12 @@ async fn count(
     ports: ChatPorts<'_>,
     pdf: &dyn PdfRasterizer,
     model: &crate::domain::catalog::ChatModel,
-    body: Value,
+    body: MessagesRequest,
 ) -> ApiResult<MessageTokensCount> {
     let cx = ports.cx;
     let served = served(cx.catalog, model);
-    let native = (served == Served::NativeAnthropic).then(|| body.clone());
-    let mut t =
-        request::to_chat_for(cx.fetcher, pdf, model, body, Purpose::CountTokens, served).await?;
+    let native = native_body(served, &body)?;
+    let mut t = request::translate(cx.fetcher, pdf, model, body, served).await?;
     // The documented estimate, should the upstream have no counter.
     let estimate = request::estimate_input_tokens(&t.chat);
     let extensions = t.take_extensions();
@@ -175,3 +180,6 @@ async fn count(
     };
     Ok(MessageTokensCount { input_tokens })
 }
+
+#[cfg(test)]
+mod tests;

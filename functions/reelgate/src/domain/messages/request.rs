@@ -1,363 +1,39 @@
-//! A Messages API request as the chat-completions request the chat use case validates and sends
-//! upstream. Checks here are the Messages API's own (its required fields, its ranges, its block
-//! types) and name the offending field the way Anthropic does (`messages.0.content.1.source`);
-//! everything the chat rules also check (capabilities, tools, reasoning efforts) is left to them.
+//! A Messages API request, read at the edge (`body`), as the chat-completions request the chat
+//! use case validates and sends upstream. Checks here are the Messages API's own on the values
+//! the body keeps as JSON (thinking, tools, `tool_choice`, system, the messages' blocks) and
+//! name the offending field the way Anthropic does (`messages.0.content.1.source`); everything
+//! the chat rules also check (capabilities, tools, reasoning efforts) is left to them.
 //!
 //! Media leave here as data URLs: a base64 image as it came, an image URL fetched through the
 //! guarded fetcher (the upstream never fetches a caller's URL), a PDF as a `file` part for a
 //! model with the `file` capability and as page images otherwise (as `/v1/responses` does).
 
 use crate::domain::catalog::ChatModel;
-use crate::domain::chat::request::ChatCompletionRequest;
-use crate::domain::chat::request::Range;
 use crate::domain::chat::validate::require_capability;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::messages::body::{invalid, MessageCountTokensRequest, MessagesRequest};
+use crate::domain::messages::media::{
+    decode, document_tokens, image_tokens, IMAGE_TYPES, MEASURED_DOCUMENT, MEASURED_IMAGE,
+};
+use crate::domain::messages::translated::Translated;
 use crate::domain::responses::{convert, fetch};
 use crate::ports::fetch::Fetcher;
 use crate::ports::pdf::PdfRasterizer;
 use crate::ports::upstream::{extension, CacheAnchor, CachePoint, CacheTtl, MAX_CACHE_POINTS};
 use base64::Engine;
 use serde_json::{json, Map, Value};
-use utoipa::ToSchema;
 
-/// Top-level fields of a Messages request; anything else is refused, as Anthropic does.
-const KNOWN_FIELDS: &[&str] = &[
-    "model",
-    "max_tokens",
-    "messages",
-    "system",
-    "stop_sequences",
-    "temperature",
-    "top_p",
-    "top_k",
-    "metadata",
-    "stream",
-    "thinking",
-    "tool_choice",
-    "tools",
-];
-
-/// Image types the Messages API takes.
-const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
-/// Largest base64 image or document accepted inline (Anthropic's own request limit is 32 MB).
-pub const MAX_INLINE_BYTES: usize = 32 * 1024 * 1024;
-/// Stop sequences a request may give (the chat rules' limit).
-const MAX_STOP_SEQUENCES: usize = 4;
-
-/// Which request: a message to answer, or a prompt to count (no `max_tokens`, no `stream`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Purpose {
-    Create,
-    CountTokens,
-}
-
-/// The chat request and what the answer's translation needs from the original.
-#[derive(Debug, Clone)]
-pub struct Translated {
-    /// The chat-completions request (with `model`), for `chat::validate`.
-    pub chat: Value,
-    pub stream: bool,
-    pub stop_sequences: Vec<String>,
-    /// `thinking.budget_tokens`, exactly (the chat body carries only the nearest effort).
-    pub thinking_budget: Option<u64>,
-    /// Where the request's `cache_control` blocks put cache points, in the chat request.
-    pub cache_points: Vec<CachePoint>,
-    /// For a token count: the tokens of the images and documents read from URLs, which were
-    /// measured and then dropped (each stands in the chat request as a short text placeholder),
-    /// so that a count never holds every fetched file at once.
-    pub measured_tokens: u64,
-}
-
-impl Translated {
-    /// Takes out of the chat request what the chat rules do not carry ([`extension`]): the
-    /// exact thinking budget, and each assistant message's thinking blocks (the rules drop
-    /// message keys they do not know), to be put into their validated request.
-    pub fn take_extensions(&mut self) -> Extensions {
-        let reasoning_blocks = match self.chat.get_mut("messages") {
-            Some(Value::Array(messages)) => messages
-                .iter_mut()
-                .map(|m| {
-                    m.as_object_mut()
-                        .and_then(|m| m.remove(extension::REASONING_BLOCKS))
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        Extensions {
-            thinking_budget: self.thinking_budget,
-            reasoning_blocks,
-            cache_points: std::mem::take(&mut self.cache_points),
-        }
-    }
-}
-
-/// What a translated request carries past the chat rules, by message (the rules keep messages
-/// one for one and in order).
-#[derive(Debug, Default)]
-pub struct Extensions {
-    thinking_budget: Option<u64>,
-    reasoning_blocks: Vec<Option<Value>>,
-    cache_points: Vec<CachePoint>,
-}
-
-impl Extensions {
-    /// Puts the extensions into the chat rules' validated request.
-    pub fn carry(self, request: &mut ChatCompletionRequest) {
-        request.thinking_budget = self.thinking_budget;
-        if !self.cache_points.is_empty() {
-            request.cache_points = Some(self.cache_points);
-        }
-        for (blocks, message) in self
-            .reasoning_blocks
-            .into_iter()
-            .zip(request.messages.iter_mut())
-        {
-            if blocks.is_some() {
-                message.reasoning_blocks = blocks;
-            }
-        }
-    }
-}
-
-fn invalid(param: &str, message: impl Into<String>) -> ApiError {
-    ApiError::invalid(param, format!("{param}: {}", message.into()))
-}
-
+/// `v` as an object, refused naming `param`.
 fn object<'a>(v: &'a Value, param: &str) -> ApiResult<&'a Map<String, Value>> {
     v.as_object()
         .ok_or_else(|| invalid(param, "Input should be an object."))
 }
 
+/// The string `name` of the object at `at`, refused when missing or of another type.
 fn string<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a str> {
     o.get(name)
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(&format!("{at}.{name}"), "Field required (a string)."))
-}
-
-/// `POST /v1/messages/count_tokens`: a Messages request without `max_tokens`, `stream` and the
-/// sampling fields; also the prompt part of every Messages request. Its nested values are
-/// checked (each failure naming its place, `messages.0.content.1.source`) while they are
-/// translated.
-#[derive(Clone, Debug, Default, ToSchema)]
-pub struct MessageCountTokensRequest {
-    #[schema(min_length = 1)]
-    pub model: String,
-    /// `{role: user | assistant, content: string | blocks}`; blocks are `text`, `image`,
-    /// `document`, `tool_use`, `tool_result` (and `thinking`, dropped).
-    #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
-    pub messages: Option<Value>,
-    /// A string or text blocks.
-    #[schema(schema_with = crate::domain::chat::request::content_schema)]
-    pub system: Option<Value>,
-    /// `{type: enabled, budget_tokens}` (at least 1024, below `max_tokens`) or
-    /// `{type: disabled}`.
-    #[schema(value_type = Option<Object>)]
-    pub thinking: Option<Value>,
-    /// Client tools, `{name, description, input_schema}` each.
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub tools: Option<Value>,
-    /// `{type: auto | any | tool | none, name, disable_parallel_tool_use}`.
-    #[schema(value_type = Option<Object>)]
-    pub tool_choice: Option<Value>,
-}
-
-/// `{user_id}`: the end user, sent upstream as chat's `user`.
-#[derive(Clone, Debug, Default, ToSchema)]
-#[schema(as = MessageMetadata)]
-pub struct Metadata {
-    pub user_id: Option<String>,
-}
-
-/// Anthropic's range of `temperature` and `top_p`.
-pub const SAMPLING: Range<f64> = Range { min: 0.0, max: 1.0 };
-
-fn unit_schema() -> utoipa::openapi::schema::Schema {
-    crate::domain::chat::request::number_schema(SAMPLING)
-}
-
-/// `POST /v1/messages`: Anthropic's Messages API request (docs/messages.md maps each field).
-#[derive(Clone, Debug, ToSchema)]
-#[schema(example = json!({"model": "llama-3.1-8b", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}))]
-pub struct MessageCreateRequest {
-    /// The model, the messages, the system prompt, thinking and tools.
-    #[serde(flatten)]
-    pub prompt: MessageCountTokensRequest,
-    #[schema(minimum = 1)]
-    pub max_tokens: u64,
-    /// `true` answers `text/event-stream` of Anthropic's events.
-    pub stream: Option<bool>,
-    #[schema(schema_with = stop_sequences_schema)]
-    pub stop_sequences: Option<Vec<String>>,
-    #[schema(schema_with = unit_schema)]
-    pub temperature: Option<f64>,
-    #[schema(schema_with = unit_schema)]
-    pub top_p: Option<f64>,
-    pub top_k: Option<u64>,
-    pub metadata: Option<Metadata>,
-}
-
-/// Up to [`MAX_STOP_SEQUENCES`] non-empty strings.
-fn stop_sequences_schema() -> utoipa::openapi::schema::Schema {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
-    ArrayBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
-        .items(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1)),
-        )
-        .max_items(Some(MAX_STOP_SEQUENCES))
-        .into()
-}
-
-/// A parsed Messages request of either route.
-#[derive(Clone, Debug)]
-pub enum MessagesRequest {
-    Create(MessageCreateRequest),
-    CountTokens(MessageCountTokensRequest),
-}
-
-/// The body's fields, checked for presence and refused when unknown (as Anthropic does) or when
-/// the route takes no such field; its top-level values are checked by type and range here, the
-/// nested ones while they are translated.
-pub fn parse(body: Value, purpose: Purpose) -> ApiResult<MessagesRequest> {
-    let Value::Object(mut o) = body else {
-        return Err(ApiError::bad_request(
-            "The request body must be a JSON object.",
-        ));
-    };
-    for key in o.keys() {
-        let known = KNOWN_FIELDS.contains(&key.as_str());
-        let counting_only = purpose == Purpose::CountTokens
-            && matches!(
-                key.as_str(),
-                "max_tokens"
-                    | "stream"
-                    | "stop_sequences"
-                    | "temperature"
-                    | "top_p"
-                    | "top_k"
-                    | "metadata"
-            );
-        if !known || counting_only {
-            return Err(invalid(key, "Extra inputs are not permitted."));
-        }
-    }
-    let model = match o.get("model") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => return Err(invalid("model", "Field required (a non-empty string).")),
-    };
-    let mut present = |k: &str| o.remove(k).filter(|v| !v.is_null());
-    let prompt = MessageCountTokensRequest {
-        model,
-        messages: present("messages"),
-        system: present("system"),
-        thinking: present("thinking"),
-        tools: present("tools"),
-        tool_choice: present("tool_choice"),
-    };
-    if purpose == Purpose::CountTokens {
-        return Ok(MessagesRequest::CountTokens(prompt));
-    }
-    let max_tokens = present("max_tokens")
-        .ok_or_else(|| invalid("max_tokens", "Field required."))?
-        .as_u64()
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| invalid("max_tokens", "Input should be an integer of at least 1."))?;
-    let stream = match present("stream") {
-        None => None,
-        Some(Value::Bool(b)) => Some(b),
-        Some(_) => return Err(invalid("stream", "Input should be a valid boolean.")),
-    };
-    let mut unit = |name: &str| -> ApiResult<Option<f64>> {
-        let Range { min, max } = SAMPLING;
-        present(name)
-            .map(|v| {
-                v.as_f64()
-                    .filter(|n| (min..=max).contains(n))
-                    .ok_or_else(|| {
-                        invalid(
-                            name,
-                            format!("Input should be a number from {min} to {max}."),
-                        )
-                    })
-            })
-            .transpose()
-    };
-    let temperature = unit("temperature")?;
-    let top_p = unit("top_p")?;
-    let top_k = present("top_k")
-        .map(|v| {
-            v.as_u64()
-                .ok_or_else(|| invalid("top_k", "Input should be a non-negative integer."))
-        })
-        .transpose()?;
-    let stop_sequences = match present("stop_sequences") {
-        None => None,
-        Some(v) => {
-            let list = v
-                .as_array()
-                .ok_or_else(|| invalid("stop_sequences", "Input should be a list of strings."))?;
-            if list.len() > MAX_STOP_SEQUENCES {
-                return Err(invalid(
-                    "stop_sequences",
-                    format!("At most {MAX_STOP_SEQUENCES} stop sequences are accepted."),
-                ));
-            }
-            let mut sequences = Vec::with_capacity(list.len());
-            for (i, s) in list.iter().enumerate() {
-                let s = s.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
-                    invalid(
-                        &format!("stop_sequences.{i}"),
-                        "Input should be a non-empty string.",
-                    )
-                })?;
-                sequences.push(s.to_owned());
-            }
-            Some(sequences)
-        }
-    };
-    let metadata = match present("metadata") {
-        None => None,
-        Some(v) => {
-            let m = object(&v, "metadata")?;
-            for key in m.keys() {
-                if key != "user_id" {
-                    return Err(invalid(
-                        &format!("metadata.{key}"),
-                        "Extra inputs are not permitted.",
-                    ));
-                }
-            }
-            let user_id = match m.get("user_id") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(u)) => Some(u.clone()),
-                Some(_) => return Err(invalid("metadata.user_id", "Input should be a string.")),
-            };
-            Some(Metadata { user_id })
-        }
-    };
-    Ok(MessagesRequest::Create(MessageCreateRequest {
-        prompt,
-        max_tokens,
-        stream,
-        stop_sequences,
-        temperature,
-        top_p,
-        top_k,
-        metadata,
-    }))
-}
-
-/// Parses and translates a Messages request for `model` ([`parse`], [`translate`]).
-pub async fn to_chat(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    body: Value,
-    purpose: Purpose,
-) -> ApiResult<Translated> {
-    to_chat_for(fetcher, pdf, model, body, purpose, Served::Translated).await
 }
 
 /// Who answers the request: any upstream, through the chat translation; or only native
@@ -369,40 +45,17 @@ pub enum Served {
     NativeAnthropic,
 }
 
-/// [`to_chat`] for a model served as `served` says.
-pub async fn to_chat_for(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    body: Value,
-    purpose: Purpose,
-    served: Served,
-) -> ApiResult<Translated> {
-    let fetches = crate::domain::responses::fetch::RequestFetches::new(
-        fetcher,
-        crate::domain::responses::fetch::MAX_REQUEST_FETCH_BYTES,
-    );
-    translate_for(&fetches, pdf, model, parse(body, purpose)?, served).await
-}
-
-/// Translates a parsed Messages request for `model`. Image URLs and documents are read here
-/// (through `fetcher`), so a failure names the block it came from.
+/// Translates a read Messages request for `model`, served as `served` says. Image URLs and
+/// documents are read here (through `fetcher`, within one request's bound on fetched bytes), so
+/// a failure names the block it came from.
 pub async fn translate(
     fetcher: &dyn Fetcher,
     pdf: &dyn PdfRasterizer,
     model: &ChatModel,
     request: MessagesRequest,
-) -> ApiResult<Translated> {
-    translate_for(fetcher, pdf, model, request, Served::Translated).await
-}
-
-async fn translate_for(
-    fetcher: &dyn Fetcher,
-    pdf: &dyn PdfRasterizer,
-    model: &ChatModel,
-    request: MessagesRequest,
     served: Served,
 ) -> ApiResult<Translated> {
+    let fetcher = &fetch::RequestFetches::new(fetcher, fetch::MAX_REQUEST_FETCH_BYTES);
     let mut chat = Map::new();
     let counting = matches!(request, MessagesRequest::CountTokens(_));
     let (prompt, stream, stop_sequences) = match request {
@@ -411,7 +64,7 @@ async fn translate_for(
             (prompt, false, Vec::new())
         }
         MessagesRequest::Create(r) => {
-            chat.insert("model".into(), r.prompt.model.clone().into());
+            chat.insert("model".into(), r.model.clone().into());
             chat.insert("max_completion_tokens".into(), r.max_tokens.into());
             let stream = r.stream.unwrap_or(false);
             if stream {
@@ -432,7 +85,15 @@ async fn translate_for(
             if let Some(user) = r.metadata.and_then(|m| m.user_id) {
                 chat.insert("user".into(), user.into());
             }
-            (r.prompt, stream, stop_sequences)
+            let prompt = MessageCountTokensRequest {
+                model: r.model,
+                messages: r.messages,
+                system: r.system,
+                thinking: r.thinking,
+                tools: r.tools,
+                tool_choice: r.tool_choice,
+            };
+            (prompt, stream, stop_sequences)
         }
     };
     let mut marks = CacheMarks::default();
@@ -475,9 +136,7 @@ async fn translate_for(
     let list = prompt
         .messages
         .as_ref()
-        .ok_or_else(|| invalid("messages", "Field required."))?
-        .as_array()
-        .ok_or_else(|| invalid("messages", "Input should be a list."))?;
+        .ok_or_else(|| invalid("messages", "Field required."))?;
     if list.is_empty() {
         return Err(invalid("messages", "At least one message is required."));
     }
@@ -502,38 +161,6 @@ async fn translate_for(
         cache_points: marks.finish()?,
         measured_tokens: measured.into_inner(),
     })
-}
-
-/// Whether translating `body` is work before the request can be checked: it fetches a URL
-/// ([`fetches_urls`]) or reads a document (a PDF is rasterized for a model without `file`).
-pub fn needs_work(body: &Value) -> bool {
-    fn has_document(v: &Value) -> bool {
-        match v {
-            Value::Object(o) => {
-                o.get("type").and_then(Value::as_str) == Some("document")
-                    || o.values().any(has_document)
-            }
-            Value::Array(items) => items.iter().any(has_document),
-            _ => false,
-        }
-    }
-    fetches_urls(body) || has_document(body)
-}
-
-/// Whether translating `body` fetches a URL: an image or document block (anywhere, tool results
-/// included) whose `source` is `{"type": "url"}`.
-pub fn fetches_urls(body: &Value) -> bool {
-    match body {
-        Value::Object(o) => {
-            o.get("source")
-                .and_then(|s| s.get("type"))
-                .and_then(Value::as_str)
-                == Some("url")
-                || o.values().any(fetches_urls)
-        }
-        Value::Array(items) => items.iter().any(fetches_urls),
-        _ => false,
-    }
 }
 
 /// `thinking` → the chat rules' `reasoning_effort` and the exact budget: the budget picks the
@@ -586,13 +213,10 @@ fn thinking(model: &ChatModel, v: &Value) -> ApiResult<Option<(String, u64)>> {
 }
 
 fn tools(
-    v: &Value,
+    list: &[Value],
     marks: &mut CacheMarks,
     served: Served,
 ) -> ApiResult<(Vec<Value>, Vec<String>)> {
-    let list = v
-        .as_array()
-        .ok_or_else(|| invalid("tools", "Input should be a list."))?;
     let mut out = Vec::with_capacity(list.len());
     let mut names = Vec::with_capacity(list.len());
     for (i, t) in list.iter().enumerate() {
@@ -1010,20 +634,6 @@ async fn tool_result(
     Ok((text, images))
 }
 
-/// The bytes of a `base64` source, bounded.
-fn decode(o: &Map<String, Value>, at: &str) -> ApiResult<Vec<u8>> {
-    let data = string(o, "data", at)?;
-    if data.len() > MAX_INLINE_BYTES / 3 * 4 + 4 {
-        return Err(invalid(
-            &format!("{at}.data"),
-            format!("The data is larger than {MAX_INLINE_BYTES} bytes."),
-        ));
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(data.trim())
-        .map_err(|_| invalid(&format!("{at}.data"), "The data is not valid base64."))
-}
-
 async fn image(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
     let Sources {
         fetcher,
@@ -1044,7 +654,10 @@ async fn image(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiResul
                     format!("Input should be one of {}.", IMAGE_TYPES.join(", ")),
                 ));
             }
-            (mime.to_owned(), decode(source, &sat)?)
+            (
+                mime.to_owned(),
+                decode(string(source, "data", &sat)?, &sat)?,
+            )
         }
         Some("url") => {
             let url = string(source, "url", &sat)?;
@@ -1130,7 +743,7 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
                     "Input should be 'application/pdf'.",
                 ));
             }
-            decode(source, &sat)?
+            decode(string(source, "data", &sat)?, &sat)?
         }
         Some("url") => {
             let url = string(source, "url", &sat)?;
@@ -1166,39 +779,6 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
     }
     require_capability(model, "vision", at)?;
     convert::bytes_parts(pdf, bytes, title, &sat).await
-}
-
-/// What stands in a token count's chat request for an image read from a URL, once measured.
-const MEASURED_IMAGE: &str = "[image]";
-/// What stands for a document read from a URL, once measured.
-const MEASURED_DOCUMENT: &str = "[document]";
-/// Anthropic's documented image cost: `width * height / 750` tokens, after an image whose long
-/// side passes 1,568 pixels is scaled down to it, and at most about 1,600.
-const IMAGE_LONG_SIDE: u64 = 1_568;
-const MAX_IMAGE_TOKENS: u64 = 1_600;
-
-/// The tokens of an image as Anthropic documents them ([`IMAGE_LONG_SIDE`]), from its header.
-fn image_tokens(bytes: &[u8], param: &str) -> ApiResult<u64> {
-    let (w, h) = reelgate_media::image_dimensions(bytes)
-        .map_err(|e| invalid(param, format!("The image cannot be read: {e}.")))?;
-    let (w, h) = (u64::from(w), u64::from(h));
-    let long = w.max(h).max(1);
-    let (w, h) = if long > IMAGE_LONG_SIDE {
-        (w * IMAGE_LONG_SIDE / long, h * IMAGE_LONG_SIDE / long)
-    } else {
-        (w, h)
-    };
-    Ok((w * h).div_ceil(750).clamp(1, MAX_IMAGE_TOKENS))
-}
-
-/// The tokens of a PDF read from a URL, for a count: its pages rasterized as a model without
-/// `file` would see them, each measured as an image and dropped.
-async fn document_tokens(pdf: &dyn PdfRasterizer, bytes: Vec<u8>, param: &str) -> ApiResult<u64> {
-    let mut tokens = 0;
-    for page in convert::rasterize(pdf, bytes, param).await? {
-        tokens += image_tokens(&page, param)?;
-    }
-    Ok(tokens)
 }
 
 /// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the

@@ -1,4 +1,5 @@
 use super::*;
+use crate::domain::messages::body::MessageCreateRequest;
 use crate::ports::fetch::{FetchError, Fetched};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
@@ -50,6 +51,33 @@ fn model(capabilities: &[&str]) -> ChatModel {
         currency: "usd".into(),
         owned_by: None,
     }
+}
+
+/// Which route: a message to answer, or a prompt to count.
+#[derive(Clone, Copy)]
+enum Purpose {
+    Create,
+    CountTokens,
+}
+
+/// `body` read as the edge reads it, then translated for `model` through the chat translation.
+async fn to_chat(
+    fetcher: &dyn Fetcher,
+    pdf: &dyn PdfRasterizer,
+    model: &ChatModel,
+    body: Value,
+    purpose: Purpose,
+) -> ApiResult<Translated> {
+    let bytes = serde_json::to_vec(&body).expect("JSON");
+    let request = match purpose {
+        Purpose::Create => MessagesRequest::Create(crate::domain::params::read_body::<
+            MessageCreateRequest,
+        >(&bytes)?),
+        Purpose::CountTokens => MessagesRequest::CountTokens(crate::domain::params::read_body::<
+            MessageCountTokensRequest,
+        >(&bytes)?),
+    };
+    super::translate(fetcher, pdf, model, request, Served::Translated).await
 }
 
 async fn translate(body: Value) -> ApiResult<Translated> {
@@ -390,12 +418,16 @@ async fn a_count_measures_url_images_and_keeps_none_of_their_bytes() {
 
 #[test]
 fn a_url_source_anywhere_is_a_fetch() {
+    let fetches_urls = |body: Value| {
+        MessagesRequest::CountTokens(serde_json::from_value(body).expect("a count's body"))
+            .fetches_urls()
+    };
     let plain = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
-    assert!(!fetches_urls(&plain));
+    assert!(!fetches_urls(plain));
     let base64 = json!({"messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}]}]});
-    assert!(!fetches_urls(&base64));
+    assert!(!fetches_urls(base64));
     let nested = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
         "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]}]});
-    assert!(fetches_urls(&nested));
+    assert!(fetches_urls(nested));
 }
