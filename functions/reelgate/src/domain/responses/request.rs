@@ -606,6 +606,370 @@ mod tests {
         CreateRequest::parse(body).expect_err("should be refused")
     }
 
+    /// The `param` (empty for none) and message a body is refused with.
+    fn refusal(body: Value) -> (String, String) {
+        let e = err(body);
+        (e.param.unwrap_or_default(), e.message)
+    }
+
+    /// `model: m` and `input: "x"`, with `extra`'s parameters over them.
+    fn with(extra: Value) -> Value {
+        let mut body = json!({"model": "m", "input": "x"});
+        for (k, v) in extra.as_object().expect("object") {
+            body[k] = v.clone();
+        }
+        body
+    }
+
+    #[test]
+    fn refusals_name_their_param_and_sentence() {
+        let function = |name: &str| json!({"type": "function", "name": name});
+        let summary = "reasoning.summary must be auto, concise or detailed.";
+        let metadata_values = "metadata values are strings of at most 512 characters.";
+        let stop = "stop must be a string or an array of at most 4 strings.";
+        let tool_choice =
+            "tool_choice must be none, auto, required or {\"type\": \"function\", \"name\": ...}.";
+        let schema_name =
+            "A json_schema format needs a name of 1 to 64 letters, digits, '_' or '-'.";
+        let repetition = "repetition_penalty must be a number above 0 and at most 2.";
+        let many_pairs: serde_json::Map<String, Value> =
+            (0..17).map(|i| (format!("k{i}"), json!("v"))).collect();
+        let cases: Vec<(Value, &str, &str)> = vec![
+            (json!([1]), "", "The request body must be a JSON object."),
+            (json!("x"), "", "The request body must be a JSON object."),
+            (json!({"input": "x"}), "model", "model is required."),
+            (with(json!({"model": null})), "model", "model is required."),
+            (with(json!({"model": ""})), "model", "model is required."),
+            (
+                with(json!({"model": 5})),
+                "model",
+                "model must be a string.",
+            ),
+            (json!({"model": "m"}), "input", "input is required."),
+            (with(json!({"input": null})), "input", "input is required."),
+            (
+                with(json!({"input": 3})),
+                "input",
+                "input must be a string or an array of input items.",
+            ),
+            (
+                with(json!({"input": {"role": "user", "content": "x"}})),
+                "input",
+                "input must be a string or an array of input items.",
+            ),
+            (
+                with(json!({"frobnicate": true})),
+                "frobnicate",
+                "Unrecognized request argument supplied: frobnicate.",
+            ),
+            (
+                with(json!({"background": true})),
+                "background",
+                "Background responses are not supported; use stream or a plain request.",
+            ),
+            (
+                with(json!({"background": "no"})),
+                "background",
+                "background must be a boolean.",
+            ),
+            (
+                with(json!({"instructions": 1})),
+                "instructions",
+                "instructions must be a string.",
+            ),
+            (
+                with(json!({"stream": "yes"})),
+                "stream",
+                "stream must be a boolean.",
+            ),
+            (
+                with(json!({"store": 1})),
+                "store",
+                "store must be a boolean.",
+            ),
+            (
+                with(json!({"temperature": "1"})),
+                "temperature",
+                "temperature must be a number.",
+            ),
+            (
+                with(json!({"temperature": 2.5})),
+                "temperature",
+                "temperature must be a number from 0 to 2; got 2.5.",
+            ),
+            (
+                with(json!({"top_p": -0.1})),
+                "top_p",
+                "top_p must be a number from 0 to 1; got -0.1.",
+            ),
+            (
+                with(json!({"max_output_tokens": 0})),
+                "max_output_tokens",
+                "max_output_tokens must be an integer of at least 1; got 0.",
+            ),
+            (
+                with(json!({"max_output_tokens": 1.5})),
+                "max_output_tokens",
+                "max_output_tokens must be an integer.",
+            ),
+            (
+                with(json!({"max_output_tokens": "10"})),
+                "max_output_tokens",
+                "max_output_tokens must be an integer.",
+            ),
+            (
+                with(json!({"tools": {}})),
+                "tools",
+                "tools must be an array.",
+            ),
+            (
+                with(json!({"tools": [1]})),
+                "tools[0]",
+                "Each tool must be an object.",
+            ),
+            (
+                with(json!({"tools": [{"type": "web_search"}]})),
+                "tools[0].type",
+                "Tool type 'web_search' is not supported; only function tools are.",
+            ),
+            (
+                with(json!({"tools": [{"name": "f"}]})),
+                "tools[0].type",
+                "Each tool needs a type.",
+            ),
+            (
+                with(json!({"tools": [function("a b")]})),
+                "tools[0].name",
+                "A function name has 1 to 64 characters: letters, digits, '_' or '-'.",
+            ),
+            (
+                with(json!({"tools": [function("f"), function("f")]})),
+                "tools[1].name",
+                "Two tools are named 'f'.",
+            ),
+            (
+                with(json!({"tools": [{"type": "function", "name": "f", "parameters": 1}]})),
+                "tools[0].parameters",
+                "parameters must be a JSON-schema object.",
+            ),
+            (
+                with(json!({"tools": [{"type": "function", "name": "f", "description": 1}]})),
+                "tools[0].description",
+                "description must be a string.",
+            ),
+            (
+                with(json!({"tools": [{"type": "function", "name": "f", "strict": "yes"}]})),
+                "tools[0].strict",
+                "strict must be a boolean.",
+            ),
+            (
+                with(json!({"tool_choice": "required"})),
+                "tool_choice",
+                "tool_choice 'required' needs at least one tool in tools.",
+            ),
+            (
+                with(json!({"tools": [function("f")], "tool_choice": function("g")})),
+                "tool_choice",
+                "tool_choice names the function 'g', which is not in tools.",
+            ),
+            (
+                with(json!({"tool_choice": "maybe"})),
+                "tool_choice",
+                tool_choice,
+            ),
+            (with(json!({"tool_choice": 1})), "tool_choice", tool_choice),
+            (
+                with(json!({"parallel_tool_calls": "no"})),
+                "parallel_tool_calls",
+                "parallel_tool_calls must be a boolean.",
+            ),
+            (
+                with(json!({"reasoning": "high"})),
+                "reasoning",
+                "reasoning must be an object {effort, summary}.",
+            ),
+            (
+                with(json!({"reasoning": ["high"]})),
+                "reasoning",
+                "reasoning must be an object {effort, summary}.",
+            ),
+            (
+                with(json!({"reasoning": {"level": 1}})),
+                "reasoning.level",
+                "Unrecognized reasoning argument: level.",
+            ),
+            (
+                with(json!({"reasoning": {"effort": 1}})),
+                "reasoning.effort",
+                "reasoning.effort must be a string.",
+            ),
+            (
+                with(json!({"reasoning": {"summary": "long"}})),
+                "reasoning.summary",
+                summary,
+            ),
+            (
+                with(json!({"reasoning": {"generate_summary": 1}})),
+                "reasoning.summary",
+                summary,
+            ),
+            (
+                with(json!({"truncation": "sometimes"})),
+                "truncation",
+                "truncation must be auto or disabled.",
+            ),
+            (
+                with(json!({"truncation": 1})),
+                "truncation",
+                "truncation must be a string.",
+            ),
+            (
+                with(json!({"previous_response_id": 1})),
+                "previous_response_id",
+                "previous_response_id must be a string.",
+            ),
+            (
+                with(json!({"metadata": "x"})),
+                "metadata",
+                "metadata must be an object of string values.",
+            ),
+            (
+                with(json!({"metadata": many_pairs})),
+                "metadata",
+                "metadata holds at most 16 pairs.",
+            ),
+            (
+                with(json!({"metadata": {("k".repeat(65)): "v"}})),
+                "metadata",
+                "metadata keys have at most 64 characters.",
+            ),
+            (
+                with(json!({"metadata": {"k": 1}})),
+                "metadata",
+                metadata_values,
+            ),
+            (
+                with(json!({"metadata": {"k": "v".repeat(513)}})),
+                "metadata",
+                metadata_values,
+            ),
+            (
+                with(json!({"text": "json"})),
+                "text",
+                "text must be an object {format}.",
+            ),
+            (
+                with(json!({"text": {"format": "json"}})),
+                "text.format",
+                "text.format must be an object.",
+            ),
+            (
+                with(json!({"text": {"format": {"type": "yaml"}}})),
+                "text.format.type",
+                "text.format.type must be text, json_object or json_schema.",
+            ),
+            (
+                with(json!({"text": {"format": {"type": "json_schema", "schema": {}}}})),
+                "text.format.name",
+                schema_name,
+            ),
+            (
+                with(json!({"text": {"format": {"type": "json_schema", "name": "s"}}})),
+                "text.format.schema",
+                "A json_schema format needs a schema object.",
+            ),
+            (
+                with(json!({"seed": "1"})),
+                "seed",
+                "seed must be an integer.",
+            ),
+            (
+                with(json!({"seed": 1.5})),
+                "seed",
+                "seed must be an integer.",
+            ),
+            (with(json!({"stop": 5})), "stop", stop),
+            (with(json!({"stop": ["a", 1]})), "stop", stop),
+            (
+                with(json!({"stop": ["a", "b", "c", "d", "e"]})),
+                "stop",
+                stop,
+            ),
+            (
+                with(json!({"top_k": -1})),
+                "top_k",
+                "top_k must be an integer of at least 0; got -1.",
+            ),
+            (
+                with(json!({"top_k": "1"})),
+                "top_k",
+                "top_k must be an integer.",
+            ),
+            (
+                with(json!({"repetition_penalty": 0})),
+                "repetition_penalty",
+                repetition,
+            ),
+            (
+                with(json!({"repetition_penalty": 2.5})),
+                "repetition_penalty",
+                repetition,
+            ),
+            (
+                with(json!({"repetition_penalty": "1"})),
+                "repetition_penalty",
+                repetition,
+            ),
+            (with(json!({"user": 1})), "user", "user must be a string."),
+            (
+                with(json!({"prompt_cache_key": 1})),
+                "prompt_cache_key",
+                "prompt_cache_key must be a string.",
+            ),
+        ];
+        assert!(cases.len() >= 30);
+        for (body, param, message) in cases {
+            assert_eq!(
+                refusal(body.clone()),
+                (param.to_owned(), message.to_owned()),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn null_is_absent_and_the_ignored_parameters_are_dropped() {
+        let r = CreateRequest::parse(with(json!({
+            "stream": null, "store": null, "temperature": null, "tools": null,
+            "tool_choice": null, "reasoning": null, "truncation": null, "metadata": null,
+            "text": null, "seed": null, "stop": null, "background": false,
+            "include": ["reasoning.encrypted_content"], "service_tier": "auto",
+            "safety_identifier": "s",
+        })))
+        .expect("valid");
+        assert!(r.store && !r.stream && r.tools.is_empty() && r.tool_choice.is_none());
+        assert_eq!(r.text.format, json!({"type": "text"}));
+        assert_eq!(r.truncation, Truncation::Disabled);
+        assert!(r.temperature.is_none() && r.seed.is_none() && r.stop.is_none());
+        let r = CreateRequest::parse(with(json!({
+            "input": [{"role": "user", "content": "a"}], "truncation": "auto",
+            "reasoning": {"effort": "low", "generate_summary": "concise"},
+            "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}},
+            "stop": ["a"], "seed": -3, "top_k": 0, "max_output_tokens": 5,
+        })))
+        .expect("valid");
+        assert_eq!(r.input, vec![json!({"role": "user", "content": "a"})]);
+        assert_eq!(r.truncation, Truncation::Auto);
+        assert_eq!(r.reasoning.effort.as_deref(), Some("low"));
+        assert_eq!(r.reasoning.summary.as_deref(), Some("concise"));
+        assert_eq!(r.text.format["name"], json!("s"));
+        assert_eq!(r.stop, Some(json!(["a"])));
+        assert_eq!(
+            (r.seed, r.top_k, r.max_output_tokens),
+            (Some(-3), Some(0), Some(5))
+        );
+    }
+
     #[test]
     fn string_input_becomes_a_user_message_and_store_defaults_on() {
         let r = CreateRequest::parse(json!({"model": "m", "input": "hi"})).expect("valid");
