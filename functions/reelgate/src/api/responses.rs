@@ -3,11 +3,12 @@
 //! as server-sent events; the stored response's reads and delete. Documented in
 //! docs/responses.md.
 
-use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::extract::{ApiBody, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
 use crate::domain::responses::create::{CreateAnswer, Reply};
+use crate::domain::responses::request::ResponseCreateBody;
 use crate::domain::responses::{input_items, persist};
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
@@ -41,7 +42,7 @@ pub fn input_items_route() -> Router<App> {
 async fn create(
     State(app): State<App>,
     caller: Caller,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<ResponseCreateBody>,
 ) -> ApiResult<Response> {
     let org = caller.org.clone();
     let created = crate::domain::responses::create::create(app.responses_ports(), caller, body);

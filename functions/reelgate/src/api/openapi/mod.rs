@@ -1333,7 +1333,7 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::messages::reply::MessageTokensCount,
     crate::api::messages::AnthropicErrorResponse,
     crate::api::messages::AnthropicErrorBody,
-    crate::domain::responses::request::CreateRequest,
+    crate::domain::responses::request::ResponseCreateBody,
     crate::domain::responses::request::Reasoning,
     crate::domain::responses::request::Text,
     crate::domain::responses::request::Truncation,

@@ -8,7 +8,7 @@ use crate::domain::billing::token_charges::{OwnedCharge, TokenUsage};
 use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
-use crate::domain::responses::request::CreateRequest;
+use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
 use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
 use crate::ports::upstream::{ChatUpstream, ChunkStream};
@@ -167,15 +167,22 @@ struct Usage {
     estimated: bool,
 }
 
-/// `POST /v1/responses`: parses the body, builds the turn's chat request from the stored history
+/// `POST /v1/responses`: the checked body becomes the request with its defaults; builds the turn's chat request from the stored history
 /// and the input items, admits it (balance, budget, rate limits), and answers it through the
 /// routed upstream, whole or as a stream of events; charges it with the text requests' one
 /// charge policy and keeps it when `store` is set.
-pub async fn create(ports: ResponsesPorts, caller: Caller, body: Value) -> ApiResult<CreateAnswer> {
+pub async fn create(
+    ports: ResponsesPorts,
+    caller: Caller,
+    body: ResponseCreateBody,
+) -> ApiResult<CreateAnswer> {
     crate::observability::telemetry::note_prompt(|| {
-        body.get("input").map(Value::to_string).unwrap_or_default()
+        body.input
+            .as_ref()
+            .and_then(|input| serde_json::to_string(input).ok())
+            .unwrap_or_default()
     });
-    let req = CreateRequest::parse(body)?;
+    let req = CreateRequest::from(body);
     let model = chat_model(&ports.catalog, &req.model)?;
     crate::observability::telemetry::note_model(&model.id);
     req.check_model(&model)?;
