@@ -385,11 +385,11 @@ fn shape_error<T: RequestBody>(fault: ShapeFault) -> ApiError {
         let name = &fault.field;
         return ApiError::invalid(name, format!("Unknown parameter: {name}."));
     }
-    let path = match fault.kind {
-        FaultKind::Missing => &fault.field,
-        _ => &fault.path,
+    // A missing field is named by itself (a struct's field name), a wrong value by its path.
+    let (param, path) = match fault.kind {
+        FaultKind::Missing => (fault.field.as_str(), fault.field.as_str()),
+        _ => (fault.param(), fault.path.as_str()),
     };
-    let param = path.split(['.', '[']).next().unwrap_or_default();
     if param.is_empty() {
         return not_an_object();
     }

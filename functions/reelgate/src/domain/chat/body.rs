@@ -78,14 +78,20 @@ pub enum StopBody {
 /// The sentence for a non-string `model`.
 pub const MODEL_EXPECTED: &str = "model must be a non-empty string.";
 
+/// The model asked for, present and not empty: none → `model is required.`; `""` →
+/// [`MODEL_EXPECTED`]. The chat rules and the Messages API's share it.
+pub fn model_named(model: Option<&str>) -> ApiResult<&str> {
+    match model {
+        None => Err(ApiError::invalid("model", "model is required.")),
+        Some("") => Err(ApiError::invalid("model", MODEL_EXPECTED)),
+        Some(id) => Ok(id),
+    }
+}
+
 /// Resolves `model` against the catalog: none → `model is required.`; unknown → 404
 /// `model_not_found`; a video model → 400 `model_not_chat_capable`.
 pub fn chat_model<'a>(catalog: &'a Catalog, model: Option<&str>) -> ApiResult<&'a ChatModel> {
-    let id = match model {
-        None => return Err(ApiError::invalid("model", "model is required.")),
-        Some("") => return Err(ApiError::invalid("model", MODEL_EXPECTED)),
-        Some(id) => id,
-    };
+    let id = model_named(model)?;
     if let Some(model) = catalog.chat_model(id) {
         return Ok(model);
     }

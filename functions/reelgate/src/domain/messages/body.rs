@@ -244,18 +244,6 @@ fn unit_refused(param: &str) -> ApiError {
     )
 }
 
-/// The model, present and not empty (as the chat rules refuse it).
-fn check_model(model: Option<&str>) -> ApiResult<()> {
-    match model {
-        None => Err(crate::domain::params::required("model")),
-        Some("") => Err(ApiError::invalid(
-            "model",
-            crate::domain::chat::body::MODEL_EXPECTED,
-        )),
-        Some(_) => Ok(()),
-    }
-}
-
 impl RequestBody for MessageCountTokensRequest {
     fn expected(_param: &str, _path: &str) -> Option<String> {
         None
@@ -266,7 +254,7 @@ impl RequestBody for MessageCountTokensRequest {
     }
 
     fn check(self) -> ApiResult<Self> {
-        check_model(self.model.as_deref())?;
+        crate::domain::chat::body::model_named(self.model.as_deref())?;
         Ok(self)
     }
 }
@@ -283,7 +271,7 @@ impl RequestBody for MessageCreateRequest {
     /// The model; `max_tokens` (at least 1); the sampling ranges; at most
     /// [`MAX_STOP_SEQUENCES`] stop sequences, none empty.
     fn check(self) -> ApiResult<Self> {
-        check_model(self.model.as_deref())?;
+        crate::domain::chat::body::model_named(self.model.as_deref())?;
         match self.max_tokens {
             None => return Err(invalid("max_tokens", "Field required.")),
             Some(0) => {
