@@ -169,3 +169,36 @@ fn streaming_routes_declare_event_streams_and_videos_the_poll_hint() {
         .as_array()
         .is_some_and(Vec::is_empty));
 }
+
+/// Doc comments become the document's descriptions, so a rustdoc link (`` [`Type`] ``) written
+/// for the code's readers would reach the API's readers as a name they cannot look up.
+#[test]
+fn descriptions_carry_no_rustdoc_links() {
+    fn walk(at: &str, value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    if let (true, Value::String(text)) = (key == "description", inner) {
+                        if text.contains("[`") {
+                            found.push(format!("{at}/{key}: {text}"));
+                        }
+                    }
+                    walk(&format!("{at}/{key}"), inner, found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    walk(&format!("{at}/{i}"), inner, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk("", &doc(), &mut found);
+    assert!(
+        found.is_empty(),
+        "descriptions with rustdoc links (word them for the API's reader):\n{}",
+        found.join("\n")
+    );
+}

@@ -39,8 +39,8 @@ pub struct ApiKeyInfo {
     /// The name its owner gave it at creation (None for keys made without one).
     pub name: Option<String>,
     pub created_at: i64,
-    /// When it last authenticated a request, to the minute: [`Accounts::authenticate`] writes
-    /// it at most once a minute per key (see [`LAST_USED_EVERY_SECS`]).
+    /// When it last authenticated a request, to the minute: authentication writes it at most
+    /// once a minute per key.
     pub last_used_at: Option<i64>,
     pub revoked: bool,
     pub revoked_at: Option<i64>,

@@ -76,7 +76,7 @@ fn unit_schema() -> utoipa::openapi::schema::Schema {
 pub struct MessageCreateRequest {
     #[schema(value_type = String, min_length = 1, required = true)]
     pub model: Option<String>,
-    /// As a count's ([`MessageCountTokensRequest`]).
+    /// The conversation, as a token count takes it: at least one message.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
     pub messages: Option<Vec<Value>>,
