@@ -1,42 +1,46 @@
 //! Identifiers: a type prefix and an opaque suffix that sorts by creation time (48 bits of
-//! milliseconds, then 80 random bits, Crockford base32 in lower case). Sorting by time lets a
-//! partition's sort key (`VIDEO#<id>`) list jobs newest first without a secondary index.
+//! milliseconds, 20 bits of the nanosecond within it, then 60 random bits, Crockford base32 in
+//! lower case). Sorting by time lets a partition's sort key (`VIDEO#<id>`) list jobs newest first
+//! without a secondary index.
 //!
-//! Within one process the suffixes strictly increase: an id made in the same millisecond as the
-//! previous one (a fast client creates several) is that one plus a random step, so two jobs of
-//! one caller list in the order they were created. Across processes (Lambdas) the order within a
-//! millisecond is arbitrary but fixed.
+//! An id made after another one in the same process sorts after it: a fast client that creates
+//! several jobs one after the other sees them listed in that order. The nanosecond bits order ids
+//! made on different threads (a request answered and the next one received are microseconds
+//! apart at the least); within one thread, an id that would not sort after the thread's previous
+//! one (the same nanosecond, or the clock stepped back) is that one plus a random step. No state
+//! is shared between threads, so making an id takes no lock on the request path (issue 48).
+//! Across processes (Lambdas) the order within a nanosecond is arbitrary but fixed.
 
 use rand::RngCore;
-use std::sync::Mutex;
+use std::cell::Cell;
 
-/// The last suffix this process made.
-static LAST: Mutex<u128> = Mutex::new(0);
+thread_local! {
+    /// The last suffix this thread made.
+    static LAST: Cell<u128> = const { Cell::new(0) };
+}
 
 const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
 /// `prefix_` followed by 26 characters.
 pub fn new_id(prefix: &str) -> String {
-    let millis = std::time::SystemTime::now()
+    let since_epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
         .unwrap_or_default();
-    let mut random = [0u8; 10];
-    rand::thread_rng().fill_bytes(&mut random);
-    let mut value: u128 = (millis as u128 & 0xFFFF_FFFF_FFFF) << 80;
-    for (i, b) in random.iter().enumerate() {
-        value |= (*b as u128) << (8 * (9 - i));
-    }
-    {
-        let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if value <= *last {
+    let millis = since_epoch.as_millis() as u64 & 0xFFFF_FFFF_FFFF;
+    // Below 1,000,000 < 2^20.
+    let nanos_in_milli = since_epoch.subsec_nanos() % 1_000_000;
+    let random = rand::thread_rng().next_u64() >> 4;
+    let mut value: u128 =
+        ((millis as u128) << 80) | ((nanos_in_milli as u128) << 60) | random as u128;
+    LAST.with(|last| {
+        if value <= last.get() {
             // A random step of up to 2^40 keeps the next id unguessable from this one; a step
-            // that carries into the time bits only moves the id into a later millisecond.
+            // that carries into the time bits only moves the id a few nanoseconds later.
             let step = 1 + (rand::thread_rng().next_u64() >> 24) as u128;
-            value = last.saturating_add(step);
+            value = last.get().saturating_add(step);
         }
-        *last = value;
-    }
+        last.set(value);
+    });
     let mut out = String::with_capacity(prefix.len() + 27);
     out.push_str(prefix);
     out.push('_');
@@ -84,5 +88,34 @@ mod tests {
             assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
             assert!(is_valid(&pair[1], "video"));
         }
+    }
+
+    #[test]
+    fn an_id_made_after_another_threads_id_sorts_after_it() {
+        // Two threads hand a baton back and forth; each makes its id only after it has seen the
+        // other's, so every id must sort after the one it received (what one client making jobs
+        // one after another sees when its requests land on different threads).
+        use std::sync::mpsc::channel;
+        let (to_b, from_a) = channel::<String>();
+        let (to_a, from_b) = channel::<String>();
+        let b = std::thread::spawn(move || {
+            for seen in from_a {
+                let mine = new_id("video");
+                assert!(seen < mine, "{seen} then {mine}");
+                if to_a.send(mine).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut last = new_id("video");
+        for _ in 0..5_000 {
+            to_b.send(last.clone()).unwrap();
+            let theirs = from_b.recv().expect("the other thread answers");
+            assert!(last < theirs, "{last} then {theirs}");
+            last = new_id("video");
+            assert!(theirs < last, "{theirs} then {last}");
+        }
+        drop(to_b);
+        b.join().expect("the other thread's ids increased");
     }
 }
