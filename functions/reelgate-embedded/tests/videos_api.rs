@@ -726,3 +726,186 @@ async fn content_can_redirect_to_a_short_lived_url() {
     assert_eq!(fetched.status(), 200);
     assert_eq!(fetched.bytes().await.expect("bytes").to_vec(), mp4);
 }
+
+/// One body a source operation is sent: JSON, raw bytes, or a form (text fields, then file
+/// parts by field name).
+enum Sent {
+    Json(Value),
+    Raw(&'static str),
+    Form(Vec<(&'static str, &'static str)>, Vec<&'static str>),
+}
+
+/// The remix, edit, extension and character bodies' refusals, pinned as they were answered
+/// before the bodies were typed at the edge: each shape fault names its parameter, in the
+/// route's own words, in JSON and in the SDK's form alike.
+#[tokio::test]
+async fn source_operation_bodies_are_refused_by_name() {
+    use Sent::{Form, Json, Raw};
+    let server = TestServer::start().await;
+    let c = Client::new(&server);
+    let t = agreed_tenant(&server, "10.00").await;
+    let remix = "/v1/videos/video_00000000000000000000000000/remix";
+    let (edits, extensions, characters) = (
+        "/v1/videos/edits",
+        "/v1/videos/extensions",
+        "/v1/videos/characters",
+    );
+    let not_object = "The request body must be a JSON object.";
+    let remix_unknown = |p: &str| {
+        format!(
+            "Unknown parameter: {p}. A remix keeps the source's model, seconds, aspect ratio and \
+             inputs; it takes prompt and characters."
+        )
+    };
+    let edit_unknown = |p: &str| {
+        format!(
+            "Unknown parameter: {p}. An edit keeps the source's seconds and aspect ratio; it \
+             takes prompt, video and model (with a file)."
+        )
+    };
+    let extension_unknown = |p: &str| {
+        format!(
+            "Unknown parameter: {p}. An extension keeps the source's aspect ratio; it takes \
+             prompt, seconds, video, model (with a file) and characters."
+        )
+    };
+    let character = "Each character is the id of one of your characters (char_…).";
+    let video_shape = "video must be an MP4 file or {\"id\": \"video_…\"}, a completed video of \
+                       your organization (the SDK: extra_body={\"video\": {\"id\": …}}).";
+    let video_id = "video.id must be the id of a completed video.";
+    let by_id_model = "A video by id keeps its own model; model is taken only with a source file.";
+    let file_model = "A source sent as a file needs model, the video model to render with (the \
+                      SDK: extra_body={\"model\": …}).";
+    let twice = "Send video once: a file, or the id of a completed video.";
+    let not_a_file = |p: &str| {
+        format!(
+            "{p} cannot be a file here: upload it with POST /v1/files and refer to it by file_id \
+             (image_reference or references)."
+        )
+    };
+    let id = json!({"id": "video_00000000000000000000000000"});
+    let cases: Vec<(&str, Sent, u16, &str, String)> = vec![
+        // remix
+        (remix, Raw("{not json"), 400, "", "The request body is not valid JSON: key must be a string at line 1 column 2".into()),
+        (remix, Json(json!([1])), 400, "", not_object.into()),
+        (remix, Json(json!("prompt")), 400, "", not_object.into()),
+        (remix, Json(json!({})), 400, "prompt", "prompt is required.".into()),
+        (remix, Json(json!({"prompt": null})), 400, "prompt", "prompt must be a string.".into()),
+        (remix, Json(json!({"prompt": 3})), 400, "prompt", "prompt must be a string.".into()),
+        (remix, Json(json!({"prompt": "x", "seconds": 8})), 400, "seconds", remix_unknown("seconds")),
+        (remix, Json(json!({"prompt": "x", "model": "reel-1"})), 400, "model", remix_unknown("model")),
+        (remix, Json(json!({"prompt": "x", "characters": "char_1"})), 400, "characters", "characters must be an array.".into()),
+        (remix, Json(json!({"prompt": "x", "characters": ["char_1", 2]})), 400, "characters[1]", character.into()),
+        (remix, Json(json!({"prompt": "x", "characters": [""]})), 400, "characters[0]", character.into()),
+        (remix, Json(json!({"prompt": "x", "characters": ["a", "b", "c"]})), 400, "characters", "characters holds at most 2 ids.".into()),
+        (remix, Json(json!({"prompt": "x", "characters": {"a": 1}})), 400, "characters", "characters must be an array.".into()),
+        (remix, Form(vec![("prompt", "x"), ("seconds", "8")], vec![]), 400, "seconds", remix_unknown("seconds")),
+        (remix, Form(vec![("prompt", "x"), ("characters[]", "a"), ("characters[]", "b"), ("characters[]", "c")], vec![]), 400, "characters", "characters holds at most 2 ids.".into()),
+        (remix, Form(vec![("prompt", "x")], vec!["video"]), 400, "video", not_a_file("video")),
+        (remix, Form(vec![("prompt[", "x")], vec![]), 400, "prompt", "The form field name 'prompt[' is not understood.".into()),
+        (remix, Form(vec![("prompt[a]", "x")], vec![]), 400, "prompt", "prompt must be a string.".into()),
+        // edits
+        (edits, Raw("{not json"), 400, "", "The request body is not valid JSON: key must be a string at line 1 column 2".into()),
+        (edits, Json(json!([1])), 400, "", not_object.into()),
+        (edits, Json(json!({"video": id})), 400, "prompt", "prompt is required.".into()),
+        (edits, Json(json!({"prompt": 1, "video": id})), 400, "prompt", "prompt must be a string.".into()),
+        (edits, Json(json!({"prompt": "x"})), 400, "video", "video is required.".into()),
+        (edits, Json(json!({"prompt": "x", "video": "video_1"})), 400, "video", video_shape.into()),
+        (edits, Json(json!({"prompt": "x", "video": null})), 400, "video", video_shape.into()),
+        (edits, Json(json!({"prompt": "x", "video": ["video_1"]})), 400, "video", video_shape.into()),
+        (edits, Json(json!({"prompt": "x", "video": {}})), 400, "video.id", video_id.into()),
+        (edits, Json(json!({"prompt": "x", "video": {"id": ""}})), 400, "video.id", video_id.into()),
+        (edits, Json(json!({"prompt": "x", "video": {"id": 3}})), 400, "video.id", video_id.into()),
+        (edits, Json(json!({"prompt": "x", "video": {"id": null}})), 400, "video.id", video_id.into()),
+        (edits, Json(json!({"prompt": "x", "video": {"id": "v", "url": "u"}})), 400, "video.url", "video holds id only.".into()),
+        (edits, Json(json!({"prompt": "x", "video": id, "model": "reel-1"})), 400, "model", by_id_model.into()),
+        (edits, Json(json!({"prompt": "x", "video": id, "model": null})), 400, "model", by_id_model.into()),
+        (edits, Json(json!({"prompt": "x", "video": id, "model": 3})), 400, "model", by_id_model.into()),
+        (edits, Json(json!({"prompt": "x", "video": id, "seconds": 4})), 400, "seconds", edit_unknown("seconds")),
+        (edits, Form(vec![("prompt", "x"), ("video[id]", "video_1"), ("aspect_ratio", "1:1")], vec![]), 400, "aspect_ratio", edit_unknown("aspect_ratio")),
+        (edits, Form(vec![("prompt", "x"), ("video[id]", "video_1"), ("video[url]", "u")], vec![]), 400, "video.url", "video holds id only.".into()),
+        (edits, Form(vec![("prompt", "x")], vec!["video"]), 400, "model", file_model.into()),
+        (edits, Form(vec![("prompt", "x"), ("video[id]", "video_1")], vec!["video"]), 400, "video", twice.into()),
+        (edits, Form(vec![("prompt", "x"), ("video", "video_1")], vec!["video"]), 400, "video", twice.into()),
+        (edits, Form(vec![("prompt", "x"), ("model[a]", "reel-1")], vec!["video"]), 400, "model", "model must be a video model id.".into()),
+        (edits, Form(vec![("prompt", "x"), ("model", "")], vec!["video"]), 400, "model", "model must be a video model id.".into()),
+        (edits, Form(vec![("prompt", "x")], vec!["video", "video"]), 400, "video", "Send one video file.".into()),
+        (edits, Form(vec![("prompt", "x")], vec!["image"]), 400, "image", not_a_file("image")),
+        (edits, Form(vec![("video[id]", "video_1")], vec![]), 400, "prompt", "prompt is required.".into()),
+        // extensions
+        (extensions, Raw("[1, "), 400, "", "The request body is not valid JSON: EOF while parsing a value at line 1 column 4".into()),
+        (extensions, Json(json!(7)), 400, "", not_object.into()),
+        (extensions, Json(json!({"prompt": "x", "video": id})), 400, "seconds", "seconds is required.".into()),
+        (extensions, Json(json!({"seconds": "4", "video": id})), 400, "prompt", "prompt is required.".into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4})), 400, "video", "video is required.".into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": "video_1"})), 400, "video", video_shape.into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": {"id": ""}})), 400, "video.id", video_id.into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": {"id": "v", "url": "u"}})), 400, "video.url", "video holds id only.".into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": id, "model": "m"})), 400, "model", by_id_model.into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": id, "aspect_ratio": "1:1"})), 400, "aspect_ratio", extension_unknown("aspect_ratio")),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": id, "characters": "c"})), 400, "characters", "characters must be an array.".into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": id, "characters": [1]})), 400, "characters[0]", character.into()),
+        (extensions, Json(json!({"prompt": "x", "seconds": 4, "video": id, "characters": ["a", "b", "c"]})), 400, "characters", "characters holds at most 2 ids.".into()),
+        (extensions, Form(vec![("prompt", "x"), ("seconds", "4")], vec!["video"]), 400, "model", file_model.into()),
+        (extensions, Form(vec![("prompt", "x"), ("seconds", "4"), ("video[id]", "video_1"), ("size", "1366x768")], vec![]), 400, "size", extension_unknown("size")),
+        // characters (JSON; the form is read by the handler)
+        (characters, Raw("{not json"), 400, "", "The request body is not valid JSON: key must be a string at line 1 column 2".into()),
+        (characters, Json(json!([1])), 400, "", not_object.into()),
+        (characters, Json(json!({})), 400, "name", "name is required.".into()),
+        (characters, Json(json!({"name": null, "file_id": "file_1"})), 400, "name", "name is required.".into()),
+        (characters, Json(json!({"name": 3, "file_id": "file_1"})), 400, "name", "name must be a string.".into()),
+        (characters, Json(json!({"name": "Mika"})), 400, "file_id", "file_id is required.".into()),
+        (characters, Json(json!({"name": "Mika", "file_id": null})), 400, "file_id", "file_id is required.".into()),
+        (characters, Json(json!({"name": "Mika", "file_id": 7})), 400, "file_id", "file_id must be a string.".into()),
+        (characters, Json(json!({"name": "Mika", "file_id": "file_1", "video": "v"})), 400, "video", "Unknown parameter: video. A character takes name and file_id (JSON), or name and a video part (a form).".into()),
+        (characters, Json(json!({"name": " ", "file_id": "file_1"})), 400, "name", "name must not be empty.".into()),
+        (characters, Form(vec![("name", "Mika")], vec![]), 400, "video", "video is required.".into()),
+        (characters, Form(vec![("colour", "red")], vec![]), 400, "colour", "Unknown parameter: colour. A character takes name and video.".into()),
+    ];
+    let mut wrong = Vec::new();
+    for (path, sent, status, param, message) in cases {
+        let url = format!("{}{path}", c.base);
+        let req = c.http.post(url).bearer_auth(&t.key);
+        let (shown, req) = match sent {
+            Json(body) => (body.to_string(), req.json(&body)),
+            Raw(text) => (
+                text.to_owned(),
+                req.header("content-type", "application/json").body(text),
+            ),
+            Form(fields, files) => {
+                let shown = format!("form {fields:?} files {files:?}");
+                let mut form = reqwest::multipart::Form::new();
+                for (k, v) in fields {
+                    form = form.text(k, v);
+                }
+                for name in files {
+                    let part = reqwest::multipart::Part::bytes(b"not an mp4".to_vec())
+                        .file_name("source.mp4");
+                    form = form.part(name, part);
+                }
+                (shown, req.multipart(form))
+            }
+        };
+        let (got_status, err) = c.send(req).await;
+        let got = (
+            got_status,
+            err["error"]["param"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            err["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        if got != (status, param.to_owned(), message.clone()) {
+            wrong.push(format!(
+                "{path} {shown}:\n  got  {got:?}\n  want {:?}",
+                (status, param, message)
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let org = server.app.accounts().org(&t.org).await.expect("org");
+    assert_eq!(org.renders_in_flight, 0, "nothing was admitted");
+}

@@ -2,13 +2,13 @@
 //! and a `video` file part; JSON may name an uploaded file instead), list, retrieve, delete.
 
 use crate::api::envelope::List;
-use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::extract::{ApiBody, ApiQuery};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::ListQuery;
 use crate::domain::videos::characters::{
-    self, Character, CharacterCreateRequest, MAX_SOURCE_BYTES,
+    self, Character, CharacterCreateRequest, CharacterJsonBody, MAX_SOURCE_BYTES,
 };
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::routing::get;
@@ -48,8 +48,8 @@ async fn create(
         })?;
         read_form(form).await?
     } else {
-        let ApiJson(body) = ApiJson::<serde_json::Value>::from_request(request, &app).await?;
-        CharacterCreateRequest::parse(&body)?
+        let ApiBody(body) = ApiBody::<CharacterJsonBody>::from_request(request, &app).await?;
+        CharacterCreateRequest::from(body)
     };
     Ok(Json(
         characters::create(app.context(), &caller.org, request).await?,

@@ -236,25 +236,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-/// A JSON body, or the same object sent as `multipart/form-data` (OpenAI's Python SDK sends
-/// `videos.create` that way, files or not). Form fields become the object's members: a field
-/// `a` is `"a"`, `a[b]` is `{"a": {"b": …}}`, and `a[0][b]` / `a[][b]` fill arrays, as the SDKs
-/// spell nested values; every value is a string, which the domain's rules accept where the SDK
-/// sends strings (`seconds: "8"`). A file part is refused naming its field: the service takes
-/// files through `/v1/files`, by id.
-pub struct JsonOrForm(pub serde_json::Value);
-
-impl<S: Send + Sync> FromRequest<S> for JsonOrForm {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let (body, _) = json_or_form(req, state, None).await?;
-        Ok(JsonOrForm(body))
-    }
-}
-
-/// [`JsonOrForm`] read as a typed body, refused in the request type's own words
-/// ([`crate::domain::params::RequestBody`]).
+/// A JSON body typed at the edge, or the same object sent as `multipart/form-data` (OpenAI's
+/// Python SDK sends `videos.create` that way, files or not), refused in the request type's own
+/// words ([`crate::domain::params::RequestBody`]). Form fields become the object's members: a
+/// field `a` is `"a"`, `a[b]` is `{"a": {"b": …}}`, and `a[0][b]` / `a[][b]` fill arrays, as
+/// the SDKs spell nested values; every value is a string, which the domain's rules accept where
+/// the SDK sends strings (`seconds: "8"`). A file part is refused naming its field: the service
+/// takes files through `/v1/files`, by id.
 pub struct JsonOrFormBody<T>(pub T);
 
 impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S> for JsonOrFormBody<T> {
@@ -262,31 +250,43 @@ impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S> for J
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let (body, _) = json_or_form(req, state, None).await?;
-        if !body.is_object() {
-            return Err(ApiError::bad_request(
-                "The request body must be a JSON object.",
-            ));
-        }
-        crate::domain::params::read_from(body).map(JsonOrFormBody)
+        read_object(body).map(JsonOrFormBody)
     }
 }
 
-/// [`JsonOrForm`] for the routes that also take a source video as the form's one `video` file
-/// part (`POST /v1/videos/edits` and `/extensions`, as OpenAI's SDK sends a file): its bytes,
-/// within [`crate::domain::videos::source_upload::MAX_UPLOAD_BYTES`], besides the object.
-pub struct JsonOrFormWithVideo {
-    pub body: serde_json::Value,
+/// [`JsonOrFormBody`] for the routes that also take a source video as the form's one `video`
+/// file part (`POST /v1/videos/edits` and `/extensions`, as OpenAI's SDK sends a file): its
+/// bytes, within [`crate::domain::videos::source_upload::MAX_UPLOAD_BYTES`], besides the body.
+pub struct JsonOrFormWithVideo<T> {
+    pub body: T,
     pub video: Option<bytes::Bytes>,
 }
 
-impl<S: Send + Sync> FromRequest<S> for JsonOrFormWithVideo {
+impl<T: crate::domain::params::RequestBody, S: Send + Sync> FromRequest<S>
+    for JsonOrFormWithVideo<T>
+{
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let limit = crate::domain::videos::source_upload::MAX_UPLOAD_BYTES;
         let (body, video) = json_or_form(req, state, Some(("video", limit))).await?;
+        // A `video` value beside the file part is refused as sent twice, whatever its shape.
+        if video.is_some() && body.get("video").is_some() {
+            return Err(crate::domain::videos::source_request::sent_twice());
+        }
+        let body = read_object(body)?;
         Ok(JsonOrFormWithVideo { body, video })
     }
+}
+
+/// A typed body from the object a JSON body or a form made.
+fn read_object<T: crate::domain::params::RequestBody>(
+    body: serde_json::Value,
+) -> Result<T, ApiError> {
+    if !body.is_object() {
+        return Err(crate::domain::params::not_an_object());
+    }
+    crate::domain::params::read_from(body)
 }
 
 /// The body as an object, and the bytes of the one file part `file` names (at most its limit),

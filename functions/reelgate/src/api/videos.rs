@@ -1,7 +1,7 @@
 //! The `/v1/videos` routes.
 
 use crate::api::envelope::List;
-use crate::api::extract::{ApiQuery, JsonOrForm, JsonOrFormBody, JsonOrFormWithVideo};
+use crate::api::extract::{ApiQuery, JsonOrFormBody, JsonOrFormWithVideo};
 use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -86,7 +86,7 @@ async fn remix(
     caller: Caller,
     Path(video_id): Path<String>,
     headers: HeaderMap,
-    JsonOrForm(body): JsonOrForm,
+    JsonOrFormBody(body): JsonOrFormBody<remix::VideoRemixRequest>,
 ) -> ApiResult<Response> {
     let workflow = app.workflow();
     let key = idempotency_key(&headers);
@@ -99,13 +99,13 @@ async fn extend(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo,
+    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo<extensions::VideoExtensionRequest>,
 ) -> ApiResult<Response> {
     let workflow = app.workflow();
     let key = idempotency_key(&headers);
     let (cx, workflow) = (app.context(), workflow.as_deref());
     let file = video.map(source_upload::file);
-    let answer = extensions::extend(cx, workflow, &caller, key, &body, file).await?;
+    let answer = extensions::extend(cx, workflow, &caller, key, body, file).await?;
     Ok(render_create(answer))
 }
 
@@ -113,7 +113,7 @@ async fn edit(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo,
+    JsonOrFormWithVideo { body, video }: JsonOrFormWithVideo<edits::VideoEditRequest>,
 ) -> ApiResult<Response> {
     let workflow = app.workflow();
     let key = idempotency_key(&headers);
@@ -122,7 +122,7 @@ async fn edit(
         workflow.as_deref(),
         &caller,
         key,
-        &body,
+        body,
         video.map(source_upload::file),
     )
     .await?;

@@ -1,15 +1,11 @@
-//! The one reader of a JSON request body's parameters (chat completions, responses, videos):
-//! each reads a parameter of one type, treats JSON `null` as absent (clients send null for "not
-//! given", as OpenAI's SDKs do), and refuses a wrong type or range naming the parameter, in one
-//! style of message:
-//!
-//! * type: "`<name>` must be a string." / "a boolean." / "a number." / "an integer.";
-//! * range: "`<name>` must be a number from `<min>` to `<max>`; got `<n>`." and "an integer from
-//!   … to …" or "an integer of at least `<min>`" likewise;
-//! * missing: "`<name>` is required.".
+//! The one reading of a request body's shape and of a list's page: a body typed at the edge
+//! ([`RequestBody`]) is read by serde, and serde's errors are read once into a [`ShapeFault`]
+//! that each body words in its own style; the shared sentences of that style are "`<name>` must
+//! be `<what>`." ([`wrong_type`]) and "`<name>` is required." ([`required`]). JSON `null` counts
+//! as not given wherever a field is optional (clients send null for "not given", as OpenAI's
+//! SDKs do).
 
 use crate::domain::error::{ApiError, ApiResult};
-use serde_json::{Map, Value};
 
 /// The query parameters every list route reads (`limit`, `order`, `after`), as sent: the one
 /// parser of them, so that each list refuses a bad page the same way.
@@ -78,100 +74,6 @@ impl<T> Page<T> {
             has_more,
             resume_after: None,
         }
-    }
-}
-
-/// The parameters of a request body (a JSON object).
-#[derive(Clone, Copy)]
-pub struct Params<'a> {
-    obj: &'a Map<String, Value>,
-}
-
-impl<'a> Params<'a> {
-    /// The body's parameters; anything but an object is refused.
-    pub fn of(body: &'a Value) -> ApiResult<Params<'a>> {
-        body.as_object()
-            .map(Params::new)
-            .ok_or_else(|| ApiError::bad_request("The request body must be a JSON object."))
-    }
-
-    pub fn new(obj: &'a Map<String, Value>) -> Params<'a> {
-        Params { obj }
-    }
-
-    pub fn object(&self) -> &'a Map<String, Value> {
-        self.obj
-    }
-
-    /// A parameter's value; an explicit `null` counts as absent.
-    pub fn get(&self, name: &str) -> Option<&'a Value> {
-        self.obj.get(name).filter(|v| !v.is_null())
-    }
-
-    pub fn string(&self, name: &str) -> ApiResult<Option<&'a str>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(Some)
-                .ok_or_else(|| wrong_type(name, "a string")),
-        }
-    }
-
-    /// A string that must be present.
-    pub fn required_string(&self, name: &str) -> ApiResult<&'a str> {
-        self.string(name)?.ok_or_else(|| required(name))
-    }
-
-    pub fn boolean(&self, name: &str) -> ApiResult<Option<bool>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| wrong_type(name, "a boolean")),
-        }
-    }
-
-    /// A number within `min..=max`.
-    pub fn number(&self, name: &str, min: f64, max: f64) -> ApiResult<Option<f64>> {
-        let Some(v) = self.get(name) else {
-            return Ok(None);
-        };
-        let n = v
-            .as_f64()
-            .filter(|_| v.is_number())
-            .ok_or_else(|| wrong_type(name, "a number"))?;
-        if !(min..=max).contains(&n) {
-            return Err(ApiError::invalid(
-                name,
-                format!("{name} must be a number from {min} to {max}; got {n}."),
-            ));
-        }
-        Ok(Some(n))
-    }
-
-    /// An integer within `min..=max` (`i64::MAX` for no upper bound, `i64::MIN` for none below).
-    pub fn integer(&self, name: &str, min: i64, max: i64) -> ApiResult<Option<i64>> {
-        let Some(v) = self.get(name) else {
-            return Ok(None);
-        };
-        let n = v
-            .as_i64()
-            .or_else(|| v.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
-            .ok_or_else(|| wrong_type(name, "an integer"))?;
-        if n < min || n > max {
-            let range = match (min, max) {
-                (i64::MIN, _) => String::new(),
-                (_, i64::MAX) => format!(" of at least {min}"),
-                _ => format!(" from {min} to {max}"),
-            };
-            return Err(ApiError::invalid(
-                name,
-                format!("{name} must be an integer{range}; got {n}."),
-            ));
-        }
-        Ok(Some(n))
     }
 }
 
@@ -244,6 +146,26 @@ where
 {
     let objects: Option<Vec<Object<T>>> = serde::Deserialize::deserialize(value)?;
     Ok(objects.map(|list| list.into_iter().map(|o| o.0).collect()))
+}
+
+/// `#[serde(default, deserialize_with = "sent")]`: a value that was sent, null included (a
+/// field whose mere presence is refused by a rule, as a model beside a video by id is).
+pub fn sent<'de, D, T>(value: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(value).map(Some)
+}
+
+/// `#[serde(default, deserialize_with = "sent_object")]`: an object that was sent; null, like
+/// any other value, is refused as not an object.
+pub fn sent_object<'de, D, T>(value: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Object<T> as serde::Deserialize>::deserialize(value).map(|o| Some(o.0))
 }
 
 /// Where and how serde could not read a body: `path` names the value at fault, the field
@@ -400,74 +322,6 @@ fn shape_error<T: RequestBody>(fault: ShapeFault) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn refusal(r: ApiResult<impl std::fmt::Debug>) -> (String, String) {
-        let e = r.expect_err("refused");
-        (e.param.unwrap_or_default(), e.message)
-    }
-
-    #[test]
-    fn reads_each_type_and_treats_null_as_absent() {
-        let body = json!({"s": "x", "b": true, "n": 0.5, "i": 7, "big": u64::MAX, "z": null});
-        let p = Params::of(&body).unwrap();
-        assert_eq!(p.string("s").unwrap(), Some("x"));
-        assert_eq!(p.boolean("b").unwrap(), Some(true));
-        assert_eq!(p.number("n", 0.0, 1.0).unwrap(), Some(0.5));
-        assert_eq!(p.integer("i", 1, 10).unwrap(), Some(7));
-        assert_eq!(p.integer("big", 0, i64::MAX).unwrap(), Some(i64::MAX));
-        assert_eq!(p.string("z").unwrap(), None);
-        assert_eq!(p.integer("missing", 0, 1).unwrap(), None);
-        assert_eq!(
-            refusal(p.required_string("z")),
-            ("z".into(), "z is required.".into())
-        );
-        assert!(Params::of(&json!([1])).is_err());
-    }
-
-    #[test]
-    fn refusals_name_the_parameter_in_one_style() {
-        let body = json!({"s": 1, "b": "yes", "n": "1", "i": 1.5, "lo": -1, "hi": 3.5});
-        let p = Params::of(&body).unwrap();
-        assert_eq!(
-            refusal(p.string("s")),
-            ("s".into(), "s must be a string.".into())
-        );
-        assert_eq!(
-            refusal(p.boolean("b")),
-            ("b".into(), "b must be a boolean.".into())
-        );
-        assert_eq!(
-            refusal(p.number("n", 0.0, 2.0)),
-            ("n".into(), "n must be a number.".into())
-        );
-        assert_eq!(
-            refusal(p.integer("i", 0, 2)),
-            ("i".into(), "i must be an integer.".into())
-        );
-        assert_eq!(
-            refusal(p.integer("lo", 0, i64::MAX)),
-            (
-                "lo".into(),
-                "lo must be an integer of at least 0; got -1.".into()
-            )
-        );
-        assert_eq!(
-            refusal(p.integer("lo", 0, 5)),
-            (
-                "lo".into(),
-                "lo must be an integer from 0 to 5; got -1.".into()
-            )
-        );
-        assert_eq!(
-            refusal(p.number("hi", 0.0, 2.0)),
-            (
-                "hi".into(),
-                "hi must be a number from 0 to 2; got 3.5.".into()
-            )
-        );
-    }
-
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Inner {

@@ -197,7 +197,7 @@ async fn remix_video(
     ConsoleSession(s): ConsoleSession,
     Path(video_id): Path<String>,
     headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(body): ApiBody<crate::domain::videos::remix::VideoRemixRequest>,
 ) -> ApiResult<Response> {
     use crate::api::video_answers::{idempotency_key, render_create};
     let workflow = app.workflow();
@@ -224,7 +224,7 @@ async fn extend_video(
     ApiJson(request): ApiJson<ConsoleVideoExtendRequest>,
 ) -> ApiResult<Response> {
     use crate::api::video_answers::{idempotency_key, render_create};
-    let body = extension_body(&video_id, request);
+    let body = extension_request(video_id, request)?;
     let workflow = app.workflow();
     let (cx, key) = (app.context(), idempotency_key(&headers));
     let answer = crate::domain::videos::extensions::extend(
@@ -232,24 +232,28 @@ async fn extend_video(
         workflow.as_deref(),
         &s.caller,
         key,
-        &body,
+        body,
         None,
     )
     .await?;
     Ok(render_create(answer))
 }
 
-/// The `/v1/videos/extensions` body a console extension of `video_id` stands for.
-fn extension_body(video_id: &str, request: ConsoleVideoExtendRequest) -> Value {
-    let mut body = json!({
-        "prompt": request.prompt,
-        "seconds": request.seconds,
-        "video": {"id": video_id},
-    });
-    if let Some(characters) = request.characters {
-        body["characters"] = json!(characters);
+/// The `/v1/videos/extensions` request a console extension of `video_id` stands for, checked
+/// as that route checks it.
+fn extension_request(
+    video_id: String,
+    request: ConsoleVideoExtendRequest,
+) -> ApiResult<crate::domain::videos::extensions::VideoExtensionRequest> {
+    use crate::domain::params::RequestBody;
+    crate::domain::videos::extensions::VideoExtensionRequest {
+        prompt: request.prompt,
+        seconds: request.seconds,
+        video: Some(crate::domain::videos::source_request::VideoReference { id: video_id }),
+        model: None,
+        characters: request.characters,
     }
-    body
+    .check()
 }
 
 /// An edit of a completed video as the signed-in person.
@@ -261,12 +265,16 @@ async fn edit_video(
     ApiJson(request): ApiJson<ConsoleVideoEditRequest>,
 ) -> ApiResult<Response> {
     use crate::api::video_answers::{idempotency_key, render_create};
-    let body = json!({"prompt": request.prompt, "video": {"id": video_id}});
+    let body = crate::domain::videos::edits::VideoEditRequest {
+        prompt: request.prompt,
+        video: Some(crate::domain::videos::source_request::VideoReference { id: video_id }),
+        model: None,
+    };
     let workflow = app.workflow();
     let (cx, key) = (app.context(), idempotency_key(&headers));
     let caller = &s.caller;
     let answer =
-        crate::domain::videos::edits::edit(cx, workflow.as_deref(), caller, key, &body, None)
+        crate::domain::videos::edits::edit(cx, workflow.as_deref(), caller, key, body, None)
             .await?;
     Ok(render_create(answer))
 }

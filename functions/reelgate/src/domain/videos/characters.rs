@@ -6,13 +6,13 @@
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
-use crate::domain::params::{ListQuery, Page};
+use crate::domain::params::{FaultKind, ListQuery, Page, RequestBody, ShapeFault};
 use crate::domain::table_keys;
 use crate::domain::Context;
 use crate::ports::store::{item, now_secs, Attr, Condition, Item, ItemExt, Key, Query, EXPIRES_AT};
 use bytes::Bytes;
 use reelgate_media::MediaKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Frames kept per character (sampled evenly through a video; an image is one frame).
 pub const MAX_FRAMES_PER_CHARACTER: u32 = 4;
@@ -61,28 +61,54 @@ pub struct CharacterCreateRequest {
     pub file_id: Option<String>,
 }
 
-impl CharacterCreateRequest {
-    /// A JSON body: `name` and `file_id`.
-    pub fn parse(body: &serde_json::Value) -> ApiResult<CharacterCreateRequest> {
-        let params = crate::domain::params::Params::of(body)?;
-        if let Some(unknown) = params
-            .object()
-            .keys()
-            .find(|k| !["name", "file_id"].contains(&k.as_str()))
-        {
-            return Err(ApiError::invalid(
+/// `POST /v1/videos/characters` as JSON: a name and an uploaded file to take the frames from
+/// (a form's `video` part is read by the handler). An unknown parameter is refused by name;
+/// null counts as not given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CharacterJsonBody {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    file_id: Option<String>,
+}
+
+impl RequestBody for CharacterJsonBody {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        Some(format!("{param} must be a string."))
+    }
+
+    fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        (fault.kind == FaultKind::Unknown).then(|| {
+            let unknown = &fault.field;
+            ApiError::invalid(
                 unknown,
                 format!(
                     "Unknown parameter: {unknown}. A character takes name and file_id (JSON), \
                      or name and a video part (a form)."
                 ),
-            ));
-        }
-        Ok(CharacterCreateRequest {
-            name: params.required_string("name")?.to_owned(),
-            video: None,
-            file_id: Some(params.required_string("file_id")?.to_owned()),
+            )
         })
+    }
+
+    fn check(self) -> ApiResult<Self> {
+        for (name, value) in [("name", &self.name), ("file_id", &self.file_id)] {
+            if value.is_none() {
+                return Err(crate::domain::params::required(name));
+            }
+        }
+        Ok(self)
+    }
+}
+
+impl From<CharacterJsonBody> for CharacterCreateRequest {
+    /// (Both are present once [`RequestBody::check`] has passed.)
+    fn from(body: CharacterJsonBody) -> Self {
+        CharacterCreateRequest {
+            name: body.name.unwrap_or_default(),
+            video: None,
+            file_id: body.file_id,
+        }
     }
 }
 

@@ -68,11 +68,24 @@ pub struct FrameReference {
     pub role: FrameRole,
 }
 
+// Read from a string: serde_json reads a unit enum from anything else as broken JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum FrameRole {
     FirstFrame,
     LastFrame,
+}
+
+impl TryFrom<String> for FrameRole {
+    type Error = &'static str;
+
+    fn try_from(role: String) -> Result<Self, Self::Error> {
+        match role.as_str() {
+            "first_frame" => Ok(FrameRole::FirstFrame),
+            "last_frame" => Ok(FrameRole::LastFrame),
+            _ => Err("role must be first_frame or last_frame."),
+        }
+    }
 }
 
 impl FrameRole {
@@ -162,7 +175,7 @@ impl VideoCreateRequest {
 // The schemas' limits come from the constants the rules check.
 
 /// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string.
-fn seconds_schema() -> Schema {
+pub(crate) fn seconds_schema() -> Schema {
     let numbers: Vec<String> = (MIN_SECONDS..=MAX_SECONDS).map(|n| n.to_string()).collect();
     OneOfBuilder::new()
         .item(
@@ -229,7 +242,7 @@ fn reference_audio_schema() -> Schema {
 
 /// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string (OpenAI's
 /// SDK sends `"8"`); the value rules are the same.
-fn seconds_in_range<'de, D: Deserializer<'de>>(value: D) -> Result<u32, D::Error> {
+pub(crate) fn seconds_in_range<'de, D: Deserializer<'de>>(value: D) -> Result<u32, D::Error> {
     let seconds = match serde_json::Value::deserialize(value)? {
         serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
         serde_json::Value::Number(n) => n.as_i64(),
@@ -241,7 +254,7 @@ fn seconds_in_range<'de, D: Deserializer<'de>>(value: D) -> Result<u32, D::Error
     }
 }
 
-fn seconds_expected() -> String {
+pub(crate) fn seconds_expected() -> String {
     format!("seconds must be an integer from {MIN_SECONDS} to {MAX_SECONDS}.")
 }
 
@@ -286,6 +299,9 @@ impl RequestBody for VideoCreateRequest {
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
         let path = fault.path.as_str();
         let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
+        if let Some(refusal) = characters_refusal(fault) {
+            return Some(refusal);
+        }
         Some(match (&fault.kind, fault.param()) {
             (FaultKind::Unknown, "input_reference") => ApiError::invalid(
                 "input_reference",
@@ -299,8 +315,7 @@ impl RequestBody for VideoCreateRequest {
             (FaultKind::Missing, _) if parent.is_empty() => crate::domain::params::required(path),
             (_, "image_reference" | "references") if last == "file_id" => file_id_refused(parent),
             (_, "image_reference") if last == "role" => role_refused(path),
-            (_, "characters") if path != "characters" => character_refused(path),
-            (_, "image_reference" | "references" | "characters") => {
+            (_, "image_reference" | "references") => {
                 let object = path.ends_with(']') || path == "references";
                 let what = if object { "an object" } else { "an array" };
                 ApiError::invalid(path, format!("{path} must be {what}."))
@@ -402,16 +417,17 @@ fn check_references(references: &References) -> ApiResult<()> {
     Ok(())
 }
 
-/// `characters` as a remix or an extension reads it from its body, with the create's refusals.
-pub fn read_characters<'de, D: Deserializer<'de>>(value: D) -> ApiResult<Vec<String>> {
-    let characters: Vec<String> = serde_path_to_error::deserialize(value).map_err(|e| {
-        match e.path().to_string().as_str() {
-            index if index.starts_with('[') => character_refused(&format!("characters{index}")),
-            _ => ApiError::invalid("characters", "characters must be an array."),
-        }
-    })?;
-    check_characters(&characters)?;
-    Ok(characters)
+/// The refusal of a `characters` value serde could not read (the create's, and a remix's or an
+/// extension's); None for a fault elsewhere in the body.
+pub fn characters_refusal(fault: &ShapeFault) -> Option<ApiError> {
+    match fault.path.as_str() {
+        _ if fault.param() != "characters" || fault.kind == FaultKind::Unknown => None,
+        "characters" => Some(ApiError::invalid(
+            "characters",
+            "characters must be an array.",
+        )),
+        path => Some(character_refused(path)),
+    }
 }
 
 /// `characters`: ids of the organization's characters (checked when admitted).
@@ -632,6 +648,30 @@ mod tests {
                 (param, message.as_str()),
                 "{body}"
             );
+        }
+    }
+
+    /// serde_json reads a unit enum from a number as broken JSON: the role is read through a
+    /// string, so a JSON body (the console's, read from its bytes) names the role instead.
+    #[test]
+    fn a_role_of_another_type_is_named_not_called_broken_json() {
+        for role in [json!(3), json!(true), json!(["first_frame"]), json!({})] {
+            let body = with("image_reference", json!([{"file_id": "f", "role": role}]));
+            let bytes = body.to_string();
+            for e in [
+                crate::domain::params::read_body::<VideoCreateRequest>(bytes.as_bytes())
+                    .expect_err("bytes"),
+                parse(&body).expect_err("value"),
+            ] {
+                assert_eq!(
+                    (e.param.as_deref(), e.message.as_str()),
+                    (
+                        Some("image_reference[0].role"),
+                        "role must be first_frame or last_frame."
+                    ),
+                    "{bytes}"
+                );
+            }
         }
     }
 

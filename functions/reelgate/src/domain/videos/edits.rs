@@ -7,54 +7,64 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{sent, sent_object, FaultKind, RequestBody, ShapeFault};
 use crate::domain::videos::create::CreateAnswer;
-use crate::domain::videos::source_request::{self, VideoReference, VideoSource};
+use crate::domain::videos::source_request::{self, SentModel, VideoReference};
 use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
-use bytes::Bytes;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 
 /// `POST /v1/videos/edits` as OpenAI's SDK sends it: a form with `prompt` and `video[id]` or a
-/// `video` file, or the same as JSON (`"video": {"id": …}`).
-#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+/// `video` file, or the same as JSON (`"video": {"id": …}`). An edit keeps the source's
+/// seconds and aspect ratio: a field that would change them is refused by name.
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({"prompt": "make it snow", "video": {"id": "video_01h…"}}))]
 pub struct VideoEditRequest {
     #[schema(min_length = 1, max_length = 7000)]
     pub prompt: String,
     /// A completed video of your organization, or (in a form) an H.264 MP4 file of at most
     /// 32 MiB and 1920x1080, no longer than the model renders.
-    #[schema(value_type = VideoReference)]
-    pub video: VideoSource,
+    #[schema(value_type = VideoReference, required = true)]
+    #[serde(default, deserialize_with = "sent_object")]
+    pub video: Option<VideoReference>,
     /// The video model to render with; only with a source file (a video by id keeps its own).
-    pub model: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default, deserialize_with = "sent")]
+    pub model: Option<SentModel>,
 }
 
-impl VideoEditRequest {
-    /// Reads the body, with the form's `video` file part when it had one.
-    pub fn parse(body: &Value, upload: Option<Bytes>) -> ApiResult<VideoEditRequest> {
-        let obj = crate::domain::params::Params::of(body)?.object();
-        const KNOWN: &[&str] = &["prompt", "video", "model"];
-        if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(ApiError::invalid(
-                unknown,
-                format!(
-                    "Unknown parameter: {unknown}. An edit keeps the source's seconds and aspect \
-                     ratio; it takes prompt, video and model (with a file)."
-                ),
-            ));
+impl RequestBody for VideoEditRequest {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        (param == "prompt").then(|| "prompt must be a string.".to_owned())
+    }
+
+    fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        match fault.kind {
+            FaultKind::Unknown if fault.path == fault.field => {
+                let unknown = &fault.field;
+                Some(ApiError::invalid(
+                    unknown,
+                    format!(
+                        "Unknown parameter: {unknown}. An edit keeps the source's seconds and \
+                         aspect ratio; it takes prompt, video and model (with a file)."
+                    ),
+                ))
+            }
+            FaultKind::Missing if fault.path == fault.field => {
+                Some(crate::domain::params::required(&fault.field))
+            }
+            _ => source_request::refusal(fault),
         }
-        let prompt = match obj.get("prompt") {
-            Some(Value::String(p)) => p.clone(),
-            Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
-            None => return Err(crate::domain::params::required("prompt")),
-        };
-        let (video, model) = source_request::parse(obj, upload)?;
-        Ok(VideoEditRequest {
-            prompt,
-            video,
-            model,
-        })
+    }
+
+    /// The prompt's own rules are the create's, checked when the edit's create is read; the
+    /// source's rules that need the form's file part are [`source_request::source`]'s.
+    fn check(self) -> ApiResult<Self> {
+        source_request::check(self.video.as_ref(), self.model.as_ref())?;
+        Ok(self)
     }
 }
 
@@ -67,17 +77,17 @@ pub async fn edit(
     workflow: Option<&dyn Workflow>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
-    body: &Value,
+    request: VideoEditRequest,
     file: Option<crate::domain::videos::source_upload::SourceFile>,
 ) -> ApiResult<CreateAnswer> {
     let (upload, check) = crate::domain::videos::source_upload::split(file);
-    let request = VideoEditRequest::parse(body, upload)?;
+    let (video, model) = source_request::source(request.video, request.model, upload)?;
     let source = source_request::resolve(
         cx,
         caller,
-        request.video,
+        video,
         check,
-        request.model,
+        model,
         SourceOperation::Edit,
         |capabilities| {
             let renders = capabilities
@@ -161,19 +171,19 @@ pub async fn edit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn an_edit_takes_a_prompt_and_a_source_and_refuses_what_it_keeps() {
-        let parsed = VideoEditRequest::parse(
-            &json!({"prompt": "make it snow", "video": {"id": "video_1"}}),
-            None,
-        )
-        .expect("parsed");
+        let read = |body: Value| crate::domain::params::read_from::<VideoEditRequest, _>(body);
+        let parsed =
+            read(json!({"prompt": "make it snow", "video": {"id": "video_1"}})).expect("parsed");
         assert_eq!(parsed.prompt, "make it snow");
         for (body, param) in [
             (json!({"video": {"id": "v"}}), "prompt"),
             (json!({"prompt": 1, "video": {"id": "v"}}), "prompt"),
-            (json!({"prompt": "x"}), "video"),
+            (json!({"prompt": "x", "video": ["v"]}), "video"),
+            (json!({"prompt": "x", "video": {}}), "video.id"),
             (
                 json!({"prompt": "x", "video": {"id": "v"}, "seconds": 4}),
                 "seconds",
@@ -182,8 +192,12 @@ mod tests {
                 json!({"prompt": "x", "video": {"id": "v"}, "aspect_ratio": "1:1"}),
                 "aspect_ratio",
             ),
+            (
+                json!({"prompt": "x", "video": {"id": "v"}, "model": null}),
+                "model",
+            ),
         ] {
-            let e = VideoEditRequest::parse(&body, None).expect_err("refused");
+            let e = read(body.clone()).expect_err("refused");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

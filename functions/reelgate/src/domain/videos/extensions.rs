@@ -7,76 +7,91 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{sent, sent_object, FaultKind, RequestBody, ShapeFault};
 use crate::domain::videos::create::CreateAnswer;
+use crate::domain::videos::create_request::{
+    characters_refusal, check_characters, seconds_expected, seconds_in_range, seconds_schema,
+};
 pub use crate::domain::videos::source_request::VideoReference;
-use crate::domain::videos::source_request::{self, VideoSource};
+use crate::domain::videos::source_request::{self, SentModel, VideoSource};
 use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
-use bytes::Bytes;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 
 /// The longest video an extension makes (the source and the segment together): what the
 /// conform stage joins and checks.
 pub const MAX_EXTENDED_SECONDS: i64 = 60;
 
 /// `POST /v1/videos/extensions` as OpenAI's SDK sends it: a form with `prompt`, `seconds` (a
-/// string) and `video[id]` or a `video` file, or the same as JSON (`"video": {"id": …}`).
-#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+/// string) and `video[id]` or a `video` file, or the same as JSON (`"video": {"id": …}`). An
+/// extension keeps the source's aspect ratio: a field that would change it is refused by name.
+/// `seconds` is the new segment's length, within the model's range; the source and the segment
+/// together last at most 60 s.
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({"prompt": "the boat drifts under a bridge", "seconds": "4", "video": {"id": "video_01h…"}}))]
 pub struct VideoExtensionRequest {
     #[schema(min_length = 1, max_length = 7000)]
     pub prompt: String,
-    /// The new segment's length, within the model's range (a string is accepted, as the SDK
-    /// sends it); the source and the segment together last at most 60 s.
-    #[schema(value_type = String, example = "4")]
-    pub seconds: Value,
+    // (Its schema holds no description: `seconds` is described with the request.)
+    #[schema(schema_with = seconds_schema)]
+    #[serde(deserialize_with = "seconds_in_range")]
+    pub seconds: u32,
     /// A completed video of your organization, or (in a form) an H.264 MP4 file of at most
     /// 32 MiB and 1920x1080.
-    #[schema(value_type = VideoReference)]
-    pub video: VideoSource,
+    #[schema(value_type = VideoReference, required = true)]
+    #[serde(default, deserialize_with = "sent_object")]
+    pub video: Option<VideoReference>,
     /// The video model to render with; only with a source file (a video by id keeps its own).
-    pub model: Option<String>,
+    #[schema(value_type = Option<String>)]
+    #[serde(default, deserialize_with = "sent")]
+    pub model: Option<SentModel>,
     /// Characters whose frames the segment takes as reference images.
     #[schema(max_items = 2)]
+    #[serde(default)]
     pub characters: Option<Vec<String>>,
 }
 
-impl VideoExtensionRequest {
-    /// Reads the body, with the form's `video` file part when it had one.
-    pub fn parse(body: &Value, upload: Option<Bytes>) -> ApiResult<VideoExtensionRequest> {
-        let obj = crate::domain::params::Params::of(body)?.object();
-        const KNOWN: &[&str] = &["prompt", "seconds", "video", "model", "characters"];
-        if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(ApiError::invalid(
-                unknown,
-                format!(
-                    "Unknown parameter: {unknown}. An extension keeps the source's aspect \
-                     ratio; it takes prompt, seconds, video, model (with a file) and characters."
-                ),
-            ));
+impl RequestBody for VideoExtensionRequest {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        match param {
+            "prompt" => Some("prompt must be a string.".to_owned()),
+            "seconds" => Some(seconds_expected()),
+            _ => None,
         }
-        let prompt = match obj.get("prompt") {
-            Some(Value::String(p)) => p.clone(),
-            Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
-            None => return Err(crate::domain::params::required("prompt")),
-        };
-        let seconds = obj
-            .get("seconds")
-            .cloned()
-            .ok_or_else(|| crate::domain::params::required("seconds"))?;
-        let (video, model) = source_request::parse(obj, upload)?;
-        Ok(VideoExtensionRequest {
-            prompt,
-            seconds,
-            video,
-            model,
-            characters: obj
-                .get("characters")
-                .filter(|v| !v.is_null())
-                .map(crate::domain::videos::create_request::read_characters)
-                .transpose()?,
-        })
+    }
+
+    fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        match fault.kind {
+            FaultKind::Unknown if fault.path == fault.field => {
+                let unknown = &fault.field;
+                Some(ApiError::invalid(
+                    unknown,
+                    format!(
+                        "Unknown parameter: {unknown}. An extension keeps the source's aspect \
+                         ratio; it takes prompt, seconds, video, model (with a file) and \
+                         characters."
+                    ),
+                ))
+            }
+            FaultKind::Missing if fault.path == fault.field => {
+                Some(crate::domain::params::required(&fault.field))
+            }
+            _ => source_request::refusal(fault).or_else(|| characters_refusal(fault)),
+        }
+    }
+
+    /// The prompt's and the segment's seconds' rules against the model are the create's,
+    /// checked when the segment's create is read; the source's rules that need the form's file
+    /// part are [`source_request::source`]'s.
+    fn check(self) -> ApiResult<Self> {
+        source_request::check(self.video.as_ref(), self.model.as_ref())?;
+        if let Some(characters) = &self.characters {
+            check_characters(characters)?;
+        }
+        Ok(self)
     }
 }
 
@@ -90,21 +105,21 @@ pub async fn extend(
     workflow: Option<&dyn Workflow>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
-    body: &Value,
+    request: VideoExtensionRequest,
     file: Option<crate::domain::videos::source_upload::SourceFile>,
 ) -> ApiResult<CreateAnswer> {
     let (upload, check) = crate::domain::videos::source_upload::split(file);
-    let request = VideoExtensionRequest::parse(body, upload)?;
-    let source_id = match &request.video {
+    let (video, model) = source_request::source(request.video, request.model, upload)?;
+    let source_id = match &video {
         VideoSource::Id(reference) => reference.id.clone(),
         VideoSource::Upload(_) => "sent as video".to_owned(),
     };
     let source = source_request::resolve(
         cx,
         caller,
-        request.video,
+        video,
         check,
-        request.model,
+        model,
         SourceOperation::Extension,
         |_| (MAX_EXTENDED_SECONDS - 1) as f64,
     )
@@ -149,23 +164,28 @@ pub async fn extend(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn the_sdk_form_and_json_read_alike_and_anything_else_is_named() {
+        let read = |body: Value| crate::domain::params::read_from::<VideoExtensionRequest, _>(body);
         // `video[id]` in a form arrives as {"video": {"id": …}} (api::extract).
         let form = json!({"prompt": "on", "seconds": "4", "video": {"id": "video_1"}});
-        let parsed = VideoExtensionRequest::parse(&form, None).expect("form");
+        let parsed = read(form).expect("form");
         assert_eq!(
             parsed.video,
-            VideoSource::Id(VideoReference {
+            Some(VideoReference {
                 id: "video_1".into()
             })
         );
-        assert_eq!(parsed.seconds, json!("4"));
+        assert_eq!(parsed.seconds, 4);
         for (body, param) in [
             (json!({"seconds": "4", "video": {"id": "v"}}), "prompt"),
             (json!({"prompt": "x", "video": {"id": "v"}}), "seconds"),
-            (json!({"prompt": "x", "seconds": 4}), "video"),
+            (
+                json!({"prompt": "x", "seconds": 16, "video": {"id": "v"}}),
+                "seconds",
+            ),
             (
                 json!({"prompt": "x", "seconds": 4, "video": "video_1"}),
                 "video",
@@ -182,8 +202,12 @@ mod tests {
                 json!({"prompt": "x", "seconds": 4, "video": {"id": "v"}, "model": "m"}),
                 "model",
             ),
+            (
+                json!({"prompt": "x", "seconds": 4, "video": {"id": "v"}, "characters": [2]}),
+                "characters[0]",
+            ),
         ] {
-            let e = VideoExtensionRequest::parse(&body, None).expect_err("refused");
+            let e = read(body.clone()).expect_err("refused");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

@@ -6,14 +6,20 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{FaultKind, RequestBody, ShapeFault};
 use crate::domain::videos::create::{CreateAnswer, Source};
+use crate::domain::videos::create_request::{characters_refusal, check_characters};
 use crate::domain::videos::JobRecord;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// `POST /v1/videos/{video_id}/remix` as OpenAI's SDK sends it (`{"prompt"}`).
-#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+/// `POST /v1/videos/{video_id}/remix` as OpenAI's SDK sends it (`{"prompt"}`): the model,
+/// seconds and ratio are the source's, so a field a caller might expect to change them is
+/// refused by name, not ignored.
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({"prompt": "the same boat, now at night under neon signs"}))]
 pub struct VideoRemixRequest {
     /// The new prompt, under the create rules' limits.
@@ -21,38 +27,39 @@ pub struct VideoRemixRequest {
     pub prompt: String,
     /// Characters whose frames the remix also takes as reference images.
     #[schema(max_items = 2)]
+    #[serde(default)]
     pub characters: Option<Vec<String>>,
 }
 
-/// Reads a remix body: `prompt` and `characters` (the model, seconds and ratio are the
-/// source's; a field a caller might expect to change them is refused by name, not ignored).
-pub fn parse(body: &Value) -> ApiResult<VideoRemixRequest> {
-    let obj = crate::domain::params::Params::of(body)?.object();
-    if let Some(unknown) = obj
-        .keys()
-        .find(|k| !["prompt", "characters"].contains(&k.as_str()))
-    {
-        return Err(ApiError::invalid(
-            unknown,
-            format!(
-                "Unknown parameter: {unknown}. A remix keeps the source's model, seconds, \
-                 aspect ratio and inputs; it takes prompt and characters."
-            ),
-        ));
+impl RequestBody for VideoRemixRequest {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        (param == "prompt").then(|| "prompt must be a string.".to_owned())
     }
-    let prompt = match obj.get("prompt") {
-        Some(Value::String(p)) => p.clone(),
-        Some(_) => return Err(crate::domain::params::wrong_type("prompt", "a string")),
-        None => return Err(crate::domain::params::required("prompt")),
-    };
-    Ok(VideoRemixRequest {
-        prompt,
-        characters: obj
-            .get("characters")
-            .filter(|v| !v.is_null())
-            .map(crate::domain::videos::create_request::read_characters)
-            .transpose()?,
-    })
+
+    fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        match fault.kind {
+            FaultKind::Unknown if fault.path == fault.field => {
+                let unknown = &fault.field;
+                Some(ApiError::invalid(
+                    unknown,
+                    format!(
+                        "Unknown parameter: {unknown}. A remix keeps the source's model, seconds, \
+                         aspect ratio and inputs; it takes prompt and characters."
+                    ),
+                ))
+            }
+            FaultKind::Missing => Some(crate::domain::params::required(&fault.field)),
+            _ => characters_refusal(fault),
+        }
+    }
+
+    /// The prompt's own rules are the create's, checked when the remix's create is read.
+    fn check(self) -> ApiResult<Self> {
+        if let Some(characters) = &self.characters {
+            check_characters(characters)?;
+        }
+        Ok(self)
+    }
 }
 
 /// The remix use case: the source must be a completed video of the caller's organization
@@ -64,9 +71,8 @@ pub async fn remix(
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
     source_id: &str,
-    body: &Value,
+    request: &VideoRemixRequest,
 ) -> ApiResult<CreateAnswer> {
-    let request = parse(body)?;
     let source = crate::domain::videos::queries::completed_source(
         cx,
         &caller.org,
@@ -154,18 +160,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_prompt_is_read_and_anything_else_is_refused_by_name() {
+    fn only_a_prompt_and_characters_are_read_and_anything_else_is_refused_by_name() {
+        let read = |body: Value| crate::domain::params::read_from::<VideoRemixRequest, _>(body);
         assert_eq!(
-            parse(&json!({"prompt": "at night"})).map(|r| r.prompt).ok(),
+            read(json!({"prompt": "at night"})).map(|r| r.prompt).ok(),
             Some("at night".to_owned())
+        );
+        assert_eq!(
+            read(json!({"prompt": "x", "characters": null}))
+                .map(|r| r.characters)
+                .ok(),
+            Some(None)
         );
         for (body, param) in [
             (json!({}), "prompt"),
             (json!({"prompt": 3}), "prompt"),
             (json!({"prompt": "x", "seconds": 8}), "seconds"),
             (json!({"prompt": "x", "model": "reel-1"}), "model"),
+            (json!({"prompt": "x", "characters": [""]}), "characters[0]"),
         ] {
-            let e = parse(&body).expect_err("refused");
+            let e = read(body.clone()).expect_err("refused");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
     }

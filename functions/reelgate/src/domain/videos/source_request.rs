@@ -5,17 +5,28 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{FaultKind, ShapeFault};
 use crate::domain::videos::create::{Source, SourceOrigin};
 use crate::domain::videos::source_upload::{CheckedUpload, UploadCheck};
 use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde::Deserialize;
 
 /// A completed video of the organization, by id.
-#[derive(Debug, Clone, PartialEq, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VideoReference {
     pub id: String,
+}
+
+/// `model` as sent beside a source: a video model id, or any other value, which is refused in
+/// the words of the source it came with (a video by id takes no model at all).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum SentModel {
+    Id(String),
+    Other(serde::de::IgnoredAny),
 }
 
 /// Where the source comes from, as sent.
@@ -26,67 +37,71 @@ pub enum VideoSource {
     Upload(Bytes),
 }
 
-/// Reads `video` (and `model`, which only an uploaded source takes) from a request body and
-/// the form's file part, if it had one.
-pub fn parse(
-    obj: &Map<String, Value>,
-    upload: Option<Bytes>,
-) -> ApiResult<(VideoSource, Option<String>)> {
-    let video =
-        match (obj.get("video"), upload) {
-            (Some(_), Some(_)) => {
-                return Err(ApiError::invalid(
-                    "video",
-                    "Send video once: a file, or the id of a completed video.",
-                ))
-            }
-            (None, Some(bytes)) => VideoSource::Upload(bytes),
-            (Some(Value::Object(v)), None) => VideoSource::Id(video_id(v)?),
-            (Some(_), None) => return Err(ApiError::invalid(
-                "video",
-                "video must be an MP4 file or {\"id\": \"video_…\"}, a completed video of your \
-                 organization (the SDK: extra_body={\"video\": {\"id\": …}}).",
-            )),
-            (None, None) => return Err(crate::domain::params::required("video")),
-        };
-    let model = match (obj.get("model"), &video) {
-        (None, VideoSource::Id(_)) => None,
-        (Some(_), VideoSource::Id(_)) => {
-            return Err(ApiError::invalid(
-                "model",
-                "A video by id keeps its own model; model is taken only with a source file.",
-            ))
-        }
-        (Some(Value::String(m)), VideoSource::Upload(_)) if !m.is_empty() => Some(m.clone()),
-        (Some(_), VideoSource::Upload(_)) => {
-            return Err(ApiError::invalid(
-                "model",
-                "model must be a video model id.",
-            ))
-        }
-        (None, VideoSource::Upload(_)) => {
-            return Err(ApiError::invalid(
-                "model",
-                "A source sent as a file needs model, the video model to render with \
-                 (the SDK: extra_body={\"model\": …}).",
-            ))
-        }
-    };
-    Ok((video, model))
+/// The refusal of a `video` sent both as the form's file part and as a value.
+pub fn sent_twice() -> ApiError {
+    ApiError::invalid(
+        "video",
+        "Send video once: a file, or the id of a completed video.",
+    )
 }
 
-fn video_id(v: &Map<String, Value>) -> ApiResult<VideoReference> {
-    if let Some(unknown) = v.keys().find(|k| k.as_str() != "id") {
-        return Err(ApiError::invalid(
-            &format!("video.{unknown}"),
-            "video holds id only.",
-        ));
+fn video_id_refused() -> ApiError {
+    ApiError::invalid("video.id", "video.id must be the id of a completed video.")
+}
+
+/// The refusal of a `video` value serde could not read, named by its path (`video.id`,
+/// `video.url`); None for a fault elsewhere in the body.
+pub fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+    if fault.param() != "video" || fault.path == fault.field {
+        return None;
     }
-    match v.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => Ok(VideoReference { id: id.clone() }),
-        _ => Err(ApiError::invalid(
-            "video.id",
-            "video.id must be the id of a completed video.",
+    Some(match (&fault.kind, fault.path.as_str()) {
+        (FaultKind::Unknown, path) => ApiError::invalid(path, "video holds id only."),
+        (_, "video") => ApiError::invalid(
+            "video",
+            "video must be an MP4 file or {\"id\": \"video_…\"}, a completed video of your \
+             organization (the SDK: extra_body={\"video\": {\"id\": …}}).",
+        ),
+        _ => video_id_refused(),
+    })
+}
+
+/// The rules of a source sent in the body that need no file: a video by id names one and
+/// keeps its own model.
+pub fn check(video: Option<&VideoReference>, model: Option<&SentModel>) -> ApiResult<()> {
+    match video {
+        Some(reference) if reference.id.is_empty() => Err(video_id_refused()),
+        Some(_) if model.is_some() => Err(ApiError::invalid(
+            "model",
+            "A video by id keeps its own model; model is taken only with a source file.",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The source as sent: `video` from the body, or the form's file part (`upload`), with the
+/// `model` only an uploaded source takes.
+pub fn source(
+    video: Option<VideoReference>,
+    model: Option<SentModel>,
+    upload: Option<Bytes>,
+) -> ApiResult<(VideoSource, Option<String>)> {
+    check(video.as_ref(), model.as_ref())?;
+    match (video, upload, model) {
+        (Some(_), Some(_), _) => Err(sent_twice()),
+        (Some(reference), None, _) => Ok((VideoSource::Id(reference), None)),
+        (None, None, _) => Err(crate::domain::params::required("video")),
+        (None, Some(bytes), Some(SentModel::Id(m))) if !m.is_empty() => {
+            Ok((VideoSource::Upload(bytes), Some(m)))
+        }
+        (None, Some(_), Some(_)) => Err(ApiError::invalid(
+            "model",
+            "model must be a video model id.",
+        )),
+        (None, Some(_), None) => Err(ApiError::invalid(
+            "model",
+            "A source sent as a file needs model, the video model to render with \
+             (the SDK: extra_body={\"model\": …}).",
         )),
     }
 }
@@ -187,43 +202,34 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().expect("object")
-    }
 
     #[test]
     fn a_source_is_an_id_or_a_file_with_a_model_and_nothing_else() {
-        let (video, model) = parse(&obj(json!({"video": {"id": "video_1"}})), None).expect("id");
-        assert_eq!(
-            video,
-            VideoSource::Id(VideoReference {
-                id: "video_1".into()
-            })
-        );
-        assert_eq!(model, None);
+        let reference = || VideoReference {
+            id: "video_1".into(),
+        };
+        let model = |m: &str| Some(SentModel::Id(m.into()));
+        let (video, kept) = source(Some(reference()), None, None).expect("id");
+        assert_eq!(video, VideoSource::Id(reference()));
+        assert_eq!(kept, None);
         let file = Bytes::from_static(b"mp4");
-        let (video, model) =
-            parse(&obj(json!({"model": "reel-1"})), Some(file.clone())).expect("file");
+        let (video, kept) = source(None, model("reel-1"), Some(file.clone())).expect("file");
         assert_eq!(video, VideoSource::Upload(file.clone()));
-        assert_eq!(model.as_deref(), Some("reel-1"));
-        for (body, upload, param) in [
-            (json!({}), None, "video"),
-            (json!({"video": "video_1"}), None, "video"),
-            (json!({"video": {"id": ""}}), None, "video.id"),
-            (json!({"video": {"id": "v", "url": "u"}}), None, "video.url"),
-            (
-                json!({"video": {"id": "v"}, "model": "reel-1"}),
-                None,
-                "model",
-            ),
-            (json!({"video": {"id": "v"}}), Some(file.clone()), "video"),
-            (json!({}), Some(file.clone()), "model"),
-            (json!({"model": 3}), Some(file.clone()), "model"),
+        assert_eq!(kept.as_deref(), Some("reel-1"));
+        let other = Some(SentModel::Other(serde::de::IgnoredAny));
+        let empty = VideoReference { id: String::new() };
+        for (video, model, upload, param) in [
+            (None, None, None, "video"),
+            (Some(empty), None, None, "video.id"),
+            (Some(reference()), model("reel-1"), None, "model"),
+            (Some(reference()), other.clone(), None, "model"),
+            (Some(reference()), None, Some(file.clone()), "video"),
+            (None, None, Some(file.clone()), "model"),
+            (None, other.clone(), Some(file.clone()), "model"),
+            (None, model(""), Some(file.clone()), "model"),
         ] {
-            let e = parse(&obj(body.clone()), upload).expect_err("refused");
-            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+            let e = source(video.clone(), model.clone(), upload).expect_err("refused");
+            assert_eq!(e.param.as_deref(), Some(param), "{video:?} {model:?}");
         }
     }
 }
