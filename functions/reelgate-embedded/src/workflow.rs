@@ -9,7 +9,8 @@
 use crate::journal::SqliteJournal;
 use async_trait::async_trait;
 use reelgate::app::App;
-use reelgate::domain::videos::workflow::steps;
+use reelgate::domain::videos::workflow::steps::{self, StepError};
+use reelgate::domain::videos::workflow::Pipeline;
 use reelgate::ports::workflow::{Workflow, WorkflowError};
 use reelgate_asl::{
     Runner, RunnerError, RunnerOptions, StateMachine, TaskCall, TaskDispatcher, TaskFailure,
@@ -78,7 +79,7 @@ impl TaskDispatcher for LocalDispatcher {
                     .get("Payload")
                     .cloned()
                     .unwrap_or(Value::Null);
-                match steps::run_step(&app.pipeline(), step, payload).await {
+                match run_step_payload(&app.pipeline(), step, payload).await {
                     Ok(result) => Ok(TaskOutcome::Completed(result)),
                     Err(e) => Err(TaskFailure::lambda_function_error(&e.error, &e.cause)),
                 }
@@ -105,6 +106,16 @@ impl TaskDispatcher for LocalDispatcher {
             )),
         }
     }
+}
+
+/// Runs the step the definition's `FunctionName` names on the Lambda `payload` it built, and
+/// answers the Lambda's result, as the step's own Lambda function would.
+pub async fn run_step_payload(
+    pipeline: &Pipeline,
+    step: &str,
+    payload: Value,
+) -> Result<Value, StepError> {
+    steps::run_step(pipeline, step, payload).await
 }
 
 /// The span of the local runner's Render state (created only while traces are exported).
