@@ -1092,12 +1092,6 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "videos/remix.rs::parse",
     "videos/remix.rs::remix",
     "videos/source_request.rs::parse",
-    "videos/workflow/steps/fail_job.rs::run_fail_job",
-    "videos/workflow/steps/finalize.rs::run_finalize",
-    "videos/workflow/steps/mod.rs::run_step",
-    "videos/workflow/steps/moderate.rs::run_moderate",
-    "videos/workflow/steps/stitch.rs::run_stitch",
-    "videos/workflow/steps/translate.rs::run_translate",
 ];
 
 #[test]
