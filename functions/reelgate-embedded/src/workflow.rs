@@ -9,12 +9,15 @@
 use crate::journal::SqliteJournal;
 use async_trait::async_trait;
 use reelgate::app::App;
-use reelgate::domain::videos::workflow::steps;
+use reelgate::domain::videos::workflow::steps::{self, Step, StepError};
+use reelgate::domain::videos::workflow::Pipeline;
 use reelgate::ports::workflow::{Workflow, WorkflowError};
 use reelgate_asl::{
     Runner, RunnerError, RunnerOptions, StateMachine, TaskCall, TaskDispatcher, TaskFailure,
     TaskOutcome,
 };
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -78,7 +81,7 @@ impl TaskDispatcher for LocalDispatcher {
                     .get("Payload")
                     .cloned()
                     .unwrap_or(Value::Null);
-                match steps::run_step(&app.pipeline(), step, payload).await {
+                match run_step_payload(&app.pipeline(), step, payload).await {
                     Ok(result) => Ok(TaskOutcome::Completed(result)),
                     Err(e) => Err(TaskFailure::lambda_function_error(&e.error, &e.cause)),
                 }
@@ -105,6 +108,48 @@ impl TaskDispatcher for LocalDispatcher {
             )),
         }
     }
+}
+
+/// Runs the step the definition's `FunctionName` names on the Lambda `payload` it built, and
+/// answers the Lambda's result, as the step's own Lambda function would: the name and the
+/// payload are read into the step and its input here, at the edge (a payload that does not fit
+/// fails the step as `BadStepInput`), and its answer is written back as JSON.
+pub async fn run_step_payload(
+    pipeline: &Pipeline,
+    step: &str,
+    payload: Value,
+) -> Result<Value, StepError> {
+    let step = Step::named(step)?;
+    match step {
+        Step::Moderate => typed(step, payload, |job| steps::run_moderate(pipeline, job)).await,
+        Step::Translate => typed(step, payload, |job| steps::run_translate(pipeline, job)).await,
+        Step::Stitch => typed(step, payload, |job| steps::run_stitch(pipeline, job)).await,
+        Step::Finalize => typed(step, payload, |job| steps::run_finalize(pipeline, job)).await,
+        Step::FailJob => typed(step, payload, |job| steps::run_fail_job(pipeline, job)).await,
+    }
+}
+
+/// `run` on `payload` read as its input, its answer written as JSON.
+async fn typed<I, O, Fut>(
+    step: Step,
+    payload: Value,
+    run: impl FnOnce(I) -> Fut,
+) -> Result<Value, StepError>
+where
+    I: DeserializeOwned,
+    O: Serialize,
+    Fut: std::future::Future<Output = Result<O, StepError>>,
+{
+    let input = serde_json::from_value(payload).map_err(|e| step.unfit_payload(e))?;
+    let answer = run(input).await?;
+    // The answers are plain strings and booleans, which always serialize; were one not to, the
+    // step fails closed, caught by the definition like any other failure.
+    serde_json::to_value(answer).map_err(|e| {
+        StepError::new(
+            steps::errors::BAD_INPUT,
+            format!("{}: its answer could not be written: {e}", step.name()),
+        )
+    })
 }
 
 /// The span of the local runner's Render state (created only while traces are exported).

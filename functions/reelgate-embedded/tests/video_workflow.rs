@@ -179,7 +179,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     assert!(charge.is_some(), "a ledger entry records the charge");
 
     // A duplicated completion (a retried finalize, a repeated callback) charges nothing more.
-    let again = reelgate::domain::videos::workflow::steps::run_step(
+    let again = reelgate_embedded::workflow::run_step_payload(
         &server.app.pipeline(),
         "finalize",
         json!({"org": t.org, "video_id": id, "render": {"output_key": reelgate::domain::videos::output_blob_key(&t.org, &id), "render_id": "rnd_x"}}),
@@ -187,6 +187,7 @@ async fn a_job_renders_to_a_real_768p_mp4_with_thumbnail_and_is_billed_once() {
     .await
     .expect("finalize again");
     assert_eq!(again["charged"], false);
+    assert_eq!(again, json!({"charged": false, "already": true}));
     let settled = reelgate::domain::videos::settlement::charge(
         server.app.store.as_ref(),
         &t.org,

@@ -1080,12 +1080,6 @@ const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "responses/persist.rs::turn_items",
     "responses/token_budget.rs::estimate_tokens",
     "responses/token_budget.rs::truncate",
-    "videos/workflow/steps/fail_job.rs::run_fail_job",
-    "videos/workflow/steps/finalize.rs::run_finalize",
-    "videos/workflow/steps/mod.rs::run_step",
-    "videos/workflow/steps/moderate.rs::run_moderate",
-    "videos/workflow/steps/stitch.rs::run_stitch",
-    "videos/workflow/steps/translate.rs::run_translate",
 ];
 
 #[test]

@@ -3,22 +3,26 @@
 
 use super::conform::conform;
 use super::errors::{self, StepError};
-use super::{load_running, run_with, JobRef, RenderResult};
+use super::{load_running, traced, JobRef, RenderResult, RenderedJob, Step};
 use crate::domain::videos;
 use crate::domain::videos::record::{self as job_record, Reservation};
 use crate::domain::videos::workflow::Pipeline;
 use crate::ports::store::now_secs;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-/// The `finalize` step with its Lambda payload.
-pub async fn run_finalize(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
-    run_with(
-        pipeline,
-        "finalize",
-        payload,
-        |p, job, payload| async move { finalize(p, &job, &payload["render"]).await },
-    )
-    .await
+/// What the `finalize` step answers: whether this run charged the job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finalized {
+    pub charged: bool,
+    /// A retried finalize found the job charged by an earlier run (on the wire only then).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already: bool,
+}
+
+/// The `finalize` step on a rendered job.
+pub async fn run_finalize(pipeline: &Pipeline, input: RenderedJob) -> Result<Finalized, StepError> {
+    let (job, render) = input.into_parts();
+    traced(Step::Finalize, &job, finalize(pipeline, &job, render)).await
 }
 
 /// The contract's checks on the conformed clip (a conform that is right passes them all; they
@@ -62,9 +66,11 @@ fn check_output(mp4: &[u8], seconds: f64) -> Result<String, StepError> {
 }
 
 /// Checks the output, makes the thumbnail, completes the job and charges it once.
-async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
-    let render: RenderResult = serde_json::from_value(render.clone())
-        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
+async fn finalize(
+    pipeline: &Pipeline,
+    job: &JobRef,
+    render: RenderResult,
+) -> Result<Finalized, StepError> {
     let item = match load_running(pipeline, job).await {
         Ok(item) => item,
         // A retried finalize after the charge went through: report what happened.
@@ -77,7 +83,10 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
             .await?
             .is_some_and(|j| j.reservation == Reservation::Charged);
             if charged {
-                return Ok(json!({"charged": false, "already": true}));
+                return Ok(Finalized {
+                    charged: false,
+                    already: true,
+                });
             }
             return Err(e);
         }
@@ -158,7 +167,10 @@ async fn finalize(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<V
     if charged {
         crate::domain::videos::events::emit(pipeline.context(), &job.org, &job.video_id).await;
     }
-    Ok(json!({"charged": charged}))
+    Ok(Finalized {
+        charged,
+        already: false,
+    })
 }
 
 /// The thumbnail's width in pixels (`GET /v1/videos/{id}/thumbnail`).

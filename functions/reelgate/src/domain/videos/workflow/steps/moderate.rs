@@ -3,23 +3,33 @@
 //! moderation record and the source's frame a chained render opens with.
 
 use super::errors::{self, StepError};
-use super::{load_running, run_with, JobRef};
+use super::{load_running, traced, JobRef, Step};
 use crate::domain::videos;
 use crate::domain::videos::record::JobStatus;
 use crate::domain::videos::workflow::Pipeline;
 use crate::ports::blobs::read_all;
 use crate::ports::store::Update;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-/// The `moderate` step with its Lambda payload.
-pub async fn run_moderate(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
-    run_with(pipeline, "moderate", payload, |p, job, _| async move {
-        moderate(p, &job).await
-    })
-    .await
+/// What the `moderate` step answers: the job's inputs were cleared (a flagged input fails the
+/// step with `ModerationBlocked` instead).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Moderated {
+    pub verdict: ModerationOutcome,
 }
 
-async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModerationOutcome {
+    Allowed,
+}
+
+/// The `moderate` step on `job`.
+pub async fn run_moderate(pipeline: &Pipeline, job: JobRef) -> Result<Moderated, StepError> {
+    traced(Step::Moderate, &job, moderate(pipeline, &job)).await
+}
+
+async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Moderated, StepError> {
     let item = load_running(pipeline, job).await?;
     let inputs = item.inputs.clone();
     let mut images = Vec::new();
@@ -126,7 +136,9 @@ async fn moderate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError>
             "the job ended during moderation",
         ));
     }
-    Ok(json!({"verdict": "allowed"}))
+    Ok(Moderated {
+        verdict: ModerationOutcome::Allowed,
+    })
 }
 
 /// Frames a reference video is moderated by (evenly through the clip).

@@ -2,31 +2,33 @@
 
 use super::conform::{conform, conform_slot};
 use super::errors::{self, StepError};
-use super::{load_running, run_with, JobRef, RenderResult};
+use super::{load_running, traced, JobRef, RenderResult, RenderedJob, Step};
 use crate::domain::videos;
 use crate::domain::videos::workflow::Pipeline;
 use crate::ports::blobs::read_limited;
-use serde_json::{json, Value};
 
-/// The `stitch` step with its Lambda payload.
-pub async fn run_stitch(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
-    run_with(pipeline, "stitch", payload, |p, job, payload| async move {
-        stitch(p, &job, &payload["render"]).await
-    })
-    .await
+/// The `stitch` step on a rendered job; it answers the render result finalize takes.
+pub async fn run_stitch(
+    pipeline: &Pipeline,
+    input: RenderedJob,
+) -> Result<RenderResult, StepError> {
+    let (job, render) = input.into_parts();
+    traced(Step::Stitch, &job, stitch(pipeline, &job, render)).await
 }
 
 /// Joins an extension's segment after its source (any other job passes through): the engine's
 /// output is conformed to the segment's seconds (kept as `segment_blob_key`), then stitched
 /// after the job's own copy of the source into `stitched_blob_key`, which finalize checks and
 /// completes. The engine's output is never overwritten, so a retried stitch starts over from it.
-async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Value, StepError> {
-    let result: RenderResult = serde_json::from_value(render.clone())
-        .map_err(|e| StepError::new(errors::BAD_INPUT, format!("render result: {e}")))?;
+async fn stitch(
+    pipeline: &Pipeline,
+    job: &JobRef,
+    result: RenderResult,
+) -> Result<RenderResult, StepError> {
     let item = load_running(pipeline, job).await?;
     let continued = item.inputs.source_use == Some(videos::SourceUse::VideoWithContinuation);
     if !item.is_extension() || continued {
-        return Ok(render.clone());
+        return Ok(result);
     }
     if !result
         .output_key
@@ -86,5 +88,8 @@ async fn stitch(pipeline: &Pipeline, job: &JobRef, render: &Value) -> Result<Val
         .put_bytes(&stitched_key, "video/mp4", bytes::Bytes::from(joined.mp4))
         .await
         .map_err(|e| StepError::new(errors::STORE_UNAVAILABLE, e.to_string()))?;
-    Ok(json!({"output_key": stitched_key, "render_id": result.render_id}))
+    Ok(RenderResult {
+        output_key: stitched_key,
+        render_id: result.render_id,
+    })
 }

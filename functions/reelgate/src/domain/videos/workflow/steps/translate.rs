@@ -2,20 +2,23 @@
 //! caller's prompt).
 
 use super::errors::{self, StepError};
-use super::{load_running, run_with, JobRef};
+use super::{load_running, traced, JobRef, Step};
 use crate::domain::videos::record::{self as job_record, JobStatus};
 use crate::domain::videos::workflow::Pipeline;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-/// The `translate` step with its Lambda payload.
-pub async fn run_translate(pipeline: &Pipeline, payload: Value) -> Result<Value, StepError> {
-    run_with(pipeline, "translate", payload, |p, job, _| async move {
-        translate(p, &job).await
-    })
-    .await
+/// What the `translate` step answers: whether the engine gets a prompt other than the caller's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Translated {
+    pub translated: bool,
 }
 
-async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError> {
+/// The `translate` step on `job`.
+pub async fn run_translate(pipeline: &Pipeline, job: JobRef) -> Result<Translated, StepError> {
+    traced(Step::Translate, &job, translate(pipeline, &job)).await
+}
+
+async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Translated, StepError> {
     let item = load_running(pipeline, job).await?;
     let prompt = item.prompt.as_str();
     let translator = pipeline.translator.clone();
@@ -39,5 +42,5 @@ async fn translate(pipeline: &Pipeline, job: &JobRef) -> Result<Value, StepError
             "the job ended during translation",
         ));
     }
-    Ok(json!({"translated": translated}))
+    Ok(Translated { translated })
 }
