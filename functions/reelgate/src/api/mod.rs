@@ -17,6 +17,7 @@ pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod openapi;
+pub mod operation;
 pub mod origin;
 pub mod rate_limits;
 pub mod request_id;

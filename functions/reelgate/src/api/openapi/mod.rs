@@ -8,6 +8,7 @@
 //! The committed copy is `docs/openapi.json`; `functions/reelgate/tests/openapi.rs` fails when
 //! it differs from [`document_json`] and says how to refresh it.
 
+use crate::api::operation::{list_of, schema, Answer, Body, SchemaName};
 use crate::app::App;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::HeaderValue;
@@ -158,39 +159,6 @@ const VIDEO_LIST_PARAMS: &[Param] = &[
     ),
 ];
 
-/// A request body.
-#[derive(Clone, Copy, Debug)]
-pub enum Body {
-    None,
-    Json(&'static str),
-    Multipart(&'static str),
-    /// JSON, or the same object as `multipart/form-data` fields (as OpenAI's Python SDK sends).
-    JsonOrForm(&'static str),
-    /// An HTML form (`application/x-www-form-urlencoded`).
-    Form(&'static str),
-}
-
-/// One successful answer.
-#[derive(Clone, Copy, Debug)]
-pub enum Answer {
-    /// `application/json` with a component schema.
-    Json(&'static str),
-    /// A component schema as JSON, or `text/event-stream` when the body asks `stream: true`.
-    JsonOrStream(&'static str),
-    /// `application/json` video object with the polling hint header.
-    PolledVideo,
-    /// Bytes of the given media types (ranges answer 206).
-    Bytes(&'static [&'static str]),
-    /// An HTML page.
-    Html,
-    /// Static text of the given media type.
-    Text(&'static str),
-    /// This document: an OpenAPI 3.1 object (its schema is OpenAPI's own, not restated here).
-    OpenApiDocument,
-    /// A redirect (`Location`).
-    Redirect,
-}
-
 /// An OpenAPI link: after this operation, `param` of operation `op` is `expr`.
 #[derive(Clone, Copy, Debug)]
 pub struct Link {
@@ -283,7 +251,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "service",
         summary: "Liveness: answers while the process serves",
         auth: Auth::None,
-        ok: &[(200, Answer::Json("Health"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::Health>))],
         errors: &[],
         ..DEFAULT
     },
@@ -315,8 +283,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "files",
         summary: "Upload a file (multipart, up to 100 MB; larger ones use /v1/uploads)",
         params: &[IDEMPOTENCY_KEY],
-        body: Body::Multipart("FileUploadForm"),
-        ok: &[(200, Answer::Json("FileObject"))],
+        body: Body::Multipart(schema::<crate::domain::files::form_upload::FileUploadForm>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::FileObject>))],
         errors: &[400, 401, 409, 413],
         links: FILE_LINKS,
         ..DEFAULT
@@ -332,7 +300,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("purpose", Kind::Str, "Only files of this purpose."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("List_FileObject"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::files::FileObject>))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -342,7 +310,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "files",
         summary: "Retrieve a file",
         params: &[path("file_id", "A file id (`file-…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::FileObject>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -353,7 +321,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "files",
         summary: "Delete a file and its bytes",
         params: &[path("file_id", "A file id (`file-…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -379,8 +347,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "uploads",
         summary: "Reserve a direct upload: PUT the bytes to `upload_url`, then complete it",
         params: &[IDEMPOTENCY_KEY],
-        body: Body::Json("UploadCreateRequest"),
-        ok: &[(200, Answer::Json("Upload"))],
+        body: Body::Json(schema::<crate::domain::files::uploads::UploadCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::uploads::Upload>))],
         errors: &[400, 401, 409, 413],
         links: &[link("CompleteUpload", "CompleteUpload", "upload_id")],
         ..DEFAULT
@@ -392,7 +360,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "uploads",
         summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
         params: &[path("upload_id", "An upload id (`upload_…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::FileObject>))],
         errors: &[400, 401, 404, 409, 413],
         links: FILE_LINKS,
         ..DEFAULT
@@ -405,7 +373,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "Start a render job (quoted and reserved at submission)",
         params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoCreateRequest"),
+        body: Body::JsonOrForm(schema::<crate::domain::videos::create_request::VideoCreateRequest>),
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
@@ -417,7 +385,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "List the organization's video jobs, optionally filtered by status, model or prompt text",
         params: VIDEO_LIST_PARAMS,
-        ok: &[(200, Answer::Json("List_Video"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::videos::Video>))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -426,7 +394,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListVideoModels",
         tag: "videos",
         summary: "The video models the plan is entitled to, with prices per second",
-        ok: &[(200, Answer::Json("List_VideoModelObject"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::videos::queries::VideoModelObject>))],
         ..DEFAULT
     },
     Operation {
@@ -434,7 +402,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "RetrieveVideoTermsAcceptance",
         tag: "videos",
         summary: "Whether the key's person agreed to the current Video Service Terms",
-        ok: &[(200, Answer::Json("AgreementStatus"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::accounts::agreement::AgreementStatus>))],
         ..DEFAULT
     },
     Operation {
@@ -464,7 +432,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "Delete a finished job and its outputs",
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 404, 409],
         ..DEFAULT
     },
@@ -512,7 +480,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "Cancel a running job: unbilled, its reservation released",
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Video"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[401, 404, 409],
         ..DEFAULT
     },
@@ -527,7 +495,7 @@ pub const OPERATIONS: &[Operation] = &[
             path("video_id", "The completed video to remix (`video_…`)."),
             IDEMPOTENCY_KEY,
         ],
-        body: Body::JsonOrForm("VideoRemixRequest"),
+        body: Body::JsonOrForm(schema::<crate::domain::videos::remix::VideoRemixRequest>),
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
@@ -543,7 +511,7 @@ pub const OPERATIONS: &[Operation] = &[
                   engine, or rendered from its last frame, and stitched after it; quoted, \
                   reserved and billed for the segment's seconds)",
         params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoExtensionRequest"),
+        body: Body::JsonOrForm(schema::<crate::domain::videos::extensions::VideoExtensionRequest>),
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
@@ -558,7 +526,7 @@ pub const OPERATIONS: &[Operation] = &[
                   file in a form) guided by the prompt, at its seconds and aspect ratio, on a \
                   model with video-to-video (quoted, reserved and billed as a create)",
         params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoEditRequest"),
+        body: Body::JsonOrForm(schema::<crate::domain::videos::edits::VideoEditRequest>),
         ok: &[(200, Answer::PolledVideo)],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: VIDEO_LINKS,
@@ -571,8 +539,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "A named set of reference frames, from a short H.264 MP4 or an image \
                   (`characters: [id]` on a create or remix adds them as reference images)",
-        body: Body::JsonOrForm("CharacterCreateRequest"),
-        ok: &[(200, Answer::Json("Character"))],
+        body: Body::JsonOrForm(schema::<crate::domain::videos::characters::CharacterCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::characters::Character>))],
         errors: &[400, 401, 404, 413],
         links: CHARACTER_LINKS,
         ..DEFAULT
@@ -587,7 +555,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("after", Kind::Str, "A character id: the page starts after it."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("List_Character"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::videos::characters::Character>))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -597,7 +565,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "A character",
         params: &[path("character_id", "A character id (`char_…`).")],
-        ok: &[(200, Answer::Json("Character"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::characters::Character>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -608,7 +576,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "videos",
         summary: "Delete a character and its frames (jobs that named it keep their copies)",
         params: &[path("character_id", "A character id (`char_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -620,8 +588,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "webhooks",
         summary:
             "Register an endpoint for video events (its signing secret is in this answer only)",
-        body: Body::Json("WebhookCreateRequest"),
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        body: Body::Json(schema::<crate::domain::webhooks::WebhookCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::Endpoint>))],
         errors: &[400, 401],
         links: WEBHOOK_LINKS,
         ..DEFAULT
@@ -631,7 +599,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListWebhooks",
         tag: "webhooks",
         summary: "The organization's webhook endpoints with their delivery records",
-        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::webhooks::Endpoint>))],
         ..DEFAULT
     },
     Operation {
@@ -640,7 +608,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "webhooks",
         summary: "A webhook endpoint, its status and last delivery attempts",
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::Endpoint>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -651,7 +619,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "webhooks",
         summary: "Delete a webhook endpoint",
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -662,7 +630,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "webhooks",
         summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::Endpoint>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -693,7 +661,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("limit", Kind::Int(1, crate::domain::billing::usage_report::MAX_DAYS as i64), "Days per page (default 7)."),
             query("page", Kind::Str, "A previous answer's `next_page`."),
         ],
-        ok: &[(200, Answer::Json("UsagePage"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::billing::usage_report::UsagePage>))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -703,7 +671,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "ListModels",
         tag: "models",
         summary: "The chat models (video models are at /v1/videos/models)",
-        ok: &[(200, Answer::Json("List_ModelObject"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::chat::models::ModelObject>))],
         ..DEFAULT
     },
     Operation {
@@ -712,7 +680,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "models",
         summary: "One chat model",
         params: &[path("model", "A chat model id.")],
-        ok: &[(200, Answer::Json("ModelObject"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::chat::models::ModelObject>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -722,8 +690,8 @@ pub const OPERATIONS: &[Operation] = &[
         id: "CreateChatCompletion",
         tag: "chat",
         summary: "A chat completion (server-sent events with `stream: true`)",
-        body: Body::Json("ChatCompletionRequest"),
-        ok: &[(200, Answer::JsonOrStream("ChatCompletion"))],
+        body: Body::Json(schema::<crate::domain::chat::request::ChatCompletionRequest>),
+        ok: &[(200, Answer::JsonOrStream(schema::<crate::domain::chat::completion::ChatCompletion>))],
         errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
         ..DEFAULT
     },
@@ -733,8 +701,8 @@ pub const OPERATIONS: &[Operation] = &[
         id: "CreateMessage",
         tag: "messages",
         summary: "A message in Anthropic's Messages API shape (Anthropic's server-sent events with `stream: true`; the key also as `x-api-key`; errors in Anthropic's envelope; docs/messages.md)",
-        body: Body::Json("MessageCreateRequest"),
-        ok: &[(200, Answer::JsonOrStream("Message"))],
+        body: Body::Json(schema::<crate::domain::messages::body::MessageCreateRequest>),
+        ok: &[(200, Answer::JsonOrStream(schema::<crate::domain::messages::reply::Message>))],
         errors: &[400, 401, 402, 404, 413, 429, 502, 504, 529],
         ..DEFAULT
     },
@@ -746,8 +714,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "The estimated input tokens of a Messages API request, admitted as a message is \
                   (a funded organization, the key's budget, the rate limits) and not billed \
                   (docs/messages.md)",
-        body: Body::Json("MessageCountTokensRequest"),
-        ok: &[(200, Answer::Json("MessageTokensCount"))],
+        body: Body::Json(schema::<crate::domain::messages::body::MessageCountTokensRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::messages::reply::MessageTokensCount>))],
         errors: &[400, 401, 402, 404, 413, 429],
         ..DEFAULT
     },
@@ -757,8 +725,8 @@ pub const OPERATIONS: &[Operation] = &[
         id: "CreateResponse",
         tag: "responses",
         summary: "A model response (typed server-sent events with `stream: true`)",
-        body: Body::Json("ResponseCreateRequest"),
-        ok: &[(200, Answer::JsonOrStream("ResponseObject"))],
+        body: Body::Json(schema::<crate::domain::responses::request::ResponseCreateBody>),
+        ok: &[(200, Answer::JsonOrStream(schema::<crate::domain::responses::output::ResponseObject>))],
         errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
         links: RESPONSE_LINKS,
         ..DEFAULT
@@ -769,7 +737,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "responses",
         summary: "A stored response of this person",
         params: &[path("response_id", "A response id (`resp_…`).")],
-        ok: &[(200, Answer::Json("ResponseObject"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::responses::output::ResponseObject>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -780,7 +748,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "responses",
         summary: "Delete a stored response",
         params: &[path("response_id", "A response id (`resp_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -796,7 +764,7 @@ pub const OPERATIONS: &[Operation] = &[
             query("before", Kind::Str, "An item id: the page ends before it."),
             ORDER,
         ],
-        ok: &[(200, Answer::Json("List_Value"))],
+        ok: &[(200, Answer::Json(list_of::<serde_json::Value>))],
         errors: &[400, 401, 404],
         ..DEFAULT
     },
@@ -898,7 +866,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Choose the organization to sign in to (form: `token`, `org`)",
         auth: Auth::None,
-        body: Body::Form("OidcChooseForm"),
+        body: Body::Form(schema::<crate::api::console::oidc::OidcChooseForm>),
         ok: &[
             (303, Answer::Redirect),
             (400, Answer::Html),
@@ -936,7 +904,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Who is signed in, and the session's CSRF token",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("SessionInfo"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::SessionInfo>))],
         ..DEFAULT
     },
     Operation {
@@ -946,7 +914,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Revoke the session and clear its cookie",
         auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("SignedOut"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::SignedOut>))],
         errors: &[401, 403],
         ..DEFAULT
     },
@@ -956,7 +924,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The current Video Service Terms and whether this person agreed",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("Terms"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::Terms>))],
         ..DEFAULT
     },
     Operation {
@@ -966,7 +934,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Record agreement to the current terms (the only way to record it)",
         auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("AgreementStatus"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::accounts::agreement::AgreementStatus>))],
         errors: &[401, 403],
         ..DEFAULT
     },
@@ -976,7 +944,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The plan's video models with prices and the create form's limits",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleVideoModels"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::ConsoleVideoModels>))],
         ..DEFAULT
     },
     Operation {
@@ -985,7 +953,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The chat models",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_ModelObject"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::chat::models::ModelObject>))],
         ..DEFAULT
     },
     Operation {
@@ -995,8 +963,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The exact quote of a create request",
         auth: Auth::ConsoleCsrf,
-        body: Body::Json("VideoCreateRequest"),
-        ok: &[(200, Answer::Json("Quote"))],
+        body: Body::Json(schema::<crate::domain::videos::create_request::VideoCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::create::Quote>))],
         errors: &[400, 401, 403, 404, 413],
         ..DEFAULT
     },
@@ -1007,7 +975,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "The organization's video jobs, optionally filtered by status, model or prompt text",
         auth: Auth::Console,
         params: VIDEO_LIST_PARAMS,
-        ok: &[(200, Answer::Json("List_Video"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::videos::Video>))],
         errors: &[400, 401],
         ..DEFAULT
     },
@@ -1018,8 +986,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Start a render job as the signed-in person",
         auth: Auth::ConsoleCsrf,
-        body: Body::Json("VideoCreateRequest"),
-        ok: &[(200, Answer::Json("Video"))],
+        body: Body::Json(schema::<crate::domain::videos::create_request::VideoCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[400, 401, 402, 403, 404, 413, 429, 503],
         links: CONSOLE_VIDEO_LINKS,
         ..DEFAULT
@@ -1031,7 +999,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A video job with its page's details (the rendered prompt, inputs, timings)",
         auth: Auth::Console,
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("VideoDetail"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::object::VideoDetail>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -1043,7 +1011,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Delete a finished job and its outputs",
         auth: Auth::ConsoleCsrf,
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 403, 404, 409],
         ..DEFAULT
     },
@@ -1054,7 +1022,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Short-lived signed URLs of a completed job's MP4 and thumbnail",
         auth: Auth::Console,
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("VideoMedia"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::VideoMedia>))],
         errors: &[400, 401, 404],
         ..DEFAULT
     },
@@ -1066,7 +1034,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Cancel a running job: unbilled, its reservation released",
         auth: Auth::ConsoleCsrf,
         params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Video"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[401, 403, 404, 409],
         ..DEFAULT
     },
@@ -1078,8 +1046,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Remix a completed video as the signed-in person",
         auth: Auth::ConsoleCsrf,
         params: &[path("video_id", "The completed video to remix (`video_…`).")],
-        body: Body::Json("VideoRemixRequest"),
-        ok: &[(200, Answer::Json("Video"))],
+        body: Body::Json(schema::<crate::domain::videos::remix::VideoRemixRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: CONSOLE_VIDEO_LINKS,
     },
@@ -1091,8 +1059,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Extend a completed video as the signed-in person",
         auth: Auth::ConsoleCsrf,
         params: &[path("video_id", "The completed video to extend (`video_…`).")],
-        body: Body::Json("ConsoleVideoExtendRequest"),
-        ok: &[(200, Answer::Json("Video"))],
+        body: Body::Json(schema::<crate::api::console::api::ConsoleVideoExtendRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: CONSOLE_VIDEO_LINKS,
     },
@@ -1104,8 +1072,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Edit a completed video as the signed-in person",
         auth: Auth::ConsoleCsrf,
         params: &[path("video_id", "The completed video to edit (`video_…`).")],
-        body: Body::Json("ConsoleVideoEditRequest"),
-        ok: &[(200, Answer::Json("Video"))],
+        body: Body::Json(schema::<crate::api::console::api::ConsoleVideoEditRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
         errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
         links: CONSOLE_VIDEO_LINKS,
     },
@@ -1116,8 +1084,8 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "A chat completion as the signed-in person",
         auth: Auth::ConsoleCsrf,
-        body: Body::Json("ChatCompletionRequest"),
-        ok: &[(200, Answer::JsonOrStream("ChatCompletion"))],
+        body: Body::Json(schema::<crate::domain::chat::request::ChatCompletionRequest>),
+        ok: &[(200, Answer::JsonOrStream(schema::<crate::domain::chat::completion::ChatCompletion>))],
         errors: &[400, 401, 402, 403, 404, 413, 502, 503, 504],
         ..DEFAULT
     },
@@ -1127,7 +1095,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The signed-in person's API keys (never their secrets)",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_ApiKeyInfo"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::accounts::ApiKeyInfo>))],
         ..DEFAULT
     },
     Operation {
@@ -1137,7 +1105,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Create an API key; its secret is in this answer only",
         auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("ApiKeyCreated"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::ApiKeyCreated>))],
         errors: &[401, 403],
         links: &[link("RevokeKey", "ConsoleRevokeKey", "key_id")],
         ..DEFAULT
@@ -1150,7 +1118,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Revoke one of the signed-in person's API keys",
         auth: Auth::ConsoleCsrf,
         params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("ApiKeyRevoked"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::ApiKeyRevoked>))],
         errors: &[401, 403, 404],
         ..DEFAULT
     },
@@ -1162,7 +1130,7 @@ pub const OPERATIONS: &[Operation] = &[
                   the plan's per-key limits) and its monthly budget with this month's committed amount",
         auth: Auth::Console,
         params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("KeyControls"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::accounts::key_controls::KeyControls>))],
         errors: &[401, 404],
         ..DEFAULT
     },
@@ -1175,8 +1143,8 @@ pub const OPERATIONS: &[Operation] = &[
                   budget, never above the plan's per-key limits",
         auth: Auth::ConsoleCsrf,
         params: &[path("key_id", "An API key id.")],
-        body: Body::Json("KeyLimitsRequest"),
-        ok: &[(200, Answer::Json("KeyControls"))],
+        body: Body::Json(schema::<crate::domain::accounts::key_controls::KeyLimitsRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::accounts::key_controls::KeyControls>))],
         errors: &[400, 401, 403, 404],
         ..DEFAULT
     },
@@ -1186,7 +1154,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "Balance, reservations of renders in flight, recent charges",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleUsage"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::console::answers::ConsoleUsage>))],
         ..DEFAULT
     },
     Operation {
@@ -1197,8 +1165,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Reserve a direct upload for a new video's frame or reference: PUT, then complete",
         auth: Auth::ConsoleCsrf,
         params: &[IDEMPOTENCY_KEY],
-        body: Body::Json("UploadCreateRequest"),
-        ok: &[(200, Answer::Json("Upload"))],
+        body: Body::Json(schema::<crate::domain::files::uploads::UploadCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::uploads::Upload>))],
         errors: &[400, 401, 403, 409, 413],
         links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
     },
@@ -1210,7 +1178,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
         auth: Auth::ConsoleCsrf,
         params: &[path("upload_id", "An upload id (`upload_…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::files::FileObject>))],
         errors: &[400, 401, 403, 404, 409, 413],
         ..DEFAULT
     },
@@ -1220,7 +1188,7 @@ pub const OPERATIONS: &[Operation] = &[
         tag: "console",
         summary: "The organization's webhook endpoints with their delivery records",
         auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
+        ok: &[(200, Answer::Json(list_of::<crate::domain::webhooks::Endpoint>))],
         ..DEFAULT
     },
     Operation {
@@ -1231,8 +1199,8 @@ pub const OPERATIONS: &[Operation] = &[
         summary:
             "Register an endpoint for video events (its signing secret is in this answer only)",
         auth: Auth::ConsoleCsrf,
-        body: Body::Json("WebhookCreateRequest"),
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        body: Body::Json(schema::<crate::domain::webhooks::WebhookCreateRequest>),
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::Endpoint>))],
         errors: &[400, 401, 403],
         links: &[
             link(
@@ -1252,7 +1220,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Delete a webhook endpoint",
         auth: Auth::ConsoleCsrf,
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
+        ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
         errors: &[401, 403, 404],
         ..DEFAULT
     },
@@ -1264,7 +1232,7 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
         auth: Auth::ConsoleCsrf,
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::Endpoint>))],
         errors: &[401, 403, 404],
         ..DEFAULT
     },
@@ -1278,7 +1246,7 @@ pub const OPERATIONS: &[Operation] = &[
                   endpoint every 5 seconds",
         auth: Auth::ConsoleCsrf,
         params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookTestDelivery"))],
+        ok: &[(200, Answer::Json(schema::<crate::domain::webhooks::test_event::TestDelivery>))],
         errors: &[401, 403, 404, 429],
         ..DEFAULT
     },
@@ -1389,9 +1357,9 @@ fn param_schema(kind: Kind) -> Schema {
 /// An error answer; the Messages API's routes answer Anthropic's envelope.
 fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
     let envelope = if path.starts_with("/v1/messages") {
-        "AnthropicErrorResponse"
+        schema::<crate::api::messages::AnthropicErrorResponse>()
     } else {
-        "ErrorResponse"
+        schema::<crate::api::envelope::ErrorResponse>()
     };
     let about = match status {
         400 => "The request is invalid; `param` names the offending parameter.",
@@ -1414,14 +1382,18 @@ fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
         .content(
             "application/json",
             ContentBuilder::new()
-                .schema(Some(schema_ref(envelope)))
+                .schema(Some(schema_ref(&envelope)))
                 .build(),
         )
         .build()
 }
 
 fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
-    let json = |name: &str| ContentBuilder::new().schema(Some(schema_ref(name))).build();
+    let json = |name: SchemaName| {
+        ContentBuilder::new()
+            .schema(Some(schema_ref(&name())))
+            .build()
+    };
     let bytes = || {
         ContentBuilder::new()
             .schema(Some(
@@ -1440,10 +1412,10 @@ fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
         Answer::JsonOrStream(name) => r
             .description("The object, or with `stream: true` server-sent events")
             .content("application/json", json(name))
-            .content("text/event-stream", json("EventStream")),
+            .content("text/event-stream", json(schema::<crate::api::chat_answers::EventStream>)),
         Answer::PolledVideo => r
             .description("The video job")
-            .content("application/json", json("Video"))
+            .content("application/json", json(schema::<crate::domain::videos::Video>))
             .header(
                 "openai-poll-after-ms",
                 HeaderBuilder::new()
@@ -1531,7 +1503,7 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .schema(Some(param_schema(p.kind))),
         );
     }
-    let body: Option<(&[&str], &str)> = match op.body {
+    let body: Option<(&[&str], SchemaName)> = match op.body {
         Body::None => None,
         Body::Json(name) => Some((&["application/json"], name)),
         Body::JsonOrForm(name) => Some((&["application/json", "multipart/form-data"], name)),
@@ -1543,7 +1515,9 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
         for media_type in media_types {
             request = request.content(
                 *media_type,
-                ContentBuilder::new().schema(Some(schema_ref(name))).build(),
+                ContentBuilder::new()
+                    .schema(Some(schema_ref(&name())))
+                    .build(),
             );
         }
         b = b.request_body(Some(request.build()));
