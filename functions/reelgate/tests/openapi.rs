@@ -6,7 +6,8 @@
 //! To refresh the committed file after changing the API:
 //!     UPDATE_OPENAPI=1 cargo test -p reelgate --test openapi
 
-use reelgate::api::openapi::{document_json, Auth, OPERATIONS};
+use reelgate::api::openapi::{document_json, OPERATIONS};
+use reelgate::api::operation::Auth;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;

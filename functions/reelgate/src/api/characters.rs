@@ -3,6 +3,10 @@
 
 use crate::api::envelope::List;
 use crate::api::extract::{ApiBody, ApiQuery};
+use crate::api::operation::{
+    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
+    DEFAULT, ORDER,
+};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -11,9 +15,82 @@ use crate::domain::videos::characters::{
     self, Character, CharacterCreateRequest, CharacterJsonBody, MAX_SOURCE_BYTES,
 };
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
-use axum::routing::get;
 use axum::{Json, Router};
 use bytes::Bytes;
+
+const CHARACTER_LINKS: &[Link] = &[
+    link("GetCharacter", "RetrieveVideoCharacter", "character_id"),
+    link("DeleteCharacter", "DeleteVideoCharacter", "character_id"),
+];
+
+pub const CREATE_VIDEO_CHARACTER: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos/characters",
+    id: "CreateVideoCharacter",
+    tag: "videos",
+    summary: "A named set of reference frames, from a short H.264 MP4 or an image \
+              (`characters: [id]` on a create or remix adds them as reference images)",
+    body: Body::JsonOrForm(schema::<crate::domain::videos::characters::CharacterCreateRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::videos::characters::Character>),
+    )],
+    errors: &[400, 401, 404, 413],
+    links: CHARACTER_LINKS,
+    ..DEFAULT
+};
+
+pub const LIST_VIDEO_CHARACTERS: Operation = Operation {
+    path: "/v1/videos/characters",
+    id: "ListVideoCharacters",
+    tag: "videos",
+    summary: "The organization's characters",
+    params: &[
+        query_param(
+            "limit",
+            Kind::Int(1, crate::domain::videos::characters::MAX_PAGE as i64),
+            "Page size (default 20).",
+        ),
+        query_param(
+            "after",
+            Kind::Str,
+            "A character id: the page starts after it.",
+        ),
+        ORDER,
+    ],
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::videos::characters::Character>),
+    )],
+    errors: &[400, 401],
+    ..DEFAULT
+};
+
+pub const RETRIEVE_VIDEO_CHARACTER: Operation = Operation {
+    path: "/v1/videos/characters/{character_id}",
+    id: "RetrieveVideoCharacter",
+    tag: "videos",
+    summary: "A character",
+    params: &[path_param("character_id", "A character id (`char_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::videos::characters::Character>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DELETE_VIDEO_CHARACTER: Operation = Operation {
+    method: "DELETE",
+    path: "/v1/videos/characters/{character_id}",
+    id: "DeleteVideoCharacter",
+    tag: "videos",
+    summary: "Delete a character and its frames (jobs that named it keep their copies)",
+    params: &[path_param("character_id", "A character id (`char_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 404],
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new().merge(collection_route()).merge(item_route())
@@ -22,14 +99,15 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route("/v1/videos/characters", get(list).post(create))
+    Router::new()
+        .declared(&LIST_VIDEO_CHARACTERS, list)
+        .declared(&CREATE_VIDEO_CHARACTER, create)
 }
 
 pub fn item_route() -> Router<App> {
-    Router::new().route(
-        "/v1/videos/characters/{character_id}",
-        get(retrieve).delete(delete),
-    )
+    Router::new()
+        .declared(&RETRIEVE_VIDEO_CHARACTER, retrieve)
+        .declared(&DELETE_VIDEO_CHARACTER, delete)
 }
 
 async fn create(

@@ -2,6 +2,10 @@
 //! sniffed, list, retrieve, delete and content.
 
 use crate::api::extract::ApiQuery;
+use crate::api::operation::{
+    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
+    DEFAULT, IDEMPOTENCY_KEY, ORDER, RANGE,
+};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
@@ -13,10 +17,96 @@ use crate::ports::blobs::ByteStream;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::get;
 use axum::{Json, Router};
 use bytes::Bytes;
 use serde::Deserialize;
+
+pub const FILE_LINKS: &[Link] = &[
+    link("GetFile", "RetrieveFile", "file_id"),
+    link("GetFileContent", "DownloadFileContent", "file_id"),
+    link("DeleteFile", "DeleteFile", "file_id"),
+];
+
+pub const CREATE_FILE: Operation = Operation {
+    method: "POST",
+    path: "/v1/files",
+    id: "CreateFile",
+    tag: "files",
+    summary: "Upload a file (multipart, up to 100 MB; larger ones use /v1/uploads)",
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::Multipart(schema::<crate::domain::files::form_upload::FileUploadForm>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::FileObject>),
+    )],
+    errors: &[400, 401, 409, 413],
+    links: FILE_LINKS,
+    ..DEFAULT
+};
+
+pub const LIST_FILES: Operation = Operation {
+    path: "/v1/files",
+    id: "ListFiles",
+    tag: "files",
+    summary: "List the organization's files",
+    params: &[
+        query_param(
+            "limit",
+            Kind::Int(1, crate::domain::files::MAX_PAGE as i64),
+            "Page size (default 20).",
+        ),
+        query_param("after", Kind::Str, "A file id: the page starts after it."),
+        query_param("purpose", Kind::Str, "Only files of this purpose."),
+        ORDER,
+    ],
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::files::FileObject>),
+    )],
+    errors: &[400, 401],
+    ..DEFAULT
+};
+
+pub const RETRIEVE_FILE: Operation = Operation {
+    path: "/v1/files/{file_id}",
+    id: "RetrieveFile",
+    tag: "files",
+    summary: "Retrieve a file",
+    params: &[path_param("file_id", "A file id (`file-…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::FileObject>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DELETE_FILE: Operation = Operation {
+    method: "DELETE",
+    path: "/v1/files/{file_id}",
+    id: "DeleteFile",
+    tag: "files",
+    summary: "Delete a file and its bytes",
+    params: &[path_param("file_id", "A file id (`file-…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DOWNLOAD_FILE_CONTENT: Operation = Operation {
+    path: "/v1/files/{file_id}/content",
+    id: "DownloadFileContent",
+    tag: "files",
+    summary: "The file's bytes (byte ranges supported)",
+    params: &[path_param("file_id", "A file id (`file-…`)."), RANGE],
+    ok: &[
+        (200, Answer::Bytes(&["*/*"])),
+        (206, Answer::Bytes(&["*/*"])),
+        (302, Answer::Redirect),
+    ],
+    errors: &[401, 404, 416],
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -28,18 +118,20 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route(
-        "/v1/files",
-        get(list).post(upload).layer(DefaultBodyLimit::disable()),
-    )
+    Router::new()
+        .declared(&LIST_FILES, list)
+        .declared(&CREATE_FILE, upload)
+        .route_layer(DefaultBodyLimit::disable())
 }
 
 pub fn item_route() -> Router<App> {
-    Router::new().route("/v1/files/{file_id}", get(retrieve).delete(delete))
+    Router::new()
+        .declared(&RETRIEVE_FILE, retrieve)
+        .declared(&DELETE_FILE, delete)
 }
 
 pub fn content_route() -> Router<App> {
-    Router::new().route("/v1/files/{file_id}/content", get(content))
+    Router::new().declared(&DOWNLOAD_FILE_CONTENT, content)
 }
 
 pub async fn upload(

@@ -9,6 +9,7 @@
 //! `{"type": "error", "error": {"type", "message"}, "request_id"}` with its status codes.
 
 use crate::api::extract::ApiBody;
+use crate::api::operation::{self, schema, Answer, Declared, Operation, DEFAULT};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::chat::completion::ChatCompletion;
@@ -22,12 +23,40 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use axum::{Json, Router};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use utoipa::ToSchema;
+
+pub const CREATE_MESSAGE: Operation = Operation {
+    method: "POST",
+    path: "/v1/messages",
+    id: "CreateMessage",
+    tag: "messages",
+    summary: "A message in Anthropic's Messages API shape (Anthropic's server-sent events with `stream: true`; the key also as `x-api-key`; errors in Anthropic's envelope; docs/messages.md)",
+    body: operation::Body::Json(schema::<crate::domain::messages::body::MessageCreateRequest>),
+    ok: &[(200, Answer::JsonOrStream(schema::<crate::domain::messages::reply::Message>))],
+    errors: &[400, 401, 402, 404, 413, 429, 502, 504, 529],
+    ..DEFAULT
+};
+
+pub const COUNT_MESSAGE_TOKENS: Operation = Operation {
+    method: "POST",
+    path: "/v1/messages/count_tokens",
+    id: "CountMessageTokens",
+    tag: "messages",
+    summary: "The estimated input tokens of a Messages API request, admitted as a message is \
+              (a funded organization, the key's budget, the rate limits) and not billed \
+              (docs/messages.md)",
+    body: operation::Body::Json(schema::<crate::domain::messages::body::MessageCountTokensRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::messages::reply::MessageTokensCount>),
+    )],
+    errors: &[400, 401, 402, 404, 413, 429],
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -39,13 +68,13 @@ pub fn routes() -> Router<App> {
 
 pub fn messages_route() -> Router<App> {
     Router::new()
-        .route("/v1/messages", post(create))
+        .declared(&CREATE_MESSAGE, create)
         .route_layer(axum::middleware::from_fn(edge))
 }
 
 pub fn count_tokens_route() -> Router<App> {
     Router::new()
-        .route("/v1/messages/count_tokens", post(count_tokens))
+        .declared(&COUNT_MESSAGE_TOKENS, count_tokens)
         .route_layer(axum::middleware::from_fn(edge))
 }
 

@@ -3,18 +3,29 @@
 //! set; then only `Authorization: Bearer <that token>` is answered (compared in constant time),
 //! anything else is 401. Not an API-key route: customers' keys never open it.
 
+use crate::api::operation::{Answer, Auth, Declared, Operation, DEFAULT};
 use crate::app::App;
 use crate::domain::error::ApiError;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
 
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+pub const METRICS: Operation = Operation {
+    path: "/metrics",
+    id: "Metrics",
+    tag: "service",
+    summary: "Prometheus metrics for the operator (`Authorization: Bearer <REELGATE_METRICS_TOKEN>`; 404 while unset)",
+    auth: Auth::None,
+    ok: &[(200, Answer::Text("text/plain; version=0.0.4; charset=utf-8"))],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
 pub fn routes() -> Router<App> {
-    Router::new().route("/metrics", get(metrics))
+    Router::new().declared(&METRICS, metrics)
 }
 
 async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {

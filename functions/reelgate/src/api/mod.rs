@@ -17,6 +17,7 @@ pub mod messages;
 pub mod metrics;
 pub mod models;
 pub mod openapi;
+pub mod operation;
 pub mod origin;
 pub mod rate_limits;
 pub mod request_id;
@@ -27,10 +28,10 @@ pub mod video_answers;
 pub mod videos;
 pub mod webhooks;
 
+use crate::api::operation::{schema, Answer, Auth, Declared, Operation, DEFAULT};
 use crate::app::App;
 use crate::domain::error::ApiError;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
 use axum::Router;
 
 /// Every route of the public API as (method, path template), derived from the one declaration
@@ -63,10 +64,21 @@ pub static CONSOLE_ROUTES: std::sync::LazyLock<Vec<(&'static str, &'static str)>
 /// these links only that path's handlers, not the whole service (issue #16's artifact sizes).
 pub type PathRoutes = fn() -> Router<App>;
 
+pub const HEALTH: Operation = Operation {
+    path: "/health",
+    id: "Health",
+    tag: "service",
+    summary: "Liveness: answers while the process serves",
+    auth: Auth::None,
+    ok: &[(200, Answer::Json(schema::<crate::api::Health>))],
+    errors: &[],
+    ..DEFAULT
+};
+
 /// The whole service, as the local server mounts it.
 pub fn router(app: App) -> Router {
     let routes = Router::new()
-        .route("/health", get(health))
+        .declared(&HEALTH, health)
         .merge(files::routes())
         .merge(uploads::routes())
         .merge(videos::routes())

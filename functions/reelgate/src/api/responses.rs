@@ -4,6 +4,10 @@
 //! docs/responses.md.
 
 use crate::api::extract::{ApiBody, ApiQuery};
+use crate::api::operation::{
+    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
+    DEFAULT, ORDER,
+};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
@@ -13,10 +17,82 @@ use crate::domain::responses::{input_items, persist};
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
 use serde_json::Value;
+
+const RESPONSE_LINKS: &[Link] = &[
+    link("GetResponse", "RetrieveResponse", "response_id"),
+    link(
+        "GetResponseInputItems",
+        "ListResponseInputItems",
+        "response_id",
+    ),
+    link("DeleteResponse", "DeleteResponse", "response_id"),
+];
+
+pub const CREATE_RESPONSE: Operation = Operation {
+    method: "POST",
+    path: "/v1/responses",
+    id: "CreateResponse",
+    tag: "responses",
+    summary: "A model response (typed server-sent events with `stream: true`)",
+    body: Body::Json(schema::<crate::domain::responses::request::ResponseCreateBody>),
+    ok: &[(
+        200,
+        Answer::JsonOrStream(schema::<crate::domain::responses::output::ResponseObject>),
+    )],
+    errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
+    links: RESPONSE_LINKS,
+    ..DEFAULT
+};
+
+pub const RETRIEVE_RESPONSE: Operation = Operation {
+    path: "/v1/responses/{response_id}",
+    id: "RetrieveResponse",
+    tag: "responses",
+    summary: "A stored response of this person",
+    params: &[path_param("response_id", "A response id (`resp_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::responses::output::ResponseObject>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DELETE_RESPONSE: Operation = Operation {
+    method: "DELETE",
+    path: "/v1/responses/{response_id}",
+    id: "DeleteResponse",
+    tag: "responses",
+    summary: "Delete a stored response",
+    params: &[path_param("response_id", "A response id (`resp_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const LIST_RESPONSE_INPUT_ITEMS: Operation = Operation {
+    path: "/v1/responses/{response_id}/input_items",
+    id: "ListResponseInputItems",
+    tag: "responses",
+    summary: "The input items of a stored response",
+    params: &[
+        path_param("response_id", "A response id (`resp_…`)."),
+        query_param(
+            "limit",
+            Kind::Int(1, crate::domain::responses::MAX_ITEMS_PAGE as i64),
+            "Page size (default 20).",
+        ),
+        query_param("after", Kind::Str, "An item id: the page starts after it."),
+        query_param("before", Kind::Str, "An item id: the page ends before it."),
+        ORDER,
+    ],
+    ok: &[(200, Answer::Json(list_of::<serde_json::Value>))],
+    errors: &[400, 401, 404],
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -28,15 +104,17 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route("/v1/responses", post(create))
+    Router::new().declared(&CREATE_RESPONSE, create)
 }
 
 pub fn item_route() -> Router<App> {
-    Router::new().route("/v1/responses/{response_id}", get(retrieve).delete(remove))
+    Router::new()
+        .declared(&RETRIEVE_RESPONSE, retrieve)
+        .declared(&DELETE_RESPONSE, remove)
 }
 
 pub fn input_items_route() -> Router<App> {
-    Router::new().route("/v1/responses/{response_id}/input_items", get(input_items))
+    Router::new().declared(&LIST_RESPONSE_INPUT_ITEMS, input_items)
 }
 
 async fn create(

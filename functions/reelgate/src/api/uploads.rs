@@ -2,14 +2,50 @@
 //! URL, then complete it into a file.
 
 use crate::api::extract::ApiJson;
+use crate::api::files::FILE_LINKS;
+use crate::api::operation::{
+    link, path_param, schema, Answer, Body, Declared, Operation, DEFAULT, IDEMPOTENCY_KEY,
+};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
 use crate::domain::files::FileObject;
 use axum::extract::{Path, State};
-use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::Value;
+
+pub const CREATE_UPLOAD: Operation = Operation {
+    method: "POST",
+    path: "/v1/uploads",
+    id: "CreateUpload",
+    tag: "uploads",
+    summary: "Reserve a direct upload: PUT the bytes to `upload_url`, then complete it",
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::Json(schema::<crate::domain::files::uploads::UploadCreateRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::uploads::Upload>),
+    )],
+    errors: &[400, 401, 409, 413],
+    links: &[link("CompleteUpload", "CompleteUpload", "upload_id")],
+    ..DEFAULT
+};
+
+pub const COMPLETE_UPLOAD: Operation = Operation {
+    method: "POST",
+    path: "/v1/uploads/{upload_id}/complete",
+    id: "CompleteUpload",
+    tag: "uploads",
+    summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
+    params: &[path_param("upload_id", "An upload id (`upload_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::FileObject>),
+    )],
+    errors: &[400, 401, 404, 409, 413],
+    links: FILE_LINKS,
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -20,11 +56,11 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route("/v1/uploads", post(create))
+    Router::new().declared(&CREATE_UPLOAD, create)
 }
 
 pub fn complete_route() -> Router<App> {
-    Router::new().route("/v1/uploads/{upload_id}/complete", post(complete))
+    Router::new().declared(&COMPLETE_UPLOAD, complete)
 }
 
 async fn create(

@@ -2,6 +2,10 @@
 
 use crate::api::envelope::List;
 use crate::api::extract::{ApiQuery, JsonOrFormBody, JsonOrFormWithVideo};
+use crate::api::operation::{
+    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
+    Param, DEFAULT, IDEMPOTENCY_KEY, ORDER, RANGE,
+};
 use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -13,9 +17,214 @@ use crate::domain::videos::{
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+
+const VIDEO_LINKS: &[Link] = &[
+    link("GetVideo", "RetrieveVideo", "video_id"),
+    link("GetVideoContent", "DownloadVideoContent", "video_id"),
+    link("GetVideoThumbnail", "DownloadVideoThumbnail", "video_id"),
+    link("DeleteVideo", "DeleteVideo", "video_id"),
+];
+
+const VIDEO_BYTES: &[&str] = &["video/mp4", "image/jpeg"];
+
+/// The query of `GET /v1/videos` and of the console's list: the page and reelgate's filters,
+/// which compose with it (`domain/videos/queries.rs`).
+pub const VIDEO_LIST_PARAMS: &[Param] = &[
+    query_param(
+        "limit",
+        Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64),
+        "Page size (default 20). Every page but the last holds this many jobs, unless a filtered \
+         list read its budget of 5,000 jobs first (then `has_more` is true).",
+    ),
+    query_param(
+        "after",
+        Kind::Str,
+        "A video id: the page starts after it. Send the previous page's `last_id`.",
+    ),
+    ORDER,
+    query_param(
+        "status",
+        Kind::OneOf(crate::domain::videos::queries::STATUS_FILTERS),
+        "Only jobs in this status, or `running`: any status before the end (reelgate).",
+    ),
+    query_param(
+        "model",
+        Kind::Str,
+        "Only jobs of this video model id, exactly; an id the catalog does not have is a 400 \
+         (reelgate).",
+    ),
+    query_param(
+        "q",
+        Kind::Str,
+        "Only jobs whose prompt, as it was sent, contains this text, ignoring case; trimmed, at \
+         most 200 characters, empty for none (reelgate).",
+    ),
+];
+
+pub const CREATE_VIDEO: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos",
+    id: "CreateVideo",
+    tag: "videos",
+    summary: "Start a render job (quoted and reserved at submission)",
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::JsonOrForm(schema::<crate::domain::videos::create_request::VideoCreateRequest>),
+    ok: &[(200, Answer::PolledVideo)],
+    errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+    links: VIDEO_LINKS,
+    ..DEFAULT
+};
+
+pub const LIST_VIDEOS: Operation = Operation {
+    path: "/v1/videos",
+    id: "ListVideos",
+    tag: "videos",
+    summary:
+        "List the organization's video jobs, optionally filtered by status, model or prompt text",
+    params: VIDEO_LIST_PARAMS,
+    ok: &[(200, Answer::Json(list_of::<crate::domain::videos::Video>))],
+    errors: &[400, 401],
+    ..DEFAULT
+};
+
+pub const LIST_VIDEO_MODELS: Operation = Operation {
+    path: "/v1/videos/models",
+    id: "ListVideoModels",
+    tag: "videos",
+    summary: "The video models the plan is entitled to, with prices per second",
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::videos::queries::VideoModelObject>),
+    )],
+    ..DEFAULT
+};
+
+pub const RETRIEVE_VIDEO: Operation = Operation {
+    path: "/v1/videos/{video_id}",
+    id: "RetrieveVideo",
+    tag: "videos",
+    summary: "A video job (poll it: `openai-poll-after-ms` while it runs)",
+    params: &[path_param("video_id", "A video id (`video_…`).")],
+    ok: &[(200, Answer::PolledVideo)],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DELETE_VIDEO: Operation = Operation {
+    method: "DELETE",
+    path: "/v1/videos/{video_id}",
+    id: "DeleteVideo",
+    tag: "videos",
+    summary: "Delete a finished job and its outputs",
+    params: &[path_param("video_id", "A video id (`video_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 404, 409],
+    ..DEFAULT
+};
+
+pub const DOWNLOAD_VIDEO_CONTENT: Operation = Operation {
+    path: "/v1/videos/{video_id}/content",
+    id: "DownloadVideoContent",
+    tag: "videos",
+    summary: "The MP4 of a completed job (`variant=thumbnail`: its JPEG thumbnail; \
+              `variant=spritesheet`: 16 frames in one JPEG grid of 4 columns)",
+    params: &[
+        path_param("video_id", "A video id (`video_…`)."),
+        query_param(
+            "variant",
+            Kind::OneOf(&["video", "thumbnail", "spritesheet"]),
+            "`video` (default), `thumbnail` or `spritesheet`.",
+        ),
+        RANGE,
+    ],
+    ok: &[
+        (200, Answer::Bytes(VIDEO_BYTES)),
+        (206, Answer::Bytes(VIDEO_BYTES)),
+        (302, Answer::Redirect),
+    ],
+    errors: &[400, 401, 404, 416],
+    ..DEFAULT
+};
+
+pub const DOWNLOAD_VIDEO_THUMBNAIL: Operation = Operation {
+    path: "/v1/videos/{video_id}/thumbnail",
+    id: "DownloadVideoThumbnail",
+    tag: "videos",
+    summary: "The JPEG thumbnail (480 px wide) of a completed job",
+    params: &[path_param("video_id", "A video id (`video_…`)."), RANGE],
+    ok: &[
+        (200, Answer::Bytes(&["image/jpeg"])),
+        (206, Answer::Bytes(&["image/jpeg"])),
+        (302, Answer::Redirect),
+    ],
+    errors: &[400, 401, 404, 416],
+    ..DEFAULT
+};
+
+pub const CANCEL_VIDEO: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos/{video_id}/cancel",
+    id: "CancelVideo",
+    tag: "videos",
+    summary: "Cancel a running job: unbilled, its reservation released",
+    params: &[path_param("video_id", "A video id (`video_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
+    errors: &[401, 404, 409],
+    ..DEFAULT
+};
+
+pub const REMIX_VIDEO: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos/{video_id}/remix",
+    id: "RemixVideo",
+    tag: "videos",
+    summary: "A new job on a completed video's model, seconds, aspect ratio and inputs, \
+              with a new prompt (quoted, reserved and billed as a create)",
+    params: &[
+        path_param("video_id", "The completed video to remix (`video_…`)."),
+        IDEMPOTENCY_KEY,
+    ],
+    body: Body::JsonOrForm(schema::<crate::domain::videos::remix::VideoRemixRequest>),
+    ok: &[(200, Answer::PolledVideo)],
+    errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+    links: VIDEO_LINKS,
+    ..DEFAULT
+};
+
+pub const EXTEND_VIDEO: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos/extensions",
+    id: "ExtendVideo",
+    tag: "videos",
+    summary: "A new job whose output is a source video (a completed video by id, or an MP4 \
+              file in a form) followed by a new segment of `seconds` (continued by the \
+              engine, or rendered from its last frame, and stitched after it; quoted, \
+              reserved and billed for the segment's seconds)",
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::JsonOrForm(schema::<crate::domain::videos::extensions::VideoExtensionRequest>),
+    ok: &[(200, Answer::PolledVideo)],
+    errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+    links: VIDEO_LINKS,
+    ..DEFAULT
+};
+
+pub const EDIT_VIDEO: Operation = Operation {
+    method: "POST",
+    path: "/v1/videos/edits",
+    id: "EditVideo",
+    tag: "videos",
+    summary: "A new job that re-renders a source video (a completed video by id, or an MP4 \
+              file in a form) guided by the prompt, at its seconds and aspect ratio, on a \
+              model with video-to-video (quoted, reserved and billed as a create)",
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::JsonOrForm(schema::<crate::domain::videos::edits::VideoEditRequest>),
+    ok: &[(200, Answer::PolledVideo)],
+    errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
+    links: VIDEO_LINKS,
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -34,39 +243,43 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route("/v1/videos", get(list).post(create))
+    Router::new()
+        .declared(&LIST_VIDEOS, list)
+        .declared(&CREATE_VIDEO, create)
 }
 
 pub fn models_route() -> Router<App> {
-    Router::new().route("/v1/videos/models", get(models))
+    Router::new().declared(&LIST_VIDEO_MODELS, models)
 }
 
 pub fn item_route() -> Router<App> {
-    Router::new().route("/v1/videos/{video_id}", get(retrieve).delete(delete))
+    Router::new()
+        .declared(&RETRIEVE_VIDEO, retrieve)
+        .declared(&DELETE_VIDEO, delete)
 }
 
 pub fn content_route() -> Router<App> {
-    Router::new().route("/v1/videos/{video_id}/content", get(content))
+    Router::new().declared(&DOWNLOAD_VIDEO_CONTENT, content)
 }
 
 pub fn thumbnail_route() -> Router<App> {
-    Router::new().route("/v1/videos/{video_id}/thumbnail", get(thumbnail))
+    Router::new().declared(&DOWNLOAD_VIDEO_THUMBNAIL, thumbnail)
 }
 
 pub fn cancel_route() -> Router<App> {
-    Router::new().route("/v1/videos/{video_id}/cancel", post(cancel))
+    Router::new().declared(&CANCEL_VIDEO, cancel)
 }
 
 pub fn extensions_route() -> Router<App> {
-    Router::new().route("/v1/videos/extensions", post(extend))
+    Router::new().declared(&EXTEND_VIDEO, extend)
 }
 
 pub fn edits_route() -> Router<App> {
-    Router::new().route("/v1/videos/edits", post(edit))
+    Router::new().declared(&EDIT_VIDEO, edit)
 }
 
 pub fn remix_route() -> Router<App> {
-    Router::new().route("/v1/videos/{video_id}/remix", post(remix))
+    Router::new().declared(&REMIX_VIDEO, remix)
 }
 
 async fn create(

@@ -4,13 +4,90 @@
 
 use crate::api::envelope::List;
 use crate::api::extract::ApiBody;
+use crate::api::operation::{
+    link, list_of, path_param, schema, Answer, Body, Declared, Link, Operation, DEFAULT,
+};
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
 use crate::domain::webhooks::{self, Endpoint};
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
 use axum::{Json, Router};
+
+const WEBHOOK_LINKS: &[Link] = &[
+    link("GetWebhook", "RetrieveWebhook", "webhook_id"),
+    link("RotateWebhookSecret", "RotateWebhookSecret", "webhook_id"),
+    link("DeleteWebhook", "DeleteWebhook", "webhook_id"),
+];
+
+pub const CREATE_WEBHOOK: Operation = Operation {
+    method: "POST",
+    path: "/v1/webhooks",
+    id: "CreateWebhook",
+    tag: "webhooks",
+    summary: "Register an endpoint for video events (its signing secret is in this answer only)",
+    body: Body::Json(schema::<crate::domain::webhooks::WebhookCreateRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
+    )],
+    errors: &[400, 401],
+    links: WEBHOOK_LINKS,
+    ..DEFAULT
+};
+
+pub const LIST_WEBHOOKS: Operation = Operation {
+    path: "/v1/webhooks",
+    id: "ListWebhooks",
+    tag: "webhooks",
+    summary: "The organization's webhook endpoints with their delivery records",
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::webhooks::Endpoint>),
+    )],
+    ..DEFAULT
+};
+
+pub const RETRIEVE_WEBHOOK: Operation = Operation {
+    path: "/v1/webhooks/{webhook_id}",
+    id: "RetrieveWebhook",
+    tag: "webhooks",
+    summary: "A webhook endpoint, its status and last delivery attempts",
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const DELETE_WEBHOOK: Operation = Operation {
+    method: "DELETE",
+    path: "/v1/webhooks/{webhook_id}",
+    id: "DeleteWebhook",
+    tag: "webhooks",
+    summary: "Delete a webhook endpoint",
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const ROTATE_WEBHOOK_SECRET: Operation = Operation {
+    method: "POST",
+    path: "/v1/webhooks/{webhook_id}/rotate_secret",
+    id: "RotateWebhookSecret",
+    tag: "webhooks",
+    summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -22,18 +99,19 @@ pub fn routes() -> Router<App> {
 // One function per path (the unit a Lambda function serves, `api::PathRoutes`).
 
 pub fn collection_route() -> Router<App> {
-    Router::new().route("/v1/webhooks", get(list).post(create))
+    Router::new()
+        .declared(&LIST_WEBHOOKS, list)
+        .declared(&CREATE_WEBHOOK, create)
 }
 
 pub fn item_route() -> Router<App> {
-    Router::new().route("/v1/webhooks/{webhook_id}", get(retrieve).delete(delete))
+    Router::new()
+        .declared(&RETRIEVE_WEBHOOK, retrieve)
+        .declared(&DELETE_WEBHOOK, delete)
 }
 
 pub fn rotate_secret_route() -> Router<App> {
-    Router::new().route(
-        "/v1/webhooks/{webhook_id}/rotate_secret",
-        post(rotate_secret),
-    )
+    Router::new().declared(&ROTATE_WEBHOOK_SECRET, rotate_secret)
 }
 
 async fn create(

@@ -1,11 +1,15 @@
-//! The console's JSON routes under `/console/api/`. Every route takes the signed-in
+//! The console's JSON routes under `/console/api/` but its videos' (`videos.rs`). Every route takes the signed-in
 //! [`ConsoleSession`] (the cookie; state-changing routes also its CSRF token) and calls the same
 //! domain use cases as the `/v1` routes, as the signed-in person in their organization.
 
 use super::answers::*;
 use super::{cleared_cookie, ConsoleSession};
 use crate::api::envelope::List;
-use crate::api::extract::{ApiBody, ApiJson, ApiQuery};
+use crate::api::extract::ApiJson;
+use crate::api::operation::{
+    link, list_of, path_param, schema, Answer, Auth, Body, Declared, Operation, DEFAULT,
+    IDEMPOTENCY_KEY,
+};
 use crate::app::App;
 use crate::domain::accounts::agreement::{self, AgreementStatus};
 use crate::domain::accounts::console::Console;
@@ -17,55 +21,338 @@ use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+pub const CONSOLE_SESSION: Operation = Operation {
+    path: "/console/api/session",
+    id: "ConsoleSession",
+    tag: "console",
+    summary: "Who is signed in, and the session's CSRF token",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::SessionInfo>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_SIGN_OUT: Operation = Operation {
+    method: "POST",
+    path: "/console/api/signout",
+    id: "ConsoleSignOut",
+    tag: "console",
+    summary: "Revoke the session and clear its cookie",
+    auth: Auth::ConsoleCsrf,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::SignedOut>),
+    )],
+    errors: &[401, 403],
+    ..DEFAULT
+};
+
+pub const CONSOLE_TERMS: Operation = Operation {
+    path: "/console/api/terms",
+    id: "ConsoleTerms",
+    tag: "console",
+    summary: "The current Video Service Terms and whether this person agreed",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::Terms>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_AGREE_TO_TERMS: Operation = Operation {
+    method: "POST",
+    path: "/console/api/terms/agree",
+    id: "ConsoleAgreeToTerms",
+    tag: "console",
+    summary: "Record agreement to the current terms (the only way to record it)",
+    auth: Auth::ConsoleCsrf,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::accounts::agreement::AgreementStatus>),
+    )],
+    errors: &[401, 403],
+    ..DEFAULT
+};
+
+pub const CONSOLE_VIDEO_MODELS: Operation = Operation {
+    path: "/console/api/models",
+    id: "ConsoleVideoModels",
+    tag: "console",
+    summary: "The plan's video models with prices and the create form's limits",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::ConsoleVideoModels>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_CHAT_MODELS: Operation = Operation {
+    path: "/console/api/chat/models",
+    id: "ConsoleChatModels",
+    tag: "console",
+    summary: "The chat models",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::chat::models::ModelObject>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_CHAT_COMPLETION: Operation = Operation {
+    method: "POST",
+    path: "/console/api/chat/completions",
+    id: "ConsoleChatCompletion",
+    tag: "console",
+    summary: "A chat completion as the signed-in person",
+    auth: Auth::ConsoleCsrf,
+    body: Body::Json(schema::<crate::domain::chat::request::ChatCompletionRequest>),
+    ok: &[(
+        200,
+        Answer::JsonOrStream(schema::<crate::domain::chat::completion::ChatCompletion>),
+    )],
+    errors: &[400, 401, 402, 403, 404, 413, 502, 503, 504],
+    ..DEFAULT
+};
+
+pub const CONSOLE_LIST_KEYS: Operation = Operation {
+    path: "/console/api/keys",
+    id: "ConsoleListKeys",
+    tag: "console",
+    summary: "The signed-in person's API keys (never their secrets)",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::accounts::ApiKeyInfo>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_CREATE_KEY: Operation = Operation {
+    method: "POST",
+    path: "/console/api/keys",
+    id: "ConsoleCreateKey",
+    tag: "console",
+    summary: "Create an API key; its secret is in this answer only",
+    auth: Auth::ConsoleCsrf,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::ApiKeyCreated>),
+    )],
+    errors: &[401, 403],
+    links: &[link("RevokeKey", "ConsoleRevokeKey", "key_id")],
+    ..DEFAULT
+};
+
+pub const CONSOLE_REVOKE_KEY: Operation = Operation {
+    method: "DELETE",
+    path: "/console/api/keys/{key_id}",
+    id: "ConsoleRevokeKey",
+    tag: "console",
+    summary: "Revoke one of the signed-in person's API keys",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("key_id", "An API key id.")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::ApiKeyRevoked>),
+    )],
+    errors: &[401, 403, 404],
+    ..DEFAULT
+};
+
+pub const CONSOLE_KEY_LIMITS: Operation = Operation {
+    path: "/console/api/keys/{key_id}/limits",
+    id: "ConsoleKeyLimits",
+    tag: "console",
+    summary: "One of the signed-in person's keys: its effective rate limits (overrides over \
+              the plan's per-key limits) and its monthly budget with this month's committed amount",
+    auth: Auth::Console,
+    params: &[path_param("key_id", "An API key id.")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::accounts::key_controls::KeyControls>),
+    )],
+    errors: &[401, 404],
+    ..DEFAULT
+};
+
+pub const CONSOLE_SET_KEY_LIMITS: Operation = Operation {
+    method: "POST",
+    path: "/console/api/keys/{key_id}/limits",
+    id: "ConsoleSetKeyLimits",
+    tag: "console",
+    summary: "Set or clear one of the signed-in person's keys' rate-limit overrides and monthly \
+              budget, never above the plan's per-key limits",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("key_id", "An API key id.")],
+    body: Body::Json(schema::<crate::domain::accounts::key_controls::KeyLimitsRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::accounts::key_controls::KeyControls>),
+    )],
+    errors: &[400, 401, 403, 404],
+    ..DEFAULT
+};
+
+pub const CONSOLE_USAGE: Operation = Operation {
+    path: "/console/api/usage",
+    id: "ConsoleUsage",
+    tag: "console",
+    summary: "Balance, reservations of renders in flight, recent charges",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::api::console::answers::ConsoleUsage>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_CREATE_UPLOAD: Operation = Operation {
+    method: "POST",
+    path: "/console/api/uploads",
+    id: "ConsoleCreateUpload",
+    tag: "console",
+    summary: "Reserve a direct upload for a new video's frame or reference: PUT, then complete",
+    auth: Auth::ConsoleCsrf,
+    params: &[IDEMPOTENCY_KEY],
+    body: Body::Json(schema::<crate::domain::files::uploads::UploadCreateRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::uploads::Upload>),
+    )],
+    errors: &[400, 401, 403, 409, 413],
+    links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
+};
+
+pub const CONSOLE_COMPLETE_UPLOAD: Operation = Operation {
+    method: "POST",
+    path: "/console/api/uploads/{upload_id}/complete",
+    id: "ConsoleCompleteUpload",
+    tag: "console",
+    summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("upload_id", "An upload id (`upload_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::files::FileObject>),
+    )],
+    errors: &[400, 401, 403, 404, 409, 413],
+    ..DEFAULT
+};
+
+pub const CONSOLE_LIST_WEBHOOKS: Operation = Operation {
+    path: "/console/api/webhooks",
+    id: "ConsoleListWebhooks",
+    tag: "console",
+    summary: "The organization's webhook endpoints with their delivery records",
+    auth: Auth::Console,
+    ok: &[(
+        200,
+        Answer::Json(list_of::<crate::domain::webhooks::Endpoint>),
+    )],
+    ..DEFAULT
+};
+
+pub const CONSOLE_CREATE_WEBHOOK: Operation = Operation {
+    method: "POST",
+    path: "/console/api/webhooks",
+    id: "ConsoleCreateWebhook",
+    tag: "console",
+    summary: "Register an endpoint for video events (its signing secret is in this answer only)",
+    auth: Auth::ConsoleCsrf,
+    body: Body::Json(schema::<crate::domain::webhooks::WebhookCreateRequest>),
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
+    )],
+    errors: &[400, 401, 403],
+    links: &[
+        link(
+            "RotateWebhookSecret",
+            "ConsoleRotateWebhookSecret",
+            "webhook_id",
+        ),
+        link("DeleteWebhook", "ConsoleDeleteWebhook", "webhook_id"),
+    ],
+    ..DEFAULT
+};
+
+pub const CONSOLE_DELETE_WEBHOOK: Operation = Operation {
+    method: "DELETE",
+    path: "/console/api/webhooks/{webhook_id}",
+    id: "ConsoleDeleteWebhook",
+    tag: "console",
+    summary: "Delete a webhook endpoint",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
+    errors: &[401, 403, 404],
+    ..DEFAULT
+};
+
+pub const CONSOLE_ROTATE_WEBHOOK_SECRET: Operation = Operation {
+    method: "POST",
+    path: "/console/api/webhooks/{webhook_id}/rotate_secret",
+    id: "ConsoleRotateWebhookSecret",
+    tag: "console",
+    summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
+    )],
+    errors: &[401, 403, 404],
+    ..DEFAULT
+};
+
+pub const CONSOLE_SEND_WEBHOOK_TEST_EVENT: Operation = Operation {
+    method: "POST",
+    path: "/console/api/webhooks/{webhook_id}/test",
+    id: "ConsoleSendWebhookTestEvent",
+    tag: "console",
+    summary: "Send one signed `webhook.test` event to the endpoint now and answer what the \
+              receiver did (its status or the error, and how long it took); one test per \
+              endpoint every 5 seconds",
+    auth: Auth::ConsoleCsrf,
+    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    ok: &[(
+        200,
+        Answer::Json(schema::<crate::domain::webhooks::test_event::TestDelivery>),
+    )],
+    errors: &[401, 403, 404, 429],
+    ..DEFAULT
+};
+
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/console/api/session", get(session))
-        .route("/console/api/signout", post(sign_out))
-        .route("/console/api/terms", get(terms))
-        .route("/console/api/terms/agree", post(agree))
-        .route("/console/api/models", get(models))
-        .route("/console/api/chat/models", get(chat_models))
-        .route("/console/api/videos/quote", post(quote))
-        .route("/console/api/videos", get(list_videos).post(create_video))
-        .route(
-            "/console/api/videos/{video_id}",
-            get(get_video).delete(delete_video),
-        )
-        .route("/console/api/videos/{video_id}/media", get(media))
-        .route("/console/api/videos/{video_id}/cancel", post(cancel_video))
-        .route("/console/api/videos/{video_id}/remix", post(remix_video))
-        .route("/console/api/videos/{video_id}/extend", post(extend_video))
-        .route("/console/api/videos/{video_id}/edit", post(edit_video))
-        .route("/console/api/chat/completions", post(chat))
-        .route("/console/api/keys", get(list_keys).post(create_key))
-        .route("/console/api/keys/{key_id}", delete(revoke_key))
-        .route(
-            "/console/api/keys/{key_id}/limits",
-            get(key_limits).post(set_key_limits),
-        )
-        .route("/console/api/usage", get(usage))
-        .route("/console/api/uploads", post(create_upload))
-        .route(
-            "/console/api/uploads/{upload_id}/complete",
-            post(complete_upload),
-        )
-        .route(
-            "/console/api/webhooks",
-            get(list_webhooks).post(create_webhook),
-        )
-        .route("/console/api/webhooks/{webhook_id}", delete(delete_webhook))
-        .route(
-            "/console/api/webhooks/{webhook_id}/rotate_secret",
-            post(rotate_webhook_secret),
-        )
-        .route(
-            "/console/api/webhooks/{webhook_id}/test",
-            post(test_webhook),
-        )
+        .declared(&CONSOLE_SESSION, session)
+        .declared(&CONSOLE_SIGN_OUT, sign_out)
+        .declared(&CONSOLE_TERMS, terms)
+        .declared(&CONSOLE_AGREE_TO_TERMS, agree)
+        .declared(&CONSOLE_VIDEO_MODELS, models)
+        .declared(&CONSOLE_CHAT_MODELS, chat_models)
+        .declared(&CONSOLE_CHAT_COMPLETION, chat)
+        .declared(&CONSOLE_LIST_KEYS, list_keys)
+        .declared(&CONSOLE_CREATE_KEY, create_key)
+        .declared(&CONSOLE_REVOKE_KEY, revoke_key)
+        .declared(&CONSOLE_KEY_LIMITS, key_limits)
+        .declared(&CONSOLE_SET_KEY_LIMITS, set_key_limits)
+        .declared(&CONSOLE_USAGE, usage)
+        .declared(&CONSOLE_CREATE_UPLOAD, create_upload)
+        .declared(&CONSOLE_COMPLETE_UPLOAD, complete_upload)
+        .declared(&CONSOLE_LIST_WEBHOOKS, list_webhooks)
+        .declared(&CONSOLE_CREATE_WEBHOOK, create_webhook)
+        .declared(&CONSOLE_DELETE_WEBHOOK, delete_webhook)
+        .declared(&CONSOLE_ROTATE_WEBHOOK_SECRET, rotate_webhook_secret)
+        .declared(&CONSOLE_SEND_WEBHOOK_TEST_EVENT, test_webhook)
 }
 
 /// Who is signed in, and the CSRF token the page sends with every state-changing request.
@@ -156,221 +443,6 @@ async fn chat_models(
     ConsoleSession(_): ConsoleSession,
 ) -> Json<List<crate::domain::chat::models::ModelObject>> {
     Json(crate::api::models::chat_model_list(&app))
-}
-
-/// The exact quote of a create request before submitting it (same validation as admission).
-async fn quote(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    ApiBody(body): ApiBody<crate::domain::videos::create::VideoCreateRequest>,
-) -> ApiResult<Json<crate::domain::videos::create::Quote>> {
-    Ok(Json(
-        crate::domain::videos::create::quote(app.context(), &s.caller, &body).await?,
-    ))
-}
-
-/// The `/v1/videos` create use case itself: the same Idempotency-Key claim (scoped to the
-/// signed-in person), video-create rate limits, budget and concurrency checks.
-async fn create_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    headers: axum::http::HeaderMap,
-    ApiBody(body): ApiBody<crate::domain::videos::create::VideoCreateRequest>,
-) -> ApiResult<Response> {
-    use crate::api::video_answers::{idempotency_key, render_create};
-    let workflow = app.workflow();
-    let key = idempotency_key(&headers);
-    let answer = crate::domain::videos::create::create(
-        app.context(),
-        workflow.as_deref(),
-        &s.caller,
-        key,
-        &body,
-    )
-    .await?;
-    Ok(render_create(answer))
-}
-
-/// A remix of a completed video as the signed-in person (JSON: `{"prompt": …}`).
-async fn remix_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-    headers: axum::http::HeaderMap,
-    ApiBody(body): ApiBody<crate::domain::videos::remix::VideoRemixRequest>,
-) -> ApiResult<Response> {
-    use crate::api::video_answers::{idempotency_key, render_create};
-    let workflow = app.workflow();
-    let (cx, key) = (app.context(), idempotency_key(&headers));
-    let answer = crate::domain::videos::remix::remix(
-        cx,
-        workflow.as_deref(),
-        &s.caller,
-        key,
-        &video_id,
-        &body,
-    )
-    .await?;
-    Ok(render_create(answer))
-}
-
-/// An extension of a completed video as the signed-in person; the source is the video in the
-/// path, never a file (the console links no decoder to check one).
-async fn extend_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-    headers: axum::http::HeaderMap,
-    ApiJson(request): ApiJson<ConsoleVideoExtendRequest>,
-) -> ApiResult<Response> {
-    use crate::api::video_answers::{idempotency_key, render_create};
-    let body = extension_request(video_id, request)?;
-    let workflow = app.workflow();
-    let (cx, key) = (app.context(), idempotency_key(&headers));
-    let answer = crate::domain::videos::extensions::extend(
-        cx,
-        workflow.as_deref(),
-        &s.caller,
-        key,
-        body,
-        None,
-    )
-    .await?;
-    Ok(render_create(answer))
-}
-
-/// The `/v1/videos/extensions` request a console extension of `video_id` stands for, checked
-/// as that route checks it.
-fn extension_request(
-    video_id: String,
-    request: ConsoleVideoExtendRequest,
-) -> ApiResult<crate::domain::videos::extensions::VideoExtensionRequest> {
-    use crate::domain::params::RequestBody;
-    crate::domain::videos::extensions::VideoExtensionRequest {
-        prompt: request.prompt,
-        seconds: request.seconds,
-        video: Some(crate::domain::videos::source_request::VideoReference { id: video_id }),
-        model: None,
-        characters: request.characters,
-    }
-    .check()
-}
-
-/// An edit of a completed video as the signed-in person.
-async fn edit_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-    headers: axum::http::HeaderMap,
-    ApiJson(request): ApiJson<ConsoleVideoEditRequest>,
-) -> ApiResult<Response> {
-    use crate::api::video_answers::{idempotency_key, render_create};
-    let body = crate::domain::videos::edits::VideoEditRequest {
-        prompt: request.prompt,
-        video: Some(crate::domain::videos::source_request::VideoReference { id: video_id }),
-        model: None,
-    };
-    let workflow = app.workflow();
-    let (cx, key) = (app.context(), idempotency_key(&headers));
-    let caller = &s.caller;
-    let answer =
-        crate::domain::videos::edits::edit(cx, workflow.as_deref(), caller, key, body, None)
-            .await?;
-    Ok(render_create(answer))
-}
-
-/// An extension from the console: the source is the video in the path. The use case checks
-/// the values (the prompt's length, the seconds against the model).
-#[derive(serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"prompt": "the boat drifts under a bridge", "seconds": 4}))]
-pub struct ConsoleVideoExtendRequest {
-    #[schema(min_length = 1, max_length = 7000)]
-    pub prompt: String,
-    /// The new segment's length, within the model's range; the source and the segment together
-    /// last at most 60 s.
-    pub seconds: u32,
-    #[schema(max_items = 2)]
-    pub characters: Option<Vec<String>>,
-}
-
-/// An edit from the console: the source is the video in the path, its seconds and ratio kept.
-#[derive(serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"prompt": "make it snow"}))]
-pub struct ConsoleVideoEditRequest {
-    #[schema(min_length = 1, max_length = 7000)]
-    pub prompt: String,
-}
-
-async fn list_videos(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    ApiQuery(params): ApiQuery<crate::domain::videos::queries::VideoListQuery>,
-) -> ApiResult<Json<List<crate::domain::videos::Video>>> {
-    let page = crate::domain::videos::queries::list(app.context(), &s.caller, &params).await?;
-    Ok(Json(List::page(page, |v| v.id.clone())))
-}
-
-async fn get_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-) -> ApiResult<Json<crate::domain::videos::object::VideoDetail>> {
-    Ok(Json(
-        crate::domain::videos::queries::retrieve_detail(app.context(), &s.caller.org, &video_id)
-            .await?,
-    ))
-}
-
-async fn delete_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-) -> ApiResult<Json<crate::api::envelope::Deleted>> {
-    crate::domain::videos::queries::delete(app.context(), &s.caller, &video_id).await?;
-    Ok(Json(crate::api::envelope::Deleted::new(video_id, "video")))
-}
-
-async fn cancel_video(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-) -> ApiResult<Json<crate::domain::videos::Video>> {
-    let workflow = app.workflow();
-    Ok(Json(
-        crate::domain::videos::cancel::cancel_for(
-            app.context(),
-            workflow.as_deref(),
-            &app.engines,
-            &s.caller,
-            &video_id,
-        )
-        .await?,
-    ))
-}
-
-/// Lifetime of the signed media URLs the console hands to `<video>` and `<img>`.
-const MEDIA_URL_SECS: u64 = 10 * 60;
-
-/// Short-lived signed URLs for a completed video's MP4 and thumbnail, so `<video src>` and a
-/// download link work without headers (the blob store's own signed URLs, ranges included).
-async fn media(
-    State(app): State<App>,
-    ConsoleSession(s): ConsoleSession,
-    Path(video_id): Path<String>,
-) -> ApiResult<Json<VideoMedia>> {
-    let ttl = std::time::Duration::from_secs(MEDIA_URL_SECS);
-    let links =
-        crate::domain::videos::queries::media_links(app.context(), &s.caller.org, &video_id, ttl)
-            .await?;
-    Ok(Json(VideoMedia {
-        object: "video.media",
-        id: video_id,
-        content_url: links.content_url,
-        thumbnail_url: links.thumbnail_url,
-        expires_in: links.ttl.as_secs(),
-    }))
 }
 
 /// Chat completions as the signed-in person (streamed as server-sent events when asked).

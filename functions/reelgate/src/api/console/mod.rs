@@ -8,7 +8,11 @@
 pub mod answers;
 pub mod api;
 pub mod oidc;
+pub mod videos;
 
+use crate::api::operation::{
+    path_param, query_param, Answer, Auth, Declared, Kind, Operation, DEFAULT,
+};
 use crate::app::App;
 use crate::domain::accounts::console::{Console, IssuedSession, Session};
 use crate::domain::error::ApiError;
@@ -17,7 +21,6 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, SET_COOK
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
@@ -26,16 +29,90 @@ pub const COOKIE_NAME: &str = "reelgate_console";
 /// The header that carries the session's CSRF token on every state-changing console request.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
+pub const CONSOLE_PAGE: Operation = Operation {
+    path: "/console",
+    id: "ConsolePage",
+    tag: "console",
+    summary: "The console's single page",
+    auth: Auth::None,
+    ok: &[(200, Answer::Html)],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_PAGE_SLASH: Operation = Operation {
+    path: "/console/",
+    id: "ConsolePageSlash",
+    tag: "console",
+    summary: "The console's single page",
+    auth: Auth::None,
+    ok: &[(200, Answer::Html)],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_VIDEO_PAGE: Operation = Operation {
+    path: "/console/videos/{video_id}",
+    id: "ConsoleVideoPage",
+    tag: "console",
+    summary: "The console's single page, opened on one video's page",
+    auth: Auth::None,
+    params: &[path_param("video_id", "A video id (`video_…`).")],
+    ok: &[(200, Answer::Html)],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_SIGN_IN: Operation = Operation {
+    path: "/console/signin",
+    id: "ConsoleSignIn",
+    tag: "console",
+    summary: "Redeem a one-time sign-in link: sets the session cookie, redirects to the console",
+    auth: Auth::None,
+    params: &[query_param(
+        "token",
+        Kind::Str,
+        "The link's one-time token.",
+    )],
+    // A used, expired or unknown link gets a page saying so (a browser opened it).
+    ok: &[(303, Answer::Redirect), (401, Answer::Html)],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_STYLESHEET: Operation = Operation {
+    path: "/console/assets/console.css",
+    id: "ConsoleStylesheet",
+    tag: "console",
+    summary: "The console's stylesheet",
+    auth: Auth::None,
+    ok: &[(200, Answer::Text("text/css; charset=utf-8"))],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_SCRIPT: Operation = Operation {
+    path: "/console/assets/console.js",
+    id: "ConsoleScript",
+    tag: "console",
+    summary: "The console's script",
+    auth: Auth::None,
+    ok: &[(200, Answer::Text("text/javascript; charset=utf-8"))],
+    errors: &[],
+    ..DEFAULT
+};
+
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/console", get(page))
-        .route("/console/", get(page))
-        .route("/console/signin", get(sign_in))
+        .declared(&CONSOLE_PAGE, page)
+        .declared(&CONSOLE_PAGE_SLASH, page)
+        .declared(&CONSOLE_SIGN_IN, sign_in)
         // A video's own page: the same single page, which reads the id from its path.
-        .route("/console/videos/{video_id}", get(page))
-        .route("/console/assets/console.css", get(css))
-        .route("/console/assets/console.js", get(js))
+        .declared(&CONSOLE_VIDEO_PAGE, page)
+        .declared(&CONSOLE_STYLESHEET, css)
+        .declared(&CONSOLE_SCRIPT, js)
         .merge(api::routes())
+        .merge(videos::routes())
         .merge(oidc::routes())
 }
 

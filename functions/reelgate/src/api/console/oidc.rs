@@ -4,6 +4,9 @@
 //! from), `POST /console/oidc/choose` finishes a choice. Every refusal is a page that says why.
 
 use super::{html_escape, html_page, session_cookie};
+use crate::api::operation::{
+    query_param, schema, Answer, Auth, Body, Declared, Kind, Operation, DEFAULT,
+};
 use crate::app::App;
 use crate::domain::accounts::console::oidc::{Callback, Completed, OrgChoice, FLOW_SECS};
 use crate::domain::error::ApiError;
@@ -11,18 +14,85 @@ use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
 /// The cookie that binds a sign-in in progress to the browser that started it.
 pub const FLOW_COOKIE: &str = "reelgate_oidc";
 
+pub const CONSOLE_OIDC_START: Operation = Operation {
+    path: "/console/oidc/start",
+    id: "ConsoleOidcStart",
+    tag: "console",
+    summary: "Single sign-on: to the OpenID Connect issuer (authorization code with PKCE)",
+    auth: Auth::None,
+    // A browser opened it: refusals are pages (404 when no issuer is configured).
+    ok: &[
+        (303, Answer::Redirect),
+        (404, Answer::Html),
+        (502, Answer::Html),
+        (503, Answer::Html),
+    ],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_OIDC_CALLBACK: Operation = Operation {
+    path: "/console/oidc/callback",
+    id: "ConsoleOidcCallback",
+    tag: "console",
+    summary: "The issuer's return: signs the person in (or asks which organization)",
+    auth: Auth::None,
+    params: &[
+        query_param("code", Kind::Str, "The authorization code."),
+        query_param("state", Kind::Str, "The flow's state."),
+        query_param("error", Kind::Str, "The issuer's refusal, if it refused."),
+        query_param(
+            "error_description",
+            Kind::Str,
+            "What the issuer said about it.",
+        ),
+    ],
+    ok: &[
+        (303, Answer::Redirect),
+        (200, Answer::Html),
+        (400, Answer::Html),
+        (401, Answer::Html),
+        (403, Answer::Html),
+        (404, Answer::Html),
+        (409, Answer::Html),
+        (502, Answer::Html),
+        (503, Answer::Html),
+    ],
+    errors: &[],
+    ..DEFAULT
+};
+
+pub const CONSOLE_OIDC_CHOOSE: Operation = Operation {
+    method: "POST",
+    path: "/console/oidc/choose",
+    id: "ConsoleOidcChoose",
+    tag: "console",
+    summary: "Choose the organization to sign in to (form: `token`, `org`)",
+    auth: Auth::None,
+    body: Body::Form(schema::<crate::api::console::oidc::OidcChooseForm>),
+    ok: &[
+        (303, Answer::Redirect),
+        (400, Answer::Html),
+        (401, Answer::Html),
+        (403, Answer::Html),
+        (404, Answer::Html),
+        (409, Answer::Html),
+    ],
+    errors: &[],
+    ..DEFAULT
+};
+
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/console/oidc/start", get(start))
-        .route("/console/oidc/callback", get(callback))
-        .route("/console/oidc/choose", post(choose))
+        .declared(&CONSOLE_OIDC_START, start)
+        .declared(&CONSOLE_OIDC_CALLBACK, callback)
+        .declared(&CONSOLE_OIDC_CHOOSE, choose)
 }
 
 /// Where the issuer sends the browser back (registered at the issuer as the redirect URI).

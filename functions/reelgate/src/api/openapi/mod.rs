@@ -8,11 +8,13 @@
 //! The committed copy is `docs/openapi.json`; `functions/reelgate/tests/openapi.rs` fails when
 //! it differs from [`document_json`] and says how to refresh it.
 
+use crate::api::operation::{
+    schema, Answer, Auth, Body, Declared, In, Kind, Link, Operation, SchemaName, DEFAULT,
+};
 use crate::app::App;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
 use std::collections::BTreeMap;
 use utoipa::openapi::content::ContentBuilder;
@@ -34,8 +36,19 @@ use utoipa::OpenApi as _;
 /// The route serving the document (outside `/v1`, whose every endpoint needs an API key).
 pub const PATH: &str = "/openapi.json";
 
+pub const OPEN_API_DOCUMENT: Operation = Operation {
+    path: PATH,
+    id: "OpenApiDocument",
+    tag: "service",
+    summary: "This document",
+    auth: Auth::None,
+    ok: &[(200, Answer::OpenApiDocument)],
+    errors: &[],
+    ..DEFAULT
+};
+
 pub fn routes() -> Router<App> {
-    Router::new().route(PATH, get(serve))
+    Router::new().declared(&OPEN_API_DOCUMENT, serve)
 }
 
 async fn serve() -> Response {
@@ -46,1242 +59,97 @@ async fn serve() -> Response {
     response
 }
 
-/// Who may call an operation.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub enum Auth {
-    None,
-    /// `Authorization: Bearer <API key>`.
-    ApiKey,
-    /// The console's session cookie (reads).
-    Console,
-    /// The console's session cookie and its `X-CSRF-Token` (state changes).
-    ConsoleCsrf,
-}
-
-/// A parameter's schema.
-#[derive(Clone, Copy, Debug)]
-pub enum Kind {
-    Str,
-    Int(i64, i64),
-    OneOf(&'static [&'static str]),
-}
-
-/// Where a parameter is.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum In {
-    Path,
-    Query,
-    Header,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct Param {
-    pub name: &'static str,
-    pub at: In,
-    pub kind: Kind,
-    pub required: bool,
-    pub about: &'static str,
-}
-
-const fn path(name: &'static str, about: &'static str) -> Param {
-    Param {
-        name,
-        at: In::Path,
-        kind: Kind::Str,
-        required: true,
-        about,
-    }
-}
-
-const fn query(name: &'static str, kind: Kind, about: &'static str) -> Param {
-    Param {
-        name,
-        at: In::Query,
-        kind,
-        required: false,
-        about,
-    }
-}
-
-const fn header(name: &'static str, about: &'static str) -> Param {
-    Param {
-        name,
-        at: In::Header,
-        kind: Kind::Str,
-        required: false,
-        about,
-    }
-}
-
-const IDEMPOTENCY_KEY: Param = header(
-    "Idempotency-Key",
-    "Retrying with the same key and body answers the first answer again instead of acting twice.",
-);
-const RANGE: Param = header("Range", "One byte range, e.g. `bytes=0-1023`.");
-const ORDER: Param = query(
-    "order",
-    Kind::OneOf(&["asc", "desc"]),
-    "Sort by creation time (default `desc`).",
-);
-
-/// The query of `GET /v1/videos` and of the console's list: the page and reelgate's filters,
-/// which compose with it (`domain/videos/queries.rs`).
-const VIDEO_LIST_PARAMS: &[Param] = &[
-    query(
-        "limit",
-        Kind::Int(1, crate::domain::videos::queries::MAX_PAGE as i64),
-        "Page size (default 20). Every page but the last holds this many jobs, unless a filtered \
-         list read its budget of 5,000 jobs first (then `has_more` is true).",
-    ),
-    query(
-        "after",
-        Kind::Str,
-        "A video id: the page starts after it. Send the previous page's `last_id`.",
-    ),
-    ORDER,
-    query(
-        "status",
-        Kind::OneOf(crate::domain::videos::queries::STATUS_FILTERS),
-        "Only jobs in this status, or `running`: any status before the end (reelgate).",
-    ),
-    query(
-        "model",
-        Kind::Str,
-        "Only jobs of this video model id, exactly; an id the catalog does not have is a 400 \
-         (reelgate).",
-    ),
-    query(
-        "q",
-        Kind::Str,
-        "Only jobs whose prompt, as it was sent, contains this text, ignoring case; trimmed, at \
-         most 200 characters, empty for none (reelgate).",
-    ),
-];
-
-/// A request body.
-#[derive(Clone, Copy, Debug)]
-pub enum Body {
-    None,
-    Json(&'static str),
-    Multipart(&'static str),
-    /// JSON, or the same object as `multipart/form-data` fields (as OpenAI's Python SDK sends).
-    JsonOrForm(&'static str),
-    /// An HTML form (`application/x-www-form-urlencoded`).
-    Form(&'static str),
-}
-
-/// One successful answer.
-#[derive(Clone, Copy, Debug)]
-pub enum Answer {
-    /// `application/json` with a component schema.
-    Json(&'static str),
-    /// A component schema as JSON, or `text/event-stream` when the body asks `stream: true`.
-    JsonOrStream(&'static str),
-    /// `application/json` video object with the polling hint header.
-    PolledVideo,
-    /// Bytes of the given media types (ranges answer 206).
-    Bytes(&'static [&'static str]),
-    /// An HTML page.
-    Html,
-    /// Static text of the given media type.
-    Text(&'static str),
-    /// This document: an OpenAPI 3.1 object (its schema is OpenAPI's own, not restated here).
-    OpenApiDocument,
-    /// A redirect (`Location`).
-    Redirect,
-}
-
-/// An OpenAPI link: after this operation, `param` of operation `op` is `expr`.
-#[derive(Clone, Copy, Debug)]
-pub struct Link {
-    pub name: &'static str,
-    pub op: &'static str,
-    pub param: &'static str,
-    pub expr: &'static str,
-}
-
-const fn link(name: &'static str, op: &'static str, param: &'static str) -> Link {
-    Link {
-        name,
-        op,
-        param,
-        expr: "$response.body#/id",
-    }
-}
-
-/// One operation of the router.
-#[derive(Clone, Copy, Debug)]
-pub struct Operation {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub id: &'static str,
-    pub tag: &'static str,
-    pub summary: &'static str,
-    pub auth: Auth,
-    pub params: &'static [Param],
-    pub body: Body,
-    pub ok: &'static [(u16, Answer)],
-    /// Every error status the handler (with its extractors) can answer.
-    pub errors: &'static [u16],
-    pub links: &'static [Link],
-}
-
-const DEFAULT: Operation = Operation {
-    method: "GET",
-    path: "",
-    id: "",
-    tag: "",
-    summary: "",
-    auth: Auth::ApiKey,
-    params: &[],
-    body: Body::None,
-    ok: &[],
-    errors: &[401],
-    links: &[],
-};
-
-const VIDEO_BYTES: &[&str] = &["video/mp4", "image/jpeg"];
-const VIDEO_LINKS: &[Link] = &[
-    link("GetVideo", "RetrieveVideo", "video_id"),
-    link("GetVideoContent", "DownloadVideoContent", "video_id"),
-    link("GetVideoThumbnail", "DownloadVideoThumbnail", "video_id"),
-    link("DeleteVideo", "DeleteVideo", "video_id"),
-];
-const CHARACTER_LINKS: &[Link] = &[
-    link("GetCharacter", "RetrieveVideoCharacter", "character_id"),
-    link("DeleteCharacter", "DeleteVideoCharacter", "character_id"),
-];
-const FILE_LINKS: &[Link] = &[
-    link("GetFile", "RetrieveFile", "file_id"),
-    link("GetFileContent", "DownloadFileContent", "file_id"),
-    link("DeleteFile", "DeleteFile", "file_id"),
-];
-const RESPONSE_LINKS: &[Link] = &[
-    link("GetResponse", "RetrieveResponse", "response_id"),
-    link(
-        "GetResponseInputItems",
-        "ListResponseInputItems",
-        "response_id",
-    ),
-    link("DeleteResponse", "DeleteResponse", "response_id"),
-];
-const WEBHOOK_LINKS: &[Link] = &[
-    link("GetWebhook", "RetrieveWebhook", "webhook_id"),
-    link("RotateWebhookSecret", "RotateWebhookSecret", "webhook_id"),
-    link("DeleteWebhook", "DeleteWebhook", "webhook_id"),
-];
-const CONSOLE_VIDEO_LINKS: &[Link] = &[
-    link("GetConsoleVideo", "ConsoleRetrieveVideo", "video_id"),
-    link("GetConsoleVideoMedia", "ConsoleVideoMedia", "video_id"),
-];
-
-/// Every operation the service serves, in the document's order.
+/// Every operation the service serves, in the document's order: each declared once, beside
+/// its handler, where its module's router is built from it.
 pub const OPERATIONS: &[Operation] = &[
-    Operation {
-        path: "/health",
-        id: "Health",
-        tag: "service",
-        summary: "Liveness: answers while the process serves",
-        auth: Auth::None,
-        ok: &[(200, Answer::Json("Health"))],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/metrics",
-        id: "Metrics",
-        tag: "service",
-        summary: "Prometheus metrics for the operator (`Authorization: Bearer <REELGATE_METRICS_TOKEN>`; 404 while unset)",
-        auth: Auth::None,
-        ok: &[(200, Answer::Text("text/plain; version=0.0.4; charset=utf-8"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        path: PATH,
-        id: "OpenApiDocument",
-        tag: "service",
-        summary: "This document",
-        auth: Auth::None,
-        ok: &[(200, Answer::OpenApiDocument)],
-        errors: &[],
-        ..DEFAULT
-    },
+    crate::api::HEALTH,
+    crate::api::metrics::METRICS,
+    OPEN_API_DOCUMENT,
     // ---- files
-    Operation {
-        method: "POST",
-        path: "/v1/files",
-        id: "CreateFile",
-        tag: "files",
-        summary: "Upload a file (multipart, up to 100 MB; larger ones use /v1/uploads)",
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::Multipart("FileUploadForm"),
-        ok: &[(200, Answer::Json("FileObject"))],
-        errors: &[400, 401, 409, 413],
-        links: FILE_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/files",
-        id: "ListFiles",
-        tag: "files",
-        summary: "List the organization's files",
-        params: &[
-            query("limit", Kind::Int(1, crate::domain::files::MAX_PAGE as i64), "Page size (default 20)."),
-            query("after", Kind::Str, "A file id: the page starts after it."),
-            query("purpose", Kind::Str, "Only files of this purpose."),
-            ORDER,
-        ],
-        ok: &[(200, Answer::Json("List_FileObject"))],
-        errors: &[400, 401],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/files/{file_id}",
-        id: "RetrieveFile",
-        tag: "files",
-        summary: "Retrieve a file",
-        params: &[path("file_id", "A file id (`file-…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/v1/files/{file_id}",
-        id: "DeleteFile",
-        tag: "files",
-        summary: "Delete a file and its bytes",
-        params: &[path("file_id", "A file id (`file-…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/files/{file_id}/content",
-        id: "DownloadFileContent",
-        tag: "files",
-        summary: "The file's bytes (byte ranges supported)",
-        params: &[path("file_id", "A file id (`file-…`)."), RANGE],
-        ok: &[
-            (200, Answer::Bytes(&["*/*"])),
-            (206, Answer::Bytes(&["*/*"])),
-            (302, Answer::Redirect),
-        ],
-        errors: &[401, 404, 416],
-        ..DEFAULT
-    },
+    crate::api::files::CREATE_FILE,
+    crate::api::files::LIST_FILES,
+    crate::api::files::RETRIEVE_FILE,
+    crate::api::files::DELETE_FILE,
+    crate::api::files::DOWNLOAD_FILE_CONTENT,
     // ---- direct uploads
-    Operation {
-        method: "POST",
-        path: "/v1/uploads",
-        id: "CreateUpload",
-        tag: "uploads",
-        summary: "Reserve a direct upload: PUT the bytes to `upload_url`, then complete it",
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::Json("UploadCreateRequest"),
-        ok: &[(200, Answer::Json("Upload"))],
-        errors: &[400, 401, 409, 413],
-        links: &[link("CompleteUpload", "CompleteUpload", "upload_id")],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/uploads/{upload_id}/complete",
-        id: "CompleteUpload",
-        tag: "uploads",
-        summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
-        params: &[path("upload_id", "An upload id (`upload_…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
-        errors: &[400, 401, 404, 409, 413],
-        links: FILE_LINKS,
-        ..DEFAULT
-    },
+    crate::api::uploads::CREATE_UPLOAD,
+    crate::api::uploads::COMPLETE_UPLOAD,
     // ---- videos
-    Operation {
-        method: "POST",
-        path: "/v1/videos",
-        id: "CreateVideo",
-        tag: "videos",
-        summary: "Start a render job (quoted and reserved at submission)",
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoCreateRequest"),
-        ok: &[(200, Answer::PolledVideo)],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: VIDEO_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos",
-        id: "ListVideos",
-        tag: "videos",
-        summary: "List the organization's video jobs, optionally filtered by status, model or prompt text",
-        params: VIDEO_LIST_PARAMS,
-        ok: &[(200, Answer::Json("List_Video"))],
-        errors: &[400, 401],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/models",
-        id: "ListVideoModels",
-        tag: "videos",
-        summary: "The video models the plan is entitled to, with prices per second",
-        ok: &[(200, Answer::Json("List_VideoModelObject"))],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/acceptance",
-        id: "RetrieveVideoTermsAcceptance",
-        tag: "videos",
-        summary: "Whether the key's person agreed to the current Video Service Terms",
-        ok: &[(200, Answer::Json("AgreementStatus"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/acceptance",
-        id: "AcceptVideoTerms",
-        tag: "videos",
-        summary: "Always refused for API keys: agreement is recorded in the console only",
-        ok: &[],
-        errors: &[401, 403],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/{video_id}",
-        id: "RetrieveVideo",
-        tag: "videos",
-        summary: "A video job (poll it: `openai-poll-after-ms` while it runs)",
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::PolledVideo)],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/v1/videos/{video_id}",
-        id: "DeleteVideo",
-        tag: "videos",
-        summary: "Delete a finished job and its outputs",
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 404, 409],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/{video_id}/content",
-        id: "DownloadVideoContent",
-        tag: "videos",
-        summary: "The MP4 of a completed job (`variant=thumbnail`: its JPEG thumbnail; \
-                  `variant=spritesheet`: 16 frames in one JPEG grid of 4 columns)",
-        params: &[
-            path("video_id", "A video id (`video_…`)."),
-            query(
-                "variant",
-                Kind::OneOf(&["video", "thumbnail", "spritesheet"]),
-                "`video` (default), `thumbnail` or `spritesheet`.",
-            ),
-            RANGE,
-        ],
-        ok: &[
-            (200, Answer::Bytes(VIDEO_BYTES)),
-            (206, Answer::Bytes(VIDEO_BYTES)),
-            (302, Answer::Redirect),
-        ],
-        errors: &[400, 401, 404, 416],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/{video_id}/thumbnail",
-        id: "DownloadVideoThumbnail",
-        tag: "videos",
-        summary: "The JPEG thumbnail (480 px wide) of a completed job",
-        params: &[path("video_id", "A video id (`video_…`)."), RANGE],
-        ok: &[
-            (200, Answer::Bytes(&["image/jpeg"])),
-            (206, Answer::Bytes(&["image/jpeg"])),
-            (302, Answer::Redirect),
-        ],
-        errors: &[400, 401, 404, 416],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/{video_id}/cancel",
-        id: "CancelVideo",
-        tag: "videos",
-        summary: "Cancel a running job: unbilled, its reservation released",
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[401, 404, 409],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/{video_id}/remix",
-        id: "RemixVideo",
-        tag: "videos",
-        summary: "A new job on a completed video's model, seconds, aspect ratio and inputs, \
-                  with a new prompt (quoted, reserved and billed as a create)",
-        params: &[
-            path("video_id", "The completed video to remix (`video_…`)."),
-            IDEMPOTENCY_KEY,
-        ],
-        body: Body::JsonOrForm("VideoRemixRequest"),
-        ok: &[(200, Answer::PolledVideo)],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: VIDEO_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/extensions",
-        id: "ExtendVideo",
-        tag: "videos",
-        summary: "A new job whose output is a source video (a completed video by id, or an MP4 \
-                  file in a form) followed by a new segment of `seconds` (continued by the \
-                  engine, or rendered from its last frame, and stitched after it; quoted, \
-                  reserved and billed for the segment's seconds)",
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoExtensionRequest"),
-        ok: &[(200, Answer::PolledVideo)],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: VIDEO_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/edits",
-        id: "EditVideo",
-        tag: "videos",
-        summary: "A new job that re-renders a source video (a completed video by id, or an MP4 \
-                  file in a form) guided by the prompt, at its seconds and aspect ratio, on a \
-                  model with video-to-video (quoted, reserved and billed as a create)",
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::JsonOrForm("VideoEditRequest"),
-        ok: &[(200, Answer::PolledVideo)],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: VIDEO_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/videos/characters",
-        id: "CreateVideoCharacter",
-        tag: "videos",
-        summary: "A named set of reference frames, from a short H.264 MP4 or an image \
-                  (`characters: [id]` on a create or remix adds them as reference images)",
-        body: Body::JsonOrForm("CharacterCreateRequest"),
-        ok: &[(200, Answer::Json("Character"))],
-        errors: &[400, 401, 404, 413],
-        links: CHARACTER_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/characters",
-        id: "ListVideoCharacters",
-        tag: "videos",
-        summary: "The organization's characters",
-        params: &[
-            query("limit", Kind::Int(1, crate::domain::videos::characters::MAX_PAGE as i64), "Page size (default 20)."),
-            query("after", Kind::Str, "A character id: the page starts after it."),
-            ORDER,
-        ],
-        ok: &[(200, Answer::Json("List_Character"))],
-        errors: &[400, 401],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/videos/characters/{character_id}",
-        id: "RetrieveVideoCharacter",
-        tag: "videos",
-        summary: "A character",
-        params: &[path("character_id", "A character id (`char_…`).")],
-        ok: &[(200, Answer::Json("Character"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/v1/videos/characters/{character_id}",
-        id: "DeleteVideoCharacter",
-        tag: "videos",
-        summary: "Delete a character and its frames (jobs that named it keep their copies)",
-        params: &[path("character_id", "A character id (`char_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
+    crate::api::videos::CREATE_VIDEO,
+    crate::api::videos::LIST_VIDEOS,
+    crate::api::videos::LIST_VIDEO_MODELS,
+    crate::api::agreement::RETRIEVE_VIDEO_TERMS_ACCEPTANCE,
+    crate::api::agreement::ACCEPT_VIDEO_TERMS,
+    crate::api::videos::RETRIEVE_VIDEO,
+    crate::api::videos::DELETE_VIDEO,
+    crate::api::videos::DOWNLOAD_VIDEO_CONTENT,
+    crate::api::videos::DOWNLOAD_VIDEO_THUMBNAIL,
+    crate::api::videos::CANCEL_VIDEO,
+    crate::api::videos::REMIX_VIDEO,
+    crate::api::videos::EXTEND_VIDEO,
+    crate::api::videos::EDIT_VIDEO,
+    crate::api::characters::CREATE_VIDEO_CHARACTER,
+    crate::api::characters::LIST_VIDEO_CHARACTERS,
+    crate::api::characters::RETRIEVE_VIDEO_CHARACTER,
+    crate::api::characters::DELETE_VIDEO_CHARACTER,
     // ---- webhooks
-    Operation {
-        method: "POST",
-        path: "/v1/webhooks",
-        id: "CreateWebhook",
-        tag: "webhooks",
-        summary:
-            "Register an endpoint for video events (its signing secret is in this answer only)",
-        body: Body::Json("WebhookCreateRequest"),
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
-        errors: &[400, 401],
-        links: WEBHOOK_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/webhooks",
-        id: "ListWebhooks",
-        tag: "webhooks",
-        summary: "The organization's webhook endpoints with their delivery records",
-        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/webhooks/{webhook_id}",
-        id: "RetrieveWebhook",
-        tag: "webhooks",
-        summary: "A webhook endpoint, its status and last delivery attempts",
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/v1/webhooks/{webhook_id}",
-        id: "DeleteWebhook",
-        tag: "webhooks",
-        summary: "Delete a webhook endpoint",
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/webhooks/{webhook_id}/rotate_secret",
-        id: "RotateWebhookSecret",
-        tag: "webhooks",
-        summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
+    crate::api::webhooks::CREATE_WEBHOOK,
+    crate::api::webhooks::LIST_WEBHOOKS,
+    crate::api::webhooks::RETRIEVE_WEBHOOK,
+    crate::api::webhooks::DELETE_WEBHOOK,
+    crate::api::webhooks::ROTATE_WEBHOOK_SECRET,
     // ---- usage
-    Operation {
-        path: "/v1/usage",
-        id: "GetUsage",
-        tag: "usage",
-        summary: "The organization's spend in daily UTC buckets (any member's key)",
-        params: &[
-            Param {
-                name: "start_time",
-                at: In::Query,
-                kind: Kind::Int(0, crate::domain::billing::usage_report::MAX_TIME),
-                required: true,
-                about: "Unix seconds; the report starts at the UTC midnight on or before it.",
-            },
-            query(
-                "end_time",
-                Kind::Int(0, crate::domain::billing::usage_report::MAX_TIME),
-                "Unix seconds (default now, exclusive); the report ends at the UTC midnight on or after it.",
-            ),
-            query(
-                "group_by",
-                Kind::Str,
-                "`model`, `api_key`, `kind` (repeat it, or a comma-separated list).",
-            ),
-            query("limit", Kind::Int(1, crate::domain::billing::usage_report::MAX_DAYS as i64), "Days per page (default 7)."),
-            query("page", Kind::Str, "A previous answer's `next_page`."),
-        ],
-        ok: &[(200, Answer::Json("UsagePage"))],
-        errors: &[400, 401],
-        ..DEFAULT
-    },
+    crate::api::usage::GET_USAGE,
     // ---- text models
-    Operation {
-        path: "/v1/models",
-        id: "ListModels",
-        tag: "models",
-        summary: "The chat models (video models are at /v1/videos/models)",
-        ok: &[(200, Answer::Json("List_ModelObject"))],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/models/{model}",
-        id: "RetrieveModel",
-        tag: "models",
-        summary: "One chat model",
-        params: &[path("model", "A chat model id.")],
-        ok: &[(200, Answer::Json("ModelObject"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/chat/completions",
-        id: "CreateChatCompletion",
-        tag: "chat",
-        summary: "A chat completion (server-sent events with `stream: true`)",
-        body: Body::Json("ChatCompletionRequest"),
-        ok: &[(200, Answer::JsonOrStream("ChatCompletion"))],
-        errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/messages",
-        id: "CreateMessage",
-        tag: "messages",
-        summary: "A message in Anthropic's Messages API shape (Anthropic's server-sent events with `stream: true`; the key also as `x-api-key`; errors in Anthropic's envelope; docs/messages.md)",
-        body: Body::Json("MessageCreateRequest"),
-        ok: &[(200, Answer::JsonOrStream("Message"))],
-        errors: &[400, 401, 402, 404, 413, 429, 502, 504, 529],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/messages/count_tokens",
-        id: "CountMessageTokens",
-        tag: "messages",
-        summary: "The estimated input tokens of a Messages API request, admitted as a message is \
-                  (a funded organization, the key's budget, the rate limits) and not billed \
-                  (docs/messages.md)",
-        body: Body::Json("MessageCountTokensRequest"),
-        ok: &[(200, Answer::Json("MessageTokensCount"))],
-        errors: &[400, 401, 402, 404, 413, 429],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/v1/responses",
-        id: "CreateResponse",
-        tag: "responses",
-        summary: "A model response (typed server-sent events with `stream: true`)",
-        body: Body::Json("ResponseCreateRequest"),
-        ok: &[(200, Answer::JsonOrStream("ResponseObject"))],
-        errors: &[400, 401, 402, 404, 413, 429, 502, 503, 504],
-        links: RESPONSE_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/responses/{response_id}",
-        id: "RetrieveResponse",
-        tag: "responses",
-        summary: "A stored response of this person",
-        params: &[path("response_id", "A response id (`resp_…`).")],
-        ok: &[(200, Answer::Json("ResponseObject"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/v1/responses/{response_id}",
-        id: "DeleteResponse",
-        tag: "responses",
-        summary: "Delete a stored response",
-        params: &[path("response_id", "A response id (`resp_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/v1/responses/{response_id}/input_items",
-        id: "ListResponseInputItems",
-        tag: "responses",
-        summary: "The input items of a stored response",
-        params: &[
-            path("response_id", "A response id (`resp_…`)."),
-            query("limit", Kind::Int(1, crate::domain::responses::MAX_ITEMS_PAGE as i64), "Page size (default 20)."),
-            query("after", Kind::Str, "An item id: the page starts after it."),
-            query("before", Kind::Str, "An item id: the page ends before it."),
-            ORDER,
-        ],
-        ok: &[(200, Answer::Json("List_Value"))],
-        errors: &[400, 401, 404],
-        ..DEFAULT
-    },
+    crate::api::models::LIST_MODELS,
+    crate::api::models::RETRIEVE_MODEL,
+    crate::api::chat::CREATE_CHAT_COMPLETION,
+    crate::api::messages::CREATE_MESSAGE,
+    crate::api::messages::COUNT_MESSAGE_TOKENS,
+    crate::api::responses::CREATE_RESPONSE,
+    crate::api::responses::RETRIEVE_RESPONSE,
+    crate::api::responses::DELETE_RESPONSE,
+    crate::api::responses::LIST_RESPONSE_INPUT_ITEMS,
     // ---- the console (a browser application; its JSON routes take the session cookie)
-    Operation {
-        path: "/console",
-        id: "ConsolePage",
-        tag: "console",
-        summary: "The console's single page",
-        auth: Auth::None,
-        ok: &[(200, Answer::Html)],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/",
-        id: "ConsolePageSlash",
-        tag: "console",
-        summary: "The console's single page",
-        auth: Auth::None,
-        ok: &[(200, Answer::Html)],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/videos/{video_id}",
-        id: "ConsoleVideoPage",
-        tag: "console",
-        summary: "The console's single page, opened on one video's page",
-        auth: Auth::None,
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Html)],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/signin",
-        id: "ConsoleSignIn",
-        tag: "console",
-        summary:
-            "Redeem a one-time sign-in link: sets the session cookie, redirects to the console",
-        auth: Auth::None,
-        params: &[query("token", Kind::Str, "The link's one-time token.")],
-        // A used, expired or unknown link gets a page saying so (a browser opened it).
-        ok: &[(303, Answer::Redirect), (401, Answer::Html)],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/oidc/start",
-        id: "ConsoleOidcStart",
-        tag: "console",
-        summary: "Single sign-on: to the OpenID Connect issuer (authorization code with PKCE)",
-        auth: Auth::None,
-        // A browser opened it: refusals are pages (404 when no issuer is configured).
-        ok: &[
-            (303, Answer::Redirect),
-            (404, Answer::Html),
-            (502, Answer::Html),
-            (503, Answer::Html),
-        ],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/oidc/callback",
-        id: "ConsoleOidcCallback",
-        tag: "console",
-        summary: "The issuer's return: signs the person in (or asks which organization)",
-        auth: Auth::None,
-        params: &[
-            query("code", Kind::Str, "The authorization code."),
-            query("state", Kind::Str, "The flow's state."),
-            query("error", Kind::Str, "The issuer's refusal, if it refused."),
-            query(
-                "error_description",
-                Kind::Str,
-                "What the issuer said about it.",
-            ),
-        ],
-        ok: &[
-            (303, Answer::Redirect),
-            (200, Answer::Html),
-            (400, Answer::Html),
-            (401, Answer::Html),
-            (403, Answer::Html),
-            (404, Answer::Html),
-            (409, Answer::Html),
-            (502, Answer::Html),
-            (503, Answer::Html),
-        ],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/oidc/choose",
-        id: "ConsoleOidcChoose",
-        tag: "console",
-        summary: "Choose the organization to sign in to (form: `token`, `org`)",
-        auth: Auth::None,
-        body: Body::Form("OidcChooseForm"),
-        ok: &[
-            (303, Answer::Redirect),
-            (400, Answer::Html),
-            (401, Answer::Html),
-            (403, Answer::Html),
-            (404, Answer::Html),
-            (409, Answer::Html),
-        ],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/assets/console.css",
-        id: "ConsoleStylesheet",
-        tag: "console",
-        summary: "The console's stylesheet",
-        auth: Auth::None,
-        ok: &[(200, Answer::Text("text/css; charset=utf-8"))],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/assets/console.js",
-        id: "ConsoleScript",
-        tag: "console",
-        summary: "The console's script",
-        auth: Auth::None,
-        ok: &[(200, Answer::Text("text/javascript; charset=utf-8"))],
-        errors: &[],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/session",
-        id: "ConsoleSession",
-        tag: "console",
-        summary: "Who is signed in, and the session's CSRF token",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("SessionInfo"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/signout",
-        id: "ConsoleSignOut",
-        tag: "console",
-        summary: "Revoke the session and clear its cookie",
-        auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("SignedOut"))],
-        errors: &[401, 403],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/terms",
-        id: "ConsoleTerms",
-        tag: "console",
-        summary: "The current Video Service Terms and whether this person agreed",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("Terms"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/terms/agree",
-        id: "ConsoleAgreeToTerms",
-        tag: "console",
-        summary: "Record agreement to the current terms (the only way to record it)",
-        auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("AgreementStatus"))],
-        errors: &[401, 403],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/models",
-        id: "ConsoleVideoModels",
-        tag: "console",
-        summary: "The plan's video models with prices and the create form's limits",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleVideoModels"))],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/chat/models",
-        id: "ConsoleChatModels",
-        tag: "console",
-        summary: "The chat models",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_ModelObject"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos/quote",
-        id: "ConsoleQuoteVideo",
-        tag: "console",
-        summary: "The exact quote of a create request",
-        auth: Auth::ConsoleCsrf,
-        body: Body::Json("VideoCreateRequest"),
-        ok: &[(200, Answer::Json("Quote"))],
-        errors: &[400, 401, 403, 404, 413],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/videos",
-        id: "ConsoleListVideos",
-        tag: "console",
-        summary: "The organization's video jobs, optionally filtered by status, model or prompt text",
-        auth: Auth::Console,
-        params: VIDEO_LIST_PARAMS,
-        ok: &[(200, Answer::Json("List_Video"))],
-        errors: &[400, 401],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos",
-        id: "ConsoleCreateVideo",
-        tag: "console",
-        summary: "Start a render job as the signed-in person",
-        auth: Auth::ConsoleCsrf,
-        body: Body::Json("VideoCreateRequest"),
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[400, 401, 402, 403, 404, 413, 429, 503],
-        links: CONSOLE_VIDEO_LINKS,
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/videos/{video_id}",
-        id: "ConsoleRetrieveVideo",
-        tag: "console",
-        summary: "A video job with its page's details (the rendered prompt, inputs, timings)",
-        auth: Auth::Console,
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("VideoDetail"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/console/api/videos/{video_id}",
-        id: "ConsoleDeleteVideo",
-        tag: "console",
-        summary: "Delete a finished job and its outputs",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 403, 404, 409],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/videos/{video_id}/media",
-        id: "ConsoleVideoMedia",
-        tag: "console",
-        summary: "Short-lived signed URLs of a completed job's MP4 and thumbnail",
-        auth: Auth::Console,
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("VideoMedia"))],
-        errors: &[400, 401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos/{video_id}/cancel",
-        id: "ConsoleCancelVideo",
-        tag: "console",
-        summary: "Cancel a running job: unbilled, its reservation released",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("video_id", "A video id (`video_…`).")],
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[401, 403, 404, 409],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos/{video_id}/remix",
-        id: "ConsoleRemixVideo",
-        tag: "console",
-        summary: "Remix a completed video as the signed-in person",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("video_id", "The completed video to remix (`video_…`).")],
-        body: Body::Json("VideoRemixRequest"),
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: CONSOLE_VIDEO_LINKS,
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos/{video_id}/extend",
-        id: "ConsoleExtendVideo",
-        tag: "console",
-        summary: "Extend a completed video as the signed-in person",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("video_id", "The completed video to extend (`video_…`).")],
-        body: Body::Json("ConsoleVideoExtendRequest"),
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: CONSOLE_VIDEO_LINKS,
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/videos/{video_id}/edit",
-        id: "ConsoleEditVideo",
-        tag: "console",
-        summary: "Edit a completed video as the signed-in person",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("video_id", "The completed video to edit (`video_…`).")],
-        body: Body::Json("ConsoleVideoEditRequest"),
-        ok: &[(200, Answer::Json("Video"))],
-        errors: &[400, 401, 402, 403, 404, 409, 413, 429, 503],
-        links: CONSOLE_VIDEO_LINKS,
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/chat/completions",
-        id: "ConsoleChatCompletion",
-        tag: "console",
-        summary: "A chat completion as the signed-in person",
-        auth: Auth::ConsoleCsrf,
-        body: Body::Json("ChatCompletionRequest"),
-        ok: &[(200, Answer::JsonOrStream("ChatCompletion"))],
-        errors: &[400, 401, 402, 403, 404, 413, 502, 503, 504],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/keys",
-        id: "ConsoleListKeys",
-        tag: "console",
-        summary: "The signed-in person's API keys (never their secrets)",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_ApiKeyInfo"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/keys",
-        id: "ConsoleCreateKey",
-        tag: "console",
-        summary: "Create an API key; its secret is in this answer only",
-        auth: Auth::ConsoleCsrf,
-        ok: &[(200, Answer::Json("ApiKeyCreated"))],
-        errors: &[401, 403],
-        links: &[link("RevokeKey", "ConsoleRevokeKey", "key_id")],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/console/api/keys/{key_id}",
-        id: "ConsoleRevokeKey",
-        tag: "console",
-        summary: "Revoke one of the signed-in person's API keys",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("ApiKeyRevoked"))],
-        errors: &[401, 403, 404],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/keys/{key_id}/limits",
-        id: "ConsoleKeyLimits",
-        tag: "console",
-        summary: "One of the signed-in person's keys: its effective rate limits (overrides over \
-                  the plan's per-key limits) and its monthly budget with this month's committed amount",
-        auth: Auth::Console,
-        params: &[path("key_id", "An API key id.")],
-        ok: &[(200, Answer::Json("KeyControls"))],
-        errors: &[401, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/keys/{key_id}/limits",
-        id: "ConsoleSetKeyLimits",
-        tag: "console",
-        summary: "Set or clear one of the signed-in person's keys' rate-limit overrides and monthly \
-                  budget, never above the plan's per-key limits",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("key_id", "An API key id.")],
-        body: Body::Json("KeyLimitsRequest"),
-        ok: &[(200, Answer::Json("KeyControls"))],
-        errors: &[400, 401, 403, 404],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/usage",
-        id: "ConsoleUsage",
-        tag: "console",
-        summary: "Balance, reservations of renders in flight, recent charges",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("ConsoleUsage"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/uploads",
-        id: "ConsoleCreateUpload",
-        tag: "console",
-        summary: "Reserve a direct upload for a new video's frame or reference: PUT, then complete",
-        auth: Auth::ConsoleCsrf,
-        params: &[IDEMPOTENCY_KEY],
-        body: Body::Json("UploadCreateRequest"),
-        ok: &[(200, Answer::Json("Upload"))],
-        errors: &[400, 401, 403, 409, 413],
-        links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/uploads/{upload_id}/complete",
-        id: "ConsoleCompleteUpload",
-        tag: "console",
-        summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("upload_id", "An upload id (`upload_…`).")],
-        ok: &[(200, Answer::Json("FileObject"))],
-        errors: &[400, 401, 403, 404, 409, 413],
-        ..DEFAULT
-    },
-    Operation {
-        path: "/console/api/webhooks",
-        id: "ConsoleListWebhooks",
-        tag: "console",
-        summary: "The organization's webhook endpoints with their delivery records",
-        auth: Auth::Console,
-        ok: &[(200, Answer::Json("List_WebhookEndpoint"))],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/webhooks",
-        id: "ConsoleCreateWebhook",
-        tag: "console",
-        summary:
-            "Register an endpoint for video events (its signing secret is in this answer only)",
-        auth: Auth::ConsoleCsrf,
-        body: Body::Json("WebhookCreateRequest"),
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
-        errors: &[400, 401, 403],
-        links: &[
-            link(
-                "RotateWebhookSecret",
-                "ConsoleRotateWebhookSecret",
-                "webhook_id",
-            ),
-            link("DeleteWebhook", "ConsoleDeleteWebhook", "webhook_id"),
-        ],
-        ..DEFAULT
-    },
-    Operation {
-        method: "DELETE",
-        path: "/console/api/webhooks/{webhook_id}",
-        id: "ConsoleDeleteWebhook",
-        tag: "console",
-        summary: "Delete a webhook endpoint",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("Deleted"))],
-        errors: &[401, 403, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/webhooks/{webhook_id}/rotate_secret",
-        id: "ConsoleRotateWebhookSecret",
-        tag: "console",
-        summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookEndpoint"))],
-        errors: &[401, 403, 404],
-        ..DEFAULT
-    },
-    Operation {
-        method: "POST",
-        path: "/console/api/webhooks/{webhook_id}/test",
-        id: "ConsoleSendWebhookTestEvent",
-        tag: "console",
-        summary: "Send one signed `webhook.test` event to the endpoint now and answer what the \
-                  receiver did (its status or the error, and how long it took); one test per \
-                  endpoint every 5 seconds",
-        auth: Auth::ConsoleCsrf,
-        params: &[path("webhook_id", "A webhook endpoint id (`wh_…`).")],
-        ok: &[(200, Answer::Json("WebhookTestDelivery"))],
-        errors: &[401, 403, 404, 429],
-        ..DEFAULT
-    },
+    crate::api::console::CONSOLE_PAGE,
+    crate::api::console::CONSOLE_PAGE_SLASH,
+    crate::api::console::CONSOLE_VIDEO_PAGE,
+    crate::api::console::CONSOLE_SIGN_IN,
+    crate::api::console::oidc::CONSOLE_OIDC_START,
+    crate::api::console::oidc::CONSOLE_OIDC_CALLBACK,
+    crate::api::console::oidc::CONSOLE_OIDC_CHOOSE,
+    crate::api::console::CONSOLE_STYLESHEET,
+    crate::api::console::CONSOLE_SCRIPT,
+    crate::api::console::api::CONSOLE_SESSION,
+    crate::api::console::api::CONSOLE_SIGN_OUT,
+    crate::api::console::api::CONSOLE_TERMS,
+    crate::api::console::api::CONSOLE_AGREE_TO_TERMS,
+    crate::api::console::api::CONSOLE_VIDEO_MODELS,
+    crate::api::console::api::CONSOLE_CHAT_MODELS,
+    crate::api::console::videos::CONSOLE_QUOTE_VIDEO,
+    crate::api::console::videos::CONSOLE_LIST_VIDEOS,
+    crate::api::console::videos::CONSOLE_CREATE_VIDEO,
+    crate::api::console::videos::CONSOLE_RETRIEVE_VIDEO,
+    crate::api::console::videos::CONSOLE_DELETE_VIDEO,
+    crate::api::console::videos::CONSOLE_VIDEO_MEDIA,
+    crate::api::console::videos::CONSOLE_CANCEL_VIDEO,
+    crate::api::console::videos::CONSOLE_REMIX_VIDEO,
+    crate::api::console::videos::CONSOLE_EXTEND_VIDEO,
+    crate::api::console::videos::CONSOLE_EDIT_VIDEO,
+    crate::api::console::api::CONSOLE_CHAT_COMPLETION,
+    crate::api::console::api::CONSOLE_LIST_KEYS,
+    crate::api::console::api::CONSOLE_CREATE_KEY,
+    crate::api::console::api::CONSOLE_REVOKE_KEY,
+    crate::api::console::api::CONSOLE_KEY_LIMITS,
+    crate::api::console::api::CONSOLE_SET_KEY_LIMITS,
+    crate::api::console::api::CONSOLE_USAGE,
+    crate::api::console::api::CONSOLE_CREATE_UPLOAD,
+    crate::api::console::api::CONSOLE_COMPLETE_UPLOAD,
+    crate::api::console::api::CONSOLE_LIST_WEBHOOKS,
+    crate::api::console::api::CONSOLE_CREATE_WEBHOOK,
+    crate::api::console::api::CONSOLE_DELETE_WEBHOOK,
+    crate::api::console::api::CONSOLE_ROTATE_WEBHOOK_SECRET,
+    crate::api::console::api::CONSOLE_SEND_WEBHOOK_TEST_EVENT,
 ];
 
 /// The component schemas, collected with everything they refer to.
@@ -1305,8 +173,8 @@ pub const OPERATIONS: &[Operation] = &[
     crate::domain::videos::remix::VideoRemixRequest,
     crate::domain::videos::extensions::VideoExtensionRequest,
     crate::domain::videos::edits::VideoEditRequest,
-    crate::api::console::api::ConsoleVideoExtendRequest,
-    crate::api::console::api::ConsoleVideoEditRequest,
+    crate::api::console::videos::ConsoleVideoExtendRequest,
+    crate::api::console::videos::ConsoleVideoEditRequest,
     crate::domain::videos::object::VideoDetail,
     crate::domain::videos::object::VideoInputs,
     crate::domain::videos::source_request::VideoReference,
@@ -1389,9 +257,9 @@ fn param_schema(kind: Kind) -> Schema {
 /// An error answer; the Messages API's routes answer Anthropic's envelope.
 fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
     let envelope = if path.starts_with("/v1/messages") {
-        "AnthropicErrorResponse"
+        schema::<crate::api::messages::AnthropicErrorResponse>()
     } else {
-        "ErrorResponse"
+        schema::<crate::api::envelope::ErrorResponse>()
     };
     let about = match status {
         400 => "The request is invalid; `param` names the offending parameter.",
@@ -1414,14 +282,18 @@ fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
         .content(
             "application/json",
             ContentBuilder::new()
-                .schema(Some(schema_ref(envelope)))
+                .schema(Some(schema_ref(&envelope)))
                 .build(),
         )
         .build()
 }
 
 fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
-    let json = |name: &str| ContentBuilder::new().schema(Some(schema_ref(name))).build();
+    let json = |name: SchemaName| {
+        ContentBuilder::new()
+            .schema(Some(schema_ref(&name())))
+            .build()
+    };
     let bytes = || {
         ContentBuilder::new()
             .schema(Some(
@@ -1440,10 +312,10 @@ fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
         Answer::JsonOrStream(name) => r
             .description("The object, or with `stream: true` server-sent events")
             .content("application/json", json(name))
-            .content("text/event-stream", json("EventStream")),
+            .content("text/event-stream", json(schema::<crate::api::chat_answers::EventStream>)),
         Answer::PolledVideo => r
             .description("The video job")
-            .content("application/json", json("Video"))
+            .content("application/json", json(schema::<crate::domain::videos::Video>))
             .header(
                 "openai-poll-after-ms",
                 HeaderBuilder::new()
@@ -1531,7 +403,7 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
                 .schema(Some(param_schema(p.kind))),
         );
     }
-    let body: Option<(&[&str], &str)> = match op.body {
+    let body: Option<(&[&str], SchemaName)> = match op.body {
         Body::None => None,
         Body::Json(name) => Some((&["application/json"], name)),
         Body::JsonOrForm(name) => Some((&["application/json", "multipart/form-data"], name)),
@@ -1543,7 +415,9 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
         for media_type in media_types {
             request = request.content(
                 *media_type,
-                ContentBuilder::new().schema(Some(schema_ref(name))).build(),
+                ContentBuilder::new()
+                    .schema(Some(schema_ref(&name())))
+                    .build(),
             );
         }
         b = b.request_body(Some(request.build()));
