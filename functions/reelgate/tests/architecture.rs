@@ -718,6 +718,120 @@ fn the_handler_check_sees_a_cross_call() {
     );
 }
 
+/// The string literals of `code`, each with the line it starts on (char literals such as
+/// `'"'` skipped).
+fn string_literals(code: &str) -> Vec<(String, String)> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' if chars.get(i + 1) == Some(&'"') && chars.get(i + 2) == Some(&'\'') => i += 3,
+            '\'' if chars.get(i + 1) == Some(&'\\') && chars.get(i + 3) == Some(&'\'') => i += 4,
+            '"' => {
+                let line_start = chars[..i]
+                    .iter()
+                    .rposition(|c| *c == '\n')
+                    .map_or(0, |n| n + 1);
+                let line_end = chars[i..]
+                    .iter()
+                    .position(|c| *c == '\n')
+                    .map_or(chars.len(), |n| i + n);
+                let line: String = chars[line_start..line_end].iter().collect();
+                let mut literal = String::new();
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' {
+                        literal.push(chars[i]);
+                        i += 1;
+                    }
+                    if let Some(c) = chars.get(i) {
+                        literal.push(*c);
+                    }
+                    i += 1;
+                }
+                found.push((literal, line.trim().to_owned()));
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    found
+}
+
+/// Where the `api` files state a route a second time: a `.route(` call anywhere but the
+/// declaration helper (`api/operation.rs`; a route is built from its declaration with
+/// `.declared(&OPERATION, handler)`), or a string literal equal to a declared path (a
+/// `path: "…"` line of an `Operation`) anywhere but in its declaration.
+fn restated_routes(files: &[(Vec<String>, String)]) -> Vec<String> {
+    let declared: BTreeSet<String> = files
+        .iter()
+        .flat_map(|(_, code)| string_literals(code))
+        .filter(|(literal, line)| line.starts_with("path: \"") && literal.starts_with('/'))
+        .map(|(literal, _)| literal)
+        .collect();
+    let mut found = Vec::new();
+    for (module, code) in files {
+        let name = module.join("::");
+        if module != &["api".to_owned(), "operation".to_owned()] && code.contains(".route(") {
+            found.push(format!(
+                "{name}: a `.route(` call (build it from its Operation with `.declared`)"
+            ));
+        }
+        for (literal, line) in string_literals(code) {
+            if declared.contains(&literal) && !line.starts_with("path: \"") {
+                found.push(format!(
+                    "{name}: \"{literal}\" restated outside its declaration: {line}"
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// A route's method and path are stated once, in its `Operation` beside its handler; the
+/// router, `OPERATIONS` (and from it the document, `API_ROUTES`, the Lambda manifest's checks)
+/// read them from there.
+#[test]
+fn each_route_is_stated_once() {
+    let found = restated_routes(&api_files());
+    assert!(
+        found.is_empty(),
+        "a route's path or method stated outside its declaration (use the Operation's \
+         `.path`/`.method`):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_route_check_finds_a_restated_route() {
+    let declaration = "pub const LIST: Operation = Operation {\n    path: \"/v1/things\",\n    \
+                       ..DEFAULT\n};\npub fn r() -> Router<App> {\n    Router::new().declared(&LIST, list)\n}\n";
+    let files = vec![
+        (vec!["api".to_owned(), "things".to_owned()], declaration.to_owned()),
+        (
+            vec!["api".to_owned(), "other".to_owned()],
+            "fn f(p: &str) -> bool { p == \"/v1/things\" || p.starts_with(\"/v1/\") || c == '\"' }\n\
+             pub fn r() -> Router<App> { Router::new().route(\"/v1/more\", get(more)) }\n"
+                .to_owned(),
+        ),
+        (
+            vec!["api".to_owned(), "operation".to_owned()],
+            "fn d(self) -> Self { self.route(op.path, on(f, h)) }\n".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        restated_routes(&files),
+        vec![
+            "api::other: a `.route(` call (build it from its Operation with `.declared`)"
+                .to_owned(),
+            "api::other: \"/v1/things\" restated outside its declaration: fn f(p: &str) -> bool \
+             { p == \"/v1/things\" || p.starts_with(\"/v1/\") || c == '\"' }"
+                .to_owned(),
+        ]
+    );
+}
+
 /// Calls of the item store's methods in `code` (`app.store.get(…)`, `store.query(…)`).
 fn store_calls(code: &str) -> Vec<String> {
     const METHODS: &[&str] = &[

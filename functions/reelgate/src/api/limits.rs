@@ -137,7 +137,8 @@ impl BodyBudget {
 
 /// Routes whose bodies are streamed, not buffered.
 fn streams_its_body(request: &Request) -> bool {
-    request.method() == Method::POST && request.uri().path() == "/v1/files"
+    let upload = &crate::api::files::CREATE_FILE;
+    request.method().as_str() == upload.method && request.uri().path() == upload.path
 }
 
 /// The organization of the API key or console session the request carries, when it verifies

@@ -30,7 +30,7 @@ pub fn routes() -> Router<App> {
 
 async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
     let Some(token) = app.settings.metrics_token.as_ref() else {
-        return crate::api::not_found_path("/metrics").into_response();
+        return crate::api::not_found_path(METRICS.path).into_response();
     };
     let presented = headers
         .get(header::AUTHORIZATION)

@@ -54,7 +54,10 @@ pub static CONSOLE_ROUTES: std::sync::LazyLock<Vec<(&'static str, &'static str)>
     std::sync::LazyLock::new(|| {
         openapi::OPERATIONS
             .iter()
-            .filter(|op| op.path == "/console" || op.path.starts_with("/console/"))
+            .filter(|op| {
+                op.path == console::CONSOLE_PAGE.path
+                    || op.path.starts_with(console::CONSOLE_PAGE_SLASH.path)
+            })
             .map(|op| (op.method, op.path))
             .collect()
     });

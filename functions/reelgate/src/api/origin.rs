@@ -48,7 +48,7 @@ pub async fn guard(
     let Some(secrets) = secrets else {
         return next.run(req).await;
     };
-    if req.uri().path() == "/health" {
+    if req.uri().path() == crate::api::HEALTH.path {
         req.headers_mut().remove(ORIGIN_SECRET_HEADER);
         return next.run(req).await;
     }

@@ -213,7 +213,7 @@ async fn sign_in(
             let cookie = session_cookie(&session, &app.settings.public_base_url);
             let mut response = StatusCode::SEE_OTHER.into_response();
             let headers = response.headers_mut();
-            headers.insert(LOCATION, HeaderValue::from_static("/console/"));
+            headers.insert(LOCATION, HeaderValue::from_static(CONSOLE_PAGE_SLASH.path));
             headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 headers.insert(SET_COOKIE, v);

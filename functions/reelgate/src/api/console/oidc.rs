@@ -177,7 +177,10 @@ async fn start(State(app): State<App>) -> Response {
 fn signed_in(session: &crate::domain::accounts::console::IssuedSession, base: &str) -> Response {
     let mut response = StatusCode::SEE_OTHER.into_response();
     let h = response.headers_mut();
-    h.insert(LOCATION, HeaderValue::from_static("/console/"));
+    h.insert(
+        LOCATION,
+        HeaderValue::from_static(super::CONSOLE_PAGE_SLASH.path),
+    );
     if let Ok(v) = HeaderValue::from_str(&session_cookie(session, base)) {
         h.append(SET_COOKIE, v);
     }

@@ -1,9 +1,10 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 document of the whole HTTP surface, built from the code.
-//! Every operation the router serves is one row of [`OPERATIONS`] (the tests check the rows
-//! against `API_ROUTES`, the console's routes and the router itself), with the statuses its
-//! handler can answer; bodies are the domain's own types (`Video`, `FileObject`,
-//! `AgreementStatus` derive `utoipa::ToSchema`) or the wire shapes in [`schemas`]. Every error
-//! is the one envelope of `domain/error.rs`.
+//! Every operation the router serves is declared once, beside its handler, as an
+//! [`Operation`] that its module's router is built from; [`OPERATIONS`] lists them in the
+//! document's order (the tests check them against `API_ROUTES`, the console's routes and the
+//! router itself), with the statuses each handler can answer; bodies and answers are named by
+//! the domain's own types (`Video`, `FileObject`, `AgreementStatus` derive `utoipa::ToSchema`).
+//! Every error is the one envelope of `domain/error.rs`.
 //!
 //! The committed copy is `docs/openapi.json`; `functions/reelgate/tests/openapi.rs` fails when
 //! it differs from [`document_json`] and says how to refresh it.
@@ -34,10 +35,10 @@ use utoipa::openapi::{InfoBuilder, OpenApi, PathsBuilder, Ref, RefOr, Required, 
 use utoipa::OpenApi as _;
 
 /// The route serving the document (outside `/v1`, whose every endpoint needs an API key).
-pub const PATH: &str = "/openapi.json";
+pub const PATH: &str = OPEN_API_DOCUMENT.path;
 
 pub const OPEN_API_DOCUMENT: Operation = Operation {
-    path: PATH,
+    path: "/openapi.json",
     id: "OpenApiDocument",
     tag: "service",
     summary: "This document",
@@ -256,7 +257,7 @@ fn param_schema(kind: Kind) -> Schema {
 
 /// An error answer; the Messages API's routes answer Anthropic's envelope.
 fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
-    let envelope = if path.starts_with("/v1/messages") {
+    let envelope = if path.starts_with(crate::api::messages::CREATE_MESSAGE.path) {
         schema::<crate::api::messages::AnthropicErrorResponse>()
     } else {
         schema::<crate::api::envelope::ErrorResponse>()
