@@ -1,4 +1,6 @@
 //! The manifest of the Lambda binaries: which route path, workflow step or queue each one serves.
+//! A function's path is its route's declaration's (`reelgate::api::operation::Operation`), never
+//! restated here.
 //! `infra/template.yaml` declares one function per entry (chat, responses and the console have a
 //! second, streaming function from the same binary); `tests/infra_consistency.rs` keeps the
 //! manifest, the
@@ -40,12 +42,15 @@ pub enum Serves {
 
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
 /// and route under `/console/`).
-pub const CONSOLE_PATHS: &[&str] = &["/console", "/console/{proxy+}"];
+pub const CONSOLE_PATHS: &[&str] = &[
+    reelgate::api::console::CONSOLE_PAGE.path,
+    "/console/{proxy+}",
+];
 
 /// The console route whose answers may be SSE streams (the chat page): the template gives the
 /// console binary a streaming twin for it, as for the streamed API paths, and the distribution
 /// sends this path to the twin's function URL.
-pub const CONSOLE_STREAM_PATH: &str = "/console/api/chat/completions";
+pub const CONSOLE_STREAM_PATH: &str = reelgate::api::console::api::CONSOLE_CHAT_COMPLETION.path;
 
 #[derive(Clone, Copy, Debug)]
 pub struct LambdaFunction {
@@ -145,151 +150,151 @@ use reelgate::api::{
 };
 
 manifest! {
-    API_FILES = http("api-files", "ApiFilesFunction", "/v1/files", files::collection_route, Adapters::STORE.blobs());
+    API_FILES = http("api-files", "ApiFilesFunction", files::CREATE_FILE.path, files::collection_route, Adapters::STORE.blobs());
     API_FILE_ITEM = http(
         "api-file-item",
         "ApiFileItemFunction",
-        "/v1/files/{file_id}",
+        files::RETRIEVE_FILE.path,
         files::item_route,
         Adapters::STORE.blobs(),
     );
     API_FILE_CONTENT = http(
         "api-file-content",
         "ApiFileContentFunction",
-        "/v1/files/{file_id}/content",
+        files::DOWNLOAD_FILE_CONTENT.path,
         files::content_route,
         Adapters::STORE.blobs(),
     );
     // Creating an upload hands out a presigned PUT URL and touches no blob itself.
-    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", "/v1/uploads", uploads::collection_route, Adapters::STORE.blob_urls());
+    API_UPLOADS = http("api-uploads", "ApiUploadsFunction", uploads::CREATE_UPLOAD.path, uploads::collection_route, Adapters::STORE.blob_urls());
     API_UPLOAD_COMPLETE = http(
         "api-upload-complete",
         "ApiUploadCompleteFunction",
-        "/v1/uploads/{upload_id}/complete",
+        uploads::COMPLETE_UPLOAD.path,
         uploads::complete_route,
         Adapters::STORE.blobs(),
     );
-    API_VIDEOS = http("api-videos", "ApiVideosFunction", "/v1/videos", videos::collection_route, Adapters::STORE.blobs().workflow().queues());
+    API_VIDEOS = http("api-videos", "ApiVideosFunction", videos::CREATE_VIDEO.path, videos::collection_route, Adapters::STORE.blobs().workflow().queues());
     API_VIDEO_MODELS = http(
         "api-video-models",
         "ApiVideoModelsFunction",
-        "/v1/videos/models",
+        videos::LIST_VIDEO_MODELS.path,
         videos::models_route,
         Adapters::STORE,
     );
     API_VIDEO_ACCEPTANCE = http(
         "api-video-acceptance",
         "ApiVideoAcceptanceFunction",
-        "/v1/videos/acceptance",
+        agreement::RETRIEVE_VIDEO_TERMS_ACCEPTANCE.path,
         agreement::acceptance_route,
         Adapters::STORE,
     );
     API_VIDEO_ITEM = http(
         "api-video-item",
         "ApiVideoItemFunction",
-        "/v1/videos/{video_id}",
+        videos::RETRIEVE_VIDEO.path,
         videos::item_route,
         Adapters::STORE.blobs(),
     );
     API_VIDEO_CONTENT = http(
         "api-video-content",
         "ApiVideoContentFunction",
-        "/v1/videos/{video_id}/content",
+        videos::DOWNLOAD_VIDEO_CONTENT.path,
         videos::content_route,
         Adapters::STORE.blobs(),
     );
     API_VIDEO_THUMBNAIL = http(
         "api-video-thumbnail",
         "ApiVideoThumbnailFunction",
-        "/v1/videos/{video_id}/thumbnail",
+        videos::DOWNLOAD_VIDEO_THUMBNAIL.path,
         videos::thumbnail_route,
         Adapters::STORE.blobs(),
     );
     API_VIDEO_CANCEL = http(
         "api-video-cancel",
         "ApiVideoCancelFunction",
-        "/v1/videos/{video_id}/cancel",
+        videos::CANCEL_VIDEO.path,
         videos::cancel_route,
         Adapters::STORE.workflow().queues().video_engines(),
     );
     API_VIDEO_CHARACTERS = http(
         "api-video-characters",
         "ApiVideoCharactersFunction",
-        "/v1/videos/characters",
+        characters::CREATE_VIDEO_CHARACTER.path,
         characters::collection_route,
         Adapters::STORE.blobs(),
     );
     API_VIDEO_CHARACTER_ITEM = http(
         "api-video-character-item",
         "ApiVideoCharacterItemFunction",
-        "/v1/videos/characters/{character_id}",
+        characters::RETRIEVE_VIDEO_CHARACTER.path,
         characters::item_route,
         Adapters::STORE.blobs(),
     );
     API_VIDEO_EDITS = http(
         "api-video-edits",
         "ApiVideoEditsFunction",
-        "/v1/videos/edits",
+        videos::EDIT_VIDEO.path,
         videos::edits_route,
         Adapters::STORE.blobs().workflow().queues(),
     );
     API_VIDEO_EXTENSIONS = http(
         "api-video-extensions",
         "ApiVideoExtensionsFunction",
-        "/v1/videos/extensions",
+        videos::EXTEND_VIDEO.path,
         videos::extensions_route,
         Adapters::STORE.blobs().workflow().queues(),
     );
     API_VIDEO_REMIX = http(
         "api-video-remix",
         "ApiVideoRemixFunction",
-        "/v1/videos/{video_id}/remix",
+        videos::REMIX_VIDEO.path,
         videos::remix_route,
         Adapters::STORE.blobs().workflow().queues(),
     );
-    API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", "/v1/webhooks", webhooks::collection_route, Adapters::STORE);
+    API_WEBHOOKS = http("api-webhooks", "ApiWebhooksFunction", webhooks::CREATE_WEBHOOK.path, webhooks::collection_route, Adapters::STORE);
     API_WEBHOOK_ITEM = http(
         "api-webhook-item",
         "ApiWebhookItemFunction",
-        "/v1/webhooks/{webhook_id}",
+        webhooks::RETRIEVE_WEBHOOK.path,
         webhooks::item_route,
         Adapters::STORE,
     );
     API_WEBHOOK_ROTATE_SECRET = http(
         "api-webhook-rotate-secret",
         "ApiWebhookRotateSecretFunction",
-        "/v1/webhooks/{webhook_id}/rotate_secret",
+        webhooks::ROTATE_WEBHOOK_SECRET.path,
         webhooks::rotate_secret_route,
         Adapters::STORE,
     );
-    API_USAGE = http("api-usage", "ApiUsageFunction", "/v1/usage", usage::routes, Adapters::STORE);
-    API_MODELS = http("api-models", "ApiModelsFunction", "/v1/models", models::models_route, Adapters::STORE);
-    API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", "/openapi.json", openapi::routes, Adapters::STORE);
+    API_USAGE = http("api-usage", "ApiUsageFunction", usage::GET_USAGE.path, usage::routes, Adapters::STORE);
+    API_MODELS = http("api-models", "ApiModelsFunction", models::LIST_MODELS.path, models::models_route, Adapters::STORE);
+    API_OPENAPI = http("api-openapi", "ApiOpenApiFunction", openapi::OPEN_API_DOCUMENT.path, openapi::routes, Adapters::STORE);
     API_MODEL_ITEM = http(
         "api-model-item",
         "ApiModelItemFunction",
-        "/v1/models/{model}",
+        models::RETRIEVE_MODEL.path,
         models::model_item_route,
         Adapters::STORE,
     );
     API_CHAT_COMPLETIONS = streamed(
         "api-chat-completions",
         "ApiChatCompletionsFunction",
-        "/v1/chat/completions",
+        chat::CREATE_CHAT_COMPLETION.path,
         chat::completions_route,
         Adapters::STORE.chat().blobs(),
     );
     API_MESSAGES = streamed(
         "api-messages",
         "ApiMessagesFunction",
-        "/v1/messages",
+        messages::CREATE_MESSAGE.path,
         messages::messages_route,
         Adapters::STORE.chat().blobs(),
     );
     API_MESSAGES_COUNT_TOKENS = http(
         "api-messages-count-tokens",
         "ApiMessagesCountTokensFunction",
-        "/v1/messages/count_tokens",
+        messages::COUNT_MESSAGE_TOKENS.path,
         messages::count_tokens_route,
         // The upstream's own counter (Bedrock's CountTokens) where it has one.
         Adapters::STORE.chat(),
@@ -297,21 +302,21 @@ manifest! {
     API_RESPONSES = streamed(
         "api-responses",
         "ApiResponsesFunction",
-        "/v1/responses",
+        responses::CREATE_RESPONSE.path,
         responses::collection_route,
         Adapters::STORE.chat().blobs().pdf(),
     );
     API_RESPONSE_ITEM = http(
         "api-response-item",
         "ApiResponseItemFunction",
-        "/v1/responses/{response_id}",
+        responses::RETRIEVE_RESPONSE.path,
         responses::item_route,
         Adapters::STORE.blobs(),
     );
     API_RESPONSE_INPUT_ITEMS = http(
         "api-response-input-items",
         "ApiResponseInputItemsFunction",
-        "/v1/responses/{response_id}/input_items",
+        responses::LIST_RESPONSE_INPUT_ITEMS.path,
         responses::input_items_route,
         Adapters::STORE.blobs(),
     );
