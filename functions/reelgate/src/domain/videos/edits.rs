@@ -9,6 +9,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{sent, sent_object, FaultKind, RequestBody, ShapeFault};
 use crate::domain::videos::create::CreateAnswer;
+use crate::domain::videos::source_request::unknown_parameter;
 use crate::domain::videos::source_request::{self, SentModel, VideoReference};
 use crate::domain::videos::SourceOperation;
 use crate::domain::Context;
@@ -42,17 +43,12 @@ impl RequestBody for VideoEditRequest {
     }
 
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        const TAKES: &str = "An edit keeps the source's seconds and \
+                         aspect ratio; it takes prompt, video and model (with a file).";
+        if let Some(refused) = unknown_parameter(fault, TAKES) {
+            return Some(refused);
+        }
         match fault.kind {
-            FaultKind::Unknown if fault.path == fault.field => {
-                let unknown = &fault.field;
-                Some(ApiError::invalid(
-                    unknown,
-                    format!(
-                        "Unknown parameter: {unknown}. An edit keeps the source's seconds and \
-                         aspect ratio; it takes prompt, video and model (with a file)."
-                    ),
-                ))
-            }
             FaultKind::Missing if fault.path == fault.field => {
                 Some(crate::domain::params::required(&fault.field))
             }

@@ -12,6 +12,7 @@ use crate::domain::videos::create::CreateAnswer;
 use crate::domain::videos::create_request::{
     characters_refusal, check_characters, seconds_expected, seconds_in_range, seconds_schema,
 };
+use crate::domain::videos::source_request::unknown_parameter;
 pub use crate::domain::videos::source_request::VideoReference;
 use crate::domain::videos::source_request::{self, SentModel, VideoSource};
 use crate::domain::videos::SourceOperation;
@@ -64,18 +65,13 @@ impl RequestBody for VideoExtensionRequest {
     }
 
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
-        match fault.kind {
-            FaultKind::Unknown if fault.path == fault.field => {
-                let unknown = &fault.field;
-                Some(ApiError::invalid(
-                    unknown,
-                    format!(
-                        "Unknown parameter: {unknown}. An extension keeps the source's aspect \
+        const TAKES: &str = "An extension keeps the source's aspect \
                          ratio; it takes prompt, seconds, video, model (with a file) and \
-                         characters."
-                    ),
-                ))
-            }
+                         characters.";
+        if let Some(refused) = unknown_parameter(fault, TAKES) {
+            return Some(refused);
+        }
+        match fault.kind {
             FaultKind::Missing if fault.path == fault.field => {
                 Some(crate::domain::params::required(&fault.field))
             }

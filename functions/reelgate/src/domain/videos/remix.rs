@@ -9,6 +9,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{FaultKind, RequestBody, ShapeFault};
 use crate::domain::videos::create::{CreateAnswer, Source};
 use crate::domain::videos::create_request::{characters_refusal, check_characters};
+use crate::domain::videos::source_request::unknown_parameter;
 use crate::domain::videos::JobRecord;
 use crate::domain::Context;
 use crate::ports::workflow::Workflow;
@@ -37,17 +38,12 @@ impl RequestBody for VideoRemixRequest {
     }
 
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        const TAKES: &str = "A remix keeps the source's model, seconds, \
+                         aspect ratio and inputs; it takes prompt and characters.";
+        if let Some(refused) = unknown_parameter(fault, TAKES) {
+            return Some(refused);
+        }
         match fault.kind {
-            FaultKind::Unknown if fault.path == fault.field => {
-                let unknown = &fault.field;
-                Some(ApiError::invalid(
-                    unknown,
-                    format!(
-                        "Unknown parameter: {unknown}. A remix keeps the source's model, seconds, \
-                         aspect ratio and inputs; it takes prompt and characters."
-                    ),
-                ))
-            }
             FaultKind::Missing => Some(crate::domain::params::required(&fault.field)),
             _ => characters_refusal(fault),
         }

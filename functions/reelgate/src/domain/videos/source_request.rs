@@ -49,6 +49,16 @@ fn video_id_refused() -> ApiError {
     ApiError::invalid("video.id", "video.id must be the id of a completed video.")
 }
 
+/// A top-level parameter a source operation does not take, refused by name with what the
+/// operation does take (`takes`), so a caller expecting to change the source's model or ratio
+/// learns why instead of having it ignored.
+pub fn unknown_parameter(fault: &ShapeFault, takes: &str) -> Option<ApiError> {
+    (fault.kind == FaultKind::Unknown && fault.path == fault.field).then(|| {
+        let unknown = &fault.field;
+        ApiError::invalid(unknown, format!("Unknown parameter: {unknown}. {takes}"))
+    })
+}
+
 /// The refusal of a `video` value serde could not read, named by its path (`video.id`,
 /// `video.url`); None for a fault elsewhere in the body.
 pub fn refusal(fault: &ShapeFault) -> Option<ApiError> {
