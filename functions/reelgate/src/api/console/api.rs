@@ -5,7 +5,7 @@
 use super::answers::*;
 use super::{cleared_cookie, ConsoleSession};
 use crate::api::envelope::List;
-use crate::api::extract::ApiJson;
+use crate::api::extract::{ApiBody, ApiJson};
 use crate::api::operation::{
     link, list_of, path_param, schema, Answer, Auth, Body, Declared, Operation, DEFAULT,
     IDEMPOTENCY_KEY,
@@ -549,7 +549,7 @@ async fn set_key_limits(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     Path(key_id): Path<String>,
-    ApiJson(body): ApiJson<Value>,
+    ApiBody(asked): ApiBody<key_controls::KeyLimitsRequest>,
 ) -> ApiResult<Json<key_controls::KeyControls>> {
     let controls = key_controls::set_own(
         &app.accounts(),
@@ -557,7 +557,7 @@ async fn set_key_limits(
         &s.caller.org,
         &s.caller.person,
         &key_id,
-        &body,
+        asked,
     )
     .await?;
     Ok(Json(controls))

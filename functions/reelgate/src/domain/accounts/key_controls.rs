@@ -9,9 +9,9 @@
 use crate::domain::accounts::{Accounts, Caller};
 use crate::domain::catalog::{Plan, RateLimits};
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::params::{FaultKind, RequestBody, ShapeFault};
 use rust_decimal::Decimal;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 /// The largest override a holder can type: far above any plan, small enough for every store.
@@ -130,16 +130,21 @@ pub fn view(holder: &Caller, plan_id: &str, plan: Option<&Plan>, currency: &str)
 /// `POST /console/api/keys/{key_id}/limits`: what a holder asks for, every override and the
 /// budget; an absent or null limit falls back to the plan's, an absent or null budget removes
 /// it. A limit above the plan's per-key limit is refused (`above_plan_limit`, naming the field).
-#[derive(Clone, Debug, PartialEq, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({"requests_per_minute": 60, "tokens_per_minute": null, "video_creates_per_minute": null, "monthly_budget": "25.00"}))]
 pub struct KeyLimitsRequest {
+    #[serde(default)]
     #[schema(schema_with = limit_schema)]
     pub requests_per_minute: Option<u64>,
+    #[serde(default)]
     #[schema(schema_with = limit_schema)]
     pub tokens_per_minute: Option<u64>,
+    #[serde(default)]
     #[schema(schema_with = limit_schema)]
     pub video_creates_per_minute: Option<u64>,
     /// A non-negative decimal string with at most 6 places.
+    #[serde(default, deserialize_with = "decimal_string")]
     #[schema(value_type = Option<String>)]
     pub monthly_budget: Option<Decimal>,
 }
@@ -154,6 +159,61 @@ fn limit_schema() -> utoipa::openapi::schema::Schema {
         .into()
 }
 
+/// Money is sent as a string (a JSON number would pass through a float); null is no budget.
+fn decimal_string<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<Decimal>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(value)? else {
+        return Ok(None);
+    };
+    Decimal::from_str(text.trim())
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn limit_expected(field: &str) -> String {
+    format!("{field} must be a whole number from 1 to {MAX_LIMIT}, or null for the plan's limit.")
+}
+
+impl RequestBody for KeyLimitsRequest {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        match param {
+            "monthly_budget" => Some(
+                "monthly_budget must be a decimal string such as \"25.00\", or null for no budget."
+                    .to_owned(),
+            ),
+            field if FIELDS.contains(&field) => Some(limit_expected(field)),
+            _ => None,
+        }
+    }
+
+    fn refusal(fault: &ShapeFault) -> Option<ApiError> {
+        (fault.kind == FaultKind::Unknown).then(|| {
+            let unknown = &fault.field;
+            ApiError::invalid(
+                unknown,
+                format!(
+                    "Unknown field {unknown}; send {}, monthly_budget.",
+                    FIELDS.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// Each limit from 1 to `MAX_LIMIT`; the budget as money.
+    fn check(self) -> ApiResult<Self> {
+        let limits = self.limits();
+        if let Some(field) = FIELDS
+            .into_iter()
+            .find(|f| get(&limits, f).is_some_and(|n| !(1..=MAX_LIMIT).contains(&n)))
+        {
+            return Err(ApiError::invalid(field, limit_expected(field)));
+        }
+        if let Some(amount) = self.monthly_budget {
+            crate::domain::accounts::validate_money(amount, "monthly_budget")?;
+        }
+        Ok(self)
+    }
+}
+
 impl KeyLimitsRequest {
     pub fn limits(&self) -> RateLimits {
         RateLimits {
@@ -162,85 +222,28 @@ impl KeyLimitsRequest {
             video_creates_per_minute: self.video_creates_per_minute,
         }
     }
-}
 
-/// Reads a holder's request: whole numbers from 1 for the limits, a decimal string for the
-/// budget, nothing above the plan's per-key limit. Every refusal names its field.
-pub fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<KeyLimitsRequest> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad_request("The body must be a JSON object."))?;
-    if let Some(unknown) = obj
-        .keys()
-        .find(|k| !FIELDS.contains(&k.as_str()) && k.as_str() != "monthly_budget")
-    {
-        return Err(ApiError::invalid(
-            unknown,
-            format!(
-                "Unknown field {unknown}; send {}, monthly_budget.",
-                FIELDS.join(", ")
-            ),
-        ));
-    }
-    let plan_limits = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
-    let mut values = [None; 3];
-    for (slot, field) in values.iter_mut().zip(FIELDS) {
-        let value = match obj.get(field) {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
-                _ => {
-                    return Err(ApiError::invalid(
+    /// The request, if no limit is above the plan's per-key limit; a holder may tighten a key,
+    /// never loosen it past the plan.
+    pub fn within_plan(self, plan_id: &str, plan: Option<&Plan>) -> ApiResult<Self> {
+        let plan_limits = plan.map(|p| p.key_limits.clone()).unwrap_or_default();
+        let asked = self.limits();
+        for field in FIELDS {
+            if let (Some(asked), Some(cap)) = (get(&asked, field), get(&plan_limits, field)) {
+                if asked > cap {
+                    let mut e = ApiError::invalid(
                         field,
                         format!(
-                            "{field} must be a whole number from 1 to {MAX_LIMIT}, or null for the plan's limit."
+                            "{field} {asked} is above the {plan_id} plan's per-key limit of {cap}."
                         ),
-                    ))
+                    );
+                    e.code = "above_plan_limit".into();
+                    return Err(e);
                 }
-            },
-        };
-        if let (Some(asked), Some(cap)) = (value, get(&plan_limits, field)) {
-            if asked > cap {
-                let mut e = ApiError::invalid(
-                    field,
-                    format!(
-                        "{field} {asked} is above the {plan_id} plan's per-key limit of {cap}."
-                    ),
-                );
-                e.code = "above_plan_limit".into();
-                return Err(e);
             }
         }
-        *slot = value;
+        Ok(self)
     }
-    let monthly_budget = match obj.get("monthly_budget") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => {
-            let amount = Decimal::from_str(s.trim()).map_err(|_| {
-                ApiError::invalid(
-                    "monthly_budget",
-                    "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.",
-                )
-            })?;
-            Some(crate::domain::accounts::validate_money(
-                amount,
-                "monthly_budget",
-            )?)
-        }
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "monthly_budget",
-                "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.",
-            ))
-        }
-    };
-    let [requests_per_minute, tokens_per_minute, video_creates_per_minute] = values;
-    Ok(KeyLimitsRequest {
-        requests_per_minute,
-        tokens_per_minute,
-        video_creates_per_minute,
-        monthly_budget,
-    })
 }
 
 /// One of the person's own keys, with its plan's limits.
@@ -268,13 +271,14 @@ pub async fn set_own(
     org: &str,
     person: &str,
     key_id: &str,
-    body: &Value,
+    asked: KeyLimitsRequest,
 ) -> ApiResult<KeyControls> {
-    // The key is checked first, so another person's key is "not found" whatever the body says.
+    // The key is checked before the plan, so another person's key is "not found" whatever the
+    // body asks for (a body of the wrong shape was refused at the edge, alike for every key).
     accounts.own_api_key_holder(org, person, key_id).await?;
     let organization = accounts.org(org).await?;
     let plan = catalog.plan(&organization.plan);
-    let asked = parse(body, &organization.plan, plan)?;
+    let asked = asked.within_plan(&organization.plan, plan)?;
     let holder = accounts
         .set_own_key_controls(org, person, key_id, &asked.limits(), asked.monthly_budget)
         .await?;
@@ -289,7 +293,13 @@ pub async fn set_own(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// The body as the edge reads it, then the plan's bound.
+    fn parse(body: &Value, plan_id: &str, plan: Option<&Plan>) -> ApiResult<KeyLimitsRequest> {
+        crate::domain::params::read_body::<KeyLimitsRequest>(body.to_string().as_bytes())?
+            .within_plan(plan_id, plan)
+    }
 
     fn plan() -> Plan {
         toml::from_str(
@@ -322,6 +332,56 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
         // The plan sets no per-key video limit: any override is within it.
         assert_eq!(r.video_creates_per_minute, Some(5000));
         assert_eq!(r.monthly_budget, Some(Decimal::new(1250, 2)));
+    }
+
+    /// Every refusal's param, code and message, as the console's page shows them.
+    fn refusal(body: Value) -> (String, String, String) {
+        let e = parse(&body, "starter", Some(&plan())).unwrap_err();
+        let wire = crate::api::envelope::error_body(&e);
+        let text = |k: &str| wire["error"][k].as_str().unwrap_or_default().to_owned();
+        (text("param"), text("code"), text("message"))
+    }
+
+    #[test]
+    fn each_refusal_is_worded_as_the_console_shows_it() {
+        let limit = |f: &str| {
+            format!("{f} must be a whole number from 1 to 1000000000000, or null for the plan's limit.")
+        };
+        let budget =
+            "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.";
+        let money = "monthly_budget must be a non-negative decimal with at most 6 places";
+        let unknown = |f: &str| {
+            format!("Unknown field {f}; send requests_per_minute, tokens_per_minute, video_creates_per_minute, monthly_budget.")
+        };
+        let cases: Vec<(Value, &str, &str, String)> = vec![
+            (json!({"requests_per_minute": 0}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
+            (json!({"requests_per_minute": -5}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
+            (json!({"tokens_per_minute": 1.5}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
+            (json!({"tokens_per_minute": "100"}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
+            (json!({"video_creates_per_minute": true}), "video_creates_per_minute", "invalid_request_error", limit("video_creates_per_minute")),
+            (json!({"requests_per_minute": 1_000_000_000_001u64}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
+            (json!({"requests_per_minute": 1e30}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
+            (json!({"tokens_per_minute": [1]}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
+            (json!({"monthly_budget": 12.5}), "monthly_budget", "invalid_request_error", budget.into()),
+            (json!({"monthly_budget": {"amount": "1"}}), "monthly_budget", "invalid_request_error", budget.into()),
+            (json!({"monthly_budget": "ten"}), "monthly_budget", "invalid_request_error", budget.into()),
+            (json!({"monthly_budget": "-1"}), "monthly_budget", "invalid_request_error", money.into()),
+            (json!({"monthly_budget": "0.1234567"}), "monthly_budget", "invalid_request_error", money.into()),
+            (json!({"burst": 3}), "burst", "invalid_request_error", unknown("burst")),
+            (json!({"requests_per_minute": 1, "rpm": 3}), "rpm", "invalid_request_error", unknown("rpm")),
+            (json!({"tokens_per_minute": 2001}), "tokens_per_minute", "above_plan_limit",
+             "tokens_per_minute 2001 is above the starter plan's per-key limit of 2000.".into()),
+            (json!({"requests_per_minute": 601, "monthly_budget": "5"}), "requests_per_minute", "above_plan_limit",
+             "requests_per_minute 601 is above the starter plan's per-key limit of 600.".into()),
+        ];
+        for (body, param, code, message) in cases {
+            let shown = body.to_string();
+            assert_eq!(
+                refusal(body),
+                (param.to_owned(), code.to_owned(), message),
+                "{shown}"
+            );
+        }
     }
 
     #[test]
