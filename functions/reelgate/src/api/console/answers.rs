@@ -146,8 +146,7 @@ pub struct ConsoleUsage {
     pub available: String,
     pub renders_in_flight: i64,
     /// The newest charges (renders and token usage), newest first.
-    #[schema(value_type = Vec<Object>)]
-    pub recent_charges: Vec<serde_json::Value>,
+    pub recent_charges: Vec<crate::domain::billing::ledger::ChargeSummary>,
     pub last_30_days: Vec<UsageResult>,
     pub days: Vec<UsageBucket>,
 }

@@ -31,6 +31,24 @@ pub enum Charged {
     },
 }
 
+/// One charge as the console's usage page lists it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ChargeSummary {
+    #[schema(value_type = String, pattern = "^charge$")]
+    pub object: &'static str,
+    /// The render's video id, or the completion's or response's id.
+    pub id: String,
+    /// `video`, `chat.completion` or `response`.
+    #[serde(rename = "type")]
+    pub charge_type: String,
+    pub model: Option<String>,
+    /// What was deducted, an exact decimal string.
+    pub amount: String,
+    pub currency: Option<String>,
+    pub charged_at: Option<i64>,
+    pub reason: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct LedgerEntry {
     pub org: String,
@@ -162,17 +180,17 @@ impl LedgerEntry {
     }
 
     /// The entry as the console's recent charges list shows it.
-    pub fn summary(&self) -> serde_json::Value {
-        serde_json::json!({
-            "object": "charge",
-            "id": self.id(),
-            "type": self.charge_type,
-            "model": self.model,
-            "amount": self.amount.to_string(),
-            "currency": self.currency,
-            "charged_at": self.charged_at,
-            "reason": self.reason,
-        })
+    pub fn summary(&self) -> ChargeSummary {
+        ChargeSummary {
+            object: "charge",
+            id: self.id().to_owned(),
+            charge_type: self.charge_type.clone(),
+            model: self.model.clone(),
+            amount: self.amount.to_string(),
+            currency: self.currency.clone(),
+            charged_at: self.charged_at,
+            reason: self.reason.clone(),
+        }
     }
 }
 
@@ -243,8 +261,8 @@ mod tests {
         assert_eq!(it.str_attr("sk"), Some("LEDGER#chatcmpl-1"));
         assert_eq!(it.str_attr("id"), Some("chatcmpl-1"));
         assert_eq!(LedgerEntry::from_item("org_1", &it), Some(e.clone()));
-        assert_eq!(e.summary()["id"], "chatcmpl-1");
-        assert_eq!(e.summary()["amount"], "0.40");
+        assert_eq!(e.summary().id, "chatcmpl-1");
+        assert_eq!(e.summary().amount, "0.40");
         let mut other = it.clone();
         other.insert("kind".into(), "usage_day".into());
         assert_eq!(LedgerEntry::from_item("org_1", &other), None);

@@ -387,7 +387,11 @@ fn charge_backoff(attempt: u32) -> std::time::Duration {
 }
 
 /// The organization's most recent charges (video renders and token usage), newest first.
-pub async fn recent_charges(cx: Context<'_>, org: &str, limit: usize) -> ApiResult<Vec<Value>> {
+pub async fn recent_charges(
+    cx: Context<'_>,
+    org: &str,
+    limit: usize,
+) -> ApiResult<Vec<super::ledger::ChargeSummary>> {
     let mut entries = Vec::new();
     for prefix in [
         crate::domain::table_keys::CHARGE_PREFIX,

@@ -9,7 +9,6 @@ use crate::domain::billing::usage_report::{
 };
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
-use serde_json::Value;
 
 /// `GET /v1/usage`: the organization's report for the raw query string (see [`parse`]).
 pub async fn report(cx: Context<'_>, org: &str, query: &str) -> ApiResult<UsagePage> {
@@ -22,7 +21,7 @@ pub struct Overview {
     /// Its balance, reservations and renders in flight.
     pub org: Organization,
     /// The newest charges (renders and token usage), newest first.
-    pub recent_charges: Vec<Value>,
+    pub recent_charges: Vec<super::ledger::ChargeSummary>,
     /// The last 30 UTC days summed by model, key and kind.
     pub last_30_days: Vec<UsageResult>,
     /// The same days one by one (the chart).
