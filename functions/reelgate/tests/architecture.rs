@@ -908,14 +908,20 @@ fn word_at(code: &str, at: usize, name: &str) -> bool {
     !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
 }
 
-/// Uses of `name` in `code` other than its own definition and impl headers.
+/// Uses of `name` in `code` other than its own definition, impl headers and an operation's
+/// declaration naming it (`schema::<Name>`, `list_of::<Name>`: a description, not a use).
 fn uses_of(code: &str, name: &str) -> usize {
     code.match_indices(name)
         .filter(|(at, _)| word_at(code, *at, name))
         .filter(|(at, _)| {
             let line_start = code[..*at].rfind('\n').map_or(0, |i| i + 1);
             let head = code[line_start..*at].trim_start();
-            !(head.ends_with("struct ")
+            let declared = ["schema::<", "list_of::<"]
+                .iter()
+                .filter_map(|open| head.rfind(open).map(|i| &head[i..]))
+                .any(|inside| !inside.contains('>'));
+            !(declared
+                || head.ends_with("struct ")
                 || head.ends_with("enum ")
                 || head.starts_with("impl")
                 || head.starts_with("#["))
@@ -925,8 +931,10 @@ fn uses_of(code: &str, name: &str) -> usize {
 
 /// Every component schema of the document whose Rust type is a shadow: named without a path,
 /// defined under `api/openapi/` (the document's assembly, not an owner of wire shapes), missing,
-/// or never used by the service's code (only described).
-fn shadow_schemas(src: &Path) -> Vec<String> {
+/// or never used by the service's code (only described). The types are those of the component
+/// list in `api/openapi/mod.rs` and `declared`, the types the operations' declarations name
+/// (`reelgate::…` paths, as `std::any::type_name` writes them).
+fn shadow_schemas(src: &Path, declared: &[&str]) -> Vec<String> {
     let openapi_dir = src.join("api").join("openapi");
     let mut problems = Vec::new();
     let mut files = Vec::new();
@@ -947,8 +955,19 @@ fn shadow_schemas(src: &Path) -> Vec<String> {
         .map(|f| code_of(&std::fs::read_to_string(f).expect("read")))
         .collect();
     let document = std::fs::read_to_string(openapi_dir.join("mod.rs")).expect("api/openapi/mod.rs");
-    for ty in schema_types(&document) {
-        if ty == "serde_json::Value" {
+    let mut types = schema_types(&document);
+    for ty in declared
+        .iter()
+        .flat_map(|t| t.split(['<', '>', ',']))
+        .map(|t| t.trim().replacen("reelgate::", "crate::", 1))
+        .filter(|t| !t.is_empty())
+    {
+        if !types.contains(&ty) {
+            types.push(ty);
+        }
+    }
+    for ty in types {
+        if ty.starts_with("serde_json::") {
             continue;
         }
         let Some(path) = ty.strip_prefix("crate::") else {
@@ -997,7 +1016,7 @@ fn shadow_schemas(src: &Path) -> Vec<String> {
 
 #[test]
 fn every_openapi_schema_has_a_rust_type_behind_it() {
-    let problems = shadow_schemas(&src_dir());
+    let problems = shadow_schemas(&src_dir(), &reelgate::api::openapi::declared_types());
     assert!(
         problems.is_empty(),
         "OpenAPI schemas without a Rust type the service uses (derive ToSchema on the type a \
@@ -1032,9 +1051,22 @@ fn the_schema_check_finds_shadow_types() {
     write(
         "domain/things.rs",
         "// Described and Used are both here.\n#[derive(ToSchema)]\npub struct Described {}\n\
-         #[derive(ToSchema)]\npub struct Used {}\nimpl Used {}\npub fn parse() -> Used { Used {} }\n",
+         #[derive(ToSchema)]\npub struct Used {}\nimpl Used {}\npub fn parse() -> Used { Used {} }\n\
+         #[derive(ToSchema)]\npub struct OnlyDeclared {}\n",
     );
-    let problems = shadow_schemas(&src);
+    write(
+        "api/things.rs",
+        "pub const GET_THING: Operation = Operation {\n    \
+         ok: &[(200, Answer::Json(schema::<crate::domain::things::OnlyDeclared>))],\n    \
+         ..DEFAULT\n};\n",
+    );
+    let problems = shadow_schemas(
+        &src,
+        &[
+            "reelgate::domain::things::OnlyDeclared",
+            "reelgate::api::envelope::List<reelgate::domain::things::Used>",
+        ],
+    );
     let _ = std::fs::remove_dir_all(&src);
     let found: Vec<&str> = problems
         .iter()
@@ -1042,11 +1074,15 @@ fn the_schema_check_finds_shadow_types() {
         .collect();
     assert_eq!(
         found,
-        ["api/openapi/schemas.rs", "Bare", "crate", "crate",],
+        ["api/openapi/schemas.rs", "Bare", "crate", "crate", "crate"],
         "{problems:#?}"
     );
     assert!(problems[2].contains("Described") && problems[2].contains("never read or written"));
     assert!(problems[3].contains("Missing") && problems[3].contains("no such"));
+    assert!(
+        problems[4].contains("OnlyDeclared") && problems[4].contains("never read or written"),
+        "a declaration naming a type is not a use of it"
+    );
 }
 
 /// The capability folder a module belongs to: `domain::<folder>` when `<folder>` is a folder of

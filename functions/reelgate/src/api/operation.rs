@@ -6,21 +6,52 @@ use axum::handler::Handler;
 use axum::routing::{on, MethodFilter};
 use axum::Router;
 use std::borrow::Cow;
-use utoipa::ToSchema;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
-/// A component schema's name, taken from the Rust type the service reads or writes, so that a
-/// renamed or missing type fails to compile instead of leaving a dangling `$ref`.
-pub type SchemaName = fn() -> Cow<'static, str>;
+/// A component schema named by the Rust type the service reads or writes, so that a renamed or
+/// missing type fails to compile instead of leaving a dangling `$ref`; the document registers
+/// it, and every schema it refers to, from the declarations.
+pub type SchemaName = fn() -> Component;
 
-/// The component name of `T` (its `#[schema(as = …)]` name where it has one).
-pub fn schema<T: ToSchema>() -> Cow<'static, str> {
-    T::name()
+/// A type's component name and its schemas (its own first, then those it refers to).
+pub struct Component {
+    pub name: Cow<'static, str>,
+    pub schemas: Vec<(String, RefOr<Schema>)>,
+    /// The Rust type's path (`reelgate::domain::files::FileObject`), which the architecture
+    /// test checks is a type the service reads or writes, not one that only describes.
+    pub rust_type: &'static str,
 }
 
-/// The component name of the list envelope `List<T>`: utoipa composes a generic's name from its
+/// `T`'s component (named by its `#[schema(as = …)]` name where it has one).
+pub fn schema<T: ToSchema>() -> Component {
+    let mut schemas = vec![(T::name().into_owned(), T::schema())];
+    T::schemas(&mut schemas);
+    Component {
+        name: T::name(),
+        schemas,
+        rust_type: std::any::type_name::<T>(),
+    }
+}
+
+/// The list envelope `List<T>`'s component: utoipa composes a generic's name from its
 /// arguments' (`List_FileObject`), and a generic type's own `name()` is only `List`.
-pub fn list_of<T: ToSchema>() -> Cow<'static, str> {
-    format!("{}_{}", crate::api::envelope::List::<T>::name(), T::name()).into()
+pub fn list_of<T: ToSchema>() -> Component {
+    use crate::api::envelope::List;
+    let name: Cow<'static, str> = format!("{}_{}", List::<T>::name(), T::name()).into();
+    // The envelope's items refer to `T`'s own component.
+    let mut schemas = vec![
+        (name.clone().into_owned(), List::<T>::schema()),
+        (T::name().into_owned(), T::schema()),
+    ];
+    List::<T>::schemas(&mut schemas);
+    T::schemas(&mut schemas);
+    Component {
+        name,
+        schemas,
+        rust_type: std::any::type_name::<List<T>>(),
+    }
 }
 
 /// A request body.

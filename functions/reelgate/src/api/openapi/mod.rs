@@ -153,82 +153,14 @@ pub const OPERATIONS: &[Operation] = &[
     crate::api::console::api::CONSOLE_SEND_WEBHOOK_TEST_EVENT,
 ];
 
-/// The component schemas, collected with everything they refer to.
+/// The component schemas no declaration names: the document's components are collected from
+/// the operations ([`declared_schemas`]), and these are referred to only from schemas built by
+/// hand (the create request's arrays, sized by the rules' limits), which utoipa cannot follow.
 #[derive(utoipa::OpenApi)]
 #[openapi(components(schemas(
-    crate::api::envelope::ErrorResponse,
-    crate::api::envelope::ErrorBody,
-    crate::api::Health,
-    crate::domain::files::FileObject,
-    crate::api::envelope::List<crate::domain::files::FileObject>,
-    crate::api::envelope::Deleted,
-    crate::domain::files::form_upload::FileUploadForm,
-    crate::domain::files::uploads::UploadCreateRequest,
-    crate::domain::files::uploads::Upload,
-    crate::domain::videos::create_request::VideoCreateRequest,
-    // Named by the create request's array schemas (built from the rules' limits).
     crate::domain::videos::create_request::FrameReference,
     crate::domain::videos::create_request::FrameRole,
     crate::domain::videos::create_request::FileRef,
-    crate::domain::videos::create::Quote,
-    crate::domain::videos::remix::VideoRemixRequest,
-    crate::domain::videos::extensions::VideoExtensionRequest,
-    crate::domain::videos::edits::VideoEditRequest,
-    crate::api::console::videos::ConsoleVideoExtendRequest,
-    crate::api::console::videos::ConsoleVideoEditRequest,
-    crate::domain::videos::object::VideoDetail,
-    crate::domain::videos::object::VideoInputs,
-    crate::domain::videos::source_request::VideoReference,
-    crate::domain::videos::characters::Character,
-    crate::domain::videos::characters::CharacterCreateRequest,
-    crate::api::envelope::List<crate::domain::videos::characters::Character>,
-    crate::domain::videos::Video,
-    crate::api::envelope::List<crate::domain::videos::Video>,
-    crate::api::envelope::List<crate::domain::videos::queries::VideoModelObject>,
-    crate::domain::accounts::agreement::AgreementStatus,
-    crate::domain::chat::models::ModelObject,
-    crate::api::envelope::List<crate::domain::chat::models::ModelObject>,
-    crate::api::envelope::List<serde_json::Value>,
-    crate::domain::chat::request::ChatCompletionRequest,
-    crate::domain::chat::request::ChatMessage,
-    crate::domain::chat::request::Role,
-    crate::domain::chat::request::StreamOptions,
-    crate::domain::chat::completion::ChatCompletion,
-    crate::domain::messages::body::MessageCreateRequest,
-    crate::domain::messages::body::MessageCountTokensRequest,
-    crate::domain::messages::body::Metadata,
-    crate::domain::messages::reply::Message,
-    crate::domain::messages::reply::Usage,
-    crate::domain::messages::reply::MessageTokensCount,
-    crate::api::messages::AnthropicErrorResponse,
-    crate::api::messages::AnthropicErrorBody,
-    crate::domain::responses::request::ResponseCreateBody,
-    crate::domain::responses::request::Reasoning,
-    crate::domain::responses::request::Text,
-    crate::domain::responses::request::Truncation,
-    crate::domain::responses::output::ResponseObject,
-    crate::domain::responses::output::ResponseError,
-    crate::domain::responses::output::IncompleteDetails,
-    crate::api::chat_answers::EventStream,
-    crate::api::console::answers::SessionInfo,
-    crate::api::console::answers::SignedOut,
-    crate::api::console::answers::Terms,
-    crate::api::console::answers::ConsoleVideoModels,
-    crate::api::console::answers::VideoMedia,
-    crate::api::console::answers::ApiKeyCreated,
-    crate::api::console::answers::ApiKeyRevoked,
-    crate::api::console::answers::ConsoleUsage,
-    crate::api::envelope::List<crate::domain::accounts::ApiKeyInfo>,
-    crate::domain::accounts::key_controls::KeyControls,
-    crate::domain::accounts::key_controls::KeyLimitsRequest,
-    crate::domain::webhooks::WebhookCreateRequest,
-    crate::domain::webhooks::Endpoint,
-    crate::domain::webhooks::DeliveryRecord,
-    crate::domain::webhooks::Attempt,
-    crate::domain::webhooks::test_event::TestDelivery,
-    crate::api::envelope::List<crate::domain::webhooks::Endpoint>,
-    crate::api::console::oidc::OidcChooseForm,
-    crate::domain::billing::usage_report::UsagePage,
 )))]
 struct Components;
 
@@ -255,13 +187,69 @@ fn param_schema(kind: Kind) -> Schema {
     }
 }
 
-/// An error answer; the Messages API's routes answer Anthropic's envelope.
-fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
-    let envelope = if path.starts_with(crate::api::messages::CREATE_MESSAGE.path) {
-        schema::<crate::api::messages::AnthropicErrorResponse>()
+/// The error envelope of a route: the Messages API's routes answer Anthropic's.
+fn error_envelope(path: &str) -> SchemaName {
+    if path.starts_with(crate::api::messages::CREATE_MESSAGE.path) {
+        schema::<crate::api::messages::AnthropicErrorResponse>
     } else {
-        schema::<crate::api::envelope::ErrorResponse>()
-    };
+        schema::<crate::api::envelope::ErrorResponse>
+    }
+}
+
+/// Every schema the declarations name (bodies, answers, error envelopes) with the schemas they
+/// refer to: the document's components come from the operations, not from a list beside them.
+fn declared_schemas() -> BTreeMap<String, RefOr<Schema>> {
+    declared_components()
+        .into_iter()
+        .flat_map(|c| c.schemas)
+        .collect()
+}
+
+/// The component of every type the declarations name.
+fn declared_components() -> Vec<crate::api::operation::Component> {
+    let mut named: Vec<SchemaName> = Vec::new();
+    for op in OPERATIONS {
+        match op.body {
+            Body::None => {}
+            Body::Json(n) | Body::Multipart(n) | Body::JsonOrForm(n) | Body::Form(n) => {
+                named.push(n)
+            }
+        }
+        for (_, answer) in op.ok {
+            match answer {
+                Answer::Json(n) => named.push(*n),
+                Answer::JsonOrStream(n) => {
+                    named.extend([*n, schema::<crate::api::chat_answers::EventStream>])
+                }
+                Answer::PolledVideo => named.push(schema::<crate::domain::videos::Video>),
+                Answer::Bytes(_)
+                | Answer::Html
+                | Answer::Text(_)
+                | Answer::OpenApiDocument
+                | Answer::Redirect => {}
+            }
+        }
+        if !op.errors.is_empty() {
+            named.push(error_envelope(op.path));
+        }
+    }
+    named.into_iter().map(|n| n()).collect()
+}
+
+/// The Rust types the declarations name, as paths (`reelgate::api::envelope::List<…>`).
+pub fn declared_types() -> Vec<&'static str> {
+    let mut types: Vec<&'static str> = declared_components()
+        .iter()
+        .map(|c| c.rust_type)
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    types
+}
+
+/// An error answer in the route's envelope ([`error_envelope`]).
+fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
+    let envelope = error_envelope(path)();
     let about = match status {
         400 => "The request is invalid; `param` names the offending parameter.",
         401 => "No valid credential (API key, or console session on console routes).",
@@ -283,7 +271,7 @@ fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
         .content(
             "application/json",
             ContentBuilder::new()
-                .schema(Some(schema_ref(&envelope)))
+                .schema(Some(schema_ref(&envelope.name)))
                 .build(),
         )
         .build()
@@ -292,7 +280,7 @@ fn error_response(status: u16, path: &str) -> utoipa::openapi::Response {
 fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
     let json = |name: SchemaName| {
         ContentBuilder::new()
-            .schema(Some(schema_ref(&name())))
+            .schema(Some(schema_ref(&name().name)))
             .build()
     };
     let bytes = || {
@@ -417,7 +405,7 @@ fn operation(op: &Operation) -> utoipa::openapi::path::Operation {
             request = request.content(
                 *media_type,
                 ContentBuilder::new()
-                    .schema(Some(schema_ref(&name())))
+                    .schema(Some(schema_ref(&name().name)))
                     .build(),
             );
         }
@@ -480,6 +468,7 @@ pub fn document() -> OpenApi {
     }
     doc.paths = paths.build();
     let mut components = doc.components.take().unwrap_or_default();
+    components.schemas.extend(declared_schemas());
     components.add_security_scheme(
         "api_key",
         SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),

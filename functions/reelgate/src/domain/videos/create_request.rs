@@ -208,11 +208,11 @@ fn aspect_ratio_schema() -> Schema {
         .into()
 }
 
-/// An optional array of `item` (a schema name) holding `min` to `max` entries.
-fn optional_array(item: &str, min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
+/// An optional array of `T` holding `min` to `max` entries.
+fn optional_array<T: utoipa::ToSchema>(min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
-        .items(Ref::from_schema_name(item))
+        .items(Ref::from_schema_name(T::name()))
         .description(about)
         .min_items(min)
         .max_items(Some(max))
@@ -220,8 +220,7 @@ fn optional_array(item: &str, min: Option<usize>, max: usize, about: Option<&str
 }
 
 fn frames_schema() -> Schema {
-    optional_array(
-        "FrameReference",
+    optional_array::<FrameReference>(
         Some(1),
         MAX_FRAMES,
         Some("Image-to-video: one or two frames."),
@@ -229,15 +228,15 @@ fn frames_schema() -> Schema {
 }
 
 fn reference_images_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_IMAGES, None)
+    optional_array::<FileRef>(None, MAX_REFERENCE_IMAGES, None)
 }
 
 fn reference_videos_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_VIDEOS, None)
+    optional_array::<FileRef>(None, MAX_REFERENCE_VIDEOS, None)
 }
 
 fn reference_audio_schema() -> Schema {
-    optional_array("FileRef", None, MAX_REFERENCE_AUDIO, None)
+    optional_array::<FileRef>(None, MAX_REFERENCE_AUDIO, None)
 }
 
 /// An integer from `MIN_SECONDS` to `MAX_SECONDS`, or the same number as a string (OpenAI's
