@@ -68,7 +68,7 @@ impl LocalBackend {
             catalog,
             settings,
         );
-        app.webhook_queue = Some(self.webhook_queue.clone());
+        app.webhooks = Some(self.webhook_queue.clone());
         app
     }
 }

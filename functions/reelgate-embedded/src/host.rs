@@ -173,7 +173,7 @@ pub async fn assemble(
         connect_upstreams: true,
     };
     let mut app = reelgate::app::assemble(config, ports, host).await?;
-    app.webhook_queue = Some(backend.webhook_queue.clone());
+    app.webhooks = Some(backend.webhook_queue.clone());
     Ok(app)
 }
 

@@ -13,7 +13,7 @@ pub const WEBHOOK_WORKERS: usize = 32;
 /// Delivers forever. Every message is handled in a task of its own as soon as a worker is
 /// free: nothing waits for the slowest delivery of a batch.
 pub async fn run(app: App) {
-    let Some(queue) = app.webhook_queue.clone() else {
+    let Some(queue) = app.webhooks.clone() else {
         return;
     };
     let workers = Arc::new(tokio::sync::Semaphore::new(WEBHOOK_WORKERS));

@@ -170,7 +170,7 @@ pub async fn aws_app(
     let blobs = ports.blobs.clone();
     let mut app = reelgate::app::assemble(&config, ports, host).await?;
     if let Some(url) = &config.aws.webhook_queue_url {
-        app.webhook_queue = Some(queue(url));
+        app.webhooks = Some(queue(url));
     }
     app.pdf = match (adapters.pdf, &config.aws.pdf_function) {
         (Some(lambda), Some(function)) => lambda(&sdk_config, function, blobs),

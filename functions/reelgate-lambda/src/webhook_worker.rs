@@ -12,7 +12,7 @@ use crate::functions;
 /// message); only a store or queue fault reports the record as a batch item failure.
 pub async fn handle_webhook_batch(app: &App, event: &SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
-    let Some(queue) = app.webhook_queue.clone() else {
+    let Some(queue) = app.webhooks.clone() else {
         tracing::error!("REELGATE_WEBHOOK_QUEUE_URL is not set on the webhook worker");
         for record in &event.records {
             response.add_failure(record.message_id.clone().unwrap_or_default());

@@ -135,7 +135,7 @@ fn assembled(full: &App, function: &LambdaFunction) -> App {
     }
     if !declared.declares(Port::Queues) {
         app.render_queue = Arc::new(absent(Port::Queues));
-        app.webhook_queue = Some(Arc::new(absent(Port::Queues)));
+        app.webhooks = Some(Arc::new(absent(Port::Queues)));
     }
     if !declared.declares(Port::Workflow) {
         app = app.with_workflow(Arc::new(absent(Port::Workflow)));

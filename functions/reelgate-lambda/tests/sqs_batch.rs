@@ -93,7 +93,7 @@ async fn webhook_batches_are_handled_or_reported_whole() {
         json!({"batchItemFailures": []})
     );
     // The delivery due in 2 s went back on the queue as one more hop, delayed until then.
-    let queue = app.webhook_queue.clone().expect("webhook queue");
+    let queue = app.webhooks.clone().expect("webhook queue");
     let hop = queue
         .receive(10, Duration::from_secs(60), Duration::from_secs(6))
         .await
@@ -107,7 +107,7 @@ async fn webhook_batches_are_handled_or_reported_whole() {
         "it was delayed"
     );
     let mut without = app.clone();
-    without.webhook_queue = None;
+    without.webhooks = None;
     let response = reelgate_lambda::handle_webhook_batch(&without, &event).await;
     assert_eq!(
         serde_json::to_value(&response).expect("json")["batchItemFailures"]

@@ -9,7 +9,7 @@ use crate::domain::catalog::providers::Engines;
 use crate::domain::catalog::Catalog;
 use crate::domain::chat::upstreams::Upstreams;
 use crate::domain::videos::workflow::Pipeline;
-use crate::domain::Context;
+use crate::domain::{Context, SharedContext};
 use crate::ports::blobs::BlobStore;
 use crate::ports::queue::MessageQueue;
 use crate::ports::store::ItemStore;
@@ -37,14 +37,13 @@ impl std::ops::DerefMut for App {
     }
 }
 
-/// The ports and settings an [`App`] holds.
+/// The ports and settings an [`App`] holds: the use cases' ports ([`SharedContext`], read
+/// through `Deref`: `app.store`, `app.settings`) and what only the hosts, the pipeline and the
+/// text use cases add to them.
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Arc<dyn ItemStore>,
-    pub blobs: Arc<dyn BlobStore>,
+    pub ports: SharedContext,
     pub render_queue: Arc<dyn MessageQueue>,
-    pub catalog: Arc<Catalog>,
-    pub settings: Arc<Settings>,
     /// The workflow runner, if the host has one: given while the App is built
     /// ([`App::with_workflow`]), so every clone holds the same one.
     workflow: Option<Arc<dyn Workflow>>,
@@ -55,11 +54,6 @@ pub struct AppState {
     pub moderator: Arc<dyn crate::ports::moderator::Moderator>,
     /// An explicit translator; otherwise `settings.translation_model` through its upstream.
     pub translator: Option<Arc<dyn crate::ports::translator::Translator>>,
-    /// The guarded fetcher every caller-influenced URL goes through.
-    pub fetcher: Arc<dyn crate::ports::fetch::Fetcher>,
-    /// The webhook delivery queue (`domain::webhooks`); None sends no webhooks. Hosts set it
-    /// after assembly: the local host its embedded queue, Lambda `REELGATE_WEBHOOK_QUEUE_URL`.
-    pub webhook_queue: Option<Arc<dyn MessageQueue>>,
     /// Console sign-in through the configured OpenID Connect issuer, if any.
     pub oidc: Option<Arc<crate::domain::accounts::console::oidc::Oidc>>,
     /// Renders PDF inputs to page images, out of this process. Hosts set it after assembly:
@@ -68,6 +62,19 @@ pub struct AppState {
     pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
     /// API keys this process verified recently (`Settings::account_cache`).
     pub credentials: Arc<crate::domain::accounts::AccountCache>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = SharedContext;
+    fn deref(&self) -> &SharedContext {
+        &self.ports
+    }
+}
+
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut SharedContext {
+        &mut self.ports
+    }
 }
 
 impl App {
@@ -79,10 +86,7 @@ impl App {
         settings: Settings,
     ) -> Self {
         App(Arc::new(AppState {
-            store,
-            blobs,
             render_queue,
-            catalog,
             workflow: None,
             upstreams: Arc::new(crate::domain::chat::upstreams::Upstreams::with_connector(
                 Arc::new(crate::adapters::CatalogConnector::new()),
@@ -90,8 +94,6 @@ impl App {
             engines: Arc::new(crate::domain::catalog::providers::Engines::default()),
             moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
             translator: None,
-            fetcher: Arc::new(guarded_fetcher(&settings)),
-            webhook_queue: None,
             oidc: settings.oidc.clone().map(|oidc| {
                 Arc::new(crate::domain::accounts::console::oidc::Oidc::new(
                     oidc,
@@ -102,7 +104,14 @@ impl App {
             credentials: Arc::new(crate::domain::accounts::AccountCache::new(
                 settings.account_cache,
             )),
-            settings: Arc::new(settings),
+            ports: SharedContext {
+                store,
+                blobs,
+                catalog,
+                fetcher: Arc::new(guarded_fetcher(&settings)),
+                webhooks: None,
+                settings: Arc::new(settings),
+            },
         }))
     }
 
@@ -140,27 +149,13 @@ impl App {
 
     /// The narrow context of the request-side use cases.
     pub fn context(&self) -> Context<'_> {
-        Context {
-            store: self.store.as_ref(),
-            blobs: self.blobs.as_ref(),
-            catalog: &self.catalog,
-            settings: &self.settings,
-            fetcher: self.fetcher.as_ref(),
-            webhooks: self.webhook_queue.as_deref(),
-        }
+        self.ports.context()
     }
 
     /// What the Responses use case uses (a streamed turn keeps it after the request).
     pub fn responses_ports(&self) -> crate::domain::responses::create::ResponsesPorts {
         crate::domain::responses::create::ResponsesPorts {
-            shared: crate::domain::SharedContext {
-                store: self.store.clone(),
-                blobs: self.blobs.clone(),
-                catalog: self.catalog.clone(),
-                settings: self.settings.clone(),
-                fetcher: self.fetcher.clone(),
-                webhooks: self.webhook_queue.clone(),
-            },
+            shared: self.ports.clone(),
             upstreams: self.upstreams.clone(),
             pdf: self.pdf.clone(),
         }
@@ -169,28 +164,21 @@ impl App {
     /// What the chat use case uses.
     pub fn chat_ports(&self) -> crate::domain::chat::complete::ChatPorts<'_> {
         crate::domain::chat::complete::ChatPorts {
-            cx: self.context(),
-            store: self.store.clone(),
+            shared: &self.ports,
             accounts: &self.credentials,
             upstreams: &self.upstreams,
-            catalog: &self.catalog,
         }
     }
 
     /// What the workflow steps and the render worker use.
     pub fn pipeline(&self) -> Pipeline {
         Pipeline {
-            store: self.store.clone(),
-            blobs: self.blobs.clone(),
+            shared: self.ports.clone(),
             render_queue: self.render_queue.clone(),
-            catalog: self.catalog.clone(),
-            settings: self.settings.clone(),
             engines: self.engines.clone(),
             moderator: self.moderator.clone(),
             translator: self.translator(),
             workflow: self.workflow(),
-            fetcher: self.fetcher.clone(),
-            webhook_queue: self.webhook_queue.clone(),
         }
     }
 }

@@ -48,8 +48,10 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The [`Context`]'s ports, owned: for work that outlives the request (a streamed turn that is
-/// charged and stored after its client has gone).
+/// The ports and settings of the use cases, owned: the one owner of the port set. The assembly
+/// holds one (`App`), the video pipeline and the Responses use case share it, and each use case
+/// borrows its [`Context`] from it; work that outlives a request (a streamed turn charged and
+/// stored after its client has gone) keeps a clone.
 #[derive(Clone)]
 pub struct SharedContext {
     pub store: std::sync::Arc<dyn ItemStore>,

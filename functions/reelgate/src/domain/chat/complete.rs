@@ -14,23 +14,27 @@ use crate::domain::chat::stream::{self, ChargeSpec, StreamContext};
 use crate::domain::chat::upstreams::Upstreams;
 use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::{upstream_error, ApiResult};
-use crate::domain::Context;
-use crate::ports::store::ItemStore;
+use crate::domain::{Context, SharedContext};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// What the chat use case needs beyond the request context.
+/// What the chat use case needs: the use cases' ports (their store and catalog are cloned
+/// where a charge or a routed upstream outlives the request, as with a client that left a
+/// stream), the account cache and the upstreams.
+#[derive(Clone, Copy)]
 pub struct ChatPorts<'a> {
-    pub cx: Context<'a>,
-    /// Owned: a charge may be written after the request is gone (a client that left).
-    pub store: Arc<dyn ItemStore>,
+    pub shared: &'a SharedContext,
     /// Organizations' plans this process knows (admission in one round trip).
     pub accounts: &'a AccountCache,
     pub upstreams: &'a Arc<Upstreams>,
-    /// Shared with the routed upstream, which outlives the request when streaming.
-    pub catalog: &'a Arc<crate::domain::catalog::Catalog>,
+}
+
+impl<'a> ChatPorts<'a> {
+    pub fn cx(&self) -> Context<'a> {
+        self.shared.context()
+    }
 }
 
 /// A chat request's answer, as the caller's API renders it.
@@ -88,7 +92,7 @@ pub async fn complete_admitted(
     );
     let grant = match admitted {
         Some(grant) => grant,
-        None => match admit_text(ports.cx, ports.accounts, &caller, estimate).await? {
+        None => match admit_text(ports.cx(), ports.accounts, &caller, estimate).await? {
             TextAdmission::Admitted(_org, grant) => grant,
             TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
         },
@@ -105,7 +109,7 @@ async fn answer(
     grant: Grant,
     dialect: Arc<dyn Dialect>,
 ) -> ApiResult<Reply> {
-    let cx = ports.cx;
+    let cx = ports.cx();
     let mut request = v.request;
     if let Err(e) = resolve_files(cx, &caller, &v.model, &mut request, &v.files).await {
         rate_limits::settle(cx.store, &grant, 0).await;
@@ -123,7 +127,7 @@ async fn answer(
         }
     };
     crate::domain::chat::caching::place(&v.model, &mut request);
-    let upstream = ports.upstreams.for_model(ports.catalog, &v.model);
+    let upstream = ports.upstreams.for_model(&ports.shared.catalog, &v.model);
     let id = dialect.new_id();
     let created = crate::ports::store::now_secs();
     if v.stream {
@@ -136,7 +140,7 @@ async fn answer(
         };
         let format = dialect.stream_format(&id, &v.model.id, created);
         let ctx = StreamContext {
-            store: ports.store,
+            store: ports.shared.store.clone(),
             caller,
             model: v.model,
             format,
@@ -158,7 +162,7 @@ async fn answer(
     };
     let (mut completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     let spec = ChargeSpec {
-        store: ports.store,
+        store: ports.shared.store.clone(),
         caller,
         model: v.model,
         id,

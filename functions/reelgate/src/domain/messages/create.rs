@@ -27,7 +27,7 @@ pub async fn create(
     body: MessageCreateRequest,
     dialect: impl FnOnce(Vec<String>) -> Arc<dyn Dialect>,
 ) -> ApiResult<ChatAnswer> {
-    let cx = ports.cx;
+    let cx = ports.cx();
     let body = MessagesRequest::Create(body);
     let model = validate::chat_model(cx.catalog, body.model())?.clone();
     // Fetching URLs and rasterizing documents is work done before the request can be checked:
@@ -116,7 +116,7 @@ pub async fn count_tokens(
     caller: &Caller,
     body: MessageCountTokensRequest,
 ) -> ApiResult<TokenCountAnswer> {
-    let cx = ports.cx;
+    let cx = ports.cx();
     let body = MessagesRequest::CountTokens(body);
     let model = validate::chat_model(cx.catalog, body.model())?.clone();
     // Admitted before any URL is fetched or document rasterized: an unfunded key, or one over
@@ -149,7 +149,7 @@ async fn count(
     model: &crate::domain::catalog::ChatModel,
     body: MessagesRequest,
 ) -> ApiResult<MessageTokensCount> {
-    let cx = ports.cx;
+    let cx = ports.cx();
     let served = served(cx.catalog, model);
     let native = native_body(served, &body)?;
     let mut t = request::translate(cx.fetcher, pdf, model, body, served).await?;
@@ -160,7 +160,7 @@ async fn count(
     let mut v = validate::validate(cx.catalog, chat)?;
     extensions.carry(&mut v.request);
     v.request.anthropic_request = native;
-    let upstream = ports.upstreams.for_model(ports.catalog, model);
+    let upstream = ports.upstreams.for_model(&ports.shared.catalog, model);
     let request = serde_json::to_value(&v.request)
         .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
     let counted = match upstream.count_tokens(request).await {
