@@ -396,6 +396,64 @@ async fn every_console_route_is_routed() {
     }
 }
 
+/// Each malformed upload body is refused naming its parameter, under an Idempotency-Key too,
+/// and the key stays free: the same key then reserves a good upload.
+#[tokio::test]
+async fn an_upload_body_is_refused_naming_its_parameter() {
+    let server = TestServer::start().await;
+    let t = server.tenant("1.00").await;
+    let http = reqwest::Client::new();
+    let good = serde_json::json!({"purpose": "vision", "filename": "a.png", "bytes": 10});
+    let with = |field: &str, value: Value| {
+        let mut body = good.clone();
+        body[field] = value;
+        body
+    };
+    let without = |field: &str| {
+        let mut body = good.clone();
+        body.as_object_mut().expect("object").remove(field);
+        body
+    };
+    let cases = [
+        (with("purpose", "fine-tune".into()), "purpose"),
+        (with("purpose", 3.into()), "purpose"),
+        (without("purpose"), "purpose"),
+        (with("filename", "".into()), "filename"),
+        (with("filename", "x".repeat(1000).into()), "filename"),
+        (without("filename"), "filename"),
+        (with("bytes", 0.into()), "bytes"),
+        (with("bytes", (-1).into()), "bytes"),
+        (with("bytes", "10".into()), "bytes"),
+        (with("bytes", u64::MAX.into()), "bytes"),
+        (without("bytes"), "bytes"),
+        (with("mime_type", 7.into()), "mime_type"),
+    ];
+    for (body, param) in cases {
+        let res = http
+            .post(server.url("/v1/uploads"))
+            .bearer_auth(&t.key)
+            .header("Idempotency-Key", "upload-refusals")
+            .json(&body)
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(res.status().as_u16(), 400, "{body}");
+        let answer: Value = res.json().await.expect("json");
+        assert_eq!(answer["error"]["param"], param, "{body}: {answer}");
+        let message = answer["error"]["message"].as_str().expect("message");
+        assert!(message.starts_with(param), "{body}: {message}");
+    }
+    let res = http
+        .post(server.url("/v1/uploads"))
+        .bearer_auth(&t.key)
+        .header("Idempotency-Key", "upload-refusals")
+        .json(&good)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(res.status().as_u16(), 200, "the refused bodies left the key free");
+}
+
 #[tokio::test]
 async fn direct_upload_flow_registers_a_checked_file() {
     let server = TestServer::start().await;

@@ -139,7 +139,7 @@ pub async fn upload(
     caller: Caller,
     headers: HeaderMap,
     form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<crate::domain::idempotency::Answered<crate::domain::files::FileObject>> {
     let form = form.map_err(not_a_form)?;
     let idempotency_key = crate::domain::idempotency::key_from(
         headers
@@ -149,8 +149,7 @@ pub async fn upload(
     let file_id = new_id("file");
     let form = read_form(&app, &blob_key(&caller.org, &file_id), form).await?;
     let key = idempotency_key.as_deref();
-    let file = form_upload::upload(app.context(), &caller, key, &file_id, form).await?;
-    Ok(Json(file))
+    form_upload::upload(app.context(), &caller, key, &file_id, form).await
 }
 
 /// A body that is not a readable multipart form (no boundary, another content type) is a 400 in

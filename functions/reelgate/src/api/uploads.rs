@@ -1,7 +1,7 @@
 //! The `/v1/uploads` routes (direct-to-store uploads): create an upload with its presigned PUT
 //! URL, then complete it into a file.
 
-use crate::api::extract::ApiJson;
+use crate::api::extract::ApiBody;
 use crate::api::files::FILE_LINKS;
 use crate::api::operation::{
     link, path_param, schema, Answer, Body, Declared, Operation, DEFAULT, IDEMPOTENCY_KEY,
@@ -12,7 +12,8 @@ use crate::domain::error::ApiResult;
 use crate::domain::files::FileObject;
 use axum::extract::{Path, State};
 use axum::{Json, Router};
-use serde_json::Value;
+use crate::domain::files::uploads::{Upload, UploadCreateRequest};
+use crate::domain::idempotency::Answered;
 
 pub const CREATE_UPLOAD: Operation = Operation {
     method: "POST",
@@ -67,13 +68,11 @@ async fn create(
     State(app): State<App>,
     caller: Caller,
     headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+    ApiBody(req): ApiBody<UploadCreateRequest>,
+) -> ApiResult<Answered<Upload>> {
     let key = headers.get(crate::domain::idempotency::HEADER);
     let key = key.map(|v| v.as_bytes());
-    Ok(Json(
-        crate::domain::files::uploads::create(app.context(), &caller, key, body).await?,
-    ))
+    crate::domain::files::uploads::create(app.context(), &caller, key, req).await
 }
 
 async fn complete(

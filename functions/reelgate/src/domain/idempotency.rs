@@ -80,10 +80,13 @@ impl Fingerprint {
     pub fn end_stream(&mut self, total: u64) {
         self.0.update(total.to_be_bytes());
     }
-    /// A JSON body: its canonical form (object keys sorted), so key order does not matter.
-    pub fn json(&mut self, body: &Value) -> &mut Self {
-        let text = canonical(body).to_string();
-        self.part(text.as_bytes())
+    /// A typed body, as its canonical JSON (object keys sorted), so that two requests that
+    /// read the same are the same whatever order their keys were sent in.
+    pub fn json<T: serde::Serialize>(&mut self, body: &T) -> ApiResult<&mut Self> {
+        let value = serde_json::to_value(body)
+            .map_err(|e| ApiError::internal("fingerprinting a request", e))?;
+        let text = canonical(&value).to_string();
+        Ok(self.part(text.as_bytes()))
     }
     pub fn finish(self) -> String {
         hex::encode(self.0.finalize())
@@ -132,6 +135,15 @@ impl Claim {
 
 /// What a request with a key does.
 #[derive(Debug)]
+/// The answer of a request that may carry an Idempotency-Key: made by this request, or the first
+/// request's answer, replayed as it was recorded (the recorded JSON, not reread as a type: a
+/// retry answers what the first request answered, byte for byte in meaning, even across a
+/// release that added fields).
+pub enum Answered<T> {
+    Now(T),
+    Replayed(Value),
+}
+
 pub enum Begin {
     /// Go ahead (holding the claim, if a key was sent).
     Proceed(Option<Claim>),
@@ -260,13 +272,17 @@ pub async fn begin(
 }
 
 /// Records the answer of the request holding `claim`, for its retries.
-pub async fn finish(cx: Context<'_>, claim: Option<Claim>, response: &Value) -> ApiResult<()> {
+pub async fn finish<T: serde::Serialize>(
+    cx: Context<'_>,
+    claim: Option<Claim>,
+    response: &T,
+) -> ApiResult<()> {
     let Some(claim) = claim else {
         return Ok(());
     };
-    let update = Update::new()
-        .set("state", DONE)
-        .set("response", response.to_string());
+    let recorded = serde_json::to_string(response)
+        .map_err(|e| ApiError::internal("recording an idempotent answer", e))?;
+    let update = Update::new().set("state", DONE).set("response", recorded);
     match cx
         .store
         .update(

@@ -592,13 +592,11 @@ async fn create_upload(
     State(app): State<App>,
     ConsoleSession(s): ConsoleSession,
     headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+    ApiBody(req): ApiBody<crate::domain::files::uploads::UploadCreateRequest>,
+) -> ApiResult<crate::domain::idempotency::Answered<crate::domain::files::uploads::Upload>> {
     let key = headers.get(crate::domain::idempotency::HEADER);
     let key = key.map(|v| v.as_bytes());
-    Ok(Json(
-        crate::domain::files::uploads::create(app.context(), &s.caller, key, body).await?,
-    ))
+    crate::domain::files::uploads::create(app.context(), &s.caller, key, req).await
 }
 
 /// Registers the uploaded bytes as a file (sniffed and checked against the purpose, as

@@ -6,7 +6,7 @@
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::{check_purpose, find, register, FileObject};
-use crate::domain::idempotency::{self as idem, Begin};
+use crate::domain::idempotency::{self as idem, Answered, Begin};
 use crate::domain::Context;
 use bytes::Bytes;
 use serde_json::Value;
@@ -33,15 +33,15 @@ pub struct StoredPart {
     pub sha256: String,
 }
 
-/// Registers the form's file as `file_id` (whose blob holds the stored part). The answer is the
-/// file object as JSON: a replayed Idempotency-Key answers the first request's JSON.
+/// Registers the form's file as `file_id` (whose blob holds the stored part). A replayed
+/// Idempotency-Key answers the first request's file as recorded.
 pub async fn upload(
     cx: Context<'_>,
     caller: &Caller,
     idempotency_key: Option<&str>,
     file_id: &str,
     form: FileUploadForm,
-) -> ApiResult<Value> {
+) -> ApiResult<Answered<FileObject>> {
     let outcome = register_form(cx, caller, idempotency_key, file_id, form).await;
     if !matches!(outcome, Ok(Registered::New(..))) {
         // Refused, replayed or answered by the key's first file: these bytes are not a file.
@@ -50,17 +50,19 @@ pub async fn upload(
     }
     match outcome? {
         Registered::New(file, claim) => {
-            let first = to_json(&file)?;
-            idem::finish(cx, claim, &first).await?;
-            Ok(first)
+            idem::finish(cx, claim, &file).await?;
+            Ok(Answered::Now(file))
         }
-        Registered::Replay(answer) => Ok(answer),
+        Registered::Replay(answer) => Ok(Answered::Replayed(answer)),
+        Registered::Existing(file) => Ok(Answered::Now(file)),
     }
 }
 
 enum Registered {
     New(FileObject, Option<idem::Claim>),
     Replay(Value),
+    /// The file the key's first request registered before it died.
+    Existing(FileObject),
 }
 
 async fn register_form(
@@ -98,8 +100,7 @@ async fn register_form(
         Begin::Proceed(claim) => claim,
         Begin::Replay(first) => return Ok(Registered::Replay(first)),
         Begin::Resource(id) => {
-            let file = find(cx, &caller.org, &id).await?;
-            return Ok(Registered::Replay(to_json(&file)?));
+            return Ok(Registered::Existing(find(cx, &caller.org, &id).await?));
         }
     };
     let registered = register(
@@ -121,6 +122,3 @@ async fn register_form(
     }
 }
 
-fn to_json(file: &FileObject) -> ApiResult<Value> {
-    serde_json::to_value(file).map_err(|e| ApiError::internal("answering a file", e))
-}

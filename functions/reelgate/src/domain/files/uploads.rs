@@ -25,13 +25,14 @@
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::files::{blob_key, check_purpose, register, FileObject, PURPOSES};
+use crate::domain::idempotency::Answered;
 use crate::domain::ids::{is_valid, new_id};
+use crate::domain::params::RequestBody;
 use crate::domain::Context;
 use crate::ports::blobs::ByteRange;
 use crate::ports::store::{item, now_secs, Condition, ItemExt, Key, Update};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use utoipa::ToSchema;
@@ -74,7 +75,7 @@ pub const MAX_FILENAME_CHARS: usize = 512;
 
 // The create body's one type: what `create` reads and the OpenAPI document's schema.
 /// `POST /v1/uploads` (and the console's): reserves a direct upload to a presigned URL.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize, Serialize, utoipa::ToSchema)]
 #[schema(example = json!({"purpose": "vision", "filename": "frame.png", "bytes": 68, "mime_type": "image/png"}))]
 pub struct UploadCreateRequest {
     /// `vision`, `video`, `audio` or `user_data`.
@@ -87,6 +88,40 @@ pub struct UploadCreateRequest {
     pub mime_type: Option<String>,
 }
 
+impl RequestBody for UploadCreateRequest {
+    fn expected(param: &str, _path: &str) -> Option<String> {
+        Some(match param {
+            "purpose" => purpose_expected(),
+            "filename" => filename_expected(),
+            "bytes" => "bytes must be the file's size, a whole number of bytes from 1.".to_owned(),
+            "mime_type" => "mime_type must be a string such as \"image/png\".".to_owned(),
+            _ => return None,
+        })
+    }
+
+    fn check(self) -> ApiResult<Self> {
+        if !PURPOSES.contains(&self.purpose.as_str()) {
+            return Err(ApiError::invalid("purpose", purpose_expected()));
+        }
+        if self.filename.is_empty() || self.filename.len() > MAX_FILENAME_CHARS {
+            return Err(ApiError::invalid("filename", filename_expected()));
+        }
+        Ok(self)
+    }
+}
+
+fn purpose_expected() -> String {
+    format!("purpose must be one of {}.", PURPOSES.join(", "))
+}
+
+fn filename_expected() -> String {
+    format!("filename must be 1 to {MAX_FILENAME_CHARS} characters.")
+}
+
+fn bytes_refused(max: u64) -> ApiError {
+    ApiError::invalid("bytes", format!("bytes must be from 1 to {max}."))
+}
+
 fn filename_schema() -> utoipa::openapi::schema::Schema {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
@@ -95,8 +130,6 @@ fn filename_schema() -> utoipa::openapi::schema::Schema {
         .into()
 }
 
-/// Creates an upload of `body` (`{purpose, filename, bytes, mime_type?}`) with its presigned
-/// PUT URL.
 /// An upload: PUT the bytes to `upload_url` with `upload_headers`, then complete it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Upload {
@@ -120,33 +153,30 @@ pub struct Upload {
 }
 
 /// `POST /v1/uploads` and the console's upload alike: reserves an upload under the request's
-/// `Idempotency-Key` (raw, as sent; none for a request without one). The answer is the upload
-/// as JSON, so that a replay answers the first request's bytes, its `upload_url` included.
+/// `Idempotency-Key` (raw, as sent; none for a request without one). A replay answers the first
+/// request's upload as recorded, its `upload_url` included.
 pub async fn create(
     cx: Context<'_>,
     caller: &Caller,
     idempotency_key: Option<&[u8]>,
-    body: Value,
-) -> ApiResult<Value> {
+    req: UploadCreateRequest,
+) -> ApiResult<Answered<Upload>> {
     use crate::domain::idempotency::{self as idem, Begin};
     let key = idem::key_from(idempotency_key)?;
     let fingerprint = idem::Fingerprint::new("uploads")
-        .json(&body)
+        .json(&req)?
         .clone()
         .finish();
     let claim = match idem::begin(cx, caller, "uploads", key.as_deref(), &fingerprint).await? {
         Begin::Proceed(claim) => claim,
-        Begin::Replay(first) => return Ok(first),
+        Begin::Replay(first) => return Ok(Answered::Replayed(first)),
         // Uploads never bind a resource to their claim.
         Begin::Resource(_) => None,
     };
-    let reserved = reserve(cx, caller, body).await.and_then(|upload| {
-        serde_json::to_value(upload).map_err(|e| ApiError::internal("upload answer", e))
-    });
-    match reserved {
+    match reserve(cx, caller, req).await {
         Ok(upload) => {
             idem::finish(cx, claim, &upload).await?;
-            Ok(upload)
+            Ok(Answered::Now(upload))
         }
         Err(e) => {
             idem::release(cx, claim).await;
@@ -155,27 +185,10 @@ pub async fn create(
     }
 }
 
-async fn reserve(cx: Context<'_>, caller: &Caller, body: Value) -> ApiResult<Upload> {
-    let req: UploadCreateRequest = serde_json::from_value(body).map_err(|e| {
-        ApiError::bad_request(format!("An upload needs purpose, filename and bytes: {e}"))
-    })?;
-    if !PURPOSES.contains(&req.purpose.as_str()) {
-        return Err(ApiError::invalid(
-            "purpose",
-            format!("purpose must be one of {}.", PURPOSES.join(", ")),
-        ));
-    }
+async fn reserve(cx: Context<'_>, caller: &Caller, req: UploadCreateRequest) -> ApiResult<Upload> {
+    // The size bound is the deployment's, so it is checked here rather than by the body's rules.
     if req.bytes == 0 || req.bytes > cx.settings.max_upload_bytes {
-        return Err(ApiError::invalid(
-            "bytes",
-            format!("bytes must be from 1 to {}.", cx.settings.max_upload_bytes),
-        ));
-    }
-    if req.filename.is_empty() || req.filename.len() > MAX_FILENAME_CHARS {
-        return Err(ApiError::invalid(
-            "filename",
-            format!("filename must be 1 to {MAX_FILENAME_CHARS} characters."),
-        ));
+        return Err(bytes_refused(cx.settings.max_upload_bytes));
     }
     let upload_id = new_id("upload");
     let file_id = new_id("file");

@@ -507,9 +507,7 @@ pub async fn create_from(
             SourceOrigin::Upload(bytes) => fingerprint.part(b"upload").part(bytes),
         };
     }
-    let body = serde_json::to_value(req)
-        .map_err(|e| ApiError::internal("fingerprinting a create request", e))?;
-    let fingerprint = fingerprint.json(&body).clone().finish();
+    let fingerprint = fingerprint.json(req)?.clone().finish();
     let claim = match idem::begin(cx, caller, "videos", key.as_deref(), &fingerprint).await? {
         Begin::Proceed(claim) => claim,
         Begin::Replay(first) => return Ok(CreateAnswer::Replayed(first)),
@@ -539,10 +537,7 @@ pub async fn create_from(
         }
     };
     let result = match create_with(cx, workflow, caller, req, claim.as_ref(), source).await {
-        Ok(video) => match serde_json::to_value(&video) {
-            Ok(first) => idem::finish(cx, claim, &first).await.map(|()| video),
-            Err(e) => Err(ApiError::internal("recording an idempotent answer", e)),
-        },
+        Ok(video) => idem::finish(cx, claim, &video).await.map(|()| video),
         Err(e) => {
             idem::release(cx, claim).await;
             Err(e)
