@@ -5,7 +5,7 @@
 use super::answers::*;
 use super::{cleared_cookie, ConsoleSession};
 use crate::api::envelope::List;
-use crate::api::extract::{ApiBody, ApiJson};
+use crate::api::extract::ApiBody;
 use crate::api::operation::{
     link, list_of, path_param, schema, Answer, Auth, Body, Declared, Operation, DEFAULT,
     IDEMPOTENCY_KEY,
