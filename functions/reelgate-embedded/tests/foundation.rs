@@ -451,7 +451,11 @@ async fn an_upload_body_is_refused_naming_its_parameter() {
         .send()
         .await
         .expect("create");
-    assert_eq!(res.status().as_u16(), 200, "the refused bodies left the key free");
+    assert_eq!(
+        res.status().as_u16(),
+        200,
+        "the refused bodies left the key free"
+    );
 }
 
 #[tokio::test]

@@ -178,6 +178,19 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// An answer made now is the type's JSON; a replayed one is the first request's JSON as it was
+/// recorded.
+impl<T: serde::Serialize> IntoResponse for crate::domain::idempotency::Answered<T> {
+    fn into_response(self) -> Response {
+        match self {
+            crate::domain::idempotency::Answered::Now(answer) => axum::Json(answer).into_response(),
+            crate::domain::idempotency::Answered::Replayed(first) => {
+                axum::Json(first).into_response()
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,20 +247,5 @@ mod tests {
         assert_eq!(r.headers()[RETRY_AFTER], "7");
         let r = ApiError::rate_limited("concurrency_limit_exceeded", "wait", None).into_response();
         assert!(r.headers().get(RETRY_AFTER).is_none());
-    }
-}
-
-/// An answer made now is the type's JSON; a replayed one is the first request's JSON as it was
-/// recorded.
-impl<T: serde::Serialize> IntoResponse for crate::domain::idempotency::Answered<T> {
-    fn into_response(self) -> Response {
-        match self {
-            crate::domain::idempotency::Answered::Now(answer) => {
-                axum::Json(answer).into_response()
-            }
-            crate::domain::idempotency::Answered::Replayed(first) => {
-                axum::Json(first).into_response()
-            }
-        }
     }
 }

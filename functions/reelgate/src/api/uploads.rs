@@ -9,11 +9,11 @@ use crate::api::operation::{
 use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
+use crate::domain::files::uploads::{Upload, UploadCreateRequest};
 use crate::domain::files::FileObject;
+use crate::domain::idempotency::Answered;
 use axum::extract::{Path, State};
 use axum::{Json, Router};
-use crate::domain::files::uploads::{Upload, UploadCreateRequest};
-use crate::domain::idempotency::Answered;
 
 pub const CREATE_UPLOAD: Operation = Operation {
     method: "POST",

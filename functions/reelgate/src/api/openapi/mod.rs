@@ -238,10 +238,7 @@ fn declared_components() -> Vec<crate::api::operation::Component> {
 
 /// The Rust types the declarations name, as paths (`reelgate::api::envelope::List<…>`).
 pub fn declared_types() -> Vec<&'static str> {
-    let mut types: Vec<&'static str> = declared_components()
-        .iter()
-        .map(|c| c.rust_type)
-        .collect();
+    let mut types: Vec<&'static str> = declared_components().iter().map(|c| c.rust_type).collect();
     types.sort_unstable();
     types.dedup();
     types

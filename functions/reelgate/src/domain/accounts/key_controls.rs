@@ -345,7 +345,9 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
     #[test]
     fn each_refusal_is_worded_as_the_console_shows_it() {
         let limit = |f: &str| {
-            format!("{f} must be a whole number from 1 to 1000000000000, or null for the plan's limit.")
+            format!(
+                "{f} must be a whole number from 1 to 1000000000000, or null for the plan's limit."
+            )
         };
         let budget =
             "monthly_budget must be a decimal string such as \"25.00\", or null for no budget.";
@@ -354,25 +356,108 @@ key_limits = { requests_per_minute = 600, tokens_per_minute = 2000 }"#,
             format!("Unknown field {f}; send requests_per_minute, tokens_per_minute, video_creates_per_minute, monthly_budget.")
         };
         let cases: Vec<(Value, &str, &str, String)> = vec![
-            (json!({"requests_per_minute": 0}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
-            (json!({"requests_per_minute": -5}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
-            (json!({"tokens_per_minute": 1.5}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
-            (json!({"tokens_per_minute": "100"}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
-            (json!({"video_creates_per_minute": true}), "video_creates_per_minute", "invalid_request_error", limit("video_creates_per_minute")),
-            (json!({"requests_per_minute": 1_000_000_000_001u64}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
-            (json!({"requests_per_minute": 1e30}), "requests_per_minute", "invalid_request_error", limit("requests_per_minute")),
-            (json!({"tokens_per_minute": [1]}), "tokens_per_minute", "invalid_request_error", limit("tokens_per_minute")),
-            (json!({"monthly_budget": 12.5}), "monthly_budget", "invalid_request_error", budget.into()),
-            (json!({"monthly_budget": {"amount": "1"}}), "monthly_budget", "invalid_request_error", budget.into()),
-            (json!({"monthly_budget": "ten"}), "monthly_budget", "invalid_request_error", budget.into()),
-            (json!({"monthly_budget": "-1"}), "monthly_budget", "invalid_request_error", money.into()),
-            (json!({"monthly_budget": "0.1234567"}), "monthly_budget", "invalid_request_error", money.into()),
-            (json!({"burst": 3}), "burst", "invalid_request_error", unknown("burst")),
-            (json!({"requests_per_minute": 1, "rpm": 3}), "rpm", "invalid_request_error", unknown("rpm")),
-            (json!({"tokens_per_minute": 2001}), "tokens_per_minute", "above_plan_limit",
-             "tokens_per_minute 2001 is above the starter plan's per-key limit of 2000.".into()),
-            (json!({"requests_per_minute": 601, "monthly_budget": "5"}), "requests_per_minute", "above_plan_limit",
-             "requests_per_minute 601 is above the starter plan's per-key limit of 600.".into()),
+            (
+                json!({"requests_per_minute": 0}),
+                "requests_per_minute",
+                "invalid_request_error",
+                limit("requests_per_minute"),
+            ),
+            (
+                json!({"requests_per_minute": -5}),
+                "requests_per_minute",
+                "invalid_request_error",
+                limit("requests_per_minute"),
+            ),
+            (
+                json!({"tokens_per_minute": 1.5}),
+                "tokens_per_minute",
+                "invalid_request_error",
+                limit("tokens_per_minute"),
+            ),
+            (
+                json!({"tokens_per_minute": "100"}),
+                "tokens_per_minute",
+                "invalid_request_error",
+                limit("tokens_per_minute"),
+            ),
+            (
+                json!({"video_creates_per_minute": true}),
+                "video_creates_per_minute",
+                "invalid_request_error",
+                limit("video_creates_per_minute"),
+            ),
+            (
+                json!({"requests_per_minute": 1_000_000_000_001u64}),
+                "requests_per_minute",
+                "invalid_request_error",
+                limit("requests_per_minute"),
+            ),
+            (
+                json!({"requests_per_minute": 1e30}),
+                "requests_per_minute",
+                "invalid_request_error",
+                limit("requests_per_minute"),
+            ),
+            (
+                json!({"tokens_per_minute": [1]}),
+                "tokens_per_minute",
+                "invalid_request_error",
+                limit("tokens_per_minute"),
+            ),
+            (
+                json!({"monthly_budget": 12.5}),
+                "monthly_budget",
+                "invalid_request_error",
+                budget.into(),
+            ),
+            (
+                json!({"monthly_budget": {"amount": "1"}}),
+                "monthly_budget",
+                "invalid_request_error",
+                budget.into(),
+            ),
+            (
+                json!({"monthly_budget": "ten"}),
+                "monthly_budget",
+                "invalid_request_error",
+                budget.into(),
+            ),
+            (
+                json!({"monthly_budget": "-1"}),
+                "monthly_budget",
+                "invalid_request_error",
+                money.into(),
+            ),
+            (
+                json!({"monthly_budget": "0.1234567"}),
+                "monthly_budget",
+                "invalid_request_error",
+                money.into(),
+            ),
+            (
+                json!({"burst": 3}),
+                "burst",
+                "invalid_request_error",
+                unknown("burst"),
+            ),
+            (
+                json!({"requests_per_minute": 1, "rpm": 3}),
+                "rpm",
+                "invalid_request_error",
+                unknown("rpm"),
+            ),
+            (
+                json!({"tokens_per_minute": 2001}),
+                "tokens_per_minute",
+                "above_plan_limit",
+                "tokens_per_minute 2001 is above the starter plan's per-key limit of 2000.".into(),
+            ),
+            (
+                json!({"requests_per_minute": 601, "monthly_budget": "5"}),
+                "requests_per_minute",
+                "above_plan_limit",
+                "requests_per_minute 601 is above the starter plan's per-key limit of 600.".into(),
+            ),
         ];
         for (body, param, code, message) in cases {
             let shown = body.to_string();

@@ -121,4 +121,3 @@ async fn register_form(
         }
     }
 }
-

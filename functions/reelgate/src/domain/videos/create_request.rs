@@ -209,7 +209,11 @@ fn aspect_ratio_schema() -> Schema {
 }
 
 /// An optional array of `T` holding `min` to `max` entries.
-fn optional_array<T: utoipa::ToSchema>(min: Option<usize>, max: usize, about: Option<&str>) -> Schema {
+fn optional_array<T: utoipa::ToSchema>(
+    min: Option<usize>,
+    max: usize,
+    about: Option<&str>,
+) -> Schema {
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(Ref::from_schema_name(T::name()))
