@@ -113,20 +113,38 @@ impl TokenUsage {
         (cached, written, self.prompt_tokens - cached - written)
     }
 
-    pub fn to_chat_json(self) -> Value {
-        let mut usage = serde_json::json!({
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        });
-        if self.cached_tokens > 0 || self.cache_write_tokens > 0 {
-            usage["prompt_tokens_details"] = serde_json::json!({
-                "cached_tokens": self.cached_tokens,
-                "cache_write_tokens": self.cache_write_tokens,
-            });
+    /// The counts as a chat completion's `usage` reports them.
+    pub fn chat_usage(self) -> ChatUsage {
+        ChatUsage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            total_tokens: self.prompt_tokens + self.completion_tokens,
+            prompt_tokens_details: (self.cached_tokens > 0 || self.cache_write_tokens > 0).then(
+                || PromptTokensDetails {
+                    cached_tokens: self.cached_tokens,
+                    cache_write_tokens: self.cache_write_tokens,
+                },
+            ),
         }
-        usage
     }
+}
+
+/// A chat completion's `usage` as reelgate writes it where the upstream reported none (an
+/// upstream's own report passes on as it sent it).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ChatUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    /// Only when part of the prompt was read from or written to the upstream's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct PromptTokensDetails {
+    pub cached_tokens: u64,
+    pub cache_write_tokens: u64,
 }
 
 /// The price of `usage` at the model's prices, exact, by kind: uncached input tokens at the input
@@ -372,8 +390,8 @@ pub async fn charge_detached(
 
 /// `usage.cost`: what a call's charge took from the balance, as an exact decimal string in the
 /// model's currency (the answers of chat completions, Messages and Responses carry it).
-pub fn cost_json(amount: Decimal) -> Value {
-    Value::String(amount.normalize().to_string())
+pub fn cost_text(amount: Decimal) -> String {
+    amount.normalize().to_string()
 }
 
 /// Attempts of one token charge before it is reported as failed.

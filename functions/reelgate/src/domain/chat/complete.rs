@@ -171,7 +171,7 @@ async fn answer(
     // Charged before the answer is written, so the answer can say what it cost.
     let cost = stream::charge(spec, used).await;
     if let (Some(cost), Some(usage)) = (cost, completion.usage.as_object_mut()) {
-        usage.insert("cost".into(), token_charges::cost_json(cost));
+        usage.insert("cost".into(), token_charges::cost_text(cost).into());
     }
     Ok(Reply::Whole {
         body: dialect.whole(completion)?,
@@ -198,7 +198,7 @@ fn restamp_completion(
                 .map(|c| message_chars(&c["message"]))
                 .sum();
             let estimate = TokenUsage::estimate(prompt_chars, completion_chars);
-            completion.usage = estimate.to_chat_json();
+            completion.usage = serde_json::json!(estimate.chat_usage());
             estimate
         }
     };

@@ -235,9 +235,9 @@ impl State {
             .tally
             .usage_json
             .clone()
-            .unwrap_or_else(|| used.to_chat_json());
+            .unwrap_or_else(|| serde_json::json!(used.chat_usage()));
         if let (Some(cost), Some(usage)) = (cost, usage.as_object_mut()) {
-            usage.insert("cost".into(), token_charges::cost_json(cost));
+            usage.insert("cost".into(), token_charges::cost_text(cost).into());
         }
         let events = self.meter.ctx.format.end(usage);
         self.out.extend(events);

@@ -123,7 +123,7 @@ impl Turn {
             if let (Some(cost), Some(usage)) = (cost, response["usage"].as_object_mut()) {
                 usage.insert(
                     "cost".into(),
-                    crate::domain::billing::token_charges::cost_json(cost),
+                    crate::domain::billing::token_charges::cost_text(cost).into(),
                 );
             }
         }
