@@ -119,12 +119,11 @@ impl TokenUsage {
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
             total_tokens: self.prompt_tokens + self.completion_tokens,
-            prompt_tokens_details: (self.cached_tokens > 0 || self.cache_write_tokens > 0).then(
-                || PromptTokensDetails {
+            prompt_tokens_details: (self.cached_tokens > 0 || self.cache_write_tokens > 0)
+                .then_some(PromptTokensDetails {
                     cached_tokens: self.cached_tokens,
                     cache_write_tokens: self.cache_write_tokens,
-                },
-            ),
+                }),
         }
     }
 }
