@@ -15,10 +15,11 @@ use utoipa::{PartialSchema, ToSchema};
 /// it, and every schema it refers to, from the declarations.
 pub type SchemaName = fn() -> Component;
 
-/// A type's component name and its schemas (its own first, then those it refers to).
+/// A type's component: its name, and how to collect its schemas (its own first, then those it
+/// refers to), which only the document's components need; a `$ref` needs only the name.
 pub struct Component {
     pub name: Cow<'static, str>,
-    pub schemas: Vec<(String, RefOr<Schema>)>,
+    pub collect: fn(&mut Vec<(String, RefOr<Schema>)>),
     /// The Rust type's path (`reelgate::domain::files::FileObject`), which the architecture
     /// test checks is a type the service reads or writes, not one that only describes.
     pub rust_type: &'static str,
@@ -26,11 +27,9 @@ pub struct Component {
 
 /// `T`'s component (named by its `#[schema(as = …)]` name where it has one).
 pub fn schema<T: ToSchema>() -> Component {
-    let mut schemas = vec![(T::name().into_owned(), T::schema())];
-    T::schemas(&mut schemas);
     Component {
         name: T::name(),
-        schemas,
+        collect: collect::<T>,
         rust_type: std::any::type_name::<T>(),
     }
 }
@@ -38,20 +37,28 @@ pub fn schema<T: ToSchema>() -> Component {
 /// The list envelope `List<T>`'s component: utoipa composes a generic's name from its
 /// arguments' (`List_FileObject`), and a generic type's own `name()` is only `List`.
 pub fn list_of<T: ToSchema>() -> Component {
-    use crate::api::envelope::List;
-    let name: Cow<'static, str> = format!("{}_{}", List::<T>::name(), T::name()).into();
-    // The envelope's items refer to `T`'s own component.
-    let mut schemas = vec![
-        (name.clone().into_owned(), List::<T>::schema()),
-        (T::name().into_owned(), T::schema()),
-    ];
-    List::<T>::schemas(&mut schemas);
-    T::schemas(&mut schemas);
     Component {
-        name,
-        schemas,
-        rust_type: std::any::type_name::<List<T>>(),
+        name: list_name::<T>().into(),
+        collect: collect_list::<T>,
+        rust_type: std::any::type_name::<crate::api::envelope::List<T>>(),
     }
+}
+
+fn list_name<T: ToSchema>() -> String {
+    format!("{}_{}", crate::api::envelope::List::<T>::name(), T::name())
+}
+
+fn collect<T: ToSchema>(out: &mut Vec<(String, RefOr<Schema>)>) {
+    out.push((T::name().into_owned(), T::schema()));
+    T::schemas(out);
+}
+
+/// The envelope's schema, and `T`'s own component, which its items refer to.
+fn collect_list<T: ToSchema>(out: &mut Vec<(String, RefOr<Schema>)>) {
+    use crate::api::envelope::List;
+    out.push((list_name::<T>(), List::<T>::schema()));
+    List::<T>::schemas(out);
+    collect::<T>(out);
 }
 
 /// A request body.

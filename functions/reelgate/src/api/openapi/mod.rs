@@ -199,10 +199,11 @@ fn error_envelope(path: &str) -> SchemaName {
 /// Every schema the declarations name (bodies, answers, error envelopes) with the schemas they
 /// refer to: the document's components come from the operations, not from a list beside them.
 fn declared_schemas() -> BTreeMap<String, RefOr<Schema>> {
-    declared_components()
-        .into_iter()
-        .flat_map(|c| c.schemas)
-        .collect()
+    let mut schemas = Vec::new();
+    for component in declared_components() {
+        (component.collect)(&mut schemas);
+    }
+    schemas.into_iter().collect()
 }
 
 /// The component of every type the declarations name.
