@@ -187,6 +187,13 @@ pub enum FaultKind {
 }
 
 impl ShapeFault {
+    /// For an unknown field: its refusal, named by the field, in the body's own `sentence` about
+    /// it (what the body takes instead); None for any other fault.
+    pub fn refuse_unknown(&self, sentence: impl FnOnce(&str) -> String) -> Option<ApiError> {
+        (self.kind == FaultKind::Unknown)
+            .then(|| ApiError::invalid(&self.field, sentence(&self.field)))
+    }
+
     /// The top-level parameter the path is in.
     pub fn param(&self) -> &str {
         self.path.split(['.', '[']).next().unwrap_or_default()

@@ -9,7 +9,7 @@
 use crate::domain::accounts::{Accounts, Caller};
 use crate::domain::catalog::{Plan, RateLimits};
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::params::{FaultKind, RequestBody, ShapeFault};
+use crate::domain::params::{RequestBody, ShapeFault};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -186,14 +186,10 @@ impl RequestBody for KeyLimitsRequest {
     }
 
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
-        (fault.kind == FaultKind::Unknown).then(|| {
-            let unknown = &fault.field;
-            ApiError::invalid(
-                unknown,
-                format!(
-                    "Unknown field {unknown}; send {}, monthly_budget.",
-                    FIELDS.join(", ")
-                ),
+        fault.refuse_unknown(|unknown| {
+            format!(
+                "Unknown field {unknown}; send {}, monthly_budget.",
+                FIELDS.join(", ")
             )
         })
     }

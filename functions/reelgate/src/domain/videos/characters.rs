@@ -6,7 +6,7 @@
 
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::{is_valid, new_id};
-use crate::domain::params::{FaultKind, ListQuery, Page, RequestBody, ShapeFault};
+use crate::domain::params::{ListQuery, Page, RequestBody, ShapeFault};
 use crate::domain::table_keys;
 use crate::domain::Context;
 use crate::ports::store::{item, now_secs, Attr, Condition, Item, ItemExt, Key, Query, EXPIRES_AT};
@@ -79,14 +79,10 @@ impl RequestBody for CharacterJsonBody {
     }
 
     fn refusal(fault: &ShapeFault) -> Option<ApiError> {
-        (fault.kind == FaultKind::Unknown).then(|| {
-            let unknown = &fault.field;
-            ApiError::invalid(
-                unknown,
-                format!(
-                    "Unknown parameter: {unknown}. A character takes name and file_id (JSON), \
-                     or name and a video part (a form)."
-                ),
+        fault.refuse_unknown(|unknown| {
+            format!(
+                "Unknown parameter: {unknown}. A character takes name and file_id (JSON), or \
+                 name and a video part (a form)."
             )
         })
     }

@@ -53,10 +53,10 @@ fn video_id_refused() -> ApiError {
 /// operation does take (`takes`), so a caller expecting to change the source's model or ratio
 /// learns why instead of having it ignored.
 pub fn unknown_parameter(fault: &ShapeFault, takes: &str) -> Option<ApiError> {
-    (fault.kind == FaultKind::Unknown && fault.path == fault.field).then(|| {
-        let unknown = &fault.field;
-        ApiError::invalid(unknown, format!("Unknown parameter: {unknown}. {takes}"))
-    })
+    if fault.path != fault.field {
+        return None;
+    }
+    fault.refuse_unknown(|unknown| format!("Unknown parameter: {unknown}. {takes}"))
 }
 
 /// The refusal of a `video` value serde could not read, named by its path (`video.id`,
