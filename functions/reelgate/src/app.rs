@@ -156,6 +156,7 @@ impl App {
     pub fn responses_ports(&self) -> crate::domain::responses::create::ResponsesPorts {
         crate::domain::responses::create::ResponsesPorts {
             shared: self.ports.clone(),
+            accounts: self.credentials.clone(),
             upstreams: self.upstreams.clone(),
             pdf: self.pdf.clone(),
         }

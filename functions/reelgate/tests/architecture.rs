@@ -1364,6 +1364,91 @@ fn the_capability_check_finds_a_mutual_pair() {
     assert_eq!(found, BTreeSet::from([("a".to_owned(), "b".to_owned())]));
 }
 
+/// The one door of text admission (chat completions, Messages, Responses): the chat use
+/// case's `admit`, the only module that imports `billing::admission`.
+const TEXT_ADMISSION_DOOR: &str = "domain::chat::complete";
+
+/// Where text requests are admitted other than through [`TEXT_ADMISSION_DOOR`]: a module that
+/// imports `billing::admission`, or one outside `billing` that names the text rate limits
+/// (`Kind::Text`), which is how a use case would acquire them itself. `files` are
+/// (module, code) pairs.
+fn text_admissions_outside_the_door(g: &Graph, files: &[(String, String)]) -> Vec<String> {
+    const ADMISSION: &str = "domain::billing::admission";
+    let mut found: Vec<String> = g
+        .edges
+        .iter()
+        .filter(|(module, targets)| targets.contains(ADMISSION) && *module != TEXT_ADMISSION_DOOR)
+        .map(|(module, _)| format!("{module} imports {ADMISSION}"))
+        .collect();
+    for (module, code) in files {
+        let names_text_kind = code
+            .match_indices("Kind::Text")
+            .any(|(at, _)| !code[..at].chars().next_back().is_some_and(is_ident));
+        if !module.starts_with("domain::billing::") && names_text_kind {
+            found.push(format!(
+                "{module} acquires the text rate limits (Kind::Text)"
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn text_requests_are_admitted_through_one_door() {
+    let src = src_dir();
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("read");
+            (module_of(&src, f).join("::"), code_of(&text))
+        })
+        .collect();
+    let found = text_admissions_outside_the_door(&graph_of(&src), &files);
+    assert!(
+        found.is_empty(),
+        "text requests admitted outside {TEXT_ADMISSION_DOOR}::admit (use it: one admission \
+         path for balance, budget and rate limits):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_admission_check_finds_a_second_door() {
+    let edges = BTreeMap::from([
+        (
+            TEXT_ADMISSION_DOOR.to_owned(),
+            BTreeSet::from(["domain::billing::admission".to_owned()]),
+        ),
+        (
+            "domain::responses::create".to_owned(),
+            BTreeSet::from(["domain::billing::admission".to_owned()]),
+        ),
+    ]);
+    let files = vec![
+        (
+            "domain::messages::create".to_owned(),
+            "let g = rate_limits::acquire(store, c, plan, Kind::Text, 5).await;".to_owned(),
+        ),
+        (
+            "domain::billing::rate_limits".to_owned(),
+            "Kind::Text => \"TEXT\",".to_owned(),
+        ),
+        (
+            "domain::responses::convert".to_owned(),
+            "MediaKind::Text if small => text(bytes),".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        text_admissions_outside_the_door(&Graph { edges }, &files),
+        vec![
+            "domain::responses::create imports domain::billing::admission".to_owned(),
+            "domain::messages::create acquires the text rate limits (Kind::Text)".to_owned(),
+        ]
+    );
+}
+
 /// How many lines of a source file are not its tests (everything before `#[cfg(test)]`).
 fn non_test_lines(text: &str) -> usize {
     text.lines()

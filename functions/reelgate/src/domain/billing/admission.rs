@@ -4,8 +4,9 @@
 
 use crate::domain::accounts::{AccountCache, Caller, Organization};
 use crate::domain::billing::rate_limits::{self, AcquireError, Grant, Kind, RateLimited};
-use crate::domain::error::ApiResult;
+use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
+use rust_decimal::Decimal;
 
 /// A text request's admission: admitted with its reservation, or refused by a rate limit.
 pub enum TextAdmission {
@@ -22,15 +23,14 @@ pub async fn admit_text(
     caller: &Caller,
     tokens: u64,
 ) -> ApiResult<TextAdmission> {
-    let admit = || crate::domain::billing::token_charges::admit(cx, caller);
+    let admit = || funded(cx, caller);
     let Some(plan) = cache.plan_of(&caller.org) else {
         let org = admit().await?;
         cache.remember_plan(&org.id, &org.plan);
-        let acquired = acquire(cx, caller, &org.plan, Kind::Text, tokens).await;
+        let acquired = acquire(cx, caller, &org.plan, tokens).await;
         return admitted(org, acquired);
     };
-    let (admitted_org, acquired) =
-        tokio::join!(admit(), acquire(cx, caller, &plan, Kind::Text, tokens));
+    let (admitted_org, acquired) = tokio::join!(admit(), acquire(cx, caller, &plan, tokens));
     match (admitted_org, acquired) {
         (Ok(org), acquired) => {
             if org.plan != plan {
@@ -54,13 +54,26 @@ fn admitted(org: Organization, acquired: Result<Grant, AcquireError>) -> ApiResu
     }
 }
 
-/// The limits of the caller's key and of the plan `plan` (a plan id) for one request of `kind`.
-pub async fn acquire(
+/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero, and
+/// with 402 `key_budget_exceeded` once the key's monthly budget is used up; returns the
+/// organization (its plan sets the rate limits).
+async fn funded(cx: Context<'_>, caller: &Caller) -> ApiResult<Organization> {
+    crate::domain::billing::budgets::admit_text(caller.budget.as_ref())?;
+    let found = cx.accounts().org(&caller.org).await?;
+    if found.balance <= Decimal::ZERO {
+        return Err(ApiError::insufficient_credits(
+            "The organization's credit balance is used up. Add credits to continue.",
+        ));
+    }
+    Ok(found)
+}
+
+/// The text limits of the caller's key and of the plan `plan` (a plan id).
+async fn acquire(
     cx: Context<'_>,
     caller: &Caller,
     plan: &str,
-    kind: Kind,
     tokens: u64,
 ) -> Result<Grant, AcquireError> {
-    rate_limits::acquire(cx.store, caller, cx.catalog.plan(plan), kind, tokens).await
+    rate_limits::acquire(cx.store, caller, cx.catalog.plan(plan), Kind::Text, tokens).await
 }

@@ -14,7 +14,7 @@ use crate::domain::accounts::org_key;
 use crate::domain::billing::ledger::{Charged, LedgerEntry};
 use crate::domain::billing::usage_report::Amounts;
 use crate::domain::catalog::ChatModel;
-use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::error::ApiResult;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, ItemExt, ItemStore, StoreError, TransactOp};
 use rust_decimal::Decimal;
@@ -170,23 +170,6 @@ pub fn priced(model: &ChatModel, usage: TokenUsage) -> Amounts {
 /// The price of `usage` at the model's prices, exact.
 pub fn cost(model: &ChatModel, usage: TokenUsage) -> Decimal {
     priced(model, usage).total()
-}
-
-/// Refuses with 402 `insufficient_credits` unless the organization's balance is above zero, and
-/// with 402 `key_budget_exceeded` once the key's monthly budget is used up; returns the
-/// organization (its plan sets the rate limits).
-pub async fn admit(
-    cx: Context<'_>,
-    caller: &crate::domain::accounts::Caller,
-) -> ApiResult<crate::domain::accounts::Organization> {
-    crate::domain::billing::budgets::admit_text(caller.budget.as_ref())?;
-    let found = cx.accounts().org(&caller.org).await?;
-    if found.balance <= Decimal::ZERO {
-        return Err(ApiError::insufficient_credits(
-            "The organization's credit balance is used up. Add credits to continue.",
-        ));
-    }
-    Ok(found)
 }
 
 /// Tokens a text request is expected to use, for the tokens-per-minute limit: the prompt's

@@ -15,6 +15,8 @@ use crate::domain::chat::upstreams::Upstreams;
 use crate::domain::chat::{message_chars, resolve_files, validate};
 use crate::domain::error::{upstream_error, ApiResult};
 use crate::domain::{Context, SharedContext};
+use crate::ports::store::ItemStore;
+use crate::ports::upstream::UpstreamError;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -92,14 +94,45 @@ pub async fn complete_admitted(
     );
     let grant = match admitted {
         Some(grant) => grant,
-        None => match admit_text(ports.cx(), ports.accounts, &caller, estimate).await? {
-            TextAdmission::Admitted(_org, grant) => grant,
-            TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
+        None => match admit(ports, &caller, estimate).await? {
+            Ok(grant) => grant,
+            Err(limited) => return Ok(ChatAnswer::Limited(limited)),
         },
     };
     let status = grant.status.clone();
     let reply = answer(ports, caller, v, grant, dialect).await;
     Ok(ChatAnswer::Admitted { reply, status })
+}
+
+/// The one admission of a text request (chat completions, Messages, Responses): a funded
+/// organization, the key's budget and the rate limits of the key and its plan, reserving
+/// `tokens` until the charge (or [`call_upstream`]'s refusal) settles them. `Err` is the rate
+/// limit that refused it.
+pub async fn admit(
+    ports: ChatPorts<'_>,
+    caller: &Caller,
+    tokens: u64,
+) -> ApiResult<Result<Grant, RateLimited>> {
+    Ok(
+        match admit_text(ports.cx(), ports.accounts, caller, tokens).await? {
+            TextAdmission::Admitted(_org, grant) => Ok(grant),
+            TextAdmission::Limited(limited) => Err(limited),
+        },
+    )
+}
+
+/// Calls the upstream for an admitted request. Its refusal means nothing was generated: the
+/// grant's reservation goes back before the refusal is answered.
+pub async fn call_upstream<T>(
+    store: &dyn ItemStore,
+    grant: &Grant,
+    call: impl std::future::Future<Output = Result<T, UpstreamError>>,
+) -> Result<T, UpstreamError> {
+    let answered = call.await;
+    if answered.is_err() {
+        rate_limits::settle(store, grant, 0).await;
+    }
+    answered
 }
 
 async fn answer(
@@ -131,13 +164,9 @@ async fn answer(
     let id = dialect.new_id();
     let created = crate::ports::store::now_secs();
     if v.stream {
-        let chunks = match upstream.stream(request).await {
-            Ok(chunks) => chunks,
-            Err(e) => {
-                rate_limits::settle(cx.store, &grant, 0).await;
-                return Err(upstream_error(&e));
-            }
-        };
+        let chunks = call_upstream(cx.store, &grant, upstream.stream(request))
+            .await
+            .map_err(|e| upstream_error(&e))?;
         let format = dialect.stream_format(&id, &v.model.id, created);
         let ctx = StreamContext {
             store: ports.shared.store.clone(),
@@ -152,19 +181,15 @@ async fn answer(
         };
         return Ok(Reply::Stream(stream::metered(ctx, chunks)));
     }
-    let reply = match upstream.complete(request).await {
-        Ok(reply) => reply,
-        Err(e) => {
-            // Nothing was generated: the reservation goes back.
-            rate_limits::settle(cx.store, &grant, 0).await;
-            return Err(upstream_error(&e));
-        }
-    };
+    let reply = call_upstream(cx.store, &grant, upstream.complete(request))
+        .await
+        .map_err(|e| upstream_error(&e))?;
     let (mut completion, used) = restamp_completion(reply, &id, created, &v.model, v.prompt_chars);
     let spec = ChargeSpec {
         store: ports.shared.store.clone(),
         caller,
         model: v.model,
+        kind: stream::CHAT_COMPLETION,
         id,
         grant,
     };

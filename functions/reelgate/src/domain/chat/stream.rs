@@ -60,12 +60,18 @@ pub struct StreamContext {
     pub on_leave: OnLeave,
 }
 
+/// The ledger kind of a chat completion's charge (the Messages API's too).
+pub(crate) const CHAT_COMPLETION: &str = "chat.completion";
+
 /// Everything a completion's charge needs, owned, so the charge can run as a task of its own.
 #[derive(Clone)]
 pub(crate) struct ChargeSpec {
     pub store: Arc<dyn ItemStore>,
     pub caller: Caller,
     pub model: ChatModel,
+    /// The ledger entry's kind: [`CHAT_COMPLETION`] or `response`.
+    pub kind: &'static str,
+    /// The completion's (or response's) id; one ledger entry per id.
     pub id: String,
     pub grant: Grant,
 }
@@ -118,6 +124,7 @@ impl Meter {
             store: self.ctx.store.clone(),
             caller: self.ctx.caller.clone(),
             model: self.ctx.model.clone(),
+            kind: CHAT_COMPLETION,
             id: self.ctx.id.clone(),
             grant: self.ctx.grant.clone(),
         }
@@ -140,6 +147,7 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) -> Option<rust_de
         store,
         caller,
         model,
+        kind,
         id,
         grant,
     } = spec;
@@ -147,7 +155,7 @@ pub(crate) async fn charge(spec: ChargeSpec, used: TokenUsage) -> Option<rust_de
         org: caller.org.clone(),
         person: caller.person.clone(),
         model,
-        kind: "chat.completion",
+        kind,
         reference: id,
         usage: used,
         key: caller.key_id().to_owned(),

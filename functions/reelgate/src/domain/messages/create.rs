@@ -5,7 +5,7 @@
 use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::body::ChatCompletionBody;
-use crate::domain::chat::complete::{ChatAnswer, ChatPorts};
+use crate::domain::chat::complete::{admit, ChatAnswer, ChatPorts};
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::validate;
 use crate::domain::error::{ApiError, ApiResult};
@@ -35,10 +35,9 @@ pub async fn create(
     // those limits even when the work fails (a request without any is admitted once, by the
     // chat use case). Its prompt is not known yet, so no prompt tokens are reserved for it.
     let admitted = if body.needs_work() {
-        use crate::domain::billing::admission::{admit_text, TextAdmission};
-        match admit_text(cx, ports.accounts, &caller, 0).await? {
-            TextAdmission::Admitted(_org, grant) => Some(grant),
-            TextAdmission::Limited(limited) => return Ok(ChatAnswer::Limited(limited)),
+        match admit(ports, &caller, 0).await? {
+            Ok(grant) => Some(grant),
+            Err(limited) => return Ok(ChatAnswer::Limited(limited)),
         }
     } else {
         None
@@ -121,10 +120,9 @@ pub async fn count_tokens(
     let model = validate::chat_model(cx.catalog, body.model())?.clone();
     // Admitted before any URL is fetched or document rasterized: an unfunded key, or one over
     // its limits, makes the service do no work on its behalf.
-    use crate::domain::billing::admission::{admit_text, TextAdmission};
-    let grant = match admit_text(cx, ports.accounts, caller, 0).await? {
-        TextAdmission::Admitted(_org, grant) => grant,
-        TextAdmission::Limited(limited) => return Ok(TokenCountAnswer::Limited(limited)),
+    let grant = match admit(ports, caller, 0).await? {
+        Ok(grant) => grant,
+        Err(limited) => return Ok(TokenCountAnswer::Limited(limited)),
     };
     let counted = count(ports, pdf, &model, body).await;
     crate::domain::billing::rate_limits::settle(cx.store, &grant, 0).await;

@@ -2,10 +2,12 @@
 //! response. The reply is the Response object, or its typed events as they are produced (the
 //! HTTP layer writes them as server-sent events).
 
-use crate::domain::accounts::Caller;
-use crate::domain::billing::rate_limits::{AcquireError, Grant, Kind, RateLimited, RateStatus};
-use crate::domain::billing::token_charges::{OwnedCharge, TokenUsage};
+use crate::domain::accounts::{AccountCache, Caller};
+use crate::domain::billing::rate_limits::{Grant, RateLimited, RateStatus};
+use crate::domain::billing::token_charges::{admission_estimate, TokenUsage};
 use crate::domain::catalog::{Catalog, ChatModel};
+use crate::domain::chat::complete::{admit, call_upstream, ChatPorts};
+use crate::domain::chat::stream::ChargeSpec;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
 use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
@@ -21,8 +23,21 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct ResponsesPorts {
     pub shared: SharedContext,
+    /// Organizations' plans this process knows (admission in one round trip, as for chat).
+    pub accounts: Arc<AccountCache>,
     pub upstreams: Arc<crate::domain::chat::upstreams::Upstreams>,
     pub pdf: Arc<dyn crate::ports::pdf::PdfRasterizer>,
+}
+
+impl ResponsesPorts {
+    /// The chat use case's view of these ports: a turn is admitted, routed and charged by it.
+    fn chat(&self) -> ChatPorts<'_> {
+        ChatPorts {
+            shared: &self.shared,
+            accounts: &self.accounts,
+            upstreams: &self.upstreams,
+        }
+    }
 }
 
 impl std::ops::Deref for ResponsesPorts {
@@ -98,28 +113,18 @@ impl Turn {
                 .await;
         } else {
             let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
-            let charged = tokens.prompt_tokens + tokens.completion_tokens;
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
+            let spec = ChargeSpec {
+                store: self.ports.store.clone(),
+                caller: self.caller.clone(),
+                model: self.model.clone(),
+                kind: "response",
+                id: self.draft.id.clone(),
+                grant: self.grant.clone(),
+            };
             // The text requests' one charge policy: never an error once the turn was produced.
-            let cost = crate::domain::billing::token_charges::charge_detached(
-                self.ports.store.clone(),
-                OwnedCharge {
-                    org: self.caller.org.clone(),
-                    person: self.caller.person.clone(),
-                    model: self.model.clone(),
-                    kind: "response",
-                    reference: self.draft.id.clone(),
-                    usage: tokens,
-                    key: self.caller.key_id().to_owned(),
-                    budget_month: self.caller.budget.as_ref().map(|b| b.month.clone()),
-                    rate_settlement: crate::domain::billing::rate_limits::settlement_ops(
-                        &self.grant,
-                        charged,
-                    ),
-                },
-            )
-            .await;
+            let cost = crate::domain::chat::stream::charge(spec, tokens).await;
             if let (Some(cost), Some(usage)) = (cost, response["usage"].as_object_mut()) {
                 usage.insert(
                     "cost".into(),
@@ -186,38 +191,23 @@ pub async fn create(
     let model = chat_model(&ports.catalog, &req.model)?;
     crate::observability::telemetry::note_model(&model.id);
     req.check_model(&model)?;
-    let cx = ports.context();
-    // The balance and the earlier turns are read at once: one round trip, not two, on AWS.
-    let history = async {
-        match &req.previous_response_id {
-            Some(previous) => persist::history(cx, &caller, previous).await,
-            None => Ok(Vec::new()),
-        }
+    let chat_ports = ports.chat();
+    let cx = chat_ports.cx();
+    let mut context = match &req.previous_response_id {
+        Some(previous) => persist::history(cx, &caller, previous).await?,
+        None => Vec::new(),
     };
-    let (org, history) = tokio::join!(
-        crate::domain::billing::token_charges::admit(cx, &caller),
-        history
-    );
-    let org = org?;
-    let mut context = history?;
     let normalized = normalize::normalize(cx, &caller, &req.input).await?;
     context.extend(normalized.items.iter().cloned());
-    let acquire = |estimate| {
-        crate::domain::billing::admission::acquire(cx, &caller, &org.plan, Kind::Text, estimate)
-    };
+    let estimate = |prompt_tokens| admission_estimate(prompt_tokens, req.max_output_tokens);
     // Reading files, fetching URLs and rasterizing documents happen before the prompt is known:
-    // the request takes its rate-limit grant first (no prompt tokens reserved yet), so that
-    // work counts against the caller's limits even when it fails.
+    // the request is admitted first (no prompt tokens reserved yet), so that only a funded
+    // caller within its limits gets that work, and it counts against the limits even when it
+    // fails. A turn without any is admitted once its prompt is estimated, as a chat request is.
     let early = if convert::needs_work(&context) {
-        match acquire(crate::domain::billing::token_charges::admission_estimate(
-            0,
-            req.max_output_tokens,
-        ))
-        .await
-        {
+        match admit(chat_ports, &caller, estimate(0)).await? {
             Ok(grant) => Some(grant),
-            Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
-            Err(AcquireError::Store(e)) => return Err(e.into()),
+            Err(limited) => return Ok(CreateAnswer::Limited(limited)),
         }
     } else {
         None
@@ -255,17 +245,10 @@ pub async fn create(
 
     let grant = match early {
         Some(grant) => grant,
-        None => {
-            let estimate = crate::domain::billing::token_charges::admission_estimate(
-                prompt_estimate,
-                req.max_output_tokens,
-            );
-            match acquire(estimate).await {
-                Ok(grant) => grant,
-                Err(AcquireError::Limited(limited)) => return Ok(CreateAnswer::Limited(limited)),
-                Err(AcquireError::Store(e)) => return Err(e.into()),
-            }
-        }
+        None => match admit(chat_ports, &caller, estimate(prompt_estimate)).await? {
+            Ok(grant) => grant,
+            Err(limited) => return Ok(CreateAnswer::Limited(limited)),
+        },
     };
     let status = grant.status.clone();
     let upstream = ports.upstreams.for_model(&ports.catalog, &model);
@@ -301,14 +284,13 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
     if turn.draft.req.stream {
         return stream_turn(turn, upstream, chat).await;
     }
-    let completion = match upstream.complete(chat).await {
-        Ok(completion) => completion,
-        Err(e) => {
-            crate::domain::billing::rate_limits::settle(turn.ports.store.as_ref(), &turn.grant, 0)
-                .await;
-            return Err(turn_error(&e));
-        }
-    };
+    let completion = call_upstream(
+        turn.ports.store.as_ref(),
+        &turn.grant,
+        upstream.complete(chat),
+    )
+    .await
+    .map_err(|e| turn_error(&e))?;
     let (outcome, output, reported) = output::from_completion(&completion);
     let usage = turn.usage(reported.as_ref(), &output);
     let mut response = turn
@@ -321,14 +303,13 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
 /// Starts the upstream stream (its refusal is still an error answer), then hands the events over
 /// as the chunks arrive from a task that also finishes the turn.
 async fn stream_turn(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Reply> {
-    let chunks = match upstream.stream(chat).await {
-        Ok(chunks) => chunks,
-        Err(e) => {
-            crate::domain::billing::rate_limits::settle(turn.ports.store.as_ref(), &turn.grant, 0)
-                .await;
-            return Err(turn_error(&e));
-        }
-    };
+    let chunks = call_upstream(
+        turn.ports.store.as_ref(),
+        &turn.grant,
+        upstream.stream(chat),
+    )
+    .await
+    .map_err(|e| turn_error(&e))?;
     // A small buffer: events leave as soon as the client reads them, and a slow client slows
     // the upstream read rather than piling events up in memory.
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(16);
