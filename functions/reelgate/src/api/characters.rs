@@ -4,8 +4,8 @@
 use crate::api::envelope::List;
 use crate::api::extract::{ApiBody, ApiQuery};
 use crate::api::operation::{
-    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
-    DEFAULT, ORDER,
+    link, list_of, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
+    CHARACTER_ID, DEFAULT, ORDER,
 };
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -19,8 +19,8 @@ use axum::{Json, Router};
 use bytes::Bytes;
 
 const CHARACTER_LINKS: &[Link] = &[
-    link("GetCharacter", "RetrieveVideoCharacter", "character_id"),
-    link("DeleteCharacter", "DeleteVideoCharacter", "character_id"),
+    link("GetCharacter", &RETRIEVE_VIDEO_CHARACTER, &CHARACTER_ID),
+    link("DeleteCharacter", &DELETE_VIDEO_CHARACTER, &CHARACTER_ID),
 ];
 
 pub const CREATE_VIDEO_CHARACTER: Operation = Operation {
@@ -71,7 +71,7 @@ pub const RETRIEVE_VIDEO_CHARACTER: Operation = Operation {
     id: "RetrieveVideoCharacter",
     tag: "videos",
     summary: "A character",
-    params: &[path_param("character_id", "A character id (`char_…`).")],
+    params: &[CHARACTER_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::videos::characters::Character>),
@@ -86,7 +86,7 @@ pub const DELETE_VIDEO_CHARACTER: Operation = Operation {
     id: "DeleteVideoCharacter",
     tag: "videos",
     summary: "Delete a character and its frames (jobs that named it keep their copies)",
-    params: &[path_param("character_id", "A character id (`char_…`).")],
+    params: &[CHARACTER_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 404],
     ..DEFAULT

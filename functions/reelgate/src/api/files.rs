@@ -3,8 +3,8 @@
 
 use crate::api::extract::ApiQuery;
 use crate::api::operation::{
-    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
-    DEFAULT, IDEMPOTENCY_KEY, ORDER, RANGE,
+    link, list_of, query_param, schema, Answer, Body, Declared, Kind, Link, Operation, DEFAULT,
+    FILE_ID, IDEMPOTENCY_KEY, ORDER, RANGE,
 };
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -22,9 +22,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 pub const FILE_LINKS: &[Link] = &[
-    link("GetFile", "RetrieveFile", "file_id"),
-    link("GetFileContent", "DownloadFileContent", "file_id"),
-    link("DeleteFile", "DeleteFile", "file_id"),
+    link("GetFile", &RETRIEVE_FILE, &FILE_ID),
+    link("GetFileContent", &DOWNLOAD_FILE_CONTENT, &FILE_ID),
+    link("DeleteFile", &DELETE_FILE, &FILE_ID),
 ];
 
 pub const CREATE_FILE: Operation = Operation {
@@ -72,7 +72,7 @@ pub const RETRIEVE_FILE: Operation = Operation {
     id: "RetrieveFile",
     tag: "files",
     summary: "Retrieve a file",
-    params: &[path_param("file_id", "A file id (`file-…`).")],
+    params: &[FILE_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::files::FileObject>),
@@ -87,7 +87,7 @@ pub const DELETE_FILE: Operation = Operation {
     id: "DeleteFile",
     tag: "files",
     summary: "Delete a file and its bytes",
-    params: &[path_param("file_id", "A file id (`file-…`).")],
+    params: &[FILE_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 404],
     ..DEFAULT
@@ -98,7 +98,7 @@ pub const DOWNLOAD_FILE_CONTENT: Operation = Operation {
     id: "DownloadFileContent",
     tag: "files",
     summary: "The file's bytes (byte ranges supported)",
-    params: &[path_param("file_id", "A file id (`file-…`)."), RANGE],
+    params: &[FILE_ID, RANGE],
     ok: &[
         (200, Answer::Bytes(&["*/*"])),
         (206, Answer::Bytes(&["*/*"])),

@@ -172,16 +172,27 @@ pub const ORDER: Param = query_param(
     "Sort by creation time (default `desc`).",
 );
 
-/// An OpenAPI link: after this operation, `param` of operation `op` is `expr`.
+/// The path parameters that name one kind of object, each described once for every operation
+/// that takes it.
+pub const VIDEO_ID: Param = path_param("video_id", "A video id (`video_…`).");
+pub const WEBHOOK_ID: Param = path_param("webhook_id", "A webhook endpoint id (`wh_…`).");
+pub const RESPONSE_ID: Param = path_param("response_id", "A response id (`resp_…`).");
+pub const KEY_ID: Param = path_param("key_id", "An API key id.");
+pub const FILE_ID: Param = path_param("file_id", "A file id (`file-…`).");
+pub const UPLOAD_ID: Param = path_param("upload_id", "An upload id (`upload_…`).");
+pub const CHARACTER_ID: Param = path_param("character_id", "A character id (`char_…`).");
+
+/// An OpenAPI link: after this operation, `param` of operation `op` is `expr`. The operation and
+/// its parameter are the declarations themselves, so a link cannot name one that is not there.
 #[derive(Clone, Copy, Debug)]
 pub struct Link {
     pub name: &'static str,
-    pub op: &'static str,
-    pub param: &'static str,
+    pub op: &'static Operation,
+    pub param: &'static Param,
     pub expr: &'static str,
 }
 
-pub const fn link(name: &'static str, op: &'static str, param: &'static str) -> Link {
+pub const fn link(name: &'static str, op: &'static Operation, param: &'static Param) -> Link {
     Link {
         name,
         op,

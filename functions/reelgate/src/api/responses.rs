@@ -5,8 +5,8 @@
 
 use crate::api::extract::{ApiBody, ApiQuery};
 use crate::api::operation::{
-    link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
-    DEFAULT, ORDER,
+    link, list_of, query_param, schema, Answer, Body, Declared, Kind, Link, Operation, DEFAULT,
+    ORDER, RESPONSE_ID,
 };
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -22,13 +22,13 @@ use futures::StreamExt;
 use serde_json::Value;
 
 const RESPONSE_LINKS: &[Link] = &[
-    link("GetResponse", "RetrieveResponse", "response_id"),
+    link("GetResponse", &RETRIEVE_RESPONSE, &RESPONSE_ID),
     link(
         "GetResponseInputItems",
-        "ListResponseInputItems",
-        "response_id",
+        &LIST_RESPONSE_INPUT_ITEMS,
+        &RESPONSE_ID,
     ),
-    link("DeleteResponse", "DeleteResponse", "response_id"),
+    link("DeleteResponse", &DELETE_RESPONSE, &RESPONSE_ID),
 ];
 
 pub const CREATE_RESPONSE: Operation = Operation {
@@ -52,7 +52,7 @@ pub const RETRIEVE_RESPONSE: Operation = Operation {
     id: "RetrieveResponse",
     tag: "responses",
     summary: "A stored response of this person",
-    params: &[path_param("response_id", "A response id (`resp_…`).")],
+    params: &[RESPONSE_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::responses::output::ResponseObject>),
@@ -67,7 +67,7 @@ pub const DELETE_RESPONSE: Operation = Operation {
     id: "DeleteResponse",
     tag: "responses",
     summary: "Delete a stored response",
-    params: &[path_param("response_id", "A response id (`resp_…`).")],
+    params: &[RESPONSE_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 404],
     ..DEFAULT
@@ -79,7 +79,7 @@ pub const LIST_RESPONSE_INPUT_ITEMS: Operation = Operation {
     tag: "responses",
     summary: "The input items of a stored response",
     params: &[
-        path_param("response_id", "A response id (`resp_…`)."),
+        RESPONSE_ID,
         query_param(
             "limit",
             Kind::Int(1, crate::domain::responses::MAX_ITEMS_PAGE as i64),

@@ -4,7 +4,7 @@
 use crate::api::extract::ApiBody;
 use crate::api::files::FILE_LINKS;
 use crate::api::operation::{
-    link, path_param, schema, Answer, Body, Declared, Operation, DEFAULT, IDEMPOTENCY_KEY,
+    link, schema, Answer, Body, Declared, Operation, DEFAULT, IDEMPOTENCY_KEY, UPLOAD_ID,
 };
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -28,7 +28,7 @@ pub const CREATE_UPLOAD: Operation = Operation {
         Answer::Json(schema::<crate::domain::files::uploads::Upload>),
     )],
     errors: &[400, 401, 409, 413],
-    links: &[link("CompleteUpload", "CompleteUpload", "upload_id")],
+    links: &[link("CompleteUpload", &COMPLETE_UPLOAD, &UPLOAD_ID)],
     ..DEFAULT
 };
 
@@ -38,7 +38,7 @@ pub const COMPLETE_UPLOAD: Operation = Operation {
     id: "CompleteUpload",
     tag: "uploads",
     summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
-    params: &[path_param("upload_id", "An upload id (`upload_…`).")],
+    params: &[UPLOAD_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::files::FileObject>),

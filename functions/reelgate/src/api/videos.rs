@@ -4,7 +4,7 @@ use crate::api::envelope::List;
 use crate::api::extract::{ApiQuery, JsonOrFormBody, JsonOrFormWithVideo};
 use crate::api::operation::{
     link, list_of, path_param, query_param, schema, Answer, Body, Declared, Kind, Link, Operation,
-    Param, DEFAULT, IDEMPOTENCY_KEY, ORDER, RANGE,
+    Param, DEFAULT, IDEMPOTENCY_KEY, ORDER, RANGE, VIDEO_ID,
 };
 use crate::api::video_answers::{idempotency_key, render_create};
 use crate::app::App;
@@ -21,10 +21,10 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 const VIDEO_LINKS: &[Link] = &[
-    link("GetVideo", "RetrieveVideo", "video_id"),
-    link("GetVideoContent", "DownloadVideoContent", "video_id"),
-    link("GetVideoThumbnail", "DownloadVideoThumbnail", "video_id"),
-    link("DeleteVideo", "DeleteVideo", "video_id"),
+    link("GetVideo", &RETRIEVE_VIDEO, &VIDEO_ID),
+    link("GetVideoContent", &DOWNLOAD_VIDEO_CONTENT, &VIDEO_ID),
+    link("GetVideoThumbnail", &DOWNLOAD_VIDEO_THUMBNAIL, &VIDEO_ID),
+    link("DeleteVideo", &DELETE_VIDEO, &VIDEO_ID),
 ];
 
 const VIDEO_BYTES: &[&str] = &["video/mp4", "image/jpeg"];
@@ -106,7 +106,7 @@ pub const RETRIEVE_VIDEO: Operation = Operation {
     id: "RetrieveVideo",
     tag: "videos",
     summary: "A video job (poll it: `openai-poll-after-ms` while it runs)",
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::PolledVideo)],
     errors: &[401, 404],
     ..DEFAULT
@@ -118,7 +118,7 @@ pub const DELETE_VIDEO: Operation = Operation {
     id: "DeleteVideo",
     tag: "videos",
     summary: "Delete a finished job and its outputs",
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 404, 409],
     ..DEFAULT
@@ -131,7 +131,7 @@ pub const DOWNLOAD_VIDEO_CONTENT: Operation = Operation {
     summary: "The MP4 of a completed job (`variant=thumbnail`: its JPEG thumbnail; \
               `variant=spritesheet`: 16 frames in one JPEG grid of 4 columns)",
     params: &[
-        path_param("video_id", "A video id (`video_…`)."),
+        VIDEO_ID,
         query_param(
             "variant",
             Kind::OneOf(&["video", "thumbnail", "spritesheet"]),
@@ -153,7 +153,7 @@ pub const DOWNLOAD_VIDEO_THUMBNAIL: Operation = Operation {
     id: "DownloadVideoThumbnail",
     tag: "videos",
     summary: "The JPEG thumbnail (480 px wide) of a completed job",
-    params: &[path_param("video_id", "A video id (`video_…`)."), RANGE],
+    params: &[VIDEO_ID, RANGE],
     ok: &[
         (200, Answer::Bytes(&["image/jpeg"])),
         (206, Answer::Bytes(&["image/jpeg"])),
@@ -169,7 +169,7 @@ pub const CANCEL_VIDEO: Operation = Operation {
     id: "CancelVideo",
     tag: "videos",
     summary: "Cancel a running job: unbilled, its reservation released",
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
     errors: &[401, 404, 409],
     ..DEFAULT

@@ -5,7 +5,7 @@
 use crate::api::envelope::List;
 use crate::api::extract::ApiBody;
 use crate::api::operation::{
-    link, list_of, path_param, schema, Answer, Body, Declared, Link, Operation, DEFAULT,
+    link, list_of, schema, Answer, Body, Declared, Link, Operation, DEFAULT, WEBHOOK_ID,
 };
 use crate::app::App;
 use crate::domain::accounts::Caller;
@@ -15,9 +15,9 @@ use axum::extract::{Path, State};
 use axum::{Json, Router};
 
 const WEBHOOK_LINKS: &[Link] = &[
-    link("GetWebhook", "RetrieveWebhook", "webhook_id"),
-    link("RotateWebhookSecret", "RotateWebhookSecret", "webhook_id"),
-    link("DeleteWebhook", "DeleteWebhook", "webhook_id"),
+    link("GetWebhook", &RETRIEVE_WEBHOOK, &WEBHOOK_ID),
+    link("RotateWebhookSecret", &ROTATE_WEBHOOK_SECRET, &WEBHOOK_ID),
+    link("DeleteWebhook", &DELETE_WEBHOOK, &WEBHOOK_ID),
 ];
 
 pub const CREATE_WEBHOOK: Operation = Operation {
@@ -53,7 +53,7 @@ pub const RETRIEVE_WEBHOOK: Operation = Operation {
     id: "RetrieveWebhook",
     tag: "webhooks",
     summary: "A webhook endpoint, its status and last delivery attempts",
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
@@ -68,7 +68,7 @@ pub const DELETE_WEBHOOK: Operation = Operation {
     id: "DeleteWebhook",
     tag: "webhooks",
     summary: "Delete a webhook endpoint",
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 404],
     ..DEFAULT
@@ -80,7 +80,7 @@ pub const ROTATE_WEBHOOK_SECRET: Operation = Operation {
     id: "RotateWebhookSecret",
     tag: "webhooks",
     summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::webhooks::Endpoint>),

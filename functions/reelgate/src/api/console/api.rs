@@ -7,8 +7,8 @@ use super::{cleared_cookie, ConsoleSession};
 use crate::api::envelope::List;
 use crate::api::extract::ApiBody;
 use crate::api::operation::{
-    link, list_of, path_param, schema, Answer, Auth, Body, Declared, Operation, DEFAULT,
-    IDEMPOTENCY_KEY,
+    link, list_of, schema, Answer, Auth, Body, Declared, Operation, DEFAULT, IDEMPOTENCY_KEY,
+    KEY_ID, UPLOAD_ID, WEBHOOK_ID,
 };
 use crate::app::App;
 use crate::domain::accounts::agreement::{self, AgreementStatus};
@@ -147,7 +147,7 @@ pub const CONSOLE_CREATE_KEY: Operation = Operation {
         Answer::Json(schema::<crate::api::console::answers::ApiKeyCreated>),
     )],
     errors: &[401, 403],
-    links: &[link("RevokeKey", "ConsoleRevokeKey", "key_id")],
+    links: &[link("RevokeKey", &CONSOLE_REVOKE_KEY, &KEY_ID)],
     ..DEFAULT
 };
 
@@ -158,7 +158,7 @@ pub const CONSOLE_REVOKE_KEY: Operation = Operation {
     tag: "console",
     summary: "Revoke one of the signed-in person's API keys",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("key_id", "An API key id.")],
+    params: &[KEY_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::api::console::answers::ApiKeyRevoked>),
@@ -174,7 +174,7 @@ pub const CONSOLE_KEY_LIMITS: Operation = Operation {
     summary: "One of the signed-in person's keys: its effective rate limits (overrides over \
               the plan's per-key limits) and its monthly budget with this month's committed amount",
     auth: Auth::Console,
-    params: &[path_param("key_id", "An API key id.")],
+    params: &[KEY_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::accounts::key_controls::KeyControls>),
@@ -191,7 +191,7 @@ pub const CONSOLE_SET_KEY_LIMITS: Operation = Operation {
     summary: "Set or clear one of the signed-in person's keys' rate-limit overrides and monthly \
               budget, never above the plan's per-key limits",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("key_id", "An API key id.")],
+    params: &[KEY_ID],
     body: Body::Json(schema::<crate::domain::accounts::key_controls::KeyLimitsRequest>),
     ok: &[(
         200,
@@ -228,7 +228,7 @@ pub const CONSOLE_CREATE_UPLOAD: Operation = Operation {
         Answer::Json(schema::<crate::domain::files::uploads::Upload>),
     )],
     errors: &[400, 401, 403, 409, 413],
-    links: &[link("CompleteUpload", "ConsoleCompleteUpload", "upload_id")],
+    links: &[link("CompleteUpload", &CONSOLE_COMPLETE_UPLOAD, &UPLOAD_ID)],
 };
 
 pub const CONSOLE_COMPLETE_UPLOAD: Operation = Operation {
@@ -238,7 +238,7 @@ pub const CONSOLE_COMPLETE_UPLOAD: Operation = Operation {
     tag: "console",
     summary: "Register the uploaded bytes as a file (checked as POST /v1/files checks them)",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("upload_id", "An upload id (`upload_…`).")],
+    params: &[UPLOAD_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::files::FileObject>),
@@ -276,10 +276,10 @@ pub const CONSOLE_CREATE_WEBHOOK: Operation = Operation {
     links: &[
         link(
             "RotateWebhookSecret",
-            "ConsoleRotateWebhookSecret",
-            "webhook_id",
+            &CONSOLE_ROTATE_WEBHOOK_SECRET,
+            &WEBHOOK_ID,
         ),
-        link("DeleteWebhook", "ConsoleDeleteWebhook", "webhook_id"),
+        link("DeleteWebhook", &CONSOLE_DELETE_WEBHOOK, &WEBHOOK_ID),
     ],
     ..DEFAULT
 };
@@ -291,7 +291,7 @@ pub const CONSOLE_DELETE_WEBHOOK: Operation = Operation {
     tag: "console",
     summary: "Delete a webhook endpoint",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 403, 404],
     ..DEFAULT
@@ -304,7 +304,7 @@ pub const CONSOLE_ROTATE_WEBHOOK_SECRET: Operation = Operation {
     tag: "console",
     summary: "A new signing secret (shown once); the old one keeps signing for 24 hours",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::webhooks::Endpoint>),
@@ -322,7 +322,7 @@ pub const CONSOLE_SEND_WEBHOOK_TEST_EVENT: Operation = Operation {
               receiver did (its status or the error, and how long it took); one test per \
               endpoint every 5 seconds",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("webhook_id", "A webhook endpoint id (`wh_…`).")],
+    params: &[WEBHOOK_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::webhooks::test_event::TestDelivery>),

@@ -11,7 +11,7 @@ pub mod oidc;
 pub mod videos;
 
 use crate::api::operation::{
-    path_param, query_param, Answer, Auth, Declared, Kind, Operation, DEFAULT,
+    query_param, Answer, Auth, Declared, Kind, Operation, DEFAULT, VIDEO_ID,
 };
 use crate::app::App;
 use crate::domain::accounts::console::{Console, IssuedSession, Session};
@@ -57,7 +57,7 @@ pub const CONSOLE_VIDEO_PAGE: Operation = Operation {
     tag: "console",
     summary: "The console's single page, opened on one video's page",
     auth: Auth::None,
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::Html)],
     errors: &[],
     ..DEFAULT

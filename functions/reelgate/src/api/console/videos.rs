@@ -9,6 +9,7 @@ use crate::api::envelope::List;
 use crate::api::extract::{ApiBody, ApiJson, ApiQuery};
 use crate::api::operation::{
     link, list_of, path_param, schema, Answer, Auth, Body, Declared, Link, Operation, DEFAULT,
+    VIDEO_ID,
 };
 use crate::api::videos::VIDEO_LIST_PARAMS;
 use crate::app::App;
@@ -19,8 +20,8 @@ use axum::response::Response;
 use axum::{Json, Router};
 
 const CONSOLE_VIDEO_LINKS: &[Link] = &[
-    link("GetConsoleVideo", "ConsoleRetrieveVideo", "video_id"),
-    link("GetConsoleVideoMedia", "ConsoleVideoMedia", "video_id"),
+    link("GetConsoleVideo", &CONSOLE_RETRIEVE_VIDEO, &VIDEO_ID),
+    link("GetConsoleVideoMedia", &CONSOLE_VIDEO_MEDIA, &VIDEO_ID),
 ];
 
 pub const CONSOLE_QUOTE_VIDEO: Operation = Operation {
@@ -71,7 +72,7 @@ pub const CONSOLE_RETRIEVE_VIDEO: Operation = Operation {
     tag: "console",
     summary: "A video job with its page's details (the rendered prompt, inputs, timings)",
     auth: Auth::Console,
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::domain::videos::object::VideoDetail>),
@@ -87,7 +88,7 @@ pub const CONSOLE_DELETE_VIDEO: Operation = Operation {
     tag: "console",
     summary: "Delete a finished job and its outputs",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::Json(schema::<crate::api::envelope::Deleted>))],
     errors: &[401, 403, 404, 409],
     ..DEFAULT
@@ -99,7 +100,7 @@ pub const CONSOLE_VIDEO_MEDIA: Operation = Operation {
     tag: "console",
     summary: "Short-lived signed URLs of a completed job's MP4 and thumbnail",
     auth: Auth::Console,
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(
         200,
         Answer::Json(schema::<crate::api::console::answers::VideoMedia>),
@@ -115,7 +116,7 @@ pub const CONSOLE_CANCEL_VIDEO: Operation = Operation {
     tag: "console",
     summary: "Cancel a running job: unbilled, its reservation released",
     auth: Auth::ConsoleCsrf,
-    params: &[path_param("video_id", "A video id (`video_…`).")],
+    params: &[VIDEO_ID],
     ok: &[(200, Answer::Json(schema::<crate::domain::videos::Video>))],
     errors: &[401, 403, 404, 409],
     ..DEFAULT

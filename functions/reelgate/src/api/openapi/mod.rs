@@ -349,8 +349,8 @@ fn ok_response(answer: Answer, links: &[Link]) -> utoipa::openapi::Response {
         r = r.link(
             l.name,
             LinkBuilder::new()
-                .operation_id(l.op)
-                .parameter(l.param, l.expr)
+                .operation_id(l.op.id)
+                .parameter(l.param.name, l.expr)
                 .build(),
         );
     }
