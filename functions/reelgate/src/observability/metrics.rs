@@ -1,14 +1,17 @@
-//! The service's metrics: one process-wide registry of counters, gauges and histograms that the
-//! hot path updates with atomics (a read lock to find a labelled series, taken for writing only
-//! the first time a label set is seen), exposed as Prometheus text (`GET /metrics`,
-//! `api/metrics.rs`). On Lambda (`set_emf`), where nothing scrapes a process, every recording
+//! The service's metrics: counters, gauges and histograms that the hot path updates with atomics
+//! (a read lock to find a labelled series, taken for writing only the first time a label set is
+//! seen), exposed as Prometheus text (`GET /metrics`, `api/metrics.rs`). The registry is sharded
+//! by thread: each thread records into a shard of its own (threads beyond [`SHARDS`] share one),
+//! so threads on different cores share no lock and no counter's cache line on the request path;
+//! the exposition adds the shards up. On Lambda (`set_emf`), where nothing scrapes a process, every recording
 //! also writes one CloudWatch Embedded Metric Format line to stdout, which CloudWatch turns into
 //! metrics in the namespace [`EMF_NAMESPACE`] (the template's dashboard shows them).
 //! The series are listed in docs/observability.md.
 
 use rust_decimal::Decimal;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
 
@@ -109,10 +112,6 @@ impl Histogram {
             .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
-
-    pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
 }
 
 /// One series: its label values and its value.
@@ -153,8 +152,14 @@ impl<V> Family<V> {
     }
 }
 
-/// Every series the service keeps.
-pub struct Registry {
+/// Shards of the registry: threads take one each in turn (a runtime worker per core touches its
+/// own), and past this many they share.
+pub const SHARDS: usize = 16;
+
+/// Every series the service keeps, as one thread records them; aligned so that two shards never
+/// share a cache line.
+#[repr(align(128))]
+struct Shard {
     requests: Family<Histogram>,
     overhead: Family<Histogram>,
     upstream_errors: Family<AtomicU64>,
@@ -170,17 +175,36 @@ fn fast() -> Histogram {
     Histogram::new(&BUCKETS)
 }
 
-static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
-    requests: Family::new(fast),
-    overhead: Family::new(fast),
-    upstream_errors: Family::new(|| AtomicU64::new(0)),
-    tokens: Family::new(|| AtomicU64::new(0)),
-    spend: Family::new(|| Mutex::new(Decimal::ZERO)),
-    video_jobs: Family::new(|| AtomicU64::new(0)),
-    render: Histogram::new(&SLOW_BUCKETS),
-    queue_wait: Histogram::new(&SLOW_BUCKETS),
-    reservations_held: AtomicI64::new(0),
-});
+impl Shard {
+    fn new() -> Self {
+        Shard {
+            requests: Family::new(fast),
+            overhead: Family::new(fast),
+            upstream_errors: Family::new(|| AtomicU64::new(0)),
+            tokens: Family::new(|| AtomicU64::new(0)),
+            spend: Family::new(|| Mutex::new(Decimal::ZERO)),
+            video_jobs: Family::new(|| AtomicU64::new(0)),
+            render: Histogram::new(&SLOW_BUCKETS),
+            queue_wait: Histogram::new(&SLOW_BUCKETS),
+            reservations_held: AtomicI64::new(0),
+        }
+    }
+}
+
+static REGISTRY: LazyLock<[Shard; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Shard::new()));
+
+/// The next thread's shard (touched once per thread, when it first records).
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static THIS_THREADS_SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+}
+
+/// The shard this thread records into.
+fn shard_index() -> usize {
+    THIS_THREADS_SHARD.with(|i| *i)
+}
 
 /// Unix time in milliseconds (render start and end are stored with it).
 pub fn now_millis() -> i64 {
@@ -190,8 +214,8 @@ pub fn now_millis() -> i64 {
         .unwrap_or_default()
 }
 
-pub fn registry() -> &'static Registry {
-    &REGISTRY
+fn registry() -> &'static Shard {
+    &REGISTRY[shard_index()]
 }
 
 /// One answered request: its route template and status, how long it took, and — for a
@@ -339,15 +363,77 @@ fn labels(names: &[&str], values: &[String]) -> String {
         .join(",")
 }
 
-fn histogram_text(out: &mut String, name: &str, l: &str, h: &Histogram) {
+/// A histogram's counts added up over the shards.
+#[derive(Clone)]
+struct HistogramTotal {
+    bounds: &'static [f64; 14],
+    buckets: [u64; 14],
+    sum_micros: u64,
+    count: u64,
+}
+
+impl HistogramTotal {
+    fn add(&mut self, h: &Histogram) {
+        for (total, n) in self.buckets.iter_mut().zip(&h.buckets) {
+            *total += n.load(Ordering::Relaxed);
+        }
+        self.sum_micros += h.sum_micros.load(Ordering::Relaxed);
+        self.count += h.count.load(Ordering::Relaxed);
+    }
+
+    fn of(bounds: &'static [f64; 14]) -> Self {
+        HistogramTotal {
+            bounds,
+            buckets: [0; 14],
+            sum_micros: 0,
+            count: 0,
+        }
+    }
+}
+
+/// One family's series added up over the shards, by label values (sorted, so the exposition's
+/// order does not depend on which thread saw a series first).
+fn totals<V, T>(
+    family: impl Fn(&Shard) -> &Family<V>,
+    zero: impl Fn() -> T,
+    add: impl Fn(&mut T, &V),
+) -> BTreeMap<Box<[String]>, T> {
+    let mut out = BTreeMap::new();
+    for shard in REGISTRY.iter() {
+        for (labels, value) in family(shard).snapshot() {
+            add(out.entry(labels).or_insert_with(&zero), &value);
+        }
+    }
+    out
+}
+
+fn histogram_totals(
+    family: impl Fn(&Shard) -> &Family<Histogram>,
+) -> BTreeMap<Box<[String]>, HistogramTotal> {
+    totals(family, || HistogramTotal::of(&BUCKETS), HistogramTotal::add)
+}
+
+fn counter_totals(family: impl Fn(&Shard) -> &Family<AtomicU64>) -> BTreeMap<Box<[String]>, u64> {
+    totals(family, || 0, |t, n| *t += n.load(Ordering::Relaxed))
+}
+
+fn unlabelled_total(histogram: impl Fn(&Shard) -> &Histogram) -> HistogramTotal {
+    let mut total = HistogramTotal::of(&SLOW_BUCKETS);
+    for shard in REGISTRY.iter() {
+        total.add(histogram(shard));
+    }
+    total
+}
+
+fn histogram_text(out: &mut String, name: &str, l: &str, h: &HistogramTotal) {
     let sep = if l.is_empty() { "" } else { "," };
     let mut cumulative = 0;
     for (bound, n) in h.bounds.iter().zip(&h.buckets) {
-        cumulative += n.load(Ordering::Relaxed);
+        cumulative += n;
         let _ = writeln!(out, "{name}_bucket{{{l}{sep}le=\"{bound}\"}} {cumulative}");
     }
-    let count = h.count.load(Ordering::Relaxed);
-    let sum = h.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+    let count = h.count;
+    let sum = h.sum_micros as f64 / 1e6;
     let _ = writeln!(out, "{name}_bucket{{{l}{sep}le=\"+Inf\"}} {count}");
     let braces = if l.is_empty() {
         String::new()
@@ -358,18 +444,17 @@ fn histogram_text(out: &mut String, name: &str, l: &str, h: &Histogram) {
     let _ = writeln!(out, "{name}_count{braces} {count}");
 }
 
-/// Every series in the Prometheus text exposition format (version 0.0.4).
+/// Every series in the Prometheus text exposition format (version 0.0.4), the shards added up.
 pub fn prometheus_text() -> String {
-    let r = registry();
     let mut out = String::new();
-    let requests = r.requests.snapshot();
+    let requests = histogram_totals(|s| &s.requests);
     out.push_str("# HELP reelgate_requests_total Requests answered, by route template and status.\n# TYPE reelgate_requests_total counter\n");
     for (k, h) in &requests {
         let _ = writeln!(
             out,
             "reelgate_requests_total{{{}}} {}",
             labels(&["route", "status"], k),
-            h.count()
+            h.count
         );
     }
     out.push_str("# HELP reelgate_request_duration_seconds Time to answer (streams: to their end), by route template and status.\n# TYPE reelgate_request_duration_seconds histogram\n");
@@ -382,7 +467,7 @@ pub fn prometheus_text() -> String {
         );
     }
     out.push_str("# HELP reelgate_gateway_overhead_seconds Request time minus upstream time of text-model requests, by model.\n# TYPE reelgate_gateway_overhead_seconds histogram\n");
-    for (k, h) in &r.overhead.snapshot() {
+    for (k, h) in &histogram_totals(|s| &s.overhead) {
         histogram_text(
             &mut out,
             "reelgate_gateway_overhead_seconds",
@@ -391,26 +476,28 @@ pub fn prometheus_text() -> String {
         );
     }
     out.push_str("# HELP reelgate_upstream_errors_total Failed upstream calls, by model and kind.\n# TYPE reelgate_upstream_errors_total counter\n");
-    for (k, n) in &r.upstream_errors.snapshot() {
+    for (k, n) in &counter_totals(|s| &s.upstream_errors) {
         let _ = writeln!(
             out,
-            "reelgate_upstream_errors_total{{{}}} {}",
+            "reelgate_upstream_errors_total{{{}}} {n}",
             labels(&["model", "kind"], k),
-            n.load(Ordering::Relaxed)
         );
     }
     out.push_str("# HELP reelgate_tokens_total Tokens charged, by model and kind (input, cached_input, cache_write, output).\n# TYPE reelgate_tokens_total counter\n");
-    for (k, n) in &r.tokens.snapshot() {
+    for (k, n) in &counter_totals(|s| &s.tokens) {
         let _ = writeln!(
             out,
-            "reelgate_tokens_total{{{}}} {}",
+            "reelgate_tokens_total{{{}}} {n}",
             labels(&["model", "kind"], k),
-            n.load(Ordering::Relaxed)
         );
     }
     out.push_str("# HELP reelgate_spend_total Amount charged, by model and currency.\n# TYPE reelgate_spend_total counter\n");
-    for (k, v) in &r.spend.snapshot() {
-        let total = *v.lock().unwrap_or_else(|e| e.into_inner());
+    let spend = totals(
+        |s| &s.spend,
+        || Decimal::ZERO,
+        |t, v| *t += *v.lock().unwrap_or_else(|e| e.into_inner()),
+    );
+    for (k, total) in &spend {
         let _ = writeln!(
             out,
             "reelgate_spend_total{{{}}} {}",
@@ -419,24 +506,34 @@ pub fn prometheus_text() -> String {
         );
     }
     out.push_str("# HELP reelgate_video_jobs_total Video jobs that reached a terminal status, by status and failure code.\n# TYPE reelgate_video_jobs_total counter\n");
-    for (k, n) in &r.video_jobs.snapshot() {
+    for (k, n) in &counter_totals(|s| &s.video_jobs) {
         let _ = writeln!(
             out,
-            "reelgate_video_jobs_total{{{}}} {}",
+            "reelgate_video_jobs_total{{{}}} {n}",
             labels(&["status", "code"], k),
-            n.load(Ordering::Relaxed)
         );
     }
     out.push_str("# HELP reelgate_render_duration_seconds Time a render took (engine call to output stored).\n# TYPE reelgate_render_duration_seconds histogram\n");
-    histogram_text(&mut out, "reelgate_render_duration_seconds", "", &r.render);
-    out.push_str("# HELP reelgate_queue_wait_seconds Time a video job waited from admission to the start of its render.\n# TYPE reelgate_queue_wait_seconds histogram\n");
-    histogram_text(&mut out, "reelgate_queue_wait_seconds", "", &r.queue_wait);
-    out.push_str("# HELP reelgate_reservations_held Render reservations taken and not yet settled by this process.\n# TYPE reelgate_reservations_held gauge\n");
-    let _ = writeln!(
-        out,
-        "reelgate_reservations_held {}",
-        r.reservations_held.load(Ordering::Relaxed)
+    histogram_text(
+        &mut out,
+        "reelgate_render_duration_seconds",
+        "",
+        &unlabelled_total(|s| &s.render),
     );
+    out.push_str("# HELP reelgate_queue_wait_seconds Time a video job waited from admission to the start of its render.\n# TYPE reelgate_queue_wait_seconds histogram\n");
+    histogram_text(
+        &mut out,
+        "reelgate_queue_wait_seconds",
+        "",
+        &unlabelled_total(|s| &s.queue_wait),
+    );
+    out.push_str("# HELP reelgate_reservations_held Render reservations taken and not yet settled by this process.\n# TYPE reelgate_reservations_held gauge\n");
+    // A reservation taken on one thread and settled on another: the shards' deltas add up.
+    let held: i64 = REGISTRY
+        .iter()
+        .map(|s| s.reservations_held.load(Ordering::Relaxed))
+        .sum();
+    let _ = writeln!(out, "reelgate_reservations_held {held}");
     out
 }
 
@@ -494,5 +591,66 @@ mod tests {
         spend("m-test", "usd", "0.0000336".parse().expect("d"));
         assert!(prometheus_text()
             .contains("reelgate_spend_total{model=\"m-test\",currency=\"usd\"} 0.0002187"));
+    }
+
+    /// The contention check of the request path's metrics (issue 48): a thread that holds the
+    /// locks of its own shard must not stop a thread of another shard from recording a request
+    /// and a charge. With one shard (one registry for the process) no thread lies outside the
+    /// held shard, and that fails; a recording that waits on the held locks fails by its timeout
+    /// (the locks are released before the assertion, so the test cannot hang).
+    #[test]
+    fn a_held_shard_does_not_stop_another_threads_recording() {
+        use std::sync::mpsc;
+        let (held_tx, held_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let shard = registry();
+            let requests = shard.requests.series.write().expect("requests");
+            let spend = shard.spend.series.write().expect("spend");
+            held_tx.send(shard_index()).expect("send");
+            let _ = release_rx.recv_timeout(Duration::from_secs(30));
+            drop((requests, spend));
+        });
+        let held = held_rx.recv().expect("the holder's shard");
+        // Threads take shards in turn: a thread started after the holder gets another shard
+        // unless the other tests' threads took exactly a multiple of SHARDS in between, so a
+        // few tries are enough, and none can succeed with one shard.
+        let mut recorded = None;
+        for _ in 0..3 {
+            let (done_tx, done_rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let mine = shard_index();
+                if mine != held {
+                    request(
+                        "/test/contention",
+                        200,
+                        Duration::from_millis(1),
+                        Some(("m-contention", Duration::ZERO)),
+                    );
+                    spend("m-contention", "usd", Decimal::ONE);
+                }
+                let _ = done_tx.send(mine);
+            });
+            match done_rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(mine) if mine == held => continue,
+                Ok(mine) => {
+                    recorded = Some(Ok(mine));
+                    break;
+                }
+                Err(_) => {
+                    recorded = Some(Err("waited 5 s on the held shard's locks"));
+                    break;
+                }
+            }
+        }
+        let _ = release_tx.send(());
+        holder.join().expect("holder");
+        match recorded {
+            Some(Ok(mine)) => assert_ne!(mine, held),
+            Some(Err(why)) => panic!("recording on another thread {why}: a lock is shared"),
+            None => panic!("every thread records into the holder's shard: one registry"),
+        }
+        assert!(prometheus_text()
+            .contains("reelgate_requests_total{route=\"/test/contention\",status=\"200\"} 1"));
     }
 }
