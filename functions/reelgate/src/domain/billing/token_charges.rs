@@ -18,7 +18,7 @@ use crate::domain::error::ApiResult;
 use crate::domain::Context;
 use crate::ports::store::{now_secs, Condition, ItemExt, ItemStore, StoreError, TransactOp};
 use rust_decimal::Decimal;
-use serde_json::Value;
+use serde::Deserialize;
 
 /// Token counts of one completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -34,6 +34,65 @@ pub struct TokenUsage {
     pub cache_write_tokens: u64,
     /// True when the upstream reported no usage and the counts were estimated from text length.
     pub estimated: bool,
+}
+
+/// The `usage` an upstream reports, as serde reads it: OpenAI chat's names (`prompt_tokens`,
+/// `completion_tokens`, `prompt_tokens_details.cached_tokens` and `.cache_write_tokens`) or the
+/// Responses API's (`input_tokens`, `output_tokens`, `input_tokens_details`), the chat name
+/// first where both are sent. It is the upstream's word, read leniently: a count that is not a
+/// whole number, or details that are not an object, read as absent rather than refusing the
+/// whole usage (the estimate would then be charged instead of what the upstream counted).
+#[derive(Debug, Default, Deserialize)]
+pub struct ReportedUsage {
+    #[serde(default)]
+    prompt_tokens: Count,
+    #[serde(default)]
+    input_tokens: Count,
+    #[serde(default)]
+    completion_tokens: Count,
+    #[serde(default)]
+    output_tokens: Count,
+    #[serde(default, deserialize_with = "loose")]
+    prompt_tokens_details: Option<UsageDetails>,
+    #[serde(default, deserialize_with = "loose")]
+    input_tokens_details: Option<UsageDetails>,
+}
+
+/// The prompt's details in a reported usage.
+#[derive(Debug, Default, Deserialize)]
+struct UsageDetails {
+    #[serde(default)]
+    cached_tokens: Count,
+    #[serde(default)]
+    cache_write_tokens: Count,
+}
+
+/// A whole number of tokens, or nothing for any other JSON value.
+#[derive(Debug, Default)]
+struct Count(Option<u64>);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Count(loose(d)?))
+    }
+}
+
+/// Either `T`, or any other JSON value, read and set aside.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Loose<T> {
+    Valid(T),
+    Other(serde::de::IgnoredAny),
+}
+
+/// `T` where the value is one, else `None` (`null` included).
+fn loose<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Ok(match Option::<Loose<T>>::deserialize(d)? {
+        Some(Loose::Valid(t)) => Some(t),
+        Some(Loose::Other(_)) | None => None,
+    })
 }
 
 /// Tokens an estimate counts for a chat input part that is not text (an estimate is charged only
@@ -63,33 +122,27 @@ pub fn part_estimate_chars(kind: &str) -> usize {
 }
 
 impl TokenUsage {
-    /// Reads OpenAI's chat `usage` (`prompt_tokens`/`completion_tokens`,
-    /// `prompt_tokens_details.cached_tokens`) or the responses API's (`input_tokens`/
-    /// `output_tokens`, `input_tokens_details.cached_tokens`).
-    pub fn from_json(usage: &Value) -> Option<TokenUsage> {
-        let n = |a: &str, b: &str| {
-            usage
-                .get(a)
-                .or_else(|| usage.get(b))
-                .and_then(Value::as_u64)
+    /// The counts of what an upstream reported; `None` when it reported no prompt count.
+    /// Cache reads and writes are parts of the prompt: an upstream claiming more is clamped.
+    pub fn reported(usage: &ReportedUsage) -> Option<TokenUsage> {
+        let prompt_tokens = usage.prompt_tokens.0.or(usage.input_tokens.0)?;
+        let details = match &usage.prompt_tokens_details {
+            Some(details) => Some(details),
+            None => usage.input_tokens_details.as_ref(),
         };
-        let prompt_tokens = n("prompt_tokens", "input_tokens")?;
-        let details = usage
-            .get("prompt_tokens_details")
-            .or_else(|| usage.get("input_tokens_details"));
-        let detail = |name: &str| {
-            details
-                .and_then(|d| d.get(name))
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-        };
-        // Cache reads and writes are parts of the prompt; an upstream claiming more is clamped.
-        let cached_tokens = detail("cached_tokens").min(prompt_tokens);
+        let detail =
+            |count: fn(&UsageDetails) -> &Count| details.and_then(|d| count(d).0).unwrap_or(0);
+        let cached_tokens = detail(|d| &d.cached_tokens).min(prompt_tokens);
         Some(TokenUsage {
             prompt_tokens,
-            completion_tokens: n("completion_tokens", "output_tokens").unwrap_or(0),
+            completion_tokens: usage
+                .completion_tokens
+                .0
+                .or(usage.output_tokens.0)
+                .unwrap_or(0),
             cached_tokens,
-            cache_write_tokens: detail("cache_write_tokens").min(prompt_tokens - cached_tokens),
+            cache_write_tokens: detail(|d| &d.cache_write_tokens)
+                .min(prompt_tokens - cached_tokens),
             estimated: false,
         })
     }
@@ -437,6 +490,7 @@ pub async fn ledger_entry(
 mod tests {
     use super::*;
     use rust_decimal_macros::dec;
+    use serde_json::Value;
 
     #[test]
     fn cost_is_exact() {
@@ -459,7 +513,7 @@ mod tests {
         let mut model: ChatModel = toml::from_str("id = \"m\"\nupstream = \"u\"").expect("model");
         model.input_per_million = dec!(2.50);
         model.output_per_million = dec!(10);
-        let usage = TokenUsage::from_json(&serde_json::json!({
+        let usage = reported(serde_json::json!({
             "prompt_tokens": 1000, "completion_tokens": 10,
             "prompt_tokens_details": {"cached_tokens": 600}
         }))
@@ -475,10 +529,46 @@ mod tests {
         assert_eq!(p.output, dec!(0.0001));
         assert_eq!(cost(&model, usage), dec!(0.00185));
         // The responses API's spelling, and a claim above the prompt clamped to it.
-        let r = TokenUsage::from_json(&serde_json::json!({
+        let r = reported(serde_json::json!({
             "input_tokens": 5, "output_tokens": 1, "input_tokens_details": {"cached_tokens": 9}
         }))
         .expect("usage");
         assert_eq!(r.cached_tokens, 5);
+    }
+
+    fn reported(usage: Value) -> Option<TokenUsage> {
+        TokenUsage::reported(&ReportedUsage::deserialize(&usage).expect("a usage object"))
+    }
+
+    #[test]
+    fn a_reported_usage_is_read_leniently_and_chat_names_come_first() {
+        let both = reported(serde_json::json!({
+            "prompt_tokens": 10, "input_tokens": 99, "completion_tokens": 3, "output_tokens": 98,
+            "prompt_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 9},
+            "input_tokens_details": {"cached_tokens": 97}
+        }))
+        .expect("usage");
+        assert_eq!(
+            (
+                both.prompt_tokens,
+                both.completion_tokens,
+                both.cached_tokens,
+                both.cache_write_tokens
+            ),
+            (10, 3, 4, 6)
+        );
+        // Counts that are not whole numbers, and details that are not an object, read as absent.
+        let odd = reported(serde_json::json!({
+            "prompt_tokens": 7, "completion_tokens": "3",
+            "prompt_tokens_details": "none", "total_tokens": 1.5
+        }))
+        .expect("usage");
+        assert_eq!(
+            (odd.prompt_tokens, odd.completion_tokens, odd.cached_tokens),
+            (7, 0, 0)
+        );
+        // No prompt count at all: no usage (the estimate is charged).
+        assert_eq!(reported(serde_json::json!({"prompt_tokens": -1})), None);
+        assert_eq!(reported(serde_json::json!({"completion_tokens": 5})), None);
     }
 }

@@ -6,7 +6,7 @@
 use crate::domain::accounts::{AccountCache, Caller};
 use crate::domain::billing::admission::{admit_text, TextAdmission};
 use crate::domain::billing::rate_limits::{self, Grant, RateLimited, RateStatus};
-use crate::domain::billing::token_charges::{self, TokenUsage};
+use crate::domain::billing::token_charges::{self, ReportedUsage, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::Dialect;
@@ -19,6 +19,7 @@ use crate::ports::store::ItemStore;
 use crate::ports::upstream::UpstreamError;
 use bytes::Bytes;
 use futures::stream::BoxStream;
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -214,7 +215,8 @@ fn restamp_completion(
     prompt_chars: usize,
 ) -> (ChatCompletion, TokenUsage) {
     let mut completion = ChatCompletion::restamped(reply, id, created, &model.id);
-    let used = match TokenUsage::from_json(&completion.usage) {
+    let reported = ReportedUsage::deserialize(&completion.usage).ok();
+    let used = match reported.as_ref().and_then(TokenUsage::reported) {
         Some(used) => used,
         None => {
             let completion_chars: usize = completion

@@ -14,7 +14,7 @@
 
 use crate::domain::accounts::Caller;
 use crate::domain::billing::rate_limits::Grant;
-use crate::domain::billing::token_charges::{self, TokenUsage};
+use crate::domain::billing::token_charges::{self, ReportedUsage, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::dialect::StreamFormat;
 use crate::domain::chat::message_chars;
@@ -23,6 +23,7 @@ use crate::ports::upstream::{self, ChunkStream};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -87,7 +88,8 @@ struct Tally {
 
 impl Tally {
     fn take_usage(&mut self, raw: Value) {
-        if let Some(u) = TokenUsage::from_json(&raw) {
+        let reported = ReportedUsage::deserialize(&raw).ok();
+        if let Some(u) = reported.as_ref().and_then(TokenUsage::reported) {
             self.usage = Some(u);
             self.usage_json = Some(raw);
         }

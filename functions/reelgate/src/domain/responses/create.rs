@@ -4,7 +4,7 @@
 
 use crate::domain::accounts::{AccountCache, Caller};
 use crate::domain::billing::rate_limits::{Grant, RateLimited, RateStatus};
-use crate::domain::billing::token_charges::{admission_estimate, TokenUsage};
+use crate::domain::billing::token_charges::{admission_estimate, ReportedUsage, TokenUsage};
 use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::chat::complete::{admit, call_upstream, ChatPorts};
 use crate::domain::chat::stream::ChargeSpec;
@@ -15,6 +15,7 @@ use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
 use crate::ports::upstream::{ChatUpstream, ChunkStream};
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -112,7 +113,11 @@ impl Turn {
             crate::domain::billing::rate_limits::settle(self.ports.store.as_ref(), &self.grant, 0)
                 .await;
         } else {
-            let mut tokens = TokenUsage::from_json(&usage.json).unwrap_or_default();
+            let mut tokens = ReportedUsage::deserialize(&usage.json)
+                .ok()
+                .as_ref()
+                .and_then(TokenUsage::reported)
+                .unwrap_or_default();
             // The ledger records whether the counts came from the upstream or our estimate.
             tokens.estimated = usage.estimated;
             let spec = ChargeSpec {
