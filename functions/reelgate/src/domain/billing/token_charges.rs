@@ -42,7 +42,7 @@ pub struct TokenUsage {
 /// first where both are sent. It is the upstream's word, read leniently: a count that is not a
 /// whole number, or details that are not an object, read as absent rather than refusing the
 /// whole usage (the estimate would then be charged instead of what the upstream counted).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct ReportedUsage {
     #[serde(default)]
     prompt_tokens: Count,
@@ -52,14 +52,44 @@ pub struct ReportedUsage {
     completion_tokens: Count,
     #[serde(default)]
     output_tokens: Count,
+    #[serde(default)]
+    total_tokens: Count,
     #[serde(default, deserialize_with = "loose")]
     prompt_tokens_details: Option<UsageDetails>,
     #[serde(default, deserialize_with = "loose")]
     input_tokens_details: Option<UsageDetails>,
+    #[serde(default, deserialize_with = "loose")]
+    completion_tokens_details: Option<OutputDetails>,
+    #[serde(default, deserialize_with = "loose")]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+impl ReportedUsage {
+    /// Of the completion's tokens, those the model spent reasoning (0 when not reported).
+    pub fn reasoning_tokens(&self) -> u64 {
+        match &self.completion_tokens_details {
+            Some(details) => Some(details),
+            None => self.output_tokens_details.as_ref(),
+        }
+        .and_then(|d| d.reasoning_tokens.0)
+        .unwrap_or(0)
+    }
+
+    /// The total the upstream reported, when it did.
+    pub fn total_tokens(&self) -> Option<u64> {
+        self.total_tokens.0
+    }
+}
+
+/// The completion's details in a reported usage.
+#[derive(Clone, Debug, Default, Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Count,
 }
 
 /// The prompt's details in a reported usage.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 struct UsageDetails {
     #[serde(default)]
     cached_tokens: Count,
@@ -68,7 +98,7 @@ struct UsageDetails {
 }
 
 /// A whole number of tokens, or nothing for any other JSON value.
-#[derive(Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Count(Option<u64>);
 
 impl<'de> Deserialize<'de> for Count {

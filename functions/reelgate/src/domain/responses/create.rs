@@ -9,13 +9,12 @@ use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::chat::complete::{admit, call_upstream, ChatPorts};
 use crate::domain::chat::stream::ChargeSpec;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::responses::output::{self, Draft, Event, Outcome, StreamState};
+use crate::domain::responses::output::{self, Draft, Event, Outcome, ResponseUsage, StreamState};
 use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
 use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
 use crate::ports::upstream::{ChatUpstream, ChunkStream};
 use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -99,82 +98,73 @@ struct Turn {
 }
 
 impl Turn {
-    /// Charges the usage (when `charge`, and then writes what it cost into the response's
-    /// `usage.cost`) and, with the request's `store` (and `keep`), keeps the response and its
-    /// items.
-    async fn finish(
-        &self,
-        response: &mut Value,
-        usage: &Usage,
-        charge: bool,
-        keep: bool,
-    ) -> ApiResult<()> {
+    /// Charges the usage (when `charge`, and then writes what it cost into `usage.cost`), or
+    /// gives the reservation back (a failed response is never billed).
+    async fn charge(&self, usage: &mut ResponseUsage, tokens: TokenUsage, charge: bool) {
         if !charge {
             crate::domain::billing::rate_limits::settle(self.ports.store.as_ref(), &self.grant, 0)
                 .await;
-        } else {
-            let mut tokens = ReportedUsage::deserialize(&usage.json)
-                .ok()
-                .as_ref()
-                .and_then(TokenUsage::reported)
-                .unwrap_or_default();
-            // The ledger records whether the counts came from the upstream or our estimate.
-            tokens.estimated = usage.estimated;
-            let spec = ChargeSpec {
-                store: self.ports.store.clone(),
-                caller: self.caller.clone(),
-                model: self.model.clone(),
-                kind: "response",
-                id: self.draft.id.clone(),
-                grant: self.grant.clone(),
-            };
-            // The text requests' one charge policy: never an error once the turn was produced.
-            let cost = crate::domain::chat::stream::charge(spec, tokens).await;
-            if let (Some(cost), Some(usage)) = (cost, response["usage"].as_object_mut()) {
-                usage.insert(
-                    "cost".into(),
-                    crate::domain::billing::token_charges::cost_text(cost).into(),
-                );
-            }
+            return;
         }
-        if keep && self.draft.req.store {
-            let mut own = self.own_ids.clone();
-            if let Some(items) = response["output"].as_array() {
-                own.extend(
-                    items
-                        .iter()
-                        .filter_map(|i| i["id"].as_str().map(str::to_owned)),
-                );
-            }
-            let stored = persist::Stored {
-                response: response.clone(),
-                input_items: self.input_items.clone(),
-                own_item_ids: own,
-                previous_response_id: self.draft.req.previous_response_id.clone(),
-            };
-            persist::save(self.ports.context(), &self.caller, &stored).await?;
-        }
-        Ok(())
+        let spec = ChargeSpec {
+            store: self.ports.store.clone(),
+            caller: self.caller.clone(),
+            model: self.model.clone(),
+            kind: "response",
+            id: self.draft.id.clone(),
+            grant: self.grant.clone(),
+        };
+        // The text requests' one charge policy: never an error once the turn was produced.
+        let cost = crate::domain::chat::stream::charge(spec, tokens).await;
+        usage.cost = cost.map(crate::domain::billing::token_charges::cost_text);
     }
 
-    fn usage(&self, reported: Option<&Value>, output: &[Value]) -> Usage {
-        match reported {
-            Some(u) => Usage {
-                json: output::usage_from_chat(u),
-                estimated: false,
-            },
-            None => Usage {
-                json: output::estimated_usage(self.prompt_estimate, output),
-                estimated: true,
-            },
+    /// With the request's `store`, keeps the response and its items.
+    async fn keep(&self, response: &Value) -> ApiResult<()> {
+        if !self.draft.req.store {
+            return Ok(());
         }
+        let mut own = self.own_ids.clone();
+        if let Some(items) = response["output"].as_array() {
+            own.extend(
+                items
+                    .iter()
+                    .filter_map(|i| i["id"].as_str().map(str::to_owned)),
+            );
+        }
+        let stored = persist::Stored {
+            response: response.clone(),
+            input_items: self.input_items.clone(),
+            own_item_ids: own,
+            previous_response_id: self.draft.req.previous_response_id.clone(),
+        };
+        persist::save(self.ports.context(), &self.caller, &stored).await
     }
-}
 
-/// A response's `usage` object and whether it is our estimate (the upstream reported none).
-struct Usage {
-    json: Value,
-    estimated: bool,
+    /// The response's usage and the tokens to charge: the upstream's count, or (when it
+    /// reported none, or no prompt count) the estimate of the prompt and of `output`, which the
+    /// ledger records as estimated.
+    fn usage(
+        &self,
+        reported: Option<&ReportedUsage>,
+        output: &[Value],
+    ) -> (ResponseUsage, TokenUsage) {
+        if let Some(reported) = reported {
+            if let Some(tokens) = TokenUsage::reported(reported) {
+                let shown =
+                    ResponseUsage::of(tokens, reported.reasoning_tokens(), reported.total_tokens());
+                return (shown, tokens);
+            }
+        }
+        let tokens = TokenUsage {
+            prompt_tokens: self.prompt_estimate,
+            completion_tokens: output::estimated_output_tokens(output),
+            cached_tokens: 0,
+            cache_write_tokens: 0,
+            estimated: true,
+        };
+        (ResponseUsage::of(tokens, 0, None), tokens)
+    }
 }
 
 /// `POST /v1/responses`: the checked body becomes the request with its defaults; builds the turn's chat request from the stored history
@@ -297,11 +287,12 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
     .await
     .map_err(|e| turn_error(&e))?;
     let (outcome, output, reported) = output::from_completion(&completion);
-    let usage = turn.usage(reported.as_ref(), &output);
-    let mut response = turn
+    let (mut usage, tokens) = turn.usage(reported.as_ref(), &output);
+    turn.charge(&mut usage, tokens, true).await;
+    let response = turn
         .draft
-        .object_json(Some(&outcome), &output, Some(&usage.json));
-    turn.finish(&mut response, &usage, true, true).await?;
+        .object_json(Some(&outcome), &output, Some(&usage));
+    turn.keep(&response).await?;
     Ok(Reply::Whole(response))
 }
 
@@ -377,11 +368,8 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
         // The client left; the tokens generated were spent, so they are charged (the upstream's
         // count, else the estimate of every input part and the output seen). Nothing is stored.
         let partial = state.partial_output();
-        let usage = turn.usage(state.usage.as_ref(), &partial);
-        let mut response = turn.draft.object_json(None, &partial, Some(&usage.json));
-        if let Err(e) = turn.finish(&mut response, &usage, true, false).await {
-            tracing::error!(response = %turn.draft.id, error = %e, "charging an abandoned stream failed");
-        }
+        let (mut usage, tokens) = turn.usage(state.usage.as_ref(), &partial);
+        turn.charge(&mut usage, tokens, true).await;
         return;
     }
     let (outcome, output, usage, charge) = match failure {
@@ -406,12 +394,14 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
             (outcome, output, usage, true)
         }
     };
-    let mut response = turn
+    let (mut usage, tokens) = usage;
+    // Charged and stored before the terminal event, so a client that reads the response right
+    // after `response.completed` finds it with its cost.
+    turn.charge(&mut usage, tokens, charge).await;
+    let response = turn
         .draft
-        .object_json(Some(&outcome), &output, Some(&usage.json));
-    // Stored (and charged) before the terminal event, so a client that reads the response right
-    // after `response.completed` finds it.
-    if let Err(e) = turn.finish(&mut response, &usage, charge, true).await {
+        .object_json(Some(&outcome), &output, Some(&usage));
+    if let Err(e) = turn.keep(&response).await {
         tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
     }
     let terminal = state.terminal(&outcome, response);

@@ -2,8 +2,9 @@
 //! Response object (or OpenAI's typed response events).
 
 use super::request::{CreateRequest, Reasoning, Text, Truncation};
+use crate::domain::billing::token_charges::{ReportedUsage, TokenUsage};
 use crate::domain::ids::new_id;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
@@ -49,12 +50,63 @@ pub struct ResponseObject {
     pub tools: Vec<Value>,
     pub top_p: f64,
     pub truncation: Truncation,
-    /// `input_tokens`, `output_tokens`, `total_tokens` and their details; null while in
-    /// progress.
-    #[schema(value_type = Option<Object>, required = true)]
-    pub usage: Option<Value>,
+    /// Null while in progress.
+    #[schema(required = true)]
+    pub usage: Option<ResponseUsage>,
     #[schema(required = true)]
     pub user: Option<String>,
+}
+
+/// A response's `usage`: the upstream's count, or the estimate when it reported none.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct ResponseUsage {
+    pub input_tokens: u64,
+    pub input_tokens_details: InputTokensDetails,
+    pub output_tokens: u64,
+    pub output_tokens_details: OutputTokensDetails,
+    pub total_tokens: u64,
+    /// What the response's charge took from the balance, an exact decimal in the model's
+    /// currency; absent when nothing was charged (a failed response) or the charge could not be
+    /// written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct InputTokensDetails {
+    /// Of the input tokens, those read from the upstream's prompt cache.
+    pub cached_tokens: u64,
+    /// Of the input tokens, those written to the upstream's prompt cache: reelgate's addition to
+    /// OpenAI's shape, present only where there were any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct OutputTokensDetails {
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl ResponseUsage {
+    /// The usage of `tokens` (the upstream's count, or the estimate), with the reasoning
+    /// tokens and the total where the upstream reported them.
+    pub fn of(tokens: TokenUsage, reasoning_tokens: u64, total: Option<u64>) -> ResponseUsage {
+        ResponseUsage {
+            input_tokens: tokens.prompt_tokens,
+            input_tokens_details: InputTokensDetails {
+                cached_tokens: tokens.cached_tokens,
+                cache_write_tokens: tokens.cache_write_tokens,
+            },
+            output_tokens: tokens.completion_tokens,
+            output_tokens_details: OutputTokensDetails { reasoning_tokens },
+            total_tokens: total.unwrap_or(tokens.prompt_tokens + tokens.completion_tokens),
+            cost: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -132,7 +184,7 @@ impl Draft {
         &self,
         outcome: Option<&Outcome>,
         output: &[Value],
-        usage: Option<&Value>,
+        usage: Option<&ResponseUsage>,
     ) -> ResponseObject {
         let r = &self.req;
         let (status, error, incomplete_details) = match outcome {
@@ -183,37 +235,15 @@ impl Draft {
         &self,
         outcome: Option<&Outcome>,
         output: &[Value],
-        usage: Option<&Value>,
+        usage: Option<&ResponseUsage>,
     ) -> Value {
         json!(self.object(outcome, output, usage))
     }
 }
 
-/// Chat usage → Responses usage.
-pub fn usage_from_chat(u: &Value) -> Value {
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let input = n(&u["prompt_tokens"]);
-    let output = n(&u["completion_tokens"]);
-    let total = u["total_tokens"].as_u64().unwrap_or(input + output);
-    let mut input_details =
-        json!({"cached_tokens": n(&u["prompt_tokens_details"]["cached_tokens"])});
-    // Cache writes have no field in OpenAI's shape; reelgate adds one where there were any.
-    let written = n(&u["prompt_tokens_details"]["cache_write_tokens"]);
-    if written > 0 {
-        input_details["cache_write_tokens"] = written.into();
-    }
-    json!({
-        "input_tokens": input,
-        "input_tokens_details": input_details,
-        "output_tokens": output,
-        "output_tokens_details": {"reasoning_tokens": n(&u["completion_tokens_details"]["reasoning_tokens"])},
-        "total_tokens": total,
-    })
-}
-
-/// Usage when the upstream reported none: the prompt estimate and a quarter token per output
-/// character (the same rule as truncation).
-pub fn estimated_usage(prompt_tokens: u64, output: &[Value]) -> Value {
+/// The output tokens of an estimate: a quarter token per output character (the same rule as
+/// truncation), for a response whose upstream reported no usage.
+pub fn estimated_output_tokens(output: &[Value]) -> u64 {
     let chars: usize = output
         .iter()
         .map(|item| {
@@ -230,14 +260,15 @@ pub fn estimated_usage(prompt_tokens: u64, output: &[Value]) -> Value {
             text + item["arguments"].as_str().map_or(0, str::len)
         })
         .sum();
-    let out = (chars as u64).div_ceil(4);
-    json!({
-        "input_tokens": prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": out,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": prompt_tokens + out,
-    })
+    (chars as u64).div_ceil(4)
+}
+
+/// The `usage` object of a completion or a chunk, when it has one.
+fn reported_usage(answer: &Value) -> Option<ReportedUsage> {
+    answer
+        .get("usage")
+        .filter(|u| u.is_object())
+        .and_then(|u| ReportedUsage::deserialize(u).ok())
 }
 
 fn message_item(id: &str, text: &str, status: &str) -> Value {
@@ -261,8 +292,8 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
     })
 }
 
-/// A non-streamed completion → (outcome, output items, chat usage if reported).
-pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<Value>) {
+/// A non-streamed completion → (outcome, output items, the usage if reported).
+pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<ReportedUsage>) {
     let choice = &completion["choices"][0];
     let outcome = Outcome::from_finish(choice["finish_reason"].as_str());
     let message = &choice["message"];
@@ -293,8 +324,7 @@ pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<Value
             outcome.item_status(),
         ));
     }
-    let usage = completion.get("usage").filter(|u| u.is_object()).cloned();
-    (outcome, output, usage)
+    (outcome, output, reported_usage(completion))
 }
 
 /// One server-sent event: its `type` and its JSON.
@@ -323,8 +353,8 @@ pub struct StreamState {
     pub output: Vec<Value>,
     open: Option<Open>,
     pub finish_reason: Option<String>,
-    /// The upstream's chat usage, when a chunk carried it.
-    pub usage: Option<Value>,
+    /// The upstream's usage, when a chunk carried it.
+    pub usage: Option<ReportedUsage>,
 }
 
 impl Default for StreamState {
@@ -367,8 +397,8 @@ impl StreamState {
     /// The events one chunk produces.
     pub fn on_chunk(&mut self, chunk: &Value) -> Vec<Event> {
         let mut events = Vec::new();
-        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(u.clone());
+        if let Some(u) = reported_usage(chunk) {
+            self.usage = Some(u);
         }
         let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
             return events;
