@@ -14,9 +14,8 @@ use crate::{functions, ports};
 pub fn init_tracing(traces: Option<&reelgate::config::TraceExport>) -> anyhow::Result<()> {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    use tracing_subscriber::{EnvFilter, Layer as _};
-    let filter = EnvFilter::try_from_env("REELGATE_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,hyper=warn,aws_smithy_runtime=warn"));
+    use tracing_subscriber::Layer as _;
+    let filter = log_filter(std::env::var("REELGATE_LOG").ok().as_deref());
     // Lambda adds its own timestamps to every line.
     let logs = tracing_subscriber::fmt::layer()
         .json()
@@ -29,6 +28,24 @@ pub fn init_tracing(traces: Option<&reelgate::config::TraceExport>) -> anyhow::R
         .with(traces)
         .try_init();
     Ok(())
+}
+
+/// The log filter of a function: `REELGATE_LOG` as `target=level` directives separated by commas,
+/// a bare level for every other target (`debug,hyper=warn`); without it, or when it does not
+/// parse, `info` with the HTTP and AWS clients at `warn`. A `Targets` filter, not an
+/// `EnvFilter`: span and field directives are not taken, and in exchange no function links the
+/// regular-expression engine those need (docs/cost.md, "Artifact sizes").
+fn log_filter(directives: Option<&str>) -> tracing_subscriber::filter::Targets {
+    const DEFAULT: &str = "info,hyper=warn,aws_smithy_runtime=warn";
+    directives
+        .and_then(|d| match d.parse() {
+            Ok(filter) => Some(filter),
+            Err(e) => {
+                eprintln!("REELGATE_LOG {d:?} is not a list of target=level directives ({e}); logging at {DEFAULT}");
+                None
+            }
+        })
+        .unwrap_or_else(|| DEFAULT.parse().expect("the default log filter parses"))
 }
 
 /// Sends this invocation's spans before it returns: Lambda freezes the sandbox as soon as the
@@ -205,6 +222,35 @@ pub(crate) async fn app_or_exit(entry: &functions::LambdaFunction) -> (App, Conf
             // the log, which is where an operator looks for a configuration mistake.
             tracing::error!(function, error = format!("{e:#}"), "cannot start");
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+    use tracing::Level;
+
+    #[test]
+    fn the_log_filter_reads_target_directives_and_falls_back_to_its_default() {
+        let set = log_filter(Some("debug,hyper=warn"));
+        assert!(set.would_enable("reelgate::api", &Level::DEBUG));
+        assert!(!set.would_enable("hyper::proto", &Level::INFO));
+        assert!(set.would_enable("hyper::proto", &Level::WARN));
+        for fallback in [None, Some("[span{field=1}]=debug"), Some("loud=shouting")] {
+            let f = log_filter(fallback);
+            assert!(
+                f.would_enable("reelgate::api", &Level::INFO),
+                "{fallback:?}"
+            );
+            assert!(
+                !f.would_enable("reelgate::api", &Level::DEBUG),
+                "{fallback:?}"
+            );
+            assert!(
+                !f.would_enable("aws_smithy_runtime::client", &Level::INFO),
+                "{fallback:?}"
+            );
         }
     }
 }
