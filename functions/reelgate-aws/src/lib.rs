@@ -102,10 +102,11 @@ pub struct AwsBackend {
 
 /// Loads the SDK configuration for `region` (credentials from the default chain), pointed at
 /// `endpoint_url` when one is given.
-/// The connector of catalog upstreams every host that links this crate uses: `openai` from the
-/// core crate and `bedrock` (Converse) from here.
+/// The connector of catalog upstreams every host that links this crate uses: `openai` and
+/// `anthropic` from the core crate and `bedrock` (Converse) from here.
 pub fn upstream_connector() -> reelgate::adapters::CatalogConnector {
     reelgate::adapters::CatalogConnector::new()
+        .with_http_kinds()
         .with_kind("bedrock", Arc::new(bedrock_chat::BedrockConnector))
 }
 

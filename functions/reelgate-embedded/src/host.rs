@@ -168,6 +168,7 @@ pub async fn assemble(
         in_process_engine_url: Some(reference_engine_url(public_base_url)),
         in_process_engine_key: Some(backend.engine_key.clone()),
         connector,
+        catalog_engines: Some(reelgate::adapters::engines_from_catalog_with_key),
         extra_engines: None,
         strict_upstreams: true,
         connect_upstreams: true,

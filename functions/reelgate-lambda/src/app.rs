@@ -157,13 +157,14 @@ pub async fn aws_app(
             },
         ),
     };
-    let connector = reelgate::adapters::CatalogConnector::new().with_kind(
-        "bedrock",
-        match adapters.chat {
-            Some(bedrock) => bedrock(),
-            None => Arc::new(absent(Port::Chat)),
-        },
-    );
+    // Without the port no upstream adapter is linked: each kind fails loudly instead.
+    let connector = match adapters.chat {
+        Some(every_kind) => every_kind(),
+        None => ["openai", "anthropic", "bedrock"].into_iter().fold(
+            reelgate::adapters::CatalogConnector::new(),
+            |connector, kind| connector.with_kind(kind, Arc::new(absent(Port::Chat))),
+        ),
+    };
     let engines_sdk_config = sdk_config.clone();
     let host = Host {
         fallback_url: Settings::default().public_base_url,
@@ -171,6 +172,7 @@ pub async fn aws_app(
         in_process_engine_url: None,
         in_process_engine_key: None,
         connector,
+        catalog_engines: adapters.catalog_engines,
         extra_engines: Some(Box::new(move |catalog, engines| {
             match adapters.video_engines {
                 Some(bedrock) => bedrock(&engines_sdk_config, catalog, engines)

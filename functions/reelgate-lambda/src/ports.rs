@@ -1,4 +1,7 @@
-//! Which AWS adapters each function links (issue #16, small artifacts).
+//! Which adapters each function links (issue #16, small artifacts): the AWS ones, and the core
+//! crate's chat-upstream kinds and video engines (hosted providers, the HTTP engine protocol,
+//! the OpenAI Videos API), which only the functions declaring [`Port::Chat`] and
+//! [`Port::VideoEngines`] link.
 //!
 //! `App` holds each port as a trait object, and a trait object's vtable links every method of
 //! its adapter wherever the adapter is built, whether the function calls it or not. So the
@@ -69,8 +72,8 @@ impl Port {
             Port::BlobUrls => "blob URLs (S3 presigning)",
             Port::Queues => "queues (SQS)",
             Port::Workflow => "workflow (Step Functions)",
-            Port::Chat => "chat upstreams (Bedrock)",
-            Port::VideoEngines => "video engines (Bedrock)",
+            Port::Chat => "chat upstreams (OpenAI-compatible, Anthropic, Bedrock)",
+            Port::VideoEngines => "video engines (the catalog's hosted, HTTP and Bedrock engines)",
             Port::Pdf => "PDF renderer (Lambda)",
         }
     }
@@ -83,7 +86,8 @@ pub type BlobUrlsAdapter =
     fn(&aws_config::SdkConfig, &AwsSettings, &'static str) -> Arc<dyn BlobStore>;
 pub type QueueAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn MessageQueue>;
 pub type WorkflowAdapter = fn(&aws_config::SdkConfig, &str) -> Arc<dyn Workflow>;
-pub type ChatAdapter = fn() -> Arc<dyn UpstreamConnector>;
+/// Every chat-upstream kind (`openai`, `anthropic`, `bedrock`).
+pub type ChatAdapter = fn() -> reelgate::adapters::CatalogConnector;
 pub type VideoEnginesAdapter = fn(&aws_config::SdkConfig, &Catalog, &Engines) -> anyhow::Result<()>;
 /// The SDK configuration, the renderer function's name and the bucket the documents go through.
 pub type PdfAdapter =
@@ -98,6 +102,9 @@ pub struct Adapters {
     pub queues: Option<QueueAdapter>,
     pub workflow: Option<WorkflowAdapter>,
     pub chat: Option<ChatAdapter>,
+    /// The catalog's engines this crate does not build (hosted providers, the HTTP engine
+    /// protocol, the OpenAI Videos API), with `video_engines` (Bedrock's).
+    pub catalog_engines: Option<reelgate::adapters::CatalogEngines>,
     pub video_engines: Option<VideoEnginesAdapter>,
     pub pdf: Option<PdfAdapter>,
 }
@@ -110,6 +117,7 @@ impl Adapters {
         queues: None,
         workflow: None,
         chat: None,
+        catalog_engines: None,
         video_engines: None,
         pdf: None,
     };
@@ -166,6 +174,7 @@ impl Adapters {
 
     pub const fn video_engines(self) -> Self {
         Adapters {
+            catalog_engines: Some(reelgate::adapters::engines_from_catalog_with_key),
             video_engines: Some(bedrock_video),
             ..self
         }
@@ -233,8 +242,8 @@ fn step_functions(config: &aws_config::SdkConfig, arn: &str) -> Arc<dyn Workflow
     Arc::new(reelgate_aws::StepFunctionsWorkflow::new(config, arn))
 }
 
-fn bedrock_chat() -> Arc<dyn UpstreamConnector> {
-    Arc::new(reelgate_aws::bedrock_chat::BedrockConnector)
+fn bedrock_chat() -> reelgate::adapters::CatalogConnector {
+    reelgate_aws::upstream_connector()
 }
 
 fn bedrock_video(
@@ -536,11 +545,11 @@ impl UpstreamConnector for Absent {
     }
 }
 
-/// Registers an [`Absent`] engine for every catalog engine of the kinds [`Port::VideoEngines`]
-/// stands for (`bedrock`), so a video of such a model fails loudly in a function without the
-/// port instead of looking like an unconfigured engine.
+/// Registers an [`Absent`] engine for every catalog engine (each kind [`Port::VideoEngines`]
+/// stands for), so a video of any model fails loudly in a function without the port instead
+/// of looking like an unconfigured engine.
 pub fn register_absent_video_engines(catalog: &Catalog, engines: &Engines, function: &'static str) {
-    for e in catalog.engines.iter().filter(|e| e.kind == "bedrock") {
+    for e in &catalog.engines {
         engines.insert(&e.id, Arc::new(Absent::new(Port::VideoEngines, function)));
     }
 }

@@ -122,8 +122,8 @@ impl VideoEngine for FakeHoldingEngine {
 }
 
 /// `full` as `function`'s binary assembles it: its declared ports as they are, every other one
-/// absent (the chat upstreams and video engines of every kind, which is stricter than the
-/// binary, where only the AWS-only kinds are absent).
+/// absent (the chat upstreams and video engines of every kind, as in the binary, which links no
+/// upstream or engine adapter it does not declare).
 fn assembled(full: &App, function: &LambdaFunction) -> App {
     let mut app = full.clone();
     let declared = function.adapters;

@@ -224,8 +224,13 @@ pub struct Host {
     pub in_process_engine_url: Option<String>,
     /// The bearer key the in-process reference engine requires (used only with its URL).
     pub in_process_engine_key: Option<String>,
-    /// The chat-upstream kinds this host links (`openai`, plus `bedrock` where reelgate-aws is).
+    /// The chat-upstream kinds this host links (`openai` and `anthropic`, plus `bedrock` where
+    /// reelgate-aws is).
     pub connector: CatalogConnector,
+    /// Builds the catalog's engines (`adapters::engines_from_catalog_with_key`), where the host
+    /// links them; `None` (a Lambda function that renders nothing) starts with no engine, and
+    /// `extra_engines` fills them in.
+    pub catalog_engines: Option<crate::adapters::CatalogEngines>,
     pub extra_engines: Option<EngineRegistrar>,
     /// True: an upstream or a discovery that fails stops start-up (the local server). False:
     /// it is logged and connected on first use, so one provider cannot take the video routes
@@ -293,13 +298,11 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
     // download's time allowance.
     let mut output_fetcher = guarded_fetcher(&app.settings);
     output_fetcher.set_timeout(crate::adapters::hosted::DOWNLOAD_TIMEOUT);
-    let engines = crate::adapters::engines_from_catalog_with_key(
-        &catalog,
-        engine_url,
-        engine_key,
-        Arc::new(output_fetcher),
-    )
-    .context("configuring the video engines")?;
+    let engines = match host.catalog_engines {
+        Some(build) => build(&catalog, engine_url, engine_key, Arc::new(output_fetcher))
+            .context("configuring the video engines")?,
+        None => crate::domain::catalog::providers::Engines::default(),
+    };
     if let Some(register) = host.extra_engines {
         register(&catalog, &engines)?;
     }

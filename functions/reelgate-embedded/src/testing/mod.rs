@@ -53,6 +53,12 @@ impl TestServer {
         let mut app = backend.app(Arc::new(catalog), settings);
         // The harness renders PDFs in its own process (the serve binary uses a limited child).
         app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
+        // The HTTP upstream kinds, as the serve binary links them (`configure` may replace them).
+        app.upstreams = Arc::new(
+            reelgate::domain::chat::upstreams::Upstreams::with_connector(Arc::new(
+                reelgate::adapters::CatalogConnector::new().with_http_kinds(),
+            )),
+        );
         configure(&mut app);
         let router = backend.router(app.clone());
         let server = tokio::spawn(async move {
@@ -126,6 +132,12 @@ impl TestServer {
             .with_workflow(workflow.clone());
         // The harness renders PDFs in its own process (the serve binary uses a limited child).
         app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
+        // The HTTP upstream kinds, as the serve binary links them (`configure` may replace them).
+        app.upstreams = Arc::new(
+            reelgate::domain::chat::upstreams::Upstreams::with_connector(Arc::new(
+                reelgate::adapters::CatalogConnector::new().with_http_kinds(),
+            )),
+        );
         configure(&mut app);
         // The harness builds its App by hand (its settings, fakes through `configure`); the
         // catalog's engines point at the in-process reference engine, as `assemble` does.

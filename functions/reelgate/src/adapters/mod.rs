@@ -28,14 +28,18 @@ use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Connects catalog upstreams by their `kind`: `openai` and `anthropic` here; hosts add the kinds of their own
-/// crates (`bedrock` from `reelgate-aws`) with [`CatalogConnector::with_kind`].
+/// Connects catalog upstreams by their `kind`, with the connectors a host links: the HTTP kinds
+/// of this crate (`openai`, `anthropic`: [`CatalogConnector::with_http_kinds`]) and those of the
+/// host's own crates (`bedrock` from `reelgate-aws`, [`CatalogConnector::with_kind`]). A kind is
+/// linked only where a host adds it, so a Lambda function that serves no text model carries none
+/// of the upstream adapters.
 #[derive(Default, Clone)]
 pub struct CatalogConnector {
     kinds: BTreeMap<String, Arc<dyn UpstreamConnector>>,
 }
 
 impl CatalogConnector {
+    /// A connector of no kind (each kind is added).
     pub fn new() -> Self {
         Self::default()
     }
@@ -43,6 +47,43 @@ impl CatalogConnector {
     pub fn with_kind(mut self, kind: &str, connector: Arc<dyn UpstreamConnector>) -> Self {
         self.kinds.insert(kind.to_owned(), connector);
         self
+    }
+
+    /// Adds the kinds spoken over HTTP by this crate's adapters: `openai` (chat completions)
+    /// and `anthropic` (the Messages API).
+    pub fn with_http_kinds(self) -> Self {
+        self.with_kind("openai", Arc::new(OpenAiKind))
+            .with_kind("anthropic", Arc::new(AnthropicKind))
+    }
+}
+
+/// The `openai` kind: an OpenAI-compatible chat completions server.
+struct OpenAiKind;
+
+#[async_trait]
+impl UpstreamConnector for OpenAiKind {
+    async fn connect(
+        &self,
+        config: &UpstreamConfig,
+    ) -> Result<Arc<dyn ChatUpstream>, UpstreamError> {
+        Ok(Arc::new(openai_upstream::OpenAiUpstream::from_config(
+            config,
+        )?))
+    }
+}
+
+/// The `anthropic` kind: Anthropic's Messages API.
+struct AnthropicKind;
+
+#[async_trait]
+impl UpstreamConnector for AnthropicKind {
+    async fn connect(
+        &self,
+        config: &UpstreamConfig,
+    ) -> Result<Arc<dyn ChatUpstream>, UpstreamError> {
+        Ok(Arc::new(
+            anthropic_upstream::AnthropicUpstream::from_config(config)?,
+        ))
     }
 }
 
@@ -52,16 +93,6 @@ impl UpstreamConnector for CatalogConnector {
         &self,
         config: &UpstreamConfig,
     ) -> Result<Arc<dyn ChatUpstream>, UpstreamError> {
-        if config.kind == "openai" {
-            return Ok(Arc::new(openai_upstream::OpenAiUpstream::from_config(
-                config,
-            )?));
-        }
-        if config.kind == "anthropic" {
-            return Ok(Arc::new(
-                anthropic_upstream::AnthropicUpstream::from_config(config)?,
-            ));
-        }
         match self.kinds.get(&config.kind) {
             Some(connector) => connector.connect(config).await,
             None => Err(UpstreamError::Protocol(format!(
@@ -72,6 +103,15 @@ impl UpstreamConnector for CatalogConnector {
         }
     }
 }
+
+/// Builds the catalog's engines ([`engines_from_catalog_with_key`]'s signature), passed by a
+/// host that links them ([`crate::app::Host::catalog_engines`]).
+pub type CatalogEngines = fn(
+    &Catalog,
+    Option<&str>,
+    Option<&str>,
+    Arc<dyn crate::ports::fetch::Fetcher>,
+) -> anyhow::Result<Engines>;
 
 /// Builds the catalog's engines. `reference_url` is where a `reference` engine is served
 /// (`REELGATE_REFERENCE_ENGINE_URL`, else in-process on the local server).
