@@ -169,6 +169,7 @@ pub async fn assemble(
         in_process_engine_key: Some(backend.engine_key.clone()),
         connector,
         catalog_engines: Some(reelgate::adapters::engines_from_catalog_with_key),
+        moderator: Some(reelgate::adapters::moderator_from_config),
         extra_engines: None,
         strict_upstreams: true,
         connect_upstreams: true,

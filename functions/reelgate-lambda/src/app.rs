@@ -173,6 +173,7 @@ pub async fn aws_app(
         in_process_engine_key: None,
         connector,
         catalog_engines: adapters.catalog_engines,
+        moderator: adapters.moderator,
         extra_engines: Some(Box::new(move |catalog, engines| {
             match adapters.video_engines {
                 Some(bedrock) => bedrock(&engines_sdk_config, catalog, engines)

@@ -26,6 +26,7 @@ use reelgate::ports::blobs::{
     BlobError, BlobListing, BlobMeta, BlobRead, BlobStore, ByteRange, ByteStream,
 };
 use reelgate::ports::engine::{EngineError, Render, RenderRequest, VideoEngine};
+use reelgate::ports::moderator::{ModerationError, ModerationInput, Moderator, Verdict};
 use reelgate::ports::pdf::{PdfError, PdfRasterizer};
 use reelgate::ports::queue::{MessageQueue, QueueError, Received};
 use reelgate::ports::upstream::{ChatUpstream, UpstreamError};
@@ -53,10 +54,13 @@ pub enum Port {
     VideoEngines,
     /// The PDF renderer function (Lambda invoke; the documents travel through S3).
     Pdf,
+    /// The moderator of `REELGATE_MODERATION` (the rules, with their image checks, or an
+    /// OpenAI-compatible moderation endpoint): the moderation step's.
+    Moderation,
 }
 
 impl Port {
-    pub const ALL: [Port; 7] = [
+    pub const ALL: [Port; 8] = [
         Port::Blobs,
         Port::BlobUrls,
         Port::Queues,
@@ -64,6 +68,7 @@ impl Port {
         Port::Chat,
         Port::VideoEngines,
         Port::Pdf,
+        Port::Moderation,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +80,7 @@ impl Port {
             Port::Chat => "chat upstreams (OpenAI-compatible, Anthropic, Bedrock)",
             Port::VideoEngines => "video engines (the catalog's hosted, HTTP and Bedrock engines)",
             Port::Pdf => "PDF renderer (Lambda)",
+            Port::Moderation => "moderator",
         }
     }
 }
@@ -107,6 +113,7 @@ pub struct Adapters {
     pub catalog_engines: Option<reelgate::adapters::CatalogEngines>,
     pub video_engines: Option<VideoEnginesAdapter>,
     pub pdf: Option<PdfAdapter>,
+    pub moderator: Option<reelgate::adapters::ModeratorBuilder>,
 }
 
 impl Adapters {
@@ -120,6 +127,7 @@ impl Adapters {
         catalog_engines: None,
         video_engines: None,
         pdf: None,
+        moderator: None,
     };
 
     /// Every port but the PDF renderer (the workflow steps, the workers, the console), which
@@ -129,7 +137,8 @@ impl Adapters {
         .queues()
         .workflow()
         .chat()
-        .video_engines();
+        .video_engines()
+        .moderation();
 
     pub const fn blobs(self) -> Self {
         Adapters {
@@ -180,6 +189,13 @@ impl Adapters {
         }
     }
 
+    pub const fn moderation(self) -> Self {
+        Adapters {
+            moderator: Some(reelgate::adapters::moderator_from_config),
+            ..self
+        }
+    }
+
     /// The PDF renderer, which reaches its documents through the bucket: declares blobs too.
     pub const fn pdf(self) -> Self {
         Adapters {
@@ -197,6 +213,7 @@ impl Adapters {
             Port::Chat => self.chat.is_some(),
             Port::VideoEngines => self.video_engines.is_some(),
             Port::Pdf => self.pdf.is_some(),
+            Port::Moderation => self.moderator.is_some(),
         }
     }
 
@@ -532,6 +549,13 @@ impl VideoEngine for Absent {
 impl PdfRasterizer for Absent {
     async fn rasterize(&self, _pdf: Vec<u8>) -> Result<Vec<Vec<u8>>, PdfError> {
         Err(PdfError::Unavailable(self.refuse("rasterize")))
+    }
+}
+
+#[async_trait]
+impl Moderator for Absent {
+    async fn check(&self, _input: &ModerationInput) -> Result<Verdict, ModerationError> {
+        Err(ModerationError::Unavailable(self.refuse("check")))
     }
 }
 

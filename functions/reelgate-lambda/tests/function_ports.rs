@@ -154,6 +154,9 @@ fn assembled(full: &App, function: &LambdaFunction) -> App {
     if !declared.declares(Port::Pdf) {
         app.pdf = Arc::new(absent(Port::Pdf));
     }
+    if !declared.declares(Port::Moderation) {
+        app.moderator = Arc::new(absent(Port::Moderation));
+    }
     app
 }
 

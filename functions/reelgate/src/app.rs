@@ -92,7 +92,7 @@ impl App {
                 Arc::new(crate::adapters::CatalogConnector::new()),
             )),
             engines: Arc::new(crate::domain::catalog::providers::Engines::default()),
-            moderator: Arc::new(crate::adapters::rules_moderator::RuleModerator::default()),
+            moderator: Arc::new(crate::ports::moderator::NoModerator),
             translator: None,
             oidc: settings.oidc.clone().map(|oidc| {
                 Arc::new(crate::domain::accounts::console::oidc::Oidc::new(
@@ -231,6 +231,9 @@ pub struct Host {
     /// links them; `None` (a Lambda function that renders nothing) starts with no engine, and
     /// `extra_engines` fills them in.
     pub catalog_engines: Option<crate::adapters::CatalogEngines>,
+    /// Builds the moderator from `REELGATE_MODERATION` (`adapters::moderator_from_config`),
+    /// where the host runs the moderation step; `None` keeps `NoModerator`, which fails closed.
+    pub moderator: Option<crate::adapters::ModeratorBuilder>,
     pub extra_engines: Option<EngineRegistrar>,
     /// True: an upstream or a discovery that fails stops start-up (the local server). False:
     /// it is logged and connected on first use, so one provider cannot take the video routes
@@ -307,8 +310,9 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
         register(&catalog, &engines)?;
     }
     app.engines = Arc::new(engines);
-    app.moderator = crate::adapters::moderator_from_config(&config.moderation)
-        .context("configuring moderation")?;
+    if let Some(build) = host.moderator {
+        app.moderator = build(&config.moderation).context("configuring moderation")?;
+    }
     let upstreams = Upstreams::with_connector(Arc::new(host.connector));
     let connected = if host.connect_upstreams {
         upstreams.connect_all(&catalog).await

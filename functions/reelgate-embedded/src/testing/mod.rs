@@ -53,6 +53,9 @@ impl TestServer {
         let mut app = backend.app(Arc::new(catalog), settings);
         // The harness renders PDFs in its own process (the serve binary uses a limited child).
         app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
+        // The default moderator (the rules), as the serve binary builds it without
+        // REELGATE_MODERATION (`configure` may replace it).
+        app.moderator = Arc::new(reelgate::adapters::rules_moderator::RuleModerator::default());
         // The HTTP upstream kinds, as the serve binary links them (`configure` may replace them).
         app.upstreams = Arc::new(
             reelgate::domain::chat::upstreams::Upstreams::with_connector(Arc::new(
@@ -132,6 +135,9 @@ impl TestServer {
             .with_workflow(workflow.clone());
         // The harness renders PDFs in its own process (the serve binary uses a limited child).
         app.pdf = Arc::new(reelgate::adapters::pdf_in_process::InProcessRasterizer);
+        // The default moderator (the rules), as the serve binary builds it without
+        // REELGATE_MODERATION (`configure` may replace it).
+        app.moderator = Arc::new(reelgate::adapters::rules_moderator::RuleModerator::default());
         // The HTTP upstream kinds, as the serve binary links them (`configure` may replace them).
         app.upstreams = Arc::new(
             reelgate::domain::chat::upstreams::Upstreams::with_connector(Arc::new(

@@ -104,6 +104,11 @@ impl UpstreamConnector for CatalogConnector {
     }
 }
 
+/// Builds the moderator ([`moderator_from_config`]'s signature), passed by a host that runs the
+/// moderation step ([`crate::app::Host::moderator`]).
+pub type ModeratorBuilder =
+    fn(&crate::config::ModerationConfig) -> anyhow::Result<Arc<dyn Moderator>>;
+
 /// Builds the catalog's engines ([`engines_from_catalog_with_key`]'s signature), passed by a
 /// host that links them ([`crate::app::Host::catalog_engines`]).
 pub type CatalogEngines = fn(

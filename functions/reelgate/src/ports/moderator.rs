@@ -38,3 +38,16 @@ pub enum ModerationError {
 pub trait Moderator: Send + Sync + 'static {
     async fn check(&self, input: &ModerationInput) -> Result<Verdict, ModerationError>;
 }
+
+/// The stand-in of a host that moderates nothing: every check fails as unavailable, so a job
+/// that reaches moderation without a moderator ends as `moderation_unavailable` (fail closed).
+pub struct NoModerator;
+
+#[async_trait]
+impl Moderator for NoModerator {
+    async fn check(&self, _input: &ModerationInput) -> Result<Verdict, ModerationError> {
+        Err(ModerationError::Unavailable(
+            "this host has no moderator configured".into(),
+        ))
+    }
+}
