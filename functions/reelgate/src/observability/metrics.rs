@@ -374,6 +374,8 @@ struct HistogramTotal {
 
 impl HistogramTotal {
     fn add(&mut self, h: &Histogram) {
+        // The bounds are the histogram's own, whichever buckets the total was started with.
+        self.bounds = h.bounds;
         for (total, n) in self.buckets.iter_mut().zip(&h.buckets) {
             *total += n.load(Ordering::Relaxed);
         }
