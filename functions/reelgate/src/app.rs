@@ -297,13 +297,15 @@ pub async fn assemble(config: &Config, ports: Ports, host: Host) -> anyhow::Resu
             host.in_process_engine_key.as_deref(),
         ),
     };
-    // Hosted providers' outputs come through the same guarded fetcher as callers' URLs, with a
-    // download's time allowance.
-    let mut output_fetcher = guarded_fetcher(&app.settings);
-    output_fetcher.set_timeout(crate::adapters::hosted::DOWNLOAD_TIMEOUT);
     let engines = match host.catalog_engines {
-        Some(build) => build(&catalog, engine_url, engine_key, Arc::new(output_fetcher))
-            .context("configuring the video engines")?,
+        Some(build) => {
+            // Hosted providers' outputs come through the same guarded fetcher as callers' URLs,
+            // with a download's time allowance.
+            let mut output_fetcher = guarded_fetcher(&app.settings);
+            output_fetcher.set_timeout(crate::adapters::hosted::DOWNLOAD_TIMEOUT);
+            build(&catalog, engine_url, engine_key, Arc::new(output_fetcher))
+                .context("configuring the video engines")?
+        }
         None => crate::domain::catalog::providers::Engines::default(),
     };
     if let Some(register) = host.extra_engines {
