@@ -176,7 +176,7 @@ impl Adapters {
 
     pub const fn chat(self) -> Self {
         Adapters {
-            chat: Some(bedrock_chat),
+            chat: Some(every_chat_kind),
             ..self
         }
     }
@@ -259,7 +259,7 @@ fn step_functions(config: &aws_config::SdkConfig, arn: &str) -> Arc<dyn Workflow
     Arc::new(reelgate_aws::StepFunctionsWorkflow::new(config, arn))
 }
 
-fn bedrock_chat() -> reelgate::adapters::CatalogConnector {
+fn every_chat_kind() -> reelgate::adapters::CatalogConnector {
     reelgate_aws::upstream_connector()
 }
 
