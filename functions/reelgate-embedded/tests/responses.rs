@@ -86,7 +86,11 @@ fn chunk(delta: Value, finish: Option<&str>) -> Value {
 
 #[async_trait]
 impl ChatUpstream for FakeUpstreamScripted {
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+    async fn complete(
+        &self,
+        request: reelgate::ports::upstream::ChatCompletionRequest,
+    ) -> Result<Value, UpstreamError> {
+        let request = request.to_json();
         if let Ok(mut r) = self.requests.lock() {
             r.push(request.clone());
         }
@@ -105,7 +109,11 @@ impl ChatUpstream for FakeUpstreamScripted {
         )
     }
 
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+    async fn stream(
+        &self,
+        request: reelgate::ports::upstream::ChatCompletionRequest,
+    ) -> Result<ChunkStream, UpstreamError> {
+        let request = request.to_json();
         if let Ok(mut r) = self.requests.lock() {
             r.push(request.clone());
         }

@@ -51,7 +51,11 @@ struct FakeChat;
 
 #[async_trait::async_trait]
 impl ChatUpstream for FakeChat {
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+    async fn complete(
+        &self,
+        request: reelgate::ports::upstream::ChatCompletionRequest,
+    ) -> Result<Value, UpstreamError> {
+        let request = request.to_json();
         Ok(
             json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
             "model": request["model"],
@@ -60,7 +64,11 @@ impl ChatUpstream for FakeChat {
             "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}),
         )
     }
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+    async fn stream(
+        &self,
+        request: reelgate::ports::upstream::ChatCompletionRequest,
+    ) -> Result<ChunkStream, UpstreamError> {
+        let request = request.to_json();
         let chunk = |delta: Value, finish: Option<&str>| {
             json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
                 "model": request["model"],

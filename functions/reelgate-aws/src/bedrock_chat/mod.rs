@@ -24,7 +24,7 @@ use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::types as bt;
 use reelgate::domain::catalog::UpstreamConfig;
 use reelgate::ports::upstream::extension::REASONING_SIGNATURE;
-use reelgate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use reelgate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -157,7 +157,8 @@ where
 
 #[async_trait]
 impl ChatUpstream for BedrockUpstream {
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+        let request = request.to_json();
         let m = self.map(&request).await?;
         let output = send_retrying_connects(|| {
             self.client
@@ -222,7 +223,8 @@ impl ChatUpstream for BedrockUpstream {
         Ok(reply)
     }
 
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+    async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
+        let request = request.to_json();
         let m = self.map(&request).await?;
         let output = send_retrying_connects(|| {
             self.client
@@ -338,7 +340,11 @@ impl ChatUpstream for BedrockUpstream {
 
     /// Bedrock's CountTokens over the same Converse input (Claude models; for the others
     /// Bedrock refuses, and the caller estimates).
-    async fn count_tokens(&self, request: Value) -> Result<Option<u64>, UpstreamError> {
+    async fn count_tokens(
+        &self,
+        request: ChatCompletionRequest,
+    ) -> Result<Option<u64>, UpstreamError> {
+        let request = request.to_json();
         let m = self.map(&request).await?;
         let converse = bt::ConverseTokensRequest::builder()
             .set_system(Some(m.system.clone()).filter(|s| !s.is_empty()))

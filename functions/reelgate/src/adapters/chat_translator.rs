@@ -3,9 +3,10 @@
 //! regardless of what the model does.
 
 use crate::ports::translator::{TranslationError, Translator};
+use crate::ports::upstream::request::{ChatCompletionRequest, ChatMessage, Role};
 use crate::ports::upstream::ChatUpstream;
 use async_trait::async_trait;
-use serde_json::json;
+use serde_json::Value;
 use std::sync::Arc;
 
 pub struct ChatTranslator {
@@ -30,14 +31,19 @@ impl ChatTranslator {
 #[async_trait]
 impl Translator for ChatTranslator {
     async fn translate(&self, text: &str) -> Result<String, TranslationError> {
-        let request = json!({
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": INSTRUCTIONS},
-                {"role": "user", "content": text},
+        let message = |role, text: &str| ChatMessage {
+            content: Some(Value::String(text.to_owned())),
+            ..ChatMessage::new(role)
+        };
+        let request = ChatCompletionRequest {
+            model: self.model.clone(),
+            messages: vec![
+                message(Role::System, INSTRUCTIONS),
+                message(Role::User, text),
             ],
-            "temperature": 0,
-        });
+            temperature: Some(0.into()),
+            ..ChatCompletionRequest::default()
+        };
         let reply = self
             .upstream
             .complete(request)
@@ -56,7 +62,7 @@ mod tests {
     use super::*;
     use crate::domain::videos::translation::translate_prompt;
     use crate::ports::upstream::{ChunkStream, UpstreamError};
-    use serde_json::Value;
+    use serde_json::json;
     use std::sync::Mutex;
 
     /// A fake text model that "translates" by a fixed table and may misbehave on request.
@@ -67,16 +73,16 @@ mod tests {
 
     #[async_trait]
     impl ChatUpstream for FakeModel {
-        async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+        async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
             self.seen
                 .lock()
                 .map_err(|e| UpstreamError::Protocol(e.to_string()))?
-                .push(request);
+                .push(request.to_json());
             Ok(
                 json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": self.reply}}]}),
             )
         }
-        async fn stream(&self, _: Value) -> Result<ChunkStream, UpstreamError> {
+        async fn stream(&self, _: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
             Err(UpstreamError::Protocol(
                 "the translator does not stream".into(),
             ))

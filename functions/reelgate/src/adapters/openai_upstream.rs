@@ -7,7 +7,7 @@
 //! started (and billed) the work.
 
 use crate::domain::catalog::UpstreamConfig;
-use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -259,12 +259,12 @@ pub(crate) async fn read_json(response: reqwest::Response) -> Result<Value, Upst
 
 #[async_trait]
 impl ChatUpstream for OpenAiUpstream {
-    async fn complete(&self, mut request: Value) -> Result<Value, UpstreamError> {
-        crate::ports::upstream::extension::strip(&mut request);
-        if let Some(obj) = request.as_object_mut() {
-            obj.insert("stream".into(), Value::Bool(false));
-            obj.remove("stream_options");
-        }
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+        let request = ChatCompletionRequest {
+            stream: Some(false),
+            stream_options: None,
+            ..request.without_extensions()
+        };
         let response = self
             .send(|| {
                 self.authorized(self.client.post(self.completions_url.clone()))
@@ -281,11 +281,11 @@ impl ChatUpstream for OpenAiUpstream {
         Ok(reply)
     }
 
-    async fn stream(&self, mut request: Value) -> Result<ChunkStream, UpstreamError> {
-        crate::ports::upstream::extension::strip(&mut request);
-        if let Some(obj) = request.as_object_mut() {
-            obj.insert("stream".into(), Value::Bool(true));
-        }
+    async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
+        let request = ChatCompletionRequest {
+            stream: Some(true),
+            ..request.without_extensions()
+        };
         let response = self
             .send(|| {
                 self.authorized(self.client.post(self.completions_url.clone()))

@@ -17,7 +17,7 @@ pub const CREATE_CHAT_COMPLETION: Operation = Operation {
     id: "CreateChatCompletion",
     tag: "chat",
     summary: "A chat completion (server-sent events with `stream: true`)",
-    body: Body::Json(schema::<crate::domain::chat::request::ChatCompletionRequest>),
+    body: Body::Json(schema::<crate::ports::upstream::request::ChatCompletionRequest>),
     ok: &[(
         200,
         Answer::JsonOrStream(schema::<crate::domain::chat::completion::ChatCompletion>),

@@ -30,7 +30,7 @@ use crate::adapters::openai_upstream::{
 };
 use crate::domain::catalog::UpstreamConfig;
 use crate::ports::upstream::extension::ANTHROPIC_REQUEST;
-use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
 use answer::{completion, stream_error, StreamState};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -161,7 +161,8 @@ impl AnthropicUpstream {
 
 #[async_trait]
 impl ChatUpstream for AnthropicUpstream {
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+        let request = request.to_json();
         let (mut body, native) = self.body(&request).await?;
         body["stream"] = false.into();
         let response = self.post(&self.messages_url, &body, false).await?;
@@ -175,7 +176,8 @@ impl ChatUpstream for AnthropicUpstream {
         Ok(completion(&message, native))
     }
 
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+    async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
+        let request = request.to_json();
         let (mut body, native) = self.body(&request).await?;
         body["stream"] = true.into();
         let response = self.post(&self.messages_url, &body, true).await?;
@@ -262,7 +264,11 @@ impl ChatUpstream for AnthropicUpstream {
         Ok(chunks.boxed())
     }
 
-    async fn count_tokens(&self, request: Value) -> Result<Option<u64>, UpstreamError> {
+    async fn count_tokens(
+        &self,
+        request: ChatCompletionRequest,
+    ) -> Result<Option<u64>, UpstreamError> {
+        let request = request.to_json();
         let (body, _) = self.body(&request).await?;
         let body: Map<String, Value> = body
             .as_object()

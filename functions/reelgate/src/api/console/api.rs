@@ -113,7 +113,7 @@ pub const CONSOLE_CHAT_COMPLETION: Operation = Operation {
     tag: "console",
     summary: "A chat completion as the signed-in person",
     auth: Auth::ConsoleCsrf,
-    body: Body::Json(schema::<crate::domain::chat::request::ChatCompletionRequest>),
+    body: Body::Json(schema::<crate::ports::upstream::request::ChatCompletionRequest>),
     ok: &[(
         200,
         Answer::JsonOrStream(schema::<crate::domain::chat::completion::ChatCompletion>),

@@ -9,9 +9,9 @@
 //! model first, then an unknown parameter, then the parameter at fault ([`Unread::refusal`]).
 
 use crate::domain::catalog::{Catalog, ChatModel};
-use crate::domain::chat::request::Role;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{self, wrong_type, FaultKind, ShapeFault, Unparsed};
+use crate::ports::upstream::request::Role;
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 use std::sync::OnceLock;

@@ -149,17 +149,6 @@ async fn answer(
         rate_limits::settle(cx.store, &grant, 0).await;
         return Err(e);
     }
-    // The one copy of the messages on the way upstream (the ports take JSON).
-    let mut request = match serde_json::to_value(&request) {
-        Ok(request) => request,
-        Err(e) => {
-            rate_limits::settle(cx.store, &grant, 0).await;
-            return Err(crate::domain::error::ApiError::internal(
-                "encoding the upstream request",
-                e,
-            ));
-        }
-    };
     crate::domain::chat::caching::place(&v.model, &mut request);
     let upstream = ports.upstreams.for_model(&ports.shared.catalog, &v.model);
     let id = dialect.new_id();

@@ -5,8 +5,8 @@
 
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::body::MessageBody;
-use crate::domain::chat::request::{ChatMessage, Role};
 use crate::domain::error::{ApiError, ApiResult};
+use crate::ports::upstream::request::{ChatMessage, Role};
 use serde_json::Value;
 use std::collections::HashSet;
 

@@ -9,7 +9,6 @@ pub mod completion;
 pub mod dialect;
 pub mod message_rules;
 pub mod models;
-pub mod request;
 pub mod routing;
 pub mod stream;
 pub mod upstreams;
@@ -19,7 +18,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
-use request::ChatCompletionRequest;
+use crate::ports::upstream::request::ChatCompletionRequest;
 use serde_json::{json, Value};
 use validate::FileRef;
 

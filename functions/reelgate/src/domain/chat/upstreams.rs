@@ -7,7 +7,7 @@
 
 use crate::domain::catalog::{Catalog, ChatModel, Deployment, UpstreamConfig};
 use crate::domain::chat::routing::DeploymentHealth;
-use crate::ports::upstream::{ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
@@ -124,9 +124,13 @@ struct RoutedUpstream {
 }
 
 impl RoutedUpstream {
-    async fn attempt<T, F, Fut>(&self, request: Value, call: F) -> Result<T, UpstreamError>
+    async fn attempt<T, F, Fut>(
+        &self,
+        request: ChatCompletionRequest,
+        call: F,
+    ) -> Result<T, UpstreamError>
     where
-        F: Fn(Arc<dyn ChatUpstream>, Value) -> Fut,
+        F: Fn(Arc<dyn ChatUpstream>, ChatCompletionRequest) -> Fut,
         Fut: std::future::Future<Output = Result<T, UpstreamError>>,
     {
         let policy = &self.catalog.routing;
@@ -147,13 +151,10 @@ impl RoutedUpstream {
             {
                 Ok(upstream) => {
                     let mut request = request.clone();
-                    if let Some(obj) = request.as_object_mut() {
-                        let name = deployment
-                            .upstream_model
-                            .clone()
-                            .unwrap_or_else(|| self.model_id.clone());
-                        obj.insert("model".into(), Value::String(name));
-                    }
+                    request.model = deployment
+                        .upstream_model
+                        .clone()
+                        .unwrap_or_else(|| self.model_id.clone());
                     call(upstream, request).await
                 }
                 Err(e) => Err(e),
@@ -247,7 +248,7 @@ fn error_kind(e: &UpstreamError) -> &'static str {
 
 #[async_trait]
 impl ChatUpstream for RoutedUpstream {
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
         let _timer = crate::observability::telemetry::upstream_timer();
         let span = upstream_span(&self.model_id, false);
         let started = Instant::now();
@@ -268,7 +269,7 @@ impl ChatUpstream for RoutedUpstream {
         outcome
     }
 
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError> {
+    async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
         let first_byte = Duration::from_secs(self.catalog.routing.first_byte_timeout_secs.max(1));
         // The request's upstream time runs until the stream ends or is dropped.
         let timer = crate::observability::telemetry::upstream_timer();
@@ -315,7 +316,10 @@ impl ChatUpstream for RoutedUpstream {
             .boxed())
     }
 
-    async fn count_tokens(&self, request: Value) -> Result<Option<u64>, UpstreamError> {
+    async fn count_tokens(
+        &self,
+        request: ChatCompletionRequest,
+    ) -> Result<Option<u64>, UpstreamError> {
         self.attempt(request, |upstream, request| async move {
             upstream.count_tokens(request).await
         })

@@ -9,9 +9,9 @@ use crate::domain::catalog::{Catalog, ChatModel};
 pub use crate::domain::chat::body::chat_model;
 use crate::domain::chat::body::{ChatCompletionBody, StopBody};
 pub use crate::domain::chat::message_rules::{capability_mismatch, require_capability, FileRef};
-use crate::domain::chat::request::{self, ChatCompletionRequest, Range, Stop, StreamOptions};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::wrong_type;
+use crate::ports::upstream::request::{self, ChatCompletionRequest, Range, Stop, StreamOptions};
 use serde_json::{Map, Number, Value};
 
 /// Longest `prompt_cache_key` taken (OpenAI documents no limit; this keeps it a key).

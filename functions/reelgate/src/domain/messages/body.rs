@@ -5,9 +5,9 @@
 //! where they are translated (`request`) so that a failure names its place the way Anthropic
 //! does (`messages.0.content.1.source`).
 
-use crate::domain::chat::request::Range;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{FaultKind, RequestBody, ShapeFault};
+use crate::ports::upstream::request::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -38,7 +38,7 @@ pub struct MessageCountTokensRequest {
     pub messages: Option<Vec<Value>>,
     /// A string or text blocks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::domain::chat::request::content_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::content_schema)]
     pub system: Option<Value>,
     /// `{type: enabled, budget_tokens}` (at least 1024, below `max_tokens`) or
     /// `{type: disabled}`.
@@ -65,7 +65,7 @@ pub struct Metadata {
 }
 
 fn unit_schema() -> utoipa::openapi::schema::Schema {
-    crate::domain::chat::request::number_schema(SAMPLING)
+    crate::ports::upstream::request::number_schema(SAMPLING)
 }
 
 /// `POST /v1/messages`: Anthropic's Messages API request (docs/messages.md maps each field):
@@ -81,7 +81,7 @@ pub struct MessageCreateRequest {
     #[schema(value_type = Vec<Object>, min_items = 1, required = true)]
     pub messages: Option<Vec<Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::domain::chat::request::content_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::content_schema)]
     pub system: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

@@ -151,17 +151,15 @@ async fn count(
     let served = served(cx.catalog, model);
     let native = native_body(served, &body)?;
     let mut t = request::translate(cx.fetcher, pdf, model, body, served).await?;
-    // The documented estimate, should the upstream have no counter.
-    let estimate = request::estimate_input_tokens(&t.chat);
     let extensions = t.take_extensions();
     let chat = ChatCompletionBody::try_from(std::mem::take(&mut t.chat))?;
     let mut v = validate::validate(cx.catalog, chat)?;
+    // The documented estimate, should the upstream have no counter.
+    let estimate = request::estimate_input_tokens(&v.request);
     extensions.carry(&mut v.request);
     v.request.anthropic_request = native;
     let upstream = ports.upstreams.for_model(&ports.shared.catalog, model);
-    let request = serde_json::to_value(&v.request)
-        .map_err(|e| ApiError::internal("encoding the upstream request", e))?;
-    let counted = match upstream.count_tokens(request).await {
+    let counted = match upstream.count_tokens(v.request).await {
         Ok(counted) => counted,
         Err(e) => {
             tracing::warn!(model = %model.id, error = %e, "the upstream's token counter failed; estimating");

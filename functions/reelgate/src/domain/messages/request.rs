@@ -19,6 +19,7 @@ use crate::domain::messages::translated::Translated;
 use crate::domain::responses::{convert, fetch};
 use crate::ports::fetch::Fetcher;
 use crate::ports::pdf::PdfRasterizer;
+use crate::ports::upstream::request::ChatCompletionRequest;
 use crate::ports::upstream::{extension, CacheAnchor, CachePoint, CacheTtl, MAX_CACHE_POINTS};
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -784,14 +785,11 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
 /// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the
 /// estimate `/v1/responses` uses for truncation (a quarter token a character, an image 765,
 /// 4 a message) over the translated messages, plus the tools' definitions as text.
-pub fn estimate_input_tokens(chat: &Value) -> u64 {
-    let messages = chat["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let mut tokens = convert::estimate_tokens(messages);
-    if let Some(tools) = chat.get("tools") {
-        tokens += (tools.to_string().chars().count() as u64).div_ceil(4);
+pub fn estimate_input_tokens(chat: &ChatCompletionRequest) -> u64 {
+    let mut tokens = convert::estimate_tokens(&chat.messages);
+    if let Some(tools) = &chat.tools {
+        let text = serde_json::to_string(tools).unwrap_or_default();
+        tokens += (text.chars().count() as u64).div_ceil(4);
     }
     tokens
 }

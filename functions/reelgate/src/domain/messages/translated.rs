@@ -2,7 +2,7 @@
 //! answer's translation and the upstream need from the original past those rules (the exact
 //! thinking budget, signed thinking blocks, cache points).
 
-use crate::domain::chat::request::ChatCompletionRequest;
+use crate::ports::upstream::request::ChatCompletionRequest;
 use crate::ports::upstream::{extension, CachePoint};
 use serde_json::Value;
 

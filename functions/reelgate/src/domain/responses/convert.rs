@@ -12,6 +12,9 @@ use crate::domain::catalog::ChatModel;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
 use crate::ports::pdf::{PdfError, PdfRasterizer};
+use crate::ports::upstream::request::{
+    ChatCompletionRequest, ChatMessage, Role, Stop, StreamOptions,
+};
 use base64::Engine;
 use reelgate_media::MediaKind;
 use serde_json::{json, Map, Value};
@@ -75,10 +78,14 @@ pub async fn to_chat_messages(
     model: &ChatModel,
     instructions: Option<&str>,
     items: &[Value],
-) -> ApiResult<Vec<Value>> {
-    let mut messages: Vec<Value> = Vec::new();
+) -> ApiResult<Vec<ChatMessage>> {
+    let text_message = |role: Role, text: String| ChatMessage {
+        content: Some(Value::String(text)),
+        ..ChatMessage::new(role)
+    };
+    let mut messages: Vec<ChatMessage> = Vec::new();
     if let Some(text) = instructions {
-        messages.push(json!({"role": "system", "content": text}));
+        messages.push(text_message(Role::System, text.to_owned()));
     }
     let mut calls_seen = std::collections::HashSet::new();
     // True while the last message is an assistant turn that further function calls join.
@@ -100,12 +107,11 @@ pub async fn to_chat_messages(
                 match role {
                     "user" => messages.push(user_message(cx, pdf, caller, &content).await?),
                     "assistant" => {
-                        messages
-                            .push(json!({"role": "assistant", "content": joined_text(&content)}));
+                        messages.push(text_message(Role::Assistant, joined_text(&content)));
                         open_assistant = true;
                     }
                     // Chat has no developer role; both are system instructions.
-                    _ => messages.push(json!({"role": "system", "content": joined_text(&content)})),
+                    _ => messages.push(text_message(Role::System, joined_text(&content))),
                 }
             }
             "function_call" => {
@@ -125,18 +131,20 @@ pub async fn to_chat_messages(
                 match messages.last_mut() {
                     Some(last) if open_assistant => {
                         // An empty text before the calls is no content at all.
-                        if last["content"].as_str() == Some("") {
-                            last["content"] = Value::Null;
+                        if last.content.as_ref().and_then(Value::as_str) == Some("") {
+                            last.content = Some(Value::Null);
                         }
-                        match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
-                            Some(calls) => calls.push(call),
-                            None => last["tool_calls"] = json!([call]),
+                        match &mut last.tool_calls {
+                            Some(Value::Array(calls)) => calls.push(call),
+                            _ => last.tool_calls = Some(json!([call])),
                         }
                     }
                     _ => {
-                        messages.push(
-                            json!({"role": "assistant", "content": null, "tool_calls": [call]}),
-                        );
+                        messages.push(ChatMessage {
+                            content: Some(Value::Null),
+                            tool_calls: Some(json!([call])),
+                            ..ChatMessage::new(Role::Assistant)
+                        });
                         open_assistant = true;
                     }
                 }
@@ -156,17 +164,18 @@ pub async fn to_chat_messages(
                         ),
                     ));
                 }
-                messages.push(json!({
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": item.get("output").cloned().unwrap_or_else(|| "".into()),
-                }));
+                messages.push(ChatMessage {
+                    tool_call_id: Some(call_id.to_owned()),
+                    content: Some(item.get("output").cloned().unwrap_or_else(|| "".into())),
+                    ..ChatMessage::new(Role::Tool)
+                });
             }
             _ => {}
         }
     }
     let has_images = messages.iter().any(|m| {
-        m.get("content")
+        m.content
+            .as_ref()
             .and_then(Value::as_array)
             .is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"))
     });
@@ -180,7 +189,7 @@ pub async fn to_chat_messages(
         )
         .with_code("model_capability_mismatch"));
     }
-    if !messages.iter().any(|m| m["role"] != "system") {
+    if !messages.iter().any(|m| m.role != Role::System) {
         return Err(ApiError::invalid(
             "input",
             "The input holds no message for the model.",
@@ -194,7 +203,7 @@ async fn user_message(
     pdf: &dyn PdfRasterizer,
     caller: &Caller,
     content: &[Value],
-) -> ApiResult<Value> {
+) -> ApiResult<ChatMessage> {
     let mut parts: Vec<Value> = Vec::new();
     for p in content {
         match p.get("type").and_then(Value::as_str).unwrap_or_default() {
@@ -221,9 +230,15 @@ async fn user_message(
     // Text-only content goes as a plain string, the form every upstream accepts.
     if parts.iter().all(|p| p["type"] == "text") {
         let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        return Ok(json!({"role": "user", "content": text.join("\n")}));
+        return Ok(ChatMessage {
+            content: Some(Value::String(text.join("\n"))),
+            ..ChatMessage::new(Role::User)
+        });
     }
-    Ok(json!({"role": "user", "content": parts}))
+    Ok(ChatMessage {
+        content: Some(Value::Array(parts)),
+        ..ChatMessage::new(Role::User)
+    })
 }
 
 async fn image_file_url(cx: Context<'_>, caller: &Caller, file_id: &str) -> ApiResult<String> {
@@ -392,58 +407,13 @@ pub async fn bytes_parts(
 pub fn chat_request(
     req: &CreateRequest,
     model: &ChatModel,
-    messages: Vec<Value>,
+    messages: Vec<ChatMessage>,
     stream: bool,
-) -> Value {
-    let mut body = Map::new();
-    body.insert(
-        "model".into(),
-        model
-            .upstream_model
-            .clone()
-            .unwrap_or_else(|| model.id.clone())
-            .into(),
-    );
-    body.insert("messages".into(), messages.into());
-    body.insert("stream".into(), stream.into());
-    if stream {
-        // Usage is needed to bill and to report it in `response.completed`.
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    let mut set = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            body.insert(k.into(), v);
-        }
-    };
-    set("temperature", req.temperature.map(Value::from));
-    set("top_p", req.top_p.map(Value::from));
-    set(
-        "max_completion_tokens",
-        req.max_output_tokens.map(Value::from),
-    );
-    set("seed", req.seed.map(Value::from));
-    set("stop", req.stop.clone());
-    set("top_k", req.top_k.map(Value::from));
-    set(
-        "repetition_penalty",
-        req.repetition_penalty.map(Value::from),
-    );
-    set(
-        "reasoning_effort",
-        req.reasoning.effort.clone().map(Value::from),
-    );
-    set("user", req.user.clone().map(Value::from));
-    set(
-        "prompt_cache_key",
-        req.prompt_cache_key.clone().map(Value::from),
-    );
-    set(
-        "parallel_tool_calls",
-        req.parallel_tool_calls.map(Value::from),
-    );
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
+) -> ChatCompletionRequest {
+    let number = |n: Option<f64>| n.and_then(serde_json::Number::from_f64);
+    let integer = |n: Option<u64>| n.map(serde_json::Number::from);
+    let tools = (!req.tools.is_empty()).then(|| {
+        req.tools
             .iter()
             .map(|t| {
                 let mut function = Map::new();
@@ -454,18 +424,10 @@ pub fn chat_request(
                 }
                 json!({"type": "function", "function": function})
             })
-            .collect();
-        set("tools", Some(tools.into()));
-    }
-    set(
-        "tool_choice",
-        req.tool_choice.as_ref().map(|c| match c.get("name") {
-            Some(name) => json!({"type": "function", "function": {"name": name}}),
-            None => c.clone(),
-        }),
-    );
-    match req.text.format.get("type").and_then(Value::as_str) {
-        Some("json_object") => set("response_format", Some(json!({"type": "json_object"}))),
+            .collect()
+    });
+    let response_format = match req.text.format.get("type").and_then(Value::as_str) {
+        Some("json_object") => Some(json!({"type": "json_object"})),
         Some("json_schema") => {
             let mut schema = Map::new();
             for k in ["name", "schema", "strict", "description"] {
@@ -473,12 +435,52 @@ pub fn chat_request(
                     schema.insert(k.into(), v.clone());
                 }
             }
-            set(
-                "response_format",
-                Some(json!({"type": "json_schema", "json_schema": schema})),
-            );
+            Some(json!({"type": "json_schema", "json_schema": schema}))
         }
-        _ => {}
+        _ => None,
+    };
+    ChatCompletionRequest {
+        model: model
+            .upstream_model
+            .clone()
+            .unwrap_or_else(|| model.id.clone()),
+        messages,
+        stream: Some(stream),
+        // Usage is needed to bill and to report it in `response.completed`.
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: Some(true),
+        }),
+        temperature: number(req.temperature),
+        top_p: number(req.top_p),
+        max_completion_tokens: integer(req.max_output_tokens),
+        seed: req.seed.map(serde_json::Number::from),
+        stop: req.stop.as_ref().and_then(stop),
+        top_k: req.top_k.map(serde_json::Number::from),
+        repetition_penalty: number(req.repetition_penalty),
+        reasoning_effort: req.reasoning.effort.clone(),
+        user: req.user.clone(),
+        prompt_cache_key: req.prompt_cache_key.clone(),
+        parallel_tool_calls: req.parallel_tool_calls,
+        tools,
+        tool_choice: req.tool_choice.as_ref().map(|c| match c.get("name") {
+            Some(name) => json!({"type": "function", "function": {"name": name}}),
+            None => c.clone(),
+        }),
+        response_format,
+        ..ChatCompletionRequest::default()
     }
-    Value::Object(body)
+}
+
+/// `stop` as the request checked it: one sequence or a list of them.
+fn stop(v: &Value) -> Option<Stop> {
+    match v {
+        Value::String(s) => Some(Stop::One(s.clone())),
+        Value::Array(items) => Some(Stop::Many(
+            items
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect(),
+        )),
+        _ => None,
+    }
 }

@@ -13,7 +13,7 @@ use crate::domain::responses::output::{self, Draft, Event, Outcome, ResponseUsag
 use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
 use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
-use crate::ports::upstream::{ChatUpstream, ChunkStream};
+use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream};
 use futures::StreamExt;
 use serde_json::Value;
 use std::sync::Arc;
@@ -275,7 +275,11 @@ fn turn_error(e: &crate::ports::upstream::UpstreamError) -> ApiError {
 }
 
 /// Answers an admitted turn, streamed or whole.
-async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Reply> {
+async fn answer(
+    turn: Turn,
+    upstream: Arc<dyn ChatUpstream>,
+    chat: ChatCompletionRequest,
+) -> ApiResult<Reply> {
     if turn.draft.req.stream {
         return stream_turn(turn, upstream, chat).await;
     }
@@ -298,7 +302,11 @@ async fn answer(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> Api
 
 /// Starts the upstream stream (its refusal is still an error answer), then hands the events over
 /// as the chunks arrive from a task that also finishes the turn.
-async fn stream_turn(turn: Turn, upstream: Arc<dyn ChatUpstream>, chat: Value) -> ApiResult<Reply> {
+async fn stream_turn(
+    turn: Turn,
+    upstream: Arc<dyn ChatUpstream>,
+    chat: ChatCompletionRequest,
+) -> ApiResult<Reply> {
     let chunks = call_upstream(
         turn.ports.store.as_ref(),
         &turn.grant,

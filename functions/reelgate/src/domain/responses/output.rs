@@ -44,7 +44,7 @@ pub struct ResponseObject {
     pub store: bool,
     pub temperature: f64,
     pub text: Text,
-    #[schema(schema_with = crate::domain::chat::request::tool_choice_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::tool_choice_schema)]
     pub tool_choice: Value,
     #[schema(value_type = Vec<Object>)]
     pub tools: Vec<Value>,

@@ -7,9 +7,9 @@
 //! (references, files) happen later, in `convert`.
 
 use crate::domain::catalog::ChatModel;
-use crate::domain::chat::request::{TEMPERATURE, TOP_P};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{self, optional_object, FaultKind, RequestBody, ShapeFault};
+use crate::ports::upstream::request::{TEMPERATURE, TOP_P};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
@@ -125,9 +125,9 @@ pub struct ResponseCreateBody {
     pub stream: Option<bool>,
     #[schema(value_type = bool, required = false, default = true)]
     pub store: Option<bool>,
-    #[schema(schema_with = crate::domain::chat::request::temperature_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::temperature_schema)]
     pub temperature: Option<f64>,
-    #[schema(schema_with = crate::domain::chat::request::top_p_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::top_p_schema)]
     pub top_p: Option<f64>,
     #[schema(schema_with = max_output_tokens_schema)]
     pub max_output_tokens: Option<Number>,
@@ -135,7 +135,7 @@ pub struct ResponseCreateBody {
     #[schema(value_type = Vec<Object>, required = false)]
     pub tools: Option<Vec<Value>>,
     /// `none`, `auto`, `required` or `{type: function, name}`.
-    #[schema(schema_with = crate::domain::chat::request::tool_choice_schema)]
+    #[schema(schema_with = crate::ports::upstream::request::tool_choice_schema)]
     pub tool_choice: Option<Value>,
     pub parallel_tool_calls: Option<bool>,
     #[schema(value_type = Reasoning, required = false)]

@@ -3,6 +3,7 @@
 
 use super::request::Truncation;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::ports::upstream::request::{ChatMessage, Role};
 use serde_json::Value;
 
 /// Token estimate of one image, whatever its size (OpenAI bills a high-detail 512px tile
@@ -14,14 +15,14 @@ const MESSAGE_TOKENS: u64 = 4;
 /// Deterministic token estimate of chat messages: a character is a quarter token (rounded up
 /// per message), an image [`IMAGE_TOKENS`], audio, video and files their flat
 /// `usage::part_estimate`, each message [`MESSAGE_TOKENS`] of framing.
-pub fn estimate_tokens(messages: &[Value]) -> u64 {
+pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
     messages.iter().map(estimate_message).sum()
 }
 
-fn estimate_message(m: &Value) -> u64 {
+fn estimate_message(m: &ChatMessage) -> u64 {
     let mut chars = 0u64;
     let mut parts_tokens = 0u64;
-    match m.get("content") {
+    match &m.content {
         Some(Value::String(s)) => chars += s.chars().count() as u64,
         Some(Value::Array(parts)) => {
             for p in parts {
@@ -37,7 +38,7 @@ fn estimate_message(m: &Value) -> u64 {
         }
         _ => {}
     }
-    if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+    if let Some(Value::Array(calls)) = &m.tool_calls {
         for c in calls {
             chars += c["function"]["arguments"]
                 .as_str()
@@ -54,10 +55,10 @@ fn estimate_message(m: &Value) -> u64 {
 /// a turn starts at a user message, so no tool result is left without its call); `disabled`, or
 /// a last turn that alone is too large, is a 400 `context_length_exceeded`.
 pub fn truncate(
-    mut messages: Vec<Value>,
+    mut messages: Vec<ChatMessage>,
     budget: u64,
     truncation: Truncation,
-) -> ApiResult<Vec<Value>> {
+) -> ApiResult<Vec<ChatMessage>> {
     let too_long = |estimate: u64| {
         ApiError::invalid(
             "input",
@@ -77,20 +78,20 @@ pub fn truncate(
     }
     loop {
         let conversation: Vec<usize> = (0..messages.len())
-            .filter(|&i| messages[i]["role"] != "system")
+            .filter(|&i| messages[i].role != Role::System)
             .collect();
         // Where the second turn starts: the next user message after the first conversation message.
         let next_turn = conversation
             .iter()
             .skip(1)
             .copied()
-            .find(|&i| messages[i]["role"] == "user");
+            .find(|&i| messages[i].role == Role::User);
         let Some(next_turn) = next_turn else {
             return Err(too_long(estimate_tokens(&messages)));
         };
         let first = conversation[0];
         let drop: Vec<usize> = (first..next_turn)
-            .filter(|&i| messages[i]["role"] != "system")
+            .filter(|&i| messages[i].role != Role::System)
             .collect();
         for i in drop.into_iter().rev() {
             messages.remove(i);
@@ -106,8 +107,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn msg(role: &str, text: &str) -> Value {
-        json!({"role": role, "content": text})
+    fn typed(v: Value) -> ChatMessage {
+        serde_json::from_value(v).expect("a chat message")
+    }
+
+    fn msg(role: &str, text: &str) -> ChatMessage {
+        typed(json!({"role": role, "content": text}))
     }
 
     #[test]
@@ -116,14 +121,16 @@ mod tests {
         let messages = vec![
             msg("system", "be brief"),
             msg("user", &long),
-            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
-            json!({"role": "tool", "tool_call_id": "c", "content": long}),
+            typed(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            ),
+            typed(json!({"role": "tool", "tool_call_id": "c", "content": long})),
             msg("user", "last question"),
         ];
         let kept = truncate(messages.clone(), 50, Truncation::Auto).expect("fits");
         assert_eq!(kept.len(), 2);
-        assert_eq!(kept[0]["role"], "system");
-        assert_eq!(kept[1]["content"], "last question");
+        assert_eq!(kept[0].role, Role::System);
+        assert_eq!(kept[1].content, Some(json!("last question")));
         let e = truncate(messages.clone(), 50, Truncation::Disabled).expect_err("too long");
         assert_eq!(e.code, "context_length_exceeded");
         let e = truncate(vec![msg("user", &long)], 50, Truncation::Auto).expect_err("too long");
@@ -133,13 +140,14 @@ mod tests {
     #[test]
     fn estimate_is_chars_over_four_plus_framing() {
         assert_eq!(estimate_tokens(&[msg("user", "abcde")]), 4 + 2);
-        let image =
-            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]});
+        let image = typed(
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}),
+        );
         assert_eq!(estimate_tokens(&[image]), 4 + IMAGE_TOKENS);
-        let mixed = json!({"role": "user", "content": [
+        let mixed = typed(json!({"role": "user", "content": [
             {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA"}},
             {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
-            {"type": "text", "text": "abcd"}]});
+            {"type": "text", "text": "abcd"}]}));
         use crate::domain::billing::token_charges::{AUDIO_PART_TOKENS, FILE_PART_TOKENS};
         assert_eq!(
             estimate_tokens(&[mixed]),

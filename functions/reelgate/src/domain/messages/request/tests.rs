@@ -283,7 +283,7 @@ async fn signed_thinking_blocks_and_the_budget_reach_the_validated_body() {
         .iter()
         .all(|m| m.get(extension::REASONING_BLOCKS).is_none()));
     // As the chat rules leave it: the same messages, one for one.
-    use crate::domain::chat::request::{ChatCompletionRequest, ChatMessage, Role};
+    use crate::ports::upstream::request::{ChatCompletionRequest, ChatMessage, Role};
     let mut request = ChatCompletionRequest {
         messages: [Role::User, Role::Assistant, Role::Tool]
             .map(ChatMessage::new)
@@ -316,7 +316,8 @@ async fn count_tokens_takes_no_max_tokens_and_estimates_text_and_tools() {
     .await
     .unwrap();
     // 4 for the message's framing and 8 characters at four a token.
-    assert_eq!(estimate_input_tokens(&t.chat), 6);
+    let chat = serde_json::from_value(t.chat.clone()).expect("a chat request");
+    assert_eq!(estimate_input_tokens(&chat), 6);
     let with_max =
         json!({"model": "m", "max_tokens": 3, "messages": [{"role": "user", "content": "x"}]});
     let e = to_chat(

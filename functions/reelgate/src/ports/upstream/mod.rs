@@ -4,8 +4,11 @@
 //! translate for providers that speak something else (Bedrock Converse); the responses API bridges
 //! onto the same shape.
 
+pub mod request;
+
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+pub use request::ChatCompletionRequest;
 use serde_json::Value;
 
 pub type ChunkStream = BoxStream<'static, Result<Value, UpstreamError>>;
@@ -83,20 +86,6 @@ pub mod extension {
     /// (every event gets a chunk with one choice, its delta possibly empty, so the meter sees
     /// it). The Messages dialect writes these events instead of translating the chunks.
     pub const ANTHROPIC_EVENT: &str = "reelgate_anthropic_event";
-
-    /// Removes the request extensions (for an upstream that has no use for them).
-    pub fn strip(request: &mut serde_json::Value) {
-        if let Some(obj) = request.as_object_mut() {
-            obj.remove(THINKING_BUDGET);
-            obj.remove(CACHE_POINTS);
-            obj.remove(ANTHROPIC_REQUEST);
-            if let Some(messages) = obj.get_mut("messages").and_then(|m| m.as_array_mut()) {
-                for m in messages.iter_mut().filter_map(|m| m.as_object_mut()) {
-                    m.remove(REASONING_BLOCKS);
-                }
-            }
-        }
-    }
 }
 
 /// A prompt-cache breakpoint: the prompt up to and including `anchor` is worth caching
@@ -174,13 +163,16 @@ pub const MAX_CACHE_POINTS: usize = 4;
 #[async_trait]
 pub trait ChatUpstream: Send + Sync + 'static {
     /// A non-streamed completion: returns a `chat.completion` object.
-    async fn complete(&self, request: Value) -> Result<Value, UpstreamError>;
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError>;
     /// A streamed completion: returns `chat.completion.chunk` objects as they arrive.
     /// Dropping the stream cancels the upstream request.
-    async fn stream(&self, request: Value) -> Result<ChunkStream, UpstreamError>;
+    async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError>;
     /// The upstream's own count of the request's input tokens, where it has a counter
     /// (Bedrock's CountTokens); `None` where it has none, and the caller estimates.
-    async fn count_tokens(&self, _request: Value) -> Result<Option<u64>, UpstreamError> {
+    async fn count_tokens(
+        &self,
+        _request: ChatCompletionRequest,
+    ) -> Result<Option<u64>, UpstreamError> {
         Ok(None)
     }
 }

@@ -1,4 +1,5 @@
-//! A chat completions request as the rules (`validate`) leave it: only the parameters the
+//! The chat completions request the upstream port takes, as the chat rules
+//! (`domain::chat::validate`) leave it: only the parameters the
 //! contract knows, each as the caller gave it (a number stays the `Number` it was, so `1` never
 //! becomes `1.0`), the messages with the roles and keys an upstream needs. It is what is sent
 //! upstream (serialized as it is, the routed upstream then naming its own model), and its schema
@@ -150,7 +151,7 @@ pub fn tool_choice_schema() -> Schema {
 /// `POST /v1/chat/completions` (and the console's chat): OpenAI's request; `model` and
 /// `messages` are required, any other top-level parameter is refused. The Messages API's
 /// requests are translated into one and checked by the same rules.
-#[derive(Clone, Debug, Default, Serialize, ToSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hello"}]}))]
 pub struct ChatCompletionRequest {
     /// A chat model id of `GET /v1/models`. Sent upstream as given; the routed upstream replaces
@@ -263,7 +264,26 @@ pub struct ChatCompletionRequest {
     pub anthropic_request: Option<Value>,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+impl ChatCompletionRequest {
+    /// The request without reelgate's extensions, for an upstream that has no use for them.
+    pub fn without_extensions(mut self) -> ChatCompletionRequest {
+        self.thinking_budget = None;
+        self.cache_points = None;
+        self.anthropic_request = None;
+        for message in &mut self.messages {
+            message.reasoning_blocks = None;
+        }
+        self
+    }
+
+    /// The request as the JSON an adapter that translates it reads.
+    pub fn to_json(&self) -> Value {
+        // Cannot fail: every map key is a string and every field serializes.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct StreamOptions {
     /// Every chunk carries `usage: null`, and a last chunk with `choices: []` the usage.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -271,7 +291,7 @@ pub struct StreamOptions {
 }
 
 /// `stop`: one sequence or a list.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Stop {
     One(String),
@@ -292,6 +312,17 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role as the wire writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
     pub fn parse(role: &str) -> Option<Role> {
         Some(match role {
             "system" => Role::System,
@@ -314,7 +345,7 @@ impl Role {
 
 /// One message. Other keys (`refusal`, `annotations`, `audio` echoed back from an earlier reply
 /// by SDKs) carry nothing an upstream needs and are dropped.
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct ChatMessage {
     pub role: Role,
     #[serde(skip_serializing_if = "Option::is_none")]
