@@ -89,7 +89,7 @@ impl ChatUpstream for FakeUpstreamScripted {
     async fn complete(
         &self,
         request: reelgate::ports::upstream::ChatCompletionRequest,
-    ) -> Result<Value, UpstreamError> {
+    ) -> Result<reelgate::ports::upstream::Completion, UpstreamError> {
         let request = request.to_json();
         if let Ok(mut r) = self.requests.lock() {
             r.push(request.clone());
@@ -103,7 +103,7 @@ impl ChatUpstream for FakeUpstreamScripted {
                 "tool_calls",
             ),
         };
-        Ok(
+        reelgate::ports::upstream::Completion::from_json(
             json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": request["model"],
                   "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage(&request)}),
         )

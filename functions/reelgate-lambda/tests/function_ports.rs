@@ -54,9 +54,9 @@ impl ChatUpstream for FakeChat {
     async fn complete(
         &self,
         request: reelgate::ports::upstream::ChatCompletionRequest,
-    ) -> Result<Value, UpstreamError> {
+    ) -> Result<reelgate::ports::upstream::Completion, UpstreamError> {
         let request = request.to_json();
-        Ok(
+        reelgate::ports::upstream::Completion::from_json(
             json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
             "model": request["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello."},

@@ -23,9 +23,14 @@ use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::types as bt;
 use reelgate::domain::catalog::UpstreamConfig;
+use reelgate::ports::upstream::completion::{
+    CompletionChoice, CompletionMessage, FunctionCall, ToolCall,
+};
 use reelgate::ports::upstream::extension::REASONING_SIGNATURE;
-use reelgate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
-use serde_json::{json, Value};
+use reelgate::ports::upstream::{
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -157,7 +162,7 @@ where
 
 #[async_trait]
 impl ChatUpstream for BedrockUpstream {
-    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError> {
         let request = request.to_json();
         let m = self.map(&request).await?;
         let output = send_retrying_connects(|| {
@@ -180,14 +185,16 @@ impl ChatUpstream for BedrockUpstream {
             for block in message.content() {
                 match block {
                     bt::ContentBlock::Text(t) => content.push_str(t),
-                    bt::ContentBlock::ToolUse(t) => calls.push(json!({
-                        "id": t.tool_use_id(),
-                        "type": "function",
-                        "function": {
-                            "name": t.name(),
-                            "arguments": document_to_json(t.input()).to_string(),
+                    bt::ContentBlock::ToolUse(t) => calls.push(ToolCall {
+                        id: Some(t.tool_use_id().to_owned()),
+                        kind: "function".into(),
+                        function: FunctionCall {
+                            name: t.name().to_owned(),
+                            arguments: document_to_json(t.input()).to_string(),
+                            rest: Map::new(),
                         },
-                    })),
+                        rest: Map::new(),
+                    }),
                     bt::ContentBlock::ReasoningContent(
                         bt::ReasoningContentBlock::ReasoningText(r),
                     ) => {
@@ -200,27 +207,32 @@ impl ChatUpstream for BedrockUpstream {
                 }
             }
         }
-        let mut message = json!({"role": "assistant", "content": content});
-        if !calls.is_empty() {
-            message["tool_calls"] = Value::Array(calls);
-        }
-        if !reasoning.is_empty() {
-            message["reasoning_content"] = Value::String(reasoning);
-        }
+        let mut extensions = Map::new();
         if let Some(sig) = signature {
-            message[REASONING_SIGNATURE] = Value::String(sig);
+            extensions.insert(REASONING_SIGNATURE.into(), Value::String(sig));
         }
-        let mut reply = json!({
-            "id": "bedrock",
-            "object": "chat.completion",
-            "created": reelgate::ports::store::now_secs(),
-            "model": m.model_id,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(output.stop_reason())}],
-        });
-        if let Some(u) = output.usage() {
-            reply["usage"] = usage_json(u);
-        }
-        Ok(reply)
+        let message = CompletionMessage {
+            content: Some(content),
+            reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+            tool_calls: (!calls.is_empty()).then_some(calls),
+            rest: extensions,
+            ..CompletionMessage::default()
+        };
+        let mut rest = Map::new();
+        rest.insert("id".into(), "bedrock".into());
+        rest.insert("object".into(), "chat.completion".into());
+        rest.insert("created".into(), reelgate::ports::store::now_secs().into());
+        rest.insert("model".into(), m.model_id.clone().into());
+        Ok(Completion {
+            choices: vec![CompletionChoice {
+                index: 0,
+                message,
+                finish_reason: Some(finish_reason(output.stop_reason()).into()),
+                rest: Map::new(),
+            }],
+            usage: output.usage().map(usage_json),
+            rest,
+        })
     }
 
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {

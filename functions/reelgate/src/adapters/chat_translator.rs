@@ -49,8 +49,11 @@ impl Translator for ChatTranslator {
             .complete(request)
             .await
             .map_err(|e| TranslationError::Unavailable(e.to_string()))?;
-        reply["choices"][0]["message"]["content"]
-            .as_str()
+        reply
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .ok_or_else(|| TranslationError::Unavailable("the model returned no text".into()))
@@ -61,7 +64,7 @@ impl Translator for ChatTranslator {
 mod tests {
     use super::*;
     use crate::domain::videos::translation::translate_prompt;
-    use crate::ports::upstream::{ChunkStream, UpstreamError};
+    use crate::ports::upstream::{ChunkStream, Completion, UpstreamError};
     use serde_json::json;
     use std::sync::Mutex;
 
@@ -73,12 +76,15 @@ mod tests {
 
     #[async_trait]
     impl ChatUpstream for FakeModel {
-        async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+        async fn complete(
+            &self,
+            request: ChatCompletionRequest,
+        ) -> Result<Completion, UpstreamError> {
             self.seen
                 .lock()
                 .map_err(|e| UpstreamError::Protocol(e.to_string()))?
                 .push(request.to_json());
-            Ok(
+            Completion::from_json(
                 json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": self.reply}}]}),
             )
         }

@@ -7,7 +7,9 @@
 //! started (and billed) the work.
 
 use crate::domain::catalog::UpstreamConfig;
-use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -259,7 +261,7 @@ pub(crate) async fn read_json(response: reqwest::Response) -> Result<Value, Upst
 
 #[async_trait]
 impl ChatUpstream for OpenAiUpstream {
-    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError> {
         let request = ChatCompletionRequest {
             stream: Some(false),
             stream_options: None,
@@ -272,13 +274,10 @@ impl ChatUpstream for OpenAiUpstream {
                     .json(&request)
             })
             .await?;
-        let reply = read_json(response).await?;
-        if reply.get("choices").and_then(Value::as_array).is_none() {
-            return Err(UpstreamError::Protocol(
-                "the completion has no choices".into(),
-            ));
-        }
-        Ok(reply)
+        let bytes = response.bytes().await.map_err(transport_error)?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            UpstreamError::Protocol(format!("the answer is not a chat.completion: {e}"))
+        })
     }
 
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {

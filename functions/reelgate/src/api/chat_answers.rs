@@ -137,7 +137,7 @@ impl Dialect for OpenAiChat {
     fn whole(&self, mut completion: ChatCompletion) -> ApiResult<Bytes> {
         completion.rest.retain(|k, _| !is_extension(k));
         for choice in &mut completion.choices {
-            strip_extensions(&mut choice["message"]);
+            choice.message.rest.retain(|k, _| !is_extension(k));
         }
         crate::domain::chat::dialect::json(&completion)
     }

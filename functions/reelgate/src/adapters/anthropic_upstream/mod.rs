@@ -30,7 +30,9 @@ use crate::adapters::openai_upstream::{
 };
 use crate::domain::catalog::UpstreamConfig;
 use crate::ports::upstream::extension::ANTHROPIC_REQUEST;
-use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+};
 use answer::{completion, stream_error, StreamState};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -161,7 +163,7 @@ impl AnthropicUpstream {
 
 #[async_trait]
 impl ChatUpstream for AnthropicUpstream {
-    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError> {
         let request = request.to_json();
         let (mut body, native) = self.body(&request).await?;
         body["stream"] = false.into();
@@ -173,7 +175,7 @@ impl ChatUpstream for AnthropicUpstream {
         if !message["content"].is_array() {
             return Err(UpstreamError::Protocol("the message has no content".into()));
         }
-        Ok(completion(&message, native))
+        Completion::from_json(completion(&message, native))
     }
 
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {

@@ -12,15 +12,14 @@ use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::stream::{self, ChargeSpec, StreamContext};
 use crate::domain::chat::upstreams::Upstreams;
-use crate::domain::chat::{message_chars, resolve_files, validate};
+use crate::domain::chat::{resolve_files, validate};
 use crate::domain::error::{upstream_error, ApiResult};
 use crate::domain::{Context, SharedContext};
 use crate::ports::store::ItemStore;
-use crate::ports::upstream::UpstreamError;
+use crate::ports::upstream::{Completion, UpstreamError};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use serde::Deserialize;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// What the chat use case needs: the use cases' ports (their store and catalog are cloned
@@ -197,7 +196,7 @@ async fn answer(
 /// Our view of an upstream completion: our id, created time and model name; usage always
 /// present (estimated from text length when the upstream gave none). Returns the usage to bill.
 fn restamp_completion(
-    reply: Value,
+    reply: Completion,
     id: &str,
     created: i64,
     model: &ChatModel,
@@ -211,7 +210,7 @@ fn restamp_completion(
             let completion_chars: usize = completion
                 .choices
                 .iter()
-                .map(|c| message_chars(&c["message"]))
+                .map(|c| c.message.generated_chars())
                 .sum();
             let estimate = TokenUsage::estimate(prompt_chars, completion_chars);
             completion.usage = serde_json::json!(estimate.chat_usage());

@@ -1,6 +1,8 @@
 //! The whole answer of a chat completion as `/v1/chat/completions` writes it, typed: what the
 //! OpenAI dialect serializes, and what other dialects (the Messages API) translate from.
 
+use crate::ports::upstream::completion::CompletionChoice;
+use crate::ports::upstream::Completion;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -17,7 +19,7 @@ pub struct ChatCompletion {
     pub model: String,
     /// `{index, message, finish_reason, logprobs}` each, as the upstream wrote them.
     #[schema(value_type = Vec<Object>)]
-    pub choices: Vec<Value>,
+    pub choices: Vec<CompletionChoice>,
     /// `prompt_tokens`, `completion_tokens`, `total_tokens` (and their details): the
     /// upstream's count, or our estimate in that shape when it reported none.
     #[schema(value_type = Object)]
@@ -31,19 +33,16 @@ pub struct ChatCompletion {
 impl ChatCompletion {
     /// The upstream's `reply` re-stamped with our `id`, `created` and `model`; its usage as it
     /// came (`null` when absent). Its values are moved, not copied.
-    pub fn restamped(reply: Value, id: &str, created: i64, model: &str) -> ChatCompletion {
-        let mut rest = match reply {
-            Value::Object(o) => o,
-            _ => Map::new(),
-        };
+    pub fn restamped(reply: Completion, id: &str, created: i64, model: &str) -> ChatCompletion {
+        let Completion {
+            choices,
+            usage,
+            mut rest,
+        } = reply;
         for ours in ["id", "object", "created", "model"] {
             rest.remove(ours);
         }
-        let choices = match rest.remove("choices") {
-            Some(Value::Array(choices)) => choices,
-            _ => Vec::new(),
-        };
-        let usage = rest.remove("usage").unwrap_or(Value::Null);
+        let usage = usage.unwrap_or(Value::Null);
         ChatCompletion {
             id: id.to_owned(),
             object: "chat.completion",

@@ -7,7 +7,9 @@
 
 use crate::domain::catalog::{Catalog, ChatModel, Deployment, UpstreamConfig};
 use crate::domain::chat::routing::DeploymentHealth;
-use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream, UpstreamError};
+use crate::ports::upstream::{
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
@@ -248,7 +250,7 @@ fn error_kind(e: &UpstreamError) -> &'static str {
 
 #[async_trait]
 impl ChatUpstream for RoutedUpstream {
-    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError> {
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError> {
         let _timer = crate::observability::telemetry::upstream_timer();
         let span = upstream_span(&self.model_id, false);
         let started = Instant::now();
@@ -261,7 +263,7 @@ impl ChatUpstream for RoutedUpstream {
         // Not streamed: the first byte is the whole answer.
         span.record("ttfb_ms", started.elapsed().as_secs_f64() * 1000.0);
         match &outcome {
-            Ok(answer) => record_usage(&span, &answer["usage"]),
+            Ok(answer) => record_usage(&span, answer.usage.as_ref().unwrap_or(&Value::Null)),
             Err(_) => {
                 span.record("otel.status_code", "ERROR");
             }

@@ -2,6 +2,7 @@
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
 use crate::domain::chat::completion::ChatCompletion;
+use crate::ports::upstream::completion::CompletionChoice;
 use crate::ports::upstream::extension::{ANTHROPIC_MESSAGE, REASONING_SIGNATURE};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -56,12 +57,16 @@ pub struct Usage {
 /// `stop_reason` of a chat choice. Chat's `stop` does not say whether a stop sequence ended
 /// the text; an upstream that says which one matched (vLLM's `stop_reason` string) gives
 /// `stop_sequence`, otherwise it is `end_turn`.
-pub fn stop_reason(choice: &Value, stop_sequences: &[String]) -> (&'static str, Option<String>) {
-    match choice.get("finish_reason").and_then(Value::as_str) {
+pub fn stop_reason(
+    finish_reason: Option<&str>,
+    matched: Option<&str>,
+    stop_sequences: &[String],
+) -> (&'static str, Option<String>) {
+    match finish_reason {
         Some("length") => ("max_tokens", None),
         Some("tool_calls" | "function_call") => ("tool_use", None),
         Some("content_filter") => ("refusal", None),
-        _ => match choice.get("stop_reason").and_then(Value::as_str) {
+        _ => match matched {
             Some(s) if stop_sequences.iter().any(|q| q == s) => {
                 ("stop_sequence", Some(s.to_owned()))
             }
@@ -105,41 +110,34 @@ fn tool_input(arguments: &str) -> Value {
 
 /// The `message` object of a re-stamped `chat.completion` (our id and model name).
 pub fn message(completion: &ChatCompletion, stop_sequences: &[String]) -> Message {
-    let choice = completion.choices.first().unwrap_or(&Value::Null);
-    let m = &choice["message"];
+    let none = CompletionChoice::default();
+    let choice = completion.choices.first().unwrap_or(&none);
+    let m = &choice.message;
     let mut content = Vec::new();
-    if let Some(r) = m
-        .get("reasoning_content")
-        .and_then(Value::as_str)
-        .filter(|r| !r.is_empty())
-    {
+    if let Some(r) = m.reasoning_content.as_deref().filter(|r| !r.is_empty()) {
         let signature = m
+            .rest
             .get(REASONING_SIGNATURE)
             .and_then(Value::as_str)
             .unwrap_or_default();
         content.push(json!({"type": "thinking", "thinking": r, "signature": signature}));
     }
-    if let Some(t) = m
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
+    if let Some(t) = m.content.as_deref().filter(|t| !t.is_empty()) {
         content.push(json!({"type": "text", "text": t}));
     }
-    for call in m
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for call in m.tool_calls.iter().flatten() {
         content.push(json!({
             "type": "tool_use",
-            "id": call["id"],
-            "name": call["function"]["name"],
-            "input": tool_input(call["function"]["arguments"].as_str().unwrap_or("{}")),
+            "id": call.id,
+            "name": call.function.name,
+            "input": tool_input(&call.function.arguments),
         }));
     }
-    let (reason, sequence) = stop_reason(choice, stop_sequences);
+    let (reason, sequence) = stop_reason(
+        choice.finish_reason.as_deref(),
+        choice.rest.get("stop_reason").and_then(Value::as_str),
+        stop_sequences,
+    );
     Message {
         id: completion.id.clone(),
         kind: "message",
@@ -388,7 +386,11 @@ impl StreamTranslator {
             }
         }
         if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
-            self.stop = Some(stop_reason(choice, &self.stop_sequences));
+            self.stop = Some(stop_reason(
+                choice["finish_reason"].as_str(),
+                choice.get("stop_reason").and_then(Value::as_str),
+                &self.stop_sequences,
+            ));
         }
         out
     }
@@ -416,7 +418,7 @@ mod tests {
     /// The message of an upstream `completion` re-stamped with the id and model it names.
     fn message(completion: &Value, stop_sequences: &[String]) -> Value {
         let c = ChatCompletion::restamped(
-            completion.clone(),
+            crate::ports::upstream::Completion::from_json(completion.clone()).unwrap(),
             completion["id"].as_str().unwrap(),
             0,
             completion["model"].as_str().unwrap(),
@@ -458,18 +460,19 @@ mod tests {
     #[test]
     fn stop_reasons_map_and_a_named_stop_sequence_is_reported() {
         let stops = vec!["END".to_owned()];
-        let c = |f: &str| json!({"finish_reason": f});
-        assert_eq!(stop_reason(&c("length"), &stops).0, "max_tokens");
-        assert_eq!(stop_reason(&c("stop"), &stops).0, "end_turn");
-        assert_eq!(stop_reason(&c("tool_calls"), &stops).0, "tool_use");
-        let matched = json!({"finish_reason": "stop", "stop_reason": "END"});
+        let c = |f: &str| stop_reason(Some(f), None, &stops).0;
+        assert_eq!(c("length"), "max_tokens");
+        assert_eq!(c("stop"), "end_turn");
+        assert_eq!(c("tool_calls"), "tool_use");
         assert_eq!(
-            stop_reason(&matched, &stops),
+            stop_reason(Some("stop"), Some("END"), &stops),
             ("stop_sequence", Some("END".into()))
         );
         // A stop_reason that is not one of the request's sequences is not a stop sequence.
-        let other = json!({"finish_reason": "stop", "stop_reason": "ELSE"});
-        assert_eq!(stop_reason(&other, &stops).0, "end_turn");
+        assert_eq!(
+            stop_reason(Some("stop"), Some("ELSE"), &stops).0,
+            "end_turn"
+        );
     }
 
     #[test]

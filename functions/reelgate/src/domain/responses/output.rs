@@ -4,6 +4,8 @@
 use super::request::{CreateRequest, Reasoning, Text, Truncation};
 use crate::domain::billing::token_charges::{ReportedUsage, TokenUsage};
 use crate::domain::ids::new_id;
+use crate::ports::upstream::completion::CompletionChoice;
+use crate::ports::upstream::Completion;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
@@ -293,16 +295,14 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
 }
 
 /// A non-streamed completion → (outcome, output items, the usage if reported).
-pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<ReportedUsage>) {
-    let choice = &completion["choices"][0];
-    let outcome = Outcome::from_finish(choice["finish_reason"].as_str());
-    let message = &choice["message"];
+pub fn from_completion(completion: &Completion) -> (Outcome, Vec<Value>, Option<ReportedUsage>) {
+    let none = CompletionChoice::default();
+    let choice = completion.choices.first().unwrap_or(&none);
+    let outcome = Outcome::from_finish(choice.finish_reason.as_deref());
+    let message = &choice.message;
+    let calls = message.tool_calls.as_deref().unwrap_or_default();
+    let text = message.content.as_deref();
     let mut output = Vec::new();
-    let calls = message["tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let text = message["content"].as_str();
     // A message item when there is text, or when there is nothing else to show.
     if text.is_some_and(|t| !t.is_empty()) || calls.is_empty() {
         output.push(message_item(
@@ -311,20 +311,26 @@ pub fn from_completion(completion: &Value) -> (Outcome, Vec<Value>, Option<Repor
             outcome.item_status(),
         ));
     }
-    for call in &calls {
-        let call_id = call["id"]
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| new_id("call"));
+    for call in calls {
+        let call_id = call.id.clone().unwrap_or_else(|| new_id("call"));
+        let arguments = match call.function.arguments.as_str() {
+            "" => "{}",
+            written => written,
+        };
         output.push(call_item(
             &new_id("fc"),
             &call_id,
-            call["function"]["name"].as_str().unwrap_or_default(),
-            call["function"]["arguments"].as_str().unwrap_or("{}"),
+            &call.function.name,
+            arguments,
             outcome.item_status(),
         ));
     }
-    (outcome, output, reported_usage(completion))
+    let usage = completion
+        .usage
+        .as_ref()
+        .filter(|u| u.is_object())
+        .and_then(|u| ReportedUsage::deserialize(u).ok());
+    (outcome, output, usage)
 }
 
 /// One server-sent event: its `type` and its JSON.
@@ -643,6 +649,7 @@ mod tests {
     #[test]
     fn length_is_incomplete() {
         let completion = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "cut"}, "finish_reason": "length"}]});
+        let completion = Completion::from_json(completion).expect("a completion");
         let (outcome, output, _) = from_completion(&completion);
         assert_eq!(outcome, Outcome::Incomplete("max_output_tokens"));
         assert_eq!(output[0]["status"], "incomplete");

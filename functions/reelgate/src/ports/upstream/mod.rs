@@ -4,9 +4,11 @@
 //! translate for providers that speak something else (Bedrock Converse); the responses API bridges
 //! onto the same shape.
 
+pub mod completion;
 pub mod request;
 
 use async_trait::async_trait;
+pub use completion::Completion;
 use futures::stream::BoxStream;
 pub use request::ChatCompletionRequest;
 use serde_json::Value;
@@ -162,8 +164,8 @@ pub const MAX_CACHE_POINTS: usize = 4;
 
 #[async_trait]
 pub trait ChatUpstream: Send + Sync + 'static {
-    /// A non-streamed completion: returns a `chat.completion` object.
-    async fn complete(&self, request: ChatCompletionRequest) -> Result<Value, UpstreamError>;
+    /// A non-streamed completion: returns the `chat.completion`.
+    async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError>;
     /// A streamed completion: returns `chat.completion.chunk` objects as they arrive.
     /// Dropping the stream cancels the upstream request.
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError>;
