@@ -159,6 +159,10 @@ impl ChatUpstream for FakeUpstreamScripted {
             tail["usage"] = usage(&request);
             chunks.push(Ok(tail));
         }
+        let mut chunks: Vec<_> = chunks
+            .into_iter()
+            .map(|c| c.and_then(reelgate::ports::upstream::CompletionChunk::from_json))
+            .collect();
         if last_text.contains("GATED") {
             // Hold everything after the first two chunks until the test opens the gate: the
             // client must already have seen the first text delta by then.

@@ -83,6 +83,10 @@ impl ChatUpstream for FakeChat {
             )),
             Ok(tail),
         ];
+        let chunks: Vec<_> = chunks
+            .into_iter()
+            .map(|c| c.and_then(reelgate::ports::upstream::CompletionChunk::from_json))
+            .collect();
         Ok(Box::pin(futures::stream::iter(chunks)))
     }
 }

@@ -28,7 +28,7 @@ use reelgate::ports::upstream::completion::{
 };
 use reelgate::ports::upstream::extension::REASONING_SIGNATURE;
 use reelgate::ports::upstream::{
-    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, CompletionChunk, UpstreamError,
 };
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -344,7 +344,7 @@ impl ChatUpstream for BedrockUpstream {
                     },
                     _ => continue,
                 };
-                return Some((Ok(out), st));
+                return Some((CompletionChunk::from_json(out), st));
             }
         });
         Ok(Box::pin(chunks))

@@ -8,7 +8,7 @@
 
 use crate::domain::catalog::UpstreamConfig;
 use crate::ports::upstream::{
-    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, CompletionChunk, UpstreamError,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -299,7 +299,9 @@ impl ChatUpstream for OpenAiUpstream {
 /// Parses an SSE byte stream into JSON chunks, yielding each one as soon as its event is
 /// complete. `data: [DONE]` ends the stream; an `{"error": …}` event becomes an error.
 /// Dropping the returned stream drops the response and so closes the upstream connection.
-pub fn sse_chunks<S>(bytes: S) -> impl Stream<Item = Result<Value, UpstreamError>> + Send + 'static
+pub fn sse_chunks<S>(
+    bytes: S,
+) -> impl Stream<Item = Result<CompletionChunk, UpstreamError>> + Send + 'static
 where
     S: Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
 {
@@ -330,20 +332,20 @@ where
                     let _ = tokio::time::timeout(Duration::from_millis(250), drain).await;
                     return None;
                 }
-                let item = match serde_json::from_str::<Value>(&data) {
-                    Ok(v) if v.get("error").is_some_and(|e| !e.is_null()) => {
-                        st.done = true;
-                        let status = v["error"]
-                            .get("code")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(502) as u16;
-                        Err(rejected(status, &data))
-                    }
-                    Ok(v) => Ok(v),
+                let item = match serde_json::from_str::<CompletionChunk>(&data) {
+                    Ok(chunk) => match chunk.rest.get("error").filter(|e| !e.is_null()) {
+                        Some(error) => {
+                            st.done = true;
+                            let status =
+                                error.get("code").and_then(Value::as_u64).unwrap_or(502) as u16;
+                            Err(rejected(status, &data))
+                        }
+                        None => Ok(chunk),
+                    },
                     Err(e) => {
                         st.done = true;
                         Err(UpstreamError::Protocol(format!(
-                            "a stream event is not JSON: {e}"
+                            "a stream event is not a chat.completion.chunk: {e}"
                         )))
                     }
                 };

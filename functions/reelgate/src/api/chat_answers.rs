@@ -11,6 +11,7 @@ use crate::domain::chat::complete::{ChatAnswer, Reply};
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::ApiResult;
+use crate::ports::upstream::CompletionChunk;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -106,20 +107,18 @@ fn sse(events: BoxStream<'static, Bytes>) -> Response {
 }
 
 /// One SSE `data:` event.
-pub fn event(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
+pub fn event(value: &impl serde::Serialize) -> Bytes {
+    let mut out = b"data: ".to_vec();
+    // Cannot fail: every map key is a string and every value serializes.
+    let _ = serde_json::to_writer(&mut out, value);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
 }
 
 /// reelgate's extensions of the internal chat shape (`ports::upstream::extension`) are for the
 /// gateway's own dialects, never for an OpenAI caller.
 fn is_extension(key: &str) -> bool {
     key.starts_with("reelgate_")
-}
-
-fn strip_extensions(v: &mut Value) {
-    if let Some(o) = v.as_object_mut() {
-        o.retain(|k, _| !is_extension(k));
-    }
 }
 
 /// OpenAI's chat completions, as `/v1/chat/completions` and the console answer.
@@ -160,15 +159,13 @@ struct OpenAiChunks {
 }
 
 impl StreamFormat for OpenAiChunks {
-    fn chunk(&mut self, mut chunk: Value) -> Vec<Bytes> {
-        strip_extensions(&mut chunk);
-        if let Some(choices) = chunk["choices"].as_array_mut() {
-            for choice in choices {
-                strip_extensions(&mut choice["delta"]);
-            }
+    fn chunk(&mut self, mut chunk: CompletionChunk) -> Vec<Bytes> {
+        chunk.rest.retain(|k, _| !is_extension(k));
+        for choice in &mut chunk.choices {
+            choice.delta.rest.retain(|k, _| !is_extension(k));
         }
         if self.include_usage {
-            chunk["usage"] = Value::Null;
+            chunk.usage = Some(Value::Null);
         }
         vec![event(&chunk)]
     }

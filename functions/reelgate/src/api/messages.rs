@@ -17,7 +17,7 @@ use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::body::{MessageCountTokensRequest, MessageCreateRequest};
 use crate::domain::messages::reply::{self, StreamTranslator};
-use crate::ports::upstream::extension;
+use crate::ports::upstream::{extension, CompletionChunk};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -286,8 +286,8 @@ fn sse(events: Vec<reply::Event>) -> Vec<Bytes> {
 }
 
 impl StreamFormat for Events {
-    fn chunk(&mut self, chunk: Value) -> Vec<Bytes> {
-        let native = chunk.get(extension::ANTHROPIC_EVENT);
+    fn chunk(&mut self, chunk: CompletionChunk) -> Vec<Bytes> {
+        let native = chunk.rest.get(extension::ANTHROPIC_EVENT);
         let mut out = self.begin(native.is_some());
         match (&mut self.mode, native) {
             (Mode::Native(relay), Some(event)) => {

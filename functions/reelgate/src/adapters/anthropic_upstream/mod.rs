@@ -31,7 +31,7 @@ use crate::adapters::openai_upstream::{
 use crate::domain::catalog::UpstreamConfig;
 use crate::ports::upstream::extension::ANTHROPIC_REQUEST;
 use crate::ports::upstream::{
-    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, UpstreamError,
+    ChatCompletionRequest, ChatUpstream, ChunkStream, Completion, CompletionChunk, UpstreamError,
 };
 use answer::{completion, stream_error, StreamState};
 use async_trait::async_trait;
@@ -208,7 +208,12 @@ impl ChatUpstream for AnthropicUpstream {
         let chunks = futures::stream::unfold(st, |mut st| async move {
             loop {
                 if let Some(chunk) = st.ready.pop_front() {
-                    return Some((Ok(chunk), st));
+                    let chunk = CompletionChunk::from_json(chunk);
+                    if chunk.is_err() {
+                        st.done = true;
+                        st.ready.clear();
+                    }
+                    return Some((chunk, st));
                 }
                 if st.done || st.stopped {
                     return None;

@@ -5,6 +5,7 @@
 
 use crate::domain::chat::completion::ChatCompletion;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::ports::upstream::CompletionChunk;
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -28,7 +29,7 @@ pub trait StreamFormat: Send + 'static {
         Vec::new()
     }
     /// One re-stamped `chat.completion.chunk` with choices.
-    fn chunk(&mut self, chunk: Value) -> Vec<Bytes>;
+    fn chunk(&mut self, chunk: CompletionChunk) -> Vec<Bytes>;
     /// The end of a completed stream, after its charge; `usage` is the upstream's usage object
     /// (OpenAI's shape) or our estimate in that shape.
     fn end(&mut self, usage: Value) -> Vec<Bytes>;

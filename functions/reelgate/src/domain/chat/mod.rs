@@ -32,33 +32,6 @@ pub fn new_completion_id() -> String {
     format!("chatcmpl-{}", &id[2..])
 }
 
-/// Characters of generated text (content and tool-call arguments) in a message or delta.
-pub fn message_chars(message: &Value) -> usize {
-    let content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .map_or(0, |s| s.chars().count());
-    let reasoning = message
-        .get("reasoning_content")
-        .and_then(Value::as_str)
-        .map_or(0, |s| s.chars().count());
-    let calls: usize = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|c| {
-                    let f = &c["function"];
-                    f["name"].as_str().map_or(0, str::len)
-                        + f["arguments"].as_str().map_or(0, |a| a.chars().count())
-                })
-                .sum()
-        })
-        .unwrap_or(0);
-    content + reasoning + calls
-}
-
 /// Replaces each file part with what an upstream can use: a signed URL for images, video and
 /// audio; inline data for documents (OpenAI's `file_data`). Ownership is checked here: another
 /// organization's file does not exist (404).

@@ -17,9 +17,9 @@ use crate::domain::billing::rate_limits::Grant;
 use crate::domain::billing::token_charges::{self, ReportedUsage, TokenUsage};
 use crate::domain::catalog::ChatModel;
 use crate::domain::chat::dialect::StreamFormat;
-use crate::domain::chat::message_chars;
 use crate::ports::store::ItemStore;
-use crate::ports::upstream::{self, ChunkStream};
+use crate::ports::upstream::completion::ChunkChoice;
+use crate::ports::upstream::{self, ChunkStream, CompletionChunk};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -95,10 +95,10 @@ impl Tally {
         }
     }
 
-    fn count(&mut self, choices: &[Value]) {
+    fn count(&mut self, choices: &[ChunkChoice]) {
         self.completion_chars += choices
             .iter()
-            .map(|c| message_chars(&c["delta"]))
+            .map(|c| c.delta.generated_chars())
             .sum::<usize>();
     }
 
@@ -181,15 +181,12 @@ async fn drain_and_charge(
     let read = async {
         while tally.usage.is_none() {
             match upstream.next().await {
-                Some(Ok(Value::Object(mut chunk))) => {
-                    if let Some(raw) = chunk.remove("usage") {
+                Some(Ok(chunk)) => {
+                    if let Some(raw) = chunk.usage {
                         tally.take_usage(raw);
                     }
-                    if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
-                        tally.count(choices);
-                    }
+                    tally.count(&chunk.choices);
                 }
-                Some(Ok(_)) => {}
                 Some(Err(_)) | None => break,
             }
         }
@@ -211,30 +208,22 @@ struct State {
 
 impl State {
     /// Re-stamps one upstream chunk and queues what the client should see of it.
-    fn take(&mut self, chunk: Value) {
-        let Value::Object(mut obj) = chunk else {
-            return;
-        };
-        if let Some(raw) = obj.remove("usage") {
+    fn take(&mut self, mut chunk: CompletionChunk) {
+        if let Some(raw) = chunk.usage.take() {
             self.meter.tally.take_usage(raw);
         }
-        let has_choices = obj
-            .get("choices")
-            .and_then(Value::as_array)
-            .is_some_and(|c| !c.is_empty());
-        if !has_choices {
+        if chunk.choices.is_empty() {
             // A usage-only chunk: its usage goes out in our own final chunk.
             return;
         }
-        if let Some(choices) = obj.get("choices").and_then(Value::as_array) {
-            self.meter.tally.count(choices);
-        }
+        self.meter.tally.count(&chunk.choices);
         let ctx = &self.meter.ctx;
-        obj.insert("id".into(), ctx.id.clone().into());
-        obj.insert("object".into(), "chat.completion.chunk".into());
-        obj.insert("created".into(), ctx.created.into());
-        obj.insert("model".into(), ctx.model.id.clone().into());
-        let events = self.meter.ctx.format.chunk(Value::Object(obj));
+        let rest = &mut chunk.rest;
+        rest.insert("id".into(), ctx.id.clone().into());
+        rest.insert("object".into(), "chat.completion.chunk".into());
+        rest.insert("created".into(), ctx.created.into());
+        rest.insert("model".into(), ctx.model.id.clone().into());
+        let events = self.meter.ctx.format.chunk(chunk);
         self.out.extend(events);
     }
 

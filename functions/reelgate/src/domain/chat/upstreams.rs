@@ -308,7 +308,7 @@ impl ChatUpstream for RoutedUpstream {
             .map(move |chunk| {
                 let _ = &timer;
                 match &chunk {
-                    Ok(chunk) => record_usage(&span, &chunk["usage"]),
+                    Ok(chunk) => record_usage(&span, chunk.usage.as_ref().unwrap_or(&Value::Null)),
                     Err(_) => {
                         span.record("otel.status_code", "ERROR");
                     }

@@ -4,6 +4,7 @@
 use crate::domain::chat::completion::ChatCompletion;
 use crate::ports::upstream::completion::CompletionChoice;
 use crate::ports::upstream::extension::{ANTHROPIC_MESSAGE, REASONING_SIGNATURE};
+use crate::ports::upstream::CompletionChunk;
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -304,17 +305,13 @@ impl StreamTranslator {
     }
 
     /// The events of one chunk (its first choice).
-    pub fn chunk(&mut self, chunk: &Value) -> Vec<Event> {
+    pub fn chunk(&mut self, chunk: &CompletionChunk) -> Vec<Event> {
         let mut out = Vec::new();
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.choices.first() else {
             return out;
         };
-        let delta = &choice["delta"];
-        if let Some(r) = delta
-            .get("reasoning_content")
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
-        {
+        let delta = &choice.delta;
+        if let Some(r) = delta.reasoning_content.as_deref().filter(|r| !r.is_empty()) {
             let i = self.ensure(
                 Open::Thinking,
                 json!({"type": "thinking", "thinking": "", "signature": ""}),
@@ -326,6 +323,7 @@ impl StreamTranslator {
             ));
         }
         if let Some(sig) = delta
+            .rest
             .get(REASONING_SIGNATURE)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
@@ -340,21 +338,13 @@ impl StreamTranslator {
                 json!({"type": "signature_delta", "signature": sig}),
             ));
         }
-        if let Some(t) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let i = self.ensure(Open::Text, json!({"type": "text", "text": ""}), &mut out);
             out.push(Self::delta(i, json!({"type": "text_delta", "text": t})));
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+        for call in delta.tool_calls.iter().flatten() {
+            let chat_index = call.index;
+            let function = call.function.as_ref();
             let known = self
                 .tools
                 .iter()
@@ -365,8 +355,8 @@ impl StreamTranslator {
                 None => {
                     let block = json!({
                         "type": "tool_use",
-                        "id": call.get("id").and_then(Value::as_str).unwrap_or_default(),
-                        "name": call["function"].get("name").and_then(Value::as_str).unwrap_or_default(),
+                        "id": call.id.as_deref().unwrap_or_default(),
+                        "name": function.and_then(|f| f.name.as_deref()).unwrap_or_default(),
                         "input": {},
                     });
                     let index = self.ensure(Open::Tool(chat_index), block, &mut out);
@@ -374,9 +364,8 @@ impl StreamTranslator {
                     index
                 }
             };
-            if let Some(a) = call["function"]
-                .get("arguments")
-                .and_then(Value::as_str)
+            if let Some(a) = function
+                .and_then(|f| f.arguments.as_deref())
                 .filter(|a| !a.is_empty())
             {
                 out.push(Self::delta(
@@ -385,10 +374,10 @@ impl StreamTranslator {
                 ));
             }
         }
-        if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
+        if choice.finish_reason.is_some() {
             self.stop = Some(stop_reason(
-                choice["finish_reason"].as_str(),
-                choice.get("stop_reason").and_then(Value::as_str),
+                choice.finish_reason.as_deref(),
+                choice.rest.get("stop_reason").and_then(Value::as_str),
                 &self.stop_sequences,
             ));
         }
@@ -426,8 +415,11 @@ mod tests {
         serde_json::to_value(super::message(&c, stop_sequences)).unwrap()
     }
 
-    fn chunk(delta: Value, finish: Option<&str>) -> Value {
-        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    fn chunk(delta: Value, finish: Option<&str>) -> CompletionChunk {
+        CompletionChunk::from_json(
+            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+        .expect("a chunk")
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use super::request::{CreateRequest, Reasoning, Text, Truncation};
 use crate::domain::billing::token_charges::{ReportedUsage, TokenUsage};
 use crate::domain::ids::new_id;
-use crate::ports::upstream::completion::CompletionChoice;
-use crate::ports::upstream::Completion;
+use crate::ports::upstream::completion::{CompletionChoice, ToolCallDelta};
+use crate::ports::upstream::{Completion, CompletionChunk};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
@@ -265,10 +265,9 @@ pub fn estimated_output_tokens(output: &[Value]) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
-/// The `usage` object of a completion or a chunk, when it has one.
-fn reported_usage(answer: &Value) -> Option<ReportedUsage> {
-    answer
-        .get("usage")
+/// The `usage` a completion or a chunk reported, when it is an object.
+fn reported_usage(usage: Option<&Value>) -> Option<ReportedUsage> {
+    usage
         .filter(|u| u.is_object())
         .and_then(|u| ReportedUsage::deserialize(u).ok())
 }
@@ -325,12 +324,7 @@ pub fn from_completion(completion: &Completion) -> (Outcome, Vec<Value>, Option<
             outcome.item_status(),
         ));
     }
-    let usage = completion
-        .usage
-        .as_ref()
-        .filter(|u| u.is_object())
-        .and_then(|u| ReportedUsage::deserialize(u).ok());
-    (outcome, output, usage)
+    (outcome, output, reported_usage(completion.usage.as_ref()))
 }
 
 /// One server-sent event: its `type` and its JSON.
@@ -401,16 +395,16 @@ impl StreamState {
     }
 
     /// The events one chunk produces.
-    pub fn on_chunk(&mut self, chunk: &Value) -> Vec<Event> {
+    pub fn on_chunk(&mut self, chunk: &CompletionChunk) -> Vec<Event> {
         let mut events = Vec::new();
-        if let Some(u) = reported_usage(chunk) {
+        if let Some(u) = reported_usage(chunk.usage.as_ref()) {
             self.usage = Some(u);
         }
-        let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
+        let Some(choice) = chunk.choices.first() else {
             return events;
         };
-        let delta = &choice["delta"];
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        let delta = &choice.delta;
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             if !matches!(self.open, Some(Open::Text { .. })) {
                 self.close("completed", &mut events);
                 self.open_text(&mut events);
@@ -429,13 +423,11 @@ impl StreamState {
                 events.push(self.event("response.output_text.delta", fields));
             }
         }
-        if let Some(calls) = delta["tool_calls"].as_array() {
-            for call in calls {
-                self.on_tool_delta(call, &mut events);
-            }
+        for call in delta.tool_calls.iter().flatten() {
+            self.on_tool_delta(call, &mut events);
         }
-        if let Some(reason) = choice["finish_reason"].as_str() {
-            self.finish_reason = Some(reason.to_owned());
+        if let Some(reason) = &choice.finish_reason {
+            self.finish_reason = Some(reason.clone());
         }
         events
     }
@@ -460,22 +452,17 @@ impl StreamState {
         });
     }
 
-    fn on_tool_delta(&mut self, call: &Value, events: &mut Vec<Event>) {
-        let tool_index = call["index"].as_u64().unwrap_or(0);
+    fn on_tool_delta(&mut self, call: &ToolCallDelta, events: &mut Vec<Event>) {
+        let tool_index = call.index;
+        let function = call.function.as_ref();
         let same = matches!(&self.open, Some(Open::Call { tool_index: t, .. }) if *t == tool_index);
         if !same {
             self.close("completed", events);
             let output_index = self.output.len();
             self.output.push(Value::Null);
             let item_id = new_id("fc");
-            let call_id = call["id"]
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| new_id("call"));
-            let name = call["function"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+            let call_id = call.id.clone().unwrap_or_else(|| new_id("call"));
+            let name = function.and_then(|f| f.name.clone()).unwrap_or_default();
             let item = call_item(&item_id, &call_id, &name, "", "in_progress");
             events.push(self.event(
                 "response.output_item.added",
@@ -491,11 +478,13 @@ impl StreamState {
             });
         } else if let Some(Open::Call { name, .. }) = &mut self.open {
             // Some upstreams send the name in pieces after the first chunk.
-            if let Some(more) = call["function"]["name"].as_str() {
+            if let Some(more) = function.and_then(|f| f.name.as_deref()) {
                 name.push_str(more);
             }
         }
-        let piece = call["function"]["arguments"].as_str().unwrap_or_default();
+        let piece = function
+            .and_then(|f| f.arguments.as_deref())
+            .unwrap_or_default();
         if piece.is_empty() {
             return;
         }
@@ -602,8 +591,11 @@ impl StreamState {
 mod tests {
     use super::*;
 
-    fn chunk(delta: Value, finish: Option<&str>) -> Value {
-        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    fn chunk(delta: Value, finish: Option<&str>) -> CompletionChunk {
+        CompletionChunk::from_json(
+            json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+        .expect("a chunk")
     }
 
     #[test]

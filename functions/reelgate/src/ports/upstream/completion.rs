@@ -1,6 +1,7 @@
-//! What the upstream port answers for a whole completion: an OpenAI `chat.completion`, typed
-//! where the gateway reads it (the choices' messages, their tool calls, the finish reason) and
-//! kept as the upstream wrote it elsewhere (each level's other keys in `rest`, passed on).
+//! What the upstream port answers: an OpenAI `chat.completion` or, streamed, its
+//! `chat.completion.chunk`s, typed where the gateway reads them (the choices' messages or
+//! deltas, their tool calls, the finish reason, the usage) and kept as the upstream wrote them
+//! elsewhere (each level's other keys in `rest`, passed on).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -120,6 +121,103 @@ pub struct FunctionCall {
     pub rest: Map<String, Value>,
 }
 
+/// An upstream's `chat.completion.chunk`. A chunk without `choices` (the usage-only last chunk
+/// of OpenAI's `include_usage`) has none.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CompletionChunk {
+    #[serde(default)]
+    pub choices: Vec<ChunkChoice>,
+    /// The upstream's `usage`, on the chunk that reports it; `Some(null)` is written as `null`
+    /// (OpenAI's `include_usage` chunks carry `usage: null` before the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    /// `id`, `created`, `model`, reelgate's `extension::ANTHROPIC_EVENT`, and the like.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// One choice of a chunk.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChunkChoice {
+    #[serde(default)]
+    pub index: u64,
+    #[serde(default)]
+    pub delta: Delta,
+    /// Set on the choice's last chunk; `null` before.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// What a chunk adds to its choice's message. Each part is written only when the chunk has it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Delta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+    /// `refusal`, reelgate's `extension::REASONING_SIGNATURE`, and the like.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Delta {
+    /// Characters of generated text in this piece, counted as [`CompletionMessage`] counts.
+    pub fn generated_chars(&self) -> usize {
+        let count = |s: &Option<String>| s.as_ref().map_or(0, |s| s.chars().count());
+        let calls: usize = self
+            .tool_calls
+            .iter()
+            .flatten()
+            .filter_map(|c| c.function.as_ref())
+            .map(|f| f.name.as_ref().map_or(0, String::len) + count(&f.arguments))
+            .sum();
+        count(&self.content) + count(&self.reasoning_content) + calls
+    }
+}
+
+/// A piece of a tool call: the first names it (`id`, `function.name`), later ones add to its
+/// `arguments`; `index` says which call of the message it belongs to.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ToolCallDelta {
+    #[serde(default)]
+    pub index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<FunctionDelta>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// A piece of a called function's name or arguments.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FunctionDelta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl CompletionChunk {
+    /// A chunk an adapter built as JSON (translated from its provider's events), or the
+    /// protocol error that says why it is none.
+    pub fn from_json(chunk: Value) -> Result<CompletionChunk, super::UpstreamError> {
+        serde_json::from_value(chunk).map_err(|e| {
+            super::UpstreamError::Protocol(format!("a chunk is not a chat.completion.chunk: {e}"))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +246,30 @@ mod tests {
     fn an_answer_without_choices_is_refused() {
         assert!(serde_json::from_value::<Completion>(json!({"id": "x"})).is_err());
         assert!(serde_json::from_value::<Completion>(json!({"choices": {}})).is_err());
+    }
+
+    #[test]
+    fn a_chunk_passes_on_what_it_carries_and_counts_its_pieces() {
+        let written = json!({"id": "x", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "usage": null,
+            "choices": [{"index": 0, "logprobs": null, "finish_reason": null,
+                "delta": {"content": "Hé", "reasoning_signature": "s",
+                    "tool_calls": [{"index": 1, "id": "c", "type": "function",
+                        "function": {"name": "f", "arguments": "{\"a\""}}]}}]});
+        let typed: CompletionChunk = serde_json::from_value(written.clone()).expect("typed");
+        assert_eq!(typed.choices[0].delta.generated_chars(), 2 + 1 + 4);
+        assert_eq!(
+            typed.choices[0].delta.tool_calls.as_ref().unwrap()[0].index,
+            1
+        );
+        // `usage: null` reads as none: nothing was reported.
+        assert!(typed.usage.is_none());
+        let mut expected = written;
+        expected.as_object_mut().unwrap().remove("usage");
+        assert_eq!(serde_json::to_value(&typed).expect("json"), expected);
+        let usage_only: CompletionChunk =
+            serde_json::from_value(json!({"choices": [], "usage": {"prompt_tokens": 1}}))
+                .expect("typed");
+        assert!(usage_only.choices.is_empty() && usage_only.usage.is_some());
     }
 }

@@ -8,12 +8,12 @@ pub mod completion;
 pub mod request;
 
 use async_trait::async_trait;
-pub use completion::Completion;
+pub use completion::{Completion, CompletionChunk};
 use futures::stream::BoxStream;
 pub use request::ChatCompletionRequest;
 use serde_json::Value;
 
-pub type ChunkStream = BoxStream<'static, Result<Value, UpstreamError>>;
+pub type ChunkStream = BoxStream<'static, Result<CompletionChunk, UpstreamError>>;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum UpstreamError {
@@ -166,7 +166,7 @@ pub const MAX_CACHE_POINTS: usize = 4;
 pub trait ChatUpstream: Send + Sync + 'static {
     /// A non-streamed completion: returns the `chat.completion`.
     async fn complete(&self, request: ChatCompletionRequest) -> Result<Completion, UpstreamError>;
-    /// A streamed completion: returns `chat.completion.chunk` objects as they arrive.
+    /// A streamed completion: returns the `chat.completion.chunk`s as they arrive.
     /// Dropping the stream cancels the upstream request.
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError>;
     /// The upstream's own count of the request's input tokens, where it has a counter
