@@ -9,7 +9,9 @@ use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::chat::complete::{admit, call_upstream, ChatPorts};
 use crate::domain::chat::stream::ChargeSpec;
 use crate::domain::error::{ApiError, ApiResult};
-use crate::domain::responses::output::{self, Draft, Event, Outcome, ResponseUsage, StreamState};
+use crate::domain::responses::output::{
+    self, Draft, Event, Outcome, OutputItem, ResponseUsage, StreamState,
+};
 use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
 use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
@@ -147,7 +149,7 @@ impl Turn {
     fn usage(
         &self,
         reported: Option<&ReportedUsage>,
-        output: &[Value],
+        output: &[OutputItem],
     ) -> (ResponseUsage, TokenUsage) {
         if let Some(reported) = reported {
             if let Some(tokens) = TokenUsage::reported(reported) {

@@ -38,7 +38,7 @@ pub struct ResponseObject {
     pub model: String,
     /// `message`, `function_call` and `reasoning` items.
     #[schema(value_type = Vec<Object>)]
-    pub output: Vec<Value>,
+    pub output: Vec<OutputItem>,
     pub parallel_tool_calls: bool,
     #[schema(required = true)]
     pub previous_response_id: Option<String>,
@@ -185,7 +185,7 @@ impl Draft {
     pub fn object(
         &self,
         outcome: Option<&Outcome>,
-        output: &[Value],
+        output: &[OutputItem],
         usage: Option<&ResponseUsage>,
     ) -> ResponseObject {
         let r = &self.req;
@@ -236,7 +236,7 @@ impl Draft {
     pub fn object_json(
         &self,
         outcome: Option<&Outcome>,
-        output: &[Value],
+        output: &[OutputItem],
         usage: Option<&ResponseUsage>,
     ) -> Value {
         json!(self.object(outcome, output, usage))
@@ -245,21 +245,12 @@ impl Draft {
 
 /// The output tokens of an estimate: a quarter token per output character (the same rule as
 /// truncation), for a response whose upstream reported no usage.
-pub fn estimated_output_tokens(output: &[Value]) -> u64 {
+pub fn estimated_output_tokens(output: &[OutputItem]) -> u64 {
     let chars: usize = output
         .iter()
-        .map(|item| {
-            let text: usize = item["content"]
-                .as_array()
-                .map(|parts| {
-                    parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .map(str::len)
-                        .sum()
-                })
-                .unwrap_or(0);
-            text + item["arguments"].as_str().map_or(0, str::len)
+        .map(|item| match item {
+            OutputItem::Message { content, .. } => content.iter().map(|p| p.text.len()).sum(),
+            OutputItem::FunctionCall { arguments, .. } => arguments.len(),
         })
         .sum();
     (chars as u64).div_ceil(4)
@@ -272,29 +263,69 @@ fn reported_usage(usage: Option<&Value>) -> Option<ReportedUsage> {
         .and_then(|u| ReportedUsage::deserialize(u).ok())
 }
 
-fn message_item(id: &str, text: &str, status: &str) -> Value {
-    json!({
-        "id": id,
-        "type": "message",
-        "status": status,
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    })
+/// An item of a response's `output`: the assistant's text, or a function call it asks for.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputItem {
+    Message {
+        id: String,
+        /// `in_progress`, `completed` or `incomplete`.
+        status: &'static str,
+        role: &'static str,
+        content: Vec<OutputText>,
+    },
+    FunctionCall {
+        id: String,
+        status: &'static str,
+        call_id: String,
+        name: String,
+        /// The arguments, a JSON text as the model wrote it.
+        arguments: String,
+    },
 }
 
-fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({
-        "id": id,
-        "type": "function_call",
-        "status": status,
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-    })
+/// A message item's text part.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputText {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub text: String,
+    pub annotations: Vec<Value>,
+}
+
+fn message_item(id: &str, text: &str, status: &'static str) -> OutputItem {
+    OutputItem::Message {
+        id: id.to_owned(),
+        status,
+        role: "assistant",
+        content: vec![OutputText {
+            kind: "output_text",
+            text: text.to_owned(),
+            annotations: Vec::new(),
+        }],
+    }
+}
+
+fn call_item(
+    id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    status: &'static str,
+) -> OutputItem {
+    OutputItem::FunctionCall {
+        id: id.to_owned(),
+        status,
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
 }
 
 /// A non-streamed completion → (outcome, output items, the usage if reported).
-pub fn from_completion(completion: &Completion) -> (Outcome, Vec<Value>, Option<ReportedUsage>) {
+pub fn from_completion(
+    completion: &Completion,
+) -> (Outcome, Vec<OutputItem>, Option<ReportedUsage>) {
     let none = CompletionChoice::default();
     let choice = completion.choices.first().unwrap_or(&none);
     let outcome = Outcome::from_finish(choice.finish_reason.as_deref());
@@ -350,7 +381,7 @@ enum Open {
 pub struct StreamState {
     seq: u64,
     /// Items so far; the open one is kept in `open` and written here when it closes.
-    pub output: Vec<Value>,
+    pub output: Vec<OutputItem>,
     open: Option<Open>,
     pub finish_reason: Option<String>,
     /// The upstream's usage, when a chunk carried it.
@@ -435,9 +466,12 @@ impl StreamState {
     fn open_text(&mut self, events: &mut Vec<Event>) {
         let output_index = self.output.len();
         let item_id = new_id("msg");
-        // A placeholder keeps output indexes stable; `close` writes the finished item.
-        self.output.push(Value::Null);
-        let item = json!({"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []});
+        let mut item = message_item(&item_id, "", "in_progress");
+        if let OutputItem::Message { content, .. } = &mut item {
+            content.clear();
+        }
+        // In place until `close` writes the finished item: output indexes stay stable.
+        self.output.push(item.clone());
         events.push(self.event(
             "response.output_item.added",
             json!({"output_index": output_index, "item": item}),
@@ -459,11 +493,11 @@ impl StreamState {
         if !same {
             self.close("completed", events);
             let output_index = self.output.len();
-            self.output.push(Value::Null);
             let item_id = new_id("fc");
             let call_id = call.id.clone().unwrap_or_else(|| new_id("call"));
             let name = function.and_then(|f| f.name.clone()).unwrap_or_default();
             let item = call_item(&item_id, &call_id, &name, "", "in_progress");
+            self.output.push(item.clone());
             events.push(self.event(
                 "response.output_item.added",
                 json!({"output_index": output_index, "item": item}),
@@ -502,7 +536,7 @@ impl StreamState {
     }
 
     /// Closes the open item with its `.done` events.
-    fn close(&mut self, status: &str, events: &mut Vec<Event>) {
+    fn close(&mut self, status: &'static str, events: &mut Vec<Event>) {
         match self.open.take() {
             None => {}
             Some(Open::Text {
@@ -551,7 +585,7 @@ impl StreamState {
     }
 
     /// The output as it stands, open items included (as `incomplete`), for a failed stream.
-    pub fn partial_output(&self) -> Vec<Value> {
+    pub fn partial_output(&self) -> Vec<OutputItem> {
         let mut output = self.output.clone();
         match &self.open {
             Some(Open::Text {
@@ -633,9 +667,12 @@ mod tests {
                 "response.output_item.done",
             ]
         );
-        assert_eq!(s.output[0]["content"][0]["text"], "Hello");
-        assert_eq!(s.output[1]["arguments"], "{\"a\":1}");
-        assert_eq!(s.output[1]["call_id"], "call_1");
+        let output = serde_json::to_value(&s.output).expect("json");
+        assert_eq!(output[0]["content"][0]["text"], "Hello");
+        assert_eq!(output[0]["status"], "completed");
+        assert_eq!(output[1]["type"], "function_call");
+        assert_eq!(output[1]["arguments"], "{\"a\":1}");
+        assert_eq!(output[1]["call_id"], "call_1");
     }
 
     #[test]
@@ -644,6 +681,11 @@ mod tests {
         let completion = Completion::from_json(completion).expect("a completion");
         let (outcome, output, _) = from_completion(&completion);
         assert_eq!(outcome, Outcome::Incomplete("max_output_tokens"));
+        let output = serde_json::to_value(&output).expect("json");
         assert_eq!(output[0]["status"], "incomplete");
+        assert_eq!(
+            output[0]["content"],
+            json!([{"type": "output_text", "text": "cut", "annotations": []}])
+        );
     }
 }
