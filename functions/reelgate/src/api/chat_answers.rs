@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::chat::body::{ChatCompletionBody, Unread};
 use crate::domain::chat::complete::{ChatAnswer, Reply};
-use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::ApiResult;
 use crate::ports::upstream::CompletionChunk;
@@ -170,7 +170,7 @@ impl StreamFormat for OpenAiChunks {
         vec![event(&chunk)]
     }
 
-    fn end(&mut self, usage: Value) -> Vec<Bytes> {
+    fn end(&mut self, usage: CompletionUsage) -> Vec<Bytes> {
         let mut out = Vec::new();
         if self.include_usage {
             out.push(event(&json!({

@@ -12,7 +12,7 @@ use crate::api::extract::ApiBody;
 use crate::api::operation::{self, schema, Answer, Declared, Operation, DEFAULT};
 use crate::app::App;
 use crate::domain::accounts::Caller;
-use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
 use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::body::{MessageCountTokensRequest, MessageCreateRequest};
@@ -302,7 +302,7 @@ impl StreamFormat for Events {
         out
     }
 
-    fn end(&mut self, usage: Value) -> Vec<Bytes> {
+    fn end(&mut self, usage: CompletionUsage) -> Vec<Bytes> {
         let mut out = self.begin(false);
         match &mut self.mode {
             Mode::Native(relay) => out.extend(sse(relay.end(&usage))),

@@ -8,7 +8,7 @@ use crate::domain::billing::admission::{admit_text, TextAdmission};
 use crate::domain::billing::rate_limits::{self, Grant, RateLimited, RateStatus};
 use crate::domain::billing::token_charges::{self, ReportedUsage, TokenUsage};
 use crate::domain::catalog::ChatModel;
-use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
 use crate::domain::chat::dialect::Dialect;
 use crate::domain::chat::stream::{self, ChargeSpec, StreamContext};
 use crate::domain::chat::upstreams::Upstreams;
@@ -184,9 +184,7 @@ async fn answer(
     };
     // Charged before the answer is written, so the answer can say what it cost.
     let cost = stream::charge(spec, used).await;
-    if let (Some(cost), Some(usage)) = (cost, completion.usage.as_object_mut()) {
-        usage.insert("cost".into(), token_charges::cost_text(cost).into());
-    }
+    completion.usage.cost = cost.map(token_charges::cost_text);
     Ok(Reply::Whole {
         body: dialect.whole(completion)?,
         cost,
@@ -202,20 +200,27 @@ fn restamp_completion(
     model: &ChatModel,
     prompt_chars: usize,
 ) -> (ChatCompletion, TokenUsage) {
-    let mut completion = ChatCompletion::restamped(reply, id, created, &model.id);
-    let reported = ReportedUsage::deserialize(&completion.usage).ok();
-    let used = match reported.as_ref().and_then(TokenUsage::reported) {
-        Some(used) => used,
+    let reported = reply.usage.as_ref();
+    let counted = reported
+        .and_then(|u| ReportedUsage::deserialize(u).ok())
+        .as_ref()
+        .and_then(TokenUsage::reported);
+    let (used, shown) = match counted {
+        Some(used) => {
+            // A report with the three counts is shown as written.
+            let written = reported.and_then(|u| CompletionUsage::deserialize(u).ok());
+            (used, CompletionUsage::shown(written, used.chat_usage()))
+        }
         None => {
-            let completion_chars: usize = completion
+            let completion_chars: usize = reply
                 .choices
                 .iter()
                 .map(|c| c.message.generated_chars())
                 .sum();
             let estimate = TokenUsage::estimate(prompt_chars, completion_chars);
-            completion.usage = serde_json::json!(estimate.chat_usage());
-            estimate
+            (estimate, CompletionUsage::from(estimate.chat_usage()))
         }
     };
+    let completion = ChatCompletion::restamped(reply, id, created, &model.id, shown);
     (completion, used)
 }

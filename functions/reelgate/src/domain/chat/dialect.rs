@@ -3,11 +3,10 @@
 //! (admission, the upstream, metering, the charge); a dialect only decides what the caller
 //! reads, so the HTTP layer implements these.
 
-use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::ports::upstream::CompletionChunk;
 use bytes::Bytes;
-use serde_json::Value;
 
 /// The API a caller speaks to the chat use case: OpenAI's chat completions ([`OpenAiChat`]) or
 /// another shape translated from it (the Messages API). Admission, limits, routing, fallback and
@@ -30,9 +29,9 @@ pub trait StreamFormat: Send + 'static {
     }
     /// One re-stamped `chat.completion.chunk` with choices.
     fn chunk(&mut self, chunk: CompletionChunk) -> Vec<Bytes>;
-    /// The end of a completed stream, after its charge; `usage` is the upstream's usage object
-    /// (OpenAI's shape) or our estimate in that shape.
-    fn end(&mut self, usage: Value) -> Vec<Bytes>;
+    /// The end of a completed stream, after its charge; `usage` is the upstream's report or our
+    /// estimate, with the cost.
+    fn end(&mut self, usage: CompletionUsage) -> Vec<Bytes>;
     /// A failure after the headers went out.
     fn fail(&mut self, error: &crate::domain::error::ApiError) -> Vec<Bytes>;
 }

@@ -16,6 +16,7 @@ use crate::domain::accounts::Caller;
 use crate::domain::billing::rate_limits::Grant;
 use crate::domain::billing::token_charges::{self, ReportedUsage, TokenUsage};
 use crate::domain::catalog::ChatModel;
+use crate::domain::chat::completion::CompletionUsage;
 use crate::domain::chat::dialect::StreamFormat;
 use crate::ports::store::ItemStore;
 use crate::ports::upstream::completion::ChunkChoice;
@@ -81,8 +82,8 @@ pub(crate) struct ChargeSpec {
 #[derive(Clone, Default)]
 struct Tally {
     usage: Option<TokenUsage>,
-    /// The upstream's usage object as it sent it (with `prompt_tokens_details` and the like).
-    usage_json: Option<Value>,
+    /// The upstream's usage as it sent it (with `prompt_tokens_details` and the like).
+    usage_shown: Option<CompletionUsage>,
     completion_chars: usize,
 }
 
@@ -91,7 +92,8 @@ impl Tally {
         let reported = ReportedUsage::deserialize(&raw).ok();
         if let Some(u) = reported.as_ref().and_then(TokenUsage::reported) {
             self.usage = Some(u);
-            self.usage_json = Some(raw);
+            let written = CompletionUsage::deserialize(&raw).ok();
+            self.usage_shown = Some(CompletionUsage::shown(written, u.chat_usage()));
         }
     }
 
@@ -232,12 +234,10 @@ impl State {
         let mut usage = self
             .meter
             .tally
-            .usage_json
+            .usage_shown
             .clone()
-            .unwrap_or_else(|| serde_json::json!(used.chat_usage()));
-        if let (Some(cost), Some(usage)) = (cost, usage.as_object_mut()) {
-            usage.insert("cost".into(), token_charges::cost_text(cost).into());
-        }
+            .unwrap_or_else(|| CompletionUsage::from(used.chat_usage()));
+        usage.cost = cost.map(token_charges::cost_text);
         let events = self.meter.ctx.format.end(usage);
         self.out.extend(events);
     }

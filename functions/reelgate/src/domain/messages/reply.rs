@@ -1,7 +1,7 @@
 //! The chat answer as the Messages API's: a `chat.completion` becomes a `message` object, and
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
-use crate::domain::chat::completion::ChatCompletion;
+use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
 use crate::ports::upstream::completion::CompletionChoice;
 use crate::ports::upstream::extension::{ANTHROPIC_MESSAGE, REASONING_SIGNATURE};
 use crate::ports::upstream::CompletionChunk;
@@ -78,25 +78,23 @@ pub fn stop_reason(
 
 /// Anthropic's `usage` from chat's: cache reads are reported apart from `input_tokens`, as
 /// Anthropic counts them.
-pub fn usage(chat: &Value) -> Usage {
-    let n = |k: &str| chat.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = n("prompt_tokens");
-    let cached = chat
-        .pointer("/prompt_tokens_details/cached_tokens")
-        .and_then(Value::as_u64)
+pub fn usage(chat: &CompletionUsage) -> Usage {
+    let prompt = chat.prompt_tokens;
+    let details = chat.prompt_tokens_details.as_ref();
+    let cached = details
+        .and_then(|d| d.cached_tokens)
         .unwrap_or(0)
         .min(prompt);
-    let written = chat
-        .pointer("/prompt_tokens_details/cache_write_tokens")
-        .and_then(Value::as_u64)
+    let written = details
+        .and_then(|d| d.cache_write_tokens)
         .unwrap_or(0)
         .min(prompt - cached);
     Usage {
         input_tokens: prompt - cached - written,
-        output_tokens: n("completion_tokens"),
+        output_tokens: chat.completion_tokens,
         cache_read_input_tokens: cached,
         cache_creation_input_tokens: written,
-        cost: chat.get("cost").and_then(Value::as_str).map(str::to_owned),
+        cost: chat.cost.clone(),
     }
 }
 
@@ -157,8 +155,8 @@ pub fn native_message(completion: &ChatCompletion) -> Option<Value> {
     let mut m = completion.rest.get(ANTHROPIC_MESSAGE)?.clone();
     m["id"] = completion.id.clone().into();
     m["model"] = completion.model.clone().into();
-    if let (Some(cost), Some(usage)) = (completion.usage.get("cost"), m["usage"].as_object_mut()) {
-        usage.insert("cost".into(), cost.clone());
+    if let (Some(cost), Some(usage)) = (&completion.usage.cost, m["usage"].as_object_mut()) {
+        usage.insert("cost".into(), cost.clone().into());
     }
     Some(m)
 }
@@ -192,7 +190,7 @@ impl NativeRelay {
     }
 
     /// The closing events, with the usage (chat's shape) that was charged.
-    pub fn end(&mut self, chat_usage: &Value) -> Vec<Event> {
+    pub fn end(&mut self, chat_usage: &CompletionUsage) -> Vec<Event> {
         let mut delta = self.delta.take().unwrap_or_else(|| {
             json!({"type": "message_delta",
                    "delta": {"stop_reason": "end_turn", "stop_sequence": null},
@@ -385,7 +383,7 @@ impl StreamTranslator {
     }
 
     /// The closing events, with the usage (chat's shape) that was charged.
-    pub fn end(&mut self, chat_usage: &Value) -> Vec<Event> {
+    pub fn end(&mut self, chat_usage: &CompletionUsage) -> Vec<Event> {
         let mut out = Vec::new();
         self.close(&mut out);
         let (reason, sequence) = self.stop.clone().unwrap_or(("end_turn", None));
@@ -411,8 +409,18 @@ mod tests {
             completion["id"].as_str().unwrap(),
             0,
             completion["model"].as_str().unwrap(),
+            serde_json::from_value(completion["usage"].clone()).unwrap_or_default(),
         );
         serde_json::to_value(super::message(&c, stop_sequences)).unwrap()
+    }
+
+    fn counts(prompt: u64, completion: u64) -> CompletionUsage {
+        CompletionUsage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            ..CompletionUsage::default()
+        }
     }
 
     fn chunk(delta: Value, finish: Option<&str>) -> CompletionChunk {
@@ -430,7 +438,7 @@ mod tests {
                 "role": "assistant", "content": "Let me look.", "reasoning_content": "hmm",
                 "tool_calls": [{"id": "call_1", "type": "function",
                                 "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 7,
+            "usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37,
                       "prompt_tokens_details": {"cached_tokens": 20}},
         });
         let m = message(&completion, &[]);
@@ -496,7 +504,7 @@ mod tests {
         ] {
             all.extend(t.chunk(&c));
         }
-        all.extend(t.end(&json!({"prompt_tokens": 10, "completion_tokens": 5})));
+        all.extend(t.end(&counts(10, 5)));
         names.extend(all.iter().map(|e| e.0));
         assert_eq!(
             names,
@@ -541,7 +549,7 @@ mod tests {
         let mut t = StreamTranslator::new("msg_1", "m", Vec::new());
         let mut all = t.chunk(&chunk(json!({"reasoning_content": "think"}), None));
         all.extend(t.chunk(&chunk(json!({"content": "answer"}), Some("length"))));
-        all.extend(t.end(&json!({"prompt_tokens": 1, "completion_tokens": 2})));
+        all.extend(t.end(&counts(1, 2)));
         assert_eq!(all[0].1["content_block"]["type"], "thinking");
         assert_eq!(
             all[1].1["delta"],
