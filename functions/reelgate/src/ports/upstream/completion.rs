@@ -24,9 +24,7 @@ impl Completion {
     /// A completion an adapter built as JSON (translated from its provider's answer), or the
     /// protocol error that says why it is none.
     pub fn from_json(answer: Value) -> Result<Completion, super::UpstreamError> {
-        serde_json::from_value(answer).map_err(|e| {
-            super::UpstreamError::Protocol(format!("the answer is not a chat.completion: {e}"))
-        })
+        read(answer, "the answer is not a chat.completion")
     }
 }
 
@@ -212,10 +210,13 @@ impl CompletionChunk {
     /// A chunk an adapter built as JSON (translated from its provider's events), or the
     /// protocol error that says why it is none.
     pub fn from_json(chunk: Value) -> Result<CompletionChunk, super::UpstreamError> {
-        serde_json::from_value(chunk).map_err(|e| {
-            super::UpstreamError::Protocol(format!("a chunk is not a chat.completion.chunk: {e}"))
-        })
+        read(chunk, "a chunk is not a chat.completion.chunk")
     }
+}
+
+/// `json` read as `T`, or the protocol error that says what it is not.
+fn read<T: serde::de::DeserializeOwned>(json: Value, not: &str) -> Result<T, super::UpstreamError> {
+    serde_json::from_value(json).map_err(|e| super::UpstreamError::Protocol(format!("{not}: {e}")))
 }
 
 #[cfg(test)]
