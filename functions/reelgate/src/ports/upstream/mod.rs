@@ -1,8 +1,8 @@
 //! The upstream-model port. Internally every text-model call is an OpenAI chat-completions
-//! request body (`serde_json::Value`, already validated, `model` set to the upstream's own name);
-//! replies are `chat.completion` objects or, streamed, `chat.completion.chunk` objects. Adapters
-//! translate for providers that speak something else (Bedrock Converse); the responses API bridges
-//! onto the same shape.
+//! request ([`request::ChatCompletionRequest`], already validated, `model` set to the upstream's
+//! own name); replies are a [`Completion`] or, streamed, [`CompletionChunk`]s. Adapters
+//! translate for providers that speak something else (Bedrock Converse, Anthropic's Messages);
+//! the Responses and Messages APIs bridge onto the same shape.
 
 pub mod completion;
 pub mod request;
