@@ -254,9 +254,16 @@ pub(crate) fn rejected(status: u16, text: &str) -> UpstreamError {
 }
 
 pub(crate) async fn read_json(response: reqwest::Response) -> Result<Value, UpstreamError> {
+    read_body(response, "the reply is not JSON").await
+}
+
+/// The response's body read as `T`, or the protocol error that says it is `not` one.
+async fn read_body<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+    not: &str,
+) -> Result<T, UpstreamError> {
     let bytes = response.bytes().await.map_err(transport_error)?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| UpstreamError::Protocol(format!("the reply is not JSON: {e}")))
+    serde_json::from_slice(&bytes).map_err(|e| UpstreamError::Protocol(format!("{not}: {e}")))
 }
 
 #[async_trait]
@@ -274,10 +281,7 @@ impl ChatUpstream for OpenAiUpstream {
                     .json(&request)
             })
             .await?;
-        let bytes = response.bytes().await.map_err(transport_error)?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            UpstreamError::Protocol(format!("the answer is not a chat.completion: {e}"))
-        })
+        read_body(response, "the answer is not a chat.completion").await
     }
 
     async fn stream(&self, request: ChatCompletionRequest) -> Result<ChunkStream, UpstreamError> {
