@@ -5,6 +5,7 @@
 //! server's own sweep does when that instant comes.
 
 use reelgate::domain::accounts::{Caller, Credential};
+use reelgate::domain::responses::items::{ContentPart, ConversationItem, ItemRole};
 use reelgate::domain::responses::persist::{self, Stored};
 use reelgate::ports::blobs::BlobStore;
 use reelgate::ports::store::{now_secs, ItemExt, PK, SK};
@@ -183,9 +184,12 @@ async fn every_stored_byte_expires_as_the_inventory_says() {
     };
     let stored = |id: &str, text: String| Stored {
         response: json!({"id": id, "object": "response", "output": []}),
-        input_items: vec![
-            json!({"id": format!("msg_{id}"), "type": "message", "role": "user", "content": text}),
-        ],
+        input_items: vec![ConversationItem::Message {
+            id: format!("msg_{id}"),
+            role: ItemRole::User,
+            content: vec![ContentPart::InputText { text }],
+            status: "completed".into(),
+        }],
         own_item_ids: vec![format!("msg_{id}")],
         previous_response_id: None,
     };

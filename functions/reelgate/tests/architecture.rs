@@ -1220,16 +1220,6 @@ fn value_signatures(code: &str) -> Vec<String> {
 const VALUE_FUNCTIONS_LEFT: &[&str] = &[
     "messages/reply.rs::event",
     "messages/reply.rs::native_message",
-    "responses/convert.rs::bytes_parts",
-    "responses/convert.rs::needs_work",
-    "responses/convert.rs::to_chat_messages",
-    "responses/input_items.rs::page",
-    "responses/normalize.rs::normalize",
-    "responses/output.rs::object_json",
-    "responses/output.rs::terminal",
-    "responses/persist.rs::history",
-    "responses/persist.rs::load_item",
-    "responses/persist.rs::turn_items",
 ];
 
 #[test]

@@ -12,6 +12,7 @@ use crate::app::App;
 use crate::domain::accounts::Caller;
 use crate::domain::error::ApiResult;
 use crate::domain::responses::create::{CreateAnswer, Reply};
+use crate::domain::responses::items::ConversationItem;
 use crate::domain::responses::request::ResponseCreateBody;
 use crate::domain::responses::{input_items, persist};
 use axum::extract::{Path, State};
@@ -89,7 +90,7 @@ pub const LIST_RESPONSE_INPUT_ITEMS: Operation = Operation {
         query_param("before", Kind::Str, "An item id: the page ends before it."),
         ORDER,
     ],
-    ok: &[(200, Answer::Json(list_of::<serde_json::Value>))],
+    ok: &[(200, Answer::Json(list_of::<ConversationItem>))],
     errors: &[400, 401, 404],
     ..DEFAULT
 };
@@ -140,8 +141,9 @@ fn reply_response(reply: ApiResult<Reply>) -> Response {
     match reply {
         Ok(Reply::Whole(object)) => {
             let cost = object
-                .pointer("/usage/cost")
-                .and_then(Value::as_str)
+                .usage
+                .as_ref()
+                .and_then(|usage| usage.cost.as_deref())
                 .and_then(|c| c.parse().ok());
             let mut response = Json(object).into_response();
             crate::api::chat_answers::cost_header(cost, response.headers_mut());
@@ -196,9 +198,9 @@ async fn input_items(
     caller: Caller,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<input_items::ItemsQuery>,
-) -> ApiResult<Json<crate::api::envelope::List<Value>>> {
+) -> ApiResult<Json<crate::api::envelope::List<ConversationItem>>> {
     let page = input_items::page(app.context(), &caller, &id, &query).await?;
     Ok(Json(crate::api::envelope::List::page(page, |i| {
-        i["id"].as_str().unwrap_or_default().to_owned()
+        i.id().to_owned()
     })))
 }

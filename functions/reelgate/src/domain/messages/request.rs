@@ -779,7 +779,8 @@ async fn document(from: &Sources<'_>, o: &Map<String, Value>, at: &str) -> ApiRe
         }})]);
     }
     require_capability(model, "vision", at)?;
-    convert::bytes_parts(pdf, bytes, title, &sat).await
+    let parts = convert::bytes_parts(pdf, bytes, title, &sat).await?;
+    Ok(parts.iter().map(|part| json!(part)).collect())
 }
 
 /// The documented estimate of a request's input tokens (`/v1/messages/count_tokens`): the

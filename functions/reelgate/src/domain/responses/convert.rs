@@ -4,6 +4,7 @@
 //! settings become the chat request's (`token_budget` fits it to the model's context).
 
 use super::fetch;
+use super::items::{ContentPart, ConversationItem, ItemRole};
 use super::request::CreateRequest;
 // The Messages API estimates its requests with the same measure, through this path.
 pub use super::token_budget::estimate_tokens;
@@ -13,7 +14,7 @@ use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
 use crate::ports::pdf::{PdfError, PdfRasterizer};
 use crate::ports::upstream::request::{
-    ChatCompletionRequest, ChatMessage, Role, Stop, StreamOptions,
+    ChatCompletionRequest, ChatMessage, ImageUrl, Role, Stop, StreamOptions, WrittenPart,
 };
 use base64::Engine;
 use reelgate_media::MediaKind;
@@ -25,14 +26,10 @@ const MAX_FILE_BYTES: u64 = super::pdf::MAX_INPUT_BYTES;
 const MAX_TEXT_BYTES: u64 = 1024 * 1024;
 
 /// The texts of a message's content, joined (system, developer and assistant messages are text).
-fn joined_text(content: &[Value]) -> String {
+fn joined_text(content: &[ContentPart]) -> String {
     content
         .iter()
-        .filter_map(|p| {
-            p.get("text")
-                .or_else(|| p.get("refusal"))
-                .and_then(Value::as_str)
-        })
+        .filter_map(ContentPart::text)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -45,39 +42,25 @@ fn av_refusal(param: &str) -> ApiError {
     .with_code("unsupported_file_type")
 }
 
-/// Turns the conversation into chat messages. Files are resolved now, on every turn, because
-/// presigned URLs are short-lived and must not be stored.
 /// Whether turning `items` into chat messages is work before the request can be checked: an
 /// `input_file` (read, and a PDF rasterized for a model without `file`) or an `input_image`
 /// that is not inline (a URL to fetch, a stored file to read).
-pub fn needs_work(items: &[Value]) -> bool {
-    fn costly(v: &Value) -> bool {
-        match v {
-            Value::Object(o) => {
-                let inline_image = o
-                    .get("image_url")
-                    .and_then(Value::as_str)
-                    .is_some_and(|u| u.starts_with("data:"));
-                match o.get("type").and_then(Value::as_str) {
-                    Some("input_file") => true,
-                    Some("input_image") if !inline_image => true,
-                    _ => o.values().any(costly),
-                }
-            }
-            Value::Array(items) => items.iter().any(costly),
-            _ => false,
-        }
-    }
-    items.iter().any(costly)
+pub fn needs_work(items: &[ConversationItem]) -> bool {
+    items.iter().any(|item| match item {
+        ConversationItem::Message { content, .. } => content.iter().any(ContentPart::needs_work),
+        _ => false,
+    })
 }
 
+/// Turns the conversation into chat messages. Files are resolved now, on every turn, because
+/// presigned URLs are short-lived and must not be stored.
 pub async fn to_chat_messages(
     cx: Context<'_>,
     pdf: &dyn PdfRasterizer,
     caller: &Caller,
     model: &ChatModel,
     instructions: Option<&str>,
-    items: &[Value],
+    items: &[ConversationItem],
 ) -> ApiResult<Vec<ChatMessage>> {
     let text_message = |role: Role, text: String| ChatMessage {
         content: Some(Value::String(text)),
@@ -91,42 +74,34 @@ pub async fn to_chat_messages(
     // True while the last message is an assistant turn that further function calls join.
     let mut open_assistant = false;
     for item in items {
-        match item
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("message")
-        {
-            "message" => {
+        match item {
+            ConversationItem::Message { role, content, .. } => {
                 open_assistant = false;
-                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
-                let content = item
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
                 match role {
-                    "user" => messages.push(user_message(cx, pdf, caller, &content).await?),
-                    "assistant" => {
-                        messages.push(text_message(Role::Assistant, joined_text(&content)));
+                    ItemRole::User => {
+                        messages.push(user_message(cx, pdf, caller, content).await?);
+                    }
+                    ItemRole::Assistant => {
+                        messages.push(text_message(Role::Assistant, joined_text(content)));
                         open_assistant = true;
                     }
                     // Chat has no developer role; both are system instructions.
-                    _ => messages.push(text_message(Role::System, joined_text(&content))),
+                    ItemRole::Developer | ItemRole::System => {
+                        messages.push(text_message(Role::System, joined_text(content)));
+                    }
                 }
             }
-            "function_call" => {
-                let call_id = item
-                    .get("call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                calls_seen.insert(call_id.to_owned());
+            ConversationItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                calls_seen.insert(call_id.as_str());
                 let call = json!({
                     "id": call_id,
                     "type": "function",
-                    "function": {
-                        "name": item.get("name").cloned().unwrap_or(Value::Null),
-                        "arguments": item.get("arguments").cloned().unwrap_or_else(|| "{}".into()),
-                    }
+                    "function": {"name": name, "arguments": arguments},
                 });
                 match messages.last_mut() {
                     Some(last) if open_assistant => {
@@ -149,13 +124,11 @@ pub async fn to_chat_messages(
                     }
                 }
             }
-            "function_call_output" => {
+            ConversationItem::FunctionCallOutput {
+                call_id, output, ..
+            } => {
                 open_assistant = false;
-                let call_id = item
-                    .get("call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !calls_seen.contains(call_id) {
+                if !calls_seen.contains(call_id.as_str()) {
                     return Err(ApiError::invalid(
                         "input",
                         format!(
@@ -165,12 +138,11 @@ pub async fn to_chat_messages(
                     ));
                 }
                 messages.push(ChatMessage {
-                    tool_call_id: Some(call_id.to_owned()),
-                    content: Some(item.get("output").cloned().unwrap_or_else(|| "".into())),
+                    tool_call_id: Some(call_id.clone()),
+                    content: Some(Value::String(output.clone())),
                     ..ChatMessage::new(Role::Tool)
                 });
             }
-            _ => {}
         }
     }
     let has_images = messages.iter().any(|m| {
@@ -202,41 +174,48 @@ async fn user_message(
     cx: Context<'_>,
     pdf: &dyn PdfRasterizer,
     caller: &Caller,
-    content: &[Value],
+    content: &[ContentPart],
 ) -> ApiResult<ChatMessage> {
-    let mut parts: Vec<Value> = Vec::new();
+    let mut parts: Vec<WrittenPart> = Vec::new();
     for p in content {
-        match p.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "input_text" | "output_text" => parts
-                .push(json!({"type": "text", "text": p.get("text").cloned().unwrap_or_default()})),
-            "input_image" => {
-                let detail = p.get("detail").cloned().unwrap_or_else(|| "auto".into());
-                let url = match p.get("file_id").and_then(Value::as_str) {
-                    Some(file_id) => image_file_url(cx, caller, file_id).await?,
-                    None => p
-                        .get("image_url")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                };
-                parts.push(
-                    json!({"type": "image_url", "image_url": {"url": url, "detail": detail}}),
-                );
+        match p {
+            ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
+                parts.push(WrittenPart::Text { text: text.clone() });
             }
-            "input_file" => parts.extend(file_parts(cx, pdf, caller, p).await?),
-            _ => {}
+            ContentPart::InputImage {
+                image_url,
+                file_id,
+                detail,
+            } => {
+                let url = match file_id {
+                    Some(file_id) => image_file_url(cx, caller, file_id).await?,
+                    None => image_url.clone().unwrap_or_default(),
+                };
+                parts.push(WrittenPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url,
+                        detail: detail.clone(),
+                    },
+                });
+            }
+            ContentPart::InputFile { .. } => parts.extend(file_parts(cx, pdf, caller, p).await?),
+            ContentPart::Refusal { .. } => {}
         }
     }
     // Text-only content goes as a plain string, the form every upstream accepts.
-    if parts.iter().all(|p| p["type"] == "text") {
-        let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        return Ok(ChatMessage {
-            content: Some(Value::String(text.join("\n"))),
-            ..ChatMessage::new(Role::User)
-        });
-    }
+    let texts: Option<Vec<&str>> = parts
+        .iter()
+        .map(|p| match p {
+            WrittenPart::Text { text } => Some(text.as_str()),
+            WrittenPart::ImageUrl { .. } => None,
+        })
+        .collect();
+    let content = match texts {
+        Some(texts) => Value::String(texts.join("\n")),
+        None => json!(parts),
+    };
     Ok(ChatMessage {
-        content: Some(Value::Array(parts)),
+        content: Some(content),
         ..ChatMessage::new(Role::User)
     })
 }
@@ -270,10 +249,19 @@ async fn file_parts(
     cx: Context<'_>,
     pdf: &dyn PdfRasterizer,
     caller: &Caller,
-    p: &Value,
-) -> ApiResult<Vec<Value>> {
-    let filename = p.get("filename").and_then(Value::as_str);
-    if let Some(file_id) = p.get("file_id").and_then(Value::as_str) {
+    p: &ContentPart,
+) -> ApiResult<Vec<WrittenPart>> {
+    let ContentPart::InputFile {
+        file_id,
+        file_data,
+        file_url,
+        filename,
+    } = p
+    else {
+        return Ok(Vec::new());
+    };
+    let filename = filename.as_deref();
+    if let Some(file_id) = file_id {
         let file = crate::domain::files::find(cx, &caller.org, file_id).await?;
         let mime = file.mime_type.as_str();
         if file.purpose == "video"
@@ -286,9 +274,7 @@ async fn file_parts(
         let key = crate::domain::files::blob_key(&caller.org, file_id);
         if mime.starts_with("image/") {
             let url = cx.blobs.presign_get(&key, cx.settings.presign_ttl).await?;
-            return Ok(vec![
-                json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}}),
-            ]);
+            return Ok(vec![WrittenPart::image(url)]);
         }
         let limit = if mime == "application/pdf" {
             MAX_FILE_BYTES
@@ -306,7 +292,7 @@ async fn file_parts(
         let bytes = crate::ports::blobs::read_limited(cx.blobs, &key, MAX_FILE_BYTES).await?;
         return bytes_parts(pdf, bytes.to_vec(), Some(&file.filename), "file_id").await;
     }
-    if let Some(data) = p.get("file_data").and_then(Value::as_str) {
+    if let Some(data) = file_data {
         let b64 = match data.strip_prefix("data:") {
             Some(rest) => rest.split_once(";base64,").map(|(_, b)| b).ok_or_else(|| {
                 ApiError::invalid(
@@ -327,7 +313,7 @@ async fn file_parts(
             .map_err(|_| ApiError::invalid("file_data", "file_data is not valid base64."))?;
         return bytes_parts(pdf, bytes, filename, "file_data").await;
     }
-    if let Some(url) = p.get("file_url").and_then(Value::as_str) {
+    if let Some(url) = file_url {
         let bytes = fetch::fetch(cx.fetcher, url, "file_url").await?;
         return bytes_parts(pdf, bytes, filename, "file_url").await;
     }
@@ -368,14 +354,16 @@ pub async fn bytes_parts(
     bytes: Vec<u8>,
     filename: Option<&str>,
     param: &str,
-) -> ApiResult<Vec<Value>> {
+) -> ApiResult<Vec<WrittenPart>> {
     let sniffed = reelgate_media::sniff(&bytes[..bytes.len().min(4096)]);
     match sniffed.kind {
         MediaKind::Video | MediaKind::Audio => Err(av_refusal(param)),
         MediaKind::Image => {
             let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
-            let url = format!("data:{};base64,{b64}", sniffed.mime);
-            Ok(vec![json!({"type": "image_url", "image_url": {"url": url, "detail": "auto"}})])
+            Ok(vec![WrittenPart::image(format!(
+                "data:{};base64,{b64}",
+                sniffed.mime
+            ))])
         }
         MediaKind::Pdf => {
             let pages = rasterize(pdf, bytes, param).await?;
@@ -383,14 +371,16 @@ pub async fn bytes_parts(
                 .into_iter()
                 .map(|png| {
                     let b64 = base64::engine::general_purpose::STANDARD.encode(png);
-                    json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}"), "detail": "auto"}})
+                    WrittenPart::image(format!("data:image/png;base64,{b64}"))
                 })
                 .collect())
         }
         MediaKind::Text if bytes.len() as u64 <= MAX_TEXT_BYTES => {
             let text = String::from_utf8_lossy(&bytes);
             let name = filename.unwrap_or("file");
-            Ok(vec![json!({"type": "text", "text": format!("<file name=\"{name}\">\n{text}\n</file>")})])
+            Ok(vec![WrittenPart::Text {
+                text: format!("<file name=\"{name}\">\n{text}\n</file>"),
+            }])
         }
         _ => Err(ApiError::invalid(
             param,

@@ -9,15 +9,15 @@ use crate::domain::catalog::{Catalog, ChatModel};
 use crate::domain::chat::complete::{admit, call_upstream, ChatPorts};
 use crate::domain::chat::stream::ChargeSpec;
 use crate::domain::error::{ApiError, ApiResult};
+use crate::domain::responses::items::ConversationItem;
 use crate::domain::responses::output::{
-    self, Draft, Event, Outcome, OutputItem, ResponseUsage, StreamState,
+    self, Draft, Event, Outcome, OutputItem, ResponseObject, ResponseUsage, StreamState,
 };
 use crate::domain::responses::request::{CreateRequest, ResponseCreateBody};
 use crate::domain::responses::{convert, normalize, persist, token_budget};
 use crate::domain::SharedContext;
 use crate::ports::upstream::{ChatCompletionRequest, ChatUpstream, ChunkStream};
 use futures::StreamExt;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// What the Responses use case needs: the request context in a form a streamed turn can keep
@@ -62,7 +62,7 @@ pub enum CreateAnswer {
 
 pub enum Reply {
     /// The Response object.
-    Whole(Value),
+    Whole(Box<ResponseObject>),
     /// Its events (`(name, data)`), in order, ending with the terminal one.
     Events(tokio::sync::mpsc::Receiver<Event>),
 }
@@ -92,7 +92,7 @@ struct Turn {
     caller: Caller,
     model: ChatModel,
     draft: Draft,
-    input_items: Vec<Value>,
+    input_items: Vec<ConversationItem>,
     own_ids: Vec<String>,
     prompt_estimate: u64,
     /// The rate-limit reservation, settled with what is charged.
@@ -122,20 +122,15 @@ impl Turn {
     }
 
     /// With the request's `store`, keeps the response and its items.
-    async fn keep(&self, response: &Value) -> ApiResult<()> {
+    async fn keep(&self, response: &ResponseObject) -> ApiResult<()> {
         if !self.draft.req.store {
             return Ok(());
         }
         let mut own = self.own_ids.clone();
-        if let Some(items) = response["output"].as_array() {
-            own.extend(
-                items
-                    .iter()
-                    .filter_map(|i| i["id"].as_str().map(str::to_owned)),
-            );
-        }
+        own.extend(response.output.iter().map(|item| item.id().to_owned()));
         let stored = persist::Stored {
-            response: response.clone(),
+            response: serde_json::to_value(response)
+                .map_err(|e| ApiError::internal("encoding a response", e))?,
             input_items: self.input_items.clone(),
             own_item_ids: own,
             previous_response_id: self.draft.req.previous_response_id.clone(),
@@ -194,7 +189,7 @@ pub async fn create(
         Some(previous) => persist::history(cx, &caller, previous).await?,
         None => Vec::new(),
     };
-    let normalized = normalize::normalize(cx, &caller, &req.input).await?;
+    let normalized = normalize::normalize(cx, &caller, &req).await?;
     context.extend(normalized.items.iter().cloned());
     let estimate = |prompt_tokens| admission_estimate(prompt_tokens, req.max_output_tokens);
     // Reading files, fetching URLs and rasterizing documents happen before the prompt is known:
@@ -295,11 +290,9 @@ async fn answer(
     let (outcome, output, reported) = output::from_completion(&completion);
     let (mut usage, tokens) = turn.usage(reported.as_ref(), &output);
     turn.charge(&mut usage, tokens, true).await;
-    let response = turn
-        .draft
-        .object_json(Some(&outcome), &output, Some(&usage));
+    let response = turn.draft.object(Some(&outcome), &output, Some(&usage));
     turn.keep(&response).await?;
-    Ok(Reply::Whole(response))
+    Ok(Reply::Whole(Box::new(response)))
 }
 
 /// Starts the upstream stream (its refusal is still an error answer), then hands the events over
@@ -408,13 +401,11 @@ async fn drive(turn: Turn, mut chunks: ChunkStream, tx: tokio::sync::mpsc::Sende
     // Charged and stored before the terminal event, so a client that reads the response right
     // after `response.completed` finds it with its cost.
     turn.charge(&mut usage, tokens, charge).await;
-    let response = turn
-        .draft
-        .object_json(Some(&outcome), &output, Some(&usage));
+    let response = turn.draft.object(Some(&outcome), &output, Some(&usage));
     if let Err(e) = turn.keep(&response).await {
         tracing::error!(response = %turn.draft.id, error = %e, "finishing a streamed response failed");
     }
-    let terminal = state.terminal(&outcome, response);
+    let terminal = state.terminal(&outcome, &response);
     let _ = tx.send(terminal).await;
 }
 

@@ -5,10 +5,10 @@
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::params::{ListQuery, Page};
+use crate::domain::responses::items::ConversationItem;
 use crate::domain::responses::{persist, MAX_ITEMS_PAGE};
 use crate::domain::Context;
 use serde::Deserialize;
-use serde_json::Value;
 
 /// The query of an input-item page: `limit`, `order`, `after`, and `before`.
 #[derive(Deserialize)]
@@ -28,7 +28,7 @@ pub async fn page(
     caller: &Caller,
     id: &str,
     query: &ItemsQuery,
-) -> ApiResult<Page<Value>> {
+) -> ApiResult<Page<ConversationItem>> {
     // The limit is checked before the response is read: a bad page is refused as such even for
     // a response that is not there.
     let limit = query.page.limit(MAX_ITEMS_PAGE)?;
@@ -40,15 +40,12 @@ pub async fn page(
         items.reverse();
     }
     let position = |cursor: &str, param: &str| {
-        items
-            .iter()
-            .position(|i| i["id"].as_str() == Some(cursor))
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    param,
-                    format!("{param} must be an item id of this response."),
-                )
-            })
+        items.iter().position(|i| i.id() == cursor).ok_or_else(|| {
+            ApiError::invalid(
+                param,
+                format!("{param} must be an item id of this response."),
+            )
+        })
     };
     let start = match &query.page.after {
         Some(after) => position(after, "after")? + 1,
@@ -58,7 +55,7 @@ pub async fn page(
         Some(before) => position(before, "before")?,
         None => items.len(),
     };
-    let window: Vec<Value> = items
+    let window: Vec<ConversationItem> = items
         .get(start..end.max(start))
         .unwrap_or_default()
         .iter()

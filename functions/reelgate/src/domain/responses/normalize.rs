@@ -2,16 +2,18 @@
 //! content parts, a function call's output), given an id, and references to stored items
 //! resolved.
 
+use super::items::{ContentPart, ConversationItem, ItemRole};
 use super::persist;
+use super::request::CreateRequest;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::ids::new_id;
 use crate::domain::Context;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// Input items as stored: checked, given ids, references resolved.
 pub struct Normalized {
-    pub items: Vec<Value>,
+    pub items: Vec<ConversationItem>,
     /// Ids of the items created by this request (not the referenced ones).
     pub own_ids: Vec<String>,
 }
@@ -27,8 +29,15 @@ fn req_str<'a>(o: &'a Map<String, Value>, name: &str, at: &str) -> ApiResult<&'a
     })
 }
 
-/// Checks the request's input items and turns them into their stored form.
-pub async fn normalize(cx: Context<'_>, caller: &Caller, raw: &[Value]) -> ApiResult<Normalized> {
+/// Checks the request's input items, which it holds as sent, and turns them into their stored
+/// form. They are checked here, not when the body is read, because a reference needs the store
+/// and the checks keep their order: the model and the previous response are refused first.
+pub async fn normalize(
+    cx: Context<'_>,
+    caller: &Caller,
+    req: &CreateRequest,
+) -> ApiResult<Normalized> {
+    let raw = &req.input;
     let mut items = Vec::with_capacity(raw.len());
     let mut own_ids = Vec::new();
     for (i, item) in raw.iter().enumerate() {
@@ -46,21 +55,19 @@ pub async fn normalize(cx: Context<'_>, caller: &Caller, raw: &[Value]) -> ApiRe
         };
         let normalized = match kind {
             "message" => message(o, &at)?,
-            "function_call" => json!({
-                "type": "function_call",
-                "id": new_id("fc"),
-                "call_id": req_str(o, "call_id", &at)?,
-                "name": req_str(o, "name", &at)?,
-                "arguments": req_str(o, "arguments", &at)?,
-                "status": "completed",
-            }),
-            "function_call_output" => json!({
-                "type": "function_call_output",
-                "id": new_id("fco"),
-                "call_id": req_str(o, "call_id", &at)?,
-                "output": tool_output(o.get("output"), &at)?,
-                "status": "completed",
-            }),
+            "function_call" => ConversationItem::FunctionCall {
+                id: new_id("fc"),
+                call_id: req_str(o, "call_id", &at)?.to_owned(),
+                name: req_str(o, "name", &at)?.to_owned(),
+                arguments: req_str(o, "arguments", &at)?.to_owned(),
+                status: COMPLETED.to_owned(),
+            },
+            "function_call_output" => ConversationItem::FunctionCallOutput {
+                id: new_id("fco"),
+                call_id: req_str(o, "call_id", &at)?.to_owned(),
+                output: tool_output(o.get("output"), &at)?,
+                status: COMPLETED.to_owned(),
+            },
             "item_reference" => {
                 let id = req_str(o, "id", &at)?;
                 match persist::load_item(cx, caller, id).await? {
@@ -86,9 +93,7 @@ pub async fn normalize(cx: Context<'_>, caller: &Caller, raw: &[Value]) -> ApiRe
                 ))
             }
         };
-        if let Some(id) = normalized.get("id").and_then(Value::as_str) {
-            own_ids.push(id.to_owned());
-        }
+        own_ids.push(normalized.id().to_owned());
         items.push(normalized);
     }
     Ok(Normalized { items, own_ids })
@@ -120,15 +125,18 @@ fn tool_output(output: Option<&Value>, at: &str) -> ApiResult<String> {
     }
 }
 
-fn message(o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
-    let role = o.get("role").and_then(Value::as_str).unwrap_or_default();
-    if !["user", "assistant", "developer", "system"].contains(&role) {
-        return Err(ApiError::invalid(
-            &format!("{at}.role"),
-            "role must be user, assistant, developer or system.",
-        ));
-    }
-    let text_type = if role == "assistant" {
+fn message(o: &Map<String, Value>, at: &str) -> ApiResult<ConversationItem> {
+    let role = o
+        .get("role")
+        .and_then(Value::as_str)
+        .and_then(ItemRole::parse)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                &format!("{at}.role"),
+                "role must be user, assistant, developer or system.",
+            )
+        })?;
+    let text_type = if role == ItemRole::Assistant {
         "output_text"
     } else {
         "input_text"
@@ -149,30 +157,37 @@ fn message(o: &Map<String, Value>, at: &str) -> ApiResult<Value> {
             ))
         }
     };
-    Ok(json!({
-        "type": "message",
-        "id": new_id("msg"),
-        "role": role,
-        "content": content,
-        "status": "completed",
-    }))
+    Ok(ConversationItem::Message {
+        id: new_id("msg"),
+        role,
+        content,
+        status: COMPLETED.to_owned(),
+    })
 }
 
-fn text_part(kind: &str, text: &str) -> Value {
+/// The status of every item a request brings: it was given whole.
+const COMPLETED: &str = "completed";
+
+fn text_part(kind: &str, text: &str) -> ContentPart {
     if kind == "output_text" {
-        json!({"type": "output_text", "text": text, "annotations": []})
+        ContentPart::OutputText {
+            text: text.to_owned(),
+            annotations: Vec::new(),
+        }
     } else {
-        json!({"type": kind, "text": text})
+        ContentPart::InputText {
+            text: text.to_owned(),
+        }
     }
 }
 
-fn content_part(role: &str, p: &Value, at: &str) -> ApiResult<Value> {
+fn content_part(role: ItemRole, p: &Value, at: &str) -> ApiResult<ContentPart> {
     let o = p
         .as_object()
         .ok_or_else(|| ApiError::invalid(at, "Each content part must be an object."))?;
     let kind = o.get("type").and_then(Value::as_str).unwrap_or_default();
     let only_user = |what: &str| -> ApiResult<()> {
-        if role == "user" {
+        if role == ItemRole::User {
             Ok(())
         } else {
             Err(ApiError::invalid(
@@ -183,9 +198,9 @@ fn content_part(role: &str, p: &Value, at: &str) -> ApiResult<Value> {
     };
     match kind {
         "input_text" | "output_text" => Ok(text_part(kind, req_str(o, "text", at)?)),
-        "refusal" if role == "assistant" => {
-            Ok(json!({"type": "refusal", "refusal": req_str(o, "refusal", at)?}))
-        }
+        "refusal" if role == ItemRole::Assistant => Ok(ContentPart::Refusal {
+            refusal: req_str(o, "refusal", at)?.to_owned(),
+        }),
         "input_image" => {
             only_user("input_image")?;
             let detail = match o.get("detail") {
@@ -211,11 +226,17 @@ fn content_part(role: &str, p: &Value, at: &str) -> ApiResult<Value> {
                             "image_url must be an http(s) URL or a data:image/... base64 URL.",
                         ));
                     }
-                    Ok(json!({"type": "input_image", "image_url": url, "detail": detail}))
+                    Ok(ContentPart::InputImage {
+                        image_url: Some(url.to_owned()),
+                        file_id: None,
+                        detail: detail.to_owned(),
+                    })
                 }
-                (None, Some(id)) => {
-                    Ok(json!({"type": "input_image", "file_id": id, "detail": detail}))
-                }
+                (None, Some(id)) => Ok(ContentPart::InputImage {
+                    image_url: None,
+                    file_id: Some(id.to_owned()),
+                    detail: detail.to_owned(),
+                }),
                 _ => Err(ApiError::invalid(
                     at,
                     "An input_image takes exactly one of image_url or file_id.",
@@ -235,13 +256,14 @@ fn content_part(role: &str, p: &Value, at: &str) -> ApiResult<Value> {
                 ));
             }
             let source = given[0];
-            let value = req_str(o, source, at)?;
-            let mut part = json!({"type": "input_file"});
-            part[source] = value.into();
-            if let Some(name) = o.get("filename").and_then(Value::as_str) {
-                part["filename"] = name.into();
-            }
-            Ok(part)
+            let value = Some(req_str(o, source, at)?.to_owned());
+            let given = |name: &str| if name == source { value.clone() } else { None };
+            Ok(ContentPart::InputFile {
+                file_id: given("file_id"),
+                file_data: given("file_data"),
+                file_url: given("file_url"),
+                filename: o.get("filename").and_then(Value::as_str).map(str::to_owned),
+            })
         }
         other => Err(ApiError::invalid(
             &format!("{at}.type"),

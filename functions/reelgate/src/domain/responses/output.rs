@@ -231,16 +231,6 @@ impl Draft {
             user: r.user.clone(),
         }
     }
-
-    /// [`Draft::object`] as JSON (as it is stored and sent in the stream's events).
-    pub fn object_json(
-        &self,
-        outcome: Option<&Outcome>,
-        output: &[OutputItem],
-        usage: Option<&ResponseUsage>,
-    ) -> Value {
-        json!(self.object(outcome, output, usage))
-    }
 }
 
 /// The output tokens of an estimate: a quarter token per output character (the same rule as
@@ -282,6 +272,14 @@ pub enum OutputItem {
         /// The arguments, a JSON text as the model wrote it.
         arguments: String,
     },
+}
+
+impl OutputItem {
+    pub fn id(&self) -> &str {
+        match self {
+            OutputItem::Message { id, .. } | OutputItem::FunctionCall { id, .. } => id,
+        }
+    }
 }
 
 /// A message item's text part.
@@ -418,7 +416,7 @@ impl StreamState {
 
     /// `response.created` and `response.in_progress`.
     pub fn start(&mut self, draft: &Draft) -> Vec<Event> {
-        let response = draft.object_json(None, &[], None);
+        let response = draft.object(None, &[], None);
         vec![
             self.event("response.created", json!({"response": response})),
             self.event("response.in_progress", json!({"response": response})),
@@ -611,7 +609,7 @@ impl StreamState {
     }
 
     /// The terminal event for a finished response object.
-    pub fn terminal(&mut self, outcome: &Outcome, response: Value) -> Event {
+    pub fn terminal(&mut self, outcome: &Outcome, response: &ResponseObject) -> Event {
         let kind = match outcome {
             Outcome::Completed => "response.completed",
             Outcome::Incomplete(_) => "response.incomplete",

@@ -11,11 +11,14 @@
 //! [`INLINE_LIMIT`] bytes (inline images, file data) is kept in the blob store instead, because a
 //! DynamoDB item holds at most 400 KB.
 
+use super::items::ConversationItem;
 use crate::domain::accounts::Caller;
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::Context;
 use crate::ports::store::{item, now_secs, Item, ItemExt, Key, EXPIRES_AT};
 use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Stored responses and items expire 30 days after creation, like OpenAI's stored responses.
@@ -40,25 +43,38 @@ fn blob_key(caller: &Caller, kind: &str, id: &str) -> String {
     )
 }
 
-/// A stored response as the handlers use it.
-#[derive(Clone, Debug)]
+/// A stored response as the handlers use it, and as its record's body is written.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stored {
+    /// The response object as it was answered (`GET /v1/responses/{id}` shows it again).
+    #[serde(default)]
     pub response: Value,
     /// The request's input items, resolved and with ids.
-    pub input_items: Vec<Value>,
+    #[serde(default)]
+    pub input_items: Vec<ConversationItem>,
     /// Items this response created (its own inputs and outputs; not referenced ones).
+    #[serde(default)]
     pub own_item_ids: Vec<String>,
+    #[serde(default)]
     pub previous_response_id: Option<String>,
 }
 
 impl Stored {
-    /// The conversation items this response contributes: its inputs, then its outputs.
-    pub fn turn_items(&self) -> Vec<Value> {
-        let mut items = self.input_items.clone();
-        if let Some(output) = self.response.get("output").and_then(Value::as_array) {
-            items.extend(output.iter().cloned());
+    /// The response's output items as conversation items: the assistant's messages and its
+    /// function calls.
+    pub fn output_items(&self) -> ApiResult<Vec<ConversationItem>> {
+        match self.response.get("output") {
+            Some(output) => Vec::<ConversationItem>::deserialize(output)
+                .map_err(|e| ApiError::internal("reading a stored response's output", e)),
+            None => Ok(Vec::new()),
         }
-        items
+    }
+
+    /// The conversation items this response contributes: its inputs, then its outputs.
+    pub fn turn_items(&self) -> ApiResult<Vec<ConversationItem>> {
+        let mut items = self.input_items.clone();
+        items.extend(self.output_items()?);
+        Ok(items)
     }
 }
 
@@ -66,7 +82,7 @@ async fn put_json(
     cx: Context<'_>,
     key: Key,
     blob: String,
-    body: &Value,
+    body: &impl Serialize,
     extra: Item,
 ) -> ApiResult<()> {
     let text =
@@ -90,7 +106,7 @@ async fn put_json(
 /// stored items stay well inside this).
 pub const MAX_STORED_BYTES: u64 = 64 * 1024 * 1024;
 
-async fn read_json(cx: Context<'_>, it: &Item) -> ApiResult<Option<Value>> {
+async fn read_json<T: DeserializeOwned>(cx: Context<'_>, it: &Item) -> ApiResult<Option<T>> {
     let text = if let Some(text) = it.str_attr("body") {
         text.to_owned()
     } else if let Some(blob) = it.str_attr("body_blob") {
@@ -117,10 +133,8 @@ pub async fn save(cx: Context<'_>, caller: &Caller, stored: &Stored) -> ApiResul
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::internal("storing a response", "response without id"))?
         .to_owned();
-    for it in stored.turn_items() {
-        let Some(item_id) = it.get("id").and_then(Value::as_str) else {
-            continue;
-        };
+    for it in stored.turn_items()? {
+        let item_id = it.id();
         if !stored.own_item_ids.iter().any(|own| own == item_id) {
             continue;
         }
@@ -136,12 +150,6 @@ pub async fn save(cx: Context<'_>, caller: &Caller, stored: &Stored) -> ApiResul
         )
         .await?;
     }
-    let body = serde_json::json!({
-        "response": stored.response,
-        "input_items": stored.input_items,
-        "own_item_ids": stored.own_item_ids,
-        "previous_response_id": stored.previous_response_id,
-    });
     let mut extra = Item::new();
     extra.insert("kind".into(), "response".into());
     extra.insert("id".into(), id.clone().into());
@@ -149,7 +157,7 @@ pub async fn save(cx: Context<'_>, caller: &Caller, stored: &Stored) -> ApiResul
         cx,
         response_key(caller, &id),
         blob_key(caller, "responses", &id),
-        &body,
+        stored,
         extra,
     )
     .await
@@ -172,38 +180,18 @@ pub async fn load(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<Optio
     let Some(it) = cx.store.get(&response_key(caller, id)).await? else {
         return Ok(None);
     };
-    let Some(body) = read_json(cx, &it).await? else {
-        return Ok(None);
-    };
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    Ok(Some(Stored {
-        response: body.get("response").cloned().unwrap_or(Value::Null),
-        input_items: body
-            .get("input_items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        own_item_ids: strings(body.get("own_item_ids")),
-        previous_response_id: body
-            .get("previous_response_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    }))
+    read_json(cx, &it).await
 }
 
 /// Item ids we hand out; anything else cannot name a stored item.
 pub const ITEM_PREFIXES: &[&str] = &["msg", "fc", "fco"];
 
 /// The caller's stored item, or None.
-pub async fn load_item(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<Option<Value>> {
+pub async fn load_item(
+    cx: Context<'_>,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<Option<ConversationItem>> {
     if !ITEM_PREFIXES
         .iter()
         .any(|p| crate::domain::ids::is_valid(id, p))
@@ -239,7 +227,11 @@ pub async fn delete(cx: Context<'_>, caller: &Caller, id: &str) -> ApiResult<boo
 /// The conversation before a new turn: every item of the chain ending at `previous`, oldest
 /// first. The first response must exist (404 otherwise); an ancestor that was deleted or expired
 /// ends the walk, as does [`MAX_CHAIN`].
-pub async fn history(cx: Context<'_>, caller: &Caller, previous: &str) -> ApiResult<Vec<Value>> {
+pub async fn history(
+    cx: Context<'_>,
+    caller: &Caller,
+    previous: &str,
+) -> ApiResult<Vec<ConversationItem>> {
     let Some(first) = load(cx, caller, previous).await? else {
         return Err(ApiError::not_found(
             "response_not_found",
@@ -247,7 +239,7 @@ pub async fn history(cx: Context<'_>, caller: &Caller, previous: &str) -> ApiRes
         )
         .with_param("previous_response_id"));
     };
-    let mut turns = vec![first.turn_items()];
+    let mut turns = vec![first.turn_items()?];
     let mut next = first.previous_response_id.clone();
     while let Some(id) = next {
         if turns.len() >= MAX_CHAIN {
@@ -255,7 +247,7 @@ pub async fn history(cx: Context<'_>, caller: &Caller, previous: &str) -> ApiRes
         }
         match load(cx, caller, &id).await? {
             Some(stored) => {
-                turns.push(stored.turn_items());
+                turns.push(stored.turn_items()?);
                 next = stored.previous_response_id.clone();
             }
             None => break,

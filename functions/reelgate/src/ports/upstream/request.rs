@@ -343,6 +343,35 @@ impl Role {
     }
 }
 
+/// A content part this service writes into a user message itself (from a Responses input item,
+/// a file's bytes, a PDF's pages). Parts a caller sends to chat completions pass as written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WrittenPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// An `image_url` part's image: an http(s) URL (presigned for a stored file) or a `data:` URL.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ImageUrl {
+    pub url: String,
+    /// `auto`, `low` or `high`.
+    pub detail: String,
+}
+
+impl WrittenPart {
+    /// An image at `url`, its detail left to the model.
+    pub fn image(url: String) -> WrittenPart {
+        WrittenPart::ImageUrl {
+            image_url: ImageUrl {
+                url,
+                detail: "auto".to_owned(),
+            },
+        }
+    }
+}
+
 /// One message. Other keys (`refusal`, `annotations`, `audio` echoed back from an earlier reply
 /// by SDKs) carry nothing an upstream needs and are dropped.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
