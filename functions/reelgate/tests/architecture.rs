@@ -1214,36 +1214,18 @@ fn value_signatures(code: &str) -> Vec<String> {
     names
 }
 
-/// Domain functions that still take or answer `serde_json::Value` until their request types are
-/// typed at the edge (step 3, item 1). The list only shrinks: a function not on it fails the
-/// test, and so does one on it that no longer names `Value` (take it off).
-const VALUE_FUNCTIONS_LEFT: &[&str] = &[
-    "messages/reply.rs::event",
-    "messages/reply.rs::native_message",
-];
-
+/// Item 1 of step 3: the domain's public functions take and answer types. JSON that is passed
+/// on as someone else wrote it is a field of a type that says so (a stored response, an
+/// upstream's own event), never a bare parameter or answer.
 #[test]
 fn public_domain_functions_take_and_answer_types_not_json_values() {
     let found = value_functions(&src_dir());
-    let left: BTreeSet<String> = VALUE_FUNCTIONS_LEFT
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    let new: Vec<&String> = found.difference(&left).collect();
-    let done: Vec<&String> = left.difference(&found).collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "public domain functions that take or answer serde_json::Value (take a typed request, \
          answer a typed value):\n  {}",
-        new.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n  ")
-    );
-    assert!(
-        done.is_empty(),
-        "typed now: take them off VALUE_FUNCTIONS_LEFT:\n  {}",
-        done.iter()
+        found
+            .iter()
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
             .join("\n  ")

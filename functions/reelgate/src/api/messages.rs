@@ -17,6 +17,7 @@ use crate::domain::chat::dialect::{Dialect, StreamFormat};
 use crate::domain::error::{ApiError, ApiResult};
 use crate::domain::messages::body::{MessageCountTokensRequest, MessageCreateRequest};
 use crate::domain::messages::reply::{self, StreamTranslator};
+use crate::ports::upstream::completion::AnthropicEvent;
 use crate::ports::upstream::{extension, CompletionChunk};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -24,7 +25,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -287,12 +288,15 @@ fn sse(events: Vec<reply::Event>) -> Vec<Bytes> {
 
 impl StreamFormat for Events {
     fn chunk(&mut self, chunk: CompletionChunk) -> Vec<Bytes> {
-        let native = chunk.rest.get(extension::ANTHROPIC_EVENT);
+        let native = chunk
+            .rest
+            .get(extension::ANTHROPIC_EVENT)
+            .and_then(|event| AnthropicEvent::deserialize(event).ok());
         let mut out = self.begin(native.is_some());
         match (&mut self.mode, native) {
             (Mode::Native(relay), Some(event)) => {
-                if let Some((name, data)) = relay.event(event, &self.id, &self.model) {
-                    out.push(sse_named(&name, &data));
+                if let Some(event) = relay.event(event, &self.id, &self.model) {
+                    out.push(sse_named(&event.event, &event.data));
                 }
             }
             // A relayed stream's own chunks without an event carry nothing more to write.

@@ -2,10 +2,10 @@
 //! `chat.completion.chunk`s become Anthropic's stream events, each as soon as its chunk arrives.
 
 use crate::domain::chat::completion::{ChatCompletion, CompletionUsage};
-use crate::ports::upstream::completion::CompletionChoice;
+use crate::ports::upstream::completion::{AnthropicEvent, AnthropicMessage, CompletionChoice};
 use crate::ports::upstream::extension::{ANTHROPIC_MESSAGE, REASONING_SIGNATURE};
 use crate::ports::upstream::CompletionChunk;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
@@ -151,11 +151,12 @@ pub fn message(completion: &ChatCompletion, stop_sequences: &[String]) -> Messag
 
 /// The message a native Anthropic upstream answered (`ANTHROPIC_MESSAGE` on the completion),
 /// as it wrote it, with our id and model name and, in its usage, what the call cost.
-pub fn native_message(completion: &ChatCompletion) -> Option<Value> {
-    let mut m = completion.rest.get(ANTHROPIC_MESSAGE)?.clone();
-    m["id"] = completion.id.clone().into();
-    m["model"] = completion.model.clone().into();
-    if let (Some(cost), Some(usage)) = (&completion.usage.cost, m["usage"].as_object_mut()) {
+/// None when there is none, or when it is not a message (the completion is translated then).
+pub fn native_message(completion: &ChatCompletion) -> Option<AnthropicMessage> {
+    let mut m = AnthropicMessage::deserialize(completion.rest.get(ANTHROPIC_MESSAGE)?).ok()?;
+    m.id.clone_from(&completion.id);
+    m.model.clone_from(&completion.model);
+    if let (Some(cost), Some(usage)) = (&completion.usage.cost, m.usage.as_mut()) {
         usage.insert("cost".into(), cost.clone().into());
     }
     Some(m)
@@ -170,23 +171,26 @@ pub struct NativeRelay {
 }
 
 impl NativeRelay {
-    /// What to write for the upstream event `event` (`{"event", "data"}`) now.
-    pub fn event(&mut self, event: &Value, id: &str, model: &str) -> Option<(String, Value)> {
-        let name = event.get("event").and_then(Value::as_str)?.to_owned();
-        let mut data = event.get("data").cloned().unwrap_or(Value::Null);
-        match name.as_str() {
+    /// What to write for the upstream's event now.
+    pub fn event(
+        &mut self,
+        mut event: AnthropicEvent,
+        id: &str,
+        model: &str,
+    ) -> Option<AnthropicEvent> {
+        match event.event.as_str() {
             "message_start" => {
-                data["message"]["id"] = id.into();
-                data["message"]["model"] = model.into();
+                event.data["message"]["id"] = id.into();
+                event.data["message"]["model"] = model.into();
             }
             "message_delta" => {
-                self.delta = Some(data);
+                self.delta = Some(event.data);
                 return None;
             }
             "message_stop" => return None,
             _ => {}
         }
-        Some((name, data))
+        Some(event)
     }
 
     /// The closing events, with the usage (chat's shape) that was charged.

@@ -219,6 +219,28 @@ fn read<T: serde::de::DeserializeOwned>(json: Value, not: &str) -> Result<T, sup
     serde_json::from_value(json).map_err(|e| super::UpstreamError::Protocol(format!("{not}: {e}")))
 }
 
+/// A native Anthropic upstream's own `message` ([`super::extension::ANTHROPIC_MESSAGE`] on a
+/// completion), typed where the gateway writes into it: its id, its model name and its usage
+/// (the cost). Everything else is passed on as the upstream wrote it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnthropicMessage {
+    pub id: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// A native Anthropic upstream's own stream event ([`super::extension::ANTHROPIC_EVENT`] on a
+/// chunk): its SSE name and its data as written.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnthropicEvent {
+    pub event: String,
+    #[serde(default)]
+    pub data: Value,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
