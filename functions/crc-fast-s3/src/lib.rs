@@ -66,67 +66,43 @@ const CRC32C_REFLECTED: u32 = 0x82F6_3B78;
 /// CRC-64/NVME's polynomial 0xAD93D23594C93659, bit-reversed.
 const CRC64_NVME_REFLECTED: u64 = 0x9A6C_9329_AC4B_C9B5;
 
-/// Slice-by-8 tables: table 0 is the byte-at-a-time table, table k advances a byte k places
-/// further. 8 KiB for CRC-32C, 16 KiB for CRC-64.
-const CRC32C_TABLES: [[u32; 256]; 8] = {
-    let mut tables = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = i as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ CRC32C_REFLECTED
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        tables[0][i] = crc;
-        i += 1;
-    }
-    let mut k = 1;
-    while k < 8 {
+/// Slice-by-8 tables of a reflected CRC of register type `$t`: table 0 is the byte-at-a-time
+/// table, table k advances a byte k places further. One builder for both widths: 8 KiB for
+/// CRC-32C, 16 KiB for CRC-64.
+macro_rules! slice_by_8_tables {
+    ($t:ty, $reflected:expr) => {{
+        let mut tables = [[0 as $t; 256]; 8];
         let mut i = 0;
         while i < 256 {
-            let prev = tables[k - 1][i];
-            tables[k][i] = (prev >> 8) ^ tables[0][(prev & 0xFF) as usize];
+            let mut crc = i as $t;
+            let mut bit = 0;
+            while bit < 8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ $reflected
+                } else {
+                    crc >> 1
+                };
+                bit += 1;
+            }
+            tables[0][i] = crc;
             i += 1;
         }
-        k += 1;
-    }
-    tables
-};
+        let mut k = 1;
+        while k < 8 {
+            let mut i = 0;
+            while i < 256 {
+                let prev = tables[k - 1][i];
+                tables[k][i] = (prev >> 8) ^ tables[0][(prev & 0xFF) as usize];
+                i += 1;
+            }
+            k += 1;
+        }
+        tables
+    }};
+}
 
-const CRC64_NVME_TABLES: [[u64; 256]; 8] = {
-    let mut tables = [[0u64; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = i as u64;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ CRC64_NVME_REFLECTED
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        tables[0][i] = crc;
-        i += 1;
-    }
-    let mut k = 1;
-    while k < 8 {
-        let mut i = 0;
-        while i < 256 {
-            let prev = tables[k - 1][i];
-            tables[k][i] = (prev >> 8) ^ tables[0][(prev & 0xFF) as usize];
-            i += 1;
-        }
-        k += 1;
-    }
-    tables
-};
+const CRC32C_TABLES: [[u32; 256]; 8] = slice_by_8_tables!(u32, CRC32C_REFLECTED);
+const CRC64_NVME_TABLES: [[u64; 256]; 8] = slice_by_8_tables!(u64, CRC64_NVME_REFLECTED);
 
 fn crc32c_update(mut crc: u32, data: &[u8]) -> u32 {
     let t = &CRC32C_TABLES;
