@@ -15,6 +15,7 @@ pub mod pdf_lambda;
 pub mod provision;
 pub mod s3;
 pub mod s3_presign;
+mod sdk_http;
 pub mod sfn;
 pub mod sqs;
 
@@ -118,23 +119,11 @@ pub async fn sdk_config(region: &str, endpoint_url: Option<&str>) -> aws_config:
     loader.load().await
 }
 
-/// The loader of every SDK configuration in reelgate: the SDK's defaults with [`https_client`].
-/// The SDK crates are built without a default HTTPS client, so a configuration loaded any other
-/// way fails its first request ("no HTTP client").
+/// The loader of every SDK configuration in reelgate: the SDK's defaults with
+/// [`sdk_http::sdk_http_client`]. The SDK crates are built without a default HTTPS client, so a
+/// configuration loaded any other way fails its first request ("no HTTP client").
 pub fn sdk_loader() -> aws_config::ConfigLoader {
-    aws_config::defaults(BehaviorVersion::latest()).http_client(https_client())
-}
-
-/// The SDK's hyper-1 HTTPS client with rustls over ring, the crypto library that reqwest (the
-/// upstream and webhook client) links already: the SDK's default client brings aws-lc as well,
-/// 1.4 MiB in every Lambda. Trusted roots come from the system's store, as with the default.
-pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    use aws_smithy_http_client::tls;
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
-        ))
-        .build_https()
+    aws_config::defaults(BehaviorVersion::latest()).http_client(sdk_http::sdk_http_client())
 }
 
 /// Builds every adapter. Makes no request: a wrong name or missing permission shows on first use.
