@@ -43,16 +43,6 @@ pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, MediaError> {
     Ok(img.into_rgb8())
 }
 
-/// The width and height an image declares in its header (PNG, JPEG, WebP, GIF), without
-/// decoding its pixels: a token count measures an image this way and keeps nothing of it.
-pub fn image_dimensions(bytes: &[u8]) -> Result<(u32, u32), MediaError> {
-    image::ImageReader::new(Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|e| MediaError::ImageDecode(e.to_string()))?
-        .into_dimensions()
-        .map_err(|e| MediaError::ImageDecode(e.to_string()))
-}
-
 /// An image fitted to a frame of `width` x `height`: scaled to cover it and centre-cropped, as
 /// JPEG. Engines that take a first frame often require it at the size they render (the OpenAI
 /// Videos API's `input_reference`, Nova Reel's 1280x720), so it is sent at that size.

@@ -24,6 +24,7 @@ mod demux;
 mod encode;
 mod error;
 mod faststart;
+mod image_header;
 mod image_io;
 mod mux;
 mod probe;
@@ -41,7 +42,8 @@ pub use conform::{
 };
 pub use demux::{MAX_MOOV_BYTES, MAX_SAMPLE_BYTES};
 pub use error::MediaError;
-pub use image_io::{bounded_image_jpeg, decode_image, fit_frame_jpeg, image_dimensions};
+pub use image_header::image_dimensions;
+pub use image_io::{bounded_image_jpeg, decode_image, fit_frame_jpeg};
 pub use probe::{probe_mp4, AudioTrack, Mp4Probe, VideoTrack};
 pub use render::{
     render_mp4, AudioBed, RenderSpec, AUDIO_CHANNELS, AUDIO_SAMPLE_RATE, MAX_SOURCE_FRAMES,
