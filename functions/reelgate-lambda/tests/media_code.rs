@@ -1,5 +1,5 @@
 //! Which Lambda binaries carry video codec code (issue #16: HTTP functions carry no video codecs),
-//! and that each carries one TLS crypto library.
+//! and that each carries one TLS crypto library and no HTTP/2.
 //!
 //! Every binary links the same library, and the linker keeps only what the binary's entry point
 //! reaches, so the split is a property of each built binary, not of the dependency tree (which
@@ -22,6 +22,10 @@ const STRIPPED_MARKER: &[u8] = b"CWelsDecoder";
 /// would bring beside ring; and ring's, the control that the symbol check can see a library.
 const AWS_LC_PREFIX: &str = " aws_lc_";
 const RING_PREFIX: &str = " ring_core_";
+/// The `h2` crate's symbols (legacy mangling: the crate's name with its length): HTTP/2, which
+/// the AWS SDK's own hyper client brought into every function (1.2 MB with its second client;
+/// docs/lambda-artifacts.md, "The SDK's HTTP client") and nothing in reelgate speaks.
+const H2_PREFIX: &str = " _ZN2h2";
 
 /// The functions whose work is media: finalize (probe, thumbnail, spritesheet), stitch (an
 /// extension's segment joined after its source), moderate
@@ -161,6 +165,11 @@ fn every_function_links_one_tls_crypto_library() {
         assert!(
             !symbols.lines().any(|l| l.contains(AWS_LC_PREFIX)),
             "{name} links aws-lc beside ring: an SDK client was built with its default HTTPS client"
+        );
+        assert!(
+            !symbols.lines().any(|l| l.contains(H2_PREFIX)),
+            "{name} links HTTP/2 (h2): an SDK client was given another HTTP client than \
+             reelgate_aws::sdk_loader's, or reqwest's `http2` feature was turned on"
         );
     }
 }
