@@ -195,8 +195,14 @@ fn document(value: Value) -> Document {
     }
 }
 
-fn sdk_error(e: impl std::fmt::Display) -> EngineError {
-    EngineError::Unreachable(e.to_string())
+/// The SDK's display of a dispatch or timeout failure is terse ("dispatch failure"); the
+/// engine's error carries the reason from the error's sources.
+fn sdk_error<E, R>(e: aws_sdk_bedrockruntime::error::SdkError<E, R>) -> EngineError
+where
+    E: aws_sdk_bedrockruntime::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    EngineError::Unreachable(crate::errors::describe(&e))
 }
 
 fn render_of(arn: &str, status: RenderStatus, error: Option<String>) -> Render {

@@ -8,7 +8,8 @@
 //!
 //! What the adapter keeps from the SDK's contract: the request goes out as signed (reqwest adds
 //! only headers outside the signature, never follows a redirect, never decompresses), a streamed
-//! body stays streamed both ways, the configured connect and read timeouts apply, and a failure
+//! body stays streamed both ways and every body is read through the SDK's own wrapping (its
+//! stalled-stream protection counts what is read), the configured connect and read timeouts apply, and a failure
 //! is classified as the SDK's retry strategy expects (timeout, I/O, user, other).
 
 use aws_smithy_runtime_api::client::http::{
@@ -101,12 +102,11 @@ impl HttpConnector for ReqwestConnector {
             Err(err) => return HttpConnectorFuture::ready(Err(ConnectorError::user(err.into()))),
         };
         let (parts, body) = request.into_parts();
-        let body = match body.bytes() {
-            // An in-memory body (every DynamoDB, SQS and Step Functions call, most S3 puts) is
-            // sent as one buffer; only a streamed one is wrapped.
-            Some(bytes) => reqwest::Body::from(bytes::Bytes::copy_from_slice(bytes)),
-            None => reqwest::Body::wrap(body),
-        };
+        // The body is always read through, never copied out of `bytes()`: the SDK's stalled-
+        // stream protection wraps even an in-memory body (keeping its bytes visible) and counts
+        // what is polled from it, so a body sent from a copy reads as stalled once the answer
+        // takes longer than the protection's grace period (5 s).
+        let body = reqwest::Body::wrap(body);
         let request = match reqwest::Request::try_from(http::Request::from_parts(parts, body)) {
             Ok(request) => request,
             Err(err) => return HttpConnectorFuture::ready(Err(ConnectorError::user(err.into()))),
@@ -271,6 +271,38 @@ mod tests {
         let seen = seen.await.expect("request seen");
         let body = seen.split("\r\n\r\n").nth(1).expect("a body");
         assert!(body.contains("part one, part two"), "{seen}");
+    }
+
+    /// What the SDK's stalled-stream protection does to every request body: it wraps the body
+    /// in one that counts what is read, keeping the original bytes visible through `bytes()`.
+    #[tokio::test]
+    async fn the_body_is_read_through_the_sdks_wrapping_not_copied_past_it() {
+        let (uri, seen) = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
+        let read = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = read.clone();
+        let body = SdkBody::from("{\"counted\":true}").map_preserve_contents(move |inner| {
+            let counter = counter.clone();
+            SdkBody::from_body_1_x(inner.map_frame(move |frame| {
+                if let Some(data) = frame.data_ref() {
+                    counter.fetch_add(data.len(), std::sync::atomic::Ordering::SeqCst);
+                }
+                frame
+            }))
+        });
+        assert!(
+            body.bytes().is_some(),
+            "the wrapping keeps the bytes visible"
+        );
+        connector(HttpConnectorSettings::default())
+            .call(request(&uri, body))
+            .await
+            .expect("an answer");
+        // Sent chunked here: the wrapping hides the length, which the SDK sends as a header.
+        assert!(seen
+            .await
+            .expect("request seen")
+            .contains("{\"counted\":true}"));
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 16);
     }
 
     #[tokio::test]
