@@ -379,12 +379,13 @@ def main():
       "objects (a file, an upload, a completed video, a running render, a stored response, a webhook "
       "endpoint) through an App in which only that function's declared ports work, and fails on any "
       "call to an absent port, even one whose error the handler swallows (it caught the cancel "
-      "route's webhook send and engine cancel). The console, the steps, the workers and the "
-      "reconciler declare every port.")
+      "route's webhook send and engine cancel), and drives every console route with a signed-in "
+      "session the same way: the console is four functions, each declaring only its routes' ports "
+      "(docs/console.md, \"On AWS\"). The steps, the workers and the reconciler declare every port.")
     w("")
     groups = {}
     for f in artifacts["functions"]:
-        if f["kind"] == "http" and f["binary"] != "console":
+        if f["kind"] == "http":
             groups.setdefault(ports.get(f["binary"], "?"), []).append(f)
     if groups:
         w("What each port costs, by the HTTP functions that declare the same ports (median "

@@ -132,7 +132,7 @@ for b in bins:
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, data)
     media = sorted(name for name, pat in MEDIA.items() if re.search(pat, data))
-    kind = "http" if b.startswith("api-") or b == "console" else "other"
+    kind = "http" if b.startswith(("api-", "console")) else "other"
     rows.append({"binary": b, "kind": kind, "bootstrap_bytes": len(data),
                  "zip_bytes": len(buf.getvalue()), "media_crates": media})
 

@@ -33,23 +33,38 @@ pub enum Serves {
     /// EventBridge's "execution status change" of the state machine (failed, timed out,
     /// aborted): fails a job its execution left running, unbilled.
     ExecutionEnded,
-    /// The console playground: every method of [`CONSOLE_PATHS`] (pages, JSON routes, sign-in).
-    Console { routes: PathRoutes },
+    /// A part of the console playground: every method of `paths` (API Gateway routes each
+    /// here), through `routes`. The console is four functions, so that each links only the
+    /// ports its own routes use: [`CONSOLE`] (pages, sign-in and the account's JSON routes),
+    /// [`CONSOLE_VIDEOS`], [`CONSOLE_VIDEO_CANCEL`] and [`CONSOLE_CHAT`].
+    Console {
+        paths: &'static [&'static str],
+        routes: PathRoutes,
+    },
+    /// The console's chat answer, [`CONSOLE_STREAM_PATH`]: a function URL in `RESPONSE_STREAM`
+    /// mode, to which the distribution sends that path (no HTTP API route).
+    ConsoleChat { routes: PathRoutes },
     /// The PDF renderer (`reelgate_aws::pdf_lambda`), invoked by the functions whose entry
     /// declares the PDF port; the only binary that links the renderer.
     PdfRasterizer,
 }
 
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
-/// and route under `/console/`).
+/// and route under `/console/` that a more specific path below does not).
 pub const CONSOLE_PATHS: &[&str] = &[
     reelgate::api::console::CONSOLE_PAGE.path,
     "/console/{proxy+}",
 ];
 
-/// The console route whose answers may be SSE streams (the chat page): the template gives the
-/// console binary a streaming twin for it, as for the streamed API paths, and the distribution
-/// sends this path to the twin's function URL.
+/// The HTTP API paths of the console's video routes but cancel (API Gateway prefers them to the
+/// console's greedy path, and cancel's exact path to them).
+pub const CONSOLE_VIDEOS_PATHS: &[&str] = &[
+    reelgate::api::console::videos::CONSOLE_LIST_VIDEOS.path,
+    "/console/api/videos/{proxy+}",
+];
+
+/// The console route whose answers may be SSE streams (the chat page): [`CONSOLE_CHAT`] serves
+/// it through its function URL, and the distribution sends this path there.
 pub const CONSOLE_STREAM_PATH: &str = reelgate::api::console::api::CONSOLE_CHAT_COMPLETION.path;
 
 #[derive(Clone, Copy, Debug)]
@@ -332,13 +347,45 @@ manifest! {
     STEP_FAIL_JOB = step("step-fail-job", "StepFailJobFunction", "fail_job", "FailJobFunctionArn");
     RENDER_WORKER = other("render-worker", "RenderWorkerFunction", Serves::RenderWorker, Adapters::ALL);
     WEBHOOK_WORKER = other("webhook-worker", "WebhookWorkerFunction", Serves::WebhookWorker, Adapters::ALL);
+    // The console's uploads presign the PUT and read the bytes back when completed.
     CONSOLE = other(
         "console",
         "ConsoleFunction",
         Serves::Console {
-            routes: console::routes,
+            paths: CONSOLE_PATHS,
+            routes: console::site_routes,
         },
-        Adapters::ALL,
+        Adapters::STORE.blobs(),
+    );
+    // The ports of the API's create, remix, extension and edit functions (`api-videos`,
+    // `api-video-remix`, ...).
+    CONSOLE_VIDEOS = other(
+        "console-videos",
+        "ConsoleVideosFunction",
+        Serves::Console {
+            paths: CONSOLE_VIDEOS_PATHS,
+            routes: console::videos::admission_routes,
+        },
+        Adapters::STORE.blobs().workflow().queues(),
+    );
+    // As `api-video-cancel`: it stops the provider's render.
+    CONSOLE_VIDEO_CANCEL = other(
+        "console-video-cancel",
+        "ConsoleVideoCancelFunction",
+        Serves::Console {
+            paths: &[reelgate::api::console::videos::CONSOLE_CANCEL_VIDEO.path],
+            routes: console::videos::cancel_routes,
+        },
+        Adapters::STORE.workflow().queues().video_engines(),
+    );
+    // As `api-chat-completions`: the upstreams, and the bucket for image parts given as files.
+    CONSOLE_CHAT = other(
+        "console-chat",
+        "ConsoleStreamFunction",
+        Serves::ConsoleChat {
+            routes: console::api::chat_routes,
+        },
+        Adapters::STORE.chat().blobs(),
     );
     PDF_RASTERIZER = other("pdf-rasterizer", "PdfRasterizerFunction", Serves::PdfRasterizer, Adapters::STORE.blobs());
     EXECUTION_ENDED = other(
@@ -349,13 +396,15 @@ manifest! {
     );
 }
 
-/// The logical id of the streaming twin of a streamed HTTP function and of the console
-/// function (for [`CONSOLE_STREAM_PATH`]).
+/// The logical id of the function that streams an entry's answers through its function URL: a
+/// streamed API path's twin (same binary, [`crate::RESPONSE_STREAM_ENV`] on), or the console's
+/// chat function itself.
 pub fn stream_logical_id(f: &LambdaFunction) -> Option<String> {
     match f.serves {
-        Serves::Http { stream: true, .. } | Serves::Console { .. } => {
+        Serves::Http { stream: true, .. } => {
             Some(f.logical_id.replace("Function", "StreamFunction"))
         }
+        Serves::ConsoleChat { .. } => Some(f.logical_id.to_owned()),
         _ => None,
     }
 }
@@ -365,6 +414,34 @@ pub fn for_path(path: &str) -> Option<&'static LambdaFunction> {
     FUNCTIONS
         .iter()
         .find(|f| matches!(f.serves, Serves::Http { path: p, .. } if p == path))
+}
+
+/// The console function a console route (method, path template) reaches on AWS: the chat
+/// answer goes to [`CONSOLE_CHAT`]'s URL (the distribution's behaviour for
+/// [`CONSOLE_STREAM_PATH`]); any other to the HTTP API, which picks the console function with the
+/// most specific matching path: an exact path before a greedy `{proxy+}`, a longer prefix
+/// before a shorter one.
+pub fn for_console_route(method: &str, path: &str) -> Option<&'static LambdaFunction> {
+    if method == "POST" && path == CONSOLE_STREAM_PATH {
+        return FUNCTIONS
+            .iter()
+            .find(|f| matches!(f.serves, Serves::ConsoleChat { .. }));
+    }
+    FUNCTIONS
+        .iter()
+        .filter_map(|f| match f.serves {
+            Serves::Console { paths, .. } => paths
+                .iter()
+                .filter_map(|p| match p.strip_suffix("{proxy+}") {
+                    Some(prefix) => path.starts_with(prefix).then_some(prefix.len()),
+                    None => (*p == path).then_some(usize::MAX),
+                })
+                .max()
+                .map(|specificity| (specificity, f)),
+            _ => None,
+        })
+        .max_by_key(|(specificity, _)| *specificity)
+        .map(|(_, f)| f)
 }
 
 /// The function running `step`.

@@ -16,7 +16,9 @@ pub const RESPONSE_STREAM_ENV: &str = "REELGATE_RESPONSE_STREAM";
 /// ([`functions::API_MODELS`], ...), so it links that path's handlers and no others.
 pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error> {
     let routes = match function.serves {
-        functions::Serves::Http { routes, .. } | functions::Serves::Console { routes } => routes,
+        functions::Serves::Http { routes, .. }
+        | functions::Serves::Console { routes, .. }
+        | functions::Serves::ConsoleChat { routes } => routes,
         other => {
             // A programming error in a binary's one line; say which, at init.
             eprintln!("{} is not an HTTP function: {other:?}", function.binary);

@@ -12,7 +12,7 @@
 //! The console function is deployed behind the same HTTP API (its `ANY /console` and
 //! `ANY /console/{proxy+}` routes): a one-time sign-in link gives the session cookie, agreement
 //! is recorded through it (with its CSRF token; without, refused), a console upload goes to S3
-//! through its presigned PUT; and the console's streaming twin answers the chat page as SSE
+//! through its presigned PUT; and the console's chat function answers the chat page as SSE
 //! through its function URL.
 //!
 //! Needs `AWS_ENDPOINT_URL` (from `scripts/aws-emulator.sh env`); without it the test fails with
@@ -46,8 +46,8 @@ const DEPLOYED: &[&str] = &[
     // The direct-to-S3 upload flow for files over Lambda's 6 MB request limit.
     "api-uploads",
     "api-upload-complete",
-    // The console behind the HTTP API (sign-in link, agreement, uploads), and its streaming twin
-    // (deployed as `console-stream`) for the chat page.
+    // The console behind the HTTP API (sign-in link, agreement, uploads), and its chat function
+    // (`console-chat`, deployed as `console-stream`) for the chat page.
     "console",
 ];
 
@@ -69,6 +69,7 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
         "api-upload-complete" => env!("CARGO_BIN_EXE_api-upload-complete"),
         "console" => env!("CARGO_BIN_EXE_console"),
+        "console-chat" => env!("CARGO_BIN_EXE_console-chat"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)
@@ -471,29 +472,27 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
     // Packaging (strip + zip) and uploading overlap: while the emulator unpacks one function the
     // next one is being zipped. Deploying one by one took ~60 s.
     let mut deploys = tokio::task::JoinSet::new();
-    // (deployed name, binary): every binary once, and the console's streaming twin.
+    // (deployed name, binary): every binary once, and the console's chat function, whose URL
+    // streams.
     let deployments = DEPLOYED
         .iter()
         .map(|b| (*b, *b))
-        .chain([("console-stream", "console")]);
+        .chain([("console-stream", "console-chat")]);
     for (deployed, binary) in deployments {
         let mut env = common.clone();
         if matches!(deployed, "api-chat-completions" | "console-stream") {
             env.insert(reelgate_lambda::RESPONSE_STREAM_ENV.into(), "1".into());
         }
-        if matches!(binary, "api-chat-completions" | "console") {
+        if matches!(binary, "api-chat-completions" | "console-chat") {
             env.insert("REELGATE_UPSTREAM_BASE_URL".into(), upstream.url.clone());
         }
-        if matches!(
-            binary,
-            "api-videos" | "api-video-cancel" | "render-worker" | "console"
-        ) {
+        if matches!(binary, "api-videos" | "api-video-cancel" | "render-worker") {
             env.insert(
                 "REELGATE_STATE_MACHINE_ARN".into(),
                 state_machine_arn.clone(),
             );
         }
-        let timeout = if binary.starts_with("api-") || binary == "console" {
+        let timeout = if binary.starts_with("api-") || binary.starts_with("console") {
             29
         } else {
             120

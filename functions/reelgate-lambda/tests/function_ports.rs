@@ -255,15 +255,34 @@ fn call_json(method: &'static str, path: impl Into<String>, body: Value) -> Call
     }
 }
 
-async fn drive(app: &App, function: &LambdaFunction, key: &str, c: &Call) -> (StatusCode, String) {
-    let Serves::Http { routes, .. } = function.serves else {
-        panic!("{} is not an HTTP function", function.binary)
+/// Who calls: an API key for the API's functions, a console session (its cookie, with the CSRF
+/// token every state-changing console request carries) for the console's.
+struct Credentials {
+    key: String,
+    console_cookie: String,
+    csrf: String,
+}
+
+async fn drive(
+    app: &App,
+    function: &LambdaFunction,
+    who: &Credentials,
+    c: &Call,
+) -> (StatusCode, String) {
+    let (routes, console) = match function.serves {
+        Serves::Http { routes, .. } => (routes, false),
+        Serves::Console { routes, .. } | Serves::ConsoleChat { routes } => (routes, true),
+        _ => panic!("{} is not an HTTP function", function.binary),
     };
     let router = reelgate::api::serve(app.clone(), routes());
-    let builder = Request::builder()
-        .method(c.method)
-        .uri(&c.path)
-        .header("authorization", format!("Bearer {key}"));
+    let builder = Request::builder().method(c.method).uri(&c.path);
+    let builder = if console {
+        builder
+            .header("cookie", &who.console_cookie)
+            .header(reelgate::api::console::CSRF_HEADER, &who.csrf)
+    } else {
+        builder.header("authorization", format!("Bearer {}", who.key))
+    };
     let request = match &c.payload {
         Payload::None => builder.body(Body::empty()),
         Payload::Json(v) => builder
@@ -382,6 +401,52 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
     )
     .await;
     let seeded = seeded["id"].as_str().expect("character id").to_owned();
+
+    // The console's objects: a session (its cookie and CSRF token, from a one-time sign-in
+    // link), a second completed video, key, upload and webhook for the console's own deletes.
+    let who = console_sign_in(&server, &t).await;
+    let console_seed = |path: &str, body: Value| {
+        let (server, who) = (&server, &who);
+        let path = path.to_owned();
+        async move {
+            let res = reqwest::Client::new()
+                .post(server.url(&path))
+                .header("cookie", &who.console_cookie)
+                .header(reelgate::api::console::CSRF_HEADER, &who.csrf)
+                .json(&body)
+                .send()
+                .await
+                .expect("console request");
+            let status = res.status();
+            let v: Value = res.json().await.expect("json");
+            assert!(status.is_success(), "seeding POST {path}: {status} {v}");
+            v
+        }
+    };
+    let done2 = seed(&server, &t, "POST", "/v1/videos", video.clone()).await;
+    let done2 = done2["id"].as_str().expect("video id").to_owned();
+    wait_video(&server, &t, &done2, "completed").await;
+    let key2 = console_seed("/console/api/keys", json!({"name": "second"})).await;
+    let key2 = key2["id"].as_str().expect("key id").to_owned();
+    let webhook2 = seed(&server, &t, "POST", "/v1/webhooks", json!({"url": hook})).await;
+    let webhook2 = webhook2["id"].as_str().expect("webhook id").to_owned();
+    let upload2 = seed(
+        &server,
+        &t,
+        "POST",
+        "/v1/uploads",
+        json!({"purpose": "vision", "filename": "dot.png", "bytes": png.len(), "mime_type": "image/png"}),
+    )
+    .await;
+    let put = reqwest::Client::new()
+        .put(upload2["upload_url"].as_str().expect("upload url"))
+        .header("content-type", "image/png")
+        .body(png.clone())
+        .send()
+        .await
+        .expect("put");
+    assert!(put.status().is_success(), "{}", put.status());
+    let upload2 = upload2["id"].as_str().expect("upload id").to_owned();
 
     let chat = json!({"model": "fake-chat", "messages": [{"role": "user", "content": [
         {"type": "text", "text": "What is in the image?"},
@@ -524,33 +589,140 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
             "api-response-input-items" => {
                 vec![call("GET", format!("/v1/responses/{stored}/input_items"))]
             }
+            "console" => vec![
+                call("GET", "/console"),
+                call("GET", "/console/"),
+                call("GET", format!("/console/videos/{done}")),
+                call("GET", "/console/assets/console.css"),
+                call("GET", "/console/assets/console.js"),
+                // Without a link's token the sign-in page answers that the link is not valid.
+                Call {
+                    refusal: Some((401, "")),
+                    ..call("GET", "/console/signin")
+                },
+                // No identity provider is configured here: each OIDC route says so after
+                // routing (the handler runs).
+                Call {
+                    refusal: Some((404, "")),
+                    ..call("GET", "/console/oidc/start")
+                },
+                Call {
+                    refusal: Some((404, "")),
+                    ..call("GET", "/console/oidc/callback")
+                },
+                Call {
+                    refusal: Some((404, "")),
+                    ..call_json("POST", "/console/oidc/choose", json!({}))
+                },
+                call("GET", "/console/api/session"),
+                call("GET", "/console/api/terms"),
+                call("POST", "/console/api/terms/agree"),
+                call("GET", "/console/api/models"),
+                call("GET", "/console/api/chat/models"),
+                call("GET", "/console/api/keys"),
+                call_json("POST", "/console/api/keys", json!({"name": "third"})),
+                call("GET", format!("/console/api/keys/{key2}/limits")),
+                call_json(
+                    "POST",
+                    format!("/console/api/keys/{key2}/limits"),
+                    json!({"requests_per_minute": 100}),
+                ),
+                call("DELETE", format!("/console/api/keys/{key2}")),
+                call("GET", "/console/api/usage"),
+                call_json(
+                    "POST",
+                    "/console/api/uploads",
+                    json!({"purpose": "vision", "filename": "a.png", "bytes": 10, "mime_type": "image/png"}),
+                ),
+                call_json(
+                    "POST",
+                    format!("/console/api/uploads/{upload2}/complete"),
+                    json!({}),
+                ),
+                call("GET", "/console/api/webhooks"),
+                call_json("POST", "/console/api/webhooks", json!({"url": hook})),
+                call(
+                    "POST",
+                    format!("/console/api/webhooks/{webhook2}/rotate_secret"),
+                ),
+                call("POST", format!("/console/api/webhooks/{webhook2}/test")),
+                call("DELETE", format!("/console/api/webhooks/{webhook2}")),
+                // Signing out ends the session the console's other calls use: the last call.
+                call("POST", "/console/api/signout"),
+            ],
+            "console-videos" => vec![
+                call_json("POST", "/console/api/videos/quote", video.clone()),
+                call_json("POST", "/console/api/videos", held_prompt.clone()),
+                call("GET", "/console/api/videos"),
+                call("GET", format!("/console/api/videos/{done}")),
+                call("GET", format!("/console/api/videos/{done}/media")),
+                call_json(
+                    "POST",
+                    format!("/console/api/videos/{done}/remix"),
+                    json!({"prompt": "the same dot, now red"}),
+                ),
+                call_json(
+                    "POST",
+                    format!("/console/api/videos/{done}/extend"),
+                    json!({"prompt": "the lake at dusk", "seconds": 4}),
+                ),
+                call_json(
+                    "POST",
+                    format!("/console/api/videos/{done}/edit"),
+                    json!({"prompt": "the lake in fog"}),
+                ),
+                call("DELETE", format!("/console/api/videos/{done2}")),
+            ],
+            // The video console-videos admitted (its render held running).
+            "console-video-cancel" => vec![call("POST", "/console/api/videos/{held}/cancel")],
+            "console-chat" => vec![
+                call_json("POST", "/console/api/chat/completions", chat.clone()),
+                call_json(
+                    "POST",
+                    "/console/api/chat/completions",
+                    streamed_chat.clone(),
+                ),
+            ],
             other => panic!("no representative requests for {other}: add them to this test"),
         }
     };
 
+    // The API's functions, then the console's (whose site function signs out last).
     let http: Vec<&LambdaFunction> = FUNCTIONS
         .iter()
         .filter(|f| matches!(f.serves, Serves::Http { .. }))
+        .chain(
+            FUNCTIONS
+                .iter()
+                .filter(|f| {
+                    matches!(
+                        f.serves,
+                        Serves::Console { .. } | Serves::ConsoleChat { .. }
+                    )
+                })
+                .filter(|f| f.binary != "console"),
+        )
+        .chain(FUNCTIONS.iter().filter(|f| f.binary == "console"))
         .collect();
     let mut failures = Vec::new();
     let mut held: Option<String> = None;
-    // Two passes: everything but the deletes, then the deletes.
+    // Two passes: everything but the deletes (and the console's sign-out), then those.
     for deletes in [false, true] {
         for function in &http {
-            let Serves::Http { path, .. } = function.serves else {
-                unreachable!()
-            };
             let app = assembled(&server.app, function);
             let calls = calls(function.binary);
-            for (method, _) in reelgate::api::API_ROUTES.iter().filter(|(_, p)| *p == path) {
+            for (method, path) in routes_of(function) {
                 assert!(
-                    calls.iter().any(|c| c.method == *method),
+                    calls
+                        .iter()
+                        .any(|c| c.method == method && matches_template(path, &c.path)),
                     "{}: no representative {method} {path} in this test",
                     function.binary
                 );
             }
             for mut c in calls {
-                if (c.method == "DELETE") != deletes {
+                let ends_something = c.method == "DELETE" || c.path.ends_with("/signout");
+                if ends_something != deletes {
                     continue;
                 }
                 if c.path.contains("{held}") {
@@ -566,7 +738,7 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                     c.path = c.path.replace("{held}", &id);
                 }
                 let before = absent_calls().len();
-                let (status, body) = drive(&app, function, &t.key, &c).await;
+                let (status, body) = drive(&app, function, &who, &c).await;
                 let absent: Vec<_> = absent_calls().split_off(before);
                 let expected = match c.refusal {
                     None => status.is_success(),
@@ -581,7 +753,9 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
                         body.chars().take(600).collect::<String>()
                     ));
                 }
-                if function.binary == "api-videos" && held.is_none() && status.is_success() {
+                let holds = matches!(&c.payload, Payload::Json(v)
+                    if v["prompt"].as_str().is_some_and(|p| p.starts_with("HOLD")));
+                if holds && status.is_success() {
                     let v: Value = serde_json::from_str(&body).expect("video json");
                     held = v["id"].as_str().map(str::to_owned);
                 }
@@ -595,9 +769,9 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
     );
 }
 
-/// The functions that are not one API path (the console, the workflow steps, the workers and
-/// the reconciler) run with every port: the console serves chat, videos and files at once, and
-/// the pipeline reaches every port but the PDF renderer, which only the responses path invokes.
+/// The functions that serve no HTTP routes (the workflow steps, the workers and the
+/// reconciler) run with every port: the pipeline reaches every port but the PDF renderer, which
+/// only the responses path invokes.
 /// The PDF renderer function itself reads and writes the bucket and nothing else.
 #[test]
 fn every_other_function_declares_every_port() {
@@ -606,7 +780,10 @@ fn every_other_function_declares_every_port() {
             assert_eq!(f.adapters.ports(), vec![Port::Blobs], "{}", f.binary);
             continue;
         }
-        if matches!(f.serves, Serves::Http { .. }) {
+        if matches!(
+            f.serves,
+            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
+        ) {
             continue;
         }
         assert_eq!(
@@ -615,5 +792,73 @@ fn every_other_function_declares_every_port() {
             "{} must declare every port",
             f.binary
         );
+    }
+}
+
+/// The (method, path template) routes a function answers: its API path's methods, or the
+/// console routes that reach it on AWS.
+fn routes_of(function: &LambdaFunction) -> Vec<(&'static str, &'static str)> {
+    match function.serves {
+        Serves::Http { path, .. } => reelgate::api::API_ROUTES
+            .iter()
+            .filter(|(_, p)| *p == path)
+            .copied()
+            .collect(),
+        _ => reelgate::api::CONSOLE_ROUTES
+            .iter()
+            .filter(|(m, p)| {
+                reelgate_lambda::functions::for_console_route(m, p)
+                    .is_some_and(|f| f.binary == function.binary)
+            })
+            .copied()
+            .collect(),
+    }
+}
+
+/// Whether `url` (a path, with or without a query) is an instance of `template`.
+fn matches_template(template: &str, url: &str) -> bool {
+    let path = url.split('?').next().unwrap_or_default();
+    let (t, u): (Vec<_>, Vec<_>) = (template.split('/').collect(), path.split('/').collect());
+    t.len() == u.len()
+        && t.iter()
+            .zip(&u)
+            .all(|(t, u)| (t.starts_with('{') && !u.is_empty()) || t == u)
+}
+
+/// Signs the tenant's person in to the console through a one-time link, as a browser does.
+async fn console_sign_in(server: &TestServer, t: &Tenant) -> Credentials {
+    let link = reelgate::domain::accounts::console::Console::new(server.app.store.as_ref())
+        .create_link(&t.person, &t.org, 60)
+        .await
+        .expect("link");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let res = http
+        .get(link.url(&server.base_url))
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = res.headers()["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("cookie pair")
+        .to_owned();
+    let session: Value = http
+        .get(server.url("/console/api/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("session")
+        .json()
+        .await
+        .expect("json");
+    Credentials {
+        key: t.key.clone(),
+        console_cookie: cookie,
+        csrf: session["csrf_token"].as_str().expect("csrf").to_owned(),
     }
 }

@@ -8,7 +8,7 @@ use axum::http::{Method, Request, StatusCode};
 use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
 use reelgate_embedded::backend::LocalBackend;
-use reelgate_lambda::functions::{Serves, BY_CONSTANT, FUNCTIONS};
+use reelgate_lambda::functions::{LambdaFunction, Serves, BY_CONSTANT, FUNCTIONS};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -19,7 +19,10 @@ fn every_binary_runs_its_own_manifest_entry() {
     for f in FUNCTIONS {
         let source = std::fs::read_to_string(dir.join(format!("{}.rs", f.binary)))
             .unwrap_or_else(|e| panic!("{}: {e}", f.binary));
-        if !matches!(f.serves, Serves::Http { .. } | Serves::Console { .. }) {
+        if !matches!(
+            f.serves,
+            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
+        ) {
             continue;
         }
         let named = source
@@ -132,5 +135,73 @@ async fn each_http_function_serves_its_own_path_and_no_other() {
                 "{binary} also answers {other_path}, the path of {other}"
             );
         }
+    }
+}
+
+fn console_routes(f: &LambdaFunction) -> Option<reelgate::api::PathRoutes> {
+    match f.serves {
+        Serves::Console { routes, .. } | Serves::ConsoleChat { routes } => Some(routes),
+        _ => None,
+    }
+}
+
+/// The console is four functions on AWS: each console route is answered by the one its
+/// request reaches there, and by no other console function (which would mean a route linked
+/// twice, or one that API Gateway sends where its handler is not).
+#[tokio::test]
+async fn each_console_route_is_served_by_the_console_function_it_reaches() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = LocalBackend::open(dir.path(), "http://127.0.0.1:9").expect("local backend");
+    let catalog = Arc::new(Catalog::load(None).expect("catalog"));
+    let app = backend.app(catalog, Settings::default());
+    let consoles: Vec<&LambdaFunction> = FUNCTIONS
+        .iter()
+        .filter(|f| console_routes(f).is_some())
+        .collect();
+    assert_eq!(
+        consoles.len(),
+        4,
+        "console, console-videos, console-video-cancel, console-chat"
+    );
+    let mut served = std::collections::BTreeMap::new();
+    for (method, path) in reelgate::api::CONSOLE_ROUTES.iter() {
+        let expected = reelgate_lambda::functions::for_console_route(method, path)
+            .unwrap_or_else(|| panic!("no console function takes {method} {path}"));
+        *served.entry(expected.binary).or_insert(0) += 1;
+        for f in &consoles {
+            let routes = console_routes(f).expect("console routes");
+            let router = reelgate::api::serve(app.clone(), routes());
+            let request = Request::builder()
+                .method(Method::from_bytes(method.as_bytes()).expect("method"))
+                .uri(concrete(path))
+                .body(Body::empty())
+                .expect("request");
+            let response = router.oneshot(request).await.expect("answer");
+            let status = response.status();
+            let unrouted = status == StatusCode::METHOD_NOT_ALLOWED
+                || (status == StatusCode::NOT_FOUND
+                    && error_code(response).await.as_deref() == Some("unknown_url"));
+            if f.binary == expected.binary {
+                assert!(
+                    !unrouted,
+                    "{} does not serve {method} {path} ({status})",
+                    f.binary
+                );
+            } else {
+                assert!(
+                    unrouted,
+                    "{} also serves {method} {path}, which reaches {} ({status})",
+                    f.binary, expected.binary
+                );
+            }
+        }
+    }
+    // Each function takes some of the console's routes.
+    for f in &consoles {
+        assert!(
+            served.get(f.binary).is_some_and(|n| *n > 0),
+            "{} serves nothing: {served:?}",
+            f.binary
+        );
     }
 }

@@ -259,29 +259,28 @@ fn api_events(t: &Value) -> Vec<(String, String, String)> {
 fn every_route_has_an_api_event_and_every_event_a_route() {
     let t = template();
     let events = api_events(&t);
-    // The console function takes every method of the console's paths, and only it does.
-    let console = FUNCTIONS
+    // Each console function takes every method of its paths; no other function takes a path
+    // under /console.
+    let expected_console: BTreeSet<(String, String, String)> = FUNCTIONS
         .iter()
-        .find(|f| matches!(f.serves, Serves::Console { .. }))
-        .expect("the manifest has the console function");
-    let console_events: BTreeSet<(String, String)> = events
-        .iter()
-        .filter(|(_, p, _)| p == "/console" || p.starts_with("/console/"))
-        .map(|(m, p, id)| {
-            assert_eq!(
-                id, console.logical_id,
-                "{m} {p} must go to the console function"
-            );
-            (m.clone(), p.clone())
+        .filter_map(|f| match f.serves {
+            Serves::Console { paths, .. } => Some((f.logical_id, paths)),
+            _ => None,
+        })
+        .flat_map(|(id, paths)| {
+            paths
+                .iter()
+                .map(move |p| ("ANY".to_owned(), p.to_string(), id.to_owned()))
         })
         .collect();
-    let expected_console: BTreeSet<(String, String)> = reelgate_lambda::functions::CONSOLE_PATHS
+    let console_events: BTreeSet<(String, String, String)> = events
         .iter()
-        .map(|p| ("ANY".to_owned(), p.to_string()))
+        .filter(|(_, p, _)| p == "/console" || p.starts_with("/console/"))
+        .cloned()
         .collect();
     assert_eq!(
         console_events, expected_console,
-        "the console's HttpApi events: ANY on each of CONSOLE_PATHS"
+        "the console's HttpApi events: ANY on each path of each console function, on that function"
     );
     let events: Vec<(String, String, String)> = events
         .into_iter()
@@ -577,12 +576,12 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
             );
         }
     }
-    // The console's chat goes to the console's streaming twin; the rest of the console (its
+    // The console's chat goes to the console's chat function; the rest of the console (its
     // other JSON routes included) to the HTTP API.
-    let console = FUNCTIONS
+    let console_chat = FUNCTIONS
         .iter()
-        .find(|f| matches!(f.serves, Serves::Console { .. }))
-        .expect("the console function");
+        .find(|f| matches!(f.serves, Serves::ConsoleChat { .. }))
+        .expect("the console's chat function");
     let stream_path = reelgate_lambda::functions::CONSOLE_STREAM_PATH;
     assert!(
         reelgate::api::CONSOLE_ROUTES.contains(&("POST", stream_path)),
@@ -592,7 +591,7 @@ fn the_front_door_routes_streaming_paths_to_function_urls_and_everything_else_to
     assert_eq!(b["PathPattern"].as_str(), Some(stream_path));
     assert_eq!(
         origin_target(origin(d, b["TargetOriginId"].as_str().unwrap())),
-        stream_logical_id(console)
+        stream_logical_id(console_chat)
     );
     for path in [
         "/console/api/chat/models",
@@ -844,7 +843,8 @@ fn every_origin_gets_the_origin_secret_from_secrets_manager_and_every_api_functi
         );
     }
     for (id, r) in functions(&t) {
-        let is_api = binary_of(r).is_some_and(|b| b.starts_with("api-") || b == "console");
+        let is_api =
+            binary_of(r).is_some_and(|b| b.starts_with("api-") || b.starts_with("console"));
         let env = &r["Properties"]["Environment"]["Variables"]["REELGATE_ORIGIN_SECRET_ARN"];
         let policies = text(&r["Properties"]["Policies"]);
         if is_api {

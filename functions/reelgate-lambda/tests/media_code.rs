@@ -137,8 +137,10 @@ fn only_the_media_steps_link_video_codecs() {
     // Every HTTP function is among the checked ones, but those whose answer needs a decoded
     // picture.
     for f in FUNCTIONS {
-        if matches!(f.serves, Serves::Http { .. } | Serves::Console { .. })
-            && !DECODES_BEFORE_ANSWERING.contains(&f.binary)
+        if matches!(
+            f.serves,
+            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
+        ) && !DECODES_BEFORE_ANSWERING.contains(&f.binary)
         {
             assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
         }

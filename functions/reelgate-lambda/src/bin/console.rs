@@ -1,4 +1,5 @@
-//! Lambda function for the console playground, `/console` and `/console/{proxy+}` (see
+//! Lambda function for the console playground's pages, sign-in and account routes, `/console`
+//! and `/console/{proxy+}` but for the video routes and the chat answer (see
 //! `reelgate_lambda::functions` and docs/console.md).
 
 #[tokio::main]

@@ -331,6 +331,12 @@ pub const CONSOLE_SEND_WEBHOOK_TEST_EVENT: Operation = Operation {
     ..DEFAULT
 };
 
+/// The console's chat answer (streamed on AWS by a function of its own).
+pub fn chat_routes() -> Router<App> {
+    Router::new().declared(&CONSOLE_CHAT_COMPLETION, chat)
+}
+
+/// The account's JSON routes: everything here but the chat answer.
 pub fn routes() -> Router<App> {
     Router::new()
         .declared(&CONSOLE_SESSION, session)
@@ -339,7 +345,6 @@ pub fn routes() -> Router<App> {
         .declared(&CONSOLE_AGREE_TO_TERMS, agree)
         .declared(&CONSOLE_VIDEO_MODELS, models)
         .declared(&CONSOLE_CHAT_MODELS, chat_models)
-        .declared(&CONSOLE_CHAT_COMPLETION, chat)
         .declared(&CONSOLE_LIST_KEYS, list_keys)
         .declared(&CONSOLE_CREATE_KEY, create_key)
         .declared(&CONSOLE_REVOKE_KEY, revoke_key)

@@ -102,7 +102,18 @@ pub const CONSOLE_SCRIPT: Operation = Operation {
     ..DEFAULT
 };
 
+/// Every console route: the local server's console.
 pub fn routes() -> Router<App> {
+    site_routes()
+        .merge(videos::routes())
+        .merge(api::chat_routes())
+}
+
+/// The console without its video routes and its chat answer: the pages, sign-in, and the JSON
+/// routes of the account (session, terms, keys, usage, uploads, webhooks, model lists). On AWS
+/// its parts are functions of their own, so that each links only the ports it uses
+/// (docs/console.md, "On AWS").
+pub fn site_routes() -> Router<App> {
     Router::new()
         .declared(&CONSOLE_PAGE, page)
         .declared(&CONSOLE_PAGE_SLASH, page)
@@ -112,7 +123,6 @@ pub fn routes() -> Router<App> {
         .declared(&CONSOLE_STYLESHEET, css)
         .declared(&CONSOLE_SCRIPT, js)
         .merge(api::routes())
-        .merge(videos::routes())
         .merge(oidc::routes())
 }
 

@@ -173,7 +173,15 @@ pub const CONSOLE_EDIT_VIDEO: Operation = Operation {
     links: CONSOLE_VIDEO_LINKS,
 };
 
+/// Every console video route.
 pub fn routes() -> Router<App> {
+    admission_routes().merge(cancel_routes())
+}
+
+/// The console's video routes but cancel: on AWS one function, and cancel another, because
+/// stopping the provider's render links the video engines (and, through their submissions, the
+/// image decoders), which nothing else here uses.
+pub fn admission_routes() -> Router<App> {
     Router::new()
         .declared(&CONSOLE_QUOTE_VIDEO, quote)
         .declared(&CONSOLE_LIST_VIDEOS, list_videos)
@@ -181,10 +189,14 @@ pub fn routes() -> Router<App> {
         .declared(&CONSOLE_RETRIEVE_VIDEO, get_video)
         .declared(&CONSOLE_DELETE_VIDEO, delete_video)
         .declared(&CONSOLE_VIDEO_MEDIA, media)
-        .declared(&CONSOLE_CANCEL_VIDEO, cancel_video)
         .declared(&CONSOLE_REMIX_VIDEO, remix_video)
         .declared(&CONSOLE_EXTEND_VIDEO, extend_video)
         .declared(&CONSOLE_EDIT_VIDEO, edit_video)
+}
+
+/// The Cancel button's route.
+pub fn cancel_routes() -> Router<App> {
+    Router::new().declared(&CONSOLE_CANCEL_VIDEO, cancel_video)
 }
 
 /// The exact quote of a create request before submitting it (same validation as admission).
