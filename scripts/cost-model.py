@@ -93,10 +93,20 @@ def money(x, places=4):
     return f"${D(x).quantize(q, rounding=ROUND_HALF_UP)}"
 
 
-def function_ports():
-    """Each binary's declared ports, read from the manifest (functions/reelgate-lambda/src/functions.rs)."""
+def function_ports(commit=None):
+    """Each binary's declared ports, read from the manifest (functions/reelgate-lambda/src/functions.rs),
+    as it is in the working tree or, given a commit, as it was there (a table measured at an older
+    commit shows the ports its binaries had then)."""
     import re
-    text = (REPO / "functions/reelgate-lambda/src/functions.rs").read_text()
+    import subprocess
+    path = "functions/reelgate-lambda/src/functions.rs"
+    text = None
+    if commit:
+        shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=REPO,
+                               capture_output=True, text=True)
+        text = shown.stdout if shown.returncode == 0 else None
+    if text is None:
+        text = (REPO / path).read_text()
     body = text[text.index("manifest! {"):]
     out = {}
     for entry in body.split(";"):
@@ -171,7 +181,8 @@ def lambda_profile_note(artifacts, release, before):
         f = {x["binary"]: x for x in (report or {}).get("functions", [])}.get(name)
         return f"{f['bootstrap_bytes']/2**20:.2f} MiB ({f['zip_bytes']/2**20:.2f} MiB zipped)" if f else "not measured"
     build = artifacts.get("build_seconds")
-    build = (f"{build / 60:.0f} minutes for the {len(artifacts['functions'])} bootstraps built"
+    built = artifacts.get("bootstraps_built", len(artifacts["functions"]))
+    build = (f"{build / 60:.0f} minutes for the {built} bootstraps built"
              if build else "not recorded")
     return (
         "The `lambda` profile (Cargo.toml) inherits `release` and sets `opt-level = \"s\"`, "
@@ -192,7 +203,9 @@ def lambda_profile_note(artifacts, release, before):
         "load average 4.4), `api-chat-completions` warm p50/p99 203.2/267.2 ms (`lambda`) against "
         "208.1/355.4 ms (`release`), `api-models` 96.5/135.3 against 107.1/131.7 ms; the emulator's "
         "round trips dominate those durations, so a CPU difference of a few percent would not show. "
-        "Peak RSS fell with the size (`api-chat-completions` 13.3 against 18.8 MiB).")
+        "Peak RSS fell with the size (`api-chat-completions` 13.3 against 18.8 MiB)."
+        + (f" Rows measured after that build: {artifacts['later_rows_note']}."
+           if artifacts.get("later_rows_note") else ""))
 
 
 def log_cost(nbytes):
@@ -273,7 +286,7 @@ def main():
         w("")
         w("| function | ports | bootstrap | zip | media code linked |")
         w("|---|---|---:|---:|---|")
-        deployed_ports = function_ports()
+        deployed_ports = function_ports(deployed.get("commit"))
         for f in deployed["functions"]:
             w(f"| {f['binary']} | {deployed_ports.get(f['binary'], '?')} | "
               f"{f['bootstrap_bytes']/2**20:.2f} MiB | {f['zip_bytes']/2**20:.2f} MiB | "
