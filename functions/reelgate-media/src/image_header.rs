@@ -12,25 +12,21 @@ use crate::error::MediaError;
 /// The declared size, `(width, height)`. An image that declares a zero side, or whose header
 /// ends before its size, is refused like one that cannot be decoded.
 pub fn image_dimensions(bytes: &[u8]) -> Result<(u32, u32), MediaError> {
-    let (width, height) = if bytes.starts_with(PNG_SIGNATURE) {
-        png(bytes)
-    } else if bytes.starts_with(&[0xFF, 0xD8]) {
-        jpeg(bytes)
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        gif(bytes)
-    } else if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
-        webp(bytes)
-    } else {
-        return Err(decode_error("unrecognised image format"));
-    }
-    .ok_or_else(|| decode_error("the image's header ends before its size"))?;
+    // The format by its signature, as every upload is recognised (`sniff`, the one list of them).
+    let read = match crate::sniff::sniff(bytes).mime {
+        "image/png" => png,
+        "image/jpeg" => jpeg,
+        "image/gif" => gif,
+        "image/webp" => webp,
+        _ => return Err(decode_error("unrecognised image format")),
+    };
+    let (width, height) =
+        read(bytes).ok_or_else(|| decode_error("the image's header ends before its size"))?;
     if width == 0 || height == 0 {
         return Err(decode_error("the image declares no size"));
     }
     Ok((width, height))
 }
-
-const PNG_SIGNATURE: &[u8] = &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
 
 fn decode_error(why: &str) -> MediaError {
     MediaError::ImageDecode(why.to_owned())
