@@ -130,7 +130,7 @@ impl Adapters {
         moderator: None,
     };
 
-    /// Every port but the PDF renderer (the workflow steps, the workers, the console), which
+    /// Every port but the PDF renderer (the workflow steps and the workers), which
     /// only the functions that convert Responses inputs invoke.
     pub const ALL: Adapters = Adapters::STORE
         .blobs()
