@@ -8,47 +8,18 @@ use reelgate_embedded::testing::TestServer;
 use serde_json::Value;
 
 async fn sign_in(server: &TestServer, person: &str, org: &str) -> (String, String) {
-    let console = Console::new(server.app.store.as_ref());
-    let link = console.create_link(person, org, 60).await.expect("link");
-    let http = reqwest::Client::builder()
+    let login = server.console_sign_in(person, org).await;
+    // The link worked once.
+    let again = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .expect("client");
-    let res = http
-        .get(link.url(&server.base_url))
-        .send()
-        .await
-        .expect("sign in");
-    assert_eq!(res.status().as_u16(), 303);
-    assert_eq!(res.headers()["location"], "/console/");
-    let cookie = res.headers()["set-cookie"]
-        .to_str()
-        .expect("cookie")
-        .to_owned();
-    let secret = cookie
-        .split(';')
-        .next()
-        .and_then(|kv| kv.strip_prefix("reelgate_console="))
-        .expect("session cookie")
-        .to_owned();
-    // The link worked once.
-    let again = http
-        .get(link.url(&server.base_url))
+        .expect("client")
+        .get(&login.link_url)
         .send()
         .await
         .expect("again");
     assert_eq!(again.status().as_u16(), 401);
-    let session: Value = http
-        .get(server.url("/console/api/session"))
-        .header("cookie", format!("reelgate_console={secret}"))
-        .send()
-        .await
-        .expect("session")
-        .json()
-        .await
-        .expect("json");
-    let csrf = session["csrf_token"].as_str().expect("csrf").to_owned();
-    (secret, csrf)
+    (login.secret, login.csrf)
 }
 
 async fn status(req: reqwest::RequestBuilder) -> (u16, Value) {

@@ -186,6 +186,27 @@ async fn seed(server: &TestServer, t: &Tenant, method: &str, path: &str, body: V
     v
 }
 
+/// An upload of `png` whose bytes were PUT to its presigned URL, ready to complete.
+async fn uploaded(server: &TestServer, t: &Tenant, png: &[u8]) -> String {
+    let upload = seed(
+        server,
+        t,
+        "POST",
+        "/v1/uploads",
+        json!({"purpose": "vision", "filename": "dot.png", "bytes": png.len(), "mime_type": "image/png"}),
+    )
+    .await;
+    let put = reqwest::Client::new()
+        .put(upload["upload_url"].as_str().expect("upload url"))
+        .header("content-type", "image/png")
+        .body(png.to_vec())
+        .send()
+        .await
+        .expect("put");
+    assert!(put.status().is_success(), "{}", put.status());
+    upload["id"].as_str().expect("upload id").to_owned()
+}
+
 async fn wait_video(server: &TestServer, t: &Tenant, id: &str, until: &str) {
     let start = Instant::now();
     loop {
@@ -356,23 +377,7 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
         .await
         .expect("json");
     let image = image["id"].as_str().expect("file id").to_owned();
-    let upload = seed(
-        &server,
-        &t,
-        "POST",
-        "/v1/uploads",
-        json!({"purpose": "vision", "filename": "dot.png", "bytes": png.len(), "mime_type": "image/png"}),
-    )
-    .await;
-    let put = reqwest::Client::new()
-        .put(upload["upload_url"].as_str().expect("upload url"))
-        .header("content-type", "image/png")
-        .body(png.clone())
-        .send()
-        .await
-        .expect("put");
-    assert!(put.status().is_success(), "{}", put.status());
-    let upload = upload["id"].as_str().expect("upload id").to_owned();
+    let upload = uploaded(&server, &t, &png).await;
     let hook = server.url("/hook");
     let webhook = seed(&server, &t, "POST", "/v1/webhooks", json!({"url": hook})).await;
     let webhook = webhook["id"].as_str().expect("webhook id").to_owned();
@@ -404,7 +409,12 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
 
     // The console's objects: a session (its cookie and CSRF token, from a one-time sign-in
     // link), a second completed video, key, upload and webhook for the console's own deletes.
-    let who = console_sign_in(&server, &t).await;
+    let login = server.console_sign_in(&t.person, &t.org).await;
+    let who = Credentials {
+        key: t.key.clone(),
+        console_cookie: login.cookie,
+        csrf: login.csrf,
+    };
     let console_seed = |path: &str, body: Value| {
         let (server, who) = (&server, &who);
         let path = path.to_owned();
@@ -430,23 +440,7 @@ async fn every_route_of_every_function_runs_on_the_ports_it_declares() {
     let key2 = key2["id"].as_str().expect("key id").to_owned();
     let webhook2 = seed(&server, &t, "POST", "/v1/webhooks", json!({"url": hook})).await;
     let webhook2 = webhook2["id"].as_str().expect("webhook id").to_owned();
-    let upload2 = seed(
-        &server,
-        &t,
-        "POST",
-        "/v1/uploads",
-        json!({"purpose": "vision", "filename": "dot.png", "bytes": png.len(), "mime_type": "image/png"}),
-    )
-    .await;
-    let put = reqwest::Client::new()
-        .put(upload2["upload_url"].as_str().expect("upload url"))
-        .header("content-type", "image/png")
-        .body(png.clone())
-        .send()
-        .await
-        .expect("put");
-    assert!(put.status().is_success(), "{}", put.status());
-    let upload2 = upload2["id"].as_str().expect("upload id").to_owned();
+    let upload2 = uploaded(&server, &t, &png).await;
 
     let chat = json!({"model": "fake-chat", "messages": [{"role": "user", "content": [
         {"type": "text", "text": "What is in the image?"},
@@ -823,42 +817,4 @@ fn matches_template(template: &str, url: &str) -> bool {
         && t.iter()
             .zip(&u)
             .all(|(t, u)| (t.starts_with('{') && !u.is_empty()) || t == u)
-}
-
-/// Signs the tenant's person in to the console through a one-time link, as a browser does.
-async fn console_sign_in(server: &TestServer, t: &Tenant) -> Credentials {
-    let link = reelgate::domain::accounts::console::Console::new(server.app.store.as_ref())
-        .create_link(&t.person, &t.org, 60)
-        .await
-        .expect("link");
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
-    let res = http
-        .get(link.url(&server.base_url))
-        .send()
-        .await
-        .expect("sign in");
-    let cookie = res.headers()["set-cookie"]
-        .to_str()
-        .expect("cookie")
-        .split(';')
-        .next()
-        .expect("cookie pair")
-        .to_owned();
-    let session: Value = http
-        .get(server.url("/console/api/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("session")
-        .json()
-        .await
-        .expect("json");
-    Credentials {
-        key: t.key.clone(),
-        console_cookie: cookie,
-        csrf: session["csrf_token"].as_str().expect("csrf").to_owned(),
-    }
 }

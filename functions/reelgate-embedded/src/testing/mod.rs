@@ -230,6 +230,63 @@ impl TestServer {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
+
+    /// Signs a person in to the console as a browser does: a one-time link, its redirect to the
+    /// console with the session cookie, then the session's CSRF token.
+    pub async fn console_sign_in(&self, person: &str, org: &str) -> ConsoleLogin {
+        let link = reelgate::domain::accounts::console::Console::new(self.app.store.as_ref())
+            .create_link(person, org, 60)
+            .await
+            .expect("sign-in link");
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let res = http
+            .get(link.url(&self.base_url))
+            .send()
+            .await
+            .expect("sign in");
+        assert_eq!(res.status().as_u16(), 303, "sign-in by link");
+        assert_eq!(res.headers()["location"], "/console/");
+        let secret = res.headers()["set-cookie"]
+            .to_str()
+            .expect("cookie")
+            .split(';')
+            .next()
+            .and_then(|kv| kv.strip_prefix("reelgate_console="))
+            .expect("session cookie")
+            .to_owned();
+        let cookie = format!("reelgate_console={secret}");
+        let session: serde_json::Value = http
+            .get(self.url("/console/api/session"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .expect("session")
+            .json()
+            .await
+            .expect("json");
+        ConsoleLogin {
+            link_url: link.url(&self.base_url),
+            secret,
+            cookie,
+            csrf: session["csrf_token"].as_str().expect("csrf").to_owned(),
+        }
+    }
+}
+
+/// A console session from [`TestServer::console_sign_in`].
+#[derive(Clone, Debug)]
+pub struct ConsoleLogin {
+    /// The one-time link it was opened with (already used).
+    pub link_url: String,
+    /// The session cookie's value.
+    pub secret: String,
+    /// The `Cookie` header that carries it.
+    pub cookie: String,
+    /// The token every state-changing console request carries in `x-csrf-token`.
+    pub csrf: String,
 }
 
 #[derive(Clone, Debug)]
