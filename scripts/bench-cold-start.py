@@ -486,6 +486,16 @@ def status_of(ok, body):
     return "ok"
 
 
+def pipeline_functions():
+    """The functions of the shared `pipeline` bootstrap: the constants of `PIPELINE` in the Lambda
+    manifest, each named after its function (`STEP_MODERATE` is `step-moderate`)."""
+    text = (REPO / "functions/reelgate-lambda/src/functions.rs").read_text()
+    body = text[text.index("pub const PIPELINE: &[LambdaFunction] = &["):]
+    body = body[:body.index("];")]
+    return [c.lower().replace("_", "-") for c in re.findall(r"\b([A-Z][A-Z_]+)\b", body)
+            if c != "PIPELINE"]
+
+
 def run_function(binary, bootstrap, env, event, warm, cold_runs, aws_delay_ms=0):
     result = {"binary": binary, "cold": []}
     for run in range(cold_runs):
@@ -618,8 +628,10 @@ def main():
     global UPSTREAM_AWS
     UPSTREAM_AWS = (host, int(port))
     release = Path(args.release_dir)
+    shared = pipeline_functions()
     binaries = [b for b in args.functions.split(",") if b] or sorted(
-        p.stem for p in (REPO / "functions/reelgate-lambda/src/bin").glob("*.rs"))
+        {p.stem for p in (REPO / "functions/reelgate-lambda/src/bin").glob("*.rs")} - {"pipeline"}
+        | set(shared))
 
     run = format(int(time.time()), "x")
     table, bucket, queue_name = f"bench-{run}-table", f"bench-{run}-bucket", f"bench-{run}-render"
@@ -672,13 +684,15 @@ def main():
     print(f"{'function':28} {'init ms':>8} {'1st ms':>8} {'warm p50':>9} {'warm p99':>9} {'RSS MB':>7} "
           f"{'trips':>6} {'+AWS ms':>8}  event -> status")
     for binary in binaries:
-        bootstrap = release / binary
+        # A function of the shared pipeline bootstrap runs it with REELGATE_FUNCTION naming it.
+        bootstrap = release / ("pipeline" if binary in shared else binary)
+        env = dict(fn_env, REELGATE_FUNCTION=binary) if binary in shared else fn_env
         if not bootstrap.exists():
             print(f"{binary:28} not built ({bootstrap})")
             results.append({"binary": binary, "error": "not built"})
             continue
         description, event = events_for(binary, secret, org_id)
-        r = run_function(binary, bootstrap, fn_env, event, args.warm, args.cold_runs, args.aws_delay_ms)
+        r = run_function(binary, bootstrap, env, event, args.warm, args.cold_runs, args.aws_delay_ms)
         r["event"] = description
         r["bootstrap_bytes"] = bootstrap.stat().st_size
         results.append(r)

@@ -124,6 +124,9 @@ def function_ports(commit=None):
             out[name.group(1)] = "all"
         else:
             out[name.group(1)] = ", ".join(calls) or "store only"
+    # The shared bootstrap of the pipeline's functions, which all declare every port.
+    if 'PIPELINE_BOOTSTRAP: &str = "pipeline"' in text:
+        out["pipeline"] = "all"
     return out
 
 

@@ -50,7 +50,7 @@ while read -r id binary; do
     echo "missing: $bootstrap ($binary)" >&2
     status=1
   elif [[ -e "$BY_BINARY/$binary" ]]; then
-    cmp -s "$bootstrap" "$BY_BINARY/$binary" || { echo "$id: not the same $binary as its twin" >&2; status=1; }
+    cmp -s "$bootstrap" "$BY_BINARY/$binary" || { echo "$id: not the same $binary as the other functions built from it" >&2; status=1; }
   else
     cp "$bootstrap" "$BY_BINARY/$binary"
   fi

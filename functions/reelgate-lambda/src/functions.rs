@@ -69,7 +69,9 @@ pub const CONSOLE_STREAM_PATH: &str = reelgate::api::console::api::CONSOLE_CHAT_
 
 #[derive(Clone, Copy, Debug)]
 pub struct LambdaFunction {
-    /// The binary (`src/bin/<binary>.rs`), also the `BuildProperties.Binary` in the template.
+    /// The function's name: its binary (`src/bin/<binary>.rs`, the `BuildProperties.Binary` in
+    /// the template), or, for a function of the shared [`PIPELINE`] bootstrap, the value of
+    /// [`FUNCTION_ENV`] that selects it there ([`bootstrap`] gives the binary either way).
     pub binary: &'static str,
     /// The function's logical id in `infra/template.yaml`.
     pub logical_id: &'static str,
@@ -394,6 +396,43 @@ manifest! {
         Serves::ExecutionEnded,
         Adapters::ALL,
     );
+}
+
+/// The functions that share one bootstrap, [`PIPELINE_BOOTSTRAP`] (`src/bin/pipeline.rs`): the
+/// workflow steps, the two queue workers and the reconciler. All declare every port, so one
+/// binary carrying all of them links what each of them links alone, plus their handlers; and a
+/// cold `sam build` makes one fat-LTO link for them instead of eight (docs/lambda-artifacts.md,
+/// "One bootstrap for the pipeline"). None serves HTTP, so no size target applies to it.
+pub const PIPELINE: &[LambdaFunction] = &[
+    STEP_MODERATE,
+    STEP_TRANSLATE,
+    STEP_STITCH,
+    STEP_FINALIZE,
+    STEP_FAIL_JOB,
+    RENDER_WORKER,
+    WEBHOOK_WORKER,
+    EXECUTION_ENDED,
+];
+
+/// The binary of the [`PIPELINE`] functions.
+pub const PIPELINE_BOOTSTRAP: &str = "pipeline";
+
+/// The environment variable that tells a shared bootstrap which function it is (the function's
+/// [`LambdaFunction::binary`] name; the template sets it on each).
+pub const FUNCTION_ENV: &str = "REELGATE_FUNCTION";
+
+/// The binary a function runs: its own, or the shared [`PIPELINE_BOOTSTRAP`].
+pub fn bootstrap(f: &LambdaFunction) -> &'static str {
+    if PIPELINE.iter().any(|p| p.binary == f.binary) {
+        PIPELINE_BOOTSTRAP
+    } else {
+        f.binary
+    }
+}
+
+/// Every binary of this crate (`src/bin/*.rs`), each once.
+pub fn bootstraps() -> std::collections::BTreeSet<&'static str> {
+    FUNCTIONS.iter().map(bootstrap).collect()
 }
 
 /// The logical id of the function that streams an entry's answers through its function URL: a

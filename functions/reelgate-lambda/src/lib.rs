@@ -1,6 +1,7 @@
 //! reelgate on AWS Lambda. The binaries in `src/bin/` are one line each: an HTTP function per
-//! route path ([`run_http`]), one per workflow step ([`run_moderate_step`], ...) and the SQS render worker
-//! ([`run_worker`]). Every piece of behaviour lives in the `reelgate` library; this crate only
+//! route path ([`run_http`]), the console's functions, the PDF renderer, and one bootstrap shared
+//! by the workflow steps, the queue workers and the reconciler ([`run_pipeline`], which becomes
+//! the function its environment names: [`run_moderate_step`], ..., [`run_worker`]). Every piece of behaviour lives in the `reelgate` library; this crate only
 //! builds the [`App`](reelgate::app::App) over the AWS adapters ([`aws_app`]) and adapts Lambda
 //! events to it.
 //!
@@ -13,6 +14,7 @@ pub mod ports;
 mod app;
 mod http;
 mod pdf_rasterizer;
+mod pipeline;
 mod reconciler;
 mod render_worker;
 mod steps;
@@ -22,6 +24,7 @@ pub use app::{aws_app, flush_traces, init_tracing};
 pub use http::{run_http, RESPONSE_STREAM_ENV};
 pub use lambda_runtime::Error;
 pub use pdf_rasterizer::run_pdf_rasterizer;
+pub use pipeline::{run_pipeline, PipelineFunction};
 pub use reconciler::{
     handle_execution_ended, handle_recovery, run_execution_ended, ExecutionStatusChange,
     RECOVERY_GRACE,

@@ -51,7 +51,8 @@ const DEPLOYED: &[&str] = &[
     "console",
 ];
 
-/// The test build's bootstrap of `binary` (Cargo builds a package's binaries for its tests).
+/// The test build's bootstrap of `binary`, a binary of `src/bin/` (Cargo builds a package's
+/// binaries for its tests).
 fn bootstrap_path(binary: &str) -> PathBuf {
     let path = match binary {
         "api-videos" => env!("CARGO_BIN_EXE_api-videos"),
@@ -59,12 +60,7 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "api-video-cancel" => env!("CARGO_BIN_EXE_api-video-cancel"),
         "api-video-content" => env!("CARGO_BIN_EXE_api-video-content"),
         "api-video-acceptance" => env!("CARGO_BIN_EXE_api-video-acceptance"),
-        "step-moderate" => env!("CARGO_BIN_EXE_step-moderate"),
-        "step-translate" => env!("CARGO_BIN_EXE_step-translate"),
-        "step-stitch" => env!("CARGO_BIN_EXE_step-stitch"),
-        "step-finalize" => env!("CARGO_BIN_EXE_step-finalize"),
-        "step-fail-job" => env!("CARGO_BIN_EXE_step-fail-job"),
-        "render-worker" => env!("CARGO_BIN_EXE_render-worker"),
+        "pipeline" => env!("CARGO_BIN_EXE_pipeline"),
         "api-chat-completions" => env!("CARGO_BIN_EXE_api-chat-completions"),
         "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
         "api-upload-complete" => env!("CARGO_BIN_EXE_api-upload-complete"),
@@ -480,6 +476,17 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .chain([("console-stream", "console-chat")]);
     for (deployed, binary) in deployments {
         let mut env = common.clone();
+        // A function of the pipeline's shared bootstrap is told which it is, as the template does.
+        let shipped = FUNCTIONS
+            .iter()
+            .find(|f| f.binary == binary)
+            .map_or(binary, reelgate_lambda::functions::bootstrap);
+        if shipped != binary {
+            env.insert(
+                reelgate_lambda::functions::FUNCTION_ENV.into(),
+                binary.into(),
+            );
+        }
         if matches!(deployed, "api-chat-completions" | "console-stream") {
             env.insert(reelgate_lambda::RESPONSE_STREAM_ENV.into(), "1".into());
         }
@@ -501,7 +508,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         deploys.spawn(async move {
             // Each deployment packages in a directory of its own.
             let dir = work.join(deployed);
-            let zip = tokio::task::spawn_blocking(move || package(binary, &dir))
+            let zip = tokio::task::spawn_blocking(move || package(shipped, &dir))
                 .await
                 .expect("packaging");
             (

@@ -8,7 +8,9 @@ use axum::http::{Method, Request, StatusCode};
 use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
 use reelgate_embedded::backend::LocalBackend;
-use reelgate_lambda::functions::{LambdaFunction, Serves, BY_CONSTANT, FUNCTIONS};
+use reelgate_lambda::functions::{
+    bootstrap, LambdaFunction, Serves, BY_CONSTANT, FUNCTIONS, PIPELINE_BOOTSTRAP,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -17,8 +19,15 @@ use tower::ServiceExt;
 fn every_binary_runs_its_own_manifest_entry() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/bin");
     for f in FUNCTIONS {
-        let source = std::fs::read_to_string(dir.join(format!("{}.rs", f.binary)))
-            .unwrap_or_else(|e| panic!("{}: {e}", f.binary));
+        let source = std::fs::read_to_string(dir.join(format!("{}.rs", bootstrap(f))))
+            .unwrap_or_else(|e| panic!("{}: {e}", bootstrap(f)));
+        if bootstrap(f) == PIPELINE_BOOTSTRAP {
+            assert!(
+                source.contains("run_pipeline()"),
+                "src/bin/{PIPELINE_BOOTSTRAP}.rs must run the pipeline's functions"
+            );
+            continue;
+        }
         if !matches!(
             f.serves,
             Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }

@@ -2,7 +2,7 @@
 //! (`reelgate_lambda::functions`), the router's `API_ROUTES` and the state machine's
 //! placeholders in agreement. Offline: it reads files only.
 
-use reelgate_lambda::functions::{stream_logical_id, Serves, FUNCTIONS};
+use reelgate_lambda::functions::{bootstrap, stream_logical_id, Serves, FUNCTIONS};
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -77,7 +77,10 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
         template_binaries.insert(binary.to_owned());
     }
     let on_disk = bin_dir_binaries();
-    let manifest: BTreeSet<String> = FUNCTIONS.iter().map(|f| f.binary.to_owned()).collect();
+    let manifest: BTreeSet<String> = reelgate_lambda::functions::bootstraps()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     assert_eq!(
         template_binaries, on_disk,
         "binaries named by the template vs src/bin/*.rs"
@@ -90,9 +93,9 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
     // Exactly the manifest's functions (and the streaming twins), each on its binary.
     let mut expected = BTreeMap::new();
     for f in FUNCTIONS {
-        expected.insert(f.logical_id.to_owned(), f.binary);
+        expected.insert(f.logical_id.to_owned(), bootstrap(f));
         if let Some(twin) = stream_logical_id(f) {
-            expected.insert(twin, f.binary);
+            expected.insert(twin, bootstrap(f));
         }
     }
     let actual: BTreeMap<String, &str> = fns
@@ -103,6 +106,20 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
         actual, expected,
         "template functions (logical id → binary) vs the manifest"
     );
+    // A function of the shared pipeline bootstrap is told which it is, and no other function is.
+    for f in FUNCTIONS {
+        let named = fns[f.logical_id]["Properties"]["Environment"]["Variables"]
+            [reelgate_lambda::functions::FUNCTION_ENV]
+            .as_str();
+        let shared = bootstrap(f) == reelgate_lambda::functions::PIPELINE_BOOTSTRAP;
+        assert_eq!(
+            named,
+            shared.then_some(f.binary),
+            "{}: {}",
+            f.logical_id,
+            reelgate_lambda::functions::FUNCTION_ENV
+        );
+    }
 }
 
 /// `sam build` runs `make build-<LogicalId>` in each function's CodeUri with this crate's

@@ -6,10 +6,10 @@
 //! is the same for all). This reads the binaries of this build: with a symbol table (the dev
 //! profile) it looks for the codecs' entry points with `nm`; stripped (the release profile) it
 //! looks for the H.264 decoder's C++ type name, which stays in the binary's read-only data.
-//! A control checks that the finalize step, which probes MP4s and decodes a frame for the
-//! thumbnail, does carry the decoder, so the check cannot pass for want of a marker.
+//! A control checks that the pipeline bootstrap (whose finalize step probes MP4s and decodes a
+//! frame for the thumbnail) does carry the decoder, so the check cannot pass for want of a marker.
 
-use reelgate_lambda::functions::{Serves, FUNCTIONS};
+use reelgate_lambda::functions::{bootstrap, bootstraps, Serves, FUNCTIONS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,16 +27,14 @@ const RING_PREFIX: &str = " ring_core_";
 /// docs/lambda-artifacts.md, "The SDK's HTTP client") and nothing in reelgate speaks.
 const H2_PREFIX: &str = " _ZN2h2";
 
-/// The functions whose work is media: finalize (probe, thumbnail, spritesheet), stitch (an
-/// extension's segment joined after its source), moderate
-/// (frames of reference videos and of a remix's source), and the characters' create, edits and
-/// extensions, which check a caller's video with the conform stage's reading and decode it
-/// before they answer (a video without decodable pictures is a 400, not a failed job later).
-/// The render worker only talks to the engine, so it carries no codec.
+/// The binaries whose work is media: the pipeline's shared bootstrap (its finalize step probes,
+/// thumbnails and makes spritesheets, stitch joins an extension's segment after its source,
+/// moderate reads frames of reference videos and of a remix's source), and the characters'
+/// create, edits and extensions, which check a caller's video with the conform stage's reading
+/// and decode it before they answer (a video without decodable pictures is a 400, not a failed
+/// job later).
 const MAY_CARRY_CODECS: &[&str] = &[
-    "step-finalize",
-    "step-stitch",
-    "step-moderate",
+    "pipeline",
     "api-video-characters",
     "api-video-edits",
     "api-video-extensions",
@@ -108,7 +106,7 @@ fn codec_markers(path: &Path) -> Vec<String> {
 
 #[test]
 fn only_the_media_steps_link_video_codecs() {
-    let finalize = binary("step-finalize");
+    let finalize = binary("pipeline");
     assert!(
         finalize.exists(),
         "{} is missing: the package's binaries are built for its tests",
@@ -116,11 +114,10 @@ fn only_the_media_steps_link_video_codecs() {
     );
     assert!(
         !codec_markers(&finalize).is_empty(),
-        "the control failed: step-finalize should carry the H.264 decoder, so the markers are wrong"
+        "the control failed: the pipeline bootstrap (its finalize step) should carry the H.264 decoder, so the markers are wrong"
     );
-    let checked: Vec<&str> = FUNCTIONS
-        .iter()
-        .map(|f| f.binary)
+    let checked: Vec<&str> = bootstraps()
+        .into_iter()
         .filter(|b| !MAY_CARRY_CODECS.contains(b))
         .collect();
     let mut carrying = Vec::new();
@@ -155,7 +152,7 @@ fn only_the_media_steps_link_video_codecs() {
 
 #[test]
 fn every_function_links_one_tls_crypto_library() {
-    let all: Vec<&str> = FUNCTIONS.iter().map(|f| f.binary).collect();
+    let all: Vec<&str> = bootstraps().into_iter().collect();
     for (name, symbols) in read_each(&all, symbols) {
         let symbols = symbols.unwrap_or_else(|| {
             panic!("{name} has no symbol table: this check reads the test profile's binaries")
@@ -203,7 +200,9 @@ fn only_the_pdf_rasterizer_links_the_pdf_renderer() {
     let others: Vec<&str> = FUNCTIONS
         .iter()
         .filter(|f| !matches!(f.serves, Serves::PdfRasterizer))
-        .map(|f| f.binary)
+        .map(bootstrap)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect();
     assert!(others.contains(&"api-responses"));
     let carrying: Vec<String> = read_each(&others, pdf_renderer_markers)

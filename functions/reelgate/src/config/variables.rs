@@ -186,6 +186,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "REELGATE_RESPONSE_STREAM",
         "this Lambda function streams its responses (on/off)",
     ),
+    (
+        "REELGATE_FUNCTION",
+        "which function a shared Lambda bootstrap runs (the pipeline's)",
+    ),
     // The front door (docs/deploy.md).
     (
         "REELGATE_ORIGIN_SECRET",
