@@ -24,7 +24,7 @@ pub use app::{aws_app, flush_traces, init_tracing};
 pub use http::{run_http, RESPONSE_STREAM_ENV};
 pub use lambda_runtime::Error;
 pub use pdf_rasterizer::run_pdf_rasterizer;
-pub use pipeline::{run_pipeline, PipelineFunction};
+pub use pipeline::{pipeline_function, run_pipeline};
 pub use reconciler::{
     handle_execution_ended, handle_recovery, run_execution_ended, ExecutionStatusChange,
     RECOVERY_GRACE,

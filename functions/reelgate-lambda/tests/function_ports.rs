@@ -11,6 +11,7 @@
 //! without touching an absent port (even one whose error a handler would swallow). Deletes run
 //! last, after every function has read the objects. A port missing from an entry fails here.
 
+mod support;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use reelgate::app::App;
@@ -26,6 +27,7 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::matches_template;
 use tower::ServiceExt;
 
 const CHAT_CATALOG: &str = r#"
@@ -807,14 +809,4 @@ fn routes_of(function: &LambdaFunction) -> Vec<(&'static str, &'static str)> {
             .copied()
             .collect(),
     }
-}
-
-/// Whether `url` (a path, with or without a query) is an instance of `template`.
-fn matches_template(template: &str, url: &str) -> bool {
-    let path = url.split('?').next().unwrap_or_default();
-    let (t, u): (Vec<_>, Vec<_>) = (template.split('/').collect(), path.split('/').collect());
-    t.len() == u.len()
-        && t.iter()
-            .zip(&u)
-            .all(|(t, u)| (t.starts_with('{') && !u.is_empty()) || t == u)
 }

@@ -3,6 +3,7 @@
 //! routes, behind the service's common layers, serve every method `API_ROUTES` lists for its
 //! path and no other function's path, as API Gateway would route them.
 
+mod support;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use reelgate::config::Settings;
@@ -13,6 +14,7 @@ use reelgate_lambda::functions::{
 };
 use std::path::PathBuf;
 use std::sync::Arc;
+use support::matches_template;
 use tower::ServiceExt;
 
 #[test]
@@ -77,13 +79,6 @@ fn concrete(path: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
-}
-
-/// Whether a request to `url` matches the path template `template` (`/v1/videos/models` also
-/// matches `/v1/videos/{video_id}`; API Gateway sends it to the more specific path's function).
-fn matches_template(template: &str, url: &str) -> bool {
-    let (t, u): (Vec<_>, Vec<_>) = (template.split('/').collect(), url.split('/').collect());
-    t.len() == u.len() && t.iter().zip(&u).all(|(t, u)| t.starts_with('{') || t == u)
 }
 
 /// The body's `error.code`, if it is the error envelope.
