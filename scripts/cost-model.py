@@ -124,9 +124,12 @@ def function_ports(commit=None):
             out[name.group(1)] = "all"
         else:
             out[name.group(1)] = ", ".join(calls) or "store only"
-    # The shared bootstrap of the pipeline's functions, which all declare every port.
-    if 'PIPELINE_BOOTSTRAP: &str = "pipeline"' in text:
-        out["pipeline"] = "all"
+    # The shared bootstrap of the pipeline's functions (`PIPELINE`, each constant named after its
+    # function): the ports its members declare.
+    shared = re.search(r"pub const PIPELINE: &\[LambdaFunction\] = &\[(.*?)\];", text, re.S)
+    if shared:
+        members = [c.lower().replace("_", "-") for c in re.findall(r"\b[A-Z][A-Z_]+\b", shared.group(1))]
+        out["pipeline"] = " / ".join(sorted({out.get(m, "?") for m in members}))
     return out
 
 
