@@ -51,6 +51,8 @@ import http.client
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import lambda_manifest  # scripts/lambda_manifest.py, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 RUNTIME_PREFIX = "/2018-06-01/runtime"
 FAKE_MODEL = "fake-chat-model"
@@ -486,16 +488,6 @@ def status_of(ok, body):
     return "ok"
 
 
-def pipeline_functions():
-    """The functions of the shared `pipeline` bootstrap: the constants of `PIPELINE` in the Lambda
-    manifest, each named after its function (`STEP_MODERATE` is `step-moderate`)."""
-    text = (REPO / "functions/reelgate-lambda/src/functions.rs").read_text()
-    body = text[text.index("pub const PIPELINE: &[LambdaFunction] = &["):]
-    body = body[:body.index("];")]
-    return [c.lower().replace("_", "-") for c in re.findall(r"\b([A-Z][A-Z_]+)\b", body)
-            if c != "PIPELINE"]
-
-
 def run_function(binary, bootstrap, env, event, warm, cold_runs, aws_delay_ms=0):
     result = {"binary": binary, "cold": []}
     for run in range(cold_runs):
@@ -628,10 +620,11 @@ def main():
     global UPSTREAM_AWS
     UPSTREAM_AWS = (host, int(port))
     release = Path(args.release_dir)
-    shared = pipeline_functions()
+    # A member of a shared bootstrap runs it with REELGATE_FUNCTION naming it (lambda_manifest.py).
+    shared = lambda_manifest.bootstrap_of(lambda_manifest.manifest_text(REPO))
     binaries = [b for b in args.functions.split(",") if b] or sorted(
-        {p.stem for p in (REPO / "functions/reelgate-lambda/src/bin").glob("*.rs")} - {"pipeline"}
-        | set(shared))
+        {p.stem for p in (REPO / "functions/reelgate-lambda/src/bin").glob("*.rs")}
+        - set(shared.values()) | set(shared))
 
     run = format(int(time.time()), "x")
     table, bucket, queue_name = f"bench-{run}-table", f"bench-{run}-bucket", f"bench-{run}-render"
@@ -684,8 +677,7 @@ def main():
     print(f"{'function':28} {'init ms':>8} {'1st ms':>8} {'warm p50':>9} {'warm p99':>9} {'RSS MB':>7} "
           f"{'trips':>6} {'+AWS ms':>8}  event -> status")
     for binary in binaries:
-        # A function of the shared pipeline bootstrap runs it with REELGATE_FUNCTION naming it.
-        bootstrap = release / ("pipeline" if binary in shared else binary)
+        bootstrap = release / shared.get(binary, binary)
         env = dict(fn_env, REELGATE_FUNCTION=binary) if binary in shared else fn_env
         if not bootstrap.exists():
             print(f"{binary:28} not built ({bootstrap})")

@@ -20,6 +20,8 @@ import time
 from decimal import Decimal as D, ROUND_HALF_UP
 from pathlib import Path
 
+import lambda_manifest  # scripts/lambda_manifest.py, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 
 # AWS list prices, region us-east-1 (N. Virginia), on-demand, no free tier, no savings plans.
@@ -124,12 +126,9 @@ def function_ports(commit=None):
             out[name.group(1)] = "all"
         else:
             out[name.group(1)] = ", ".join(calls) or "store only"
-    # The shared bootstrap of the pipeline's functions (`PIPELINE`, each constant named after its
-    # function): the ports its members declare.
-    shared = re.search(r"pub const PIPELINE: &\[LambdaFunction\] = &\[(.*?)\];", text, re.S)
-    if shared:
-        members = [c.lower().replace("_", "-") for c in re.findall(r"\b[A-Z][A-Z_]+\b", shared.group(1))]
-        out["pipeline"] = " / ".join(sorted({out.get(m, "?") for m in members}))
+    # A shared bootstrap (lambda_manifest.py): the ports its members declare.
+    for binary, members in lambda_manifest.shared_bootstraps(text).items():
+        out[binary] = " / ".join(sorted({out.get(m, "?") for m in members}))
     return out
 
 

@@ -104,6 +104,13 @@ from pathlib import Path
 
 release, out, arch, only, profile_name = (Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3],
                                           sys.argv[4], sys.argv[5])
+sys.path.insert(0, "scripts")
+import lambda_manifest
+manifest = lambda_manifest.manifest_text()
+# The bootstraps that serve HTTP (an HTTP function's own, or one shared by HTTP functions), and
+# the functions each shared bootstrap becomes.
+HTTP = lambda_manifest.http_bootstraps(manifest)
+SHARED = lambda_manifest.shared_bootstraps(manifest)
 bins = sorted(p.stem for p in Path("functions/reelgate-lambda/src/bin").glob("*.rs"))
 if only:
     bins = [b for b in bins if b in only.split(",")]
@@ -132,9 +139,12 @@ for b in bins:
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, data)
     media = sorted(name for name, pat in MEDIA.items() if re.search(pat, data))
-    kind = "http" if b.startswith(("api-", "console")) else "other"
-    rows.append({"binary": b, "kind": kind, "bootstrap_bytes": len(data),
-                 "zip_bytes": len(buf.getvalue()), "media_crates": media})
+    kind = "http" if b in HTTP else "other"
+    row = {"binary": b, "kind": kind, "bootstrap_bytes": len(data),
+           "zip_bytes": len(buf.getvalue()), "media_crates": media}
+    if b in SHARED:
+        row["functions"] = SHARED[b]
+    rows.append(row)
 
 MB = 1024 * 1024
 print(f"{'function':28} {'bootstrap':>12} {'zip':>12}  media code")

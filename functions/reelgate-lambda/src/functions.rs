@@ -70,8 +70,8 @@ pub const CONSOLE_STREAM_PATH: &str = reelgate::api::console::api::CONSOLE_CHAT_
 #[derive(Clone, Copy, Debug)]
 pub struct LambdaFunction {
     /// The function's name: its binary (`src/bin/<binary>.rs`, the `BuildProperties.Binary` in
-    /// the template), or, for a function of the shared [`PIPELINE`] bootstrap, the value of
-    /// [`FUNCTION_ENV`] that selects it there ([`bootstrap`] gives the binary either way).
+    /// the template), or, for a member of a [`SharedBootstrap`], the value of [`FUNCTION_ENV`]
+    /// that selects it there ([`bootstrap`] gives the binary either way).
     pub binary: &'static str,
     /// The function's logical id in `infra/template.yaml`.
     pub logical_id: &'static str,
@@ -148,9 +148,9 @@ const fn other(
     }
 }
 
-/// One constant per function, named after its binary (`api-video-item` → `API_VIDEO_ITEM`),
-/// which the binary passes to its runner: a binary reads only its own entry, so it links only
-/// its own routes. [`FUNCTIONS`] lists them all for the tests and the tools, and
+/// One constant per function, named after its name (`api-video-item` → `API_VIDEO_ITEM`),
+/// which its binary passes to its runner: a binary reads only its own entry, or its
+/// [`SharedBootstrap`]'s members, so it links only their routes. [`FUNCTIONS`] lists them all for the tests and the tools, and
 /// [`BY_CONSTANT`] pairs each with its constant's name so `tests/infra_consistency.rs` can
 /// check that every binary names its own.
 macro_rules! manifest {
@@ -398,35 +398,139 @@ manifest! {
     );
 }
 
-/// The functions that share one bootstrap, [`PIPELINE_BOOTSTRAP`] (`src/bin/pipeline.rs`): the
-/// workflow steps, the two queue workers and the reconciler. All declare every port, so one
-/// binary carrying all of them links what each of them links alone, plus their handlers; and a
-/// cold `sam build` makes one fat-LTO link for them instead of eight (docs/lambda-artifacts.md,
-/// "One bootstrap for the pipeline"). None serves HTTP, so no size target applies to it.
-pub const PIPELINE: &[LambdaFunction] = &[
-    STEP_MODERATE,
-    STEP_TRANSLATE,
-    STEP_STITCH,
-    STEP_FINALIZE,
-    STEP_FAIL_JOB,
-    RENDER_WORKER,
-    WEBHOOK_WORKER,
-    EXECUTION_ENDED,
-];
+/// A bootstrap that several functions run: each deployed function is told which it is by
+/// [`FUNCTION_ENV`] (its [`LambdaFunction::binary`] name, which the template sets) and becomes
+/// that member, serving its own entry only. The members of one bootstrap declare the same ports
+/// (the pipeline's: every port), so the shared binary links what each of them links alone, plus
+/// the others' handlers; and a cold `sam build` makes one fat-LTO link for them instead of one
+/// each (docs/lambda-artifacts.md, "Shared bootstraps").
+#[derive(Clone, Copy, Debug)]
+pub struct SharedBootstrap {
+    /// The binary, `src/bin/<binary>.rs`.
+    pub binary: &'static str,
+    pub members: &'static [LambdaFunction],
+}
 
-/// The binary of the [`PIPELINE`] functions.
-pub const PIPELINE_BOOTSTRAP: &str = "pipeline";
+impl SharedBootstrap {
+    /// The member called `name` ([`LambdaFunction::binary`]).
+    pub fn member(&self, name: &str) -> Option<&'static LambdaFunction> {
+        self.members.iter().find(|f| f.binary == name)
+    }
+
+    /// Its members' names, for an error that says which it takes.
+    pub fn member_names(&self) -> Vec<&'static str> {
+        self.members.iter().map(|f| f.binary).collect()
+    }
+}
+
+/// One constant per shared bootstrap, which its binary passes to its runner; [`SHARED_BOOTSTRAPS`]
+/// lists them, and [`SHARED_BY_CONSTANT`] pairs each with its constant's name for the tests.
+/// A function is a member of at most one.
+macro_rules! shared_bootstraps {
+    ($($(#[$doc:meta])* $name:ident = $bootstrap:expr;)*) => {
+        $($(#[$doc])* pub const $name: SharedBootstrap = $bootstrap;)*
+        pub const SHARED_BOOTSTRAPS: &[SharedBootstrap] = &[$($name),*];
+        pub const SHARED_BY_CONSTANT: &[(&str, SharedBootstrap)] =
+            &[$((stringify!($name), $name)),*];
+    };
+}
+
+shared_bootstraps! {
+    /// The workflow steps, the two queue workers and the reconciler: every port. None serves HTTP,
+    /// so no size target applies to it.
+    PIPELINE = SharedBootstrap {
+        binary: "pipeline",
+        members: &[
+            STEP_MODERATE,
+            STEP_TRANSLATE,
+            STEP_STITCH,
+            STEP_FINALIZE,
+            STEP_FAIL_JOB,
+            RENDER_WORKER,
+            WEBHOOK_WORKER,
+            EXECUTION_ENDED,
+        ],
+    };
+
+    /// The HTTP functions of the item store alone.
+    STORE_ROUTES = SharedBootstrap {
+        binary: "store-routes",
+        members: &[
+            API_VIDEO_MODELS,
+            API_VIDEO_ACCEPTANCE,
+            API_WEBHOOKS,
+            API_WEBHOOK_ITEM,
+            API_WEBHOOK_ROTATE_SECRET,
+            API_USAGE,
+            API_MODELS,
+            API_OPENAPI,
+            API_MODEL_ITEM,
+        ],
+    };
+
+    /// The HTTP functions of the item store and the bucket that decode no video: files, uploads'
+    /// completion, a video's record and downloads, a character's record, stored responses, and the
+    /// console's pages and account routes. (Creating a character decodes the caller's video, so it
+    /// keeps its own bootstrap: its codecs would be in every one of these.)
+    BUCKET_ROUTES = SharedBootstrap {
+        binary: "bucket-routes",
+        members: &[
+            API_FILES,
+            API_FILE_ITEM,
+            API_FILE_CONTENT,
+            API_UPLOAD_COMPLETE,
+            API_VIDEO_ITEM,
+            API_VIDEO_CONTENT,
+            API_VIDEO_THUMBNAIL,
+            API_VIDEO_CHARACTER_ITEM,
+            API_RESPONSE_ITEM,
+            API_RESPONSE_INPUT_ITEMS,
+            CONSOLE,
+        ],
+    };
+
+    /// The video admissions that decode no caller's video: create and remix, on the API and in the
+    /// console.
+    VIDEO_ADMISSION = SharedBootstrap {
+        binary: "video-admission",
+        members: &[API_VIDEOS, API_VIDEO_REMIX, CONSOLE_VIDEOS],
+    };
+
+    /// The video admissions that decode the caller's video before they answer: edit and extend.
+    VIDEO_EDIT_EXTEND = SharedBootstrap {
+        binary: "video-edit-extend",
+        members: &[API_VIDEO_EDITS, API_VIDEO_EXTENSIONS],
+    };
+
+    /// Cancel, on the API and in the console: it stops the provider's render.
+    VIDEO_CANCEL = SharedBootstrap {
+        binary: "video-cancel",
+        members: &[API_VIDEO_CANCEL, CONSOLE_VIDEO_CANCEL],
+    };
+
+    /// The streamed chat answers: chat completions, Messages and the console's chat.
+    CHAT_ROUTES = SharedBootstrap {
+        binary: "chat-routes",
+        members: &[API_CHAT_COMPLETIONS, API_MESSAGES, CONSOLE_CHAT],
+    };
+}
 
 /// The environment variable that tells a shared bootstrap which function it is (the function's
 /// [`LambdaFunction::binary`] name; the template sets it on each).
 pub const FUNCTION_ENV: &str = "REELGATE_FUNCTION";
 
-/// The binary a function runs: its own, or the shared [`PIPELINE_BOOTSTRAP`].
+/// The shared bootstrap `f` runs, if it runs one.
+pub fn shared_bootstrap(f: &LambdaFunction) -> Option<&'static SharedBootstrap> {
+    SHARED_BOOTSTRAPS
+        .iter()
+        .find(|b| b.members.iter().any(|m| m.binary == f.binary))
+}
+
+/// The binary a function runs: its own, or its [`SharedBootstrap`]'s.
 pub fn bootstrap(f: &LambdaFunction) -> &'static str {
-    if PIPELINE.iter().any(|p| p.binary == f.binary) {
-        PIPELINE_BOOTSTRAP
-    } else {
-        f.binary
+    match shared_bootstrap(f) {
+        Some(shared) => shared.binary,
+        None => f.binary,
     }
 }
 

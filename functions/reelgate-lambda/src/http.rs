@@ -1,4 +1,4 @@
-//! The HTTP functions: one per API path, and the console.
+//! The HTTP functions: one per API path, and the console's.
 
 use lambda_runtime::Error;
 
@@ -13,7 +13,7 @@ pub const RESPONSE_STREAM_ENV: &str = "REELGATE_RESPONSE_STREAM";
 /// Serves one HTTP function's routes (one API path, or the console) through `lambda_http` (API
 /// Gateway HTTP API payload 2.0, or a function URL). Buffered by default; streamed when
 /// [`RESPONSE_STREAM_ENV`] is on. The binary passes its own manifest entry
-/// ([`functions::API_MODELS`], ...), so it links that path's handlers and no others.
+/// ([`functions::API_UPLOADS`], ...), so it links that path's handlers and no others.
 pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error> {
     let routes = match function.serves {
         functions::Serves::Http { routes, .. }
@@ -33,4 +33,10 @@ pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error>
     } else {
         lambda_http::run(router).await
     }
+}
+
+/// Serves the member of `shared` that [`functions::FUNCTION_ENV`] names, as [`run_http`] would
+/// serve it alone: its own routes only. The binary links its members' handlers, no others.
+pub async fn run_http_group(shared: &functions::SharedBootstrap) -> Result<(), Error> {
+    run_http(crate::shared::selected_member(shared)).await
 }

@@ -55,17 +55,13 @@ const DEPLOYED: &[&str] = &[
 /// binaries for its tests).
 fn bootstrap_path(binary: &str) -> PathBuf {
     let path = match binary {
-        "api-videos" => env!("CARGO_BIN_EXE_api-videos"),
-        "api-video-item" => env!("CARGO_BIN_EXE_api-video-item"),
-        "api-video-cancel" => env!("CARGO_BIN_EXE_api-video-cancel"),
-        "api-video-content" => env!("CARGO_BIN_EXE_api-video-content"),
-        "api-video-acceptance" => env!("CARGO_BIN_EXE_api-video-acceptance"),
+        "video-admission" => env!("CARGO_BIN_EXE_video-admission"),
+        "bucket-routes" => env!("CARGO_BIN_EXE_bucket-routes"),
+        "video-cancel" => env!("CARGO_BIN_EXE_video-cancel"),
+        "store-routes" => env!("CARGO_BIN_EXE_store-routes"),
         "pipeline" => env!("CARGO_BIN_EXE_pipeline"),
-        "api-chat-completions" => env!("CARGO_BIN_EXE_api-chat-completions"),
+        "chat-routes" => env!("CARGO_BIN_EXE_chat-routes"),
         "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
-        "api-upload-complete" => env!("CARGO_BIN_EXE_api-upload-complete"),
-        "console" => env!("CARGO_BIN_EXE_console"),
-        "console-chat" => env!("CARGO_BIN_EXE_console-chat"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)
@@ -476,7 +472,7 @@ async fn a_video_job_runs_through_the_deployed_functions_and_state_machine() {
         .chain([("console-stream", "console-chat")]);
     for (deployed, binary) in deployments {
         let mut env = common.clone();
-        // A function of the pipeline's shared bootstrap is told which it is, as the template does.
+        // A function of a shared bootstrap is told which it is, as the template does.
         let shipped = FUNCTIONS
             .iter()
             .find(|f| f.binary == binary)

@@ -10,7 +10,8 @@ use reelgate::config::Settings;
 use reelgate::domain::catalog::Catalog;
 use reelgate_embedded::backend::LocalBackend;
 use reelgate_lambda::functions::{
-    bootstrap, LambdaFunction, Serves, BY_CONSTANT, FUNCTIONS, PIPELINE_BOOTSTRAP,
+    bootstrap, shared_bootstrap, LambdaFunction, Serves, BY_CONSTANT, FUNCTIONS, PIPELINE,
+    SHARED_BY_CONSTANT,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,10 +24,29 @@ fn every_binary_runs_its_own_manifest_entry() {
     for f in FUNCTIONS {
         let source = std::fs::read_to_string(dir.join(format!("{}.rs", bootstrap(f))))
             .unwrap_or_else(|e| panic!("{}: {e}", bootstrap(f)));
-        if bootstrap(f) == PIPELINE_BOOTSTRAP {
+        if bootstrap(f) == PIPELINE.binary {
             assert!(
                 source.contains("run_pipeline()"),
-                "src/bin/{PIPELINE_BOOTSTRAP}.rs must run the pipeline's functions"
+                "src/bin/{}.rs must run the pipeline's functions",
+                PIPELINE.binary
+            );
+            continue;
+        }
+        if let Some(shared) = shared_bootstrap(f) {
+            let named = named_constant(&source, f);
+            let (_, group) = SHARED_BY_CONSTANT
+                .iter()
+                .find(|(name, _)| *name == named)
+                .unwrap_or_else(|| panic!("{}: no shared bootstrap constant {named}", f.binary));
+            assert_eq!(
+                group.binary, shared.binary,
+                "src/bin/{}.rs runs another shared bootstrap's members ({named})",
+                shared.binary
+            );
+            assert!(
+                source.contains("run_http_group("),
+                "{} is a shared HTTP bootstrap and must call run_http_group",
+                shared.binary
             );
             continue;
         }
@@ -36,20 +56,7 @@ fn every_binary_runs_its_own_manifest_entry() {
         ) {
             continue;
         }
-        let named = source
-            .split("reelgate_lambda::functions::")
-            .nth(1)
-            .map(|rest| {
-                rest.chars()
-                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
-                    .collect::<String>()
-            })
-            .unwrap_or_else(|| {
-                panic!(
-                    "{} does not name its reelgate_lambda::functions entry",
-                    f.binary
-                )
-            });
+        let named = named_constant(&source, f);
         let (_, entry) = BY_CONSTANT
             .iter()
             .find(|(name, _)| *name == named)
@@ -65,6 +72,24 @@ fn every_binary_runs_its_own_manifest_entry() {
             f.binary
         );
     }
+}
+
+/// The `reelgate_lambda::functions` constant a binary's source runs.
+fn named_constant(source: &str, f: &LambdaFunction) -> String {
+    source
+        .split("reelgate_lambda::functions::")
+        .nth(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect::<String>()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{} does not name its reelgate_lambda::functions entry",
+                bootstrap(f)
+            )
+        })
 }
 
 /// A concrete URL of a path template (`{video_id}` → an id that does not exist).

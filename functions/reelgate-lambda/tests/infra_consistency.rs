@@ -106,19 +106,21 @@ fn every_function_has_a_binary_and_every_binary_a_function() {
         actual, expected,
         "template functions (logical id → binary) vs the manifest"
     );
-    // A function of the shared pipeline bootstrap is told which it is, and no other function is.
+    // A function of a shared bootstrap (and its streaming twin) is told which it is, and no
+    // other function is.
     for f in FUNCTIONS {
-        let named = fns[f.logical_id]["Properties"]["Environment"]["Variables"]
-            [reelgate_lambda::functions::FUNCTION_ENV]
-            .as_str();
-        let shared = bootstrap(f) == reelgate_lambda::functions::PIPELINE_BOOTSTRAP;
-        assert_eq!(
-            named,
-            shared.then_some(f.binary),
-            "{}: {}",
-            f.logical_id,
-            reelgate_lambda::functions::FUNCTION_ENV
-        );
+        let shared = reelgate_lambda::functions::shared_bootstrap(f).is_some();
+        for id in std::iter::once(f.logical_id.to_owned()).chain(stream_logical_id(f)) {
+            let named = fns[&id]["Properties"]["Environment"]["Variables"]
+                [reelgate_lambda::functions::FUNCTION_ENV]
+                .as_str();
+            assert_eq!(
+                named,
+                shared.then_some(f.binary),
+                "{id}: {}",
+                reelgate_lambda::functions::FUNCTION_ENV
+            );
+        }
     }
 }
 
@@ -860,8 +862,12 @@ fn every_origin_gets_the_origin_secret_from_secrets_manager_and_every_api_functi
         );
     }
     for (id, r) in functions(&t) {
-        let is_api =
-            binary_of(r).is_some_and(|b| b.starts_with("api-") || b.starts_with("console"));
+        let is_api = FUNCTIONS.iter().any(|f| {
+            matches!(
+                f.serves,
+                Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
+            ) && (f.logical_id == id || stream_logical_id(f).as_deref() == Some(id.as_str()))
+        });
         let env = &r["Properties"]["Environment"]["Variables"]["REELGATE_ORIGIN_SECRET_ARN"];
         let policies = text(&r["Properties"]["Policies"]);
         if is_api {

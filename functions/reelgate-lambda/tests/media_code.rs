@@ -29,18 +29,14 @@ const H2_PREFIX: &str = " _ZN2h2";
 
 /// The binaries whose work is media: the pipeline's shared bootstrap (its finalize step probes,
 /// thumbnails and makes spritesheets, stitch joins an extension's segment after its source,
-/// moderate reads frames of reference videos and of a remix's source), and the characters'
-/// create, edits and extensions, which check a caller's video with the conform stage's reading
-/// and decode it before they answer (a video without decodable pictures is a 400, not a failed
-/// job later).
-const MAY_CARRY_CODECS: &[&str] = &[
-    "pipeline",
-    "api-video-characters",
-    "api-video-edits",
-    "api-video-extensions",
-];
+/// moderate reads frames of reference videos and of a remix's source), the characters' create,
+/// and the bootstrap of edits and extensions, which check a caller's video with the conform
+/// stage's reading and decode it before they answer (a video without decodable pictures is a
+/// 400, not a failed job later).
+const MAY_CARRY_CODECS: &[&str] = &["pipeline", "api-video-characters", "video-edit-extend"];
 
-/// The HTTP functions whose answer needs a decoded picture.
+/// The HTTP functions whose answer needs a decoded picture (by function; their bootstraps are
+/// the last two of [`MAY_CARRY_CODECS`]).
 const DECODES_BEFORE_ANSWERING: &[&str] = &[
     "api-video-characters",
     "api-video-edits",
@@ -139,13 +135,23 @@ fn only_the_media_steps_link_video_codecs() {
             Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
         ) && !DECODES_BEFORE_ANSWERING.contains(&f.binary)
         {
-            assert!(checked.contains(&f.binary), "{} was not checked", f.binary);
+            assert!(
+                checked.contains(&bootstrap(f)),
+                "{} ({}) was not checked",
+                f.binary,
+                bootstrap(f)
+            );
         }
     }
-    for name in DECODES_BEFORE_ANSWERING {
+    for f in FUNCTIONS
+        .iter()
+        .filter(|f| DECODES_BEFORE_ANSWERING.contains(&f.binary))
+    {
         assert!(
-            !codec_markers(&binary(name)).is_empty(),
-            "{name} decodes a caller's video: it should carry the H.264 decoder"
+            !codec_markers(&binary(bootstrap(f))).is_empty(),
+            "{} decodes a caller's video: its bootstrap {} should carry the H.264 decoder",
+            f.binary,
+            bootstrap(f)
         );
     }
 }

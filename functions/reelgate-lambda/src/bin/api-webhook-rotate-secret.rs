@@ -1,6 +1,0 @@
-//! Lambda function for `/v1/webhooks/{webhook_id}/rotate_secret` (see `reelgate_lambda::functions`).
-
-#[tokio::main]
-async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http(&reelgate_lambda::functions::API_WEBHOOK_ROTATE_SECRET).await
-}
