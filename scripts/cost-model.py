@@ -179,11 +179,33 @@ def lambda_cost(memory_mb, seconds):
     return gb_s * PRICES["lambda_gb_second_x86"] + PRICES["lambda_request"]
 
 
+def shared_note(report):
+    """Which functions each shared bootstrap of a size table runs, as the manifest of the table's
+    commit says."""
+    import subprocess
+    text = None
+    if report.get("commit"):
+        shown = subprocess.run(["git", "show", f"{report['commit']}:{lambda_manifest.MANIFEST}"],
+                               cwd=REPO, capture_output=True, text=True)
+        text = shown.stdout if shown.returncode == 0 else None
+    shared = lambda_manifest.shared_bootstraps(text or "")
+    # Rows measured after the table's commit (a table patched with later runs) are read with the
+    # working tree's manifest.
+    shared = {**lambda_manifest.shared_bootstraps(lambda_manifest.manifest_text(REPO)), **shared}
+    rows = {f["binary"] for f in report["functions"]}
+    listed = [f"`{b}` runs {', '.join(members)}" for b, members in shared.items() if b in rows]
+    if not listed:
+        return "Every function has a bootstrap of its own."
+    return ("Shared bootstraps (each deployed function runs it with `REELGATE_FUNCTION` naming "
+            "which it is; `functions::SharedBootstrap`): " + "; ".join(listed) + ".")
+
+
 # Measured by hand for the profile (the numbers come from the runs named in it).
 def lambda_profile_note(artifacts, release, before):
     """What the `lambda` profile costs and saves, from the measurements beside it."""
     def size(report, name):
-        f = {x["binary"]: x for x in (report or {}).get("functions", [])}.get(name)
+        rows = (report or {}).get("functions", []) + (report or {}).get("superseded_rows", [])
+        f = {x["binary"]: x for x in rows}.get(name)
         return f"{f['bootstrap_bytes']/2**20:.2f} MiB ({f['zip_bytes']/2**20:.2f} MiB zipped)" if f else "not measured"
     build = artifacts.get("build_seconds")
     built = artifacts.get("bootstraps_built", len(artifacts["functions"]))
@@ -245,7 +267,7 @@ def main():
     deployed = optional(args.artifacts_sam_build)
     cold = json.loads(Path(args.cold_start).read_text())
     fns = {f["binary"]: f for f in cold["functions"] if "error" not in f}
-    sizes = {f["binary"]: f for f in artifacts["functions"]}
+    sizes = {f["binary"]: f for f in artifacts["functions"] + artifacts.get("superseded_rows", [])}
 
     lines = []
     w = lines.append
@@ -297,6 +319,8 @@ def main():
               f"{f['bootstrap_bytes']/2**20:.2f} MiB | {f['zip_bytes']/2**20:.2f} MiB | "
               f"{', '.join(f['media_crates']) or 'none'} |")
         w("")
+        w(shared_note(deployed))
+        w("")
         d_http = [f for f in deployed["functions"] if f["kind"] == "http"]
         d_met = [f for f in d_http if f["bootstrap_bytes"] < 12_000_000 and f["zip_bytes"] < 5_000_000]
         w(f"Targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB, no video "
@@ -335,6 +359,8 @@ def main():
         w(f"| {f['binary']} | {ports.get(f['binary'], '?')} | {f['bootstrap_bytes']/2**20:.2f} MiB | "
           f"{f['zip_bytes']/2**20:.2f} MiB | {', '.join(f['media_crates']) or 'none'} |")
     w("")
+    w(shared_note(artifacts))
+    w("")
     # The issue's targets are decimal megabytes (12 MB = 11.44 MiB, 5 MB = 4.77 MiB).
     http = [f for f in artifacts["functions"] if f["kind"] == "http"]
     met = [f for f in http if f["bootstrap_bytes"] < 12_000_000 and f["zip_bytes"] < 5_000_000]
@@ -346,9 +372,12 @@ def main():
     misses = [
         f"{f['binary']}: bootstrap {f['bootstrap_bytes']/1e6:.2f} MB, zip {f['zip_bytes']/1e6:.2f} MB"
         for f in http if f not in met] + misses
+    def served(fs):
+        # A shared bootstrap's row stands for each of its functions.
+        return sum(len(f.get("functions", [f["binary"]])) for f in fs)
     w(f"Size targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB): met by "
-      f"{len(met)} of {len(http)} HTTP functions"
-      + (f" ({', '.join(f['binary'] for f in met)})." if met else "."))
+      f"{len(met)} of {len(http)} HTTP bootstraps, serving {served(met)} of {served(http)} HTTP "
+      "functions" + (f" ({', '.join(f['binary'] for f in met)})." if met else "."))
     w("")
     if codecs:
         w("HTTP functions that link video codecs (issue #16's third target), each on purpose: it "
@@ -375,7 +404,9 @@ def main():
                      artifacts))
         w("| function | " + " | ".join(c[0] for c in cols) + " |")
         w("|---|" + "---:|" * len(cols))
-        by = [{f["binary"]: f for f in c[1]["functions"]} for c in cols]
+        # A row that a later shared bootstrap superseded still measures its commit's binary.
+        by = [{f["binary"]: f for f in c[1]["functions"] + c[1].get("superseded_rows", [])}
+              for c in cols]
         names = [n for n in sizes if any(n in b for b in by[:-1])]
         for n in names:
             cells = []
@@ -385,7 +416,9 @@ def main():
             w(f"| {n} | " + " | ".join(cells) + " |")
         w("")
     w("What each function links. A binary names its own manifest entry "
-      "(`reelgate_lambda::functions`), which holds its path's routes (`reelgate::api::PathRoutes`) "
+      "(`reelgate_lambda::functions`), or, shared by functions that declare the same ports, its "
+      "members' entries (`functions::SharedBootstrap`, which becomes the member `REELGATE_FUNCTION` "
+      "names); an entry holds its path's routes (`reelgate::api::PathRoutes`) "
       "and the ports it uses beyond the item store, as the constructors of their AWS adapters "
       "(`reelgate_lambda::ports::Adapters`, fn pointers in a `const`). `App` holds each port as a "
       "trait object, whose vtable links every method of the adapter wherever the adapter is built; "
@@ -402,7 +435,11 @@ def main():
       "(docs/console.md, \"On AWS\"). The steps, the workers and the reconciler declare every port.")
     w("")
     groups = {}
-    for f in artifacts["functions"]:
+    # Measured function by function: a shared bootstrap's row is its members' union, so the rows
+    # it superseded say what each port costs.
+    per_function = ([f for f in artifacts["functions"] if "functions" not in f]
+                    + artifacts.get("superseded_rows", []))
+    for f in per_function:
         if f["kind"] == "http":
             groups.setdefault(ports.get(f["binary"], "?"), []).append(f)
     if groups:

@@ -70,24 +70,4 @@ mod tests {
             assert!(shared.member("").is_none());
         }
     }
-
-    /// The members of one bootstrap declare the same ports: a member with fewer would link the
-    /// others' adapters, which is what per-function assembly keeps out of a function (issue #16),
-    /// and the size it measures would not be its own.
-    #[test]
-    fn the_members_of_a_shared_bootstrap_declare_the_same_ports() {
-        for shared in SHARED_BOOTSTRAPS {
-            let first = &shared.members[0];
-            for f in shared.members {
-                assert_eq!(
-                    f.adapters.ports(),
-                    first.adapters.ports(),
-                    "{}: {} and {} declare different ports",
-                    shared.binary,
-                    f.binary,
-                    first.binary
-                );
-            }
-        }
-    }
 }

@@ -61,7 +61,6 @@ fn bootstrap_path(binary: &str) -> PathBuf {
         "store-routes" => env!("CARGO_BIN_EXE_store-routes"),
         "pipeline" => env!("CARGO_BIN_EXE_pipeline"),
         "chat-routes" => env!("CARGO_BIN_EXE_chat-routes"),
-        "api-uploads" => env!("CARGO_BIN_EXE_api-uploads"),
         other => panic!("no bootstrap path for {other}"),
     };
     PathBuf::from(path)

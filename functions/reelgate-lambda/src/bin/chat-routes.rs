@@ -1,4 +1,5 @@
-//! Lambda bootstrap shared by the streamed chat answers: chat completions, Messages and the console's chat: each deployed function runs it with `REELGATE_FUNCTION`
+//! Lambda bootstrap shared by the chat answers (chat completions, Messages and the console's
+//! chat) and Messages' token count: each deployed function runs it with `REELGATE_FUNCTION`
 //! naming which it is (see `reelgate_lambda::functions::CHAT_ROUTES`).
 
 #[tokio::main]

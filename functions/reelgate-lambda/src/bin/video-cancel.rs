@@ -1,5 +1,5 @@
-//! Lambda bootstrap shared by cancel, on the API and in the console: each deployed function runs it with `REELGATE_FUNCTION`
-//! naming which it is (see `reelgate_lambda::functions::VIDEO_CANCEL`).
+//! Lambda bootstrap shared by cancel, on the API and in the console: each deployed function runs it
+//! with `REELGATE_FUNCTION` naming which it is (see `reelgate_lambda::functions::VIDEO_CANCEL`).
 
 #[tokio::main]
 async fn main() -> Result<(), reelgate_lambda::Error> {

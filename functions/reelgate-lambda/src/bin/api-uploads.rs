@@ -1,6 +1,0 @@
-//! Lambda function for every method of `/v1/uploads` (see `reelgate_lambda::functions`).
-
-#[tokio::main]
-async fn main() -> Result<(), reelgate_lambda::Error> {
-    reelgate_lambda::run_http(&reelgate_lambda::functions::API_UPLOADS).await
-}
