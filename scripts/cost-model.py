@@ -179,6 +179,11 @@ def lambda_cost(memory_mb, seconds):
     return gb_s * PRICES["lambda_gb_second_x86"] + PRICES["lambda_request"]
 
 
+def served(rows):
+    """How many functions size rows stand for: a shared bootstrap's row for each of its functions."""
+    return sum(len(f.get("functions", [f["binary"]])) for f in rows)
+
+
 def shared_note(report):
     """Which functions each shared bootstrap of a size table runs, as the manifest of the table's
     commit says."""
@@ -323,10 +328,19 @@ def main():
         w("")
         d_http = [f for f in deployed["functions"] if f["kind"] == "http"]
         d_met = [f for f in d_http if f["bootstrap_bytes"] < 12_000_000 and f["zip_bytes"] < 5_000_000]
-        w(f"Targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB, no video "
-          f"codec), as deployed: met by {len(d_met)} of {len(d_http)} HTTP functions.")
+        d_codecs = [m for m in deployed["target_misses"] if "links video codecs" in m]
+        w(f"Size targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB), as "
+          f"deployed: met by {len(d_met)} of {len(d_http)} HTTP bootstraps"
+          + (f", serving {served(d_met)} of {served(d_http)} HTTP functions"
+             if any("functions" in f for f in d_http) else "") + ".")
         w("")
-        d_misses = [m for m in deployed["target_misses"] if ": bootstrap " not in m and ": zip " not in m]
+        if d_codecs:
+            w("HTTP bootstraps that link video codecs on purpose (they decode the caller's video "
+              "before answering; `MAY_CARRY_CODECS` in `functions/reelgate-lambda/tests/media_code.rs`): "
+              + "; ".join(m.replace(": HTTP function links video codecs", "") for m in d_codecs) + ".")
+            w("")
+        d_misses = [m for m in deployed["target_misses"]
+                    if ": bootstrap " not in m and ": zip " not in m and m not in d_codecs]
         d_misses = [
             f"{f['binary']}: bootstrap {f['bootstrap_bytes']/1e6:.2f} MB"
             + (f" ({(f['bootstrap_bytes'] - 12_000_000)/1e6:+.2f} MB)" if f["bootstrap_bytes"] >= 12_000_000 else "")
@@ -372,9 +386,6 @@ def main():
     misses = [
         f"{f['binary']}: bootstrap {f['bootstrap_bytes']/1e6:.2f} MB, zip {f['zip_bytes']/1e6:.2f} MB"
         for f in http if f not in met] + misses
-    def served(fs):
-        # A shared bootstrap's row stands for each of its functions.
-        return sum(len(f.get("functions", [f["binary"]])) for f in fs)
     w(f"Size targets (every HTTP function's bootstrap under 12 MB, its zip under 5 MB): met by "
       f"{len(met)} of {len(http)} HTTP bootstraps, serving {served(met)} of {served(http)} HTTP "
       "functions" + (f" ({', '.join(f['binary'] for f in met)})." if met else "."))
