@@ -427,7 +427,7 @@ def main():
             w(f"| {n} | " + " | ".join(cells) + " |")
         w("")
     w("What each function links. A binary names its own manifest entry "
-      "(`reelgate_lambda::functions`), or, shared by functions that declare the same ports, its "
+      "(`reelgate_lambda::functions`), or, shared by functions grouped by the ports they use, its "
       "members' entries (`functions::SharedBootstrap`, which becomes the member `REELGATE_FUNCTION` "
       "names); an entry holds its path's routes (`reelgate::api::PathRoutes`) "
       "and the ports it uses beyond the item store, as the constructors of their AWS adapters "

@@ -1,7 +1,7 @@
 //! reelgate on AWS Lambda. The binaries in `src/bin/` are one line each: an HTTP function's
 //! ([`run_http`]) or the PDF renderer's, or a bootstrap shared by several functions
-//! ([`functions::SharedBootstrap`]), which becomes the function its environment names: the HTTP
-//! functions that declare the same ports ([`run_http_group`]), or the workflow steps, the queue
+//! ([`functions::SharedBootstrap`]), which becomes the function its environment names: HTTP
+//! functions grouped by the ports they use ([`run_http_group`]), or the workflow steps, the queue
 //! workers and the reconciler ([`run_pipeline`]: [`run_moderate_step`], ..., [`run_worker`]).
 //! Every piece of behaviour lives in the `reelgate` library; this crate only builds the
 //! [`App`](reelgate::app::App) over the AWS adapters ([`aws_app`]) and adapts Lambda events to it.
