@@ -49,6 +49,19 @@ pub enum Serves {
     PdfRasterizer,
 }
 
+impl Serves {
+    /// The routes of a function that serves HTTP (an API path, or a part of the console); `None`
+    /// for the steps, the workers, the reconciler and the PDF renderer.
+    pub fn http_routes(&self) -> Option<PathRoutes> {
+        match *self {
+            Serves::Http { routes, .. }
+            | Serves::Console { routes, .. }
+            | Serves::ConsoleChat { routes } => Some(routes),
+            _ => None,
+        }
+    }
+}
+
 /// The HTTP API paths of the console function (API Gateway's greedy `{proxy+}` covers every page
 /// and route under `/console/` that a more specific path below does not).
 pub const CONSOLE_PATHS: &[&str] = &[
@@ -150,9 +163,9 @@ const fn other(
 
 /// One constant per function, named after its name (`api-video-item` → `API_VIDEO_ITEM`),
 /// which its binary passes to its runner: a binary reads only its own entry, or its
-/// [`SharedBootstrap`]'s members, so it links only their routes. [`FUNCTIONS`] lists them all for the tests and the tools, and
-/// [`BY_CONSTANT`] pairs each with its constant's name so `tests/infra_consistency.rs` can
-/// check that every binary names its own.
+/// [`SharedBootstrap`]'s members, so it links only their routes. [`FUNCTIONS`] lists them all
+/// for the tests and the tools, and [`BY_CONSTANT`] pairs each with its constant's name so
+/// `tests/function_routes.rs` can check that every binary names its own.
 macro_rules! manifest {
     ($($name:ident = $function:expr;)*) => {
         $(pub const $name: LambdaFunction = $function;)*

@@ -15,15 +15,13 @@ pub const RESPONSE_STREAM_ENV: &str = "REELGATE_RESPONSE_STREAM";
 /// [`RESPONSE_STREAM_ENV`] is on. The binary passes its own manifest entry
 /// ([`functions::API_UPLOADS`], ...), so it links that path's handlers and no others.
 pub async fn run_http(function: &functions::LambdaFunction) -> Result<(), Error> {
-    let routes = match function.serves {
-        functions::Serves::Http { routes, .. }
-        | functions::Serves::Console { routes, .. }
-        | functions::Serves::ConsoleChat { routes } => routes,
-        other => {
-            // A programming error in a binary's one line; say which, at init.
-            eprintln!("{} is not an HTTP function: {other:?}", function.binary);
-            std::process::exit(1);
-        }
+    let Some(routes) = function.serves.http_routes() else {
+        // A programming error in a binary's one line; say which, at init.
+        eprintln!(
+            "{} is not an HTTP function: {:?}",
+            function.binary, function.serves
+        );
+        std::process::exit(1);
     };
     let (app, config) = app_or_exit(function).await;
     let router =

@@ -32,7 +32,7 @@ pub(crate) fn not_runnable(function: &LambdaFunction, why: &str) -> ! {
 
 #[cfg(test)]
 mod tests {
-    use crate::functions::{Serves, FUNCTIONS, PIPELINE, SHARED_BOOTSTRAPS};
+    use crate::functions::{FUNCTIONS, PIPELINE, SHARED_BOOTSTRAPS};
     use std::collections::BTreeSet;
 
     /// Each member of each shared bootstrap is selected by its name, and is something that
@@ -55,10 +55,7 @@ mod tests {
                 let runnable = if shared.binary == PIPELINE.binary {
                     crate::pipeline::runs(f)
                 } else {
-                    matches!(
-                        f.serves,
-                        Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
-                    )
+                    f.serves.http_routes().is_some()
                 };
                 assert!(runnable, "{} cannot run in {}", f.binary, shared.binary);
             }

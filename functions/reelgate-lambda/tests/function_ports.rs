@@ -776,10 +776,7 @@ fn every_other_function_declares_every_port() {
             assert_eq!(f.adapters.ports(), vec![Port::Blobs], "{}", f.binary);
             continue;
         }
-        if matches!(
-            f.serves,
-            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
-        ) {
+        if f.serves.http_routes().is_some() {
             continue;
         }
         assert_eq!(

@@ -50,10 +50,7 @@ fn every_binary_runs_its_own_manifest_entry() {
             );
             continue;
         }
-        if !matches!(
-            f.serves,
-            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
-        ) {
+        if f.serves.http_routes().is_none() {
             continue;
         }
         let named = named_constant(&source, f);

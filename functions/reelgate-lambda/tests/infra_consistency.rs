@@ -863,10 +863,8 @@ fn every_origin_gets_the_origin_secret_from_secrets_manager_and_every_api_functi
     }
     for (id, r) in functions(&t) {
         let is_api = FUNCTIONS.iter().any(|f| {
-            matches!(
-                f.serves,
-                Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
-            ) && (f.logical_id == id || stream_logical_id(f).as_deref() == Some(id.as_str()))
+            f.serves.http_routes().is_some()
+                && (f.logical_id == id || stream_logical_id(f).as_deref() == Some(id.as_str()))
         });
         let env = &r["Properties"]["Environment"]["Variables"]["REELGATE_ORIGIN_SECRET_ARN"];
         let policies = text(&r["Properties"]["Policies"]);

@@ -130,11 +130,7 @@ fn only_the_media_steps_link_video_codecs() {
     // Every HTTP function is among the checked ones, but those whose answer needs a decoded
     // picture.
     for f in FUNCTIONS {
-        if matches!(
-            f.serves,
-            Serves::Http { .. } | Serves::Console { .. } | Serves::ConsoleChat { .. }
-        ) && !DECODES_BEFORE_ANSWERING.contains(&f.binary)
-        {
+        if f.serves.http_routes().is_some() && !DECODES_BEFORE_ANSWERING.contains(&f.binary) {
             assert!(
                 checked.contains(&bootstrap(f)),
                 "{} ({}) was not checked",
