@@ -100,15 +100,7 @@ def function_ports(commit=None):
     as it is in the working tree or, given a commit, as it was there (a table measured at an older
     commit shows the ports its binaries had then)."""
     import re
-    import subprocess
-    path = "functions/reelgate-lambda/src/functions.rs"
-    text = None
-    if commit:
-        shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=REPO,
-                               capture_output=True, text=True)
-        text = shown.stdout if shown.returncode == 0 else None
-    if text is None:
-        text = (REPO / path).read_text()
+    text = (commit and lambda_manifest.manifest_text(REPO, commit)) or lambda_manifest.manifest_text(REPO)
     body = text[text.index("manifest! {"):]
     out = {}
     for entry in body.split(";"):
@@ -187,12 +179,7 @@ def served(rows):
 def shared_note(report):
     """Which functions each shared bootstrap of a size table runs, as the manifest of the table's
     commit says."""
-    import subprocess
-    text = None
-    if report.get("commit"):
-        shown = subprocess.run(["git", "show", f"{report['commit']}:{lambda_manifest.MANIFEST}"],
-                               cwd=REPO, capture_output=True, text=True)
-        text = shown.stdout if shown.returncode == 0 else None
+    text = report.get("commit") and lambda_manifest.manifest_text(REPO, report["commit"])
     shared = lambda_manifest.shared_bootstraps(text or "")
     # Rows measured after the table's commit (a table patched with later runs) are read with the
     # working tree's manifest.

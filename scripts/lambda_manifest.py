@@ -9,8 +9,15 @@ from pathlib import Path
 MANIFEST = "functions/reelgate-lambda/src/functions.rs"
 
 
-def manifest_text(repo="."):
-    return (Path(repo) / MANIFEST).read_text()
+def manifest_text(repo=".", commit=None):
+    """The manifest as it is in the working tree or, given a commit, as it was there (None when
+    that commit has no manifest)."""
+    if commit is None:
+        return (Path(repo) / MANIFEST).read_text()
+    import subprocess
+    shown = subprocess.run(["git", "show", f"{commit}:{MANIFEST}"], cwd=repo,
+                           capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
 
 
 def constant_name(constant):
